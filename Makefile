@@ -1,0 +1,40 @@
+# The two set-up commands of the README: `make demo` and `make test`. Each creates or updates the
+# local virtual environment first, so both work on a fresh machine that has only python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-unit test-integration lint bench clean venv
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+		echo "python3 -m venv failed: on Debian, install it with: apt-get install python3-venv"; exit 1; }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+	@touch $@
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python scripts/demo.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

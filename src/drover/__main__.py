@@ -1,0 +1,3 @@
+from drover.cli.main import main
+
+raise SystemExit(main())

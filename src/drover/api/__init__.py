@@ -1,0 +1,1 @@
+"""HTTP only: translate requests into controller commands and read models into JSON."""

@@ -1,0 +1,208 @@
+"""The controller's ASGI app: the public HTTP + JSON API and the node channel (a WebSocket)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from drover import __version__
+from drover.api.openapi import Operation, openapi_document
+from drover.controller import views
+from drover.controller.handlers.actions import ACTIONS
+from drover.controller.node_channels import NodeChannel
+from drover.controller.service import ControllerService
+from drover.core.errors import BadRequest, DroverError, NotFound
+from drover.protocol import api
+from drover.protocol.node_channel import Hello, node_decoder
+from drover.store.base import JobFilter
+
+log = logging.getLogger("drover.controller")
+_encode = msgspec.json.Encoder().encode
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(_encode(value), status_code=status, media_type="application/json")
+
+
+def error_response(error: DroverError) -> Response:
+    return json_response({"error": str(error), "kind": error.kind}, error.http_status)
+
+
+def create_app(service: ControllerService, owner: str, shutdown: Callable[[], None]) -> Starlette:
+    """`owner`: the user every request acts as. A personal cluster listens on a mode-0600 socket,
+    so only its owner can connect."""
+
+    def handles_errors(endpoint: Endpoint) -> Endpoint:
+        async def wrapped(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except DroverError as error:
+                return error_response(error)
+            except msgspec.ValidationError as error:
+                return error_response(BadRequest(f"bad request: {error}"))
+            except msgspec.DecodeError as error:
+                return error_response(BadRequest(f"bad request: not valid JSON ({error})"))
+
+        return wrapped
+
+    async def decode(request: Request, model: type[Any]) -> Any:
+        return msgspec.json.decode(await request.body(), type=model)
+
+    def int_query(request: Request, name: str, default: int | None) -> int | None:
+        value = request.query_params.get(name)
+        if value is None or value == "":
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise BadRequest(f"query parameter {name} must be a number, not {value!r}") from None
+
+    def job_id_of(request: Request) -> int:
+        text = request.path_params["job_id"]
+        if not text.isdigit() or int(text) <= 0:
+            raise BadRequest(f"not a job id: {text!r}")
+        return int(text)
+
+    def find_job(job_id: int) -> api.JobInfo:
+        job = service.state.jobs.get(job_id) or service.store.load_job(job_id)
+        if job is None:
+            raise NotFound(f"job {job_id} does not exist")
+        return views.job_info(service.state, job, with_tasks=True, store=service.store)
+
+    async def ping(request: Request) -> Response:
+        return json_response(api.Ping(version=__version__, api="v1", user=owner, started_at=service.started_at))
+
+    async def openapi(request: Request) -> Response:
+        return json_response(document)
+
+    async def submit(request: Request) -> Response:
+        body: api.SubmitRequest = await decode(request, api.SubmitRequest)
+        if not body.jobs:
+            raise BadRequest("the request holds no jobs")
+        return json_response(api.SubmitReply(ids=service.submit(body.jobs, owner)))
+
+    async def list_jobs(request: Request) -> Response:
+        params = request.query_params
+        states = [s for s in params.get("state", "").split(",") if s]
+        query = JobFilter(
+            states=states, owner=params.get("user") or None, name=params.get("name") or None,
+            include_ended=params.get("all") in ("1", "true"), limit=int_query(request, "limit", 1000) or 1000,
+        )
+        jobs = [
+            views.job_info(service.state, job)
+            for job in sorted(service.state.jobs.values(), key=lambda job: job.id)
+            if (query.owner is None or job.owner == query.owner) and (query.name is None or job.name == query.name)
+        ]
+        if query.include_ended:
+            ended = [views.job_info(service.state, job) for job in service.store.list_ended_jobs(query)]
+            jobs = sorted(ended + jobs, key=lambda info: info.id)
+        if states:
+            jobs = [info for info in jobs if info.state in states or any(info.task_counts.get(s) for s in states)]
+        return json_response(api.JobList(jobs=jobs[-query.limit:]))
+
+    async def show_job(request: Request) -> Response:
+        return json_response(find_job(job_id_of(request)))
+
+    async def wait_job(request: Request) -> Response:
+        job_id = job_id_of(request)
+        find_job(job_id)  # 404 for a job that does not exist
+        timeout = min(max(int_query(request, "timeout", 30) or 0, 0), 300)
+        ended = await service.wait_for_end(job_id, timeout)
+        return json_response({"ended": ended, "job": find_job(job_id)})
+
+    async def action(request: Request) -> Response:
+        name = request.path_params["action"]
+        if name not in ACTIONS:
+            raise NotFound(f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
+        body: api.ActionRequest = await decode(request, api.ActionRequest)
+        return json_response(api.ActionReply(results=service.act(name, body.refs, owner)))
+
+    async def history(request: Request) -> Response:
+        params = request.query_params
+        since = params.get("since")
+        rows = service.store.history(
+            params.get("user") or None, int_query(request, "limit", 100) or 100,
+            float(since) if since else None,
+        )
+        return json_response(api.History(rows=[views.history_row(*row) for row in rows]))
+
+    async def nodes(request: Request) -> Response:
+        return json_response(api.NodeList(nodes=views.node_info(service.state)))
+
+    async def events(request: Request) -> Response:
+        found = service.store.events_of(
+            int_query(request, "job", None), int_query(request, "after", 0) or 0,
+            int_query(request, "limit", 1000) or 1000,
+        )
+        return json_response(api.EventList(events=[
+            api.Event(seq=seq, time=e.time, job_id=e.job_id, index=e.index, attempt=e.attempt,
+                      kind=e.kind, detail=e.detail)
+            for seq, e in found
+        ]))
+
+    async def stop(request: Request) -> Response:
+        asyncio.get_running_loop().call_soon(shutdown)
+        return json_response({"stopping": True})
+
+    async def node_channel(socket: WebSocket) -> None:
+        await socket.accept()
+        channel: NodeChannel | None = None
+        try:
+            first = node_decoder.decode(await socket.receive_bytes())
+            if len(first) != 1 or not isinstance(first[0], Hello):
+                await socket.close(code=1002)
+                return
+            hello = first[0]
+            channel = NodeChannel(hello.node, socket)
+            previous = service.node_connected(channel, hello)
+            if previous is not None:
+                await previous.close()
+            while True:
+                service.node_messages(hello.node, node_decoder.decode(await socket.receive_bytes()))
+        except WebSocketDisconnect:
+            pass
+        except Exception:
+            log.exception("node channel failed")
+        finally:
+            if channel is not None:
+                await channel.close()
+                service.node_disconnected(channel)
+
+    table: list[tuple[Operation, Endpoint]] = [
+        (Operation("GET", "/v1/ping", "Who serves this API, and as whom", response=api.Ping), ping),
+        (Operation("POST", "/v1/jobs", "Submit jobs (many in one request, one transaction)",
+                   api.SubmitRequest, api.SubmitReply), submit),
+        (Operation("GET", "/v1/jobs", "List jobs", response=api.JobList, query=(
+            ("state", "string", "comma-separated task states"), ("user", "string", "owner"),
+            ("name", "string", "job name"), ("all", "boolean", "include ended jobs"),
+            ("limit", "integer", "at most this many, newest"))), list_jobs),
+        (Operation("GET", "/v1/jobs/{job_id}", "A job, its tasks and every attempt",
+                   response=api.JobInfo), show_job),
+        (Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
+                   query=(("timeout", "integer", "seconds, at most 300"),)), wait_job),
+        (Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold or release jobs or tasks",
+                   api.ActionRequest, api.ActionReply), action),
+        (Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
+                   query=(("user", "string", "owner"), ("limit", "integer", "rows"),
+                          ("since", "number", "Unix time"))), history),
+        (Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), nodes),
+        (Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
+            ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
+            ("limit", "integer", "rows"))), events),
+        (Operation("POST", "/v1/shutdown", "Stop the controller gracefully"), stop),
+    ]
+    document = openapi_document([op for op, _ in table])
+    routes: list[Any] = [Route("/openapi.json", openapi, methods=["GET"])]
+    routes += [Route(op.path, handles_errors(endpoint), methods=[op.method]) for op, endpoint in table]
+    routes.append(WebSocketRoute("/v1/nodes/channel", node_channel))
+    return Starlette(routes=routes)

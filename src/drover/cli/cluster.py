@@ -1,0 +1,148 @@
+"""Start and stop a personal cluster: a controller and one execd for the current user, in the
+background, with their state, socket and logs in the user's state directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from drover.config import SOCKET_VARIABLE, Paths
+from drover.core.errors import Unavailable
+
+START_TIMEOUT_S = 30.0
+
+
+def _is_serving(paths: Paths) -> bool:
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(paths.socket)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def _read_pid(path: str) -> int | None:
+    try:
+        with open(path) as file:
+            pid = int(file.read().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            if b"drover" not in file.read():
+                return None  # the pid was reused by something else
+    except FileNotFoundError:
+        return None
+    return pid
+
+
+def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str]) -> int:
+    log = open(log_path, "ab")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+    )
+    log.close()
+    with open(pid_path, "w") as file:
+        file.write(f"{process.pid}\n")
+    return process.pid
+
+
+def _log_tail(path: str, lines: int = 15) -> str:
+    try:
+        with open(path, errors="replace") as file:
+            return "".join(file.readlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
+
+
+def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[str] | None = None) -> list[str]:
+    """Start what is not running; wait until a node is up. Returns what was started, described."""
+    os.makedirs(paths.root, mode=0o700, exist_ok=True)
+    started: list[str] = []
+    if not _is_serving(paths):
+        pid = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
+        started.append(f"controller (pid {pid}, log {paths.controller_log})")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _is_serving(paths):
+            if time.monotonic() > deadline or _read_pid(paths.controller_pid) is None:
+                raise Unavailable(
+                    f"the controller did not start; its log {paths.controller_log} ends:\n"
+                    + _log_tail(paths.controller_log)
+                )
+            time.sleep(0.02)
+    if _read_pid(paths.execd_pid) is None:
+        pid = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
+        started.append(f"execd (pid {pid}, log {paths.execd_log})")
+    _wait_for_node(paths)
+    return started
+
+
+def _wait_for_node(paths: Paths) -> None:
+    from drover.client.transport import Transport
+
+    transport = Transport(paths.socket)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    try:
+        while True:
+            nodes = transport.call("GET", "/v1/nodes")["nodes"]
+            if any(node["state"] == "up" for node in nodes):
+                return
+            if time.monotonic() > deadline or _read_pid(paths.execd_pid) is None:
+                raise Unavailable(
+                    f"the execd did not join; its log {paths.execd_log} ends:\n" + _log_tail(paths.execd_log)
+                )
+            time.sleep(0.02)
+    finally:
+        transport.close()
+
+
+def down(paths: Paths, timeout_s: float = 15.0) -> list[str]:
+    """Stop the execd, then the controller (SIGTERM, then wait). Returns what was stopped."""
+    stopped = []
+    for name, pid_path in (("execd", paths.execd_pid), ("controller", paths.controller_pid)):
+        pid = _read_pid(pid_path)
+        if pid is None:
+            continue
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while _read_pid(pid_path) is not None and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.02)
+        if _read_pid(pid_path) is not None:
+            os.kill(pid, signal.SIGKILL)
+        try:
+            os.unlink(pid_path)
+        except FileNotFoundError:
+            pass
+        stopped.append(f"{name} (pid {pid})")
+    return stopped
+
+
+def _reap(pid: int) -> None:
+    """A daemon started by this very process (tests, `drover up` then `down` in one program)
+    stays a zombie until waited for."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def ensure_running() -> None:
+    """Before a submission: start the personal cluster if none answers (zero configuration).
+    A cluster named by DROVER_SOCKET is never started here: it is someone else's."""
+    if os.environ.get(SOCKET_VARIABLE):
+        return
+    paths = Paths()
+    if _is_serving(paths) and _read_pid(paths.execd_pid) is not None:
+        return
+    started = up(paths)
+    if started:
+        print(f"drover: started a personal cluster in {paths.root} (stop it with `drover down`)", file=sys.stderr)

@@ -1,0 +1,1 @@
+"""One module per command (several closely related commands may share one)."""

@@ -1,0 +1,55 @@
+"""drover logs JOB [-f]: print a job's output file, optionally following it until the job ends."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from drover.cli.common import client, parser
+from drover.core.errors import BadRequest, NotFound
+
+
+def run(command: str, argv: list[str]) -> int:
+    p = parser(command, "Print a job's output (stdout, or --stderr). -f follows it until the job ends.", json_flag=False)
+    p.add_argument("ref", metavar="JOB", help="a job (12) or one task of an array (12.3)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing as the job writes, until it ends")
+    p.add_argument("--stderr", action="store_true", help="the error file instead (when it is separate)")
+    args = p.parse_args(argv)
+    from drover.core.ids import parse_job_ref
+
+    job_id, index = parse_job_ref(args.ref)
+    with client(timeout_s=None) as api:
+        job = api.job(job_id)
+        if job.array and index is None:
+            raise BadRequest(f"job {job_id} is an array; name one task, e.g. {job_id}.{job.array.split('-')[0].split(',')[0]}")
+        index = index if index is not None else 0
+        task = next((t for t in job.tasks if t.index == index), None)
+        if task is None:
+            raise NotFound(f"task {job_id}.{index} has not started yet, so it has no output")
+        path = task.stderr if args.stderr else task.stdout
+        if path is None:
+            raise BadRequest(f"job {job_id} joins stderr into {task.stdout}")
+        offset = _copy(path, 0, must_exist=not args.follow)
+        while args.follow:
+            reply = api.wait_json(job_id, 0.25 if os.path.exists(path) else 0.1)
+            offset = _copy(path, offset, must_exist=False)
+            if reply["ended"]:
+                _copy(path, offset, must_exist=False)
+                break
+    return 0
+
+
+def _copy(path: str, offset: int, must_exist: bool) -> int:
+    try:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            while chunk := file.read(65536):
+                sys.stdout.buffer.write(chunk)
+                offset += len(chunk)
+    except FileNotFoundError:
+        if must_exist:
+            raise NotFound(f"the output file {path} does not exist (yet)") from None
+        time.sleep(0)
+    sys.stdout.flush()
+    return offset

@@ -1,0 +1,22 @@
+"""drover nodes: the cluster's nodes."""
+
+from __future__ import annotations
+
+from drover.cli.common import client, parser, print_json
+
+
+def run(command: str, argv: list[str]) -> int:
+    args = parser(command, "List the cluster's nodes and what they run.").parse_args(argv)
+    with client() as api:
+        nodes = api.nodes()
+    if args.json:
+        print_json(nodes)
+        return 0
+    from drover.cli.render import table, when
+
+    table(
+        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LAST SEEN"],
+        [(n.name, n.state.upper(), n.cpus, n.cpus_used, f"{n.memory_mib}M", f"{n.memory_mib_used}M",
+          n.running, when(n.last_seen)) for n in nodes],
+    )
+    return 0

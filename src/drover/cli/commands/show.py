@@ -1,0 +1,71 @@
+"""drover show JOB: everything about a job, every attempt."""
+
+from __future__ import annotations
+
+from drover.cli.common import client, job_ids, parser, print_json
+
+
+def run(command: str, argv: list[str]) -> int:
+    p = parser(command, "Show a job: its request, its tasks, and every attempt with its usage.")
+    p.add_argument("jobs", nargs="+", metavar="JOB")
+    args = p.parse_args(argv)
+    ids = job_ids(args.jobs)
+    with client() as api:
+        jobs = [api.job(job_id) for job_id in ids]
+    if args.json:
+        print_json(jobs if len(jobs) > 1 else jobs[0])
+        return 0
+    from drover.cli.render import elapsed, memory, seconds, when
+    from drover.core.units import format_duration
+
+    for job in jobs:
+        print(f"Job {job.id}: {job.name}")
+        fields = [
+            ("state", job.state.upper() + (f" (exit status {job.exit_status})" if job.exit_status is not None else "")),
+            ("owner", job.owner),
+            ("submitted", when(job.submitted_at)),
+            ("ended", when(job.ended_at)),
+            ("priority", job.priority),
+            ("request", f"{job.cpus} CPU(s), {job.memory_mib} MiB, time limit "
+                        + (format_duration(job.time_limit_s) if job.time_limit_s else "none")),
+            ("array", f"{job.array}" + (f" (at most {job.max_running} at once)" if job.max_running else "")
+             if job.array else "-"),
+            ("depends on", ", ".join(f"afterok:{d}" for d in job.after_ok) or "-"),
+            ("tasks", ", ".join(f"{n} {s}" for s, n in sorted(job.task_counts.items()))),
+            ("waiting", job.pending_explanation or "-"),
+            ("workdir", job.workdir),
+            ("output", job.output + ("" if job.error else " (stderr joined)")),
+        ]
+        if job.error:
+            fields.append(("error", job.error))
+        for key, value in fields:
+            print(f"  {key:<11} {value}")
+        for task in job.tasks:
+            label = f"{job.id}.{task.index}" if job.array else str(job.id)
+            extra = " (cancel requested)" if task.cancel_requested else ""
+            status = f", exit status {task.exit_status}" if task.exit_status is not None else ""
+            print(f"  task {label}: {task.state.upper()}{status}{extra}; output {task.stdout}")
+            for attempt in task.attempts:
+                print(f"    attempt {attempt.number} on {attempt.node} (CPUs {','.join(map(str, attempt.cpu_ids))}): "
+                      f"dispatched {when(attempt.dispatched_at)}, started {when(attempt.started_at)}, "
+                      f"ended {when(attempt.ended_at)}, ran {elapsed(attempt.started_at, attempt.ended_at)}")
+                outcome = []
+                if attempt.exit_code is not None:
+                    outcome.append(f"exit code {attempt.exit_code}")
+                if attempt.signal is not None:
+                    outcome.append(f"killed by signal {attempt.signal}")
+                if attempt.timed_out:
+                    outcome.append("time limit reached")
+                if attempt.terminated:
+                    outcome.append("stopped on request")
+                if attempt.failure:
+                    outcome.append(f"failed: {attempt.failure}")
+                if outcome:
+                    print(f"      {'; '.join(outcome)}")
+                if attempt.usage:
+                    u = attempt.usage
+                    print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "
+                          f"max RSS {memory(u.max_rss_kib)}, wall {seconds(u.wall_s)}, "
+                          f"faults {u.major_faults} major / {u.minor_faults} minor, "
+                          f"switches {u.voluntary_switches} voluntary / {u.involuntary_switches} involuntary")
+    return 0

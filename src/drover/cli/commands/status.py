@@ -1,0 +1,41 @@
+"""drover status: list jobs."""
+
+from __future__ import annotations
+
+from drover.cli.common import client, parser, print_json
+
+
+def run(command: str, argv: list[str]) -> int:
+    p = parser(command, "List jobs that have not ended (with --all, ended ones too).")
+    p.add_argument("-s", "--state", action="append", default=[], help="only jobs with tasks in this state (repeatable; comma lists too)")
+    p.add_argument("-u", "--user", help="only this user's jobs")
+    p.add_argument("-n", "--name", help="only jobs of this name")
+    p.add_argument("-a", "--all", action="store_true", help="include ended jobs")
+    p.add_argument("--limit", type=int, default=1000, help="at most this many (the newest)")
+    args = p.parse_args(argv)
+    states = [state.strip().lower() for value in args.state for state in value.split(",") if state.strip()]
+    with client() as api:
+        jobs = api.jobs(states=states, user=args.user, name=args.name, include_ended=args.all, limit=args.limit)
+    if args.json:
+        print_json(jobs)
+        return 0
+    from drover.cli.render import elapsed, table
+
+    rows = []
+    for job in jobs:
+        tasks = job.task_counts
+        total = sum(tasks.values())
+        summary = ", ".join(f"{count} {state}" for state, count in sorted(tasks.items())) if job.array else ""
+        note = job.pending_explanation or ("" if not job.array else summary)
+        if job.array and job.pending_explanation:
+            note = f"{summary}; {job.pending_explanation}"
+        rows.append((
+            job.id, job.name, job.owner, job.state.upper(), total, job.cpus,
+            f"{job.memory_mib}M" if job.memory_mib else "-",
+            elapsed(job.submitted_at, job.ended_at), note,
+        ))
+    if not rows:
+        print("no jobs" if not args.all else "no jobs at all")
+        return 0
+    table(["JOB", "NAME", "USER", "STATE", "TASKS", "CPUS", "MEM", "AGE", "NOTE"], rows, right=["JOB", "TASKS", "CPUS"])
+    return 0

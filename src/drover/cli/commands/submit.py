@@ -1,0 +1,180 @@
+"""drover submit: a job script, or a command after --. Start-up matters here: it imports only
+argparse, json, socket and Drover's own small modules."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from drover.cli.common import parser
+from drover.core.errors import BadRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+def build_parser(command: str) -> argparse.ArgumentParser:
+    p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
+    p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line)")
+    p.add_argument("-J", "--name", help="the job's name (default: the script's or command's name)")
+    p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
+    p.add_argument("-o", "--output", help="stdout file; %%j job id, %%a array index, %%x name, %%u user "
+                   "(default: drover-%%j.out, arrays drover-%%j_%%a.out)")
+    p.add_argument("-e", "--error", help="stderr file (default: joined with the output)")
+    p.add_argument("--open-mode", choices=("truncate", "append"), default="truncate")
+    p.add_argument("-c", "--cpus", default="1", help="CPUs per task (default 1)")
+    p.add_argument("--mem", help="memory per task, e.g. 512M, 4G (default: none reserved)")
+    p.add_argument("-t", "--time", help="time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 10m, 2h")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set a variable (repeatable)")
+    p.add_argument("--export", default="ALL", metavar="ALL|NONE|NAMES",
+                   help="what of your environment the job gets: ALL (default), NONE, or NAME[=VALUE],...")
+    p.add_argument("-a", "--array", help="array tasks: 1-100, 1-100:2, 1,3,5, with %%N to run at most N at once")
+    p.add_argument("-H", "--hold", action="store_true", help="submit held; `drover release` lets it start")
+    p.add_argument("-p", "--priority", default="0", help="higher starts first (-1023..1023, default 0)")
+    p.add_argument("-d", "--dependency", metavar="afterok:ID[:ID...]", help="start only after these jobs completed")
+    p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
+    p.add_argument("--parsable", action="store_true", help="print only the job id")
+    return p
+
+
+def run(command: str, argv: list[str]) -> int:
+    command_argv: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, command_argv = argv[:split], argv[split + 1:]
+    args = build_parser(command).parse_args(argv)
+    jobs = jobs_from_arguments(args, command_argv)
+
+    from drover.cli.cluster import ensure_running
+    from drover.cli.common import client
+
+    ensure_running()
+    with client() as api:
+        ids = api.submit(jobs)
+    if args.json:
+        from drover.cli.common import print_json
+
+        print_json({"ids": ids})
+    elif args.parsable:
+        print("\n".join(str(job_id) for job_id in ids))
+    elif len(ids) == 1:
+        array = jobs[0].get("array")
+        print(f"Submitted job {ids[0]}" + (f" (array {array})" if array else ""))
+    else:
+        print(f"Submitted {len(ids)} jobs: {ids[0]}-{ids[-1]}")
+    return 0
+
+
+def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, Any]]:
+    """Everything checked here, before the cluster is asked (or started)."""
+    from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
+
+    sources = sum(bool(x) for x in (args.script, command_argv, args.each_line))
+    if sources != 1:
+        raise BadRequest("give exactly one of: a script file, -- COMMAND [ARGS...], or --each-line FILE")
+    workdir = os.path.abspath(args.workdir or os.getcwd())
+    if not os.path.isdir(workdir):
+        raise BadRequest(f"the working directory {workdir} does not exist")
+    base: dict[str, Any] = {
+        "workdir": workdir,
+        "submit_dir": os.getcwd(),
+        "cpus": _integer(args.cpus, "--cpus", minimum=1),
+        "priority": _integer(args.priority, "--priority"),
+        "open_mode": args.open_mode,
+        "environment": environment(args.export, args.env),
+        "hold": args.hold,
+    }
+    if args.mem is not None:
+        base["memory_mib"] = parse_memory_mib(args.mem)
+    if args.time is not None:
+        base["time_limit_s"] = parse_duration_s(args.time)
+    if args.array is not None:
+        parse_array(args.array)
+        base["array"] = args.array
+    for key in ("output", "error"):
+        value = getattr(args, key)
+        if value is not None:
+            from drover.core.patterns import check_pattern
+
+            check_pattern(value)
+            base[key] = value
+    if args.dependency:
+        base["after_ok"] = dependencies(args.dependency)
+    if args.each_line:
+        lines = [line.strip() for line in _read(args.each_line).splitlines()]
+        commands = [line for line in lines if line and not line.startswith("#")]
+        if not commands:
+            raise BadRequest(f"{args.each_line} holds no command")
+        return [dict(base, script=_wrap_line(line), name=args.name or line.split()[0]) for line in commands]
+    if command_argv:
+        import shlex
+
+        script = "exec " + " ".join(shlex.quote(word) for word in command_argv) + "\n"
+        name = args.name or os.path.basename(command_argv[0])
+    else:
+        script = _read(args.script)
+        name = args.name or os.path.basename(args.script)
+    return [dict(base, script=script, name=name)]
+
+
+def _wrap_line(line: str) -> str:
+    return line + "\n"
+
+
+def _read(path: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        with open(path, encoding="utf-8", errors="surrogateescape") as file:
+            return file.read()
+    except OSError as error:
+        raise BadRequest(f"cannot read {path}: {error.strerror}") from None
+
+
+def _integer(text: str, option: str, minimum: int | None = None) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise BadRequest(f"{option} must be a whole number, not {text!r}") from None
+    if minimum is not None and value < minimum:
+        raise BadRequest(f"{option} must be at least {minimum}, not {value}")
+    return value
+
+
+def environment(export: str, settings: list[str]) -> dict[str, str]:
+    """Slurm's --export: ALL, NONE, or a list of NAME (taken from here) and NAME=VALUE."""
+    words = [word for word in export.split(",") if word]
+    if not words:
+        raise BadRequest("--export needs ALL, NONE, or a list of variable names")
+    env: dict[str, str] = {}
+    for word in words:
+        if word == "ALL":
+            env.update(os.environ)
+        elif word == "NONE":
+            continue
+        elif "=" in word:
+            name, _, value = word.partition("=")
+            env[name] = value
+        elif word in os.environ:
+            env[word] = os.environ[word]
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or not name:
+            raise BadRequest(f"--env takes NAME=VALUE, not {setting!r}")
+        env[name] = value
+    return env
+
+
+def dependencies(text: str) -> list[int]:
+    kind, _, ids = text.partition(":")
+    if kind != "afterok" or not ids:
+        raise BadRequest(f"--dependency: only afterok:ID[:ID...] is supported, not {text!r}")
+    try:
+        found = [int(part) for part in ids.replace(",", ":").split(":") if part]
+    except ValueError:
+        raise BadRequest(f"--dependency: job ids are numbers, not {ids!r}") from None
+    if not found or any(job_id <= 0 for job_id in found):
+        raise BadRequest(f"--dependency: job ids are positive numbers, not {ids!r}")
+    return found

@@ -1,0 +1,56 @@
+"""What the commands share: the parser they start from, the client, JSON output, errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from drover.core.errors import BadRequest
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    from drover.client import Client
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """Bad options: one line naming the problem, exit status 2 (as argparse does)."""
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def parser(command: str, description: str, json_flag: bool = True) -> argparse.ArgumentParser:
+    result = _Parser(prog=f"drover {command}", description=description)
+    if json_flag:
+        result.add_argument("--json", action="store_true", help="print JSON for programs")
+    return result
+
+
+def client(timeout_s: float | None = 60.0) -> Client:
+    from drover.client.client import Client
+
+    return Client(timeout_s=timeout_s)
+
+
+def print_json(value: Any) -> None:
+    if hasattr(value, "__struct_fields__") or isinstance(value, list) and value and hasattr(value[0], "__struct_fields__"):
+        import msgspec
+
+        value = msgspec.to_builtins(value)
+    json.dump(value, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def job_ids(refs: list[str]) -> list[int]:
+    """Whole-job ids from the command line; a bad one is refused before anything is sent."""
+    from drover.core.ids import parse_job_ref
+
+    out = []
+    for ref in refs:
+        job_id, index = parse_job_ref(ref)
+        if index is not None:
+            raise BadRequest(f"{ref!r} names one task; this command takes whole jobs")
+        out.append(job_id)
+    return out

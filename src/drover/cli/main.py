@@ -1,0 +1,66 @@
+"""`drover COMMAND ...`: find the command's module, import only it, run it.
+
+`drover --help` imports nothing but this file, so tools that call drover thousands of times
+pay only for the command they use.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# name → (module under drover.cli.commands, one-line summary)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("up", "start a personal cluster (controller and execd) in the background"),
+    "down": ("down", "stop the personal cluster; running jobs go on and report later"),
+    "submit": ("submit", "submit a job script, or a command after --"),
+    "status": ("status", "list jobs and their states"),
+    "show": ("show", "everything about a job: its tasks and every attempt"),
+    "cancel": ("actions", "cancel jobs or tasks (running ones get SIGTERM, then SIGKILL)"),
+    "hold": ("actions", "keep pending jobs or tasks from starting"),
+    "release": ("actions", "let held jobs or tasks start"),
+    "wait": ("wait", "wait for jobs to end; exit with their exit status"),
+    "logs": ("logs", "print a job's output; -f follows it"),
+    "history": ("history", "ended jobs: exit status, times, CPU and memory used"),
+    "nodes": ("nodes", "the cluster's nodes and what they run"),
+    "events": ("events", "the event log of a job, or of the cluster"),
+    "controller": ("daemons", "run the controller daemon in the foreground"),
+    "execd": ("daemons", "run the node daemon in the foreground"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: drover COMMAND [OPTIONS]", "", "Drover runs batch jobs on a personal or shared cluster.", "", "commands:"]
+    lines += [f"  {name:<11} {summary}" for name, (_, summary) in COMMANDS.items()]
+    lines += ["", "Run `drover COMMAND --help` for a command's options.",
+              "A personal cluster starts on the first `drover submit`, or with `drover up`."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if args else 2
+    if args[0] == "--version":
+        from drover import __version__
+
+        print(f"drover {__version__}")
+        return 0
+    name = args[0]
+    if name not in COMMANDS:
+        print(f"drover: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    import importlib
+
+    module = importlib.import_module(f"drover.cli.commands.{COMMANDS[name][0]}")
+    from drover.core.errors import DroverError
+
+    try:
+        return int(module.run(name, args[1:]))
+    except DroverError as error:
+        print(f"drover {name}: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

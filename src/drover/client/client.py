@@ -1,0 +1,147 @@
+"""The typed client: each method is one API call, returning the API's own models.
+
+Responses decode into `drover.protocol.api` models (msgspec), imported on first use. Methods
+that take or return only plain data (`submit`, `wait_json`) never import them, which keeps
+the start-up of `drover submit` and `drover wait` short.
+"""
+
+from __future__ import annotations
+
+from drover.client.transport import Transport
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
+if TYPE_CHECKING:
+    from typing import Any
+
+    from drover.protocol.api import (
+        ActionResult,
+        Event,
+        HistoryRow,
+        JobInfo,
+        JobSubmission,
+        NodeInfo,
+        Ping,
+    )
+
+
+class Client:
+    def __init__(self, address: str | None = None, timeout_s: float | None = 60.0) -> None:
+        """`address`: a Unix socket path or http://HOST:PORT; default: the personal cluster's socket."""
+        if address is None:
+            from drover.config import api_socket
+
+            address = api_socket()
+        self.transport = Transport(address, timeout_s)
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get(self, path: str, model: Any, **query: Any) -> Any:
+        from urllib.parse import urlencode
+
+        params = {k: v for k, v in query.items() if v is not None and v != ""}
+        reply = self.transport.call("GET", path + ("?" + urlencode(params) if params else ""))
+        import msgspec
+
+        return msgspec.convert(reply, model)
+
+    # -- jobs ---------------------------------------------------------------------------------
+
+    def submit(self, jobs: list[JobSubmission] | list[dict[str, Any]]) -> list[int]:
+        """Submit many jobs in one request (one transaction); return their ids in order."""
+        payload = [job if isinstance(job, dict) else _to_builtins(job) for job in jobs]
+        return list(self.transport.call("POST", "/v1/jobs", {"jobs": payload})["ids"])
+
+    def job(self, job_id: int) -> JobInfo:
+        from drover.protocol.api import JobInfo
+
+        return self._get(f"/v1/jobs/{job_id}", JobInfo)  # type: ignore[no-any-return]
+
+    def jobs(self, states: list[str] | None = None, user: str | None = None, name: str | None = None,
+             include_ended: bool = False, limit: int | None = None) -> list[JobInfo]:
+        from drover.protocol.api import JobList
+
+        return self._get(  # type: ignore[no-any-return]
+            "/v1/jobs", JobList, state=",".join(states or []), user=user, name=name,
+            all="1" if include_ended else None, limit=limit,
+        ).jobs
+
+    def wait_json(self, job_id: int, timeout_s: float = 30) -> dict[str, Any]:
+        """One long poll: {"ended": bool, "job": {...}} as plain JSON."""
+        return self.transport.call(  # type: ignore[no-any-return]
+            "GET", f"/v1/jobs/{job_id}/wait?timeout={int(timeout_s)}", timeout_s=timeout_s + 30
+        )
+
+    def wait(self, job_id: int, timeout_s: float | None = None) -> JobInfo | None:
+        """Block until the job ends and return it; None if `timeout_s` passes first."""
+        import time
+
+        import msgspec
+
+        from drover.protocol.api import JobInfo
+
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            remaining = 60.0 if deadline is None else max(deadline - time.monotonic(), 0)
+            reply = self.wait_json(job_id, min(remaining, 60))
+            if reply["ended"]:
+                return msgspec.convert(reply["job"], JobInfo)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def cancel(self, refs: list[str]) -> list[ActionResult]:
+        return self._action("cancel", refs)
+
+    def hold(self, refs: list[str]) -> list[ActionResult]:
+        return self._action("hold", refs)
+
+    def release(self, refs: list[str]) -> list[ActionResult]:
+        return self._action("release", refs)
+
+    def action_json(self, action: str, refs: list[str]) -> list[dict[str, Any]]:
+        reply = self.transport.call("POST", f"/v1/jobs/actions/{action}", {"refs": refs})
+        return list(reply["results"])
+
+    def _action(self, action: str, refs: list[str]) -> list[ActionResult]:
+        import msgspec
+
+        from drover.protocol.api import ActionResult
+
+        return msgspec.convert(self.action_json(action, refs), list[ActionResult])
+
+    # -- the rest -----------------------------------------------------------------------------
+
+    def history(self, user: str | None = None, limit: int = 100, since: float | None = None) -> list[HistoryRow]:
+        from drover.protocol.api import History
+
+        return self._get("/v1/history", History, user=user, limit=limit, since=since).rows  # type: ignore[no-any-return]
+
+    def nodes(self) -> list[NodeInfo]:
+        from drover.protocol.api import NodeList
+
+        return self._get("/v1/nodes", NodeList).nodes  # type: ignore[no-any-return]
+
+    def events(self, job_id: int | None = None, after: int = 0, limit: int = 1000) -> list[Event]:
+        from drover.protocol.api import EventList
+
+        return self._get("/v1/events", EventList, job=job_id, after=after, limit=limit).events  # type: ignore[no-any-return]
+
+    def ping(self) -> Ping:
+        from drover.protocol.api import Ping
+
+        return self._get("/v1/ping", Ping)  # type: ignore[no-any-return]
+
+    def shutdown(self) -> None:
+        self.transport.call("POST", "/v1/shutdown")
+
+
+def _to_builtins(value: Any) -> Any:
+    import msgspec
+
+    return msgspec.to_builtins(value)

@@ -1,0 +1,129 @@
+"""A small HTTP/1.1 client over a Unix socket (or TCP), standard library only.
+
+The `drover` command starts in a few tens of milliseconds because this imports only `socket` and
+`json`; http.client alone would cost more than the rest of `drover submit` on a small machine.
+It speaks the subset of HTTP the controller uses: one request at a time on a kept-alive
+connection, bodies with Content-Length or chunked encoding.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from drover.core.errors import ERROR_KINDS, DroverError, Unavailable
+
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class Transport:
+    def __init__(self, address: str, timeout_s: float | None = 60.0) -> None:
+        """`address`: a Unix socket path, or http://HOST:PORT."""
+        self.address = address
+        self.timeout_s = timeout_s
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+
+    def _connect(self) -> socket.socket:
+        try:
+            if self.address.startswith("http://"):
+                host, _, port = self.address[7:].rstrip("/").rpartition(":")
+                sock = socket.create_connection((host, int(port)), timeout=self.timeout_s)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            else:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(self.timeout_s)
+                sock.connect(self.address)
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise Unavailable(
+                f"no Drover cluster answers at {self.address}; start one with `drover up`"
+            ) from None
+        except OSError as error:
+            raise Unavailable(f"cannot reach the Drover cluster at {self.address}: {error.strerror or error}") from None
+        self._buffer = b""
+        return sock
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                timeout_s: float | None = None) -> tuple[int, bytes]:
+        for tries_left in (1, 0):
+            fresh = self._sock is None
+            if self._sock is None:
+                self._sock = self._connect()
+            sock = self._sock
+            sock.settimeout(timeout_s if timeout_s is not None else self.timeout_s)
+            head = f"{method} {path} HTTP/1.1\r\nHost: drover\r\n"
+            if body is not None:
+                head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            try:
+                sock.sendall(head.encode() + b"\r\n" + (body or b""))
+                return self._read_response()
+            except (ConnectionError, EOFError):
+                self.close()
+                if fresh or not tries_left:
+                    raise Unavailable(f"the Drover cluster at {self.address} closed the connection") from None
+            except TimeoutError:
+                self.close()
+                raise Unavailable(f"the Drover cluster at {self.address} did not answer in time") from None
+        raise AssertionError("unreachable")
+
+    def _read_until(self, marker: bytes) -> bytes:
+        while marker not in self._buffer:
+            self._fill()
+        data, _, self._buffer = self._buffer.partition(marker)
+        return data
+
+    def _read_exactly(self, size: int) -> bytes:
+        while len(self._buffer) < size:
+            self._fill()
+        data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+    def _fill(self) -> None:
+        assert self._sock is not None
+        chunk = self._sock.recv(65536)
+        if not chunk:
+            raise EOFError
+        self._buffer += chunk
+
+    def _read_response(self) -> tuple[int, bytes]:
+        head = self._read_until(b"\r\n\r\n").decode("latin-1").split("\r\n")
+        status = int(head[0].split(" ", 2)[1])
+        headers = {}
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while True:
+                size = int(self._read_until(b"\r\n").split(b";")[0], 16)
+                if size == 0:
+                    self._read_until(b"\r\n")
+                    break
+                parts.append(self._read_exactly(size))
+                self._read_exactly(2)
+            body = b"".join(parts)
+        else:
+            body = self._read_exactly(int(headers.get("content-length", "0")))
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return status, body
+
+    def call(self, method: str, path: str, payload: Any = None, timeout_s: float | None = None) -> Any:
+        """Send JSON, return the decoded JSON reply; an error reply raises the matching DroverError."""
+        body = None if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+        status, data = self.request(method, path, body, timeout_s)
+        if status >= 400:
+            try:
+                reply = json.loads(data)
+                error_class = ERROR_KINDS.get(reply.get("kind", ""), DroverError)
+                raise error_class(reply["error"])
+            except (ValueError, KeyError, AttributeError):
+                raise DroverError(f"the controller answered {status}: {data[:200]!r}") from None
+        return json.loads(data) if data else None

@@ -1,0 +1,61 @@
+"""Where a cluster lives and how it is set up: the one place that reads the environment and files.
+
+Zero configuration: a personal cluster keeps everything in the user's XDG state directory
+(``$XDG_STATE_HOME/drover``, by default ``~/.local/state/drover``); ``DROVER_STATE_DIR`` moves it.
+An optional ``drover.toml`` there sets daemon options. Cheap to import: the client uses it.
+"""
+
+from __future__ import annotations
+
+import os
+
+STATE_DIR_VARIABLE = "DROVER_STATE_DIR"
+SOCKET_VARIABLE = "DROVER_SOCKET"  # talk to this API socket instead of the personal cluster's
+
+
+def state_dir() -> str:
+    explicit = os.environ.get(STATE_DIR_VARIABLE)
+    if explicit:
+        return os.path.abspath(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "drover")
+
+
+class Paths:
+    """The files of one cluster's state directory."""
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root or state_dir()
+
+    def __getattr__(self, name: str) -> str:
+        try:
+            return os.path.join(self.root, _FILES[name])
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+_FILES = {
+    "socket": "api.sock",
+    "database": "drover.db",
+    "controller_log": "controller.log",
+    "execd_log": "execd.log",
+    "controller_pid": "controller.pid",
+    "execd_pid": "execd.pid",
+    "spool": "spool",
+    "config_file": "drover.toml",
+}
+
+
+def api_socket(paths: Paths | None = None) -> str:
+    return os.environ.get(SOCKET_VARIABLE) or (paths or Paths()).socket
+
+
+def load_file_config(paths: Paths) -> dict[str, dict[str, object]]:
+    """The optional drover.toml of a state directory: {"controller": {...}, "execd": {...}}."""
+    try:
+        with open(paths.config_file, "rb") as file:
+            import tomllib
+
+            return tomllib.load(file)
+    except FileNotFoundError:
+        return {}

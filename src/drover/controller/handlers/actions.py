@@ -1,0 +1,127 @@
+"""Cancel, hold and release: on a whole job ("12") or one task ("12.3")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from drover.controller.effects import Outcome
+from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
+from drover.controller.state import ControllerState
+from drover.core.errors import Conflict, DroverError, NotFound
+from drover.core.ids import parse_job_ref
+from drover.core.job import Job, Task
+from drover.core.job_state import JobState, Trigger
+from drover.protocol.api import ActionResult
+from drover.protocol.node_channel import SignalAttempt
+from drover.store.base import Store
+
+RUNNING_STATES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED})
+
+
+def act(
+    state: ControllerState, action: str, refs: list[str], user: str, now: float, store: Store
+) -> tuple[Outcome, list[ActionResult]]:
+    """Apply `action` to each ref; one ref's failure does not stop the others."""
+    handler = _HANDLERS[action]
+    outcome = Outcome()
+    results: list[ActionResult] = []
+    for ref in refs:
+        try:
+            job, tasks, fresh, unrecorded = _resolve(state, ref, store)
+            message = handler(state, outcome, job, tasks, fresh, now)
+            if unrecorded is not None:
+                # A never-dispatched task addressed on its own gets a record once the action holds.
+                job.take_fresh(unrecorded.index)
+                job.tasks[unrecorded.index] = unrecorded
+                outcome.changes.job(job)
+                outcome.changes.task(unrecorded)
+            end_job_if_done(state, outcome, job, now)
+            results.append(ActionResult(ref=ref, ok=True, message=message))
+        except DroverError as error:
+            results.append(ActionResult(ref=ref, ok=False, message=str(error)))
+    return outcome, results
+
+
+def _resolve(
+    state: ControllerState, ref: str, store: Store
+) -> tuple[Job, list[Task], bool, Task | None]:
+    """The job; the task records the ref names; whether it names the never-dispatched tasks as a
+    group; and, for one never-dispatched task, the record it will get if the action holds."""
+    job_id, index = parse_job_ref(ref)
+    if job_id not in state.jobs:
+        ended = state.ended_state(job_id, store)
+        if ended is None:
+            raise NotFound(f"job {job_id} does not exist")
+        raise Conflict(f"job {job_id} has already ended ({ended})")
+    job = state.jobs[job_id]
+    if index is None:
+        return job, list(job.tasks.values()), True, None
+    if index not in job.indices:
+        raise NotFound(f"job {job_id} has no task {index}")
+    if index in job.tasks:
+        return job, [job.tasks[index]], False, None
+    if job.fresh_state.is_final:
+        raise Conflict(f"task {job_id}.{index} has already ended ({job.fresh_state.value})")
+    task = Task(job.id, index, job.fresh_state, job.submitted_at)
+    return job, [task], False, task
+
+
+def _cancel(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+            now: float) -> str:
+    cancelled = change_fresh(outcome, job, Trigger.CANCEL, now) if fresh and not job.fresh_state.is_final else 0
+    signalled = 0
+    for task in tasks:
+        if task.state in (JobState.PENDING, JobState.HELD):
+            change_task(outcome, task, Trigger.CANCEL, now)
+            cancelled += 1
+        elif task.state in RUNNING_STATES and not task.cancel_requested:
+            task.cancel_requested = True
+            outcome.changes.task(task)
+            outcome.changes.event(now, "cancel_requested", job.id, task.index, task.attempt)
+            attempt = state.latest_attempt(task)
+            if attempt is not None:
+                outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate"))
+            signalled += 1
+    if not cancelled and not signalled:
+        raise Conflict(f"{_what(job, tasks, fresh)} has nothing left to cancel")
+    outcome.reschedule = True
+    parts = []
+    if cancelled:
+        parts.append(f"{cancelled} pending cancelled")
+    if signalled:
+        parts.append(f"{signalled} running asked to stop")
+    return ", ".join(parts)
+
+
+def _hold(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+          now: float) -> str:
+    held = change_fresh(outcome, job, Trigger.HOLD, now) if fresh and job.fresh_state is JobState.PENDING else 0
+    for task in tasks:
+        if task.state is JobState.PENDING:
+            change_task(outcome, task, Trigger.HOLD, now)
+            held += 1
+    if not held:
+        raise Conflict(f"{_what(job, tasks, fresh)} has no pending task to hold")
+    return f"{held} held"
+
+
+def _release(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+             now: float) -> str:
+    released = change_fresh(outcome, job, Trigger.RELEASE, now) if fresh and job.fresh_state is JobState.HELD else 0
+    for task in tasks:
+        if task.state is JobState.HELD:
+            change_task(outcome, task, Trigger.RELEASE, now)
+            released += 1
+    if not released:
+        raise Conflict(f"{_what(job, tasks, fresh)} has no held task to release")
+    outcome.reschedule = True
+    return f"{released} released"
+
+
+def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
+    return f"job {job.id}" if fresh or not tasks else f"task {job.id}.{tasks[0].index}"
+
+
+_Handler = Callable[[ControllerState, Outcome, Job, list[Task], bool, float], str]
+_HANDLERS: dict[str, _Handler] = {"cancel": _cancel, "hold": _hold, "release": _release}
+ACTIONS = tuple(_HANDLERS)

@@ -1,0 +1,107 @@
+"""Run the planner over the working set and turn its starts into attempts and node orders."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from drover.controller.effects import Outcome
+from drover.controller.lifecycle import change_task
+from drover.controller.state import ControllerState
+from drover.core.job import Attempt, Job, Task
+from drover.core.job_state import JobState, Trigger
+from drover.core.patterns import expand
+from drover.protocol.node_channel import StartAttempt
+from drover.scheduler.plan import plan
+from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
+from drover.store.base import Store
+
+
+def schedule(state: ControllerState, now: float, store: Store, kill_grace_s: float) -> Outcome:
+    outcome = Outcome()
+    nodes = [
+        NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids())
+        for node in state.nodes.values()
+    ]
+    if state.pending_reasons and not any(view.state.accepts_work and view.free.cpus for view in nodes):
+        return outcome  # nothing can start; the reasons from the last cycle still hold
+    work = [item for job in state.jobs.values() if (item := _pending_work(state, job, store))]
+    if not work:
+        state.pending_reasons = {}
+        return outcome
+    decided = plan(work, nodes, now)
+    state.pending_reasons = dict(decided.pending_reasons)
+    for start in decided.starts:
+        job = state.jobs[start.job]
+        task = job.tasks.get(start.index)
+        if task is None:
+            job.take_fresh(start.index)
+            task = job.tasks[start.index] = Task(job.id, start.index, JobState.PENDING, now)
+            outcome.changes.job(job)
+        state.attempts.pop((job.id, task.index, task.attempt), None)
+        change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids))
+        attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now)
+        state.attempts[job.id, task.index, task.attempt] = attempt
+        state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib)
+        outcome.changes.attempt(attempt)
+        outcome.send(start.node, start_order(job, attempt, kill_grace_s))
+    return outcome
+
+
+def _pending_work(state: ControllerState, job: Job, store: Store) -> PendingWork | None:
+    requeued = tuple(sorted(index for index, task in job.tasks.items() if task.state is JobState.PENDING))
+    fresh_held = job.fresh_state is not JobState.PENDING
+    if not requeued and (fresh_held or not job.fresh_count):
+        return None
+    met, failed = True, False
+    for dependency in job.after_ok:
+        ended = state.ended_state(dependency, store)
+        if ended is None:
+            met = False
+        elif ended != JobState.COMPLETED.value:
+            failed = True
+    return PendingWork(
+        job=job.id, owner=job.owner, priority=job.priority, submitted_at=job.submitted_at,
+        resources=job.resources,
+        pending=PendingIndices(requeued, job.indices, job.fresh_from, fresh_held, frozenset(job.fresh_skip)),
+        running_count=sum(1 for task in job.tasks.values() if task.state.is_active),
+        max_running=job.max_running, dependencies_met=met, dependencies_failed=failed,
+    )
+
+
+def output_path(job: Job, index: int, pattern: str) -> str:
+    path = expand(pattern, job_id=job.id, index=index, name=job.name, user=job.owner)
+    return os.path.join(job.spec["workdir"], path)
+
+
+def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt:
+    """The order that tells a node to run an attempt: everything its shepherd needs."""
+    spec = job.spec
+    ranges = job.indices.sorted_ranges()
+    config: dict[str, Any] = {
+        "attempt": attempt.name,
+        "job_id": job.id,
+        "task_index": attempt.index,
+        "attempt_number": attempt.number,
+        "is_array": job.is_array,
+        "array_first": ranges[0][0] if job.is_array else None,
+        "array_last": max(last for _, last, _ in ranges) if job.is_array else None,
+        "array_step": ranges[0][2] if job.is_array else None,
+        "array_count": job.indices.count if job.is_array else None,
+        "name": job.name,
+        "owner": job.owner,
+        "node": attempt.node,
+        "workdir": spec["workdir"],
+        "submit_dir": spec["submit_dir"],
+        "stdout": output_path(job, attempt.index, spec["output"]),
+        "stderr": output_path(job, attempt.index, spec["error"]) if spec["error"] else None,
+        "open_mode": spec["open_mode"],
+        "environment": spec["environment"],
+        "cpus": job.resources.cpus,
+        "cpu_ids": list(attempt.cpu_ids),
+        "memory_mib": job.resources.memory_mib,
+        "time_limit_s": spec["time_limit_s"],
+        "kill_grace_s": kill_grace_s,
+        "priority": job.priority,
+    }
+    return StartAttempt(attempt.name, config, spec["script"])

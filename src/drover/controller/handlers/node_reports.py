@@ -1,0 +1,116 @@
+"""What nodes tell the controller: hello (after every connect), started, exited, gone.
+
+Every report is idempotent, keyed by the attempt: a repeated or late report never counts twice,
+never brings back a cancelled task, and never lets a second attempt run.
+"""
+
+from __future__ import annotations
+
+from drover.controller.effects import Outcome
+from drover.controller.handlers.dispatch import start_order
+from drover.controller.lifecycle import change_task, end_job_if_done, release_attempt
+from drover.controller.state import ControllerState
+from drover.core.exit_status import ExitFacts, classify_exit, shell_status
+from drover.core.job_state import JobState, Trigger
+from drover.core.node import Node
+from drover.core.node_state import NodeState, NodeTrigger
+from drover.protocol.node_channel import Ack, Exited, Hello, SignalAttempt, Started, Welcome
+
+
+def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_grace_s: float) -> Outcome:
+    outcome = Outcome(reschedule=True)
+    node = state.nodes.get(hello.node)
+    if node is None:
+        node = state.nodes[hello.node] = Node(hello.node, hello.cpus, hello.memory_mib, NodeState.DOWN, now)
+    node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
+    if node.state is NodeState.DOWN:
+        node.apply(NodeTrigger.CONNECT)
+    outcome.changes.node(node)
+    outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib)
+    outcome.send(node.name, Welcome(node.name))
+    known = {item.attempt: item.running for item in hello.attempts}
+    for job in list(state.jobs.values()):
+        for task in list(job.tasks.values()):
+            attempt = state.latest_attempt(task)
+            if attempt is None or attempt.node != node.name or not task.state.is_active:
+                continue
+            if attempt.name not in known:
+                if task.state is JobState.DISPATCHED:
+                    # The order never arrived (or the node lost it before starting): send it again.
+                    outcome.send(node.name, start_order(job, attempt, kill_grace_s))
+                else:
+                    change_task(outcome, task, Trigger.LOSE_NODE, now, reason="the node no longer knows this attempt")
+                    release_attempt(state, job, task)
+                    end_job_if_done(state, outcome, job, now)
+                    continue
+            elif known[attempt.name] and task.state is JobState.DISPATCHED:
+                attempt.started_at = attempt.started_at or now
+                outcome.changes.attempt(attempt)
+                change_task(outcome, task, Trigger.START, now)
+            if task.cancel_requested:
+                outcome.send(node.name, SignalAttempt(attempt.name, "terminate"))
+    return outcome
+
+
+def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outcome:
+    outcome = Outcome()
+    node = state.nodes.get(name)
+    if node is not None and node.state is not NodeState.DOWN:
+        node.apply(NodeTrigger.DISCONNECT)
+        node.last_seen = now
+        outcome.changes.node(node)
+        outcome.changes.event(now, "node_disconnected", node=name)
+    return outcome
+
+
+def on_attempt_started(state: ControllerState, report: Started, now: float) -> Outcome:
+    outcome = Outcome()
+    attempt = state.attempt_by_name(report.attempt)
+    if attempt is None:
+        return outcome
+    task = state.jobs[attempt.job_id].tasks[attempt.index]
+    if task.attempt != attempt.number or task.state is not JobState.DISPATCHED:
+        return outcome  # late or repeated
+    attempt.started_at = report.started_at
+    outcome.changes.attempt(attempt)
+    change_task(outcome, task, Trigger.START, now, job_pid=report.job_pid)
+    return outcome
+
+
+def on_attempt_exited(state: ControllerState, node: str, reports: list[Exited], now: float) -> Outcome:
+    outcome = Outcome()
+    acknowledged: list[str] = []
+    for report in reports:
+        acknowledged.append(report.attempt)
+        attempt = state.attempt_by_name(report.attempt)
+        if attempt is None or attempt.exit is not None:
+            continue  # recorded already (its job may have ended since): acknowledge again only
+        job = state.jobs[attempt.job_id]
+        task = job.tasks[attempt.index]
+        record = report.exit_status
+        attempt.exit = record
+        attempt.usage = report.usage
+        attempt.started_at = attempt.started_at or report.started_at
+        attempt.ended_at = (report.usage or {}).get("ended_at") or now
+        outcome.changes.attempt(attempt)
+        if task.attempt != attempt.number or not task.state.is_active:
+            continue  # an attempt the task has moved on from: keep its record, change nothing else
+        task.exit_status = shell_status(record.get("exit_code"), record.get("signal"))
+        change_task(
+            outcome, task, Trigger.EXIT, now, exit_code=record.get("exit_code"),
+            signal=record.get("signal"), failure=record.get("failure"),
+        )
+        facts = ExitFacts(
+            exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
+            timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
+            cancel_requested=task.cancel_requested,
+        )
+        change_task(outcome, task, classify_exit(facts), now)
+        release_attempt(state, job, task)
+        if task.state is JobState.PENDING:
+            task.cancel_requested = False
+        end_job_if_done(state, outcome, job, now)
+        outcome.reschedule = True
+    if acknowledged:
+        outcome.send(node, Ack(acknowledged))
+    return outcome

@@ -1,0 +1,66 @@
+"""The steps every handler shares: change a task's state (through the table), give back what an
+attempt held, and end a job once all its tasks are final."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drover.controller.effects import JobEnded, Outcome
+from drover.controller.state import ControllerState
+from drover.core.job import Job, Task
+from drover.core.job_state import JobState, Trigger, next_state
+from drover.core.views import job_state
+
+
+def change_task(
+    outcome: Outcome, task: Task, trigger: Trigger, now: float, **detail: Any
+) -> JobState:
+    """Apply `trigger` to `task` (raises IllegalTransition if the table forbids it) and log it."""
+    before = task.state
+    after = task.apply(trigger, now)
+    outcome.changes.task(task)
+    outcome.changes.event(
+        now, "task_state", task.job_id, task.index, task.attempt or None,
+        trigger=trigger.value, before=before.value, after=after.value, **detail,
+    )
+    return after
+
+
+def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float) -> int:
+    """Apply `trigger` to the job's never-dispatched tasks as a group; return how many there are."""
+    count = job.fresh_count
+    if count:
+        before = job.fresh_state
+        job.fresh_state = next_state(job.fresh_state, trigger)
+        outcome.changes.job(job)
+        outcome.changes.event(
+            now, "tasks_state", job.id, trigger=trigger.value, before=before.value,
+            after=job.fresh_state.value, tasks=count,
+        )
+    return count
+
+
+def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
+    """The task's latest attempt no longer holds its node's CPUs and memory."""
+    attempt = state.latest_attempt(task)
+    if attempt is None:
+        return
+    node = state.nodes.get(attempt.node)
+    if node is not None:
+        node.give_back(attempt.cpu_ids, job.resources.memory_mib)
+
+
+def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: float) -> None:
+    if not job.is_done or job.ended_at is not None:
+        return
+    job.ended_at = now
+    job.state = JobState(job_state(job.task_counts()))
+    outcome.changes.job(job)
+    outcome.changes.event(now, "job_ended", job.id, state=job.state.value)
+    del state.jobs[job.id]
+    for task in job.tasks.values():
+        state.attempts.pop((job.id, task.index, task.attempt), None)
+    state.ended_states[job.id] = job.state.value
+    state.pending_reasons.pop(job.id, None)
+    outcome.effects.append(JobEnded(job.id))
+    outcome.reschedule = True  # jobs that depend on this one may now start (or never)

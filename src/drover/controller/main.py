@@ -1,0 +1,103 @@
+"""`drover controller`: the composition root of the controller daemon."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import pwd
+import socket
+import sys
+
+from drover.config import Paths, load_file_config
+
+
+def serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="drover controller", description="Run the controller daemon.")
+    parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
+    parser.add_argument("--socket", help="the API's Unix socket (default: STATE_DIR/api.sock)")
+    parser.add_argument("--listen", metavar="HOST:PORT", help="also serve the API on TCP")
+    parser.add_argument("--kill-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 10)")
+    args = parser.parse_args(argv)
+
+    paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
+    os.makedirs(paths.root, mode=0o700, exist_ok=True)
+    settings_file = load_file_config(paths).get("controller", {})
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
+    )
+    import uvicorn
+
+    from drover.api.app import create_app
+    from drover.controller.service import ControllerService, Settings
+    from drover.store.sqlite import SqliteStore
+
+    kill_grace = args.kill_grace if args.kill_grace is not None else float(settings_file.get("kill_grace_s", 10.0))  # type: ignore[arg-type]
+    store = SqliteStore(paths.database, synchronous=str(settings_file.get("sqlite_synchronous", "NORMAL")))
+    owner = pwd.getpwuid(os.getuid()).pw_name
+    sockets = [_unix_socket(args.socket or paths.socket)]
+    if args.listen:
+        host, _, port = args.listen.rpartition(":")
+        tcp = socket.create_server((host or "127.0.0.1", int(port)), reuse_port=False)
+        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sockets.append(tcp)
+
+    async def main() -> None:
+        service = ControllerService(store, Settings(kill_grace_s=kill_grace))
+        server: uvicorn.Server | None = None
+
+        def shutdown() -> None:
+            if server is not None:
+                server.should_exit = True
+
+        app = create_app(service, owner, shutdown)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        server = uvicorn.Server(config)
+        logging.getLogger("drover.controller").info(
+            "serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
+            paths.database, store.schema_version,
+        )
+        service.request_schedule()
+        await server.serve(sockets=sockets)
+        await service.channels.close_all()
+
+    try:
+        asyncio.run(main())
+    finally:
+        store.close()
+        for sock in sockets:
+            if sock.family == socket.AF_UNIX:
+                path = sock.getsockname()
+                sock.close()
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+    return 0
+
+
+def _unix_socket(path: str) -> socket.socket:
+    """Bind the API socket with mode 0600: only the cluster's owner can connect."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError:
+        pass  # nobody serves it: a stale socket from a controller that was killed
+    else:
+        raise SystemExit(f"drover controller: a controller already serves {path}")
+    finally:
+        probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(256)
+    return sock

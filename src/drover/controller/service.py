@@ -1,0 +1,167 @@
+"""The controller's shell: runs handlers, commits their changes, then carries out their effects.
+
+Every state change reaches the store (one transaction per handler) before any reply, order or
+notification leaves. If a handler or a commit fails half way, the in-memory working set is
+rebuilt from the store, which holds only whole transactions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from drover.controller.effects import JobEnded, Outcome, SendToNode
+from drover.controller.handlers.actions import act
+from drover.controller.handlers.dispatch import schedule
+from drover.controller.handlers.node_reports import (
+    on_attempt_exited,
+    on_attempt_started,
+    on_node_connected,
+    on_node_disconnected,
+)
+from drover.controller.handlers.submit import submit
+from drover.controller.node_channels import NodeChannel, NodeChannels
+from drover.controller.state import ControllerState
+from drover.core.errors import DroverError
+from drover.core.node_state import NodeState
+from drover.protocol.api import ActionResult, JobSubmission
+from drover.protocol.node_channel import Exited, Hello, Started
+from drover.store.base import Changes, Store
+
+log = logging.getLogger("drover.controller")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    kill_grace_s: float = 10.0  # between the warning signal and SIGKILL when a job is stopped
+
+
+class ControllerService:
+    def __init__(self, store: Store, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self.channels = NodeChannels()
+        self.started_at = clock()
+        self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        self._schedule_requested = False
+        self.state = self._load()
+
+    def _load(self) -> ControllerState:
+        state = ControllerState.from_working_set(self.store.load_working_set())
+        # No node is connected to a controller that just started; each says hello when it is.
+        changes = Changes()
+        for node in state.nodes.values():
+            if node.state is not NodeState.DOWN and node.name not in self.channels.connected():
+                node.state = NodeState.DOWN
+                changes.node(node)
+        if changes:
+            self.store.commit(changes)
+        return state
+
+    # -- the shell -----------------------------------------------------------------------------
+
+    def _run(self, handler: Callable[[], Outcome]) -> Outcome:
+        try:
+            outcome = handler()
+            if outcome.changes:
+                self.store.commit(outcome.changes)
+        except DroverError:
+            raise
+        except Exception:
+            log.exception("a handler failed; reloading the working set from the store")
+            self.state = self._load()
+            self._reconnect_nodes()
+            raise
+        self._carry_out(outcome)
+        return outcome
+
+    def _carry_out(self, outcome: Outcome) -> None:
+        for effect in outcome.effects:
+            if isinstance(effect, SendToNode):
+                self.channels.send(effect.node, effect.message)
+            elif isinstance(effect, JobEnded):
+                for waiter in self._waiters.pop(effect.job_id, []):
+                    if not waiter.done():
+                        waiter.set_result(None)
+        if outcome.reschedule:
+            self.request_schedule()
+
+    def _reconnect_nodes(self) -> None:
+        """After a reload, make every node say hello again, so orders are rebuilt from the store."""
+        asyncio.get_running_loop().create_task(self.channels.close_all())
+
+    def request_schedule(self) -> None:
+        """Plan once at the end of this loop turn, however many changes asked for it."""
+        if not self._schedule_requested:
+            self._schedule_requested = True
+            asyncio.get_running_loop().call_soon(self._schedule)
+
+    def _schedule(self) -> None:
+        self._schedule_requested = False
+        try:
+            self._run(lambda: schedule(self.state, self.clock(), self.store, self.settings.kill_grace_s))
+        except Exception:
+            log.exception("scheduling failed")
+
+    # -- commands from users ------------------------------------------------------------------
+
+    def submit(self, jobs: list[JobSubmission], owner: str) -> list[int]:
+        ids: list[int] = []
+
+        def handler() -> Outcome:
+            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store)
+            ids.extend(new_ids)
+            return outcome
+
+        self._run(handler)
+        return ids
+
+    def act(self, action: str, refs: list[str], user: str) -> list[ActionResult]:
+        results: list[ActionResult] = []
+
+        def handler() -> Outcome:
+            outcome, found = act(self.state, action, refs, user, self.clock(), self.store)
+            results.extend(found)
+            return outcome
+
+        self._run(handler)
+        return results
+
+    async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
+        """True once the job has ended (at once if it had), False if `timeout_s` passed first."""
+        if job_id not in self.state.jobs:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(job_id, []).append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            waiters = self._waiters.get(job_id)
+            if waiters and waiter in waiters:
+                waiters.remove(waiter)
+
+    # -- what nodes say -----------------------------------------------------------------------
+
+    def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
+        previous = self.channels.attach(channel)
+        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.settings.kill_grace_s))
+        return previous
+
+    def node_messages(self, node: str, messages: list[Started | Exited | Hello]) -> None:
+        exited = [message for message in messages if isinstance(message, Exited)]
+        for message in messages:
+            if isinstance(message, Started):
+                self._run(lambda m=message: on_attempt_started(self.state, m, self.clock()))  # type: ignore[misc]
+        if exited:
+            self._run(lambda: on_attempt_exited(self.state, node, exited, self.clock()))
+
+    def node_disconnected(self, channel: NodeChannel) -> None:
+        if self.channels.detach(channel):
+            self._run(lambda: on_node_disconnected(self.state, channel.node, self.clock()))

@@ -1,0 +1,77 @@
+"""The controller's working set in memory: jobs not yet ended, their tasks and latest attempts,
+and the nodes. Built from the store at start; changed only by handlers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from drover.core.errors import NotFound
+from drover.core.job import Attempt, Job, Task
+from drover.core.job_state import JobState
+from drover.core.node import Node
+from drover.scheduler.reasons import PendingReason
+from drover.store.base import Store, WorkingSet
+
+
+@dataclass(slots=True)
+class ControllerState:
+    jobs: dict[int, Job]
+    attempts: dict[tuple[int, int, int], Attempt]
+    nodes: dict[str, Node]
+    next_job_id: int
+    ended_states: dict[int, str] = field(default_factory=dict)  # jobs that ended, for dependencies
+    pending_reasons: dict[int, PendingReason] = field(default_factory=dict)
+
+    @classmethod
+    def from_working_set(cls, working: WorkingSet) -> ControllerState:
+        state = cls(working.jobs, working.attempts, working.nodes, working.next_job_id)
+        for node in state.nodes.values():
+            node.used_cpu_ids.clear()
+            node.used_memory_mib = node.running = 0
+        for job in state.jobs.values():
+            for task in job.tasks.values():
+                if task.state.is_active:
+                    attempt = state.attempts.get((job.id, task.index, task.attempt))
+                    node = state.nodes.get(attempt.node) if attempt else None
+                    if attempt is not None and node is not None:
+                        node.take(attempt.cpu_ids, job.resources.memory_mib)
+        return state
+
+    def job(self, job_id: int) -> Job:
+        try:
+            return self.jobs[job_id]
+        except KeyError:
+            raise NotFound(f"job {job_id} is not active (it ended, or never existed)") from None
+
+    def latest_attempt(self, task: Task) -> Attempt | None:
+        return self.attempts.get((task.job_id, task.index, task.attempt))
+
+    def attempt_by_name(self, name: str) -> Attempt | None:
+        try:
+            job_id, index, number = (int(part) for part in name.split("."))
+        except ValueError:
+            return None
+        return self.attempts.get((job_id, index, number))
+
+    def ended_state(self, job_id: int, store: Store) -> str | None:
+        """The final state of a job that ended, or None if it has not (or does not exist)."""
+        if job_id in self.jobs:
+            return None
+        if job_id not in self.ended_states:
+            self.ended_states.update(store.ended_job_states([job_id]))
+        return self.ended_states.get(job_id)
+
+    def check_invariants(self) -> None:
+        """Raise AssertionError if the working set contradicts itself (tests call this)."""
+        used: dict[str, set[int]] = {name: set() for name in self.nodes}
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                if task.state.is_active:
+                    attempt = self.latest_attempt(task)
+                    assert attempt is not None, f"active task {job.id}.{task.index} has no attempt"
+                    overlap = used.setdefault(attempt.node, set()) & set(attempt.cpu_ids)
+                    assert not overlap, f"CPUs {overlap} of {attempt.node} used twice"
+                    used[attempt.node].update(attempt.cpu_ids)
+                assert task.state is not JobState.DISPATCHED or task.attempt > 0
+        for name, node in self.nodes.items():
+            assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"

@@ -1,0 +1,102 @@
+"""Build the API's read models from the working set and the store. Read-only."""
+
+from __future__ import annotations
+
+from drover.controller.handlers.dispatch import output_path
+from drover.controller.state import ControllerState
+from drover.core.exit_status import shell_status
+from drover.core.job import Attempt, Job, Task
+from drover.core.job_state import JobState
+from drover.core.views import job_state
+from drover.protocol.api import AttemptInfo, HistoryRow, JobInfo, NodeInfo, TaskInfo, Usage
+from drover.store.base import Store
+
+
+def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: Store | None = None) -> JobInfo:
+    counts = job.task_counts()
+    reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
+    info = JobInfo(
+        id=job.id, name=job.name, owner=job.owner,
+        state=job.state.value if job.state else job_state(counts),
+        submitted_at=job.submitted_at, ended_at=job.ended_at, priority=job.priority,
+        cpus=job.resources.cpus, memory_mib=job.resources.memory_mib,
+        time_limit_s=job.spec.get("time_limit_s"),
+        array=job.indices.describe() if job.is_array else None, max_running=job.max_running,
+        task_counts=counts,
+        pending_reason=reason.value if reason else None,
+        pending_explanation=reason.explanation if reason else None,
+        exit_status=job_exit_status(job), workdir=job.spec["workdir"], output=job.spec["output"],
+        error=job.spec["error"], after_ok=list(job.after_ok),
+    )
+    if with_tasks and store is not None:
+        attempts: dict[int, list[Attempt]] = {}
+        for attempt in store.attempts_of(job.id):
+            attempts.setdefault(attempt.index, []).append(attempt)
+        for attempt in state.attempts.values():  # the newest, possibly not committed elsewhere
+            if attempt.job_id == job.id:
+                rows = attempts.setdefault(attempt.index, [])
+                rows[:] = [a for a in rows if a.number != attempt.number] + [attempt]
+        info.tasks = [task_info(job, task, attempts.get(task.index, [])) for task in sorted_tasks(job)]
+    return info
+
+
+def sorted_tasks(job: Job) -> list[Task]:
+    return [job.tasks[index] for index in sorted(job.tasks)]
+
+
+def task_info(job: Job, task: Task, attempts: list[Attempt]) -> TaskInfo:
+    return TaskInfo(
+        index=task.index, state=task.state.value, state_since=task.state_since,
+        cancel_requested=task.cancel_requested, exit_status=task.exit_status,
+        stdout=output_path(job, task.index, job.spec["output"]),
+        stderr=output_path(job, task.index, job.spec["error"]) if job.spec["error"] else None,
+        attempts=[attempt_info(a) for a in sorted(attempts, key=lambda a: a.number)],
+    )
+
+
+def attempt_info(attempt: Attempt) -> AttemptInfo:
+    record = attempt.exit or {}
+    return AttemptInfo(
+        number=attempt.number, node=attempt.node, cpu_ids=list(attempt.cpu_ids),
+        dispatched_at=attempt.dispatched_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
+        exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
+        timed_out=bool(record.get("timed_out")), terminated=bool(record.get("terminated")),
+        usage=Usage(**attempt.usage) if attempt.usage else None,
+    )
+
+
+def job_exit_status(job: Job) -> int | None:
+    """0 once every task completed; the first failed task's status once any failed; None before."""
+    if job.ended_at is None:
+        return None
+    for task in sorted_tasks(job):
+        if task.state is not JobState.COMPLETED:
+            if task.exit_status not in (None, 0):
+                return task.exit_status
+            return 1
+    if job.fresh_count and job.fresh_state is not JobState.COMPLETED:
+        return 1
+    return 0
+
+
+def history_row(job: Job, task: Task, attempt: Attempt) -> HistoryRow:
+    record = attempt.exit or {}
+    is_latest = task.attempt == attempt.number
+    return HistoryRow(
+        job_id=job.id, index=task.index, is_array=job.is_array, attempt=attempt.number, name=job.name,
+        owner=job.owner, state=task.state.value if is_latest else "requeued", node=attempt.node,
+        exit_status=shell_status(record.get("exit_code"), record.get("signal")) if attempt.exit else None,
+        submitted_at=job.submitted_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
+        usage=Usage(**attempt.usage) if attempt.usage else None,
+    )
+
+
+def node_info(state: ControllerState) -> list[NodeInfo]:
+    return [
+        NodeInfo(
+            name=node.name, state=node.state.value, cpus=node.cpus, memory_mib=node.memory_mib,
+            cpus_used=len(node.used_cpu_ids), memory_mib_used=node.used_memory_mib,
+            running=node.running, last_seen=node.last_seen,
+        )
+        for node in sorted(state.nodes.values(), key=lambda node: node.name)
+    ]

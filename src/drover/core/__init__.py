@@ -1,0 +1,1 @@
+"""The domain vocabulary: pure, standard library only, cheap to import."""

@@ -1,0 +1,47 @@
+"""Errors with messages written for users. Each kind maps to one HTTP status and one exit code."""
+
+from __future__ import annotations
+
+
+class DroverError(Exception):
+    """Base of every error Drover reports to a user; the message is the one-line explanation."""
+
+    http_status = 400
+    exit_code = 1
+    kind = "error"
+
+
+class BadRequest(DroverError):
+    """Malformed input: an option, a directive, a resource request."""
+
+    kind = "bad_request"
+
+
+class NotFound(DroverError):
+    http_status = 404
+    kind = "not_found"
+
+
+class Conflict(DroverError):
+    """The request is well formed but the object's state forbids it (cancel a finished job)."""
+
+    http_status = 409
+    kind = "conflict"
+
+
+class Forbidden(DroverError):
+    http_status = 403
+    kind = "forbidden"
+
+
+class Unavailable(DroverError):
+    """The cluster cannot be reached or is shutting down."""
+
+    http_status = 503
+    exit_code = 2
+    kind = "unavailable"
+
+
+ERROR_KINDS: dict[str, type[DroverError]] = {
+    cls.kind: cls for cls in (DroverError, BadRequest, NotFound, Conflict, Forbidden, Unavailable)
+}

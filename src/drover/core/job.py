@@ -1,0 +1,128 @@
+"""A job (what a user asked for), its tasks (what is scheduled) and attempts (one run on a node).
+
+Mutable records with slots, kept in the controller's working set and persisted by the store.
+A task's state changes only through `Task.apply`, which consults the transition table.
+Never-dispatched tasks of an array are not records: they are the positions from `fresh_from` on
+in the job's `indices`, all in `fresh_state`, so a 100,000-task array costs one row until its
+tasks start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from drover.core.arrays import TaskIndices
+from drover.core.job_state import JobState, Trigger, next_state
+from drover.core.resources import Resources
+
+
+@dataclass(slots=True)
+class Task:
+    job_id: int
+    index: int
+    state: JobState
+    state_since: float
+    attempt: int = 0  # number of the latest attempt; 0 before the first dispatch
+    cancel_requested: bool = False  # a request, not a state: acted on when the attempt reports
+    exit_status: int | None = None  # of the latest attempt, as a shell shows it
+
+    def apply(self, trigger: Trigger, now: float) -> JobState:
+        """Move to the state the table gives for `trigger`; raise IllegalTransition otherwise."""
+        self.state = next_state(self.state, trigger)
+        self.state_since = now
+        if trigger is Trigger.DISPATCH:
+            self.attempt += 1
+        return self.state
+
+
+@dataclass(slots=True)
+class Attempt:
+    job_id: int
+    index: int
+    number: int
+    node: str
+    cpu_ids: tuple[int, ...]
+    dispatched_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit: dict[str, Any] | None = None  # spool.records.ExitStatus; never rewritten once set
+    usage: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.job_id}.{self.index}.{self.number}"
+
+
+@dataclass(slots=True)
+class Job:
+    id: int
+    owner: str
+    name: str
+    submitted_at: float
+    priority: int
+    resources: Resources
+    indices: TaskIndices
+    is_array: bool
+    max_running: int | None
+    after_ok: tuple[int, ...]
+    spec: dict[str, Any]  # script, workdir, submit_dir, output, error, open_mode, environment, time_limit_s
+    fresh_from: int = 0
+    fresh_state: JobState = JobState.PENDING
+    fresh_skip: set[int] = field(default_factory=set)  # indices past fresh_from that have records
+    ended_at: float | None = None
+    state: JobState | None = None  # the job as a whole, set when it ends
+    tasks: dict[int, Task] = field(default_factory=dict)
+
+    @property
+    def fresh_count(self) -> int:
+        """Never-dispatched tasks that have no record."""
+        return max(self.indices.count - self.fresh_from - len(self.fresh_skip), 0)
+
+    def fresh_indices(self, n: int) -> list[int]:
+        """The first `n` never-dispatched task indices, ascending."""
+        out: list[int] = []
+        start = self.fresh_from
+        while len(out) < n:
+            batch = self.indices.slice(start, n - len(out) + len(self.fresh_skip))
+            if not batch:
+                break
+            start += len(batch)
+            out.extend(index for index in batch if index not in self.fresh_skip)
+        return out[:n]
+
+    def take_fresh(self, index: int) -> None:
+        """`index` now has a record: take it out of the never-dispatched range."""
+        if index not in self.indices:
+            raise ValueError(f"job {self.id} has no task {index}")
+        position = self.indices.position(index)
+        if position == self.fresh_from:
+            self.fresh_from += 1
+            while self.fresh_from < self.indices.count:
+                following = self.indices.at(self.fresh_from)
+                if following not in self.fresh_skip:
+                    break
+                self.fresh_skip.discard(following)
+                self.fresh_from += 1
+        elif position > self.fresh_from:
+            self.fresh_skip.add(index)
+
+    def is_fresh(self, index: int) -> bool:
+        return (
+            index in self.indices
+            and index not in self.tasks
+            and self.indices.position(index) >= self.fresh_from
+        )
+
+    def task_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for task in self.tasks.values():
+            counts[task.state.value] = counts.get(task.state.value, 0) + 1
+        if self.fresh_count:
+            counts[self.fresh_state.value] = counts.get(self.fresh_state.value, 0) + self.fresh_count
+        return counts
+
+    @property
+    def is_done(self) -> bool:
+        fresh_done = self.fresh_count == 0 or self.fresh_state.is_final
+        return fresh_done and all(task.state.is_final for task in self.tasks.values())

@@ -1,0 +1,48 @@
+"""A node as the controller knows it. Its state changes only through `Node.apply`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from drover.core.node_state import NodeState, NodeTrigger, next_node_state
+from drover.core.resources import Resources
+
+
+@dataclass(slots=True)
+class Node:
+    name: str
+    cpus: int
+    memory_mib: int
+    state: NodeState
+    registered_at: float
+    last_seen: float | None = None
+    used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
+    used_memory_mib: int = 0
+    running: int = 0
+
+    def apply(self, trigger: NodeTrigger) -> NodeState:
+        self.state = next_node_state(self.state, trigger)
+        return self.state
+
+    @property
+    def total(self) -> Resources:
+        return Resources(self.cpus, self.memory_mib)
+
+    @property
+    def free(self) -> Resources:
+        return Resources(
+            max(self.cpus - len(self.used_cpu_ids), 0), max(self.memory_mib - self.used_memory_mib, 0)
+        )
+
+    def free_cpu_ids(self) -> frozenset[int]:
+        return frozenset(range(self.cpus)) - self.used_cpu_ids
+
+    def take(self, cpu_ids: tuple[int, ...], memory_mib: int) -> None:
+        self.used_cpu_ids.update(cpu_ids)
+        self.used_memory_mib += memory_mib
+        self.running += 1
+
+    def give_back(self, cpu_ids: tuple[int, ...], memory_mib: int) -> None:
+        self.used_cpu_ids.difference_update(cpu_ids)
+        self.used_memory_mib = max(self.used_memory_mib - memory_mib, 0)
+        self.running = max(self.running - 1, 0)

@@ -1,0 +1,136 @@
+"""Parse what users type for memory, time limits and array ranges. Pure; cheap to import.
+
+Formats follow Slurm, since that is what most users type today:
+- memory: ``512`` (MiB), ``512M``, ``4G``, ``1.5G``, ``2T``, ``100K``; a trailing ``B`` or ``iB`` is
+  allowed. Units are binary (1G = 1024M), as in Slurm and Grid Engine.
+- time: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS`` (Slurm), or a number
+  with a unit: ``90s``, ``10m``, ``2h``, ``1d``. A bare number is minutes, as in Slurm.
+- arrays: ``1-10``, ``1-10:2``, ``1,4,7-9``, each optionally ending ``%N`` (at most N at once).
+"""
+
+from __future__ import annotations
+
+from drover.core.errors import BadRequest
+
+_MEMORY_UNITS_MIB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+_TIME_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_ARRAY_TASKS = 1_000_000
+
+
+def parse_memory_mib(text: str) -> int:
+    """Return a memory amount in MiB, rounded up."""
+    raw = text.strip()
+    body = raw.upper()
+    for suffix in ("IB", "B"):
+        if body.endswith(suffix) and len(body) > len(suffix) and body[-len(suffix) - 1] in _MEMORY_UNITS_MIB:
+            body = body[: -len(suffix)]
+            break
+    factor: float = 1
+    if body and body[-1] in _MEMORY_UNITS_MIB:
+        factor = _MEMORY_UNITS_MIB[body[-1]]
+        body = body[:-1]
+    try:
+        amount = float(body)
+    except ValueError:
+        raise BadRequest(f"bad memory amount {text!r}: expected e.g. 512M, 4G or 1.5G") from None
+    if not amount >= 0 or amount == float("inf"):
+        raise BadRequest(f"bad memory amount {text!r}: must be zero or more")
+    mib = amount * factor
+    whole = int(mib)
+    return whole + (1 if mib > whole else 0)
+
+
+def parse_duration_s(text: str) -> int:
+    """Return a time limit in whole seconds (Slurm's formats, or a number with s/m/h/d)."""
+    raw = text.strip()
+    bad = BadRequest(
+        f"bad time {text!r}: expected minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], or e.g. 90s, 10m, 2h, 1d"
+    )
+    if not raw:
+        raise bad
+    if raw[-1].lower() in _TIME_UNITS_S and raw[:-1].replace(".", "", 1).isdigit():
+        seconds = float(raw[:-1]) * _TIME_UNITS_S[raw[-1].lower()]
+        return int(seconds + 0.999999)
+    days = 0
+    rest = raw
+    if "-" in raw:
+        day_text, _, rest = raw.partition("-")
+        if not day_text.isdigit() or not rest:
+            raise bad
+        days = int(day_text)
+    parts = rest.split(":")
+    if not all(part.isdigit() for part in parts) or len(parts) > 3:
+        raise bad
+    numbers = [int(part) for part in parts]
+    if "-" in raw:
+        # D-HH, D-HH:MM, D-HH:MM:SS
+        hours, minutes, seconds = (numbers + [0, 0])[:3]
+    elif len(numbers) == 1:
+        hours, minutes, seconds = 0, numbers[0], 0
+    elif len(numbers) == 2:
+        hours, minutes, seconds = 0, numbers[0], numbers[1]
+    else:
+        hours, minutes, seconds = numbers
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def format_duration(seconds: float | None) -> str:
+    """Slurm-style elapsed time: ``MM:SS``, ``HH:MM:SS`` or ``D-HH:MM:SS``."""
+    if seconds is None:
+        return "-"
+    total = int(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    if hours:
+        return f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{minutes:02d}:{secs:02d}"
+
+
+def format_memory_kib(kib: int | None) -> str:
+    if kib is None:
+        return "-"
+    for unit, size in (("G", 1024 * 1024), ("M", 1024)):
+        if kib >= size:
+            return f"{kib / size:.1f}{unit}"
+    return f"{kib}K"
+
+
+def parse_array(text: str) -> tuple[tuple[tuple[int, int, int], ...], int | None]:
+    """``"1-10:2%3"`` → (((1, 10, 2),), 3). Ranges are inclusive; indices must not repeat."""
+    raw = text.strip()
+    max_running: int | None = None
+    if "%" in raw:
+        raw, _, limit = raw.partition("%")
+        if not limit.isdigit() or int(limit) < 1:
+            raise BadRequest(f"bad array {text!r}: the number after % must be 1 or more")
+        max_running = int(limit)
+    ranges: list[tuple[int, int, int]] = []
+    for part in raw.split(","):
+        body, _, step_text = part.partition(":")
+        first_text, dash, last_text = body.partition("-")
+        try:
+            first = int(first_text)
+            last = int(last_text) if dash else first
+            step = int(step_text) if step_text else 1
+        except ValueError:
+            raise BadRequest(
+                f"bad array {text!r}: expected e.g. 1-100, 1-100:2, 1,3,5-9, with an optional %N"
+            ) from None
+        if first < 0 or last < first or step < 1:
+            raise BadRequest(f"bad array {text!r}: {part!r} must be FIRST-LAST with 0 <= FIRST <= LAST and STEP >= 1")
+        last = first + (last - first) // step * step
+        ranges.append((first, last, step))
+    count = sum((last - first) // step + 1 for first, last, step in ranges)
+    if count > MAX_ARRAY_TASKS:
+        raise BadRequest(f"bad array {text!r}: {count} tasks is more than the limit of {MAX_ARRAY_TASKS}")
+    seen: set[int] = set()
+    if len(ranges) > 1:
+        for first, last, step in ranges:
+            block = set(range(first, last + 1, step))
+            if seen & block:
+                raise BadRequest(f"bad array {text!r}: index {min(seen & block)} appears twice")
+            seen |= block
+    return tuple(ranges), max_running

@@ -1,0 +1,217 @@
+"""The attempts on this node: start them, signal them, notice their ends, report, clean up.
+
+The spool directory is the contract: everything here can be rebuilt from it, which is how a
+restarted execd re-attaches to the jobs its predecessor started (`recover`). Shepherds do not
+depend on the execd; the execd watches each shepherd with a pidfd and hears hints from them on
+a datagram socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drover.spool.process import is_alive, read_pid_record
+
+from drover.protocol.node_channel import Exited, KnownAttempt, SignalAttempt, StartAttempt, Started
+from drover.spool import layout
+from drover.spool.atomic import read_json, read_text, write_atomically, write_json
+
+log = logging.getLogger("drover.execd")
+
+
+class Spawner:
+    """What starts a shepherd for a spool directory and returns its pid (the fork server)."""
+
+    def spawn(self, spool_dir: str) -> int: ...
+
+
+@dataclass(slots=True)
+class LiveAttempt:
+    spool: layout.SpoolDir
+    shepherd_pid: int
+    pidfd: int | None = None
+    started_sent: bool = False
+
+
+class Attempts:
+    def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None]) -> None:
+        self.root = root
+        self.spawner = spawner
+        self.send = send  # to the controller; dropped while disconnected
+        self.live: dict[str, LiveAttempt] = {}
+        self.unacknowledged: dict[str, Exited] = {}  # ended, reported, not yet acknowledged
+        self._loop = asyncio.get_running_loop()
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        self._notify = self._bind_notify_socket()
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def _bind_notify_socket(self) -> socket.socket:
+        path = os.path.join(self.root, layout.NOTIFY_SOCKET)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        sock.bind(path)
+        sock.setblocking(False)
+        self._loop.add_reader(sock.fileno(), self._on_notify)
+        return sock
+
+    def recover(self) -> None:
+        """Re-attach to what the spool holds, as left by an earlier execd."""
+        for name in layout.attempt_names(self.root):
+            spool = layout.SpoolDir(self.root, name)
+            if os.path.exists(spool.record(layout.EXIT_STATUS)):
+                self._ended(spool)
+                continue
+            pid_record = read_pid_record(spool.record(layout.PID))
+            if pid_record is not None and is_alive(*pid_record):
+                log.info("attempt %s: re-attached to shepherd %d", name, pid_record[0])
+                self._watch(spool, pid_record[0])
+            elif pid_record is not None:
+                self._shepherd_lost(spool)
+            elif os.path.exists(spool.record(layout.CONFIG)):
+                log.info("attempt %s: was ordered but never started; starting it now", name)
+                self._spawn(spool)
+            else:
+                shutil.rmtree(spool.path, ignore_errors=True)  # half-written order: it will be resent
+
+    def known(self) -> list[KnownAttempt]:
+        return [KnownAttempt(name, True) for name in self.live] + [
+            KnownAttempt(name, False) for name in self.unacknowledged
+        ]
+
+    def resend(self) -> None:
+        """After a reconnect: everything ended and not yet acknowledged goes again."""
+        for report in self.unacknowledged.values():
+            self.send(report)
+
+    # -- orders -------------------------------------------------------------------------------
+
+    def start(self, order: StartAttempt) -> None:
+        spool = layout.SpoolDir(self.root, order.attempt)
+        if order.attempt in self.live or order.attempt in self.unacknowledged or spool.exists():
+            return  # a repeated order: this attempt is known already
+        os.mkdir(spool.path, 0o700)
+        write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o700)
+        write_json(spool.record(layout.CONFIG), order.config)  # last: its presence means complete
+        self._spawn(spool)
+
+    def signal(self, order: SignalAttempt) -> None:
+        live = self.live.get(order.attempt)
+        if live is None:
+            return  # ended already; its exit report is on its way
+        signum = signal.SIGTERM if order.action == "terminate" else signal.Signals[order.action]
+        try:
+            os.kill(live.shepherd_pid, signum)
+        except ProcessLookupError:
+            pass
+
+    def acknowledged(self, names: list[str]) -> None:
+        for name in names:
+            if self.unacknowledged.pop(name, None) is not None:
+                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+
+    # -- watching -----------------------------------------------------------------------------
+
+    def _spawn(self, spool: layout.SpoolDir) -> None:
+        try:
+            pid = self.spawner.spawn(spool.path)
+        except Exception as error:  # the fork server could not fork: the attempt fails, visibly
+            log.error("attempt %s: could not start a shepherd: %s", spool.name, error)
+            _write_failure(spool, f"the node could not start a shepherd: {error}")
+            self._ended(spool)
+            return
+        self._watch(spool, pid)
+
+    def _watch(self, spool: layout.SpoolDir, pid: int) -> None:
+        live = self.live[spool.name] = LiveAttempt(spool, pid)
+        try:
+            live.pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._loop.call_soon(self._shepherd_gone, spool.name)
+            return
+        self._loop.add_reader(live.pidfd, self._shepherd_gone, spool.name)
+        if os.path.exists(spool.record(layout.JOB_PID)):
+            self._report_started(live)
+
+    def _on_notify(self) -> None:
+        while True:
+            try:
+                data = self._notify.recv(512)
+            except BlockingIOError:
+                return
+            kind, _, name = data.decode(errors="replace").partition(" ")
+            live = self.live.get(name)
+            if live is None:
+                continue
+            if kind == "started":
+                self._report_started(live)
+            elif kind == "exited":
+                self._shepherd_gone(name)
+
+    def _report_started(self, live: LiveAttempt) -> None:
+        if live.started_sent:
+            return
+        job_pid = read_text(live.spool.record(layout.JOB_PID))
+        if job_pid is None:
+            return
+        live.started_sent = True
+        self.send(Started(live.spool.name, int(job_pid.split()[0]), time.time()))
+
+    def _shepherd_gone(self, name: str) -> None:
+        live = self.live.get(name)
+        if live is None:
+            return
+        if not os.path.exists(live.spool.record(layout.EXIT_STATUS)):
+            if is_alive(live.shepherd_pid, None) and live.pidfd is not None:
+                return  # a hint came early; the pidfd will tell when the shepherd is gone
+            self._shepherd_lost(live.spool)
+        del self.live[name]
+        if live.pidfd is not None:
+            self._loop.remove_reader(live.pidfd)
+            os.close(live.pidfd)
+        self._ended(live.spool)
+
+    def _shepherd_lost(self, spool: layout.SpoolDir) -> None:
+        """The shepherd died without recording an end: stop what is left of the job, say so."""
+        job_pid = read_text(spool.record(layout.JOB_PID))
+        if job_pid is not None:
+            try:
+                os.killpg(int(job_pid.split()[0]), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError, ValueError):
+                pass
+        _write_failure(spool, "the shepherd died before recording how the job ended")
+
+    def _ended(self, spool: layout.SpoolDir) -> None:
+        exit_status = read_json(spool.record(layout.EXIT_STATUS))
+        usage = read_json(spool.record(layout.USAGE))
+        report = Exited(spool.name, exit_status, usage, usage.get("started_at") if usage else None)
+        self.unacknowledged[spool.name] = report
+        self.send(report)
+
+    def close(self) -> None:
+        for live in self.live.values():
+            if live.pidfd is not None:
+                self._loop.remove_reader(live.pidfd)
+                os.close(live.pidfd)
+        self._loop.remove_reader(self._notify.fileno())
+        self._notify.close()
+
+
+def _write_failure(spool: layout.SpoolDir, failure: str) -> None:
+    write_atomically(spool.record(layout.ERROR), (failure + "\n").encode())
+    write_json(spool.record(layout.EXIT_STATUS), {
+        "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
+        "terminated": False, "out_of_memory": False,
+    })

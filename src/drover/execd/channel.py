@@ -1,0 +1,98 @@
+"""The execd's end of the node channel: connect, say hello, carry out orders, reconnect.
+
+Messages sent while disconnected are dropped: what matters is rebuilt on the next connect (the
+hello lists the attempts the spool holds, and every unacknowledged exit is sent again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, unix_connect
+from websockets.exceptions import ConnectionClosed
+
+from drover.protocol.node_channel import (
+    Ack,
+    Hello,
+    SignalAttempt,
+    StartAttempt,
+    Welcome,
+    controller_decoder,
+    encoder,
+)
+
+log = logging.getLogger("drover.execd")
+CHANNEL_PATH = "/v1/nodes/channel"
+
+
+class ControllerChannel:
+    def __init__(self, socket_path: str, hello: Callable[[], Hello], on_connect: Callable[[], None]) -> None:
+        self.socket_path = socket_path
+        self.hello = hello
+        self.on_connect = on_connect
+        self.handlers: dict[type, Callable[[Any], None]] = {}
+        self._connection: ClientConnection | None = None
+        self._queue: list[Any] = []
+        self._wake = asyncio.Event()
+        self.connected = asyncio.Event()
+
+    def on(self, kind: type, handler: Callable[[Any], None]) -> None:
+        self.handlers[kind] = handler
+
+    def send(self, message: Any) -> None:
+        if self._connection is not None:
+            self._queue.append(message)
+            self._wake.set()
+
+    async def run_forever(self) -> None:
+        delay = 0.05
+        while True:
+            try:
+                async with unix_connect(self.socket_path, uri=f"ws://drover{CHANNEL_PATH}",
+                                        max_size=2**26, ping_interval=20) as connection:
+                    delay = 0.05
+                    await self._serve(connection)
+            except (OSError, ConnectionClosed) as error:
+                log.info("controller channel: %s; reconnecting in %.1fs", error or "closed", delay)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller channel failed")
+            finally:
+                self._connection = None
+                self.connected.clear()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def _serve(self, connection: ClientConnection) -> None:
+        await connection.send(encoder.encode([self.hello()]))
+        self._connection = connection
+        self._queue.clear()
+        self.on_connect()
+        writer = asyncio.get_running_loop().create_task(self._write_forever(connection))
+        try:
+            async for frame in connection:
+                data = frame.encode() if isinstance(frame, str) else frame
+                for message in controller_decoder.decode(data):
+                    if isinstance(message, Welcome):
+                        self.connected.set()
+                        log.info("joined the cluster as node %s", message.node)
+                    handler = self.handlers.get(type(message))
+                    if handler is not None:
+                        handler(message)
+        finally:
+            writer.cancel()
+
+    async def _write_forever(self, connection: ClientConnection) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._queue = self._queue, []
+            if batch:
+                await connection.send(encoder.encode(batch))
+
+
+__all__ = ["ControllerChannel", "Ack", "SignalAttempt", "StartAttempt"]

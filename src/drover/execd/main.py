@@ -1,0 +1,79 @@
+"""`drover execd`: the composition root of the node daemon.
+
+The fork server starts first, before this process has threads or an event loop, so no shepherd
+is ever forked from a threaded process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from drover.config import Paths, api_socket, load_file_config
+
+
+def serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="drover execd", description="Run the node daemon.")
+    parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
+    parser.add_argument("--socket", help="the controller's API socket (default: STATE_DIR/api.sock)")
+    parser.add_argument("--spool", help="the spool directory (default: STATE_DIR/spool)")
+    parser.add_argument("--node-name", help="this node's name (default: the host name)")
+    parser.add_argument("--cpus", type=int, help="CPUs to offer (default: all this process may use)")
+    parser.add_argument("--memory", type=int, metavar="MIB", help="memory to offer (default: all)")
+    args = parser.parse_args(argv)
+
+    paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
+    options = load_file_config(paths).get("execd", {})
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
+
+    from drover.execd.forkserver import ForkServer
+
+    fork_server = ForkServer.start()
+    try:
+        asyncio.run(_run(args, paths, options, fork_server))
+    finally:
+        fork_server.close()
+    return 0
+
+
+async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object], fork_server: object) -> None:
+    from drover.execd.attempts import Attempts
+    from drover.execd.channel import ControllerChannel
+    from drover.execd.host import host_cpus, host_memory_mib, host_name
+    from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
+
+    node = args.node_name or str(options.get("node_name") or host_name())
+    cpus = args.cpus or int(options.get("cpus") or host_cpus())  # type: ignore[call-overload]
+    memory = args.memory or int(options.get("memory_mib") or host_memory_mib())  # type: ignore[call-overload]
+    spool_root = os.path.abspath(args.spool or str(options.get("spool") or paths.spool))
+
+    channel: ControllerChannel
+    attempts = Attempts(spool_root, fork_server, lambda message: channel.send(message))  # type: ignore[arg-type]
+    channel = ControllerChannel(
+        args.socket or api_socket(paths),
+        hello=lambda: Hello(node, cpus, memory, attempts.known()),
+        on_connect=attempts.resend,
+    )
+    channel.on(StartAttempt, attempts.start)
+    channel.on(SignalAttempt, attempts.signal)
+    channel.on(Ack, lambda ack: attempts.acknowledged(ack.attempts))
+    attempts.recover()
+    logging.getLogger("drover.execd").info(
+        "node %s: %d CPUs, %d MiB, spool %s, %d attempts re-attached",
+        node, cpus, memory, spool_root, len(attempts.live),
+    )
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    runner = loop.create_task(channel.run_forever())
+    await stop.wait()
+    # Running jobs go on: their shepherds do not depend on this process, and the next execd
+    # re-attaches to them from the spool.
+    runner.cancel()
+    attempts.close()

@@ -1,0 +1,183 @@
+"""HTTP request and response models of the public API; the source of the OpenAPI schema.
+
+The client side decodes responses into these models on demand; the fastest commands (submit,
+wait) send and read the same JSON without importing this module, to keep start-up short.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One job as the user asked for it. Defaults are the zero-configuration ones."""
+
+    script: str
+    name: str = "job"
+    workdir: str  # absolute; must exist on the submitting side
+    submit_dir: str = ""
+    output: str | None = None  # pattern with %j %a %x %u; default drover-%j.out (arrays drover-%j_%a.out)
+    error: str | None = None  # None joins stderr into the output file
+    open_mode: str = "truncate"  # or "append"
+    environment: dict[str, str] = {}
+    cpus: int = 1
+    memory_mib: int = 0
+    time_limit_s: int | None = None
+    array: str | None = None  # "1-100:2%5"
+    hold: bool = False
+    priority: int = 0
+    after_ok: list[int] = []  # run only once all these jobs completed successfully
+
+
+class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Many jobs in one request: one transaction, one reply."""
+
+    jobs: list[JobSubmission]
+
+
+class SubmitReply(msgspec.Struct):
+    ids: list[int]
+
+
+class Usage(msgspec.Struct, kw_only=True):
+    user_cpu_s: float = 0.0
+    sys_cpu_s: float = 0.0
+    max_rss_kib: int = 0
+    minor_faults: int = 0
+    major_faults: int = 0
+    voluntary_switches: int = 0
+    involuntary_switches: int = 0
+    wall_s: float = 0.0
+    started_at: float = 0.0
+    ended_at: float = 0.0
+
+
+class AttemptInfo(msgspec.Struct, kw_only=True):
+    number: int
+    node: str
+    cpu_ids: list[int]
+    dispatched_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    failure: str | None = None
+    timed_out: bool = False
+    terminated: bool = False
+    usage: Usage | None = None
+
+
+class TaskInfo(msgspec.Struct, kw_only=True):
+    index: int
+    state: str
+    state_since: float
+    cancel_requested: bool = False
+    exit_status: int | None = None  # what a shell would show: exit code, or 128 + signal
+    stdout: str | None = None
+    stderr: str | None = None
+    attempts: list[AttemptInfo] = []
+
+
+class JobInfo(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    owner: str
+    state: str  # the job as a whole (see controller.views.job_state)
+    submitted_at: float
+    ended_at: float | None = None
+    priority: int
+    cpus: int
+    memory_mib: int
+    time_limit_s: int | None
+    array: str | None  # the array's indices, compact ("1-100:2"), or None
+    max_running: int | None = None
+    task_counts: dict[str, int]  # state → number of tasks
+    pending_reason: str | None = None
+    pending_explanation: str | None = None
+    exit_status: int | None = None  # 0 when every task completed; else the first failure's
+    workdir: str
+    output: str
+    error: str | None
+    after_ok: list[int] = []
+    tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+
+
+class JobList(msgspec.Struct):
+    jobs: list[JobInfo]
+
+
+class HistoryRow(msgspec.Struct, kw_only=True):
+    job_id: int
+    index: int
+    is_array: bool
+    attempt: int
+    name: str
+    owner: str
+    state: str
+    node: str
+    exit_status: int | None
+    submitted_at: float
+    started_at: float | None
+    ended_at: float | None
+    usage: Usage | None
+
+
+class History(msgspec.Struct):
+    rows: list[HistoryRow]
+
+
+class ActionRequest(msgspec.Struct, forbid_unknown_fields=True):
+    refs: list[str]  # "12" (the whole job) or "12.3" (one task)
+
+
+class ActionResult(msgspec.Struct, kw_only=True):
+    ref: str
+    ok: bool
+    message: str
+
+
+class ActionReply(msgspec.Struct):
+    results: list[ActionResult]
+
+
+class NodeInfo(msgspec.Struct, kw_only=True):
+    name: str
+    state: str
+    cpus: int
+    memory_mib: int
+    cpus_used: int
+    memory_mib_used: int
+    running: int
+    last_seen: float | None
+
+
+class NodeList(msgspec.Struct):
+    nodes: list[NodeInfo]
+
+
+class Event(msgspec.Struct, kw_only=True):
+    seq: int
+    time: float
+    job_id: int | None
+    index: int | None
+    attempt: int | None
+    kind: str
+    detail: dict[str, Any] = {}
+
+
+class EventList(msgspec.Struct):
+    events: list[Event]
+
+
+class Ping(msgspec.Struct, kw_only=True):
+    version: str
+    api: str
+    user: str
+    started_at: float
+
+
+class ErrorReply(msgspec.Struct):
+    error: str
+    kind: str

@@ -1,0 +1,65 @@
+"""Messages on the long-lived channel between the controller and one execd (a WebSocket).
+
+The execd opens the channel and says Hello with what its spool holds; the controller answers
+with orders. Orders are idempotent (a repeated StartAttempt for an attempt the node knows is
+ignored), and so are reports (an Exited report for an attempt already recorded is acknowledged
+again and changes nothing), so either side may resend after a reconnect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class KnownAttempt(msgspec.Struct):
+    attempt: str  # "<job>.<task>.<attempt>"
+    running: bool
+
+
+class Hello(msgspec.Struct, tag="hello"):
+    node: str
+    cpus: int
+    memory_mib: int
+    attempts: list[KnownAttempt] = []
+
+
+class Started(msgspec.Struct, tag="started"):
+    attempt: str
+    job_pid: int
+    started_at: float
+
+
+class Exited(msgspec.Struct, tag="exited"):
+    attempt: str
+    exit_status: dict[str, Any]  # spool.records.ExitStatus
+    usage: dict[str, Any] | None = None  # spool.records.Usage
+    started_at: float | None = None
+
+
+class StartAttempt(msgspec.Struct, tag="start"):
+    attempt: str
+    config: dict[str, Any]  # spool.records.AttemptConfig
+    script: str
+
+
+class SignalAttempt(msgspec.Struct, tag="signal"):
+    attempt: str
+    action: str  # "terminate" (warning signal, grace, SIGKILL) or a signal name such as "SIGUSR1"
+
+
+class Ack(msgspec.Struct, tag="ack"):
+    attempts: list[str]  # Exited reports now recorded; the execd may clean up their spool
+
+
+class Welcome(msgspec.Struct, tag="welcome"):
+    node: str
+
+
+NodeMessage = Hello | Started | Exited
+ControllerMessage = Welcome | StartAttempt | SignalAttempt | Ack
+
+node_decoder = msgspec.json.Decoder(list[NodeMessage])
+controller_decoder = msgspec.json.Decoder(list[ControllerMessage])
+encoder = msgspec.json.Encoder()

@@ -1,0 +1,30 @@
+"""Why a job's pending tasks did not start in a cycle; shown by `drover status` and `drover show`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class PendingReason(StrEnum):
+    RESOURCES = "resources"  # no node has room now
+    PRIORITY = "priority"  # jobs ahead of it are waiting for room
+    DEPENDENCY = "dependency"  # waits for jobs it depends on
+    DEPENDENCY_NEVER_SATISFIED = "dependency_never_satisfied"  # a dependency did not complete
+    ARRAY_LIMIT = "array_limit"  # as many tasks run as %N allows
+    NO_NODES = "no_nodes"  # no node is up
+    TOO_BIG = "too_big"  # no node up is large enough, ever
+
+    @property
+    def explanation(self) -> str:
+        return _EXPLANATIONS[self]
+
+
+_EXPLANATIONS = {
+    PendingReason.RESOURCES: "waiting for CPUs or memory to free up",
+    PendingReason.PRIORITY: "waiting behind jobs of higher priority or submitted earlier",
+    PendingReason.DEPENDENCY: "waiting for the jobs it depends on to complete",
+    PendingReason.DEPENDENCY_NEVER_SATISFIED: "a job it depends on did not complete; it will not run",
+    PendingReason.ARRAY_LIMIT: "as many of its tasks are running as its %limit allows",
+    PendingReason.NO_NODES: "no node is up",
+    PendingReason.TOO_BIG: "no node that is up has that many CPUs or that much memory",
+}

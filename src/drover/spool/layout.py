@@ -1,0 +1,70 @@
+"""Where each record of an attempt lives: ``<spool root>/<job>.<task>.<attempt>/<record>``.
+
+In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file names:
+
+  config        the attempt's spec as the execd received it (JSON; see records.AttemptConfig)
+  job_script    the job script, run with bash
+  pid           the shepherd's pid and its start time ("PID STARTTIME"), written first
+  job_pid       the job's pid, written once it started
+  error         why the job could not be started (text), if it could not
+  usage         what the job used (JSON; see records.Usage)
+  exit_status   how it ended (JSON; see records.ExitStatus), written last: its presence means done
+
+Every record is written whole by atomic rename (spool.atomic). The execd learns everything from
+these files, so a restarted execd picks up where the last one stopped. Records the execd keeps
+for itself after the job exits (cleanup progress, the final record) live in the same directory.
+
+The spool root also holds ``execd.sock``, a datagram socket on which the execd hears "started" and
+"exited" hints from shepherds. Hints may be lost; the records are the truth.
+"""
+
+from __future__ import annotations
+
+import os
+
+CONFIG = "config"
+JOB_SCRIPT = "job_script"
+PID = "pid"
+JOB_PID = "job_pid"
+ERROR = "error"
+USAGE = "usage"
+EXIT_STATUS = "exit_status"
+CLEANUP = "cleanup"
+NOTIFY_SOCKET = "execd.sock"
+
+
+class SpoolDir:
+    """The records of one attempt. Cheap to build: it only joins paths."""
+
+    __slots__ = ("path", "name")
+
+    def __init__(self, root: str, name: str) -> None:
+        self.name = name  # "<job>.<task>.<attempt>"
+        self.path = os.path.join(root, name)
+
+    @property
+    def root(self) -> str:
+        return os.path.dirname(self.path)
+
+    def record(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    @property
+    def notify_socket(self) -> str:
+        return os.path.join(self.root, NOTIFY_SOCKET)
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.path)
+
+
+def attempt_names(root: str) -> list[str]:
+    """Names of the attempt directories under a spool root, oldest job first."""
+    try:
+        names = [entry.name for entry in os.scandir(root) if entry.is_dir() and entry.name[0].isdigit()]
+    except FileNotFoundError:
+        return []
+
+    def key(name: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in name.split(".") if part.isdigit())
+
+    return sorted(names, key=key)

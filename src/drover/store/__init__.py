@@ -1,0 +1,1 @@
+"""Persistence: the only package that speaks SQL. Backends are picked by name (see `open_store`)."""

@@ -1,0 +1,102 @@
+"""The store interface in domain terms. The SQLite backend implements it; PostgreSQL will too."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from drover.core.job import Attempt, Job, Task
+from drover.core.node import Node
+
+
+@dataclass(slots=True)
+class EventRecord:
+    time: float
+    kind: str
+    job_id: int | None = None
+    index: int | None = None
+    attempt: int | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Changes:
+    """What one handler changed: written in one transaction, before anyone is told."""
+
+    new_jobs: list[Job] = field(default_factory=list)
+    jobs: dict[int, Job] = field(default_factory=dict)  # changed scalars (fresh range, end)
+    tasks: dict[tuple[int, int], Task] = field(default_factory=dict)
+    attempts: dict[tuple[int, int, int], Attempt] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    events: list[EventRecord] = field(default_factory=list)
+
+    def job(self, job: Job) -> None:
+        self.jobs[job.id] = job
+
+    def task(self, task: Task) -> None:
+        self.tasks[task.job_id, task.index] = task
+
+    def attempt(self, attempt: Attempt) -> None:
+        self.attempts[attempt.job_id, attempt.index, attempt.number] = attempt
+
+    def node(self, node: Node) -> None:
+        self.nodes[node.name] = node
+
+    def event(self, time: float, kind: str, job_id: int | None = None, index: int | None = None,
+              attempt: int | None = None, **detail: Any) -> None:
+        self.events.append(EventRecord(time, kind, job_id, index, attempt, detail))
+
+    def __bool__(self) -> bool:
+        return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events)
+
+
+@dataclass(slots=True)
+class WorkingSet:
+    """Everything the controller keeps in memory: jobs not yet ended, their tasks, live attempts."""
+
+    jobs: dict[int, Job]
+    attempts: dict[tuple[int, int, int], Attempt]  # the latest attempt of every task with one
+    nodes: dict[str, Node]
+    next_job_id: int
+
+
+@dataclass(slots=True)
+class JobFilter:
+    states: Sequence[str] = ()
+    owner: str | None = None
+    name: str | None = None
+    include_ended: bool = False
+    ended_since: float | None = None
+    limit: int = 1000
+
+
+class Store(Protocol):
+    def load_working_set(self) -> WorkingSet: ...
+
+    def commit(self, changes: Changes) -> None: ...
+
+    def load_job(self, job_id: int) -> Job | None:
+        """A job with all its task records, whether it ended or not."""
+
+    def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]: ...
+
+    def list_ended_jobs(self, query: JobFilter) -> list[Job]: ...
+
+    def attempts_of(self, job_id: int) -> list[Attempt]: ...
+
+    def history(self, owner: str | None, limit: int, since: float | None) -> list[tuple[Job, Task, Attempt]]: ...
+
+    def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]: ...
+
+    def close(self) -> None: ...
+
+
+def open_store(url: str) -> Store:
+    """`sqlite:///path/to/db` (the default backend). Imported lazily, by name."""
+    scheme, _, rest = url.partition("://")
+    if scheme == "sqlite":
+        from drover.store.sqlite import SqliteStore
+
+        return SqliteStore(rest if rest.startswith("/") else rest.lstrip("/"))
+    raise ValueError(f"unknown store {url!r}: supported is sqlite:///PATH")

@@ -1,0 +1,259 @@
+"""The SQLite store: one file, WAL mode, one transaction per batch of changes.
+
+Durability: every commit is in the WAL before the caller is answered. With the default
+`synchronous=NORMAL`, a committed change survives the controller being killed at any instant;
+it may not survive the machine losing power before the next checkpoint. `synchronous=FULL`
+(store option) survives that too, at about a tenth of the commit rate (see MEASUREMENTS.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from drover.core.arrays import TaskIndices
+from drover.core.job import Attempt, Job, Task
+from drover.core.job_state import JobState
+from drover.core.node import Node
+from drover.core.node_state import NodeState
+from drover.core.resources import Resources
+from drover.store.base import Changes, EventRecord, JobFilter, WorkingSet
+from drover.store.migrate import migrate_sqlite
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+_JOB_COLUMNS = (
+    "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
+    "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state"
+)
+
+
+class SqliteStore:
+    def __init__(self, path: str, synchronous: str = "NORMAL") -> None:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        self.path = path
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(f"PRAGMA synchronous={synchronous}")
+        self.db.execute("PRAGMA foreign_keys=OFF")
+        self.schema_version = migrate_sqlite(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def commit(self, changes: Changes) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if changes.new_jobs:
+                db.executemany(
+                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                    [_job_row(job) for job in changes.new_jobs],
+                )
+            if changes.jobs:
+                db.executemany(
+                    "UPDATE jobs SET priority=?, fresh_from=?, fresh_state=?, fresh_skip=?, ended_at=?, "
+                    "state=? WHERE id=?",
+                    [
+                        (job.priority, job.fresh_from, job.fresh_state.value, _dumps(sorted(job.fresh_skip)),
+                         job.ended_at, job.state.value if job.state else None, job.id)
+                        for job in changes.jobs.values()
+                    ],
+                )
+            if changes.tasks:
+                db.executemany(
+                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (t.job_id, t.index, t.state.value, t.state_since, t.attempt, int(t.cancel_requested),
+                         t.exit_status)
+                        for t in changes.tasks.values()
+                    ],
+                )
+            if changes.attempts:
+                db.executemany(
+                    "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (a.job_id, a.index, a.number, a.node, _dumps(list(a.cpu_ids)), a.dispatched_at,
+                         a.started_at, a.ended_at, _dumps(a.exit) if a.exit is not None else None,
+                         _dumps(a.usage) if a.usage is not None else None)
+                        for a in changes.attempts.values()
+                    ],
+                )
+            if changes.nodes:
+                db.executemany(
+                    "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen)
+                        for n in changes.nodes.values()
+                    ],
+                )
+            if changes.events:
+                db.executemany(
+                    "INSERT INTO events (time, job_id, idx, attempt, kind, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (e.time, e.job_id, e.index, e.attempt, e.kind, _dumps(e.detail))
+                        for e in changes.events
+                    ],
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def load_working_set(self) -> WorkingSet:
+        jobs = {
+            row[0]: _job_from_row(row)
+            for row in self.db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE ended_at IS NULL")
+        }
+        attempts: dict[tuple[int, int, int], Attempt] = {}
+        for job in jobs.values():
+            job.tasks = self._tasks_of(job.id)
+            for task in job.tasks.values():
+                if task.attempt:
+                    row = self.db.execute(
+                        "SELECT * FROM attempts WHERE job_id=? AND idx=? AND number=?",
+                        (job.id, task.index, task.attempt),
+                    ).fetchone()
+                    if row is not None:
+                        attempt = _attempt_from_row(row)
+                        attempts[attempt.job_id, attempt.index, attempt.number] = attempt
+        nodes = {
+            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5])
+            for row in self.db.execute("SELECT * FROM nodes")
+        }
+        next_id = (self.db.execute("SELECT MAX(id) FROM jobs").fetchone()[0] or 0) + 1
+        return WorkingSet(jobs, attempts, nodes, next_id)
+
+    def _tasks_of(self, job_id: int) -> dict[int, Task]:
+        return {
+            row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6])
+            for row in self.db.execute("SELECT * FROM tasks WHERE job_id=? ORDER BY idx", (job_id,))
+        }
+
+    def load_job(self, job_id: int) -> Job | None:
+        row = self.db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id=?", (job_id,)).fetchone()
+        if row is None:
+            return None
+        job = _job_from_row(row)
+        job.tasks = self._tasks_of(job_id)
+        return job
+
+    def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for job_id in job_ids:
+            row = self.db.execute(
+                "SELECT state FROM jobs WHERE id=? AND ended_at IS NOT NULL", (job_id,)
+            ).fetchone()
+            if row is not None:
+                found[job_id] = row[0]
+        return found
+
+    def list_ended_jobs(self, query: JobFilter) -> list[Job]:
+        sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE ended_at IS NOT NULL"
+        args: list[Any] = []
+        if query.owner:
+            sql += " AND owner=?"
+            args.append(query.owner)
+        if query.name:
+            sql += " AND name=?"
+            args.append(query.name)
+        if query.states:
+            sql += f" AND state IN ({', '.join('?' * len(query.states))})"
+            args.extend(query.states)
+        if query.ended_since is not None:
+            sql += " AND ended_at >= ?"
+            args.append(query.ended_since)
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(query.limit)
+        jobs = [_job_from_row(row) for row in self.db.execute(sql, args)]
+        for job in jobs:
+            job.tasks = self._tasks_of(job.id)
+        return list(reversed(jobs))
+
+    def attempts_of(self, job_id: int) -> list[Attempt]:
+        return [
+            _attempt_from_row(row)
+            for row in self.db.execute(
+                "SELECT * FROM attempts WHERE job_id=? ORDER BY idx, number", (job_id,)
+            )
+        ]
+
+    def history(self, owner: str | None, limit: int, since: float | None) -> list[tuple[Job, Task, Attempt]]:
+        sql = (
+            "SELECT a.* FROM attempts a JOIN jobs j ON j.id = a.job_id "
+            "WHERE a.ended_at IS NOT NULL"
+        )
+        args: list[Any] = []
+        if owner:
+            sql += " AND j.owner=?"
+            args.append(owner)
+        if since is not None:
+            sql += " AND a.ended_at >= ?"
+            args.append(since)
+        sql += " ORDER BY a.ended_at DESC LIMIT ?"
+        args.append(limit)
+        attempts = [_attempt_from_row(row) for row in self.db.execute(sql, args)]
+        jobs: dict[int, Job] = {}
+        rows = []
+        for attempt in reversed(attempts):
+            job = jobs.get(attempt.job_id)
+            if job is None:
+                job = jobs[attempt.job_id] = self.load_job(attempt.job_id)  # type: ignore[assignment]
+            task = job.tasks.get(attempt.index)
+            if task is not None:
+                rows.append((job, task, attempt))
+        return rows
+
+    def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]:
+        if job_id is None:
+            cursor = self.db.execute(
+                "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
+            )
+        else:
+            cursor = self.db.execute(
+                "SELECT * FROM events WHERE job_id=? AND seq > ? ORDER BY seq LIMIT ?",
+                (job_id, after_seq, limit),
+            )
+        return [
+            (row[0], EventRecord(row[1], row[5], row[2], row[3], row[4], json.loads(row[6])))
+            for row in cursor
+        ]
+
+
+def _job_row(job: Job) -> tuple[Any, ...]:
+    return (
+        job.id, job.owner, job.name, job.submitted_at, job.priority, job.resources.cpus,
+        job.resources.memory_mib, _dumps([list(r) for r in job.indices.ranges]), int(job.is_array),
+        job.max_running, _dumps(list(job.after_ok)), _dumps(job.spec), job.fresh_from,
+        job.fresh_state.value, _dumps(sorted(job.fresh_skip)), job.ended_at,
+        job.state.value if job.state else None,
+    )
+
+
+def _job_from_row(row: Sequence[Any]) -> Job:
+    return Job(
+        id=row[0], owner=row[1], name=row[2], submitted_at=row[3], priority=row[4],
+        resources=Resources(row[5], row[6]),
+        indices=TaskIndices(tuple(tuple(r) for r in json.loads(row[7]))),  # type: ignore[misc]
+        is_array=bool(row[8]), max_running=row[9], after_ok=tuple(json.loads(row[10])),
+        spec=json.loads(row[11]), fresh_from=row[12], fresh_state=JobState(row[13]),
+        fresh_skip=set(json.loads(row[14])), ended_at=row[15],
+        state=JobState(row[16]) if row[16] else None,
+    )
+
+
+def _attempt_from_row(row: Sequence[Any]) -> Attempt:
+    return Attempt(
+        job_id=row[0], index=row[1], number=row[2], node=row[3], cpu_ids=tuple(json.loads(row[4])),
+        dispatched_at=row[5], started_at=row[6], ended_at=row[7],
+        exit=json.loads(row[8]) if row[8] else None, usage=json.loads(row[9]) if row[9] else None,
+    )

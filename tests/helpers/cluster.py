@@ -1,0 +1,148 @@
+"""LocalCluster: a real controller and execd started the way users start them, as subprocesses
+in their own process groups with logs in the cluster's state directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from drover.client import Client
+from drover.spool import layout
+from drover.spool.process import is_alive, read_pid_record
+from tests.helpers.wait import wait_until
+
+
+class LocalCluster:
+    def __init__(self, cpus: int = 2, memory_mib: int = 4096, kill_grace_s: float = 1.0) -> None:
+        # Short path: a Unix socket path must fit in 108 bytes.
+        self.root = Path(tempfile.mkdtemp(prefix="drv-", dir="/tmp"))
+        self.state_dir = self.root / "state"
+        self.state_dir.mkdir()
+        self.workdir = self.root / "work"
+        self.workdir.mkdir()
+        self.cpus = cpus
+        self.memory_mib = memory_mib
+        self.kill_grace_s = kill_grace_s
+        self.controller: subprocess.Popen[bytes] | None = None
+        self.execd: subprocess.Popen[bytes] | None = None
+        self.env = dict(os.environ, DROVER_STATE_DIR=str(self.state_dir))
+        self.env.pop("DROVER_SOCKET", None)
+
+    @property
+    def socket(self) -> str:
+        return str(self.state_dir / "api.sock")
+
+    @property
+    def spool(self) -> Path:
+        return self.state_dir / "spool"
+
+    def _daemon(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+        log = open(self.state_dir / f"{name}.log", "ab")
+        try:
+            return subprocess.Popen(
+                [sys.executable, "-m", "drover", name, "--state-dir", str(self.state_dir), *args],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env, process_group=0,
+            )
+        finally:
+            log.close()
+
+    def start_controller(self) -> None:
+        self.controller = self._daemon("controller", "--kill-grace", str(self.kill_grace_s))
+        wait_until(lambda: self.client().ping(), describe="the controller to answer")
+
+    def start_execd(self) -> None:
+        self.execd = self._daemon("execd", "--cpus", str(self.cpus), "--memory", str(self.memory_mib))
+        self.wait_node_up()
+
+    def wait_node_up(self) -> None:
+        wait_until(lambda: any(n.state == "up" for n in self.client().nodes()), describe="a node to be up")
+
+    def start(self) -> LocalCluster:
+        self.start_controller()
+        self.start_execd()
+        return self
+
+    def client(self) -> Client:
+        return Client(self.socket, timeout_s=30)
+
+    def drover(self, *args: str, check: bool = True, input: str | None = None,
+               cwd: str | Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run the `drover` command as a user would."""
+        result = subprocess.run(
+            [sys.executable, "-m", "drover", *args], capture_output=True, text=True, input=input,
+            env=self.env, cwd=cwd or self.workdir, timeout=timeout,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"drover {' '.join(args)} exited {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+            )
+        return result
+
+    def drover_json(self, *args: str) -> Any:
+        return json.loads(self.drover(*args, "--json").stdout)
+
+    def submit(self, *args: str) -> int:
+        return int(self.drover("submit", "--parsable", *args).stdout.split()[0])
+
+    def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
+        process = getattr(self, name)
+        if process is not None:
+            os.killpg(process.pid, signum)
+            process.wait(timeout=20)
+            setattr(self, name, None)
+
+    def logs(self) -> str:
+        out = []
+        for name in ("controller", "execd"):
+            path = self.state_dir / f"{name}.log"
+            if path.exists():
+                out.append(f"--- {name}.log ---\n" + "".join(path.read_text(errors="replace").splitlines(True)[-40:]))
+        return "\n".join(out)
+
+    def stop(self) -> list[str]:
+        """Stop both daemons; kill every job left running; return what was still alive."""
+        problems = []
+        for name in ("execd", "controller"):
+            process = getattr(self, name)
+            if process is None:
+                continue
+            if process.poll() is not None:
+                problems.append(f"the {name} had died (exit {process.returncode})")
+            else:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    problems.append(f"the {name} did not stop on SIGTERM")
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+            setattr(self, name, None)
+        self.kill_leftover_jobs()
+        shutil.rmtree(self.root, ignore_errors=True)
+        return problems
+
+    def kill_leftover_jobs(self) -> None:
+        for name in layout.attempt_names(str(self.spool)):
+            spool = layout.SpoolDir(str(self.spool), name)
+            record = read_pid_record(spool.record(layout.PID))
+            job_pid_text = (Path(spool.path) / layout.JOB_PID)
+            if job_pid_text.exists():
+                try:
+                    os.killpg(int(job_pid_text.read_text().split()[0]), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            if record is not None and is_alive(*record):
+                try:
+                    os.kill(record[0], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass

@@ -1,0 +1,89 @@
+"""Bad input: a one-line error naming the problem, a non-zero exit, and nothing changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.cluster import LocalCluster
+
+
+def _store_snapshot(cluster: LocalCluster) -> object:
+    return (cluster.drover_json("status", "--all"), cluster.drover_json("events"))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["submit", "--bogus", "--", "true"], "unrecognized arguments: --bogus"),
+        (["submit", "--array", "5-1", "--", "true"], "bad array '5-1'"),
+        (["submit", "--array", "1-10%0", "--", "true"], "bad array"),
+        (["submit", "--mem", "lots", "--", "true"], "bad memory amount 'lots'"),
+        (["submit", "--time", "1:xx", "--", "true"], "bad time '1:xx'"),
+        (["submit", "--cpus", "0", "--", "true"], "--cpus must be at least 1"),
+        (["submit", "--cpus", "64", "--", "true"], "no node can run a task of 64 CPUs"),
+        (["submit", "missing-script.sh"], "cannot read missing-script.sh: No such file or directory"),
+        (["submit", "--workdir", "/no/such/dir", "--", "true"], "the working directory /no/such/dir does not exist"),
+        (["submit", "-o", "out-%q", "--", "true"], "unknown placeholder %q"),
+        (["submit", "--dependency", "afterok:999999", "--", "true"], "job 999999, which does not exist"),
+        (["submit", "--dependency", "after:1", "--", "true"], "only afterok"),
+        (["submit"], "give exactly one of"),
+        (["show", "999999"], "job 999999 does not exist"),
+        (["show", "abc"], "not a job id: 'abc'"),
+        (["cancel", "999999"], "job 999999 does not exist"),
+        (["wait", "999999"], "job 999999 does not exist"),
+        (["hold", "12x"], "not a job id"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+    ],
+)
+def test_bad_input_is_refused_with_one_clear_line_and_changes_nothing(
+    cluster: LocalCluster, args: list[str], message: str
+) -> None:
+    before = _store_snapshot(cluster)
+    result = cluster.drover(*args, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stdout == ""
+    assert _store_snapshot(cluster) == before
+
+
+def test_unreadable_script_is_refused(cluster: LocalCluster) -> None:
+    script = cluster.workdir / "secret.sh"
+    script.write_text("true\n")
+    script.chmod(0)
+    result = cluster.drover("submit", str(script), check=False)
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads files whatever their mode; the unreadable case needs a normal user")
+    assert result.returncode != 0 and "cannot read" in result.stderr
+
+
+def test_cancelling_an_ended_job_is_an_error_and_changes_nothing(cluster: LocalCluster) -> None:
+    job = cluster.submit("--", "true")
+    cluster.drover("wait", str(job))
+    before = _store_snapshot(cluster)
+    result = cluster.drover("cancel", str(job), check=False)
+    assert result.returncode == 1
+    assert f"job {job} has already ended (completed)" in result.stderr
+    assert _store_snapshot(cluster) == before
+
+
+def test_cancel_of_several_ids_reports_each_and_fails_if_any_failed(cluster: LocalCluster) -> None:
+    held = cluster.submit("--hold", "--", "true")
+    result = cluster.drover("cancel", str(held), "999999", check=False)
+    assert result.returncode == 1
+    assert f"{held}: 1 pending cancelled" in result.stdout
+    assert "job 999999 does not exist" in result.stderr
+    assert cluster.drover_json("show", str(held))["state"] == "cancelled"
+
+
+def test_commands_without_a_cluster_say_how_to_start_one(tmp_path: object) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, DROVER_SOCKET="/tmp/drover-no-such-cluster.sock")
+    result = subprocess.run([sys.executable, "-m", "drover", "status"], capture_output=True, text=True, env=env)
+    assert result.returncode == 2
+    assert "no Drover cluster answers at /tmp/drover-no-such-cluster.sock; start one with `drover up`" in result.stderr

@@ -1,0 +1,232 @@
+"""The commands end to end against a real controller and execd, as a user runs them."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
+
+
+def test_command_job_runs_and_its_exit_status_output_and_usage_are_recorded(cluster: LocalCluster) -> None:
+    job = cluster.submit("--name", "busy", "--", "bash", "-c",
+                         "for i in $(seq 1 30000); do :; done; echo out; echo err >&2; exit 3")
+    waited = cluster.drover("wait", str(job), check=False)
+    assert waited.returncode == 3, waited.stdout + waited.stderr
+    assert f"job {job} failed, exit status 3" in waited.stdout
+    output = (cluster.workdir / f"drover-{job}.out").read_text()
+    assert output == "out\nerr\n"  # stderr joined into stdout by default
+    shown = cluster.drover_json("show", str(job))
+    assert shown["state"] == "failed" and shown["exit_status"] == 3
+    (task,) = shown["tasks"]
+    (attempt,) = task["attempts"]
+    assert attempt["exit_code"] == 3 and attempt["signal"] is None
+    usage = attempt["usage"]
+    assert usage["user_cpu_s"] + usage["sys_cpu_s"] > 0
+    assert usage["max_rss_kib"] > 0 and usage["wall_s"] > 0
+    history = cluster.drover_json("history")
+    (row,) = [r for r in history if r["job_id"] == job]
+    assert row["exit_status"] == 3 and row["state"] == "failed" and row["usage"]["max_rss_kib"] > 0
+    assert "busy" in cluster.drover("history").stdout
+
+
+def test_script_file_gets_output_patterns_separate_stderr_and_environment(cluster: LocalCluster) -> None:
+    script = cluster.workdir / "job.sh"
+    script.write_text("echo job=$DROVER_JOB_ID slurm=$SLURM_JOB_ID sge=$JOB_ID task=$SGE_TASK_ID\n"
+                      "echo cwd=$(pwd) stdin=$(readlink /proc/self/fd/0)\necho oops >&2\n"
+                      "test -d \"$TMPDIR\" && echo tmp=ok\necho var=$GREETING\n")
+    job = cluster.submit("--name", "patterned", "-o", "out-%x-%j-%u.txt", "-e", "err-%j.txt",
+                         "--env", "GREETING=hi there", str(script))
+    assert cluster.drover("wait", str(job)).returncode == 0
+    user = cluster.drover_json("show", str(job))["owner"]
+    out = (cluster.workdir / f"out-patterned-{job}-{user}.txt").read_text().splitlines()
+    assert out[0] == f"job={job} slurm={job} sge={job} task=undefined"
+    assert out[1] == f"cwd={cluster.workdir} stdin=/dev/null"
+    assert "tmp=ok" in out and "var=hi there" in out
+    assert (cluster.workdir / f"err-{job}.txt").read_text() == "oops\n"
+
+
+def test_array_tasks_run_with_their_index_and_never_more_than_max_at_once(cluster: LocalCluster) -> None:
+    log = cluster.workdir / "spans"
+    job = cluster.submit("--array", "1-7:2%1", "--", "bash", "-c",
+                         f"echo \"$SLURM_ARRAY_TASK_ID $(date +%s.%N) start\" >> {log}; sleep 0.2; "
+                         f"echo \"$SLURM_ARRAY_TASK_ID $(date +%s.%N) end\" >> {log}")
+    assert cluster.drover("wait", str(job)).returncode == 0
+    events = [line.split() for line in log.read_text().splitlines()]
+    running = peak = 0
+    for _, _, kind in sorted(events, key=lambda e: float(e[1])):
+        running += 1 if kind == "start" else -1
+        peak = max(peak, running)
+    assert peak == 1
+    assert sorted({int(e[0]) for e in events}) == [1, 3, 5, 7]
+    for index in (1, 3, 5, 7):
+        assert (cluster.workdir / f"drover-{job}_{index}.out").exists()
+    shown = cluster.drover_json("show", str(job))
+    assert shown["task_counts"] == {"completed": 4} and shown["array"] == "1-7:2"
+
+
+def test_cancel_ends_pending_at_once_and_stops_running_with_sigterm(cluster: LocalCluster) -> None:
+    marker = cluster.workdir / "got-term"
+    script = f"trap 'echo term > {marker}; exit 143' TERM; sleep 600 & wait"
+    running = [cluster.submit("--", "bash", "-c", script) for _ in range(2)]
+    pending = cluster.submit("--", "sleep", "600")
+    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "running" for j in running),
+               describe="both jobs running")
+    assert cluster.drover_json("show", str(pending))["state"] == "pending"
+    result = cluster.drover("cancel", *map(str, running), str(pending))
+    assert "asked to stop" in result.stdout and "pending cancelled" in result.stdout
+    assert cluster.drover("wait", *map(str, running), str(pending), check=False).returncode != 0
+    for job in [*running, pending]:
+        assert cluster.drover_json("show", str(job))["state"] == "cancelled"
+    assert marker.read_text() == "term\n"
+    attempts = [cluster.drover_json("show", str(j))["tasks"][0]["attempts"] for j in running]
+    assert all(a[0]["terminated"] for a in attempts)
+    assert cluster.drover_json("show", str(pending))["tasks"][0]["attempts"] == []
+
+
+def test_cancel_kills_a_job_that_ignores_sigterm_after_the_grace_period(cluster: LocalCluster) -> None:
+    job = cluster.submit("--", "bash", "-c", "trap '' TERM; while :; do sleep 0.1; done")
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="the job running")
+    cluster.drover("cancel", str(job))
+    began = time.monotonic()
+    cluster.drover("wait", str(job), check=False)
+    assert time.monotonic() - began >= cluster.kill_grace_s * 0.8
+    (attempt,) = cluster.drover_json("show", str(job))["tasks"][0]["attempts"]
+    assert attempt["signal"] == 9 and attempt["terminated"]
+
+
+def test_hold_keeps_a_job_from_starting_until_released(cluster: LocalCluster) -> None:
+    job = cluster.submit("--hold", "--", "true")
+    assert cluster.drover_json("show", str(job))["state"] == "held"
+    assert cluster.drover("wait", "--timeout", "0.3", str(job), check=False).returncode == 124
+    assert cluster.drover_json("show", str(job))["state"] == "held"
+    cluster.drover("release", str(job))
+    assert cluster.drover("wait", str(job)).returncode == 0
+    other = cluster.submit("--hold", "--", "true")
+    cluster.drover("release", str(other))
+    held_again = cluster.drover("hold", str(other), check=False)  # it may have started already
+    if held_again.returncode == 0:
+        cluster.drover("release", str(other))
+    assert cluster.drover("wait", str(other)).returncode == 0
+
+
+def test_afterok_dependency_waits_and_never_runs_after_a_failure(cluster: LocalCluster) -> None:
+    stamp = cluster.workdir / "order"
+    first = cluster.submit("--", "bash", "-c", f"sleep 0.3; echo first >> {stamp}")
+    second = cluster.submit("--dependency", f"afterok:{first}", "--", "bash", "-c", f"echo second >> {stamp}")
+    assert cluster.drover_json("show", str(second))["pending_reason"] in ("dependency", None)
+    assert cluster.drover("wait", str(second)).returncode == 0
+    assert stamp.read_text() == "first\nsecond\n"
+    failing = cluster.submit("--", "false")
+    blocked = cluster.submit("--dependency", f"afterok:{failing}", "--", "true")
+    cluster.drover("wait", str(failing), check=False)
+    wait_until(lambda: cluster.drover_json("show", str(blocked))["pending_reason"] == "dependency_never_satisfied",
+               describe="the dependent job to be marked never satisfiable")
+    assert "will not run" in cluster.drover("status").stdout
+    cluster.drover("cancel", str(blocked))
+
+
+def test_higher_priority_starts_first(cluster: LocalCluster) -> None:
+    order = cluster.workdir / "order"
+    blocker = cluster.submit("--cpus", "2", "--", "sleep", "0.5")
+    low = cluster.submit("--cpus", "2", "--priority", "1", "--", "bash", "-c", f"echo low >> {order}")
+    high = cluster.submit("--cpus", "2", "--priority", "10", "--", "bash", "-c", f"echo high >> {order}")
+    assert cluster.drover("wait", str(blocker), str(low), str(high)).returncode == 0
+    assert order.read_text() == "high\nlow\n"
+
+
+def test_wait_exits_with_the_first_failure_of_several_jobs(cluster: LocalCluster) -> None:
+    ok = cluster.submit("--", "true")
+    bad = cluster.submit("--", "bash", "-c", "exit 7")
+    assert cluster.drover("wait", str(ok)).returncode == 0
+    assert cluster.drover("wait", str(ok), str(bad), check=False).returncode == 7
+    killed = cluster.submit("--", "bash", "-c", "kill -KILL $$")
+    assert cluster.drover("wait", str(killed), check=False).returncode == 128 + 9
+
+
+def test_status_filters_by_state_and_name(cluster: LocalCluster) -> None:
+    sleeper = cluster.submit("--name", "sleeper", "--", "sleep", "30")
+    held = cluster.submit("--name", "later", "--hold", "--", "true")
+    wait_until(lambda: cluster.drover_json("show", str(sleeper))["state"] == "running", describe="running")
+    running = cluster.drover_json("status", "--state", "running")
+    assert [j["id"] for j in running] == [sleeper]
+    assert [j["id"] for j in cluster.drover_json("status", "--name", "later")] == [held]
+    assert {j["id"] for j in cluster.drover_json("status")} == {sleeper, held}
+    table = cluster.drover("status").stdout
+    assert "sleeper" in table and "RUNNING" in table and "HELD" in table
+    cluster.drover("cancel", str(sleeper), str(held))
+    cluster.drover("wait", str(sleeper), check=False)
+    assert cluster.drover_json("status") == []
+    ended = cluster.drover_json("status", "--all")
+    assert {j["id"] for j in ended} >= {sleeper, held}
+
+
+def test_logs_prints_and_follows_output(cluster: LocalCluster) -> None:
+    job = cluster.submit("--", "bash", "-c", "for i in 1 2 3; do echo line $i; sleep 0.2; done")
+    followed = cluster.drover("logs", "-f", str(job))
+    assert followed.stdout == "line 1\nline 2\nline 3\n"
+    assert cluster.drover("logs", str(job)).stdout == "line 1\nline 2\nline 3\n"
+    array = cluster.submit("--array", "1-2", "--", "bash", "-c", "echo task $DROVER_ARRAY_TASK_ID")
+    cluster.drover("wait", str(array))
+    assert cluster.drover("logs", f"{array}.2").stdout == "task 2\n"
+    assert "is an array" in cluster.drover("logs", str(array), check=False).stderr
+
+
+def test_job_that_exits_99_is_requeued_as_a_new_attempt(cluster: LocalCluster) -> None:
+    flag = cluster.workdir / "second-time"
+    job = cluster.submit("--", "bash", "-c", f"if [ -e {flag} ]; then exit 0; fi; touch {flag}; exit 99")
+    assert cluster.drover("wait", str(job)).returncode == 0
+    attempts = cluster.drover_json("show", str(job))["tasks"][0]["attempts"]
+    assert [a["exit_code"] for a in attempts] == [99, 0]
+
+
+def test_nodes_and_events_describe_the_cluster(cluster: LocalCluster) -> None:
+    (node,) = cluster.drover_json("nodes")
+    assert node["state"] == "up" and node["cpus"] == cluster.cpus
+    job = cluster.submit("--", "true")
+    cluster.drover("wait", str(job))
+    kinds = [e["kind"] for e in cluster.drover_json("events", str(job))]
+    assert kinds[0] == "submitted" and kinds[-1] == "job_ended"
+    afters = [e["detail"].get("after") for e in cluster.drover_json("events", str(job)) if e["kind"] == "task_state"]
+    assert afters == ["dispatched", "running", "completing", "completed"]
+
+
+def test_openapi_schema_describes_the_api(cluster: LocalCluster) -> None:
+    status, body = cluster.client().transport.request("GET", "/openapi.json")
+    assert status == 200
+    import json
+
+    document = json.loads(body)
+    assert document["openapi"].startswith("3.")
+    assert "/v1/jobs" in document["paths"] and "JobSubmission" in document["components"]["schemas"]
+
+
+def test_typed_client_submits_and_waits(cluster: LocalCluster) -> None:
+    from drover.protocol.api import JobSubmission
+
+    with cluster.client() as client:
+        ids = client.submit([JobSubmission(script="exit 0\n", workdir=str(cluster.workdir), name=f"c{i}")
+                             for i in range(3)])
+        assert len(ids) == 3
+        for job_id in ids:
+            info = client.wait(job_id, timeout_s=30)
+            assert info is not None and info.state == "completed" and info.exit_status == 0
+        assert {j.name for j in client.jobs(include_ended=True)} >= {"c0", "c1", "c2"}
+
+
+def test_each_line_submits_many_jobs_in_one_request(cluster: LocalCluster) -> None:
+    lines = cluster.workdir / "lines"
+    lines.write_text("".join(f"echo {i}\n" for i in range(20)))
+    ids = [int(x) for x in cluster.drover("submit", "--parsable", "--each-line", str(lines)).stdout.split()]
+    assert len(ids) == 20 and ids == list(range(ids[0], ids[0] + 20))
+    assert cluster.drover("wait", *map(str, ids)).returncode == 0
+    assert (cluster.workdir / f"drover-{ids[7]}.out").read_text() == "7\n"
+
+
+def test_output_files_are_created_in_the_working_directory(cluster: LocalCluster, tmp_path: Path) -> None:
+    job = cluster.submit("--workdir", str(tmp_path), "--", "pwd")
+    cluster.drover("wait", str(job))
+    assert (tmp_path / f"drover-{job}.out").read_text().strip() == str(tmp_path)
+    assert os.path.exists(tmp_path / f"drover-{job}.out")

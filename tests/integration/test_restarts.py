@@ -1,0 +1,87 @@
+"""Daemons die at any instant; nothing is lost and nothing is counted twice."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
+
+
+def _ended_once(cluster: LocalCluster, jobs: list[int]) -> None:
+    events = cluster.drover_json("events")
+    ended = Counter(e["job_id"] for e in events if e["kind"] == "job_ended")
+    exits = Counter((e["job_id"], e["attempt"]) for e in events
+                    if e["kind"] == "task_state" and e["detail"].get("trigger") == "exit")
+    for job in jobs:
+        assert ended[job] == 1, f"job {job} ended {ended[job]} times"
+        assert exits[job, 1] == 1, f"job {job}'s exit was recorded {exits[job, 1]} times"
+
+
+def test_controller_killed_while_jobs_run_and_wait_loses_nothing(cluster: LocalCluster) -> None:
+    """1. Two jobs run (2 CPUs) and two wait. 2. kill -9 the controller.
+    3. The running jobs finish while it is down. 4. Restart it: every job is still there, the
+    running ones are recorded exactly once, the waiting ones run."""
+    release = cluster.workdir / "go"
+    running = [cluster.submit("--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done; echo done")
+               for _ in range(2)]
+    waiting = [cluster.submit("--", "echo", "later") for _ in range(2)]
+    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "running" for j in running),
+               describe="two jobs running")
+    cluster.kill("controller")
+    release.touch()
+    wait_until(lambda: all((cluster.workdir / f"drover-{j}.out").exists()
+                           and "done" in (cluster.workdir / f"drover-{j}.out").read_text() for j in running),
+               describe="the running jobs to finish while the controller is down")
+    cluster.start_controller()
+    cluster.wait_node_up()
+    assert cluster.drover("wait", *map(str, running + waiting)).returncode == 0
+    for job in running + waiting:
+        shown = cluster.drover_json("show", str(job))
+        assert shown["state"] == "completed"
+        assert len(shown["tasks"][0]["attempts"]) == 1
+    _ended_once(cluster, running + waiting)
+
+
+def test_execd_killed_while_jobs_run_does_not_kill_them_and_their_exits_count_once(cluster: LocalCluster) -> None:
+    """1. Two jobs run. 2. kill -9 the execd (and with it the fork server's connection).
+    3. The jobs go on and finish. 4. Restart the execd: it re-attaches from the spool and
+    reports each exit exactly once."""
+    release = cluster.workdir / "go"
+    jobs = [cluster.submit("--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done; echo survived")
+            for _ in range(2)]
+    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "running" for j in jobs),
+               describe="two jobs running")
+    cluster.kill("execd")
+    release.touch()
+    wait_until(lambda: all("survived" in (cluster.workdir / f"drover-{j}.out").read_text() for j in jobs),
+               describe="the jobs to finish with no execd")
+    cluster.start_execd()
+    assert cluster.drover("wait", *map(str, jobs)).returncode == 0
+    for job in jobs:
+        (attempt,) = cluster.drover_json("show", str(job))["tasks"][0]["attempts"]
+        assert attempt["exit_code"] == 0
+    _ended_once(cluster, jobs)
+
+
+def test_execd_killed_while_jobs_still_run_reattaches_to_them(cluster: LocalCluster) -> None:
+    release = cluster.workdir / "go"
+    job = cluster.submit("--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done; exit 4")
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
+    cluster.kill("execd")
+    cluster.start_execd()
+    assert cluster.drover_json("show", str(job))["state"] == "running"
+    release.touch()
+    assert cluster.drover("wait", str(job), check=False).returncode == 4
+    _ended_once(cluster, [job])
+
+
+def test_controller_restart_keeps_pending_held_and_array_jobs(cluster: LocalCluster) -> None:
+    held = cluster.submit("--hold", "--array", "1-100000%3", "--", "true")
+    cluster.kill("controller")
+    cluster.start_controller()
+    cluster.wait_node_up()
+    shown = cluster.drover_json("show", str(held))
+    assert shown["state"] == "held" and shown["task_counts"] == {"held": 100000}
+    cluster.drover("cancel", str(held))
+    assert cluster.drover_json("show", str(held))["state"] == "cancelled"
