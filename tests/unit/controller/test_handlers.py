@@ -1,0 +1,177 @@
+"""Controller handlers on a real (temporary) SQLite store, without sockets or processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drover.controller.effects import JobEnded, Outcome, SendToNode
+from drover.controller.handlers.actions import act
+from drover.controller.handlers.dispatch import schedule
+from drover.controller.handlers.node_reports import on_attempt_exited, on_attempt_started, on_node_connected
+from drover.controller.handlers.submit import submit
+from drover.controller.state import ControllerState
+from drover.core.errors import BadRequest
+from drover.protocol.api import JobSubmission
+from drover.protocol.node_channel import Ack, Exited, Hello, KnownAttempt, SignalAttempt, StartAttempt, Started
+from drover.store.sqlite import SqliteStore
+
+OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False, "out_of_memory": False}
+
+
+class World:
+    """A store, the state loaded from it, and a clock; every outcome is committed as the service does."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.store = SqliteStore(str(path))
+        self.state = ControllerState.from_working_set(self.store.load_working_set())
+        self.now = 1000.0
+        self.sent: list[SendToNode] = []
+        self.ended: list[int] = []
+
+    def run(self, outcome: Outcome) -> Outcome:
+        self.now += 1
+        if outcome.changes:
+            self.store.commit(outcome.changes)
+        self.sent += [e for e in outcome.effects if isinstance(e, SendToNode)]
+        self.ended += [e.job_id for e in outcome.effects if isinstance(e, JobEnded)]
+        self.state.check_invariants()
+        return outcome
+
+    def submit(self, **fields: object) -> list[int]:
+        spec = JobSubmission(**{"script": "true\n", "workdir": "/tmp", **fields})  # type: ignore[arg-type]
+        outcome, ids = submit(self.state, [spec], "alice", self.now, self.store)
+        self.run(outcome)
+        return ids
+
+    def connect(self, node: str = "n1", cpus: int = 2, known: list[KnownAttempt] | None = None) -> None:
+        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, 1.0))
+
+    def schedule(self) -> list[StartAttempt]:
+        before = len(self.sent)
+        self.run(schedule(self.state, self.now, self.store, 1.0))
+        return [s.message for s in self.sent[before:] if isinstance(s.message, StartAttempt)]
+
+    def exited(self, attempt: str, record: dict[str, object] | None = None, node: str = "n1") -> list[object]:
+        before = len(self.sent)
+        self.run(on_attempt_exited(self.state, node, [Exited(attempt, dict(record or OK))], self.now))
+        return [s.message for s in self.sent[before:]]
+
+    def act(self, action: str, *refs: str) -> list[object]:
+        outcome, results = act(self.state, action, list(refs), "alice", self.now, self.store)
+        self.run(outcome)
+        return results
+
+    def reload(self) -> None:
+        self.store.close()
+        self.__init__(self.path)  # type: ignore[misc]
+
+    def event_kinds(self, job: int) -> list[str]:
+        return [e.kind for _, e in self.store.events_of(job, 0, 1000)]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path / "drover.db")
+
+
+def test_submitted_job_is_dispatched_with_its_output_path_and_cpus(world: World) -> None:
+    world.connect()
+    (job,) = world.submit(name="hello", output="out-%x-%j.txt")
+    (order,) = world.schedule()
+    assert order.attempt == f"{job}.0.1"
+    assert order.config["stdout"] == f"/tmp/out-hello-{job}.txt"
+    assert order.config["cpu_ids"] == [0] and order.config["kill_grace_s"] == 1.0
+
+
+def test_a_bad_submission_in_a_batch_stores_nothing(world: World) -> None:
+    good = JobSubmission(script="true\n", workdir="/tmp")
+    bad = JobSubmission(script="true\n", workdir="relative/dir")
+    with pytest.raises(BadRequest, match="job 2 of the request: the working directory must be an absolute path"):
+        submit(world.state, [good, bad], "alice", world.now, world.store)
+    assert world.state.jobs == {} and world.store.load_working_set().jobs == {}
+
+
+def test_a_repeated_exit_report_is_acknowledged_and_counted_once(world: World) -> None:
+    world.connect()
+    (job,) = world.submit()
+    (order,) = world.schedule()
+    world.run(on_attempt_started(world.state, Started(order.attempt, 123, world.now), world.now))
+    first = world.exited(order.attempt)
+    second = world.exited(order.attempt)
+    assert Ack([order.attempt]) in first and Ack([order.attempt]) in second
+    assert world.ended == [job]
+    assert world.event_kinds(job).count("job_ended") == 1
+    assert world.store.load_job(job).state.value == "completed"  # type: ignore[union-attr]
+
+
+def test_a_late_report_from_an_attempt_the_task_moved_on_from_changes_nothing(world: World) -> None:
+    world.connect()
+    (job,) = world.submit()
+    (first,) = world.schedule()
+    world.exited(first.attempt, dict(OK, exit_code=99))  # requeue
+    (second,) = world.schedule()
+    assert second.attempt == f"{job}.0.2"
+    world.exited(first.attempt, dict(OK, exit_code=0))  # the first attempt again, late
+    assert world.state.jobs[job].tasks[0].state.value == "dispatched"
+    world.exited(second.attempt)
+    assert world.ended == [job]
+
+
+def test_cancel_of_a_running_task_signals_it_and_the_exit_makes_it_cancelled(world: World) -> None:
+    world.connect()
+    (job,) = world.submit()
+    (order,) = world.schedule()
+    world.act("cancel", str(job))
+    assert SignalAttempt(order.attempt, "terminate") in [s.message for s in world.sent]
+    assert world.state.jobs[job].tasks[0].state.value == "dispatched"  # a request, not a state
+    world.exited(order.attempt, dict(OK, exit_code=None, signal=15, terminated=True))
+    assert world.store.load_job(job).state.value == "cancelled"  # type: ignore[union-attr]
+
+
+def test_cancel_of_one_never_dispatched_array_task_leaves_the_others_pending(world: World) -> None:
+    (job,) = world.submit(array="1-5")
+    (result,) = world.act("cancel", f"{job}.3")
+    assert result.ok  # type: ignore[attr-defined]
+    counts = world.state.jobs[job].task_counts()
+    assert counts == {"cancelled": 1, "pending": 4}
+    world.connect(cpus=8)
+    started = sorted(int(order.attempt.split(".")[1]) for order in world.schedule())
+    assert started == [1, 2, 4, 5]
+    world.reload()
+    assert world.state.jobs[job].task_counts() == {"cancelled": 1, "dispatched": 4}
+
+
+def test_a_hundred_thousand_task_array_costs_one_row_until_tasks_start(world: World) -> None:
+    world.connect(cpus=2)
+    (job,) = world.submit(array="1-100000")
+    assert len(world.schedule()) == 2
+    assert len(world.store.load_job(job).tasks) == 2  # type: ignore[union-attr]
+    assert world.state.jobs[job].task_counts() == {"dispatched": 2, "pending": 99998}
+
+
+def test_after_a_controller_restart_a_node_hello_resends_lost_orders_and_fails_lost_attempts(world: World) -> None:
+    world.connect()
+    a, b = world.submit(), world.submit()
+    first, second = world.schedule()
+    world.run(on_attempt_started(world.state, Started(second.attempt, 1, world.now), world.now))
+    world.reload()
+    world.connect(known=[])  # the node knows neither attempt
+    resent = [s.message for s in world.sent if isinstance(s.message, StartAttempt)]
+    assert [order.attempt for order in resent] == [first.attempt]  # dispatched: the order was lost
+    assert world.store.load_job(b[0]).state.value == "node_fail"  # type: ignore[union-attr]
+    assert a[0] in world.state.jobs
+
+
+def test_hold_and_release_of_a_whole_array(world: World) -> None:
+    (job,) = world.submit(array="1-3", hold=True)
+    assert world.state.jobs[job].task_counts() == {"held": 3}
+    world.connect()
+    assert world.schedule() == []
+    (result,) = world.act("release", str(job))
+    assert result.ok  # type: ignore[attr-defined]
+    assert len(world.schedule()) == 2
+    (again,) = world.act("release", str(job))
+    assert not again.ok and "no held task" in again.message  # type: ignore[attr-defined]
