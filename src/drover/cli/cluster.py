@@ -141,8 +141,8 @@ def ensure_running() -> None:
     if os.environ.get(SOCKET_VARIABLE):
         return
     paths = Paths()
-    if _is_serving(paths) and _read_pid(paths.execd_pid) is not None:
-        return
+    if _is_serving(paths):
+        return  # a cluster answers; its nodes are its own business
     started = up(paths)
     if started:
         print(f"drover: started a personal cluster in {paths.root} (stop it with `drover down`)", file=sys.stderr)

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = args[0]
     if name not in COMMANDS:
-        print(f"drover: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        print(f"drover: unknown command {name!r} (`drover --help` lists the commands)", file=sys.stderr)
         return 2
     import importlib
 

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import pwd
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 
 from drover.config import Paths, load_file_config
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def serve(argv: list[str]) -> int:
@@ -36,7 +43,8 @@ def serve(argv: list[str]) -> int:
     kill_grace = args.kill_grace if args.kill_grace is not None else float(settings_file.get("kill_grace_s", 10.0))  # type: ignore[arg-type]
     store = SqliteStore(paths.database, synchronous=str(settings_file.get("sqlite_synchronous", "NORMAL")))
     owner = pwd.getpwuid(os.getuid()).pw_name
-    sockets = [_unix_socket(args.socket or paths.socket)]
+    socket_path = args.socket or paths.socket
+    sockets = [_unix_socket(socket_path)]
     if args.listen:
         host, _, port = args.listen.rpartition(":")
         tcp = socket.create_server((host or "127.0.0.1", int(port)), reuse_port=False)
@@ -53,7 +61,10 @@ def serve(argv: list[str]) -> int:
 
         app = create_app(service, owner, shutdown)
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-        server = uvicorn.Server(config)
+        server = _server(config)
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, shutdown)
         logging.getLogger("drover.controller").info(
             "serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
             paths.database, store.schema_version,
@@ -67,14 +78,26 @@ def serve(argv: list[str]) -> int:
     finally:
         store.close()
         for sock in sockets:
-            if sock.family == socket.AF_UNIX:
-                path = sock.getsockname()
-                sock.close()
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
+            sock.close()
+        try:
+            os.unlink(socket_path)
+        except FileNotFoundError:
+            pass
     return 0
+
+
+def _server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server without its own signal handling: uvicorn re-raises SIGTERM once it has
+    shut down, which would kill this process before it removes its socket and closes the store.
+    The controller installs its handlers on the event loop instead."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return Server(config)
 
 
 def _unix_socket(path: str) -> socket.socket:

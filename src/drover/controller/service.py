@@ -17,10 +17,9 @@ from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import schedule
 from drover.controller.handlers.node_reports import (
-    on_attempt_exited,
-    on_attempt_started,
     on_node_connected,
     on_node_disconnected,
+    on_reports,
 )
 from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannel, NodeChannels
@@ -155,12 +154,9 @@ class ControllerService:
         return previous
 
     def node_messages(self, node: str, messages: list[Started | Exited | Hello]) -> None:
-        exited = [message for message in messages if isinstance(message, Exited)]
-        for message in messages:
-            if isinstance(message, Started):
-                self._run(lambda m=message: on_attempt_started(self.state, m, self.clock()))  # type: ignore[misc]
-        if exited:
-            self._run(lambda: on_attempt_exited(self.state, node, exited, self.clock()))
+        reports = [m for m in messages if isinstance(m, Started | Exited)]
+        if reports:
+            self._run(lambda: on_reports(self.state, node, reports, self.clock()))
 
     def node_disconnected(self, channel: NodeChannel) -> None:
         if self.channels.detach(channel):

@@ -37,6 +37,9 @@ def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: 
                 rows = attempts.setdefault(attempt.index, [])
                 rows[:] = [a for a in rows if a.number != attempt.number] + [attempt]
         info.tasks = [task_info(job, task, attempts.get(task.index, [])) for task in sorted_tasks(job)]
+        if not job.is_array and not job.tasks:
+            # A job that never started has no task record yet; show its one task all the same.
+            info.tasks = [task_info(job, Task(job.id, 0, job.fresh_state, job.submitted_at), [])]
     return info
 
 

@@ -19,11 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from drover.spool.process import is_alive, read_pid_record
-
 from drover.protocol.node_channel import Exited, KnownAttempt, SignalAttempt, StartAttempt, Started
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
+from drover.spool.process import is_alive, read_pid_record
 
 log = logging.getLogger("drover.execd")
 

@@ -63,54 +63,70 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
     return outcome
 
 
+def on_reports(state: ControllerState, node: str, reports: list[Started | Exited], now: float) -> Outcome:
+    """One frame of reports from a node: handled, and committed, together."""
+    outcome = Outcome()
+    exited: list[str] = []
+    for report in reports:
+        if isinstance(report, Started):
+            _started(state, outcome, report, now)
+        else:
+            _exited(state, outcome, report, now)
+            exited.append(report.attempt)
+    if exited:
+        outcome.send(node, Ack(exited))
+    return outcome
+
+
 def on_attempt_started(state: ControllerState, report: Started, now: float) -> Outcome:
     outcome = Outcome()
-    attempt = state.attempt_by_name(report.attempt)
-    if attempt is None:
-        return outcome
-    task = state.jobs[attempt.job_id].tasks[attempt.index]
-    if task.attempt != attempt.number or task.state is not JobState.DISPATCHED:
-        return outcome  # late or repeated
-    attempt.started_at = report.started_at
-    outcome.changes.attempt(attempt)
-    change_task(outcome, task, Trigger.START, now, job_pid=report.job_pid)
+    _started(state, outcome, report, now)
     return outcome
 
 
 def on_attempt_exited(state: ControllerState, node: str, reports: list[Exited], now: float) -> Outcome:
-    outcome = Outcome()
-    acknowledged: list[str] = []
-    for report in reports:
-        acknowledged.append(report.attempt)
-        attempt = state.attempt_by_name(report.attempt)
-        if attempt is None or attempt.exit is not None:
-            continue  # recorded already (its job may have ended since): acknowledge again only
-        job = state.jobs[attempt.job_id]
-        task = job.tasks[attempt.index]
-        record = report.exit_status
-        attempt.exit = record
-        attempt.usage = report.usage
-        attempt.started_at = attempt.started_at or report.started_at
-        attempt.ended_at = (report.usage or {}).get("ended_at") or now
-        outcome.changes.attempt(attempt)
-        if task.attempt != attempt.number or not task.state.is_active:
-            continue  # an attempt the task has moved on from: keep its record, change nothing else
-        task.exit_status = shell_status(record.get("exit_code"), record.get("signal"))
-        change_task(
-            outcome, task, Trigger.EXIT, now, exit_code=record.get("exit_code"),
-            signal=record.get("signal"), failure=record.get("failure"),
-        )
-        facts = ExitFacts(
-            exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
-            timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
-            cancel_requested=task.cancel_requested,
-        )
-        change_task(outcome, task, classify_exit(facts), now)
-        release_attempt(state, job, task)
-        if task.state is JobState.PENDING:
-            task.cancel_requested = False
-        end_job_if_done(state, outcome, job, now)
-        outcome.reschedule = True
-    if acknowledged:
-        outcome.send(node, Ack(acknowledged))
-    return outcome
+    return on_reports(state, node, list(reports), now)
+
+
+def _started(state: ControllerState, outcome: Outcome, report: Started, now: float) -> None:
+    attempt = state.attempt_by_name(report.attempt)
+    if attempt is None:
+        return
+    task = state.jobs[attempt.job_id].tasks[attempt.index]
+    if task.attempt != attempt.number or task.state is not JobState.DISPATCHED:
+        return  # late or repeated
+    attempt.started_at = report.started_at
+    outcome.changes.attempt(attempt)
+    change_task(outcome, task, Trigger.START, now, job_pid=report.job_pid)
+
+
+def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float) -> None:
+    attempt = state.attempt_by_name(report.attempt)
+    if attempt is None or attempt.exit is not None:
+        return  # recorded already (its job may have ended since): acknowledge again only
+    job = state.jobs[attempt.job_id]
+    task = job.tasks[attempt.index]
+    record = report.exit_status
+    attempt.exit = record
+    attempt.usage = report.usage
+    attempt.started_at = attempt.started_at or report.started_at
+    attempt.ended_at = (report.usage or {}).get("ended_at") or now
+    outcome.changes.attempt(attempt)
+    if task.attempt != attempt.number or not task.state.is_active:
+        return  # an attempt the task has moved on from: keep its record, change nothing else
+    task.exit_status = shell_status(record.get("exit_code"), record.get("signal"))
+    change_task(
+        outcome, task, Trigger.EXIT, now, exit_code=record.get("exit_code"),
+        signal=record.get("signal"), failure=record.get("failure"),
+    )
+    facts = ExitFacts(
+        exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
+        timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
+        cancel_requested=task.cancel_requested,
+    )
+    change_task(outcome, task, classify_exit(facts), now)
+    release_attempt(state, job, task)
+    if task.state is JobState.PENDING:
+        task.cancel_requested = False
+    end_job_if_done(state, outcome, job, now)
+    outcome.reschedule = True

@@ -1,0 +1,138 @@
+"""The fork server: a small, single-threaded process that forks one shepherd per attempt.
+
+The execd has threads and an event loop, and forking such a process is unsafe; a fresh Python
+per shepherd costs tens of milliseconds. So the execd starts this server first, before anything
+else, and asks it over a socket pair. The server has `drover.shepherd` imported already, so a
+shepherd costs one fork of a small process.
+
+Protocol, one line each way: "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <message>\\n".
+When the execd goes away (EOF), the server exits; the shepherds it started go on.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+
+class ForkServer:
+    """The execd's handle on its fork server."""
+
+    def __init__(self, process: subprocess.Popen[bytes], sock: socket.socket) -> None:
+        self.process = process
+        self._sock = sock
+        self._reader = sock.makefile("rb")
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, python: str = sys.executable) -> ForkServer:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        process = subprocess.Popen(
+            [python, "-m", "drover.execd.forkserver", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        server = cls(process, ours)
+        if server._reader.readline().strip() != b"READY":
+            raise RuntimeError("the fork server did not start")
+        return server
+
+    def spawn(self, spool_dir: str) -> int:
+        """Start a shepherd for `spool_dir`; return its pid."""
+        with self._lock:
+            self._sock.sendall(f"SPAWN {spool_dir}\n".encode())
+            reply = self._reader.readline().decode().strip()
+        if reply.startswith("OK "):
+            return int(reply[3:])
+        raise RuntimeError(reply[4:] if reply.startswith("ERR ") else "the fork server went away")
+
+    def close(self) -> None:
+        self._reader.close()
+        self._sock.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def serve(fd: int) -> None:
+    from drover.shepherd.main import run  # imported once here, so every fork has it ready
+
+    sock = socket.socket(fileno=fd)
+    wakeup_read, wakeup_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wakeup_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # the execd ends us by closing the socket
+    selector = selectors.DefaultSelector()
+    selector.register(sock, selectors.EVENT_READ)
+    selector.register(wakeup_read, selectors.EVENT_READ)
+    sock.sendall(b"READY\n")
+    buffer = b""
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj == wakeup_read:
+                try:
+                    os.read(wakeup_read, 4096)
+                except BlockingIOError:
+                    pass
+                _reap()
+                continue
+            data = sock.recv(65536)
+            if not data:
+                return  # the execd is gone; our shepherds are not ours to stop
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                command, _, argument = line.decode().partition(" ")
+                if command != "SPAWN":
+                    sock.sendall(f"ERR unknown request {command!r}\n".encode())
+                    continue
+                try:
+                    pid = _fork_shepherd(run, argument, [sock.fileno(), wakeup_read, wakeup_write])
+                except OSError as error:
+                    sock.sendall(f"ERR fork failed: {error.strerror}\n".encode())
+                else:
+                    sock.sendall(f"OK {pid}\n".encode())
+
+
+def _fork_shepherd(run: object, spool_dir: str, close: list[int]) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    # The child: never return into the server's loop (Supervisor's _spawn_as_child).
+    code = 127
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        for fd in close:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        code = run(spool_dir)  # type: ignore[operator]
+    finally:
+        os._exit(code)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

@@ -1,0 +1,172 @@
+"""The shepherd's sequence for one attempt, numbered after Grid Engine's shepherd
+(seeds/gridengine-shepherd-process-flow.txt, "GE") and Altair Accelerator's firing sequence
+(seeds/accelerator-vovtasker-firing-sequence.txt, "VOV").
+
+    1. record our pid (and start time), so a restarted execd can find us       GE: spool files
+    2. read the attempt's config from the spool                                 GE: read_config
+    3. build the job's environment and its TMPDIR                               GE: environment
+    4. open stdout/stderr as files; stdin is /dev/null                          GE: redirection
+    5. start the job: bash SCRIPT, own process group, in its working directory  GE: start_child
+                                                                                VOV 16: chdir
+    6. record the job's pid; hint the execd                                     GE: job_pid
+    7. supervise: forward signals, enforce the time limit                       GE: controls its child
+    8. reap with wait4; kill what is left of the job's process group            GE: usage
+    9. record usage, then exit_status (last: its presence means done)           GE: exit_status
+
+Identity switching, limits, containment in cgroups, prolog and epilog slot in between these
+steps as the shepherd grows. Every record is written with spool.atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import traceback
+
+from drover.shepherd.environment import build_environment
+from drover.shepherd.signals import SignalInbox
+from drover.shepherd.supervise import WATCHED, supervise
+from drover.spool import layout
+from drover.spool.atomic import write_atomically, write_json
+from drover.spool.process import format_pid_record, read_starttime
+from drover.spool.records import AttemptConfig, ExitStatus, Usage
+
+
+class StartFailure(Exception):
+    """The job could not be started; the message says why, for the user."""
+
+
+def run(spool_dir: str) -> int:
+    spool = layout.SpoolDir(os.path.dirname(spool_dir.rstrip("/")), os.path.basename(spool_dir.rstrip("/")))
+    try:
+        return _run(spool)
+    except Exception as error:  # never leave the execd waiting: record whatever went wrong
+        _record_failure(spool, f"the shepherd failed: {error!r}", traceback.format_exc())
+        return 1
+
+
+def _run(spool: layout.SpoolDir) -> int:
+    # 1. Our pid first: from here on a restarted execd can tell we are alive.
+    pid = os.getpid()
+    write_atomically(spool.record(layout.PID), format_pid_record(pid, read_starttime(pid) or 0))
+    inbox = SignalInbox(WATCHED)  # before the job exists, so no request can be missed
+
+    # 2. The attempt's config, as the execd wrote it.
+    with open(spool.record(layout.CONFIG), "rb") as file:
+        config: AttemptConfig = json.loads(file.read())
+
+    # 3. The environment, with a TMPDIR of the attempt's own.
+    tmpdir = os.path.join(spool.path, "tmp")
+    os.makedirs(tmpdir, mode=0o700, exist_ok=True)
+    env = build_environment(config, tmpdir)
+
+    started_at, started_mono = time.time(), time.monotonic()
+    try:
+        # 4. stdout and stderr to the job's files.
+        stdout, stderr = _open_outputs(config)
+        # 5. The job itself.
+        try:
+            job = _start(spool, config, env, stdout, stderr)
+        finally:
+            os.close(stdout)
+            if stderr != stdout:
+                os.close(stderr)
+    except StartFailure as failure:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        _record_failure(spool, str(failure))
+        _hint(spool, "exited")
+        return 0
+
+    # 6. The job's pid, and a hint to the execd that it started.
+    write_atomically(spool.record(layout.JOB_PID), f"{job.pid}\n".encode())
+    _hint(spool, "started")
+
+    # 7. Supervise until the job exits; 8. reap it.
+    ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"])
+    job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
+    ended_at, wall_s = time.time(), time.monotonic() - started_mono
+    try:
+        os.killpg(job.pid, signal.SIGKILL)  # what the job left behind in its process group
+    except (ProcessLookupError, PermissionError):
+        pass
+    shutil.rmtree(tmpdir, ignore_errors=True)
+
+    # 9. Usage, then the exit status: written last, since its presence means "done".
+    ru = ending.rusage
+    usage: Usage = {
+        "user_cpu_s": ru.ru_utime, "sys_cpu_s": ru.ru_stime,  # type: ignore[attr-defined]
+        "max_rss_kib": ru.ru_maxrss, "minor_faults": ru.ru_minflt,  # type: ignore[attr-defined]
+        "major_faults": ru.ru_majflt, "voluntary_switches": ru.ru_nvcsw,  # type: ignore[attr-defined]
+        "involuntary_switches": ru.ru_nivcsw,  # type: ignore[attr-defined]
+        "wall_s": wall_s, "started_at": started_at, "ended_at": ended_at,
+    }
+    write_json(spool.record(layout.USAGE), usage)
+    status = ending.wait_status
+    exit_status: ExitStatus = {
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "failure": None,
+        "timed_out": ending.timed_out,
+        "terminated": ending.terminated,
+        "out_of_memory": False,
+    }
+    write_json(spool.record(layout.EXIT_STATUS), exit_status)
+    _hint(spool, "exited")
+    return 0
+
+
+def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+    flags |= os.O_APPEND if config["open_mode"] == "append" else os.O_TRUNC
+    paths = [config["stdout"]] + ([config["stderr"]] if config["stderr"] else [])
+    fds: list[int] = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, flags, 0o644))
+    except OSError as error:
+        for fd in fds:
+            os.close(fd)
+        raise StartFailure(f"cannot open output file {error.filename}: {error.strerror}") from None
+    return fds[0], fds[-1]
+
+
+def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
+           stdout: int, stderr: int) -> subprocess.Popen[bytes]:
+    """Popen does all of the child's set-up in C (no Python runs between fork and exec); a failed
+    chdir or exec comes back here as an exception."""
+    try:
+        return subprocess.Popen(
+            ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
+            cwd=config["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+            close_fds=True, process_group=0, restore_signals=True,
+        )
+    except OSError as error:
+        if error.filename == config["workdir"] or (
+            not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)
+        ):
+            raise StartFailure(f"cannot enter {config['workdir']}: {error.strerror}") from None
+        raise StartFailure(f"cannot start the job: {error.strerror or error}") from None
+
+
+def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "") -> None:
+    write_atomically(spool.record(layout.ERROR), (failure + "\n" + detail).encode())
+    exit_status: ExitStatus = {
+        "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
+        "terminated": False, "out_of_memory": False,
+    }
+    write_json(spool.record(layout.EXIT_STATUS), exit_status)
+
+
+def _hint(spool: layout.SpoolDir, what: str) -> None:
+    """Tell the execd to look at our records now. Best effort: the records are the truth."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.setblocking(False)
+            sock.sendto(f"{what} {spool.name}".encode(), spool.notify_socket)
+    except OSError:
+        pass
