@@ -38,7 +38,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
         while True:
             now = time.monotonic()
             wake_at = min(t for t in (deadline, kill_at, now + 3600) if t is not None)
-            ready, _, _ = select.select([pidfd, inbox], [], [], max(wake_at - now, 0))
+            ready, _, _ = select.select([pidfd, inbox.fileno()], [], [], max(wake_at - now, 0))
             if pidfd in ready:
                 break
             for signum in inbox.drain():

@@ -9,12 +9,24 @@ import pytest
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import schedule
-from drover.controller.handlers.node_reports import on_attempt_exited, on_attempt_started, on_node_connected
+from drover.controller.handlers.node_reports import (
+    on_attempt_exited,
+    on_attempt_started,
+    on_node_connected,
+)
 from drover.controller.handlers.submit import submit
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest
 from drover.protocol.api import JobSubmission
-from drover.protocol.node_channel import Ack, Exited, Hello, KnownAttempt, SignalAttempt, StartAttempt, Started
+from drover.protocol.node_channel import (
+    Ack,
+    Exited,
+    Hello,
+    KnownAttempt,
+    SignalAttempt,
+    StartAttempt,
+    Started,
+)
 from drover.store.sqlite import SqliteStore
 
 OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False, "out_of_memory": False}

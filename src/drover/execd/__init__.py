@@ -1,0 +1,1 @@
+"""The node daemon: runs attempts on this host for the controller."""
