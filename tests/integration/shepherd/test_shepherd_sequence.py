@@ -1,0 +1,196 @@
+"""The shepherd on a real spool directory, run as `python -m drover.shepherd SPOOL` (or through
+the fork server), with real jobs and real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from tests.helpers.wait import wait_until
+
+from drover.execd.forkserver import ForkServer
+from drover.spool.process import is_alive, read_pid_record
+
+
+def make_spool(root: Path, script: str, name: str = "7.0.1", **overrides: Any) -> Path:
+    spool = root / name
+    spool.mkdir(parents=True)
+    (spool / "job_script").write_text(script)
+    workdir = overrides.pop("workdir", str(root))
+    config = {
+        "attempt": name, "job_id": 7, "task_index": 0, "attempt_number": 1, "is_array": False,
+        "array_first": None, "array_last": None, "array_step": None, "array_count": None,
+        "name": "test", "owner": "someone", "node": "n1", "workdir": workdir, "submit_dir": workdir,
+        "stdout": str(root / "out.txt"), "stderr": None, "open_mode": "truncate", "environment": {"PATH": os.environ["PATH"]},
+        "cpus": 1, "cpu_ids": [0], "memory_mib": 0, "time_limit_s": None, "kill_grace_s": 0.5, "priority": 0,
+    }
+    config.update(overrides)
+    (spool / "config").write_text(json.dumps(config))
+    return spool
+
+
+def run_shepherd(spool: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "drover.shepherd", str(spool)], start_new_session=True)
+
+
+def exit_status(spool: Path) -> dict[str, Any]:
+    return json.loads((spool / "exit_status").read_text())
+
+
+def test_a_job_runs_and_its_exit_code_usage_and_pids_are_recorded(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "for i in $(seq 1 20000); do :; done; echo hi; exit 3\n")
+    assert run_shepherd(spool).wait(timeout=30) == 0
+    assert exit_status(spool) == {"exit_code": 3, "signal": None, "failure": None, "timed_out": False,
+                                  "terminated": False, "out_of_memory": False}
+    usage = json.loads((spool / "usage").read_text())
+    assert usage["user_cpu_s"] > 0 and usage["max_rss_kib"] > 0 and usage["wall_s"] > 0
+    assert (tmp_path / "out.txt").read_text() == "hi\n"
+    pid, starttime = read_pid_record(str(spool / "pid"))  # type: ignore[misc]
+    assert pid > 0 and starttime and not is_alive(pid, starttime)
+    assert int((spool / "job_pid").read_text()) > 0
+    assert not (spool / "tmp").exists()  # the attempt's TMPDIR is removed afterwards
+
+
+def test_stdin_is_dev_null_and_the_job_leads_its_own_process_group(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "readlink /proc/self/fd/0; ps -o pgid= -p $$; echo $$; "
+                       "grep -E '^SigBlk' /proc/self/status\n")
+    run_shepherd(spool).wait(timeout=30)
+    lines = (tmp_path / "out.txt").read_text().split("\n")
+    assert lines[0] == "/dev/null"
+    assert lines[1].strip() == lines[2].strip()
+    assert "SigBlk:\t0000000000000000" in lines[3]
+
+
+def test_stderr_separate_and_append_mode(tmp_path: Path) -> None:
+    (tmp_path / "out.txt").write_text("before\n")
+    spool = make_spool(tmp_path, "echo out; echo err >&2\n", stderr=str(tmp_path / "err.txt"), open_mode="append")
+    run_shepherd(spool).wait(timeout=30)
+    assert (tmp_path / "out.txt").read_text() == "before\nout\n"
+    assert (tmp_path / "err.txt").read_text() == "err\n"
+
+
+def test_a_missing_working_directory_fails_the_attempt_with_the_reason(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "true\n", workdir="/no/such/dir")
+    run_shepherd(spool).wait(timeout=30)
+    record = exit_status(spool)
+    assert record["failure"] == "cannot enter /no/such/dir: No such file or directory"
+    assert record["exit_code"] is None and not (spool / "job_pid").exists()
+    assert "cannot enter" in (spool / "error").read_text()
+
+
+def test_an_output_file_that_cannot_be_created_fails_the_attempt(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "true\n", stdout=str(tmp_path / "missing" / "out.txt"))
+    run_shepherd(spool).wait(timeout=30)
+    assert exit_status(spool)["failure"].startswith(f"cannot open output file {tmp_path}/missing/out.txt")
+
+
+def test_sigterm_to_the_shepherd_terminates_the_job_then_kills_it_after_the_grace(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "trap 'echo got TERM' TERM; while :; do sleep 0.05; done\n", kill_grace_s=0.3)
+    shepherd = run_shepherd(spool)
+    wait_until(lambda: (spool / "job_pid").exists(), describe="the job to start")
+    shepherd.send_signal(signal.SIGTERM)
+    shepherd.wait(timeout=30)
+    record = exit_status(spool)
+    assert record["terminated"] and record["signal"] == signal.SIGKILL
+    assert "got TERM" in (tmp_path / "out.txt").read_text()
+
+
+def test_the_time_limit_ends_the_job_as_timed_out(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "sleep 30\n", time_limit_s=1, kill_grace_s=0.2)
+    run_shepherd(spool).wait(timeout=30)
+    record = exit_status(spool)
+    assert record["timed_out"] and record["signal"] == signal.SIGTERM
+
+
+def test_user_signals_are_forwarded_to_the_job(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "trap 'echo usr1; exit 5' USR1; while :; do sleep 0.05; done\n")
+    shepherd = run_shepherd(spool)
+    wait_until(lambda: (spool / "job_pid").exists(), describe="the job to start")
+    # The trap is set on the script's first line; the loop's sleeps show it got past it.
+    wait_until(lambda: len(psutil.Process(int((spool / "job_pid").read_text())).children()) > 0,
+               describe="the job's loop to run")
+    shepherd.send_signal(signal.SIGUSR1)
+    shepherd.wait(timeout=30)
+    assert exit_status(spool)["exit_code"] == 5
+    assert (tmp_path / "out.txt").read_text().endswith("usr1\n")
+
+
+def test_what_the_job_leaves_in_its_process_group_is_killed(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "sleep 300 & echo $! > bg.pid\nexit 0\n")
+    run_shepherd(spool).wait(timeout=30)
+    background = int((tmp_path / "bg.pid").read_text())
+    wait_until(lambda: not is_alive(background, None), describe="the background sleep to be killed")
+
+
+def test_array_environment_and_hints_to_the_execd(tmp_path: Path) -> None:
+    hints = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    hints.bind(str(tmp_path / "execd.sock"))
+    hints.settimeout(10)
+    spool = make_spool(tmp_path, "echo $SLURM_ARRAY_TASK_ID $SGE_TASK_ID $DROVER_ARRAY_TASK_COUNT $NSLOTS\n",
+                       is_array=True, task_index=4, array_first=2, array_last=8, array_step=2, array_count=4)
+    run_shepherd(spool).wait(timeout=30)
+    assert (tmp_path / "out.txt").read_text() == "4 4 4 1\n"
+    assert hints.recv(100) == b"started 7.0.1"
+    assert hints.recv(100) == b"exited 7.0.1"
+    hints.close()
+
+
+def test_the_shepherd_imports_only_the_standard_library_and_the_spool() -> None:
+    code = (
+        "import sys; before = set(sys.modules); import drover.shepherd.main as m; "
+        "mods = [n for n in sys.modules if n.startswith('drover')]; "
+        "bad = [n for n in mods if not (n == 'drover' or n.startswith(('drover.spool', 'drover.shepherd')))]; "
+        "import sysconfig; purelib = sysconfig.get_paths()['purelib']; "
+        "third = [n for n, mod in list(sys.modules.items()) if n not in before and getattr(mod, '__file__', None) "
+        "and mod.__file__.startswith(purelib) and not n.startswith('drover')]; "
+        "print(bad, third)"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[] []"
+
+
+def test_shepherds_from_the_fork_server_outlive_it(tmp_path: Path) -> None:
+    server = ForkServer.start()
+    spools = [make_spool(tmp_path, f"sleep 0.5; echo done {i}\n", name=f"7.{i}.1", stdout=str(tmp_path / f"{i}.out"))
+              for i in range(3)]
+    pids = [server.spawn(str(spool)) for spool in spools]
+    assert len(set(pids)) == 3
+    server.process.kill()  # kill -9 the fork server while the jobs run
+    server.process.wait()
+    server.close()
+    for i, spool in enumerate(spools):
+        wait_until(lambda s=spool: (s / "exit_status").exists(), describe="the job to finish")
+        assert exit_status(spool)["exit_code"] == 0
+        assert (tmp_path / f"{i}.out").read_text() == f"done {i}\n"
+
+
+def test_the_fork_server_reaps_its_shepherds_and_exits_when_the_execd_goes(tmp_path: Path) -> None:
+    import psutil
+
+    server = ForkServer.start()
+    spool = make_spool(tmp_path, "true\n")
+    pid = server.spawn(str(spool))
+    wait_until(lambda: (spool / "exit_status").exists(), describe="the job to finish")
+    wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE,
+               describe="the shepherd to be reaped")
+    wait_until(lambda: not psutil.pid_exists(pid), describe="the shepherd to be gone")
+    server.close()  # EOF on its socket
+    assert server.process.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("request_line", [b"BOGUS x\n"])
+def test_the_fork_server_refuses_unknown_requests(request_line: bytes) -> None:
+    server = ForkServer.start()
+    try:
+        server._sock.sendall(request_line)
+        assert server._reader.readline().startswith(b"ERR unknown request")
+    finally:
+        server.close()
