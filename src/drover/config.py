@@ -46,6 +46,34 @@ _FILES = {
 }
 
 
+def default_spool(paths: Paths) -> str:
+    """Where the execd keeps its attempts' spool directories, unless told otherwise.
+
+    On tmpfs when the user has one of their own ($XDG_RUNTIME_DIR, else /dev/shm): each
+    attempt creates a handful of files, which costs ~0.5 ms each on a disk and ~0.005 ms on
+    tmpfs. tmpfs survives an execd restart (the jobs go on and are re-attached); only a reboot
+    clears it, and a reboot ends the running jobs anyway. Falls back to the state directory.
+    """
+    import hashlib
+
+    tag = hashlib.sha1(paths.root.encode()).hexdigest()[:10]
+    candidates = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        candidates.append(os.path.join(runtime, "drover", tag))
+    candidates.append(os.path.join("/dev/shm", f"drover-{os.getuid()}", tag))
+    for candidate in candidates:
+        parent = os.path.dirname(candidate)
+        try:
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+            info = os.stat(parent)
+        except OSError:
+            continue
+        if info.st_uid == os.getuid() and info.st_mode & 0o077 == 0:
+            return candidate  # ours alone; another user's directory would be refused here
+    return paths.spool
+
+
 def api_socket(paths: Paths | None = None) -> str:
     return os.environ.get(SOCKET_VARIABLE) or (paths or Paths()).socket
 

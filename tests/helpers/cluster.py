@@ -58,7 +58,8 @@ class LocalCluster:
         wait_until(lambda: self.client().ping(), describe="the controller to answer")
 
     def start_execd(self) -> None:
-        self.execd = self._daemon("execd", "--cpus", str(self.cpus), "--memory", str(self.memory_mib))
+        self.execd = self._daemon("execd", "--cpus", str(self.cpus), "--memory", str(self.memory_mib),
+                                  "--spool", str(self.spool))
         self.wait_node_up()
 
     def wait_node_up(self) -> None:

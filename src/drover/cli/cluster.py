@@ -43,7 +43,7 @@ def _read_pid(path: str) -> int | None:
     return pid
 
 
-def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str]) -> int:
+def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str]) -> subprocess.Popen[bytes]:
     log = open(log_path, "ab")
     process = subprocess.Popen(
         [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
@@ -52,7 +52,7 @@ def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[
     log.close()
     with open(pid_path, "w") as file:
         file.write(f"{process.pid}\n")
-    return process.pid
+    return process
 
 
 def _log_tail(path: str, lines: int = 15) -> str:
@@ -67,25 +67,29 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
     """Start what is not running; wait until a node is up. Returns what was started, described."""
     os.makedirs(paths.root, mode=0o700, exist_ok=True)
     started: list[str] = []
+    execd = None
     if not _is_serving(paths):
-        pid = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
-        started.append(f"controller (pid {pid}, log {paths.controller_log})")
+        controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
+        started.append(f"controller (pid {controller.pid}, log {paths.controller_log})")
         deadline = time.monotonic() + START_TIMEOUT_S
         while not _is_serving(paths):
-            if time.monotonic() > deadline or _read_pid(paths.controller_pid) is None:
-                raise Unavailable(
-                    f"the controller did not start; its log {paths.controller_log} ends:\n"
-                    + _log_tail(paths.controller_log)
-                )
+            _check_alive("controller", controller, deadline, paths.controller_log)
             time.sleep(0.02)
     if _read_pid(paths.execd_pid) is None:
-        pid = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
-        started.append(f"execd (pid {pid}, log {paths.execd_log})")
-    _wait_for_node(paths)
+        execd = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
+        started.append(f"execd (pid {execd.pid}, log {paths.execd_log})")
+    _wait_for_node(paths, execd)
     return started
 
 
-def _wait_for_node(paths: Paths) -> None:
+def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, log_path: str) -> None:
+    code = process.poll()
+    if code is not None or time.monotonic() > deadline:
+        what = f"exited with status {code}" if code is not None else f"did not start in {START_TIMEOUT_S:.0f}s"
+        raise Unavailable(f"the {name} {what}; its log {log_path} ends:\n" + _log_tail(log_path))
+
+
+def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
     from drover.client.transport import Transport
 
     transport = Transport(paths.socket)
@@ -95,10 +99,10 @@ def _wait_for_node(paths: Paths) -> None:
             nodes = transport.call("GET", "/v1/nodes")["nodes"]
             if any(node["state"] == "up" for node in nodes):
                 return
-            if time.monotonic() > deadline or _read_pid(paths.execd_pid) is None:
-                raise Unavailable(
-                    f"the execd did not join; its log {paths.execd_log} ends:\n" + _log_tail(paths.execd_log)
-                )
+            if execd is not None:
+                _check_alive("execd", execd, deadline, paths.execd_log)
+            elif time.monotonic() > deadline:
+                raise Unavailable(f"no node joined in {START_TIMEOUT_S:.0f}s; see {paths.execd_log}")
             time.sleep(0.02)
     finally:
         transport.close()

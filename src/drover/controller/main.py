@@ -13,6 +13,7 @@ import socket
 import sys
 from collections.abc import Iterator
 
+from drover import eventloop
 from drover.config import Paths, load_file_config
 
 TYPE_CHECKING = False
@@ -74,7 +75,7 @@ def serve(argv: list[str]) -> int:
         await service.channels.close_all()
 
     try:
-        asyncio.run(main())
+        eventloop.run(main())
     finally:
         store.close()
         for sock in sockets:

@@ -13,7 +13,8 @@ import os
 import signal
 import sys
 
-from drover.config import Paths, api_socket, load_file_config
+from drover import eventloop
+from drover.config import Paths, api_socket, default_spool, load_file_config
 
 
 def serve(argv: list[str]) -> int:
@@ -34,7 +35,7 @@ def serve(argv: list[str]) -> int:
 
     fork_server = ForkServer.start()
     try:
-        asyncio.run(_run(args, paths, options, fork_server))
+        eventloop.run(_run(args, paths, options, fork_server))
     finally:
         fork_server.close()
     return 0
@@ -49,7 +50,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
     node = args.node_name or str(options.get("node_name") or host_name())
     cpus = args.cpus or int(options.get("cpus") or host_cpus())  # type: ignore[call-overload]
     memory = args.memory or int(options.get("memory_mib") or host_memory_mib())  # type: ignore[call-overload]
-    spool_root = os.path.abspath(args.spool or str(options.get("spool") or paths.spool))
+    spool_root = os.path.abspath(args.spool or str(options.get("spool") or default_spool(paths)))
 
     channel: ControllerChannel
     attempts = Attempts(spool_root, fork_server, lambda message: channel.send(message))  # type: ignore[arg-type]
