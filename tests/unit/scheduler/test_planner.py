@@ -1,0 +1,125 @@
+"""The planner on plain data: order, placement, arrays, reasons, and properties that always hold."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drover.core.arrays import TaskIndices
+from drover.core.node_state import NodeState
+from drover.core.resources import Resources
+from drover.scheduler.plan import plan
+from drover.scheduler.reasons import PendingReason
+from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
+
+
+def a_node(name: str = "n1", cpus: int = 2, memory_mib: int = 4096, state: NodeState = NodeState.UP,
+           used_cpus: tuple[int, ...] = (), used_memory_mib: int = 0) -> NodeView:
+    return NodeView(name, state, Resources(cpus, memory_mib),
+                    Resources(cpus - len(used_cpus), memory_mib - used_memory_mib),
+                    frozenset(range(cpus)) - frozenset(used_cpus))
+
+
+def pending(job: int, cpus: int = 1, memory_mib: int = 0, priority: int = 0, submitted_at: float | None = None,
+            array: tuple[int, int, int] | None = None, max_running: int | None = None, running: int = 0,
+            requeued: tuple[int, ...] = (), fresh_from: int = 0, held: bool = False, met: bool = True,
+            failed: bool = False) -> PendingWork:
+    indices = TaskIndices((array,)) if array else TaskIndices()
+    return PendingWork(job, "alice", priority, float(job) if submitted_at is None else submitted_at,
+                       Resources(cpus, memory_mib), PendingIndices(requeued, indices, fresh_from, held),
+                       running, max_running, met, failed)
+
+
+def started(result: object) -> list[tuple[int, int, str]]:
+    return [(s.job, s.index, s.node) for s in result.starts]  # type: ignore[attr-defined]
+
+
+def test_higher_priority_first_then_submission_order() -> None:
+    result = plan([pending(1), pending(2, priority=5), pending(3)], [a_node(cpus=2)], now=0)
+    assert started(result) == [(2, 0, "n1"), (1, 0, "n1")]
+    assert result.pending_reasons == {3: PendingReason.RESOURCES}
+
+
+def test_a_job_that_does_not_fit_blocks_the_jobs_behind_it() -> None:
+    result = plan([pending(1, cpus=2), pending(2, cpus=1)], [a_node(cpus=2, used_cpus=(0,))], now=0)
+    assert started(result) == []
+    assert result.pending_reasons == {1: PendingReason.RESOURCES, 2: PendingReason.PRIORITY}
+
+
+def test_jobs_waiting_for_dependencies_or_too_big_do_not_block_others() -> None:
+    result = plan([pending(1, met=False), pending(2, failed=True, met=False), pending(3, cpus=64), pending(4)],
+                  [a_node(cpus=2)], now=0)
+    assert started(result) == [(4, 0, "n1")]
+    assert result.pending_reasons == {1: PendingReason.DEPENDENCY, 2: PendingReason.DEPENDENCY_NEVER_SATISFIED,
+                                      3: PendingReason.TOO_BIG}
+
+
+def test_no_node_up_means_nothing_starts() -> None:
+    result = plan([pending(1)], [a_node(state=NodeState.DOWN), a_node("n2", state=NodeState.DRAINED)], now=0)
+    assert started(result) == [] and result.pending_reasons == {1: PendingReason.NO_NODES}
+
+
+def test_first_fit_in_node_name_order_with_the_lowest_free_cpus_and_memory_counted() -> None:
+    nodes = [a_node("n2", cpus=4), a_node("n1", cpus=4, used_cpus=(0, 2), memory_mib=1000)]
+    result = plan([pending(1, cpus=2, memory_mib=600), pending(2, cpus=1, memory_mib=600)], nodes, now=0)
+    assert [(s.node, s.cpu_ids) for s in result.starts] == [("n1", (1, 3)), ("n2", (0,))]
+
+
+def test_array_tasks_start_in_index_order_up_to_their_limit() -> None:
+    result = plan([pending(1, array=(1, 9, 2), max_running=3, running=1)], [a_node(cpus=8)], now=0)
+    assert started(result) == [(1, 1, "n1"), (1, 3, "n1")]
+    assert result.pending_reasons == {1: PendingReason.ARRAY_LIMIT}
+
+
+def test_requeued_tasks_start_before_fresh_ones_and_held_fresh_ones_do_not_start() -> None:
+    result = plan([pending(1, array=(1, 10, 1), requeued=(2,), fresh_from=4)], [a_node(cpus=3)], now=0)
+    assert started(result) == [(1, 2, "n1"), (1, 5, "n1"), (1, 6, "n1")]
+    held = plan([pending(1, array=(1, 10, 1), requeued=(2,), fresh_from=4, held=True)], [a_node(cpus=3)], now=0)
+    assert started(held) == [(1, 2, "n1")]
+
+
+def test_a_hundred_thousand_task_array_plans_only_what_fits() -> None:
+    result = plan([pending(1, array=(1, 100_000, 1))], [a_node("n1"), a_node("n2")], now=0)
+    assert started(result) == [(1, 1, "n1"), (1, 2, "n1"), (1, 3, "n2"), (1, 4, "n2")]
+    assert result.pending_reasons == {1: PendingReason.RESOURCES}
+
+
+nodes_strategy = st.lists(
+    st.builds(lambda i, cpus, mem, used, up: a_node(f"n{i}", cpus, mem, NodeState.UP if up else NodeState.DOWN,
+                                                     tuple(range(min(used, cpus))), 0),
+              st.integers(0, 9), st.integers(1, 8), st.integers(0, 8192), st.integers(0, 8), st.booleans()),
+    max_size=4, unique_by=lambda n: n.name)
+work_strategy = st.lists(
+    st.builds(lambda job, cpus, mem, prio, size, limit, running, met: pending(
+        job, cpus, mem, prio, array=(1, size, 1) if size > 1 else None, max_running=limit, running=running, met=met),
+        st.integers(1, 50), st.integers(1, 4), st.integers(0, 4096), st.integers(-3, 3), st.integers(1, 20),
+        st.one_of(st.none(), st.integers(1, 5)), st.integers(0, 3), st.booleans()),
+    max_size=8, unique_by=lambda w: w.job)
+
+
+@settings(max_examples=300, deadline=None)
+@given(work_strategy, nodes_strategy)
+def test_plans_never_overcommit_and_always_explain(work: list[PendingWork], nodes: list[NodeView]) -> None:
+    result = plan(work, nodes, now=0)
+    assert plan(work, nodes, now=0) == result  # deterministic
+    by_node = {n.name: n for n in nodes}
+    by_job = {w.job: w for w in work}
+    for name, node in by_node.items():
+        mine = [s for s in result.starts if s.node == name]
+        if mine:
+            assert node.state.accepts_work
+        cpu_ids = [c for s in mine for c in s.cpu_ids]
+        assert len(cpu_ids) == len(set(cpu_ids)) and set(cpu_ids) <= node.free_cpu_ids
+        assert sum(by_job[s.job].resources.memory_mib for s in mine) <= node.free.memory_mib
+        for s in mine:
+            assert len(s.cpu_ids) == by_job[s.job].resources.cpus
+    for item in work:
+        mine = [s for s in result.starts if s.job == item.job]
+        assert len(mine) <= item.pending.count
+        assert len({s.index for s in mine}) == len(mine)
+        if item.max_running is not None:
+            assert len(mine) <= max(item.max_running - item.running_count, 0)
+        if not item.dependencies_met:
+            assert not mine
+        if len(mine) < item.pending.count:
+            assert item.job in result.pending_reasons
