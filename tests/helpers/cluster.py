@@ -20,7 +20,8 @@ from tests.helpers.wait import wait_until
 
 
 class LocalCluster:
-    def __init__(self, cpus: int = 2, memory_mib: int = 4096, kill_grace_s: float = 1.0) -> None:
+    def __init__(self, cpus: int = 2, memory_mib: int = 4096, kill_grace_s: float = 1.0,
+                 config_toml: str = "") -> None:
         # Short path: a Unix socket path must fit in 108 bytes.
         self.root = Path(tempfile.mkdtemp(prefix="drv-", dir="/tmp"))
         self.state_dir = self.root / "state"
@@ -34,6 +35,8 @@ class LocalCluster:
         self.execd: subprocess.Popen[bytes] | None = None
         self.env = dict(os.environ, DROVER_STATE_DIR=str(self.state_dir))
         self.env.pop("DROVER_SOCKET", None)
+        if config_toml:
+            (self.state_dir / "drover.toml").write_text(config_toml)
 
     @property
     def socket(self) -> str:
@@ -43,12 +46,13 @@ class LocalCluster:
     def spool(self) -> Path:
         return self.state_dir / "spool"
 
-    def _daemon(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+    def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = open(self.state_dir / f"{name}.log", "ab")
         try:
             return subprocess.Popen(
                 [sys.executable, "-m", "drover", name, "--state-dir", str(self.state_dir), *args],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env, process_group=0,
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**self.env, **(env or {})},
+                process_group=0,
             )
         finally:
             log.close()
@@ -57,9 +61,11 @@ class LocalCluster:
         self.controller = self._daemon("controller", "--kill-grace", str(self.kill_grace_s))
         wait_until(lambda: self.client().ping(), describe="the controller to answer")
 
-    def start_execd(self) -> None:
+    def start_execd(self, **env: str) -> None:
+        """Start the execd; `env` adds environment variables (test hooks such as
+        DROVER_TEST_PAUSE_BEFORE)."""
         self.execd = self._daemon("execd", "--cpus", str(self.cpus), "--memory", str(self.memory_mib),
-                                  "--spool", str(self.spool))
+                                  "--spool", str(self.spool), env=env)
         self.wait_node_up()
 
     def wait_node_up(self) -> None:

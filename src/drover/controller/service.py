@@ -27,7 +27,7 @@ from drover.controller.state import ControllerState
 from drover.core.errors import DroverError
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
-from drover.protocol.node_channel import Exited, Hello, Started
+from drover.protocol.node_channel import Exited, Exiting, Hello, Progress, Started
 from drover.store.base import Changes, Store
 
 log = logging.getLogger("drover.controller")
@@ -153,8 +153,8 @@ class ControllerService:
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.settings.kill_grace_s))
         return previous
 
-    def node_messages(self, node: str, messages: list[Started | Exited | Hello]) -> None:
-        reports = [m for m in messages if isinstance(m, Started | Exited)]
+    def node_messages(self, node: str, messages: list[Hello | Started | Exiting | Progress | Exited]) -> None:
+        reports = [m for m in messages if not isinstance(m, Hello)]
         if reports:
             self._run(lambda: on_reports(self.state, node, reports, self.clock()))
 

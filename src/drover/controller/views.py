@@ -64,8 +64,15 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         dispatched_at=attempt.dispatched_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
         exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
         timed_out=bool(record.get("timed_out")), terminated=bool(record.get("terminated")),
-        usage=Usage(**attempt.usage) if attempt.usage else None,
+        usage=usage_of(attempt), cleanup=attempt.cleanup,
     )
+
+
+def usage_of(attempt: Attempt) -> Usage | None:
+    """The usage record as the API shows it (fields a newer shepherd adds are passed over)."""
+    if not attempt.usage:
+        return None
+    return Usage(**{k: v for k, v in attempt.usage.items() if k in Usage.__struct_fields__})
 
 
 def job_exit_status(job: Job) -> int | None:
@@ -90,7 +97,7 @@ def history_row(job: Job, task: Task, attempt: Attempt) -> HistoryRow:
         owner=job.owner, state=task.state.value if is_latest else "requeued", node=attempt.node,
         exit_status=shell_status(record.get("exit_code"), record.get("signal")) if attempt.exit else None,
         submitted_at=job.submitted_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
-        usage=Usage(**attempt.usage) if attempt.usage else None,
+        usage=usage_of(attempt),
     )
 
 

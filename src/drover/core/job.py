@@ -48,6 +48,7 @@ class Attempt:
     ended_at: float | None = None
     exit: dict[str, Any] | None = None  # spool.records.ExitStatus; never rewritten once set
     usage: dict[str, Any] | None = None
+    cleanup: dict[str, Any] | None = None  # the node's cleanup progress: done, step, tries, error
 
     @property
     def name(self) -> str:

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from drover.protocol.node_channel import Exited, KnownAttempt, SignalAttempt, StartAttempt, Started
+from drover.execd.cleanup import Cleanup
+from drover.protocol.node_channel import KnownAttempt, SignalAttempt, StartAttempt, Started
 from drover.spool import layout
-from drover.spool.atomic import read_json, read_text, write_atomically, write_json
+from drover.spool.atomic import read_text, write_atomically, write_json
 from drover.spool.process import is_alive, read_pid_record
 
 log = logging.getLogger("drover.execd")
@@ -42,12 +43,12 @@ class LiveAttempt:
 
 
 class Attempts:
-    def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None]) -> None:
+    def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup) -> None:
         self.root = root
         self.spawner = spawner
         self.send = send  # to the controller; dropped while disconnected
+        self.cleanup = cleanup  # what happens after a job exits
         self.live: dict[str, LiveAttempt] = {}
-        self.unacknowledged: dict[str, Exited] = {}  # ended, reported, not yet acknowledged
         self._loop = asyncio.get_running_loop()
         os.makedirs(root, mode=0o700, exist_ok=True)
         self._notify = self._bind_notify_socket()
@@ -71,7 +72,7 @@ class Attempts:
         for name in layout.attempt_names(self.root):
             spool = layout.SpoolDir(self.root, name)
             if os.path.exists(spool.record(layout.EXIT_STATUS)):
-                self._ended(spool)
+                self.cleanup.begin(spool)
                 continue
             pid_record = read_pid_record(spool.record(layout.PID))
             if pid_record is not None and is_alive(*pid_record):
@@ -87,19 +88,14 @@ class Attempts:
 
     def known(self) -> list[KnownAttempt]:
         return [KnownAttempt(name, True) for name in self.live] + [
-            KnownAttempt(name, False) for name in self.unacknowledged
+            KnownAttempt(name, False) for name in self.cleanup.known()
         ]
-
-    def resend(self) -> None:
-        """After a reconnect: everything ended and not yet acknowledged goes again."""
-        for report in self.unacknowledged.values():
-            self.send(report)
 
     # -- orders -------------------------------------------------------------------------------
 
     def start(self, order: StartAttempt) -> None:
         spool = layout.SpoolDir(self.root, order.attempt)
-        if order.attempt in self.live or order.attempt in self.unacknowledged or spool.exists():
+        if order.attempt in self.live or order.attempt in self.cleanup.pending or spool.exists():
             return  # a repeated order: this attempt is known already
         os.mkdir(spool.path, 0o700)
         write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o700)
@@ -116,11 +112,6 @@ class Attempts:
         except ProcessLookupError:
             pass
 
-    def acknowledged(self, names: list[str]) -> None:
-        for name in names:
-            if self.unacknowledged.pop(name, None) is not None:
-                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
-
     # -- watching -----------------------------------------------------------------------------
 
     def _spawn(self, spool: layout.SpoolDir) -> None:
@@ -129,7 +120,7 @@ class Attempts:
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
             log.error("attempt %s: could not start a shepherd: %s", spool.name, error)
             _write_failure(spool, f"the node could not start a shepherd: {error}")
-            self._ended(spool)
+            self.cleanup.begin(spool)
             return
         self._watch(spool, pid)
 
@@ -180,7 +171,7 @@ class Attempts:
         if live.pidfd is not None:
             self._loop.remove_reader(live.pidfd)
             os.close(live.pidfd)
-        self._ended(live.spool)
+        self.cleanup.begin(live.spool)
 
     def _shepherd_lost(self, spool: layout.SpoolDir) -> None:
         """The shepherd died without recording an end: stop what is left of the job, say so."""
@@ -191,13 +182,6 @@ class Attempts:
             except (ProcessLookupError, PermissionError, ValueError):
                 pass
         _write_failure(spool, "the shepherd died before recording how the job ended")
-
-    def _ended(self, spool: layout.SpoolDir) -> None:
-        exit_status = read_json(spool.record(layout.EXIT_STATUS))
-        usage = read_json(spool.record(layout.USAGE))
-        report = Exited(spool.name, exit_status, usage, usage.get("started_at") if usage else None)
-        self.unacknowledged[spool.name] = report
-        self.send(report)
 
     def close(self) -> None:
         for live in self.live.values():

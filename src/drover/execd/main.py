@@ -16,6 +16,10 @@ import sys
 from drover import eventloop
 from drover.config import Paths, api_socket, default_spool, load_file_config
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.execd.cleanup import CleanupSettings
+
 
 def serve(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="drover execd", description="Run the node daemon.")
@@ -44,6 +48,7 @@ def serve(argv: list[str]) -> int:
 async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object], fork_server: object) -> None:
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
+    from drover.execd.cleanup import Cleanup
     from drover.execd.host import host_cpus, host_memory_mib, host_name
     from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
 
@@ -53,15 +58,21 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
     spool_root = os.path.abspath(args.spool or str(options.get("spool") or default_spool(paths)))
 
     channel: ControllerChannel
-    attempts = Attempts(spool_root, fork_server, lambda message: channel.send(message))  # type: ignore[arg-type]
+
+    def send(message: object) -> None:
+        channel.send(message)
+
+    os.makedirs(spool_root, mode=0o700, exist_ok=True)
+    cleanup = Cleanup(spool_root, cleanup_settings(options), send)
+    attempts = Attempts(spool_root, fork_server, send, cleanup)  # type: ignore[arg-type]
     channel = ControllerChannel(
         args.socket or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
-        on_connect=attempts.resend,
+        on_connect=cleanup.trigger_all,
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
-    channel.on(Ack, lambda ack: attempts.acknowledged(ack.attempts))
+    channel.on(Ack, lambda ack: cleanup.acknowledged(ack.attempts))
     attempts.recover()
     logging.getLogger("drover.execd").info(
         "node %s: %d CPUs, %d MiB, spool %s, %d attempts re-attached",
@@ -78,3 +89,17 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
     # re-attaches to them from the spool.
     runner.cancel()
     attempts.close()
+
+
+def cleanup_settings(options: dict[str, object]) -> CleanupSettings:
+    """The [execd] options of drover.toml that shape the cleanup pipeline."""
+    from drover.execd.cleanup import CleanupSettings
+
+    return CleanupSettings(
+        exit_hook=str(options["exit_hook"]) if options.get("exit_hook") else None,
+        keep_spool=bool(options.get("keep_spool", False)),
+        smtp_host=str(options.get("smtp_host", "localhost")),
+        smtp_port=int(options.get("smtp_port", 25)),  # type: ignore[call-overload]
+        mail_tries=int(options.get("mail_tries", 5)),  # type: ignore[call-overload]
+        pause_before=os.environ.get("DROVER_TEST_PAUSE_BEFORE") or None,
+    )

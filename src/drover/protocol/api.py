@@ -29,6 +29,10 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     hold: bool = False
     priority: int = 0
     after_ok: list[int] = []  # run only once all these jobs completed successfully
+    mail_user: str | None = None
+    mail_type: list[str] = []  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
+    keep_spool: bool = False  # keep the attempt's spool directory on the node after cleanup
+    event_log: str | None = None  # append every event of the job to this file, as JSON lines
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -67,6 +71,7 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     timed_out: bool = False
     terminated: bool = False
     usage: Usage | None = None
+    cleanup: dict[str, Any] | None = None  # the node's cleanup pipeline: done, step, tries, error
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):

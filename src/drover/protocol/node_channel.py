@@ -31,11 +31,33 @@ class Started(msgspec.Struct, tag="started"):
     started_at: float
 
 
-class Exited(msgspec.Struct, tag="exited"):
+class Exiting(msgspec.Struct, tag="exiting"):
+    """The job exited; the node's cleanup pipeline starts. The task becomes COMPLETING."""
+
     attempt: str
     exit_status: dict[str, Any]  # spool.records.ExitStatus
     usage: dict[str, Any] | None = None  # spool.records.Usage
     started_at: float | None = None
+
+
+class Progress(msgspec.Struct, tag="progress"):
+    """How far the cleanup pipeline got (HTCondor starter's staged cleanup); shown by `drover show`."""
+
+    attempt: str
+    done: list[str]
+    step: str | None = None  # the step that failed last, if the pipeline is stopped
+    tries: int = 0
+    error: str | None = None
+
+
+class Exited(msgspec.Struct, tag="exited"):
+    """Cleanup step 5: the final report. The controller records the outcome once and acks."""
+
+    attempt: str
+    exit_status: dict[str, Any]  # spool.records.ExitStatus
+    usage: dict[str, Any] | None = None  # spool.records.Usage
+    started_at: float | None = None
+    done: list[str] = []  # the cleanup steps done, this one included
 
 
 class StartAttempt(msgspec.Struct, tag="start"):
@@ -57,7 +79,7 @@ class Welcome(msgspec.Struct, tag="welcome"):
     node: str
 
 
-NodeMessage = Hello | Started | Exited
+NodeMessage = Hello | Started | Exiting | Progress | Exited
 ControllerMessage = Welcome | StartAttempt | SignalAttempt | Ack
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])

@@ -35,6 +35,9 @@ class AttemptConfig(TypedDict):
     time_limit_s: int | None
     kill_grace_s: float  # between the warning signal and SIGKILL
     priority: int
+    mail_user: str | None
+    mail_type: list[str]
+    keep_spool: bool
 
 
 class Usage(TypedDict):

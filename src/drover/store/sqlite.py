@@ -78,11 +78,12 @@ class SqliteStore:
                 )
             if changes.attempts:
                 db.executemany(
-                    "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (a.job_id, a.index, a.number, a.node, _dumps(list(a.cpu_ids)), a.dispatched_at,
                          a.started_at, a.ended_at, _dumps(a.exit) if a.exit is not None else None,
-                         _dumps(a.usage) if a.usage is not None else None)
+                         _dumps(a.usage) if a.usage is not None else None,
+                         _dumps(a.cleanup) if a.cleanup is not None else None)
                         for a in changes.attempts.values()
                     ],
                 )
@@ -256,4 +257,5 @@ def _attempt_from_row(row: Sequence[Any]) -> Attempt:
         job_id=row[0], index=row[1], number=row[2], node=row[3], cpu_ids=tuple(json.loads(row[4])),
         dispatched_at=row[5], started_at=row[6], ended_at=row[7],
         exit=json.loads(row[8]) if row[8] else None, usage=json.loads(row[9]) if row[9] else None,
+        cleanup=json.loads(row[10]) if row[10] else None,
     )

@@ -62,6 +62,12 @@ def run(command: str, argv: list[str]) -> int:
                     outcome.append(f"failed: {attempt.failure}")
                 if outcome:
                     print(f"      {'; '.join(outcome)}")
+                cleanup = attempt.cleanup
+                if cleanup and (task.state == "completing" or cleanup.get("error")):
+                    line = f"      cleanup: done {', '.join(cleanup['done']) or 'nothing yet'}"
+                    if cleanup.get("error"):
+                        line += f"; step {cleanup['step']} failed {cleanup['tries']} time(s): {cleanup['error']}"
+                    print(line)
                 if attempt.usage:
                     u = attempt.usage
                     print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "

@@ -34,6 +34,11 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("-H", "--hold", action="store_true", help="submit held; `drover release` lets it start")
     p.add_argument("-p", "--priority", default="0", help="higher starts first (-1023..1023, default 0)")
     p.add_argument("-d", "--dependency", metavar="afterok:ID[:ID...]", help="start only after these jobs completed")
+    p.add_argument("--mail-user", metavar="ADDRESS", help="where to send mail about the job")
+    p.add_argument("--mail-type", metavar="TYPES", help="BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS or NONE "
+                   "(comma-separated; default END,FAIL when --mail-user is given)")
+    p.add_argument("--keep-spool", action="store_true", help="keep the attempt's spool directory on the node")
+    p.add_argument("--event-log", metavar="FILE", help="also append the job's events to FILE (JSON lines)")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     return p
@@ -102,6 +107,17 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
             base[key] = value
     if args.dependency:
         base["after_ok"] = dependencies(args.dependency)
+    if args.mail_user or args.mail_type:
+        from drover.mail import parse_mail_types
+
+        if not args.mail_user:
+            raise BadRequest("--mail-type needs --mail-user (where to send the mail)")
+        base["mail_user"] = args.mail_user
+        base["mail_type"] = parse_mail_types(args.mail_type or "END,FAIL")
+    if args.keep_spool:
+        base["keep_spool"] = True
+    if args.event_log:
+        base["event_log"] = os.path.abspath(args.event_log)
     if args.each_line:
         lines = [line.strip() for line in _read(args.each_line).splitlines()]
         commands = [line for line in lines if line and not line.startswith("#")]

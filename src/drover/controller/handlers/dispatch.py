@@ -103,5 +103,8 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "time_limit_s": spec["time_limit_s"],
         "kill_grace_s": kill_grace_s,
         "priority": job.priority,
+        "mail_user": spec.get("mail_user"),
+        "mail_type": spec.get("mail_type", []),
+        "keep_spool": spec.get("keep_spool", False),
     }
     return StartAttempt(attempt.name, config, spec["script"])

@@ -11,10 +11,20 @@ from drover.controller.handlers.dispatch import start_order
 from drover.controller.lifecycle import change_task, end_job_if_done, release_attempt
 from drover.controller.state import ControllerState
 from drover.core.exit_status import ExitFacts, classify_exit, shell_status
+from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
 from drover.core.node_state import NodeState, NodeTrigger
-from drover.protocol.node_channel import Ack, Exited, Hello, SignalAttempt, Started, Welcome
+from drover.protocol.node_channel import (
+    Ack,
+    Exited,
+    Exiting,
+    Hello,
+    Progress,
+    SignalAttempt,
+    Started,
+    Welcome,
+)
 
 
 def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_grace_s: float) -> Outcome:
@@ -63,62 +73,104 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
     return outcome
 
 
-def on_reports(state: ControllerState, node: str, reports: list[Started | Exited], now: float) -> Outcome:
+def on_reports(state: ControllerState, node: str, reports: list[Started | Exiting | Progress | Exited],
+               now: float) -> Outcome:
     """One frame of reports from a node: handled, and committed, together."""
     outcome = Outcome()
-    exited: list[str] = []
+    acknowledged: list[str] = []
     for report in reports:
         if isinstance(report, Started):
             _started(state, outcome, report, now)
+        elif isinstance(report, Exiting):
+            _exiting(state, outcome, report, now)
+        elif isinstance(report, Progress):
+            _progress(state, outcome, report, now)
         else:
             _exited(state, outcome, report, now)
-            exited.append(report.attempt)
-    if exited:
-        outcome.send(node, Ack(exited))
+            acknowledged.append(report.attempt)
+    if acknowledged:
+        outcome.send(node, Ack(acknowledged))
     return outcome
 
 
 def on_attempt_started(state: ControllerState, report: Started, now: float) -> Outcome:
-    outcome = Outcome()
-    _started(state, outcome, report, now)
-    return outcome
+    return on_reports(state, "", [report], now)
 
 
 def on_attempt_exited(state: ControllerState, node: str, reports: list[Exited], now: float) -> Outcome:
     return on_reports(state, node, list(reports), now)
 
 
-def _started(state: ControllerState, outcome: Outcome, report: Started, now: float) -> None:
-    attempt = state.attempt_by_name(report.attempt)
+def _current(state: ControllerState, name: str) -> tuple[Job, Task, Attempt] | tuple[None, None, Attempt | None]:
+    """The attempt, with its job and task if it is still the task's latest attempt."""
+    attempt = state.attempt_by_name(name)
     if attempt is None:
-        return
-    task = state.jobs[attempt.job_id].tasks[attempt.index]
-    if task.attempt != attempt.number or task.state is not JobState.DISPATCHED:
+        return None, None, None
+    job = state.jobs[attempt.job_id]
+    task = job.tasks[attempt.index]
+    if task.attempt != attempt.number:
+        return None, None, attempt
+    return job, task, attempt
+
+
+def _started(state: ControllerState, outcome: Outcome, report: Started, now: float) -> None:
+    job, task, attempt = _current(state, report.attempt)
+    if task is None or attempt is None or task.state is not JobState.DISPATCHED:
         return  # late or repeated
     attempt.started_at = report.started_at
     outcome.changes.attempt(attempt)
     change_task(outcome, task, Trigger.START, now, job_pid=report.job_pid)
 
 
-def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float) -> None:
-    attempt = state.attempt_by_name(report.attempt)
+def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited, now: float) -> None:
+    """The job exited: record how (once), and the task becomes COMPLETING."""
+    job, task, attempt = _current(state, report.attempt)
     if attempt is None or attempt.exit is not None:
-        return  # recorded already (its job may have ended since): acknowledge again only
-    job = state.jobs[attempt.job_id]
-    task = job.tasks[attempt.index]
+        return
     record = report.exit_status
     attempt.exit = record
     attempt.usage = report.usage
     attempt.started_at = attempt.started_at or report.started_at
     attempt.ended_at = (report.usage or {}).get("ended_at") or now
     outcome.changes.attempt(attempt)
-    if task.attempt != attempt.number or not task.state.is_active:
+    if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
     task.exit_status = shell_status(record.get("exit_code"), record.get("signal"))
     change_task(
         outcome, task, Trigger.EXIT, now, exit_code=record.get("exit_code"),
         signal=record.get("signal"), failure=record.get("failure"),
     )
+
+
+def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: float) -> None:
+    _, _, attempt = _current(state, report.attempt)
+    if attempt is None:
+        return
+    _record_cleanup(outcome, attempt, report.done, now, step=report.step, tries=report.tries, error=report.error)
+    if report.error:
+        outcome.changes.event(now, "cleanup_failed", attempt.job_id, attempt.index, attempt.number,
+                              step=report.step, tries=report.tries, error=report.error)
+
+
+def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: float, **rest: object) -> None:
+    """Remember the node's cleanup progress; each step done becomes one event, once."""
+    before = set((attempt.cleanup or {}).get("done", []))
+    attempt.cleanup = {"done": done, "step": None, "tries": 0, "error": None, **rest}
+    outcome.changes.attempt(attempt)
+    for step in done:
+        if step not in before:
+            outcome.changes.event(now, "cleanup_step", attempt.job_id, attempt.index, attempt.number, step=step)
+
+
+def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float) -> None:
+    """Cleanup step 5, the final report: the task's outcome is decided here, exactly once."""
+    _exiting(state, outcome, report, now)
+    job, task, attempt = _current(state, report.attempt)
+    if attempt is not None and report.done:
+        _record_cleanup(outcome, attempt, report.done, now)
+    if job is None or task is None or attempt is None or task.state is not JobState.COMPLETING:
+        return  # decided already (or the task moved on): acknowledge again only
+    record = attempt.exit or report.exit_status
     facts = ExitFacts(
         exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
         timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),

@@ -71,6 +71,15 @@ def _validated_job(
             if not pattern:
                 raise bad("an output file name must not be empty")
             check_pattern(pattern)
+    from drover.mail import MAIL_TYPES
+
+    unknown = [kind for kind in spec.mail_type if kind not in MAIL_TYPES]
+    if unknown:
+        raise bad(f"unknown mail type {', '.join(unknown)}; known: {', '.join(MAIL_TYPES)}")
+    if spec.mail_type and not spec.mail_user:
+        raise bad("--mail-type needs --mail-user (where to send the mail)")
+    if spec.event_log is not None and not os.path.isabs(spec.event_log):
+        raise bad(f"the event log must be an absolute path, not {spec.event_log!r}")
     if spec.array is not None:
         ranges, max_running = parse_array(spec.array)
         indices, is_array = TaskIndices(ranges), True
@@ -90,6 +99,10 @@ def _validated_job(
         "open_mode": spec.open_mode,
         "environment": spec.environment,
         "time_limit_s": spec.time_limit_s,
+        "mail_user": spec.mail_user,
+        "mail_type": spec.mail_type,
+        "keep_spool": spec.keep_spool,
+        "event_log": spec.event_log,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,

@@ -1,0 +1,282 @@
+"""After the job exits: HTCondor's staged cleanup (seeds/htcondor-starter-what-happens-when-a-job-
+exits.txt), one pipeline per attempt.
+
+    1. exit_hook   the site's exit hook runs with the final record on stdin
+    2. stage_out   declared output files go back (through the controller)
+    3. record      the final record is written to the spool, durably
+    4. mail        the owner is mailed, if they asked
+    5. report      the controller is told, and acknowledges (idempotent on its side)
+    6. remove      the spool directory goes (or is kept, if the job or the config says so)
+
+Each step records its completion in the attempt's `cleanup` record. A failed step stops the
+pipeline; the next trigger (a retry timer with back-off, a reconnection to the controller, an
+execd start) runs it again from the top, and every step already done is skipped — "everything
+remembers how far it got", as the starter does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drover import mail
+from drover.core.exit_status import ExitFacts, classify_exit
+from drover.core.job_state import Trigger
+from drover.protocol.node_channel import Exited, Exiting, Progress
+from drover.spool import layout
+from drover.spool.atomic import read_json, write_json
+
+log = logging.getLogger("drover.execd")
+
+STEPS = ("exit_hook", "stage_out", "record", "mail", "report", "remove")
+FINAL = "final"
+KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupSettings:
+    exit_hook: str | None = None  # a script of the site's; gets the final record on stdin
+    exit_hook_timeout_s: float = 60.0
+    keep_spool: bool = False  # keep every attempt's spool (under <spool>/kept/)
+    smtp_host: str = "localhost"
+    smtp_port: int = 25
+    mail_tries: int = 5  # after this many failed tries, the mail is given up and the report goes on
+    report_timeout_s: float = 10.0
+    retry_first_s: float = 0.5
+    retry_max_s: float = 30.0
+    pause_before: str | None = None  # tests only: stop before this step until its marker file goes
+
+
+class StepFailed(Exception):
+    """A step did not complete; the message is what `drover show` displays."""
+
+
+class Cleanup:
+    """The pipelines of the attempts that ended on this node."""
+
+    def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None]) -> None:
+        self.root = root
+        self.settings = settings
+        self.send = send
+        self.pending: dict[str, layout.SpoolDir] = {}
+        self._running: set[str] = set()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._acks: dict[str, asyncio.Future[None]] = {}
+        self._loop = asyncio.get_running_loop()
+
+    def begin(self, spool: layout.SpoolDir) -> None:
+        """The shepherd is gone and its records are final: tell the controller, start cleaning."""
+        if spool.name in self.pending:
+            return
+        self.pending[spool.name] = spool
+        exit_status, usage = _records(spool)
+        self.send(Exiting(spool.name, exit_status, usage, usage.get("started_at") if usage else None))
+        self.trigger(spool.name)
+
+    def trigger(self, name: str) -> None:
+        timer = self._timers.pop(name, None)
+        if timer is not None:
+            timer.cancel()
+        if name in self.pending and name not in self._running:
+            self._running.add(name)
+            self._loop.create_task(self._run(name))
+
+    def trigger_all(self) -> None:
+        """A reconnection: every stopped pipeline tries again now."""
+        for name in list(self.pending):
+            spool = self.pending[name]
+            exit_status, usage = _records(spool)
+            self.send(Exiting(name, exit_status, usage, usage.get("started_at") if usage else None))
+            self.trigger(name)
+
+    def acknowledged(self, names: list[str]) -> None:
+        for name in names:
+            waiter = self._acks.get(name)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+
+    def known(self) -> list[str]:
+        return list(self.pending)
+
+    # -- one pipeline -------------------------------------------------------------------------
+
+    async def _run(self, name: str) -> None:
+        spool = self.pending[name]
+        progress = read_json(spool.record(layout.CLEANUP)) or {"done": [], "step": None, "tries": 0, "error": None}
+        try:
+            for step in STEPS:
+                if step in progress["done"]:
+                    continue
+                await self._pause_if_asked(spool, step)
+                try:
+                    did_something = await _STEP_FUNCTIONS[step](self, spool, progress)
+                except StepFailed as failure:
+                    progress.update(step=step, tries=progress["tries"] + 1, error=str(failure))
+                    write_json(spool.record(layout.CLEANUP), progress)
+                    self.send(Progress(name, list(progress["done"]), step, progress["tries"], str(failure)))
+                    delay = min(self.settings.retry_first_s * 2 ** (progress["tries"] - 1), self.settings.retry_max_s)
+                    log.info("attempt %s: cleanup step %s failed (try %d), again in %.1fs: %s",
+                             name, step, progress["tries"], delay, failure)
+                    self._timers[name] = self._loop.call_later(delay, self.trigger, name)
+                    return
+                retried = progress["tries"] > 0
+                progress["done"].append(step)
+                progress.update(step=None, tries=0, error=None)
+                if (did_something or retried) and step != "remove":
+                    # Steps that did nothing are safe to run again; only real work is recorded.
+                    write_json(spool.record(layout.CLEANUP), progress)
+            del self.pending[name]
+        except Exception:
+            log.exception("attempt %s: cleanup failed unexpectedly; will try again", name)
+            self._timers[name] = self._loop.call_later(self.settings.retry_max_s, self.trigger, name)
+        finally:
+            self._running.discard(name)
+
+    async def _pause_if_asked(self, spool: layout.SpoolDir, step: str) -> None:
+        """Tests only: stop right before `step` until the marker file is removed (or forever,
+        while the test kills the execd here)."""
+        if self.settings.pause_before != step:
+            return
+        marker = spool.record(f"paused-before-{step}")
+        with open(marker, "w"):
+            pass
+        while os.path.exists(marker):
+            await asyncio.sleep(0.02)
+
+    # -- the steps ----------------------------------------------------------------------------
+
+    async def _exit_hook(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+        """Step 1: the site's exit hook, with the final record on stdin."""
+        if not self.settings.exit_hook:
+            return False
+        record = _final_record(spool)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                self.settings.exit_hook, stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            )
+            _, stderr = await asyncio.wait_for(
+                process.communicate(_dumps(record)), self.settings.exit_hook_timeout_s
+            )
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise StepFailed(f"the exit hook did not finish in {self.settings.exit_hook_timeout_s:.0f}s") from None
+        except OSError as error:
+            raise StepFailed(f"cannot run the exit hook {self.settings.exit_hook}: {error.strerror}") from None
+        if process.returncode != 0:
+            tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            raise StepFailed(f"the exit hook exited with status {process.returncode}: {tail[0]}")
+        return True
+
+    async def _stage_out(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+        """Step 2: declared output files. Nothing to do for jobs that declared none."""
+        config = read_json(spool.record(layout.CONFIG)) or {}
+        if config.get("stage_out"):
+            raise StepFailed("stage-out is not supported by this node")
+        return False
+
+    async def _record(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+        """Step 3: the final record, durably (it must outlive the execd and the machine)."""
+        write_json(spool.record(FINAL), _final_record(spool), durable=True)
+        return True
+
+    async def _mail(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+        """Step 4: mail the owner, if asked. A relay that keeps failing holds the report up for at
+        most `mail_tries` tries (with back-off); then the mail is given up, and the failure is
+        reported as an event, so the controller still learns how the job ended."""
+        record = _final_record(spool)
+        config = record["config"]
+        event = record["outcome"]
+        if not config.get("mail_user") or not mail.wants(config.get("mail_type") or [], event, config["is_array"]):
+            return False
+        subject, body = mail.summary(
+            config["job_id"], config["task_index"] if config["is_array"] else None, config["name"],
+            {"END": "ended", "FAIL": "failed", "REQUEUE": "was requeued"}.get(event, event.lower()),
+            {"exit code": record["exit_status"].get("exit_code"), "signal": record["exit_status"].get("signal"),
+             "failure": record["exit_status"].get("failure"), "node": config["node"],
+             "attempt": config["attempt_number"], "wall time": _seconds(record["usage"], "wall_s"),
+             "user CPU": _seconds(record["usage"], "user_cpu_s"), "max RSS KiB": (record["usage"] or {}).get("max_rss_kib"),
+             "output": config["stdout"]},
+        )
+        try:
+            await asyncio.to_thread(mail.send, self.settings.smtp_host, self.settings.smtp_port,
+                                    config["mail_user"], subject, body)
+        except Exception as error:
+            if progress["tries"] + 1 >= self.settings.mail_tries:
+                log.warning("attempt %s: giving up the mail after %d tries: %s", spool.name, progress["tries"] + 1, error)
+                self.send(Progress(spool.name, list(progress["done"]), "mail", progress["tries"] + 1,
+                                   f"mail given up: {error}"))
+                return True
+            raise StepFailed(f"cannot send mail through {self.settings.smtp_host}:{self.settings.smtp_port}: {error}") from None
+        return True
+
+    async def _report(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+        """Step 5: tell the controller; done once it acknowledges."""
+        exit_status, usage = _records(spool)
+        waiter = self._acks[spool.name] = self._loop.create_future()
+        self.send(Exited(spool.name, exit_status, usage, usage.get("started_at") if usage else None,
+                         done=[*progress["done"], "report"]))
+        try:
+            await asyncio.wait_for(waiter, self.settings.report_timeout_s)
+        except TimeoutError:
+            raise StepFailed("the controller has not acknowledged the report (is it up?)") from None
+        finally:
+            self._acks.pop(spool.name, None)
+        return True
+
+    async def _remove(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+        """Step 6: remove the spool, unless the job or the config keeps it (jobd's zapthisjob)."""
+        config = read_json(spool.record(layout.CONFIG)) or {}
+        if self.settings.keep_spool or config.get("keep_spool"):
+            kept = os.path.join(self.root, KEPT)
+            os.makedirs(kept, exist_ok=True)
+            os.rename(spool.path, os.path.join(kept, spool.name))
+        else:
+            shutil.rmtree(spool.path, ignore_errors=True)
+        return True
+
+
+_STEP_FUNCTIONS = {
+    "exit_hook": Cleanup._exit_hook,
+    "stage_out": Cleanup._stage_out,
+    "record": Cleanup._record,
+    "mail": Cleanup._mail,
+    "report": Cleanup._report,
+    "remove": Cleanup._remove,
+}
+assert tuple(_STEP_FUNCTIONS) == STEPS
+
+
+def _records(spool: layout.SpoolDir) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    return read_json(spool.record(layout.EXIT_STATUS)) or {}, read_json(spool.record(layout.USAGE))
+
+
+def _final_record(spool: layout.SpoolDir) -> dict[str, Any]:
+    exit_status, usage = _records(spool)
+    config = read_json(spool.record(layout.CONFIG)) or {}
+    facts = ExitFacts(
+        exit_code=exit_status.get("exit_code"), signal=exit_status.get("signal"), failure=exit_status.get("failure"),
+        timed_out=bool(exit_status.get("timed_out")), out_of_memory=bool(exit_status.get("out_of_memory")),
+        cancel_requested=bool(exit_status.get("terminated")),
+    )
+    trigger = classify_exit(facts)
+    outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
+    return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,
+            "outcome": outcome, "recorded_at": time.time()}
+
+
+def _dumps(value: Any) -> bytes:
+    import json
+
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _seconds(usage: dict[str, Any] | None, key: str) -> str | None:
+    return f"{usage[key]:.2f}s" if usage and key in usage else None
