@@ -12,7 +12,7 @@ def _ended_once(cluster: LocalCluster, jobs: list[int]) -> None:
     events = cluster.drover_json("events")
     ended = Counter(e["job_id"] for e in events if e["kind"] == "job_ended")
     exits = Counter((e["job_id"], e["attempt"]) for e in events
-                    if e["kind"] == "task_state" and e["detail"].get("trigger") == "exit")
+                    if e["kind"] == "exited")
     for job in jobs:
         assert ended[job] == 1, f"job {job} ended {ended[job]} times"
         assert exits[job, 1] == 1, f"job {job}'s exit was recorded {exits[job, 1]} times"
@@ -85,3 +85,18 @@ def test_controller_restart_keeps_pending_held_and_array_jobs(cluster: LocalClus
     assert shown["state"] == "held" and shown["task_counts"] == {"held": 100000}
     cluster.drover("cancel", str(held))
     assert cluster.drover_json("show", str(held))["state"] == "cancelled"
+
+
+def test_event_log_file_has_every_event_once_across_a_controller_kill(cluster: LocalCluster) -> None:
+    import json
+
+    log = cluster.workdir / "events.jsonl"
+    release = cluster.workdir / "go"
+    job = cluster.submit("--event-log", str(log), "--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done")
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
+    cluster.kill("controller")
+    release.touch()
+    cluster.start_controller()
+    assert cluster.drover("wait", str(job)).returncode == 0
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["seq"] for r in lines] == [e["seq"] for e in cluster.drover_json("events", str(job))]

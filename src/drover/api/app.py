@@ -140,10 +140,16 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
         return json_response(api.NodeList(nodes=views.node_info(service.state)))
 
     async def events(request: Request) -> Response:
-        found = service.store.events_of(
-            int_query(request, "job", None), int_query(request, "after", 0) or 0,
-            int_query(request, "limit", 1000) or 1000,
-        )
+        job, after = int_query(request, "job", None), int_query(request, "after", 0) or 0
+        limit = int_query(request, "limit", 1000) or 1000
+        wait = min(max(int_query(request, "wait", 0) or 0, 0), 300)
+        found = service.store.events_of(job, after, limit)
+        if not found and wait:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + wait
+            while not found and loop.time() < deadline:
+                await service.wait_for_events(deadline - loop.time())
+                found = service.store.events_of(job, after, limit)
         return json_response(api.EventList(events=[
             api.Event(seq=seq, time=e.time, job_id=e.job_id, index=e.index, attempt=e.attempt,
                       kind=e.kind, detail=e.detail)
@@ -198,7 +204,7 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
         (Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), nodes),
         (Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
             ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
-            ("limit", "integer", "rows"))), events),
+            ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), events),
         (Operation("POST", "/v1/shutdown", "Stop the controller gracefully"), stop),
     ]
     document = openapi_document([op for op, _ in table])

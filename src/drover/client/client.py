@@ -46,7 +46,9 @@ class Client:
         from urllib.parse import urlencode
 
         params = {k: v for k, v in query.items() if v is not None and v != ""}
-        reply = self.transport.call("GET", path + ("?" + urlencode(params) if params else ""))
+        wait = float(params.get("wait") or params.get("timeout") or 0)
+        reply = self.transport.call("GET", path + ("?" + urlencode(params) if params else ""),
+                                    timeout_s=(self.transport.timeout_s or 60) + wait)
         import msgspec
 
         return msgspec.convert(reply, model)
@@ -127,10 +129,13 @@ class Client:
 
         return self._get("/v1/nodes", NodeList).nodes  # type: ignore[no-any-return]
 
-    def events(self, job_id: int | None = None, after: int = 0, limit: int = 1000) -> list[Event]:
+    def events(self, job_id: int | None = None, after: int = 0, limit: int = 1000, wait_s: int = 0) -> list[Event]:
+        """Events after sequence number `after`; with `wait_s`, wait that long for new ones."""
         from drover.protocol.api import EventList
 
-        return self._get("/v1/events", EventList, job=job_id, after=after, limit=limit).events  # type: ignore[no-any-return]
+        return self._get(  # type: ignore[no-any-return]
+            "/v1/events", EventList, job=job_id, after=after, limit=limit, wait=wait_s or None
+        ).events
 
     def ping(self) -> Ping:
         from drover.protocol.api import Ping

@@ -11,6 +11,16 @@ from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.views import job_state
 
+# The event each trigger writes to a job's event log, in the words of HTCondor's user log.
+EVENT_OF_TRIGGER = {
+    Trigger.HOLD: "held", Trigger.RELEASE: "released", Trigger.DISPATCH: "dispatched",
+    Trigger.START: "started", Trigger.SUSPEND: "suspended", Trigger.RESUME: "resumed",
+    Trigger.EXIT: "exited", Trigger.REQUEUE: "requeued", Trigger.ERROR_HOLD: "held_in_error",
+    Trigger.SUCCEED: "completed", Trigger.FAIL: "failed", Trigger.TIME_OUT: "timed_out",
+    Trigger.RUN_OUT_OF_MEMORY: "out_of_memory", Trigger.CANCEL: "cancelled", Trigger.LOSE_NODE: "node_failed",
+}
+assert set(EVENT_OF_TRIGGER) == set(Trigger)
+
 
 def change_task(
     outcome: Outcome, task: Task, trigger: Trigger, now: float, **detail: Any
@@ -20,7 +30,7 @@ def change_task(
     after = task.apply(trigger, now)
     outcome.changes.task(task)
     outcome.changes.event(
-        now, "task_state", task.job_id, task.index, task.attempt or None,
+        now, EVENT_OF_TRIGGER[trigger], task.job_id, task.index, task.attempt or None,
         trigger=trigger.value, before=before.value, after=after.value, **detail,
     )
     return after
@@ -34,7 +44,7 @@ def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float) -> in
         job.fresh_state = next_state(job.fresh_state, trigger)
         outcome.changes.job(job)
         outcome.changes.event(
-            now, "tasks_state", job.id, trigger=trigger.value, before=before.value,
+            now, EVENT_OF_TRIGGER[trigger], job.id, trigger=trigger.value, before=before.value,
             after=job.fresh_state.value, tasks=count,
         )
     return count

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drover.controller.effects import JobEnded, Outcome, SendToNode
+from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import schedule
 from drover.controller.handlers.node_reports import (
@@ -28,7 +29,7 @@ from drover.core.errors import DroverError
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
 from drover.protocol.node_channel import Exited, Exiting, Hello, Progress, Started
-from drover.store.base import Changes, Store
+from drover.store.base import Changes, EventRecord, JobFilter, Store
 
 log = logging.getLogger("drover.controller")
 
@@ -47,7 +48,12 @@ class ControllerService:
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._schedule_requested = False
+        self._new_events = asyncio.Event()
+        self.event_logs = EventLogFiles()
         self.state = self._load()
+        recently = clock() - CATCH_UP_ENDED_WITHIN_S
+        self.event_logs.catch_up(store, [*self.state.jobs.values(),
+                                         *store.list_ended_jobs(JobFilter(ended_since=recently, limit=100_000))])
 
     def _load(self) -> ControllerState:
         state = ControllerState.from_working_set(self.store.load_working_set())
@@ -68,6 +74,8 @@ class ControllerService:
             outcome = handler()
             if outcome.changes:
                 self.store.commit(outcome.changes)
+                if outcome.changes.events:
+                    self._events_committed(outcome.changes)
         except DroverError:
             raise
         except Exception:
@@ -77,6 +85,26 @@ class ControllerService:
             raise
         self._carry_out(outcome)
         return outcome
+
+    def _events_committed(self, changes: Changes) -> None:
+        self._new_events.set()
+        self._new_events = asyncio.Event()
+        jobs = {job.id: job for job in changes.new_jobs} | changes.jobs
+        by_job: dict[int, list[EventRecord]] = {}
+        for event in changes.events:
+            if event.job_id is not None:
+                by_job.setdefault(event.job_id, []).append(event)
+        for job_id, events in by_job.items():
+            job = jobs.get(job_id) or self.state.jobs.get(job_id)
+            if job is not None and job.spec.get("event_log"):
+                self.event_logs.append(job, events)
+
+    async def wait_for_events(self, timeout_s: float) -> None:
+        """Return when new events are committed, or after `timeout_s`."""
+        try:
+            await asyncio.wait_for(self._new_events.wait(), timeout_s)
+        except TimeoutError:
+            pass
 
     def _carry_out(self, outcome: Outcome) -> None:
         for effect in outcome.effects:

@@ -18,6 +18,7 @@ class EventRecord:
     index: int | None = None
     attempt: int | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0  # the event log's sequence number, set by the store when it commits the event
 
 
 @dataclass(slots=True)

@@ -42,6 +42,7 @@ class SqliteStore:
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute("PRAGMA foreign_keys=OFF")
         self.schema_version = migrate_sqlite(self.db)
+        self._last_seq: int = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
 
     def close(self) -> None:
         self.db.close()
@@ -95,18 +96,22 @@ class SqliteStore:
                         for n in changes.nodes.values()
                     ],
                 )
+            first_seq = self._last_seq + 1
             if changes.events:
                 db.executemany(
-                    "INSERT INTO events (time, job_id, idx, attempt, kind, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO events (seq, time, job_id, idx, attempt, kind, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (e.time, e.job_id, e.index, e.attempt, e.kind, _dumps(e.detail))
-                        for e in changes.events
+                        (first_seq + n, e.time, e.job_id, e.index, e.attempt, e.kind, _dumps(e.detail))
+                        for n, e in enumerate(changes.events)
                     ],
                 )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        for n, event in enumerate(changes.events):
+            event.seq = first_seq + n
+        self._last_seq += len(changes.events)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -225,7 +230,7 @@ class SqliteStore:
                 (job_id, after_seq, limit),
             )
         return [
-            (row[0], EventRecord(row[1], row[5], row[2], row[3], row[4], json.loads(row[6])))
+            (row[0], EventRecord(row[1], row[5], row[2], row[3], row[4], json.loads(row[6]), row[0]))
             for row in cursor
         ]
 

@@ -189,7 +189,9 @@ def test_nodes_and_events_describe_the_cluster(cluster: LocalCluster) -> None:
     cluster.drover("wait", str(job))
     kinds = [e["kind"] for e in cluster.drover_json("events", str(job))]
     assert kinds[0] == "submitted" and kinds[-1] == "job_ended"
-    afters = [e["detail"].get("after") for e in cluster.drover_json("events", str(job)) if e["kind"] == "task_state"]
+    assert [k for k in kinds if k != "cleanup_step"] == ["submitted", "dispatched", "started", "exited",
+                                                         "completed", "job_ended"]
+    afters = [e["detail"].get("after") for e in cluster.drover_json("events", str(job)) if "after" in e["detail"]]
     assert afters == ["dispatched", "running", "completing", "completed"]
 
 
@@ -230,3 +232,23 @@ def test_output_files_are_created_in_the_working_directory(cluster: LocalCluster
     cluster.drover("wait", str(job))
     assert (tmp_path / f"drover-{job}.out").read_text().strip() == str(tmp_path)
     assert os.path.exists(tmp_path / f"drover-{job}.out")
+
+
+def test_events_follow_until_the_job_ends_and_the_event_log_file_gets_every_event_once(cluster: LocalCluster) -> None:
+    import json
+    import subprocess
+    import sys
+
+    log = cluster.workdir / "events.jsonl"
+    release = cluster.workdir / "go"
+    job = cluster.submit("--event-log", str(log), "--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done")
+    follower = subprocess.Popen([sys.executable, "-m", "drover", "events", "--follow", str(job)],
+                                stdout=subprocess.PIPE, text=True, env=cluster.env)
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
+    release.touch()
+    out, _ = follower.communicate(timeout=30)
+    kinds = [line.split()[1] for line in out.splitlines()]
+    assert kinds[0] == "submitted" and kinds[-1] == "job_ended" and "exited" in kinds
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["event"] for r in lines] == [e["kind"] for e in cluster.drover_json("events", str(job))]
+    assert len({r["seq"] for r in lines}) == len(lines)

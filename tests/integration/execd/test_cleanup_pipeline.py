@@ -86,7 +86,7 @@ def test_killing_the_execd_before_any_step_reports_once_mails_once_and_logs_no_d
         assert cluster.drover("wait", str(job)).returncode == 0
         logged = events(cluster, job)
         assert Counter(e["kind"] for e in logged)["job_ended"] == 1
-        exits = [e for e in logged if e["kind"] == "task_state" and e["detail"]["trigger"] == "exit"]  # type: ignore[index]
+        exits = [e for e in logged if e["kind"] == "exited"]
         assert len(exits) == 1
         steps = [e["detail"]["step"] for e in logged if e["kind"] == "cleanup_step"]  # type: ignore[index]
         assert sorted(steps) == sorted(set(steps)) and "report" in steps
