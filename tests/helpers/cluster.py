@@ -95,8 +95,8 @@ class LocalCluster:
     def drover_json(self, *args: str) -> Any:
         return json.loads(self.drover(*args, "--json").stdout)
 
-    def submit(self, *args: str) -> int:
-        return int(self.drover("submit", "--parsable", *args).stdout.split()[0])
+    def submit(self, *args: str, cwd: str | Path | None = None) -> int:
+        return int(self.drover("submit", "--parsable", *args, cwd=cwd).stdout.split()[0])
 
     def kill(self, name: str, signum: int = signal.SIGKILL) -> None:
         process = getattr(self, name)

@@ -16,7 +16,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from drover import __version__
 from drover.api.openapi import Operation, openapi_document
-from drover.controller import views
+from drover.controller import staged_files, views
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService
@@ -156,6 +156,24 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
             for seq, e in found
         ]))
 
+    async def files(request: Request) -> Response:
+        job_id = job_id_of(request)
+        find_job(job_id)
+        kept = staged_files.listing(service.settings.files_dir, job_id)
+        return json_response(api.FileList(files=[
+            api.FileInfo(task=task, attempt=attempt, name=name, size=size) for task, attempt, name, size in kept
+        ]))
+
+    async def file(request: Request) -> Response:
+        job_id = job_id_of(request)
+        params = request.path_params
+        try:
+            index, attempt = int(params["task"]), int(params["attempt"])
+        except ValueError:
+            raise BadRequest("task and attempt are numbers") from None
+        data = staged_files.read(service.settings.files_dir, job_id, index, attempt, params["name"])
+        return Response(data, media_type="application/octet-stream")
+
     async def stop(request: Request) -> Response:
         asyncio.get_running_loop().call_soon(shutdown)
         return json_response({"stopping": True})
@@ -205,6 +223,10 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
         (Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
             ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
             ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), events),
+        (Operation("GET", "/v1/jobs/{job_id}/files", "Files a job staged out, kept by the controller",
+                   response=api.FileList), files),
+        (Operation("GET", "/v1/jobs/{job_id}/files/{task}/{attempt}/{name:path}", "One staged-out file (bytes)"),
+         file),
         (Operation("POST", "/v1/shutdown", "Stop the controller gracefully"), stop),
     ]
     document = openapi_document([op for op, _ in table])

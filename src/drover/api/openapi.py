@@ -58,7 +58,9 @@ def openapi_document(operations: list[Operation]) -> dict[str, Any]:
                 "required": ["error", "kind"],
             }}},
         }
-        paths.setdefault(op.path, {})[op.method.lower()] = entry
+        path = "/".join("{" + part[1:-1].split(":")[0] + "}" if part.startswith("{") else part
+                        for part in op.path.split("/"))
+        paths.setdefault(path, {})[op.method.lower()] = entry
     return {
         "openapi": "3.1.0",
         "info": {"title": "Drover controller API", "version": __version__},

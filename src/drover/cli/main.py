@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("actions", "let held jobs or tasks start"),
     "wait": ("wait", "wait for jobs to end; exit with their exit status"),
     "logs": ("logs", "print a job's output; -f follows it"),
+    "fetch": ("fetch", "copy back the files a job staged out"),
     "history": ("history", "ended jobs: exit status, times, CPU and memory used"),
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "events": ("events", "the event log of a job, or of the cluster"),

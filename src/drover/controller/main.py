@@ -53,7 +53,7 @@ def serve(argv: list[str]) -> int:
         sockets.append(tcp)
 
     async def main() -> None:
-        service = ControllerService(store, Settings(kill_grace_s=kill_grace))
+        service = ControllerService(store, Settings(kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files")))
         server: uvicorn.Server | None = None
 
         def shutdown() -> None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from drover.controller import staged_files
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.handlers.actions import act
@@ -28,7 +29,7 @@ from drover.controller.state import ControllerState
 from drover.core.errors import DroverError
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
-from drover.protocol.node_channel import Exited, Exiting, Hello, Progress, Started
+from drover.protocol.node_channel import Exited, Exiting, Hello, Progress, StagedOut, Started
 from drover.store.base import Changes, EventRecord, JobFilter, Store
 
 log = logging.getLogger("drover.controller")
@@ -37,6 +38,7 @@ log = logging.getLogger("drover.controller")
 @dataclass(frozen=True, slots=True)
 class Settings:
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL when a job is stopped
+    files_dir: str = ""  # where staged-out files are kept until fetched
 
 
 class ControllerService:
@@ -181,8 +183,11 @@ class ControllerService:
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.settings.kill_grace_s))
         return previous
 
-    def node_messages(self, node: str, messages: list[Hello | Started | Exiting | Progress | Exited]) -> None:
+    def node_messages(self, node: str, messages: list[Hello | Started | Exiting | Progress | StagedOut | Exited]) -> None:
         reports = [m for m in messages if not isinstance(m, Hello)]
+        for message in reports:
+            if isinstance(message, StagedOut):
+                staged_files.keep(self.settings.files_dir, message)  # on disk before it is acknowledged
         if reports:
             self._run(lambda: on_reports(self.state, node, reports, self.clock()))
 

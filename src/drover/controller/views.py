@@ -25,7 +25,8 @@ def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: 
         task_counts=counts,
         pending_reason=reason.value if reason else None,
         pending_explanation=reason.explanation if reason else None,
-        exit_status=job_exit_status(job), workdir=job.spec["workdir"], output=job.spec["output"],
+        exit_status=job_exit_status(job), workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
+        output=job.spec["output"],
         error=job.spec["error"], after_ok=list(job.after_ok),
     )
     if with_tasks and store is not None:

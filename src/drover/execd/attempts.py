@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.execd.cleanup import Cleanup
-from drover.protocol.node_channel import KnownAttempt, SignalAttempt, StartAttempt, Started
+from drover.protocol.node_channel import File, KnownAttempt, SignalAttempt, StartAttempt, Started
 from drover.spool import layout
 from drover.spool.atomic import read_text, write_atomically, write_json
 from drover.spool.process import is_alive, read_pid_record
 
 log = logging.getLogger("drover.execd")
+SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
 
 
 class Spawner:
@@ -98,8 +99,23 @@ class Attempts:
         if order.attempt in self.live or order.attempt in self.cleanup.pending or spool.exists():
             return  # a repeated order: this attempt is known already
         os.mkdir(spool.path, 0o700)
+        config = dict(order.config)
+        if not config["workdir"]:
+            # The job runs in a scratch directory of its own (its submitter's files are not
+            # here); its output goes back through the controller.
+            config["workdir"] = os.path.join(spool.path, SCRATCH)
+            config["scratch"] = True
+            os.mkdir(config["workdir"], 0o700)
+            for key in ("stdout", "stderr"):
+                if config[key]:
+                    config[key] = os.path.join(config["workdir"], config[key])
         write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o700)
-        write_json(spool.record(layout.CONFIG), order.config)  # last: its presence means complete
+        failure = _stage_in(config["workdir"], order.stage_in)
+        write_json(spool.record(layout.CONFIG), config)  # last: its presence means complete
+        if failure:
+            _write_failure(spool, failure)
+            self.cleanup.begin(spool)
+            return
         self._spawn(spool)
 
     def signal(self, order: SignalAttempt) -> None:
@@ -190,6 +206,20 @@ class Attempts:
                 os.close(live.pidfd)
         self._loop.remove_reader(self._notify.fileno())
         self._notify.close()
+
+
+def _stage_in(workdir: str, files: list[File]) -> str | None:
+    """Write the staged-in files into the working directory; the reason if that fails."""
+    for file in files:
+        path = os.path.normpath(os.path.join(workdir, file.name))
+        if not path.startswith(os.path.normpath(workdir) + os.sep):
+            return f"cannot stage in {file.name}: outside the working directory"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_atomically(path, file.data, mode=file.mode & 0o777)
+        except OSError as error:
+            return f"cannot stage in {file.name}: {error.strerror}"
+    return None
 
 
 def _write_failure(spool: layout.SpoolDir, failure: str) -> None:

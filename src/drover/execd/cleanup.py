@@ -28,7 +28,7 @@ from typing import Any
 from drover import mail
 from drover.core.exit_status import ExitFacts, classify_exit
 from drover.core.job_state import Trigger
-from drover.protocol.node_channel import Exited, Exiting, Progress
+from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
 
@@ -48,6 +48,7 @@ class CleanupSettings:
     smtp_port: int = 25
     mail_tries: int = 5  # after this many failed tries, the mail is given up and the report goes on
     report_timeout_s: float = 10.0
+    stage_out_limit_bytes: int = 64 * 1024 * 1024  # per attempt; what is over is named, not sent
     retry_first_s: float = 0.5
     retry_max_s: float = 30.0
     pause_before: str | None = None  # tests only: stop before this step until its marker file goes
@@ -67,7 +68,7 @@ class Cleanup:
         self.pending: dict[str, layout.SpoolDir] = {}
         self._running: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._acks: dict[str, asyncio.Future[None]] = {}
+        self._acks: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._loop = asyncio.get_running_loop()
 
     def begin(self, spool: layout.SpoolDir) -> None:
@@ -95,9 +96,9 @@ class Cleanup:
             self.send(Exiting(name, exit_status, usage, usage.get("started_at") if usage else None))
             self.trigger(name)
 
-    def acknowledged(self, names: list[str]) -> None:
+    def acknowledged(self, names: list[str], kind: str = "report") -> None:
         for name in names:
-            waiter = self._acks.get(name)
+            waiter = self._acks.get((name, kind))
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
 
@@ -176,11 +177,41 @@ class Cleanup:
         return True
 
     async def _stage_out(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
-        """Step 2: declared output files. Nothing to do for jobs that declared none."""
+        """Step 2: the declared output files, and the job's output when it ran in a scratch
+        directory, go to the controller, which keeps them for the submitter."""
         config = read_json(spool.record(layout.CONFIG)) or {}
-        if config.get("stage_out"):
-            raise StepFailed("stage-out is not supported by this node")
-        return False
+        names = _matching(config.get("workdir", ""), config.get("stage_out") or [])
+        if config.get("scratch"):
+            names += [os.path.relpath(config[key], config["workdir"]) for key in ("stdout", "stderr")
+                      if config.get(key) and os.path.exists(config[key])]
+        if not names:
+            return False
+        files, skipped, total = [], [], 0
+        for name in dict.fromkeys(names):  # once each, in order
+            path = os.path.join(config["workdir"], name)
+            size = os.path.getsize(path)
+            if total + size > self.settings.stage_out_limit_bytes:
+                skipped.append(name)
+                continue
+            with open(path, "rb") as file:
+                files.append(File(name, file.read(), os.stat(path).st_mode & 0o777))
+            total += size
+        if skipped:
+            log.warning("attempt %s: stage-out over %d bytes; not sent: %s", spool.name,
+                        self.settings.stage_out_limit_bytes, ", ".join(skipped))
+        await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, skipped))
+        return True
+
+    async def _acknowledged(self, name: str, kind: str, message: Any) -> None:
+        """Send `message` and wait for the controller's acknowledgement of it."""
+        waiter = self._acks[name, kind] = self._loop.create_future()
+        self.send(message)
+        try:
+            await asyncio.wait_for(waiter, self.settings.report_timeout_s)
+        except TimeoutError:
+            raise StepFailed("the controller has not acknowledged (is it up?)") from None
+        finally:
+            self._acks.pop((name, kind), None)
 
     async def _record(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
         """Step 3: the final record, durably (it must outlive the execd and the machine)."""
@@ -220,15 +251,9 @@ class Cleanup:
     async def _report(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
         """Step 5: tell the controller; done once it acknowledges."""
         exit_status, usage = _records(spool)
-        waiter = self._acks[spool.name] = self._loop.create_future()
-        self.send(Exited(spool.name, exit_status, usage, usage.get("started_at") if usage else None,
-                         done=[*progress["done"], "report"]))
-        try:
-            await asyncio.wait_for(waiter, self.settings.report_timeout_s)
-        except TimeoutError:
-            raise StepFailed("the controller has not acknowledged the report (is it up?)") from None
-        finally:
-            self._acks.pop(spool.name, None)
+        report = Exited(spool.name, exit_status, usage, usage.get("started_at") if usage else None,
+                        done=[*progress["done"], "report"])
+        await self._acknowledged(spool.name, "report", report)
         return True
 
     async def _remove(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
@@ -252,6 +277,22 @@ _STEP_FUNCTIONS = {
     "remove": Cleanup._remove,
 }
 assert tuple(_STEP_FUNCTIONS) == STEPS
+
+
+def _matching(workdir: str, patterns: list[str]) -> list[str]:
+    """Regular files under `workdir` matching the glob patterns, as relative names."""
+    import glob
+
+    if not workdir or not patterns:
+        return []
+    root = os.path.realpath(workdir)
+    found = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(os.path.join(workdir, pattern), recursive=True)):
+            real = os.path.realpath(path)
+            if os.path.isfile(real) and real.startswith(root + os.sep):
+                found.append(os.path.relpath(path, workdir))
+    return found
 
 
 def _records(spool: layout.SpoolDir) -> tuple[dict[str, Any], dict[str, Any] | None]:

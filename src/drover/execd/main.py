@@ -72,7 +72,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
-    channel.on(Ack, lambda ack: cleanup.acknowledged(ack.attempts))
+    channel.on(Ack, lambda ack: cleanup.acknowledged(ack.attempts, ack.kind))
     attempts.recover()
     logging.getLogger("drover.execd").info(
         "node %s: %d CPUs, %d MiB, spool %s, %d attempts re-attached",

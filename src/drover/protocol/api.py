@@ -11,12 +11,18 @@ from typing import Any
 import msgspec
 
 
+class StagedFile(msgspec.Struct, forbid_unknown_fields=True):
+    name: str  # relative path in the job's working directory
+    data: bytes  # base64 in JSON
+    mode: int = 0o644
+
+
 class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One job as the user asked for it. Defaults are the zero-configuration ones."""
 
     script: str
     name: str = "job"
-    workdir: str  # absolute; must exist on the submitting side
+    workdir: str  # absolute; "" runs the job in a scratch directory of its own on the node
     submit_dir: str = ""
     output: str | None = None  # pattern with %j %a %x %u; default drover-%j.out (arrays drover-%j_%a.out)
     error: str | None = None  # None joins stderr into the output file
@@ -33,6 +39,8 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     mail_type: list[str] = []  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
     keep_spool: bool = False  # keep the attempt's spool directory on the node after cleanup
     event_log: str | None = None  # append every event of the job to this file, as JSON lines
+    stage_in: list[StagedFile] = []  # copied into the job's working directory before it starts
+    stage_out: list[str] = []  # glob patterns in the working directory, copied back after it exits
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -102,11 +110,24 @@ class JobInfo(msgspec.Struct, kw_only=True):
     pending_reason: str | None = None
     pending_explanation: str | None = None
     exit_status: int | None = None  # 0 when every task completed; else the first failure's
-    workdir: str
+    workdir: str  # "" when the job runs in a scratch directory on its node
+    submit_dir: str = ""
     output: str
     error: str | None
     after_ok: list[int] = []
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+
+
+class FileInfo(msgspec.Struct, kw_only=True):
+    task: int
+    attempt: int
+    name: str
+    size: int
+
+
+class FileList(msgspec.Struct):
+    files: list[FileInfo]
+    skipped: list[str] = []
 
 
 class JobList(msgspec.Struct):

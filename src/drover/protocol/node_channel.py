@@ -60,10 +60,28 @@ class Exited(msgspec.Struct, tag="exited"):
     done: list[str] = []  # the cleanup steps done, this one included
 
 
+class File(msgspec.Struct):
+    """A file carried through the controller: staged in before the job, or out after it."""
+
+    name: str  # relative to the job's working directory
+    data: bytes
+    mode: int = 0o644
+
+
+class StagedOut(msgspec.Struct, tag="staged_out"):
+    """Cleanup step 2: the job's declared output files (and its output, when the submitter
+    cannot see the node's files), for the controller to keep until they are fetched."""
+
+    attempt: str
+    files: list[File]
+    skipped: list[str] = []  # over the size limit: named, not sent
+
+
 class StartAttempt(msgspec.Struct, tag="start"):
     attempt: str
     config: dict[str, Any]  # spool.records.AttemptConfig
     script: str
+    stage_in: list[File] = []  # written into the working directory before the job starts
 
 
 class SignalAttempt(msgspec.Struct, tag="signal"):
@@ -72,14 +90,15 @@ class SignalAttempt(msgspec.Struct, tag="signal"):
 
 
 class Ack(msgspec.Struct, tag="ack"):
-    attempts: list[str]  # Exited reports now recorded; the execd may clean up their spool
+    attempts: list[str]  # reports now recorded; the execd may go on with their cleanup
+    kind: str = "report"  # what is acknowledged: "report" (Exited) or "stage_out" (StagedOut)
 
 
 class Welcome(msgspec.Struct, tag="welcome"):
     node: str
 
 
-NodeMessage = Hello | Started | Exiting | Progress | Exited
+NodeMessage = Hello | Started | Exiting | Progress | StagedOut | Exited
 ControllerMessage = Welcome | StartAttempt | SignalAttempt | Ack
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])

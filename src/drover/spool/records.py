@@ -38,6 +38,7 @@ class AttemptConfig(TypedDict):
     mail_user: str | None
     mail_type: list[str]
     keep_spool: bool
+    stage_out: list[str]  # glob patterns in the working directory
 
 
 class Usage(TypedDict):

@@ -30,6 +30,16 @@ def run(command: str, argv: list[str]) -> int:
         path = task.stderr if args.stderr else task.stdout
         if path is None:
             raise BadRequest(f"job {job_id} joins stderr into {task.stdout}")
+        if not os.path.isabs(path) or (not os.path.exists(path) and job.state not in ("pending", "running")):
+            # Not visible from here (a scratch directory on the node): the controller keeps a copy.
+            while args.follow and not api.wait_json(job_id, 30)["ended"]:
+                pass
+            attempt = max((a.number for a in task.attempts), default=0)
+            status, data = api.transport.request("GET", f"/v1/jobs/{job_id}/files/{index}/{attempt}/{path}")
+            if status != 200:
+                raise NotFound(f"the output of task {job_id}.{index} stays on its node until the task ends")
+            sys.stdout.buffer.write(data)
+            return 0
         offset = _copy(path, 0, must_exist=not args.follow)
         while args.follow:
             reply = api.wait_json(job_id, 0.25 if os.path.exists(path) else 0.1)

@@ -39,6 +39,12 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                    "(comma-separated; default END,FAIL when --mail-user is given)")
     p.add_argument("--keep-spool", action="store_true", help="keep the attempt's spool directory on the node")
     p.add_argument("--event-log", metavar="FILE", help="also append the job's events to FILE (JSON lines)")
+    p.add_argument("--stage-in", action="append", default=[], metavar="FILE",
+                   help="copy FILE to the job's working directory on its node before it starts (repeatable); "
+                        "without --workdir the job then runs in a scratch directory of its own")
+    p.add_argument("--stage-out", action="append", default=[], metavar="PATTERN",
+                   help="copy the files matching PATTERN back after the job exits (repeatable); "
+                        "`drover fetch JOB` brings them to you")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     return p
@@ -79,9 +85,13 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
     sources = sum(bool(x) for x in (args.script, command_argv, args.each_line))
     if sources != 1:
         raise BadRequest("give exactly one of: a script file, -- COMMAND [ARGS...], or --each-line FILE")
-    workdir = os.path.abspath(args.workdir or os.getcwd())
-    if not os.path.isdir(workdir):
-        raise BadRequest(f"the working directory {workdir} does not exist")
+    staging = bool(args.stage_in or args.stage_out)
+    if staging and not args.workdir:
+        workdir = ""  # a scratch directory on the node; files travel through the controller
+    else:
+        workdir = os.path.abspath(args.workdir or os.getcwd())
+        if not staging and not os.path.isdir(workdir):
+            raise BadRequest(f"the working directory {workdir} does not exist")
     base: dict[str, Any] = {
         "workdir": workdir,
         "submit_dir": os.getcwd(),
@@ -118,6 +128,13 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         base["keep_spool"] = True
     if args.event_log:
         base["event_log"] = os.path.abspath(args.event_log)
+    if args.stage_in:
+        base["stage_in"] = staged_files(args.stage_in)
+    if args.stage_out:
+        for pattern in args.stage_out:
+            if os.path.isabs(pattern) or ".." in pattern.split("/"):
+                raise BadRequest(f"--stage-out takes patterns inside the working directory, not {pattern!r}")
+        base["stage_out"] = args.stage_out
     if args.each_line:
         lines = [line.strip() for line in _read(args.each_line).splitlines()]
         commands = [line for line in lines if line and not line.startswith("#")]
@@ -133,6 +150,29 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         script = _read(args.script)
         name = args.name or os.path.basename(args.script)
     return [dict(base, script=script, name=name)]
+
+
+STAGE_IN_LIMIT_BYTES = 16 * 1024 * 1024  # the controller's limit per job
+
+
+def staged_files(paths: list[str]) -> list[dict[str, Any]]:
+    """The files to stage in, read now (callers may delete them once submit returns)."""
+    import base64
+
+    files, total = [], 0
+    for path in paths:
+        try:
+            with open(path, "rb") as file:
+                data = file.read()
+            mode = os.stat(path).st_mode & 0o777
+        except OSError as error:
+            raise BadRequest(f"--stage-in: cannot read {path}: {error.strerror}") from None
+        total += len(data)
+        if total > STAGE_IN_LIMIT_BYTES:
+            raise BadRequest(f"--stage-in: the files hold more than the limit of {STAGE_IN_LIMIT_BYTES // 2**20} MiB "
+                             "per job; put big inputs on a shared filesystem")
+        files.append({"name": os.path.basename(path), "data": base64.b64encode(data).decode(), "mode": mode})
+    return files
 
 
 def _wrap_line(line: str) -> str:

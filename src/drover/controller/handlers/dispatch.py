@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from typing import Any
 
@@ -11,7 +12,7 @@ from drover.controller.state import ControllerState
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
-from drover.protocol.node_channel import StartAttempt
+from drover.protocol.node_channel import File, StartAttempt
 from drover.scheduler.plan import plan
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
 from drover.store.base import Store
@@ -70,6 +71,8 @@ def _pending_work(state: ControllerState, job: Job, store: Store) -> PendingWork
 
 
 def output_path(job: Job, index: int, pattern: str) -> str:
+    """Absolute in the job's working directory; relative when the job runs in a scratch
+    directory of its own on the node (the execd resolves it there)."""
     path = expand(pattern, job_id=job.id, index=index, name=job.name, user=job.owner)
     return os.path.join(job.spec["workdir"], path)
 
@@ -106,5 +109,7 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "mail_user": spec.get("mail_user"),
         "mail_type": spec.get("mail_type", []),
         "keep_spool": spec.get("keep_spool", False),
+        "stage_out": spec.get("stage_out", []),
     }
-    return StartAttempt(attempt.name, config, spec["script"])
+    stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
+    return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -22,6 +22,7 @@ from drover.protocol.node_channel import (
     Hello,
     Progress,
     SignalAttempt,
+    StagedOut,
     Started,
     Welcome,
 )
@@ -73,8 +74,8 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
     return outcome
 
 
-def on_reports(state: ControllerState, node: str, reports: list[Started | Exiting | Progress | Exited],
-               now: float) -> Outcome:
+def on_reports(state: ControllerState, node: str,
+               reports: list[Started | Exiting | Progress | StagedOut | Exited], now: float) -> Outcome:
     """One frame of reports from a node: handled, and committed, together."""
     outcome = Outcome()
     acknowledged: list[str] = []
@@ -85,6 +86,9 @@ def on_reports(state: ControllerState, node: str, reports: list[Started | Exitin
             _exiting(state, outcome, report, now)
         elif isinstance(report, Progress):
             _progress(state, outcome, report, now)
+        elif isinstance(report, StagedOut):
+            _staged_out(state, outcome, report, now)
+            outcome.send(node, Ack([report.attempt], "stage_out"))
         else:
             _exited(state, outcome, report, now)
             acknowledged.append(report.attempt)
@@ -152,10 +156,22 @@ def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: f
                               step=report.step, tries=report.tries, error=report.error)
 
 
+def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now: float) -> None:
+    """The files themselves are on disk already (the service writes them before this runs)."""
+    _, _, attempt = _current(state, report.attempt)
+    if attempt is None or (attempt.cleanup or {}).get("staged_out"):
+        return
+    attempt.cleanup = {**(attempt.cleanup or {"done": []}), "staged_out": [f.name for f in report.files]}
+    outcome.changes.attempt(attempt)
+    outcome.changes.event(now, "staged_out", attempt.job_id, attempt.index, attempt.number,
+                          files=[f.name for f in report.files], skipped=report.skipped or None)
+
+
 def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: float, **rest: object) -> None:
     """Remember the node's cleanup progress; each step done becomes one event, once."""
     before = set((attempt.cleanup or {}).get("done", []))
-    attempt.cleanup = {"done": done, "step": None, "tries": 0, "error": None, **rest}
+    kept = {k: v for k, v in (attempt.cleanup or {}).items() if k == "staged_out"}
+    attempt.cleanup = {**kept, "done": done, "step": None, "tries": 0, "error": None, **rest}
     outcome.changes.attempt(attempt)
     for step in done:
         if step not in before:

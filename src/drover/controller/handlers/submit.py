@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from typing import Any
 
@@ -18,6 +19,7 @@ from drover.protocol.api import JobSubmission
 from drover.store.base import Store
 
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+MAX_STAGE_IN_BYTES = 16 * 1024 * 1024  # per job; files travel through the controller
 PRIORITY_RANGE = range(-1023, 1024)  # Grid Engine's -p range
 
 
@@ -52,8 +54,17 @@ def _validated_job(
         raise bad("the job script is empty")
     if len(spec.script.encode()) > MAX_SCRIPT_BYTES:
         raise bad(f"the job script is larger than {MAX_SCRIPT_BYTES // (1024 * 1024)} MiB")
-    if not os.path.isabs(spec.workdir):
+    if spec.workdir and not os.path.isabs(spec.workdir):
         raise bad(f"the working directory must be an absolute path, not {spec.workdir!r}")
+    if not spec.workdir and not spec.submit_dir:
+        raise bad("a job that runs in a scratch directory (no working directory) needs its submit directory")
+    staged_bytes = sum(len(file.data) for file in spec.stage_in)
+    if staged_bytes > MAX_STAGE_IN_BYTES:
+        raise bad(f"the stage-in files hold {staged_bytes / 2**20:.1f} MiB, more than the limit of "
+                  f"{MAX_STAGE_IN_BYTES // 2**20} MiB per job")
+    for name in [file.name for file in spec.stage_in] + spec.stage_out:
+        if not is_relative_inside(name):
+            raise bad(f"stage-in and stage-out names must be relative paths inside the working directory, not {name!r}")
     if any(char in spec.name for char in "\n\r\0") or not spec.name:
         raise bad("the job name must be one non-empty line")
     if spec.cpus < 1:
@@ -103,6 +114,8 @@ def _validated_job(
         "mail_type": spec.mail_type,
         "keep_spool": spec.keep_spool,
         "event_log": spec.event_log,
+        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in spec.stage_in],
+        "stage_out": spec.stage_out,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
@@ -122,3 +135,10 @@ def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any) -> 
         f"no node can run a task of {need.describe()} "
         f"(the largest have {largest_cpus} CPUs and {largest_memory} MiB)"
     )
+
+
+def is_relative_inside(name: str) -> bool:
+    """A relative path that stays inside the directory it is relative to."""
+    if not name or os.path.isabs(name) or "\0" in name:
+        return False
+    return ".." not in os.path.normpath(name).split(os.sep)

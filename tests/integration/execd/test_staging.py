@@ -1,0 +1,58 @@
+"""Files for hosts that do not share a filesystem with the submitter: stage-in, stage-out and
+output retrieval through the controller."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster
+
+
+def test_stage_in_and_out_with_a_working_directory_the_submit_side_cannot_see(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """1. Submit from a directory with an input file, staging it in; the job runs in a scratch
+    directory on its node (not the submit directory). 2. It writes results. 3. `drover fetch`
+    brings the declared outputs back; `drover logs` shows its output through the controller."""
+    submit_dir = tmp_path / "submit"
+    submit_dir.mkdir()
+    (submit_dir / "input.txt").write_text("3 4\n")
+    script = submit_dir / "job.sh"
+    script.write_text("read a b < input.txt\necho $((a * b)) > result.txt\nmkdir -p out; echo side > out/more.dat\n"
+                      "echo ran in $PWD; echo oops >&2\n")
+    job = cluster.submit("--stage-in", str(submit_dir / "input.txt"), "--stage-out", "result.txt",
+                         "--stage-out", "out/*.dat", str(script), cwd=submit_dir)
+    assert cluster.drover("wait", str(job)).returncode == 0
+    assert not (submit_dir / "result.txt").exists()  # the job ran elsewhere
+    assert not list(submit_dir.glob("drover-*.out"))
+    fetched = cluster.drover("fetch", str(job), cwd=submit_dir).stdout.split()
+    assert (submit_dir / "result.txt").read_text() == "12\n"
+    assert (submit_dir / "out" / "more.dat").read_text() == "side\n"
+    assert str(submit_dir / "result.txt") in fetched
+    output = cluster.drover("logs", str(job)).stdout
+    assert output.startswith("ran in ") and str(submit_dir) not in output and "oops" in output
+    assert str(cluster.spool) in output  # the scratch directory lived in the node's spool
+    staged = [e for e in cluster.drover_json("events", str(job)) if e["kind"] == "staged_out"]
+    assert len(staged) == 1 and sorted(staged[0]["detail"]["files"]) == [f"drover-{job}.out", "out/more.dat", "result.txt"]
+
+
+def test_stage_in_size_and_names_are_checked_at_submission(cluster: LocalCluster, tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as file:
+        file.truncate(17 * 1024 * 1024)
+    result = cluster.drover("submit", "--stage-in", str(big), "--", "true", check=False)
+    assert result.returncode == 1 and "more than the limit of 16 MiB" in result.stderr
+    missing = cluster.drover("submit", "--stage-in", str(tmp_path / "nope"), "--", "true", check=False)
+    assert "cannot read" in missing.stderr
+    escaping = cluster.drover("submit", "--stage-out", "../x", "--", "true", check=False)
+    assert escaping.returncode == 1 and "inside the working directory" in escaping.stderr
+    assert cluster.drover_json("status", "--all") == []
+
+
+def test_fetch_without_staged_files_says_so(cluster: LocalCluster) -> None:
+    job = cluster.submit("--", "true")
+    cluster.drover("wait", str(job))
+    result = cluster.drover("fetch", str(job), check=False)
+    assert result.returncode == 1 and "no staged-out files" in result.stderr
+    assert os.path.exists(cluster.workdir / f"drover-{job}.out")
