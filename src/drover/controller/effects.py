@@ -19,7 +19,17 @@ class JobEnded:
     job_id: int
 
 
-Effect = SendToNode | JobEnded
+@dataclass(frozen=True, slots=True)
+class SendMail:
+    """Mail the controller sends itself: a job's BEGIN, and an array's one mail when it ends."""
+
+    job_id: int
+    to: str
+    subject: str
+    body: str
+
+
+Effect = SendToNode | JobEnded | SendMail
 
 
 @dataclass(slots=True)

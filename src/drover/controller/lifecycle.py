@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drover.controller.effects import JobEnded, Outcome
+from drover.controller.effects import JobEnded, Outcome, SendMail
 from drover.controller.state import ControllerState
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger, next_state
@@ -23,12 +23,14 @@ assert set(EVENT_OF_TRIGGER) == set(Trigger)
 
 
 def change_task(
-    outcome: Outcome, task: Task, trigger: Trigger, now: float, **detail: Any
+    outcome: Outcome, task: Task, trigger: Trigger, now: float, job: Job | None = None, **detail: Any
 ) -> JobState:
     """Apply `trigger` to `task` (raises IllegalTransition if the table forbids it) and log it."""
     before = task.state
     after = task.apply(trigger, now)
     outcome.changes.task(task)
+    if trigger is Trigger.START and job is not None:
+        _mail_on_start(outcome, job, task)
     outcome.changes.event(
         now, EVENT_OF_TRIGGER[trigger], task.job_id, task.index, task.attempt or None,
         trigger=trigger.value, before=before.value, after=after.value, **detail,
@@ -60,6 +62,36 @@ def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
         node.give_back(attempt.cpu_ids, job.resources.memory_mib)
 
 
+def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:
+    """BEGIN mail: for a job when it starts; for an array when its first task starts (or for
+    every task with ARRAY_TASKS)."""
+    types = job.spec.get("mail_type") or []
+    if not job.spec.get("mail_user") or "BEGIN" not in types:
+        return
+    first = task.attempt == 1 and not any(
+        t is not task and t.attempt and t.state is not JobState.DISPATCHED for t in job.tasks.values()
+    )
+    if job.is_array and not (first or "ARRAY_TASKS" in types):
+        return
+    label = f"{job.id}.{task.index}" if job.is_array and "ARRAY_TASKS" in types else str(job.id)
+    subject = f"Drover job {label} ({job.name}) started"
+    outcome.effects.append(SendMail(job.id, job.spec["mail_user"], subject, subject + ".\n"))
+
+
+def _mail_array_end(outcome: Outcome, job: Job) -> None:
+    """jobd's "mail when the last job of a queue finishes": one mail for a whole array."""
+    types = job.spec.get("mail_type") or []
+    if not job.is_array or not job.spec.get("mail_user") or "ARRAY_TASKS" in types:
+        return
+    failed = job.state is not JobState.COMPLETED
+    if not ("END" in types or (failed and "FAIL" in types)):
+        return
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(job.task_counts().items()))
+    subject = f"Drover array job {job.id} ({job.name}) {'failed' if failed else 'ended'}"
+    outcome.effects.append(SendMail(job.id, job.spec["mail_user"], subject,
+                                    f"{subject}.\n\ntasks          {counts}\n"))
+
+
 def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: float) -> None:
     if not job.is_done or job.ended_at is not None:
         return
@@ -73,4 +105,5 @@ def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: flo
     state.ended_states[job.id] = job.state.value
     state.pending_reasons.pop(job.id, None)
     outcome.effects.append(JobEnded(job.id))
+    _mail_array_end(outcome, job)
     outcome.reschedule = True  # jobs that depend on this one may now start (or never)

@@ -53,7 +53,12 @@ def serve(argv: list[str]) -> int:
         sockets.append(tcp)
 
     async def main() -> None:
-        service = ControllerService(store, Settings(kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files")))
+        settings = Settings(
+            kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files"),
+            smtp_host=str(settings_file.get("smtp_host", "localhost")),
+            smtp_port=int(settings_file.get("smtp_port", 25)),  # type: ignore[call-overload]
+        )
+        service = ControllerService(store, settings)
         server: uvicorn.Server | None = None
 
         def shutdown() -> None:

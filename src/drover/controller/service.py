@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drover.controller import staged_files
-from drover.controller.effects import JobEnded, Outcome, SendToNode
+from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import schedule
@@ -39,6 +39,9 @@ log = logging.getLogger("drover.controller")
 class Settings:
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL when a job is stopped
     files_dir: str = ""  # where staged-out files are kept until fetched
+    smtp_host: str = "localhost"
+    smtp_port: int = 25
+    mail_tries: int = 5
 
 
 class ControllerService:
@@ -112,12 +115,37 @@ class ControllerService:
         for effect in outcome.effects:
             if isinstance(effect, SendToNode):
                 self.channels.send(effect.node, effect.message)
+            elif isinstance(effect, SendMail):
+                asyncio.get_running_loop().create_task(self._mail(effect))
             elif isinstance(effect, JobEnded):
                 for waiter in self._waiters.pop(effect.job_id, []):
                     if not waiter.done():
                         waiter.set_result(None)
         if outcome.reschedule:
             self.request_schedule()
+
+    async def _mail(self, message: SendMail) -> None:
+        """Send in a thread, retrying with back-off; the outcome becomes an event. At most
+        once: a controller that dies before sending does not send it later."""
+        from drover import mail
+
+        error: Exception | None = None
+        for attempt in range(self.settings.mail_tries):
+            try:
+                await asyncio.to_thread(mail.send, self.settings.smtp_host, self.settings.smtp_port,
+                                        message.to, message.subject, message.body)
+            except Exception as failure:
+                error = failure
+                await asyncio.sleep(min(0.5 * 2**attempt, 30))
+            else:
+                error = None
+                break
+        changes = Changes()
+        if error is None:
+            changes.event(self.clock(), "mail_sent", message.job_id, to=message.to, subject=message.subject)
+        else:
+            changes.event(self.clock(), "mail_failed", message.job_id, to=message.to, error=str(error))
+        self._run(lambda: Outcome(changes=changes))
 
     def _reconnect_nodes(self) -> None:
         """After a reload, make every node say hello again, so orders are rebuilt from the store."""

@@ -178,3 +178,40 @@ def test_a_kept_spool_stays_on_the_node(tmp_path: Path, smtp: tuple[Inbox, int])
         assert {"config", "job_script", "pid", "job_pid", "usage", "exit_status", "final"} <= {p.name for p in kept.iterdir()}
     finally:
         assert not cluster.stop()
+
+
+def test_an_array_mails_when_its_first_task_begins_and_once_when_its_last_task_ends(
+    tmp_path: Path, smtp: tuple[Inbox, int]
+) -> None:
+    inbox, port = smtp
+    cluster = LocalCluster(config_toml=f"[controller]\nsmtp_host = \"127.0.0.1\"\nsmtp_port = {port}\n"
+                                       f"[execd]\nsmtp_host = \"127.0.0.1\"\nsmtp_port = {port}\n")
+    try:
+        cluster.start()
+        job = cluster.submit("--array", "1-4", "--mail-user", "me@example.org", "--mail-type", "BEGIN,END",
+                             "--", "bash", "-c", "exit $((DROVER_ARRAY_TASK_ID == 3))")
+        cluster.drover("wait", str(job), check=False)
+        wait_until(lambda: len(inbox.messages) >= 2, describe="two mails")
+        subjects = sorted(str(m["Subject"]) for m in inbox.messages)  # type: ignore[index]
+        assert subjects == [f"Drover array job {job} (bash) failed", f"Drover job {job} (bash) started"]
+        body = next(m for m in inbox.messages if "array" in str(m["Subject"])).get_payload()  # type: ignore[index, attr-defined]
+        assert "1 failed" in body and "3 completed" in body
+        wait_until(lambda: any(e["kind"] == "mail_sent" for e in events(cluster, job)), describe="mail events")
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_requeued_task_mails_requeue_when_asked(tmp_path: Path, smtp: tuple[Inbox, int]) -> None:
+    inbox, port = smtp
+    cluster = make_cluster(tmp_path, port)
+    flag = tmp_path / "again"
+    try:
+        cluster.start()
+        job = cluster.submit("--mail-user", "me@example.org", "--mail-type", "ALL", "--", "bash", "-c",
+                             f"if [ -e {flag} ]; then exit 0; fi; touch {flag}; exit 99")
+        assert cluster.drover("wait", str(job)).returncode == 0
+        wait_until(lambda: len(inbox.messages) >= 2, describe="the requeue and end mails")
+        subjects = [str(m["Subject"]) for m in inbox.messages]  # type: ignore[index]
+        assert f"Drover job {job} (bash) was requeued" in subjects and f"Drover job {job} (bash) ended" in subjects
+    finally:
+        assert not cluster.stop()

@@ -57,7 +57,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_gra
             elif known[attempt.name] and task.state is JobState.DISPATCHED:
                 attempt.started_at = attempt.started_at or now
                 outcome.changes.attempt(attempt)
-                change_task(outcome, task, Trigger.START, now)
+                change_task(outcome, task, Trigger.START, now, job)
             if task.cancel_requested:
                 outcome.send(node.name, SignalAttempt(attempt.name, "terminate"))
     return outcome
@@ -123,7 +123,7 @@ def _started(state: ControllerState, outcome: Outcome, report: Started, now: flo
         return  # late or repeated
     attempt.started_at = report.started_at
     outcome.changes.attempt(attempt)
-    change_task(outcome, task, Trigger.START, now, job_pid=report.job_pid)
+    change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid)
 
 
 def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited, now: float) -> None:
