@@ -11,6 +11,7 @@ import os
 
 STATE_DIR_VARIABLE = "DROVER_STATE_DIR"
 SOCKET_VARIABLE = "DROVER_SOCKET"  # talk to this API socket instead of the personal cluster's
+SYSTEM_STATE_DIR = "/var/lib/drover"  # a shared cluster's (`drover up --system`), found by everyone
 
 
 def state_dir() -> str:
@@ -75,7 +76,17 @@ def default_spool(paths: Paths) -> str:
 
 
 def api_socket(paths: Paths | None = None) -> str:
-    return os.environ.get(SOCKET_VARIABLE) or (paths or Paths()).socket
+    """The cluster the commands talk to: $DROVER_SOCKET; else your personal cluster's socket;
+    else, when there is none, the machine's shared cluster's, if one runs."""
+    explicit = os.environ.get(SOCKET_VARIABLE)
+    if explicit:
+        return explicit
+    personal = (paths or Paths()).socket
+    if paths is None and not os.path.exists(personal):
+        shared = Paths(SYSTEM_STATE_DIR).socket
+        if os.path.exists(shared):
+            return shared
+    return personal
 
 
 def load_file_config(paths: Paths) -> dict[str, dict[str, object]]:

@@ -17,10 +17,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from drover import __version__
 from drover.api.openapi import Operation, openapi_document
 from drover.controller import staged_files, views
+from drover.controller.auth import Caller, Policy
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService
-from drover.core.errors import BadRequest, DroverError, NotFound
+from drover.core.errors import BadRequest, DroverError, Forbidden, NotFound
 from drover.protocol import api
 from drover.protocol.node_channel import Hello, node_decoder
 from drover.store.base import JobFilter
@@ -38,9 +39,11 @@ def error_response(error: DroverError) -> Response:
     return json_response({"error": str(error), "kind": error.kind}, error.http_status)
 
 
-def create_app(service: ControllerService, owner: str, shutdown: Callable[[], None]) -> Starlette:
-    """`owner`: the user every request acts as. A personal cluster listens on a mode-0600 socket,
-    so only its owner can connect."""
+def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None]) -> Starlette:
+    """`policy` says who a request's peer is and what they may do (controller/auth.py)."""
+
+    def caller_of(request: Request | WebSocket) -> Caller:
+        return policy.caller(request.scope.get("state", {}).get("peer"))
 
     def handles_errors(endpoint: Endpoint) -> Endpoint:
         async def wrapped(request: Request) -> Response:
@@ -73,29 +76,36 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
             raise BadRequest(f"not a job id: {text!r}")
         return int(text)
 
-    def find_job(job_id: int) -> api.JobInfo:
+    def find_job(job_id: int, caller: Caller) -> api.JobInfo:
         job = service.state.jobs.get(job_id) or service.store.load_job(job_id)
         if job is None:
             raise NotFound(f"job {job_id} does not exist")
+        policy.may_touch(caller, job.owner, job_id)
         return views.job_info(service.state, job, with_tasks=True, store=service.store)
 
     async def ping(request: Request) -> Response:
-        return json_response(api.Ping(version=__version__, api="v1", user=owner, started_at=service.started_at))
+        peer = request.scope.get("state", {}).get("peer")
+        user = caller_of(request).user if peer is not None else ""
+        return json_response(api.Ping(version=__version__, api="v1", user=user, started_at=service.started_at))
 
     async def openapi(request: Request) -> Response:
         return json_response(document)
 
     async def submit(request: Request) -> Response:
+        caller = caller_of(request)
+        policy.may_submit(caller)
         body: api.SubmitRequest = await decode(request, api.SubmitRequest)
         if not body.jobs:
             raise BadRequest("the request holds no jobs")
-        return json_response(api.SubmitReply(ids=service.submit(body.jobs, owner)))
+        return json_response(api.SubmitReply(ids=service.submit(body.jobs, caller.user)))
 
     async def list_jobs(request: Request) -> Response:
+        caller = caller_of(request)
         params = request.query_params
         states = [s for s in params.get("state", "").split(",") if s]
         query = JobFilter(
-            states=states, owner=params.get("user") or None, name=params.get("name") or None,
+            states=states, owner=(params.get("user") or None) if caller.is_admin else caller.user,
+            name=params.get("name") or None,
             include_ended=params.get("all") in ("1", "true"), limit=int_query(request, "limit", 1000) or 1000,
         )
         jobs = [
@@ -111,36 +121,44 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
         return json_response(api.JobList(jobs=jobs[-query.limit:]))
 
     async def show_job(request: Request) -> Response:
-        return json_response(find_job(job_id_of(request)))
+        return json_response(find_job(job_id_of(request), caller_of(request)))
 
     async def wait_job(request: Request) -> Response:
-        job_id = job_id_of(request)
-        find_job(job_id)  # 404 for a job that does not exist
+        job_id, caller = job_id_of(request), caller_of(request)
+        find_job(job_id, caller)  # 404 for a job that does not exist, 403 for another's
         timeout = min(max(int_query(request, "timeout", 30) or 0, 0), 300)
         ended = await service.wait_for_end(job_id, timeout)
-        return json_response({"ended": ended, "job": find_job(job_id)})
+        return json_response({"ended": ended, "job": find_job(job_id, caller)})
 
     async def action(request: Request) -> Response:
         name = request.path_params["action"]
         if name not in ACTIONS:
             raise NotFound(f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
+        caller = caller_of(request)
         body: api.ActionRequest = await decode(request, api.ActionRequest)
-        return json_response(api.ActionReply(results=service.act(name, body.refs, owner)))
+        return json_response(api.ActionReply(results=service.act(name, body.refs, caller.user, caller.is_admin)))
 
     async def history(request: Request) -> Response:
+        caller = caller_of(request)
         params = request.query_params
         since = params.get("since")
         rows = service.store.history(
-            params.get("user") or None, int_query(request, "limit", 100) or 100,
+            (params.get("user") or None) if caller.is_admin else caller.user, int_query(request, "limit", 100) or 100,
             float(since) if since else None,
         )
         return json_response(api.History(rows=[views.history_row(*row) for row in rows]))
 
     async def nodes(request: Request) -> Response:
+        caller_of(request)
         return json_response(api.NodeList(nodes=views.node_info(service.state)))
 
     async def events(request: Request) -> Response:
+        caller = caller_of(request)
         job, after = int_query(request, "job", None), int_query(request, "after", 0) or 0
+        if job is not None:
+            find_job(job, caller)
+        elif not caller.is_admin:
+            raise Forbidden("only operators read the whole cluster's event log; name one of your jobs")
         limit = int_query(request, "limit", 1000) or 1000
         wait = min(max(int_query(request, "wait", 0) or 0, 0), 300)
         found = service.store.events_of(job, after, limit)
@@ -158,7 +176,7 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
 
     async def files(request: Request) -> Response:
         job_id = job_id_of(request)
-        find_job(job_id)
+        find_job(job_id, caller_of(request))
         kept = staged_files.listing(service.settings.files_dir, job_id)
         return json_response(api.FileList(files=[
             api.FileInfo(task=task, attempt=attempt, name=name, size=size) for task, attempt, name, size in kept
@@ -166,6 +184,7 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
 
     async def file(request: Request) -> Response:
         job_id = job_id_of(request)
+        find_job(job_id, caller_of(request))
         params = request.path_params
         try:
             index, attempt = int(params["task"]), int(params["attempt"])
@@ -175,10 +194,15 @@ def create_app(service: ControllerService, owner: str, shutdown: Callable[[], No
         return Response(data, media_type="application/octet-stream")
 
     async def stop(request: Request) -> Response:
+        if not caller_of(request).is_admin:
+            raise Forbidden("only root and the cluster's operators stop a shared cluster")
         asyncio.get_running_loop().call_soon(shutdown)
         return json_response({"stopping": True})
 
     async def node_channel(socket: WebSocket) -> None:
+        if not policy.may_be_node(socket.scope.get("state", {}).get("peer")):
+            await socket.close(code=1008)  # policy violation: only root or the daemon's user run nodes
+            return
         await socket.accept()
         channel: NodeChannel | None = None
         try:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from drover.config import SOCKET_VARIABLE, Paths
+from drover.config import SOCKET_VARIABLE, SYSTEM_STATE_DIR, Paths
 from drover.core.errors import Unavailable
 
 START_TIMEOUT_S = 30.0
@@ -63,9 +63,13 @@ def _log_tail(path: str, lines: int = 15) -> str:
         return "(no log)"
 
 
-def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[str] | None = None) -> list[str]:
-    """Start what is not running; wait until a node is up. Returns what was started, described."""
-    os.makedirs(paths.root, mode=0o700, exist_ok=True)
+def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[str] | None = None,
+       shared: bool = False) -> list[str]:
+    """Start what is not running; wait until a node is up. Returns what was started, described.
+    A shared cluster's state directory is traversable by all (its socket must be reachable)."""
+    os.makedirs(paths.root, mode=0o711 if shared else 0o700, exist_ok=True)
+    if shared:
+        os.chmod(paths.root, 0o711)
     started: list[str] = []
     execd = None
     if not _is_serving(paths):
@@ -145,7 +149,7 @@ def ensure_running() -> None:
     if os.environ.get(SOCKET_VARIABLE):
         return
     paths = Paths()
-    if _is_serving(paths):
+    if _is_serving(paths) or _is_serving(Paths(SYSTEM_STATE_DIR)):
         return  # a cluster answers; its nodes are its own business
     started = up(paths)
     if started:

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import pwd
 import signal
 import socket
 import sys
@@ -27,10 +26,13 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--socket", help="the API's Unix socket (default: STATE_DIR/api.sock)")
     parser.add_argument("--listen", metavar="HOST:PORT", help="also serve the API on TCP")
     parser.add_argument("--kill-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 10)")
+    parser.add_argument("--system", action="store_true",
+                        help="a shared cluster: every local user may connect; each sees only their own jobs")
     args = parser.parse_args(argv)
 
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
     os.makedirs(paths.root, mode=0o700, exist_ok=True)
+    os.umask(0o077)  # the database, logs and kept files are the cluster's alone
     settings_file = load_file_config(paths).get("controller", {})
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
@@ -38,14 +40,21 @@ def serve(argv: list[str]) -> int:
     import uvicorn
 
     from drover.api.app import create_app
+    from drover.api.peercred import protocol_class as peer_credentials_protocol
+    from drover.controller.auth import Policy
     from drover.controller.service import ControllerService, Settings
     from drover.store.sqlite import SqliteStore
 
     kill_grace = args.kill_grace if args.kill_grace is not None else float(settings_file.get("kill_grace_s", 10.0))  # type: ignore[arg-type]
     store = SqliteStore(paths.database, synchronous=str(settings_file.get("sqlite_synchronous", "NORMAL")))
-    owner = pwd.getpwuid(os.getuid()).pw_name
+    shared = args.system or bool(settings_file.get("shared", False))
+    policy = Policy(
+        owner_uid=os.getuid(), shared=shared,
+        operators=frozenset(str(name) for name in settings_file.get("operators", [])),  # type: ignore[attr-defined]
+        allow_root_jobs=bool(settings_file.get("allow_root_jobs", False)),
+    )
     socket_path = args.socket or paths.socket
-    sockets = [_unix_socket(socket_path)]
+    sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
     if args.listen:
         host, _, port = args.listen.rpartition(":")
         tcp = socket.create_server((host or "127.0.0.1", int(port)), reuse_port=False)
@@ -65,8 +74,9 @@ def serve(argv: list[str]) -> int:
             if server is not None:
                 server.should_exit = True
 
-        app = create_app(service, owner, shutdown)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        app = create_app(service, policy, shutdown)
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
+                                http=peer_credentials_protocol())
         server = _server(config)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
@@ -106,8 +116,9 @@ def _server(config: uvicorn.Config) -> uvicorn.Server:
     return Server(config)
 
 
-def _unix_socket(path: str) -> socket.socket:
-    """Bind the API socket with mode 0600: only the cluster's owner can connect."""
+def _unix_socket(path: str, mode: int) -> socket.socket:
+    """Bind the API socket: mode 0600 for a personal cluster (only its owner can connect), 0666
+    for a shared one (every local user can; the controller reads each peer's uid from the kernel)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(path)
@@ -127,6 +138,6 @@ def _unix_socket(path: str) -> socket.socket:
         sock.bind(path)
     finally:
         os.umask(old_umask)
-    os.chmod(path, 0o600)
+    os.chmod(path, mode)
     sock.listen(256)
     return sock

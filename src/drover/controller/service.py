@@ -177,11 +177,11 @@ class ControllerService:
         self._run(handler)
         return ids
 
-    def act(self, action: str, refs: list[str], user: str) -> list[ActionResult]:
+    def act(self, action: str, refs: list[str], user: str, is_admin: bool = False) -> list[ActionResult]:
         results: list[ActionResult] = []
 
         def handler() -> Outcome:
-            outcome, found = act(self.state, action, refs, user, self.clock(), self.store)
+            outcome, found = act(self.state, action, refs, user, self.clock(), self.store, is_admin)
             results.extend(found)
             return outcome
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 from drover.cli.cluster import up
 from drover.cli.common import parser, print_json
-from drover.config import Paths
+from drover.config import SYSTEM_STATE_DIR, Paths
+from drover.core.errors import Forbidden
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -12,13 +15,21 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("--cpus", type=int, help="CPUs the node offers (default: all)")
     p.add_argument("--memory", type=int, metavar="MIB", help="memory the node offers (default: all)")
     p.add_argument("--kill-grace", type=float, metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--system", action="store_true",
+                   help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); "
+                        "each user's jobs run as that user")
+    p.add_argument("--state-dir", help="where the cluster keeps its state (default: yours, or the system's)")
     args = p.parse_args(argv)
-    paths = Paths()
+    if args.system and os.geteuid() != 0:
+        raise Forbidden("only root starts a shared cluster (drover up --system)")
+    paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else (SYSTEM_STATE_DIR if args.system else None))
     execd_args = (["--cpus", str(args.cpus)] if args.cpus else []) + (
         ["--memory", str(args.memory)] if args.memory else []
     )
     controller_args = ["--kill-grace", str(args.kill_grace)] if args.kill_grace is not None else []
-    started = up(paths, controller_args, execd_args)
+    if args.system:
+        controller_args.append("--system")
+    started = up(paths, controller_args, execd_args, shared=args.system)
     if args.json:
         print_json({"state_dir": paths.root, "socket": paths.socket, "started": started})
         return 0

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
-from drover.core.errors import Conflict, DroverError, NotFound
+from drover.core.errors import Conflict, DroverError, Forbidden, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger
@@ -19,7 +19,8 @@ RUNNING_STATES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSP
 
 
 def act(
-    state: ControllerState, action: str, refs: list[str], user: str, now: float, store: Store
+    state: ControllerState, action: str, refs: list[str], user: str, now: float, store: Store,
+    is_admin: bool = True,
 ) -> tuple[Outcome, list[ActionResult]]:
     """Apply `action` to each ref; one ref's failure does not stop the others."""
     handler = _HANDLERS[action]
@@ -28,6 +29,8 @@ def act(
     for ref in refs:
         try:
             job, tasks, fresh, unrecorded = _resolve(state, ref, store)
+            if not is_admin and job.owner != user:
+                raise Forbidden(f"job {job.id} belongs to {job.owner}; {user} cannot {action} it")
             message = handler(state, outcome, job, tasks, fresh, now)
             if unrecorded is not None:
                 # A never-dispatched task addressed on its own gets a record once the action holds.
