@@ -21,13 +21,17 @@ from tests.helpers.wait import wait_until
 
 class LocalCluster:
     def __init__(self, cpus: int = 2, memory_mib: int = 4096, kill_grace_s: float = 1.0,
-                 config_toml: str = "") -> None:
+                 config_toml: str = "", shared: bool = False) -> None:
         # Short path: a Unix socket path must fit in 108 bytes.
         self.root = Path(tempfile.mkdtemp(prefix="drv-", dir="/tmp"))
         self.state_dir = self.root / "state"
         self.state_dir.mkdir()
         self.workdir = self.root / "work"
         self.workdir.mkdir()
+        self.shared = shared
+        if shared:  # every local user must reach the socket
+            os.chmod(self.root, 0o711)
+            os.chmod(self.state_dir, 0o711)
         self.cpus = cpus
         self.memory_mib = memory_mib
         self.kill_grace_s = kill_grace_s
@@ -58,7 +62,8 @@ class LocalCluster:
             log.close()
 
     def start_controller(self) -> None:
-        self.controller = self._daemon("controller", "--kill-grace", str(self.kill_grace_s))
+        self.controller = self._daemon("controller", "--kill-grace", str(self.kill_grace_s),
+                                       *(["--system"] if self.shared else []))
         wait_until(lambda: self.client().ping(), describe="the controller to answer")
 
     def start_execd(self, **env: str) -> None:
