@@ -136,7 +136,8 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
             raise NotFound(f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
         caller = caller_of(request)
         body: api.ActionRequest = await decode(request, api.ActionRequest)
-        return json_response(api.ActionReply(results=service.act(name, body.refs, caller.user, caller.is_admin)))
+        return json_response(api.ActionReply(
+            results=service.act(name, body.refs, caller.user, caller.is_admin, body.signal)))
 
     async def history(request: Request) -> Response:
         caller = caller_of(request)
@@ -238,7 +239,7 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
                    response=api.JobInfo), show_job),
         (Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
                    query=(("timeout", "integer", "seconds, at most 300"),)), wait_job),
-        (Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold or release jobs or tasks",
+        (Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
                    api.ActionRequest, api.ActionReply), action),
         (Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
                    query=(("user", "string", "owner"), ("limit", "integer", "rows"),

@@ -106,8 +106,24 @@ class Client:
     def release(self, refs: list[str]) -> list[ActionResult]:
         return self._action("release", refs)
 
-    def action_json(self, action: str, refs: list[str]) -> list[dict[str, Any]]:
-        reply = self.transport.call("POST", f"/v1/jobs/actions/{action}", {"refs": refs})
+    def suspend(self, refs: list[str]) -> list[ActionResult]:
+        return self._action("suspend", refs)
+
+    def resume(self, refs: list[str]) -> list[ActionResult]:
+        return self._action("resume", refs)
+
+    def signal(self, refs: list[str], signal: str) -> list[ActionResult]:
+        import msgspec
+
+        from drover.protocol.api import ActionResult
+
+        return msgspec.convert(self.action_json("signal", refs, signal), list[ActionResult])
+
+    def action_json(self, action: str, refs: list[str], signal: str | None = None) -> list[dict[str, Any]]:
+        body: dict[str, Any] = {"refs": refs}
+        if signal is not None:
+            body["signal"] = signal
+        reply = self.transport.call("POST", f"/v1/jobs/actions/{action}", body)
         return list(reply["results"])
 
     def _action(self, action: str, refs: list[str]) -> list[ActionResult]:

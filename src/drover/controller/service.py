@@ -29,7 +29,7 @@ from drover.controller.state import ControllerState
 from drover.core.errors import DroverError
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
-from drover.protocol.node_channel import Exited, Exiting, Hello, Progress, StagedOut, Started
+from drover.protocol.node_channel import Hello, NodeMessage, StagedOut
 from drover.store.base import Changes, EventRecord, JobFilter, Store
 
 log = logging.getLogger("drover.controller")
@@ -177,11 +177,12 @@ class ControllerService:
         self._run(handler)
         return ids
 
-    def act(self, action: str, refs: list[str], user: str, is_admin: bool = False) -> list[ActionResult]:
+    def act(self, action: str, refs: list[str], user: str, is_admin: bool = False,
+            signal_name: str | None = None) -> list[ActionResult]:
         results: list[ActionResult] = []
 
         def handler() -> Outcome:
-            outcome, found = act(self.state, action, refs, user, self.clock(), self.store, is_admin)
+            outcome, found = act(self.state, action, refs, user, self.clock(), self.store, is_admin, signal_name)
             results.extend(found)
             return outcome
 
@@ -211,7 +212,7 @@ class ControllerService:
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.settings.kill_grace_s))
         return previous
 
-    def node_messages(self, node: str, messages: list[Hello | Started | Exiting | Progress | StagedOut | Exited]) -> None:
+    def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
         reports = [m for m in messages if not isinstance(m, Hello)]
         for message in reports:
             if isinstance(message, StagedOut):

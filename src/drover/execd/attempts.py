@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.execd.cleanup import Cleanup
-from drover.protocol.node_channel import File, KnownAttempt, SignalAttempt, StartAttempt, Started
+from drover.protocol.node_channel import (
+    File,
+    KnownAttempt,
+    SignalAttempt,
+    StartAttempt,
+    Started,
+    Suspended,
+)
 from drover.spool import layout
 from drover.spool.atomic import read_text, write_atomically, write_json
 from drover.spool.process import is_alive, read_pid_record
@@ -122,11 +129,16 @@ class Attempts:
         live = self.live.get(order.attempt)
         if live is None:
             return  # ended already; its exit report is on its way
-        signum = signal.SIGTERM if order.action == "terminate" else signal.Signals[order.action]
+        # The shepherd's signal contract: SIGTERM stops the job (warning, grace, SIGKILL), SIGTSTP
+        # freezes it, SIGCONT thaws it; other signals are forwarded to the job as they are.
+        signum = {"terminate": signal.SIGTERM, "suspend": signal.SIGTSTP, "resume": signal.SIGCONT}.get(
+            order.action) or signal.Signals[order.action]
         try:
             os.kill(live.shepherd_pid, signum)
         except ProcessLookupError:
-            pass
+            return
+        if order.action in ("suspend", "resume"):
+            self.send(Suspended(order.attempt, order.action == "suspend"))
 
     # -- watching -----------------------------------------------------------------------------
 

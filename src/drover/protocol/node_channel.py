@@ -77,6 +77,13 @@ class StagedOut(msgspec.Struct, tag="staged_out"):
     skipped: list[str] = []  # over the size limit: named, not sent
 
 
+class Suspended(msgspec.Struct, tag="suspended"):
+    """The attempt was frozen (suspended=True) or thawed (False) on request."""
+
+    attempt: str
+    suspended: bool
+
+
 class StartAttempt(msgspec.Struct, tag="start"):
     attempt: str
     config: dict[str, Any]  # spool.records.AttemptConfig
@@ -86,7 +93,7 @@ class StartAttempt(msgspec.Struct, tag="start"):
 
 class SignalAttempt(msgspec.Struct, tag="signal"):
     attempt: str
-    action: str  # "terminate" (warning signal, grace, SIGKILL) or a signal name such as "SIGUSR1"
+    action: str  # "terminate" (warning signal, grace, SIGKILL), "suspend", "resume", or a signal name
 
 
 class Ack(msgspec.Struct, tag="ack"):
@@ -98,7 +105,7 @@ class Welcome(msgspec.Struct, tag="welcome"):
     node: str
 
 
-NodeMessage = Hello | Started | Exiting | Progress | StagedOut | Exited
+NodeMessage = Hello | Started | Suspended | Exiting | Progress | StagedOut | Exited
 ControllerMessage = Welcome | StartAttempt | SignalAttempt | Ack
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])

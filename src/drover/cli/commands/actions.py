@@ -11,6 +11,9 @@ _DESCRIPTIONS = {
               "period, then SIGKILL.",
     "hold": "Keep pending jobs or tasks from starting until released.",
     "release": "Let held jobs or tasks start.",
+    "suspend": "Suspend running jobs or tasks: the whole attempt is frozen (its cgroup where there is one).",
+    "resume": "Resume suspended jobs or tasks.",
+    "signal": "Send a signal (e.g. USR1, or a number) to running jobs or tasks: drover signal JOB... SIGNAL",
 }
 
 
@@ -21,10 +24,15 @@ def run(command: str, argv: list[str]) -> int:
     args = p.parse_args(argv)
     from drover.core.ids import parse_job_ref
 
+    signal_name = None
+    if command == "signal":
+        if len(args.refs) < 2:
+            p.error("give the jobs and then the signal, e.g. drover signal 12 USR1")
+        *args.refs, signal_name = args.refs
     for ref in args.refs:
         parse_job_ref(ref)  # a malformed id is refused before anything is sent
     with client() as api:
-        results = api.action_json(command, args.refs)
+        results = api.action_json(command, args.refs, signal_name)
     failed = [result for result in results if not result["ok"]]
     if args.json:
         print_json(results)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
-from drover.core.errors import Conflict, DroverError, Forbidden, NotFound
+from drover.core.errors import BadRequest, Conflict, DroverError, Forbidden, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger
@@ -20,10 +20,17 @@ RUNNING_STATES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSP
 
 def act(
     state: ControllerState, action: str, refs: list[str], user: str, now: float, store: Store,
-    is_admin: bool = True,
+    is_admin: bool = True, signal_name: str | None = None,
 ) -> tuple[Outcome, list[ActionResult]]:
     """Apply `action` to each ref; one ref's failure does not stop the others."""
-    handler = _HANDLERS[action]
+    handler = _HANDLERS.get(action)
+    if action == "signal":
+        order = _signal_order(signal_name)
+
+        def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
+            return _send(st, out, job, tasks, order, "signalled")
+
+    assert handler is not None, action
     outcome = Outcome()
     results: list[ActionResult] = []
     for ref in refs:
@@ -121,10 +128,49 @@ def _release(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
     return f"{released} released"
 
 
+def _suspend(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+             now: float) -> str:
+    """Freeze the attempt (its whole cgroup where there is one); the state moves when the node
+    reports it done."""
+    return _send(state, outcome, job, [t for t in tasks if t.state is JobState.RUNNING], "suspend", "suspended")
+
+
+def _resume(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+            now: float) -> str:
+    return _send(state, outcome, job, [t for t in tasks if t.state is JobState.SUSPENDED], "resume", "resumed")
+
+
+def _send(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], order: str, done: str) -> str:
+    sent = 0
+    for task in tasks:
+        attempt = state.latest_attempt(task)
+        if attempt is not None and task.state in (JobState.RUNNING, JobState.SUSPENDED):
+            outcome.send(attempt.node, SignalAttempt(attempt.name, order))
+            sent += 1
+    if not sent:
+        needs = {"suspended": "running", "resumed": "suspended"}.get(done, "running or suspended")
+        raise Conflict(f"job {job.id} has no {needs} task")
+    return f"{sent} {done}"
+
+
+def _signal_order(name: str | None) -> str:
+    import signal
+
+    if not name:
+        raise BadRequest("drover signal needs a signal name, e.g. USR1")
+    text = name.upper()
+    text = text if text.startswith("SIG") else "SIG" + text
+    if text not in signal.Signals.__members__ and not name.isdigit():
+        raise BadRequest(f"unknown signal {name!r}")
+    return text if not name.isdigit() else signal.Signals(int(name)).name
+
+
 def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
     return f"job {job.id}" if fresh or not tasks else f"task {job.id}.{tasks[0].index}"
 
 
 _Handler = Callable[[ControllerState, Outcome, Job, list[Task], bool, float], str]
-_HANDLERS: dict[str, _Handler] = {"cancel": _cancel, "hold": _hold, "release": _release}
-ACTIONS = tuple(_HANDLERS)
+_HANDLERS: dict[str, _Handler] = {
+    "cancel": _cancel, "hold": _hold, "release": _release, "suspend": _suspend, "resume": _resume,
+}
+ACTIONS = (*_HANDLERS, "signal")

@@ -24,6 +24,7 @@ from drover.protocol.node_channel import (
     SignalAttempt,
     StagedOut,
     Started,
+    Suspended,
     Welcome,
 )
 
@@ -75,13 +76,15 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
 
 
 def on_reports(state: ControllerState, node: str,
-               reports: list[Started | Exiting | Progress | StagedOut | Exited], now: float) -> Outcome:
+               reports: list[Started | Suspended | Exiting | Progress | StagedOut | Exited], now: float) -> Outcome:
     """One frame of reports from a node: handled, and committed, together."""
     outcome = Outcome()
     acknowledged: list[str] = []
     for report in reports:
         if isinstance(report, Started):
             _started(state, outcome, report, now)
+        elif isinstance(report, Suspended):
+            _suspended(state, outcome, report, now)
         elif isinstance(report, Exiting):
             _exiting(state, outcome, report, now)
         elif isinstance(report, Progress):
@@ -124,6 +127,13 @@ def _started(state: ControllerState, outcome: Outcome, report: Started, now: flo
     attempt.started_at = report.started_at
     outcome.changes.attempt(attempt)
     change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid)
+
+
+def _suspended(state: ControllerState, outcome: Outcome, report: Suspended, now: float) -> None:
+    job, task, _ = _current(state, report.attempt)
+    wanted = (JobState.RUNNING, Trigger.SUSPEND) if report.suspended else (JobState.SUSPENDED, Trigger.RESUME)
+    if task is not None and task.state is wanted[0]:
+        change_task(outcome, task, wanted[1], now, job)
 
 
 def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited, now: float) -> None:
