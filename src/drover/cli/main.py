@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("up", "start a personal cluster (controller and execd) in the background"),
     "down": ("down", "stop the personal cluster; running jobs go on and report later"),
     "submit": ("submit", "submit a job script, or a command after --"),
+    "run": ("run", "run a command as a job, streaming its output; exit with its status (like srun)"),
     "status": ("status", "list jobs and their states"),
     "show": ("show", "everything about a job: its tasks and every attempt"),
     "cancel": ("actions", "cancel jobs or tasks (running ones get SIGTERM, then SIGKILL)"),

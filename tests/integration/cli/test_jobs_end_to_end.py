@@ -252,3 +252,11 @@ def test_events_follow_until_the_job_ends_and_the_event_log_file_gets_every_even
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["event"] for r in lines] == [e["kind"] for e in cluster.drover_json("events", str(job))]
     assert len({r["seq"] for r in lines}) == len(lines)
+
+
+def test_run_streams_the_output_and_returns_the_exit_status(cluster: LocalCluster) -> None:
+    result = cluster.drover("run", "--", "bash", "-c", "echo to-out; echo to-err >&2; exit 5", check=False)
+    assert result.returncode == 5
+    assert result.stdout == "to-out\n" and "to-err" in result.stderr
+    assert cluster.drover("run", "--", "true").returncode == 0
+    assert "give the command after --" in cluster.drover("run", "true", check=False).stderr

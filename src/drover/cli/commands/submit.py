@@ -47,6 +47,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                         "`drover fetch JOB` brings them to you")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
+    if command == "run":
+        p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
     return p
 
 

@@ -1,0 +1,78 @@
+"""drover run -- COMMAND: run a command as a job and stream its output here (like srun).
+
+Its stdout and stderr are followed as the job writes them; the exit status is the job's;
+Ctrl-C cancels the job (SIGTERM, a grace period, then SIGKILL) before returning."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+from drover.cli.commands.submit import build_parser, jobs_from_arguments
+from drover.core.errors import BadRequest
+
+
+def run(command: str, argv: list[str]) -> int:
+    if "--" not in argv:
+        raise BadRequest("give the command after --, e.g. drover run --cpus 2 -- make -j2")
+    split = argv.index("--")
+    options, command_argv = argv[:split], argv[split + 1 :]
+    if not command_argv:
+        raise BadRequest("give the command after --")
+    parser = build_parser(command)
+    parser.prog = "drover run"
+    args = parser.parse_args(options)
+    if args.pty:
+        raise BadRequest("--pty is not supported yet; drover run streams output without a terminal")
+    spool = tempfile.mkdtemp(prefix="drover-run-")
+    args.output = args.output or os.path.join(spool, "out")
+    args.error = args.error or os.path.join(spool, "err")
+    (job,) = jobs_from_arguments(args, command_argv)
+
+    from drover.cli.cluster import ensure_running
+    from drover.cli.common import client
+
+    ensure_running()
+    with client(timeout_s=None) as api:
+        (job_id,) = api.submit([job])
+        print(f"drover run: job {job_id}", file=sys.stderr, flush=True)
+        streams = [(job["output"], sys.stdout.buffer), (job["error"], sys.stderr.buffer)]
+        offsets = [0, 0]
+        try:
+            while True:
+                reply = api.wait_json(job_id, 0)
+                for n, (path, out) in enumerate(streams):
+                    offsets[n] = _copy(path, offsets[n], out)
+                if reply["ended"]:
+                    break
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            api.action_json("cancel", [str(job_id)])
+            reply = api.wait_json(job_id, 60)
+            for n, (path, out) in enumerate(streams):
+                _copy(path, offsets[n], out)
+        finally:
+            import shutil
+
+            shutil.rmtree(spool, ignore_errors=True)
+    info = reply["job"]
+    status = info["exit_status"]
+    if info["state"] != "completed" and not status:
+        print(f"drover run: job {job_id} {info['state']}", file=sys.stderr)
+        return 1
+    return int(status or 0)
+
+
+def _copy(path: str, offset: int, out: object) -> int:
+    try:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            data = file.read()
+    except FileNotFoundError:
+        return offset
+    if data:
+        out.write(data)  # type: ignore[attr-defined]
+        out.flush()  # type: ignore[attr-defined]
+    return offset + len(data)
