@@ -64,6 +64,9 @@ class Usage(msgspec.Struct, kw_only=True):
     wall_s: float = 0.0
     started_at: float = 0.0
     ended_at: float = 0.0
+    containment: str | None = None  # cgroup-v2, cgroup-v1 or subreaper
+    cgroup_peak_memory_bytes: int | None = None  # the whole attempt, where a cgroup measured it
+    cgroup_cpu_s: float | None = None
 
 
 class AttemptInfo(msgspec.Struct, kw_only=True):

@@ -28,6 +28,7 @@ import subprocess
 import time
 import traceback
 
+from drover.shepherd.containment import choose
 from drover.shepherd.environment import build_environment
 from drover.shepherd.signals import SignalInbox
 from drover.shepherd.supervise import WATCHED, supervise
@@ -60,6 +61,10 @@ def _run(spool: layout.SpoolDir) -> int:
     with open(spool.record(layout.CONFIG), "rb") as file:
         config: AttemptConfig = json.loads(file.read())
 
+    # GE: "set an additional group id to control/monitor all child processes of the job" — here
+    # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
+    containment = choose(spool.name, config["memory_mib"])
+
     # 3. The environment, with a TMPDIR of the attempt's own.
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
@@ -69,14 +74,17 @@ def _run(spool: layout.SpoolDir) -> int:
     try:
         # 4. stdout and stderr to the job's files.
         stdout, stderr = _open_outputs(config)
-        # 5. The job itself.
+        # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
+        containment.enter()
         try:
             job = _start(spool, config, env, stdout, stderr)
         finally:
+            containment.leave()
             os.close(stdout)
             if stderr != stdout:
                 os.close(stderr)
     except StartFailure as failure:
+        containment.remove()
         shutil.rmtree(tmpdir, ignore_errors=True)
         _record_failure(spool, str(failure))
         _hint(spool, "exited")
@@ -87,13 +95,16 @@ def _run(spool: layout.SpoolDir) -> int:
     _hint(spool, "started")
 
     # 7. Supervise until the job exits; 8. reap it.
-    ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"])
+    ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment)
     job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
-        os.killpg(job.pid, signal.SIGKILL)  # what the job left behind in its process group
+        os.killpg(job.pid, signal.SIGKILL)  # what the job left behind in its process group...
     except (ProcessLookupError, PermissionError):
         pass
+    containment.kill_all()  # ...and everything that escaped it (setsid, double forks)
+    peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
+    containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
 
     # 9. Usage, then the exit status: written last, since its presence means "done".
@@ -104,7 +115,12 @@ def _run(spool: layout.SpoolDir) -> int:
         "major_faults": ru.ru_majflt, "voluntary_switches": ru.ru_nvcsw,  # type: ignore[attr-defined]
         "involuntary_switches": ru.ru_nivcsw,  # type: ignore[attr-defined]
         "wall_s": wall_s, "started_at": started_at, "ended_at": ended_at,
+        "containment": containment.name,
     }
+    if peak is not None:
+        usage["cgroup_peak_memory_bytes"] = peak
+    if cpu is not None:
+        usage["cgroup_cpu_s"] = cpu
     write_json(spool.record(layout.USAGE), usage)
     status = ending.wait_status
     exit_status: ExitStatus = {
@@ -113,7 +129,7 @@ def _run(spool: layout.SpoolDir) -> int:
         "failure": None,
         "timed_out": ending.timed_out,
         "terminated": ending.terminated,
-        "out_of_memory": False,
+        "out_of_memory": ending.out_of_memory,
     }
     write_json(spool.record(layout.EXIT_STATUS), exit_status)
     _hint(spool, "exited")

@@ -13,11 +13,15 @@ import signal
 import time
 from dataclasses import dataclass
 
+from drover.shepherd.containment import Containment
 from drover.shepherd.signals import SignalInbox
 
 FORWARDED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 TERMINATE = signal.SIGTERM  # sent to the shepherd: stop the job (cancel)
-WATCHED = (TERMINATE, *FORWARDED)
+SUSPEND = signal.SIGTSTP  # sent to the shepherd: freeze the whole attempt
+RESUME = signal.SIGCONT  # sent to the shepherd: thaw it
+WATCHED = (TERMINATE, SUSPEND, RESUME, *FORWARDED)
+OOM_POLL_S = 0.25  # how often a memory-limited attempt's OOM-kill counter is read
 
 
 @dataclass(slots=True)
@@ -26,10 +30,14 @@ class Ending:
     rusage: object  # resource.struct_rusage
     timed_out: bool = False
     terminated: bool = False
+    out_of_memory: bool = False
 
 
-def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float) -> Ending:
+def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
+              containment: Containment) -> Ending:
     pidfd = os.pidfd_open(job_pid)
+    watch_memory = containment.memory_limit_mib > 0
+    out_of_memory = False
     started = time.monotonic()
     deadline = started + time_limit_s if time_limit_s else None
     kill_at: float | None = None  # set once the warning signal went out
@@ -37,7 +45,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     try:
         while True:
             now = time.monotonic()
-            wake_at = min(t for t in (deadline, kill_at, now + 3600) if t is not None)
+            wake_at = min(t for t in (deadline, kill_at, now + (OOM_POLL_S if watch_memory else 3600)) if t is not None)
             ready, _, _ = select.select([pidfd, inbox.fileno()], [], [], max(wake_at - now, 0))
             if pidfd in ready:
                 break
@@ -45,8 +53,17 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 if signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
+                elif signum == SUSPEND:
+                    containment.freeze()
+                elif signum == RESUME:
+                    containment.thaw()
                 elif signum in FORWARDED:
                     _killpg(job_pid, signum)
+            if watch_memory and not out_of_memory and containment.oom_killed():
+                # The kernel killed one process; the attempt as a whole is over (a shell whose
+                # child was killed could otherwise go on, and exit 0).
+                out_of_memory = True
+                containment.kill_all()
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
@@ -57,7 +74,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     finally:
         os.close(pidfd)
     _, wait_status, rusage = os.wait4(job_pid, 0)
-    return Ending(wait_status, rusage, timed_out, terminated)
+    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed())
 
 
 def _warn(job_pid: int, kill_grace_s: float) -> float:

@@ -5,7 +5,7 @@ TypedDicts, so the shepherd stays on the standard library and pays no decoding c
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class AttemptConfig(TypedDict):
@@ -54,6 +54,9 @@ class Usage(TypedDict):
     wall_s: float
     started_at: float  # Unix time
     ended_at: float
+    containment: NotRequired[str]  # cgroup-v2, cgroup-v1 or subreaper
+    cgroup_peak_memory_bytes: NotRequired[int]  # of the whole attempt, where a cgroup measured it
+    cgroup_cpu_s: NotRequired[float]
 
 
 class ExitStatus(TypedDict):

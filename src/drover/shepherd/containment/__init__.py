@@ -1,0 +1,76 @@
+"""Containment: every process an attempt starts belongs to it, and none is left when it ends.
+
+Three backends behind one small interface, chosen once per attempt (`choose`):
+
+  cgroup-v2   a cgroup of the attempt's own: cgroup.kill ends all, cgroup.freeze suspends all;
+              memory.max, memory.events and memory.peak where the memory controller is enabled
+  cgroup-v1   the memory, freezer, cpuacct and pids hierarchies: memory.limit_in_bytes, the
+              oom_kill counter of memory.oom_control, the freezer to suspend and to kill
+              without races (freeze, SIGKILL all, thaw)
+  subreaper   no writable cgroups (a laptop without root): the shepherd is the child subreaper
+              of the job's tree and kills it with a loop; suspend is SIGSTOP/SIGCONT
+
+A process group alone does not contain (setsid escapes it); it only carries signals.
+The order of preference: a cgroup v2 with the memory controller, else v1 where its memory
+controller is writable (it enforces --mem), else v2 without memory, else the subreaper.
+DROVER_CONTAINMENT=cgroup-v2|cgroup-v1|subreaper forces a backend (tests use it).
+
+Placement: the shepherd moves itself into the attempt's cgroup just before it starts the job
+and back out right after (Popen returns once the job has exec'd), so the job is a member
+before it runs a single instruction of its own, and killing the cgroup never kills the shepherd.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Protocol
+
+
+class Containment(Protocol):
+    name: str
+    memory_limit_mib: int  # 0: none enforced
+
+    def enter(self) -> None:
+        """Move the calling process (the shepherd) in, so that what it starts now is inside."""
+
+    def leave(self) -> None:
+        """Move the calling process back where it was."""
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the attempt; return once none is left."""
+
+    def freeze(self) -> None: ...
+
+    def thaw(self) -> None: ...
+
+    def oom_killed(self) -> bool: ...
+
+    def peak_memory_bytes(self) -> int | None: ...
+
+    def cpu_time_s(self) -> float | None: ...
+
+    def remove(self) -> None:
+        """Remove what was created (after kill_all)."""
+
+
+def choose(attempt: str, memory_mib: int) -> Containment:
+    from drover.shepherd.containment import fallback, v1, v2
+
+    backends: dict[str, Callable[[str, int], Containment | None]] = {
+        "cgroup-v2": v2.create, "cgroup-v1": v1.create, "subreaper": fallback.create,
+    }
+    forced = os.environ.get("DROVER_CONTAINMENT")
+    if forced:
+        made = backends[forced](attempt, memory_mib)
+        if made is None:
+            raise RuntimeError(f"containment {forced} is not available on this host")
+        return made
+    with_memory = v2.create(attempt, memory_mib, need_memory=True)
+    if with_memory is not None:
+        return with_memory
+    for name in ("cgroup-v1", "cgroup-v2", "subreaper"):
+        made = backends[name](attempt, memory_mib)
+        if made is not None:
+            return made
+    raise AssertionError("the subreaper fallback is always available")

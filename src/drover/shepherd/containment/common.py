@@ -1,0 +1,70 @@
+"""What the cgroup backends share: finding the caller's own cgroup, writing control files."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+
+def own_cgroup(controller: str) -> str | None:
+    """The caller's cgroup path in the v1 hierarchy of `controller`, or in v2 for ""."""
+    try:
+        with open("/proc/self/cgroup") as file:
+            lines = file.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controller == "" and controllers == "" and line.startswith("0::"):
+            return path
+        if controller and controller in controllers.split(","):
+            return path
+    return None
+
+
+def write(path: str, value: str) -> None:
+    with open(path, "w") as file:
+        file.write(value)
+
+
+def read(path: str) -> str | None:
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def pids_of(directory: str) -> list[int]:
+    text = read(os.path.join(directory, "cgroup.procs")) or ""
+    return [int(word) for word in text.split()]
+
+
+def make_dir(parent: str, attempt: str) -> str | None:
+    """<parent>/drover/<attempt>, created; None if the hierarchy is not writable."""
+    path = os.path.join(parent, "drover", attempt)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def remove_dir(path: str) -> None:
+    """rmdir the attempt's cgroup (and the shared drover/ parent if it emptied)."""
+    for directory in (path, os.path.dirname(path)):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
+
+
+def kill_listed(directory: str) -> int:
+    """SIGKILL every process listed in the cgroup; how many there were."""
+    pids = pids_of(directory)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(pids)

@@ -1,0 +1,98 @@
+"""cgroup v1: the memory, freezer, cpuacct and pids hierarchies, one cgroup in each."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from drover.shepherd.containment.common import (
+    kill_listed,
+    make_dir,
+    own_cgroup,
+    pids_of,
+    read,
+    remove_dir,
+    write,
+)
+
+ROOT = "/sys/fs/cgroup"
+CONTROLLERS = ("freezer", "memory", "cpuacct", "pids")
+
+
+class CgroupV1:
+    name = "cgroup-v1"
+
+    def __init__(self, paths: dict[str, str], homes: dict[str, str], memory_limit_mib: int) -> None:
+        self.paths = paths  # controller → the attempt's cgroup in it
+        self.homes = homes  # controller → where the shepherd came from
+        self.memory_limit_mib = memory_limit_mib
+
+    def enter(self) -> None:
+        for path in self.paths.values():
+            write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
+
+    def leave(self) -> None:
+        for controller in self.paths:
+            write(os.path.join(self.homes[controller], "cgroup.procs"), str(os.getpid()))
+
+    def kill_all(self) -> None:
+        """Freeze, SIGKILL all, thaw (a frozen task dies only once thawed); until none is left."""
+        freezer = self.paths["freezer"]
+        deadline = time.monotonic() + 10
+        while pids_of(freezer) and time.monotonic() < deadline:
+            self.freeze()
+            kill_listed(freezer)
+            self.thaw()
+            time.sleep(0.001)
+
+    def freeze(self) -> None:
+        state = os.path.join(self.paths["freezer"], "freezer.state")
+        write(state, "FROZEN")
+        deadline = time.monotonic() + 5
+        while (read(state) or "FROZEN").strip() != "FROZEN" and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def thaw(self) -> None:
+        write(os.path.join(self.paths["freezer"], "freezer.state"), "THAWED")
+
+    def oom_killed(self) -> bool:
+        if "memory" not in self.paths:
+            return False
+        for line in (read(os.path.join(self.paths["memory"], "memory.oom_control")) or "").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill":
+                return int(value) > 0
+        return False
+
+    def peak_memory_bytes(self) -> int | None:
+        text = read(os.path.join(self.paths.get("memory", "/nonexistent"), "memory.max_usage_in_bytes"))
+        return int(text) if text else None
+
+    def cpu_time_s(self) -> float | None:
+        text = read(os.path.join(self.paths.get("cpuacct", "/nonexistent"), "cpuacct.usage"))
+        return int(text) / 1e9 if text else None
+
+    def remove(self) -> None:
+        for path in self.paths.values():
+            remove_dir(path)
+
+
+def create(attempt: str, memory_mib: int) -> CgroupV1 | None:
+    paths: dict[str, str] = {}
+    homes: dict[str, str] = {}
+    for controller in CONTROLLERS:
+        own = own_cgroup(controller)
+        mount = os.path.join(ROOT, controller)
+        if own is None or not os.path.isdir(mount):
+            continue
+        home = os.path.join(mount, own.lstrip("/"))
+        path = make_dir(home, attempt)
+        if path is not None:
+            paths[controller], homes[controller] = path, home
+    if "freezer" not in paths or "memory" not in paths:
+        for path in paths.values():
+            remove_dir(path)
+        return None  # without the freezer it cannot kill without races; without memory, v2 is as good
+    if memory_mib:
+        write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
+    return CgroupV1(paths, homes, memory_mib)

@@ -1,0 +1,114 @@
+"""cgroup v2: one cgroup per attempt under the shepherd's own."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from drover.shepherd.containment.common import (
+    kill_listed,
+    make_dir,
+    own_cgroup,
+    pids_of,
+    read,
+    remove_dir,
+    write,
+)
+
+MOUNTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+
+
+def _mount() -> str | None:
+    for mount in MOUNTS:
+        if os.path.exists(os.path.join(mount, "cgroup.controllers")):
+            return mount
+    return None
+
+
+class CgroupV2:
+    name = "cgroup-v2"
+
+    def __init__(self, path: str, home: str, memory_limit_mib: int) -> None:
+        self.path = path
+        self.home = home  # where the shepherd came from
+        self.memory_limit_mib = memory_limit_mib
+
+    def enter(self) -> None:
+        write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
+
+    def leave(self) -> None:
+        write(os.path.join(self.home, "cgroup.procs"), str(os.getpid()))
+
+    def kill_all(self) -> None:
+        deadline = time.monotonic() + 10
+        while pids_of(self.path) and time.monotonic() < deadline:
+            if os.path.exists(os.path.join(self.path, "cgroup.kill")):
+                write(os.path.join(self.path, "cgroup.kill"), "1")
+            else:  # before Linux 5.14: freeze, kill what is listed, thaw
+                self.freeze()
+                kill_listed(self.path)
+                self.thaw()
+            time.sleep(0.001)
+
+    def freeze(self) -> None:
+        write(os.path.join(self.path, "cgroup.freeze"), "1")
+        deadline = time.monotonic() + 5
+        while "frozen 1" not in (read(os.path.join(self.path, "cgroup.events")) or "frozen 1"):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+
+    def thaw(self) -> None:
+        write(os.path.join(self.path, "cgroup.freeze"), "0")
+
+    def _stat(self, name: str, key: str) -> int | None:
+        for line in (read(os.path.join(self.path, name)) or "").splitlines():
+            word, _, value = line.partition(" ")
+            if word == key:
+                return int(value)
+        return None
+
+    def oom_killed(self) -> bool:
+        return bool(self._stat("memory.events", "oom_kill"))
+
+    def peak_memory_bytes(self) -> int | None:
+        text = read(os.path.join(self.path, "memory.peak"))
+        return int(text) if text and text.strip().isdigit() else None
+
+    def cpu_time_s(self) -> float | None:
+        usage = self._stat("cpu.stat", "usage_usec")
+        return usage / 1e6 if usage is not None else None
+
+    def remove(self) -> None:
+        remove_dir(self.path)
+
+
+def create(attempt: str, memory_mib: int, need_memory: bool = False) -> CgroupV2 | None:
+    mount = _mount()
+    own = own_cgroup("")
+    if mount is None or own is None:
+        return None
+    home = os.path.join(mount, own.lstrip("/"))
+    parent = home
+    has_memory = "memory" in (read(os.path.join(parent, "cgroup.controllers")) or "").split()
+    if need_memory and not has_memory:
+        return None
+    path = make_dir(parent, attempt)
+    if path is None:
+        return None
+    if not os.path.exists(os.path.join(path, "cgroup.freeze")):
+        remove_dir(path)
+        return None  # the root of a hierarchy, or a kernel too old to freeze: not usable
+    if has_memory:
+        try:  # memory must be delegated down to the attempt: home → drover/ → attempt
+            for directory in (home, os.path.join(home, "drover")):
+                if "memory" not in (read(os.path.join(directory, "cgroup.subtree_control")) or ""):
+                    write(os.path.join(directory, "cgroup.subtree_control"), "+memory")
+        except OSError:
+            has_memory = False
+    if memory_mib and has_memory:
+        write(os.path.join(path, "memory.max"), str(memory_mib * 1024 * 1024))
+    elif need_memory:
+        remove_dir(path)
+        return None
+    return CgroupV2(path, home, memory_mib if has_memory else 0)

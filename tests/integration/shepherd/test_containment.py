@@ -1,0 +1,119 @@
+"""Containment: an escaping job leaves no survivors; suspend freezes escapees too; memory limits
+end in OUT_OF_MEMORY. Each backend this host can run is tested; the others skip, saying why."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from tests.helpers.wait import wait_until
+from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
+
+from drover.shepherd.containment import choose
+
+BACKENDS = ("cgroup-v2", "cgroup-v1", "subreaper")
+
+ESCAPING = """
+sleep 300 &
+setsid sleep 300 &
+( ( sleep 300 & ) & )
+nohup sleep 300 > /dev/null 2>&1 &
+trap '' TERM; (trap '' TERM; sleep 300) &
+( while :; do sleep 300 & sleep 0.01; done ) &
+sleep 0.3
+exit 0
+"""
+
+
+def available(backend: str) -> str | None:
+    """None if the backend can run here, else why not."""
+    os.environ["DROVER_CONTAINMENT"] = backend
+    try:
+        made = choose("probe.0.1", 0)
+    except (RuntimeError, OSError) as error:
+        return f"{backend} is not usable here: {error}"
+    finally:
+        del os.environ["DROVER_CONTAINMENT"]
+    made.remove()
+    return None
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    why_not = available(request.param)
+    if why_not:
+        pytest.skip(why_not)
+    yield request.param
+
+
+def run_shepherd(spool: Path, backend: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "drover.shepherd", str(spool)], start_new_session=True,
+                            env={**os.environ, "DROVER_CONTAINMENT": backend})
+
+
+def sleepers_started_after(marker: float) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["name", "create_time", "cmdline"]):
+        if process.info["cmdline"] == ["sleep", "300"] and process.info["create_time"] >= marker - 1:
+            found.append(process)
+    return found
+
+
+def test_an_escaping_job_leaves_no_survivors(tmp_path: Path, backend: str) -> None:
+    import time
+
+    marker = time.time()
+    spool = make_spool(tmp_path, ESCAPING)
+    assert run_shepherd(spool, backend).wait(timeout=60) == 0
+    assert exit_status(spool)["exit_code"] == 0
+    survivors = [p for p in sleepers_started_after(marker) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert survivors == []
+    usage = json.loads((spool / "usage").read_text())
+    assert usage["containment"] == backend
+
+
+def test_suspend_stops_escaped_processes_too_and_resume_continues_them(tmp_path: Path, backend: str) -> None:
+    spool = make_spool(tmp_path, "setsid bash -c 'while :; do echo tick >> ticks; sleep 0.05; done' &\nsleep 30\n")
+    shepherd = run_shepherd(spool, backend)
+    ticks = tmp_path / "ticks"
+    wait_until(lambda: ticks.exists() and len(ticks.read_text().split()) > 3, describe="ticking")
+    shepherd.send_signal(signal.SIGTSTP)
+    import time
+
+    time.sleep(0.3)  # let a tick that was under way land
+    frozen_count = len(ticks.read_text().split())
+    time.sleep(0.5)
+    assert len(ticks.read_text().split()) == frozen_count, "an escaped process kept running while suspended"
+    shepherd.send_signal(signal.SIGCONT)
+    wait_until(lambda: len(ticks.read_text().split()) > frozen_count + 2, describe="ticking again")
+    shepherd.send_signal(signal.SIGTERM)
+    shepherd.wait(timeout=30)
+    assert exit_status(spool)["terminated"]
+
+
+def test_a_job_over_its_memory_limit_ends_out_of_memory_even_if_its_shell_exits_0(tmp_path: Path) -> None:
+    why_not = available("cgroup-v1")
+    v2_memory = "memory" in (Path("/sys/fs/cgroup/cgroup.controllers").read_text() if Path("/sys/fs/cgroup/cgroup.controllers").exists() else "")
+    if why_not and not v2_memory:
+        pytest.skip(f"no memory cgroup is writable here ({why_not})")
+    spool = make_spool(tmp_path, "python3 -c 'b = bytearray(400 * 1024 * 1024); print(len(b))'\nexit 0\n",
+                       memory_mib=100)
+    assert subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=60).returncode == 0
+    record = exit_status(spool)
+    assert record["out_of_memory"] is True
+    usage = json.loads((spool / "usage").read_text())
+    assert 90 * 2**20 <= usage["cgroup_peak_memory_bytes"] <= 101 * 2**20
+
+
+def test_no_cgroup_is_left_behind(tmp_path: Path, backend: str) -> None:
+    spool = make_spool(tmp_path, "sleep 0.1 &\n", name="9.0.1")
+    run_shepherd(spool, backend).wait(timeout=30)
+    leftovers = [str(p) for p in Path("/sys/fs/cgroup").rglob("9.0.1")]
+    assert leftovers == []
