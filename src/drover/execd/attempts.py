@@ -130,11 +130,17 @@ class Attempts:
         if live is None:
             return  # ended already; its exit report is on its way
         # The shepherd's signal contract: SIGTERM stops the job (warning, grace, SIGKILL), SIGTSTP
-        # freezes it, SIGCONT thaws it; other signals are forwarded to the job as they are.
-        signum = {"terminate": signal.SIGTERM, "suspend": signal.SIGTSTP, "resume": signal.SIGCONT}.get(
-            order.action) or signal.Signals[order.action]
+        # freezes it, SIGCONT thaws it; other signals are forwarded to the job as they are. The
+        # two a shepherd cannot catch, SIGKILL and SIGSTOP, go to the job's process group.
+        signum = {"terminate": signal.SIGTERM, "suspend": signal.SIGTSTP, "resume": signal.SIGCONT,
+                  "SIGTERM": signal.SIGTERM, "SIGCONT": signal.SIGCONT}.get(order.action) or signal.Signals[order.action]
         try:
-            os.kill(live.shepherd_pid, signum)
+            if signum in (signal.SIGKILL, signal.SIGSTOP):
+                job_pid = read_text(live.spool.record(layout.JOB_PID))
+                if job_pid:
+                    os.killpg(int(job_pid.split()[0]), signum)
+            else:
+                os.kill(live.shepherd_pid, signum)
         except ProcessLookupError:
             return
         if order.action in ("suspend", "resume"):

@@ -16,7 +16,11 @@ from dataclasses import dataclass
 from drover.shepherd.containment import Containment
 from drover.shepherd.signals import SignalInbox
 
-FORWARDED = (signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+FORWARDED = (  # to the job's process group, as they came
+    signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
+    signal.SIGWINCH, signal.SIGURG, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGPROF,
+    signal.SIGPWR, signal.SIGTTIN, signal.SIGTTOU,
+)
 TERMINATE = signal.SIGTERM  # sent to the shepherd: stop the job (cancel)
 SUSPEND = signal.SIGTSTP  # sent to the shepherd: freeze the whole attempt
 RESUME = signal.SIGCONT  # sent to the shepherd: thaw it

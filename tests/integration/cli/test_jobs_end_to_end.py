@@ -260,3 +260,36 @@ def test_run_streams_the_output_and_returns_the_exit_status(cluster: LocalCluste
     assert result.stdout == "to-out\n" and "to-err" in result.stderr
     assert cluster.drover("run", "--", "true").returncode == 0
     assert "give the command after --" in cluster.drover("run", "true", check=False).stderr
+
+
+def test_suspend_freezes_a_running_job_and_resume_lets_it_go_on(cluster: LocalCluster) -> None:
+    ticks = cluster.workdir / "ticks"
+    job = cluster.submit("--", "bash", "-c", f"while :; do echo t >> {ticks}; sleep 0.05; done")
+    wait_until(lambda: ticks.exists() and len(ticks.read_text().split()) > 2, describe="ticking")
+    assert "1 suspended" in cluster.drover("suspend", str(job)).stdout
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "suspended", describe="suspended")
+    frozen = len(ticks.read_text().split())
+    wait_until(lambda: len(ticks.read_text().split()) == frozen, describe="no more ticks")  # one may land late
+    stopped_at = len(ticks.read_text().split())
+    import time
+
+    time.sleep(0.5)
+    assert len(ticks.read_text().split()) == stopped_at
+    assert "does not exist" in cluster.drover("resume", "999999", check=False).stderr
+    cluster.drover("resume", str(job))
+    wait_until(lambda: len(ticks.read_text().split()) > stopped_at + 2, describe="ticking again")
+    assert cluster.drover_json("show", str(job))["state"] == "running"
+    cluster.drover("signal", str(job), "KILL")
+    assert cluster.drover("wait", str(job), check=False).returncode == 128 + 9
+
+
+def test_a_job_over_its_memory_request_ends_out_of_memory(cluster: LocalCluster) -> None:
+    job = cluster.submit("--mem", "100M", "--", "bash", "-c", "python3 -c 'b = bytearray(400 * 2**20)'; exit 0")
+    cluster.drover("wait", str(job), check=False)
+    shown = cluster.drover_json("show", str(job))
+    if shown["tasks"][0]["attempts"][0]["usage"]["containment"] == "subreaper":
+        import pytest
+
+        pytest.skip("no memory cgroup is writable here, so --mem is not enforced")
+    assert shown["state"] == "out_of_memory"
+    assert shown["tasks"][0]["attempts"][0]["usage"]["cgroup_peak_memory_bytes"] > 90 * 2**20
