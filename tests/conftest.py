@@ -28,6 +28,24 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     assert not problems, "; ".join(problems)
 
 
+@pytest.fixture
+def users() -> Iterator[tuple[str, str]]:
+    """Two local users made for the test, removed afterwards (root only; skips otherwise)."""
+    import uuid
+
+    from tests.helpers.users import can_manage_users, create_user, remove_user
+
+    why_not = can_manage_users()
+    if why_not:
+        pytest.skip(why_not)
+    names = (f"drva{uuid.uuid4().hex[:6]}", f"drvb{uuid.uuid4().hex[:6]}")
+    for name in names:
+        create_user(name)
+    yield names
+    for name in names:
+        remove_user(name)
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield

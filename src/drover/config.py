@@ -67,11 +67,13 @@ def default_spool(paths: Paths) -> str:
         parent = os.path.dirname(candidate)
         try:
             os.makedirs(parent, mode=0o700, exist_ok=True)
+            if os.getuid() == 0:
+                os.chmod(parent, 0o711)  # jobs that run as their owners traverse it to their scripts
             info = os.stat(parent)
         except OSError:
             continue
-        if info.st_uid == os.getuid() and info.st_mode & 0o077 == 0:
-            return candidate  # ours alone; another user's directory would be refused here
+        if info.st_uid == os.getuid() and info.st_mode & 0o022 == 0:
+            return candidate  # ours, and no one else can write in it
     return paths.spool
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.execd.cleanup import Cleanup
+from drover.execd.identities import Identities
 from drover.protocol.node_channel import (
     File,
     KnownAttempt,
@@ -51,14 +52,19 @@ class LiveAttempt:
 
 
 class Attempts:
-    def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup) -> None:
+    def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
+                 shepherd_options: dict[str, Any] | None = None) -> None:
         self.root = root
+        self.shepherd_options = shepherd_options or {}  # execd options the shepherd reads from config
+        self.identities = Identities()
         self.spawner = spawner
         self.send = send  # to the controller; dropped while disconnected
         self.cleanup = cleanup  # what happens after a job exits
         self.live: dict[str, LiveAttempt] = {}
         self._loop = asyncio.get_running_loop()
         os.makedirs(root, mode=0o700, exist_ok=True)
+        if os.geteuid() == 0:
+            os.chmod(root, 0o711)  # jobs run as their owners read their scripts below
         self._notify = self._bind_notify_socket()
 
     # -- start-up -----------------------------------------------------------------------------
@@ -105,20 +111,28 @@ class Attempts:
         spool = layout.SpoolDir(self.root, order.attempt)
         if order.attempt in self.live or order.attempt in self.cleanup.pending or spool.exists():
             return  # a repeated order: this attempt is known already
-        os.mkdir(spool.path, 0o700)
-        config = dict(order.config)
+        as_root = os.geteuid() == 0
+        os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
+        config = dict(order.config, **self.shepherd_options)
+        identity, refusal = self.identities.for_job(config["owner"])
+        config["identity"] = identity
         if not config["workdir"]:
             # The job runs in a scratch directory of its own (its submitter's files are not
             # here); its output goes back through the controller.
             config["workdir"] = os.path.join(spool.path, SCRATCH)
             config["scratch"] = True
             os.mkdir(config["workdir"], 0o700)
+            if identity is not None:
+                os.chown(config["workdir"], identity["uid"], identity["gid"])
             for key in ("stdout", "stderr"):
                 if config[key]:
                     config[key] = os.path.join(config["workdir"], config[key])
-        write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o700)
-        failure = _stage_in(config["workdir"], order.stage_in)
-        write_json(spool.record(layout.CONFIG), config)  # last: its presence means complete
+        write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o500)
+        if identity is not None:
+            os.chown(spool.record(layout.JOB_SCRIPT), identity["uid"], identity["gid"])
+        failure = refusal or _stage_in(config["workdir"], order.stage_in, identity)
+        # Last: its presence means complete. Private: it holds the job's environment.
+        write_json(spool.record(layout.CONFIG), config, mode=0o600)
         if failure:
             _write_failure(spool, failure)
             self.cleanup.begin(spool)
@@ -226,8 +240,9 @@ class Attempts:
         self._notify.close()
 
 
-def _stage_in(workdir: str, files: list[File]) -> str | None:
-    """Write the staged-in files into the working directory; the reason if that fails."""
+def _stage_in(workdir: str, files: list[File], identity: dict[str, Any] | None) -> str | None:
+    """Write the staged-in files into the working directory (as the job's owner's); the reason
+    if that fails."""
     for file in files:
         path = os.path.normpath(os.path.join(workdir, file.name))
         if not path.startswith(os.path.normpath(workdir) + os.sep):
@@ -235,6 +250,8 @@ def _stage_in(workdir: str, files: list[File]) -> str | None:
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             write_atomically(path, file.data, mode=file.mode & 0o777)
+            if identity is not None:
+                os.chown(path, identity["uid"], identity["gid"])
         except OSError as error:
             return f"cannot stage in {file.name}: {error.strerror}"
     return None

@@ -64,7 +64,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
 
     os.makedirs(spool_root, mode=0o700, exist_ok=True)
     cleanup = Cleanup(spool_root, cleanup_settings(options), send)
-    attempts = Attempts(spool_root, fork_server, send, cleanup)  # type: ignore[arg-type]
+    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options))  # type: ignore[arg-type]
     channel = ControllerChannel(
         args.socket or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
@@ -103,3 +103,15 @@ def cleanup_settings(options: dict[str, object]) -> CleanupSettings:
         mail_tries=int(options.get("mail_tries", 5)),  # type: ignore[call-overload]
         pause_before=os.environ.get("DROVER_TEST_PAUSE_BEFORE") or None,
     )
+
+
+def shepherd_options(options: dict[str, object]) -> dict[str, object]:
+    """The [execd] options that travel to each shepherd in its attempt's config."""
+    return {
+        "identity_tries": int(options.get("identity_tries", 3)),  # type: ignore[call-overload]
+        "identity_retry_s": float(options.get("identity_retry_s", 10.0)),  # type: ignore[arg-type]
+        "diagnostics_setuid": options.get("diagnostics_setuid"),
+        "chdir_tries": int(options.get("chdir_tries", 3)),  # type: ignore[call-overload]
+        "chdir_retry_s": float(options.get("chdir_retry_s", 2.0)),  # type: ignore[arg-type]
+        "diagnostics_chdir": options.get("diagnostics_chdir"),
+    }

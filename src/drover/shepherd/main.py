@@ -30,6 +30,7 @@ import traceback
 
 from drover.shepherd.containment import choose
 from drover.shepherd.environment import build_environment
+from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.signals import SignalInbox
 from drover.shepherd.supervise import WATCHED, supervise
 from drover.spool import layout
@@ -39,7 +40,12 @@ from drover.spool.records import AttemptConfig, ExitStatus, Usage
 
 
 class StartFailure(Exception):
-    """The job could not be started; the message says why, for the user."""
+    """The job could not be started; the message says why, in one line, for the user; `details`
+    (a diagnostics script's output) go to the error record only."""
+
+    def __init__(self, reason: str, details: str = "") -> None:
+        super().__init__(reason)
+        self.details = details
 
 
 def run(spool_dir: str) -> int:
@@ -65,19 +71,29 @@ def _run(spool: layout.SpoolDir) -> int:
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
     containment = choose(spool.name, config["memory_mib"])
 
-    # 3. The environment, with a TMPDIR of the attempt's own.
+    # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
+    identity = from_config(config)  # type: ignore[arg-type]
+
+    # 3. The environment, with a TMPDIR of the attempt's own (the owner's).
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
+    if identity is not None:
+        env.update(identity.environment())
+        if identity.switches:
+            os.chown(tmpdir, identity.uid, identity.gid)
 
     started_at, started_mono = time.time(), time.monotonic()
     try:
-        # 4. stdout and stderr to the job's files.
-        stdout, stderr = _open_outputs(config)
+        # VOV 16/17: the working directory must be enterable by the job's owner (retried).
+        _check_workdir(spool, config, identity)
+        # 4. stdout and stderr to the job's files, created as the job's owner.
+        with acting_as(identity):
+            stdout, stderr = _open_outputs(config)
         # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
         containment.enter()
         try:
-            job = _start(spool, config, env, stdout, stderr)
+            job = _start(spool, config, env, stdout, stderr, identity)
         finally:
             containment.leave()
             os.close(stdout)
@@ -86,7 +102,7 @@ def _run(spool: layout.SpoolDir) -> int:
     except StartFailure as failure:
         containment.remove()
         shutil.rmtree(tmpdir, ignore_errors=True)
-        _record_failure(spool, str(failure))
+        _record_failure(spool, str(failure), failure.details)
         _hint(spool, "exited")
         return 0
 
@@ -152,21 +168,61 @@ def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
 
 
 def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
-           stdout: int, stderr: int) -> subprocess.Popen[bytes]:
-    """Popen does all of the child's set-up in C (no Python runs between fork and exec); a failed
-    chdir or exec comes back here as an exception."""
-    try:
-        return subprocess.Popen(
-            ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
-            cwd=config["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-            close_fds=True, process_group=0, restore_signals=True,
-        )
-    except OSError as error:
-        if error.filename == config["workdir"] or (
-            not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)
-        ):
-            raise StartFailure(f"cannot enter {config['workdir']}: {error.strerror}") from None
-        raise StartFailure(f"cannot start the job: {error.strerror or error}") from None
+           stdout: int, stderr: int, identity: Identity | None) -> subprocess.Popen[bytes]:
+    """Popen does all of the child's set-up in C (no Python runs between fork and exec): the
+    process group, the working directory, setgid → setgroups → setuid; a failed chdir, switch or
+    exec comes back here as an exception. VOV 11: a failed identity switch is retried."""
+    tries = int(config.get("identity_tries", 3))  # type: ignore[call-overload]
+    pause = float(config.get("identity_retry_s", 10.0))  # type: ignore[arg-type]
+    user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
+    for attempt in range(1, tries + 1):
+        try:
+            return subprocess.Popen(
+                ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
+                cwd=config["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                close_fds=True, process_group=0, restore_signals=True,
+                user=user, group=group, extra_groups=extra_groups,
+            )
+        except PermissionError as error:
+            if identity is None or not identity.switches or error.filename is not None:
+                raise _start_failure(config, error) from None
+            if attempt == tries:
+                reason = f"cannot switch to user {identity.user}: {error.strerror}"
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)  # type: ignore[arg-type]
+                raise StartFailure(reason, details) from None
+            time.sleep(pause)
+        except OSError as error:
+            raise _start_failure(config, error) from None
+    raise AssertionError("unreachable")
+
+
+def _check_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:
+    """Enter the working directory as the job's owner would, retrying (an automounter or a
+    network filesystem may need a moment: VOV_RETRY_CHDIR, VOV_RETRY_CHDIR_SLEEP); then the
+    site's diagnostics script, and the attempt fails with the reason."""
+    tries = max(int(config.get("chdir_tries", 3)), 1)  # type: ignore[call-overload]
+    pause = float(config.get("chdir_retry_s", 2.0))  # type: ignore[arg-type]
+    workdir = config["workdir"]
+    for attempt in range(1, tries + 1):
+        try:
+            with acting_as(identity):
+                os.chdir(workdir)
+                os.chdir("/")
+            return
+        except OSError as error:
+            os.chdir("/")
+            if attempt == tries:
+                reason = f"cannot enter {workdir}: {error.strerror}"
+                details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,  # type: ignore[arg-type]
+                                          identity.user if identity else "", reason)
+                raise StartFailure(reason, details) from None
+            time.sleep(pause)
+
+
+def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
+    if error.filename == config["workdir"] or (not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)):
+        return StartFailure(f"cannot enter {config['workdir']}: {error.strerror}")
+    return StartFailure(f"cannot start the job: {error.strerror or error}")
 
 
 def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "") -> None:

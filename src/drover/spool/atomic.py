@@ -33,8 +33,8 @@ def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int
             os.close(dir_fd)
 
 
-def write_json(path: str, record: Any, *, durable: bool = False) -> None:
-    write_atomically(path, json.dumps(record, separators=(",", ":")).encode(), durable=durable)
+def write_json(path: str, record: Any, *, durable: bool = False, mode: int = 0o644) -> None:
+    write_atomically(path, json.dumps(record, separators=(",", ":")).encode(), durable=durable, mode=mode)
 
 
 def read_json(path: str) -> Any:

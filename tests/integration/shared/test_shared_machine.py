@@ -4,28 +4,14 @@ kernel; users see and change only their own jobs; root manages all."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from tests.helpers.cluster import LocalCluster
-from tests.helpers.users import as_user, can_manage_users, create_user, remove_user
+from tests.helpers.users import as_user
 
 from drover.client import Client
 from drover.core.errors import Forbidden
-
-
-@pytest.fixture
-def users() -> Iterator[tuple[str, str]]:
-    why_not = can_manage_users()
-    if why_not:
-        pytest.skip(why_not)
-    names = (f"drva{uuid.uuid4().hex[:6]}", f"drvb{uuid.uuid4().hex[:6]}")
-    for name in names:
-        create_user(name)
-    yield names
-    for name in names:
-        remove_user(name)
 
 
 @pytest.fixture
@@ -79,3 +65,16 @@ def test_each_user_sees_and_changes_only_their_own_jobs(shared_cluster: LocalClu
 def test_root_jobs_do_not_run_on_a_shared_cluster_unless_allowed(shared_cluster: LocalCluster) -> None:
     with Client(shared_cluster.socket) as client, pytest.raises(Forbidden, match="allow_root_jobs"):
         client.submit([{"script": "true\n", "workdir": "/tmp"}])
+
+
+def test_each_users_job_runs_as_that_user(shared_cluster: LocalCluster, users: tuple[str, str]) -> None:
+    import pwd
+
+    jobs = {user: submit_as(shared_cluster, user, "id -un; echo $HOME\n", output="whoami.out") for user in users}
+    with Client(shared_cluster.socket) as root:
+        for user, job in jobs.items():
+            info = root.wait(job, timeout_s=60)
+            assert info is not None and info.state == "completed", info
+            out = f"/tmp/{user}-work/whoami.out"
+            assert open(out).read().split() == [user, pwd.getpwnam(user).pw_dir]
+            assert os.stat(out).st_uid == pwd.getpwnam(user).pw_uid

@@ -31,6 +31,7 @@ def make_spool(root: Path, script: str, name: str = "7.0.1", **overrides: Any) -
         "name": "test", "owner": "someone", "node": "n1", "workdir": workdir, "submit_dir": workdir,
         "stdout": str(root / "out.txt"), "stderr": None, "open_mode": "truncate", "environment": {"PATH": os.environ["PATH"]},
         "cpus": 1, "cpu_ids": [0], "memory_mib": 0, "time_limit_s": None, "kill_grace_s": 0.5, "priority": 0,
+        "chdir_tries": 2, "chdir_retry_s": 0.05, "identity_tries": 2, "identity_retry_s": 0.05,
     }
     config.update(overrides)
     (spool / "config").write_text(json.dumps(config))

@@ -1,0 +1,83 @@
+"""The job runs as its owner when the shepherd is root (Accelerator steps 6, 11, 14-17)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
+
+
+def identity_of(name: str) -> dict[str, object]:
+    entry = pwd.getpwnam(name)
+    return {"user": name, "uid": entry.pw_uid, "gid": entry.pw_gid,
+            "groups": sorted(set(os.getgrouplist(name, entry.pw_gid))), "home": entry.pw_dir,
+            "shell": entry.pw_shell}
+
+
+def job_dir(name: str) -> Path:
+    path = Path(f"/tmp/{name}-work")
+    path.mkdir(exist_ok=True)
+    entry = pwd.getpwnam(name)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    return path
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A spool root the job's owner can traverse (pytest's own tmp_path sits in a 0700 dir)."""
+    root = Path(tempfile.mkdtemp(prefix="drv-spool-", dir="/tmp"))
+    os.chmod(root, 0o711)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def spool_for(tmp_path: Path, name: str, script: str, **overrides: object) -> Path:
+    workdir = job_dir(name)
+    spool = make_spool(tmp_path, script, workdir=str(workdir), stdout=str(workdir / "out.txt"),
+                       identity=identity_of(name), owner=name, **overrides)
+    os.chmod(spool, 0o711)
+    entry = pwd.getpwnam(name)
+    os.chown(spool / "job_script", entry.pw_uid, entry.pw_gid)
+    return spool
+
+
+def test_the_job_runs_as_its_owner_with_the_owners_environment_and_files(tmp_path: Path, users: tuple[str, str]) -> None:
+    alice, _ = users
+    spool = spool_for(tmp_path, alice, "id -un; id -u; echo $HOME $USER $LOGNAME $SHELL; touch made-by-job\n",
+                      environment={"PATH": os.environ["PATH"], "HOME": "/root", "USER": "root"})
+    assert subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30).returncode == 0
+    assert exit_status(spool)["exit_code"] == 0
+    entry = pwd.getpwnam(alice)
+    out = Path(f"/tmp/{alice}-work/out.txt")
+    lines = out.read_text().splitlines()
+    assert lines[0] == alice and lines[1] == str(entry.pw_uid)
+    assert lines[2] == f"{entry.pw_dir} {alice} {alice} {entry.pw_shell}"
+    assert out.stat().st_uid == entry.pw_uid  # the output file is the owner's
+    assert Path(f"/tmp/{alice}-work/made-by-job").stat().st_uid == entry.pw_uid
+
+
+def test_a_directory_the_owner_cannot_enter_fails_after_retries_and_runs_the_diagnostics(
+    tmp_path: Path, users: tuple[str, str]
+) -> None:
+    alice, _ = users
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    diagnostics = tmp_path / "diag.sh"
+    diagnostics.write_text("#!/bin/bash\necho \"diagnosed $1 $2\"\n")
+    diagnostics.chmod(diagnostics.stat().st_mode | stat.S_IXUSR)
+    spool = spool_for(tmp_path, alice, "true\n", diagnostics_chdir=str(diagnostics))
+    config = (spool / "config").read_text().replace(f"/tmp/{alice}-work\"", f"{locked}\"", 1)
+    (spool / "config").write_text(config)
+    subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30)
+    record = exit_status(spool)
+    assert record["failure"] == f"cannot enter {locked}: Permission denied"
+    assert f"diagnosed {spool.name} {alice}" in (spool / "error").read_text()
