@@ -194,6 +194,12 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
         data = staged_files.read(service.settings.files_dir, job_id, index, attempt, params["name"])
         return Response(data, media_type="application/octet-stream")
 
+    async def resume_node(request: Request) -> Response:
+        if not caller_of(request).is_admin:
+            raise Forbidden("only root and the cluster's operators resume nodes")
+        service.resume_node(request.path_params["name"])
+        return json_response(api.NodeList(nodes=views.node_info(service.state)))
+
     async def stop(request: Request) -> Response:
         if not caller_of(request).is_admin:
             raise Forbidden("only root and the cluster's operators stop a shared cluster")
@@ -245,6 +251,8 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
                    query=(("user", "string", "owner"), ("limit", "integer", "rows"),
                           ("since", "number", "Unix time"))), history),
         (Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), nodes),
+        (Operation("POST", "/v1/nodes/{name}/resume", "Clear a node's ERROR: it takes work again",
+                   response=api.NodeList), resume_node),
         (Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
             ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
             ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), events),

@@ -66,6 +66,7 @@ def serve(argv: list[str]) -> int:
             kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files"),
             smtp_host=str(settings_file.get("smtp_host", "localhost")),
             smtp_port=int(settings_file.get("smtp_port", 25)),  # type: ignore[call-overload]
+            requeue_held=bool(settings_file.get("requeue_held", False)),
         )
         service = ControllerService(store, settings)
         server: uvicorn.Server | None = None

@@ -22,6 +22,7 @@ from drover.controller.handlers.node_reports import (
     on_node_connected,
     on_node_disconnected,
     on_reports,
+    resume_node,
 )
 from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannel, NodeChannels
@@ -42,6 +43,7 @@ class Settings:
     smtp_host: str = "localhost"
     smtp_port: int = 25
     mail_tries: int = 5
+    requeue_held: bool = False  # a job requeued for a node's failing prolog is held
 
 
 class ControllerService:
@@ -65,7 +67,7 @@ class ControllerService:
         # No node is connected to a controller that just started; each says hello when it is.
         changes = Changes()
         for node in state.nodes.values():
-            if node.state is not NodeState.DOWN and node.name not in self.channels.connected():
+            if node.state not in (NodeState.DOWN, NodeState.ERROR) and node.name not in self.channels.connected():
                 node.state = NodeState.DOWN
                 changes.node(node)
         if changes:
@@ -103,6 +105,9 @@ class ControllerService:
             job = jobs.get(job_id) or self.state.jobs.get(job_id)
             if job is not None and job.spec.get("event_log"):
                 self.event_logs.append(job, events)
+
+    def resume_node(self, name: str) -> None:
+        self._run(lambda: resume_node(self.state, name, self.clock()))
 
     async def wait_for_events(self, timeout_s: float) -> None:
         """Return when new events are committed, or after `timeout_s`."""
@@ -218,7 +223,7 @@ class ControllerService:
             if isinstance(message, StagedOut):
                 staged_files.keep(self.settings.files_dir, message)  # on disk before it is acknowledged
         if reports:
-            self._run(lambda: on_reports(self.state, node, reports, self.clock()))
+            self._run(lambda: on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held))
 
     def node_disconnected(self, channel: NodeChannel) -> None:
         if self.channels.detach(channel):

@@ -107,7 +107,7 @@ def node_info(state: ControllerState) -> list[NodeInfo]:
         NodeInfo(
             name=node.name, state=node.state.value, cpus=node.cpus, memory_mib=node.memory_mib,
             cpus_used=len(node.used_cpu_ids), memory_mib_used=node.used_memory_mib,
-            running=node.running, last_seen=node.last_seen,
+            running=node.running, last_seen=node.last_seen, reason=node.reason,
         )
         for node in sorted(state.nodes.values(), key=lambda node: node.name)
     ]

@@ -11,8 +11,10 @@ OUT_OF_MEMORY, and a shepherd that could not start the job at all fails the atte
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from drover.core.job_state import Trigger
 
@@ -25,6 +27,21 @@ class ExitSemantics(StrEnum):
     PLAIN = "plain"  # 0 succeeds, anything else fails
 
 
+# What a failing prolog, epilog or parallel-environment method means (GE shepherd manpage:
+# "Prolog, epilog and parallel start: the queue is set to error state and the job is re-queued.
+# Parallel stop: the queue is set to error state, but the job is not re-queued"; Accelerator:
+# "if the precmd exits with a status that is not 0, the job is done and failed").
+# (step, level) → (what happens to the job, whether the node goes to ERROR)
+METHOD_FAILURES: dict[tuple[str, str], tuple[Trigger | None, bool]] = {
+    ("prolog", "node"): (Trigger.REQUEUE, True),
+    ("pe_start", "node"): (Trigger.REQUEUE, True),
+    ("prolog", "job"): (Trigger.FAIL, False),
+    ("pe_stop", "node"): (None, True),  # the job keeps its own exit status
+    ("epilog", "node"): (None, True),
+    ("epilog", "job"): (None, False),  # unless the job asked that its epilog's status be its own
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ExitFacts:
     """What the shepherd recorded about an attempt, reduced to what decides its meaning."""
@@ -35,23 +52,62 @@ class ExitFacts:
     timed_out: bool = False
     out_of_memory: bool = False
     cancel_requested: bool = False
+    methods: tuple[tuple[str, str, int], ...] = ()  # (step, level, exit code) of the prolog/epilog/PE steps that ran
+    epilog_sets_exit: bool = False  # Accelerator: the job's postcmd's status is the job's
+    requeue_held: bool = False  # a requeue for a node's failure leaves the job held
+
+
+def exit_facts(record: Mapping[str, Any], cancel_requested: bool = False, epilog_sets_exit: bool = False,
+               requeue_held: bool = False) -> ExitFacts:
+    """The facts of an exit record (spool.records.ExitStatus) as plain data."""
+    return ExitFacts(
+        exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
+        timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
+        cancel_requested=cancel_requested,
+        methods=tuple((m["step"], m["level"], int(m["exit_code"])) for m in record.get("methods") or ()),
+        epilog_sets_exit=epilog_sets_exit, requeue_held=requeue_held,
+    )
+
+
+def effective_exit_code(facts: ExitFacts) -> int | None:
+    """The job's exit code, or its epilog's, when the job asked for the Accelerator semantics."""
+    if facts.epilog_sets_exit:
+        for step, level, code in facts.methods:
+            if (step, level) == ("epilog", "job"):
+                return code
+    return facts.exit_code
+
+
+def node_failure(facts: ExitFacts) -> str | None:
+    """Why the node should go to ERROR (a node-level method failed), or None."""
+    for step, level, code in facts.methods:
+        if code != 0 and METHOD_FAILURES.get((step, level), (None, False))[1]:
+            return f"the node's {step} exited with status {code}"
+    return None
 
 
 def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRID_ENGINE) -> Trigger:
     if facts.cancel_requested:
         return Trigger.CANCEL
+    for step, level, code in facts.methods:
+        meaning = METHOD_FAILURES.get((step, level), (None, False))[0] if code != 0 else None
+        if meaning is Trigger.REQUEUE and facts.requeue_held:
+            return Trigger.ERROR_HOLD
+        if meaning is not None:
+            return meaning
     if facts.timed_out:
         return Trigger.TIME_OUT
     if facts.out_of_memory:
         return Trigger.RUN_OUT_OF_MEMORY
-    if facts.failure is not None or facts.exit_code is None:
+    exit_code = effective_exit_code(facts)
+    if facts.failure is not None or exit_code is None:
         return Trigger.FAIL
     if semantics is ExitSemantics.GRID_ENGINE:
-        if facts.exit_code == REQUEUE_EXIT_CODE:
+        if exit_code == REQUEUE_EXIT_CODE:
             return Trigger.REQUEUE
-        if facts.exit_code == ERROR_HOLD_EXIT_CODE:
+        if exit_code == ERROR_HOLD_EXIT_CODE:
             return Trigger.ERROR_HOLD
-    return Trigger.SUCCEED if facts.exit_code == 0 else Trigger.FAIL
+    return Trigger.SUCCEED if exit_code == 0 else Trigger.FAIL
 
 
 def shell_status(exit_code: int | None, signal: int | None) -> int:

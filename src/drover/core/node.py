@@ -16,6 +16,7 @@ class Node:
     state: NodeState
     registered_at: float
     last_seen: float | None = None
+    reason: str | None = None  # why the node is in ERROR (or drained)
     used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
     used_memory_mib: int = 0
     running: int = 0

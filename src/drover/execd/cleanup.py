@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover import mail
-from drover.core.exit_status import ExitFacts, classify_exit
+from drover.core.exit_status import classify_exit, exit_facts
 from drover.core.job_state import Trigger
 from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
 from drover.spool import layout
@@ -302,11 +302,8 @@ def _records(spool: layout.SpoolDir) -> tuple[dict[str, Any], dict[str, Any] | N
 def _final_record(spool: layout.SpoolDir) -> dict[str, Any]:
     exit_status, usage = _records(spool)
     config = read_json(spool.record(layout.CONFIG)) or {}
-    facts = ExitFacts(
-        exit_code=exit_status.get("exit_code"), signal=exit_status.get("signal"), failure=exit_status.get("failure"),
-        timed_out=bool(exit_status.get("timed_out")), out_of_memory=bool(exit_status.get("out_of_memory")),
-        cancel_requested=bool(exit_status.get("terminated")),
-    )
+    facts = exit_facts(exit_status, cancel_requested=bool(exit_status.get("terminated")),
+                       epilog_sets_exit=bool(config.get("epilog_sets_exit")))
     trigger = classify_exit(facts)
     outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
     return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,

@@ -114,4 +114,10 @@ def shepherd_options(options: dict[str, object]) -> dict[str, object]:
         "chdir_tries": int(options.get("chdir_tries", 3)),  # type: ignore[call-overload]
         "chdir_retry_s": float(options.get("chdir_retry_s", 2.0)),  # type: ignore[arg-type]
         "diagnostics_chdir": options.get("diagnostics_chdir"),
+        # The cluster's methods (GE prolog, epilog, PE start and stop), run by every shepherd.
+        "node_prolog": options.get("prolog"),
+        "node_epilog": options.get("epilog"),
+        "node_pe_start": options.get("pe_start"),
+        "node_pe_stop": options.get("pe_stop"),
+        "method_timeout_s": float(options.get("method_timeout_s", 600.0)),  # type: ignore[arg-type]
     }

@@ -41,6 +41,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     event_log: str | None = None  # append every event of the job to this file, as JSON lines
     stage_in: list[StagedFile] = []  # copied into the job's working directory before it starts
     stage_out: list[str] = []  # glob patterns in the working directory, copied back after it exits
+    prolog: str | None = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
+    epilog: str | None = None  # the job's own epilog (postcmd)
+    epilog_sets_exit: bool = False  # Accelerator's semantics: the epilog's exit status is the job's
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -181,6 +184,7 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     memory_mib_used: int
     running: int
     last_seen: float | None
+    reason: str | None = None
 
 
 class NodeList(msgspec.Struct):

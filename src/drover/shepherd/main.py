@@ -28,9 +28,11 @@ import subprocess
 import time
 import traceback
 
-from drover.shepherd.containment import choose
+from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
+from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
+from drover.shepherd.methods import run as run_method
 from drover.shepherd.signals import SignalInbox
 from drover.shepherd.supervise import WATCHED, supervise
 from drover.spool import layout
@@ -90,21 +92,27 @@ def _run(spool: layout.SpoolDir) -> int:
         # 4. stdout and stderr to the job's files, created as the job's owner.
         with acting_as(identity):
             stdout, stderr = _open_outputs(config)
+    except StartFailure as failure:
+        return _give_up(spool, containment, tmpdir, failure)
+    try:
+        # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run.
+        method_options = _popen_options(config, env, stdout, stderr, identity)
+        failed = _run_methods(methods(config, BEFORE_JOB), method_options, containment, config)  # type: ignore[arg-type]
+        if failed is not None:
+            containment.kill_all()
+            _close(stdout, stderr)
+            return _give_up(spool, containment, tmpdir, StartFailure(
+                f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"),
+                method=failed)
         # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
         containment.enter()
         try:
             job = _start(spool, config, env, stdout, stderr, identity)
         finally:
             containment.leave()
-            os.close(stdout)
-            if stderr != stdout:
-                os.close(stderr)
     except StartFailure as failure:
-        containment.remove()
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        _record_failure(spool, str(failure), failure.details)
-        _hint(spool, "exited")
-        return 0
+        _close(stdout, stderr)
+        return _give_up(spool, containment, tmpdir, failure)
 
     # 6. The job's pid, and a hint to the execd that it started.
     write_atomically(spool.record(layout.JOB_PID), f"{job.pid}\n".encode())
@@ -119,6 +127,14 @@ def _run(spool: layout.SpoolDir) -> int:
     except (ProcessLookupError, PermissionError):
         pass
     containment.kill_all()  # ...and everything that escaped it (setsid, double forks)
+
+    # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
+    after: list[tuple[Method, int]] = []
+    for method in methods(config, AFTER_JOB):  # type: ignore[arg-type]
+        status_of_method = _run_methods([method], method_options, containment, config, stop_on_failure=False)
+        after.append((method, 0 if status_of_method is None else status_of_method[1]))
+    containment.kill_all()
+    _close(stdout, stderr)
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
@@ -146,10 +162,55 @@ def _run(spool: layout.SpoolDir) -> int:
         "timed_out": ending.timed_out,
         "terminated": ending.terminated,
         "out_of_memory": ending.out_of_memory,
+        "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in after],
     }
     write_json(spool.record(layout.EXIT_STATUS), exit_status)
     _hint(spool, "exited")
     return 0
+
+
+def _popen_options(config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
+                   identity: Identity | None) -> dict[str, object]:
+    user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
+    return {"cwd": config["workdir"], "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
+            "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
+            "user": user, "group": group, "extra_groups": extra_groups}
+
+
+def _run_methods(found: list[Method], options: dict[str, object], containment: Containment,
+                 config: AttemptConfig, stop_on_failure: bool = True) -> tuple[Method, int] | None:
+    """Run methods in order inside the attempt's containment; the first failure, if any."""
+    timeout = float(config.get("method_timeout_s", 600.0))  # type: ignore[arg-type]
+    failure = None
+    for method in found:
+        containment.enter()
+        try:
+            code = run_method(method, options, timeout)
+        except OSError as error:
+            code = 126 if error.errno != 2 else 127
+        finally:
+            containment.leave()
+        if code != 0 and failure is None:
+            failure = (method, code)
+            if stop_on_failure:
+                break
+    return failure
+
+
+def _give_up(spool: layout.SpoolDir, containment: Containment, tmpdir: str, failure: StartFailure,
+             method: tuple[Method, int] | None = None) -> int:
+    """The job did not run: say why, clean up, tell the execd."""
+    containment.remove()
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    _record_failure(spool, str(failure), failure.details, method)
+    _hint(spool, "exited")
+    return 0
+
+
+def _close(stdout: int, stderr: int) -> None:
+    os.close(stdout)
+    if stderr != stdout:
+        os.close(stderr)
 
 
 def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
@@ -225,11 +286,13 @@ def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
     return StartFailure(f"cannot start the job: {error.strerror or error}")
 
 
-def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "") -> None:
+def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "",
+                    method: tuple[Method, int] | None = None) -> None:
     write_atomically(spool.record(layout.ERROR), (failure + "\n" + detail).encode())
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
         "terminated": False, "out_of_memory": False,
+        "methods": [{"step": method[0].step, "level": method[0].level, "exit_code": method[1]}] if method else [],
     }
     write_json(spool.record(layout.EXIT_STATUS), exit_status)
 

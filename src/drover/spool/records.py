@@ -68,3 +68,4 @@ class ExitStatus(TypedDict):
     timed_out: bool  # killed at its time limit
     terminated: bool  # killed on request (cancel): warning signal, grace, SIGKILL
     out_of_memory: bool
+    methods: NotRequired[list[dict[str, object]]]  # prolog/epilog/PE steps that ran: step, level, exit_code

@@ -90,9 +90,9 @@ class SqliteStore:
                 )
             if changes.nodes:
                 db.executemany(
-                    "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen)
+                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen, n.reason)
                         for n in changes.nodes.values()
                     ],
                 )
@@ -133,7 +133,7 @@ class SqliteStore:
                         attempt = _attempt_from_row(row)
                         attempts[attempt.job_id, attempt.index, attempt.number] = attempt
         nodes = {
-            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5])
+            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6])
             for row in self.db.execute("SELECT * FROM nodes")
         }
         next_id = (self.db.execute("SELECT MAX(id) FROM jobs").fetchone()[0] or 0) + 1

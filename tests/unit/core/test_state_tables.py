@@ -142,3 +142,32 @@ def test_shell_status_is_the_exit_code_or_128_plus_the_signal() -> None:
     assert shell_status(3, None) == 3
     assert shell_status(None, 9) == 137
     assert shell_status(None, None) == 1
+
+
+from drover.core.exit_status import METHOD_FAILURES, effective_exit_code, node_failure  # noqa: E402
+
+
+@pytest.mark.parametrize(("step", "level"), list(METHOD_FAILURES))
+def test_each_failing_method_means_what_the_table_says(step: str, level: str) -> None:
+    meaning, fails_node = METHOD_FAILURES[step, level]
+    facts = ExitFacts(0 if meaning is None else None, methods=((step, level, 3),))
+    assert classify_exit(facts) is (meaning or T.SUCCEED)
+    assert (node_failure(facts) is not None) is fails_node
+    if meaning is T.REQUEUE:
+        held = ExitFacts(None, methods=((step, level, 3),), requeue_held=True)
+        assert classify_exit(held) is T.ERROR_HOLD
+    passing = ExitFacts(0, methods=((step, level, 0),))
+    assert classify_exit(passing) is T.SUCCEED and node_failure(passing) is None
+
+
+def test_the_job_epilog_status_is_the_jobs_only_when_asked() -> None:
+    ran = ExitFacts(0, methods=(("epilog", "job", 4),))
+    assert classify_exit(ran) is T.SUCCEED and effective_exit_code(ran) == 0
+    asked = ExitFacts(0, methods=(("epilog", "job", 4),), epilog_sets_exit=True)
+    assert classify_exit(asked) is T.FAIL and effective_exit_code(asked) == 4
+    rescued = ExitFacts(3, methods=(("epilog", "job", 0),), epilog_sets_exit=True)
+    assert classify_exit(rescued) is T.SUCCEED
+
+
+def test_a_cancelled_job_stays_cancelled_whatever_its_methods_did() -> None:
+    assert classify_exit(ExitFacts(None, cancel_requested=True, methods=(("prolog", "node", 1),))) is T.CANCEL

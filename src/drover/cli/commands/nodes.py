@@ -6,8 +6,12 @@ from drover.cli.common import client, parser, print_json
 
 
 def run(command: str, argv: list[str]) -> int:
-    args = parser(command, "List the cluster's nodes and what they run.").parse_args(argv)
+    p = parser(command, "List the cluster's nodes and what they run.")
+    p.add_argument("--resume", metavar="NODE", help="clear a node's ERROR so it takes work again")
+    args = p.parse_args(argv)
     with client() as api:
+        if args.resume:
+            api.transport.call("POST", f"/v1/nodes/{args.resume}/resume")
         nodes = api.nodes()
     if args.json:
         print_json(nodes)
@@ -15,8 +19,8 @@ def run(command: str, argv: list[str]) -> int:
     from drover.cli.render import table, when
 
     table(
-        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LAST SEEN"],
+        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LAST SEEN", "REASON"],
         [(n.name, n.state.upper(), n.cpus, n.cpus_used, f"{n.memory_mib}M", f"{n.memory_mib_used}M",
-          n.running, when(n.last_seen)) for n in nodes],
+          n.running, when(n.last_seen), n.reason or "") for n in nodes],
     )
     return 0

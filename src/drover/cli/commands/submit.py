@@ -45,6 +45,10 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--stage-out", action="append", default=[], metavar="PATTERN",
                    help="copy the files matching PATTERN back after the job exits (repeatable); "
                         "`drover fetch JOB` brings them to you")
+    p.add_argument("--prolog", metavar="COMMAND", help="run before the job (as you); if it fails, the job does not run")
+    p.add_argument("--epilog", metavar="COMMAND", help="run after the job (as you)")
+    p.add_argument("--epilog-sets-exit", action="store_true",
+                   help="the epilog's exit status becomes the job's (Accelerator's postcmd semantics)")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     if command == "run":
@@ -130,6 +134,13 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         base["keep_spool"] = True
     if args.event_log:
         base["event_log"] = os.path.abspath(args.event_log)
+    for key in ("prolog", "epilog"):
+        if getattr(args, key):
+            base[key] = getattr(args, key)
+    if args.epilog_sets_exit:
+        if not args.epilog:
+            raise BadRequest("--epilog-sets-exit needs --epilog")
+        base["epilog_sets_exit"] = True
     if args.stage_in:
         base["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:

@@ -110,6 +110,9 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "mail_type": spec.get("mail_type", []),
         "keep_spool": spec.get("keep_spool", False),
         "stage_out": spec.get("stage_out", []),
+        "job_prolog": spec.get("prolog"),
+        "job_epilog": spec.get("epilog"),
+        "epilog_sets_exit": spec.get("epilog_sets_exit", False),
     }
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -10,11 +10,17 @@ from drover.controller.effects import Outcome
 from drover.controller.handlers.dispatch import start_order
 from drover.controller.lifecycle import change_task, end_job_if_done, release_attempt
 from drover.controller.state import ControllerState
-from drover.core.exit_status import ExitFacts, classify_exit, shell_status
+from drover.core.exit_status import (
+    classify_exit,
+    effective_exit_code,
+    exit_facts,
+    node_failure,
+    shell_status,
+)
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
-from drover.core.node_state import NodeState, NodeTrigger
+from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
 from drover.protocol.node_channel import (
     Ack,
     Exited,
@@ -36,7 +42,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_gra
         node = state.nodes[hello.node] = Node(hello.node, hello.cpus, hello.memory_mib, NodeState.DOWN, now)
     node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
     if node.state is NodeState.DOWN:
-        node.apply(NodeTrigger.CONNECT)
+        node.apply(NodeTrigger.CONNECT)  # a node in ERROR stays so until an operator resumes it
     outcome.changes.node(node)
     outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib)
     outcome.send(node.name, Welcome(node.name))
@@ -67,7 +73,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_gra
 def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outcome:
     outcome = Outcome()
     node = state.nodes.get(name)
-    if node is not None and node.state is not NodeState.DOWN:
+    if node is not None and node.state not in (NodeState.DOWN, NodeState.ERROR):
         node.apply(NodeTrigger.DISCONNECT)
         node.last_seen = now
         outcome.changes.node(node)
@@ -76,7 +82,8 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
 
 
 def on_reports(state: ControllerState, node: str,
-               reports: list[Started | Suspended | Exiting | Progress | StagedOut | Exited], now: float) -> Outcome:
+               reports: list[Started | Suspended | Exiting | Progress | StagedOut | Exited], now: float,
+               requeue_held: bool = False) -> Outcome:
     """One frame of reports from a node: handled, and committed, together."""
     outcome = Outcome()
     acknowledged: list[str] = []
@@ -93,10 +100,27 @@ def on_reports(state: ControllerState, node: str,
             _staged_out(state, outcome, report, now)
             outcome.send(node, Ack([report.attempt], "stage_out"))
         else:
-            _exited(state, outcome, report, now)
+            _exited(state, outcome, report, now, requeue_held)
             acknowledged.append(report.attempt)
     if acknowledged:
         outcome.send(node, Ack(acknowledged))
+    return outcome
+
+
+def resume_node(state: ControllerState, name: str, now: float) -> Outcome:
+    """An operator clears a node's ERROR (or ends its drain): it takes work again."""
+    from drover.core.errors import Conflict, NotFound
+
+    node = state.nodes.get(name)
+    if node is None:
+        raise NotFound(f"node {name} does not exist")
+    if not can_node(node.state, NodeTrigger.RESUME):
+        raise Conflict(f"node {name} is {node.state.value}; only a node in error or drained can be resumed")
+    outcome = Outcome(reschedule=True)
+    node.apply(NodeTrigger.RESUME)
+    node.reason = None
+    outcome.changes.node(node)
+    outcome.changes.event(now, "node_resumed", node=name)
     return outcome
 
 
@@ -106,6 +130,10 @@ def on_attempt_started(state: ControllerState, report: Started, now: float) -> O
 
 def on_attempt_exited(state: ControllerState, node: str, reports: list[Exited], now: float) -> Outcome:
     return on_reports(state, node, list(reports), now)
+
+
+def can_node(state: NodeState, trigger: NodeTrigger) -> bool:
+    return (state, trigger) in NODE_TRANSITIONS
 
 
 def _current(state: ControllerState, name: str) -> tuple[Job, Task, Attempt] | tuple[None, None, Attempt | None]:
@@ -149,7 +177,9 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     outcome.changes.attempt(attempt)
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
-    task.exit_status = shell_status(record.get("exit_code"), record.get("signal"))
+    job_spec = state.jobs[attempt.job_id].spec
+    effective = effective_exit_code(exit_facts(record, epilog_sets_exit=bool(job_spec.get("epilog_sets_exit"))))
+    task.exit_status = shell_status(effective, record.get("signal") if effective == record.get("exit_code") else None)
     change_task(
         outcome, task, Trigger.EXIT, now, exit_code=record.get("exit_code"),
         signal=record.get("signal"), failure=record.get("failure"),
@@ -188,7 +218,8 @@ def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: fl
             outcome.changes.event(now, "cleanup_step", attempt.job_id, attempt.index, attempt.number, step=step)
 
 
-def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float) -> None:
+def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float,
+            requeue_held: bool = False) -> None:
     """Cleanup step 5, the final report: the task's outcome is decided here, exactly once."""
     _exiting(state, outcome, report, now)
     job, task, attempt = _current(state, report.attempt)
@@ -197,11 +228,15 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     if job is None or task is None or attempt is None or task.state is not JobState.COMPLETING:
         return  # decided already (or the task moved on): acknowledge again only
     record = attempt.exit or report.exit_status
-    facts = ExitFacts(
-        exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
-        timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
-        cancel_requested=task.cancel_requested,
-    )
+    facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), requeue_held)
+    reason = node_failure(facts)
+    node = state.nodes.get(attempt.node)
+    if reason and node is not None and can_node(node.state, NodeTrigger.FAIL):
+        node.apply(NodeTrigger.FAIL)
+        node.reason = f"{reason} (attempt {attempt.name})"
+        outcome.changes.node(node)
+        outcome.changes.event(now, "node_error", attempt.job_id, attempt.index, attempt.number,
+                              node=node.name, reason=node.reason)
     change_task(outcome, task, classify_exit(facts), now)
     release_attempt(state, job, task)
     if task.state is JobState.PENDING:

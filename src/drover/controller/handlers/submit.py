@@ -116,6 +116,9 @@ def _validated_job(
         "event_log": spec.event_log,
         "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in spec.stage_in],
         "stage_out": spec.stage_out,
+        "prolog": spec.prolog,
+        "epilog": spec.epilog,
+        "epilog_sets_exit": spec.epilog_sets_exit,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,

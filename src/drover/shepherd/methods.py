@@ -1,0 +1,48 @@
+"""GE shepherd: "it starts up to 5 child processes": prolog, parallel-environment start, the job,
+parallel-environment stop, epilog — each optional — and the Accelerator's precmd and postcmd,
+which are the job's own prolog and epilog. In firing order:
+
+    node prolog → job prolog (precmd) → PE start → JOB → PE stop → job epilog (postcmd) → node epilog
+
+Each runs with bash, as the job's owner, in the job's working directory and environment, with
+its output appended to the job's files, inside the attempt's containment. What a failure means
+is decided by the controller (core/exit_status.METHOD_FAILURES); the shepherd only records which
+method failed and how: a failure before the job means the job does not run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+BEFORE_JOB = (("prolog", "node"), ("prolog", "job"), ("pe_start", "node"))
+AFTER_JOB = (("pe_stop", "node"), ("epilog", "job"), ("epilog", "node"))
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    step: str  # prolog, pe_start, pe_stop, epilog
+    level: str  # node (the cluster's config) or job (the job's own)
+    command: str
+
+
+def methods(config: dict[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
+    """The configured methods among `order`; config keys are e.g. "node_prolog", "job_epilog"."""
+    found = []
+    for step, level in order:
+        command = config.get(f"{level}_{step}")
+        if isinstance(command, str) and command.strip():
+            found.append(Method(step, level, command))
+    return found
+
+
+def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> int:
+    """Run one method to its end; its exit status (128 + signal if killed, 124 on timeout)."""
+    process = subprocess.Popen(["/bin/bash", "-c", method.command], **popen_options)  # type: ignore[call-overload]
+    try:
+        status: int = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        return 124
+    return 128 - status if status < 0 else status

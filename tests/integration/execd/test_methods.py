@@ -1,0 +1,79 @@
+"""Prolog, PE start, job, PE stop, epilog — at the node's level and the job's — and what their
+failures mean (GE shepherd manpage; Accelerator's precmd and postcmd)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
+
+
+def cluster_with(tmp_path: Path, **methods: str) -> LocalCluster:
+    lines = "".join(f'{name} = "{command}"\n' for name, command in methods.items())
+    return LocalCluster(config_toml="[execd]\n" + lines)
+
+
+def test_methods_run_in_firing_order_around_the_job(tmp_path: Path) -> None:
+    cluster = cluster_with(tmp_path, prolog="echo node-prolog", pe_start="echo pe-start",
+                           pe_stop="echo pe-stop", epilog="echo node-epilog")
+    try:
+        cluster.start()
+        job = cluster.submit("--prolog", "echo job-prolog", "--epilog", "echo job-epilog", "--", "echo", "job")
+        assert cluster.drover("wait", str(job)).returncode == 0
+        assert (cluster.workdir / f"drover-{job}.out").read_text().split() == [
+            "node-prolog", "job-prolog", "pe-start", "job", "pe-stop", "job-epilog", "node-epilog"]
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_failing_job_prolog_means_the_job_does_not_run_and_fails(cluster: LocalCluster) -> None:
+    marker = cluster.workdir / "ran"
+    job = cluster.submit("--prolog", "exit 5", "--", "touch", str(marker))
+    assert cluster.drover("wait", str(job), check=False).returncode != 0
+    shown = cluster.drover_json("show", str(job))
+    assert shown["state"] == "failed" and not marker.exists()
+    assert shown["tasks"][0]["attempts"][0]["failure"] == "the job prolog exited with status 5; the job did not run"
+    assert cluster.drover_json("nodes")[0]["state"] == "up"
+
+
+def test_a_failing_node_prolog_sets_the_node_to_error_and_requeues_the_job(tmp_path: Path) -> None:
+    broken = tmp_path / "prolog-broken"
+    broken.touch()
+    cluster = cluster_with(tmp_path, prolog=f"test ! -e {broken}")
+    try:
+        cluster.start()
+        job = cluster.submit("--", "echo", "ran")
+        wait_until(lambda: cluster.drover_json("nodes")[0]["state"] == "error", describe="the node in ERROR")
+        node = cluster.drover_json("nodes")[0]
+        assert "prolog exited with status 1" in node["reason"]
+        shown = cluster.drover_json("show", str(job))
+        assert shown["state"] == "pending" and len(shown["tasks"][0]["attempts"]) == 1
+        assert "ERROR" in cluster.drover("nodes").stdout
+        broken.unlink()
+        cluster.drover("nodes", "--resume", node["name"])
+        assert cluster.drover("wait", str(job)).returncode == 0
+        assert len(cluster.drover_json("show", str(job))["tasks"][0]["attempts"]) == 2
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_failing_node_epilog_sets_the_node_to_error_and_the_job_keeps_its_status(tmp_path: Path) -> None:
+    cluster = cluster_with(tmp_path, epilog="exit 2")
+    try:
+        cluster.start()
+        job = cluster.submit("--", "bash", "-c", "exit 0")
+        assert cluster.drover("wait", str(job)).returncode == 0
+        assert cluster.drover_json("show", str(job))["state"] == "completed"
+        wait_until(lambda: cluster.drover_json("nodes")[0]["state"] == "error", describe="the node in ERROR")
+    finally:
+        assert not cluster.stop()
+
+
+def test_with_epilog_sets_exit_the_epilogs_status_is_the_jobs(cluster: LocalCluster) -> None:
+    failing = cluster.submit("--epilog", "exit 4", "--epilog-sets-exit", "--", "true")
+    assert cluster.drover("wait", str(failing), check=False).returncode == 4
+    rescued = cluster.submit("--epilog", "exit 0", "--epilog-sets-exit", "--", "bash", "-c", "exit 3")
+    assert cluster.drover("wait", str(rescued)).returncode == 0
+    plain = cluster.submit("--epilog", "exit 4", "--", "true")
+    assert cluster.drover("wait", str(plain)).returncode == 0
