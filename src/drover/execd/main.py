@@ -120,4 +120,5 @@ def shepherd_options(options: dict[str, object]) -> dict[str, object]:
         "node_pe_start": options.get("pe_start"),
         "node_pe_stop": options.get("pe_stop"),
         "method_timeout_s": float(options.get("method_timeout_s", 600.0)),  # type: ignore[arg-type]
+        "rlimits": dict(options.get("rlimits") or {}),  # type: ignore[call-overload]
     }

@@ -44,6 +44,8 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     prolog: str | None = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
     epilog: str | None = None  # the job's own epilog (postcmd)
     epilog_sets_exit: bool = False  # Accelerator's semantics: the epilog's exit status is the job's
+    warn_signal: str | None = None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
+    warn_before_s: int = 60  # ...this long before the time limit
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -28,6 +28,7 @@ import subprocess
 import time
 import traceback
 
+from drover.shepherd import setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
@@ -71,7 +72,7 @@ def _run(spool: layout.SpoolDir) -> int:
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
-    containment = choose(spool.name, config["memory_mib"])
+    containment = choose(spool.name, config["memory_mib"], config["cpu_ids"])
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
     identity = from_config(config)  # type: ignore[arg-type]
@@ -104,6 +105,8 @@ def _run(spool: layout.SpoolDir) -> int:
             return _give_up(spool, containment, tmpdir, StartFailure(
                 f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"),
                 method=failed)
+        # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
+        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))  # type: ignore[call-overload]
         # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
         containment.enter()
         try:
@@ -119,7 +122,8 @@ def _run(spool: layout.SpoolDir) -> int:
     _hint(spool, "started")
 
     # 7. Supervise until the job exits; 8. reap it.
-    ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment)
+    ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
+                       warning=_warning(config))
     job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
@@ -167,6 +171,14 @@ def _run(spool: layout.SpoolDir) -> int:
     write_json(spool.record(layout.EXIT_STATUS), exit_status)
     _hint(spool, "exited")
     return 0
+
+
+def _warning(config: AttemptConfig) -> tuple[int, float] | None:
+    """Slurm's --signal=SIG@T: (signal, seconds before the time limit), if the job asked."""
+    name = config.get("warn_signal")
+    if not name or not config["time_limit_s"]:
+        return None
+    return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))  # type: ignore[arg-type]
 
 
 def _popen_options(config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,

@@ -38,18 +38,21 @@ class Ending:
 
 
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
-              containment: Containment) -> Ending:
+              containment: Containment, warning: tuple[int, float] | None = None) -> Ending:
+    """`warning`: (signal, seconds) — send that signal to the job that long before its time limit."""
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
     started = time.monotonic()
     deadline = started + time_limit_s if time_limit_s else None
+    warn_at = deadline - warning[1] if deadline is not None and warning else None
     kill_at: float | None = None  # set once the warning signal went out
     timed_out = terminated = False
     try:
         while True:
             now = time.monotonic()
-            wake_at = min(t for t in (deadline, kill_at, now + (OOM_POLL_S if watch_memory else 3600)) if t is not None)
+            wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600))
+                          if t is not None)
             ready, _, _ = select.select([pidfd, inbox.fileno()], [], [], max(wake_at - now, 0))
             if pidfd in ready:
                 break
@@ -69,6 +72,9 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 out_of_memory = True
                 containment.kill_all()
             now = time.monotonic()
+            if warn_at is not None and now >= warn_at and warning is not None:
+                _killpg(job_pid, warning[0])  # the job's own warning, before its time is up
+                warn_at = None
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
                 kill_at = _warn(job_pid, kill_grace_s)

@@ -50,7 +50,7 @@ def test_a_job_runs_and_its_exit_code_usage_and_pids_are_recorded(tmp_path: Path
     spool = make_spool(tmp_path, "for i in $(seq 1 20000); do :; done; echo hi; exit 3\n")
     assert run_shepherd(spool).wait(timeout=30) == 0
     assert exit_status(spool) == {"exit_code": 3, "signal": None, "failure": None, "timed_out": False,
-                                  "terminated": False, "out_of_memory": False}
+                                  "terminated": False, "out_of_memory": False, "methods": []}
     usage = json.loads((spool / "usage").read_text())
     assert usage["user_cpu_s"] > 0 and usage["max_rss_kib"] > 0 and usage["wall_s"] > 0
     assert (tmp_path / "out.txt").read_text() == "hi\n"

@@ -49,6 +49,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--epilog", metavar="COMMAND", help="run after the job (as you)")
     p.add_argument("--epilog-sets-exit", action="store_true",
                    help="the epilog's exit status becomes the job's (Accelerator's postcmd semantics)")
+    p.add_argument("--signal", metavar="SIG[@SECONDS]",
+                   help="send SIG to the job SECONDS (default 60) before its time limit (Slurm's --signal)")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     if command == "run":
@@ -141,6 +143,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         if not args.epilog:
             raise BadRequest("--epilog-sets-exit needs --epilog")
         base["epilog_sets_exit"] = True
+    if args.signal:
+        base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
     if args.stage_in:
         base["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:
@@ -163,6 +167,21 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         script = _read(args.script)
         name = args.name or os.path.basename(args.script)
     return [dict(base, script=script, name=name)]
+
+
+def warning_signal(text: str) -> tuple[str, int]:
+    """Slurm's --signal=[B:]SIG[@TIME]: ("SIGUSR1", 60)."""
+    name, _, when = text.removeprefix("B:").partition("@")
+    name = name.upper()
+    if name.isdigit():
+        import signal
+
+        name = signal.Signals(int(name)).name
+    elif not name.startswith("SIG"):
+        name = "SIG" + name
+    if when and not when.isdigit():
+        raise BadRequest(f"--signal: the time after @ is in seconds, not {when!r}")
+    return name, int(when) if when else 60
 
 
 STAGE_IN_LIMIT_BYTES = 16 * 1024 * 1024  # the controller's limit per job

@@ -113,6 +113,8 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "job_prolog": spec.get("prolog"),
         "job_epilog": spec.get("epilog"),
         "epilog_sets_exit": spec.get("epilog_sets_exit", False),
+        "warn_signal": spec.get("warn_signal"),
+        "warn_before_s": spec.get("warn_before_s", 60),
     }
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -91,6 +91,13 @@ def _validated_job(
         raise bad("--mail-type needs --mail-user (where to send the mail)")
     if spec.event_log is not None and not os.path.isabs(spec.event_log):
         raise bad(f"the event log must be an absolute path, not {spec.event_log!r}")
+    if spec.warn_signal is not None:
+        import signal
+
+        if spec.warn_signal not in signal.Signals.__members__:
+            raise bad(f"--signal: unknown signal {spec.warn_signal!r}")
+        if spec.time_limit_s is None:
+            raise bad("--signal warns before the time limit: it needs --time")
     if spec.array is not None:
         ranges, max_running = parse_array(spec.array)
         indices, is_array = TaskIndices(ranges), True
@@ -119,6 +126,8 @@ def _validated_job(
         "prolog": spec.prolog,
         "epilog": spec.epilog,
         "epilog_sets_exit": spec.epilog_sets_exit,
+        "warn_signal": spec.warn_signal,
+        "warn_before_s": spec.warn_before_s,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,

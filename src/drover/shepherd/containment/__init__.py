@@ -54,11 +54,15 @@ class Containment(Protocol):
         """Remove what was created (after kill_all)."""
 
 
-def choose(attempt: str, memory_mib: int) -> Containment:
+def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> Containment:
+    """`cpu_ids`: the CPUs the scheduler gave the attempt; a cpuset pins them where writable."""
     from drover.shepherd.containment import fallback, v1, v2
 
+    def v1_with_cpus(name: str, memory: int) -> Containment | None:
+        return v1.create(name, memory, cpu_ids or [])
+
     backends: dict[str, Callable[[str, int], Containment | None]] = {
-        "cgroup-v2": v2.create, "cgroup-v1": v1.create, "subreaper": fallback.create,
+        "cgroup-v2": v2.create, "cgroup-v1": v1_with_cpus, "subreaper": fallback.create,
     }
     forced = os.environ.get("DROVER_CONTAINMENT")
     if forced:

@@ -16,7 +16,7 @@ from drover.shepherd.containment.common import (
 )
 
 ROOT = "/sys/fs/cgroup"
-CONTROLLERS = ("freezer", "memory", "cpuacct", "pids")
+CONTROLLERS = ("freezer", "memory", "cpuacct", "pids", "cpuset")
 
 
 class CgroupV1:
@@ -77,7 +77,7 @@ class CgroupV1:
             remove_dir(path)
 
 
-def create(attempt: str, memory_mib: int) -> CgroupV1 | None:
+def create(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> CgroupV1 | None:
     paths: dict[str, str] = {}
     homes: dict[str, str] = {}
     for controller in CONTROLLERS:
@@ -95,4 +95,24 @@ def create(attempt: str, memory_mib: int) -> CgroupV1 | None:
         return None  # without the freezer it cannot kill without races; without memory, v2 is as good
     if memory_mib:
         write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
+    if "cpuset" in paths and not _pin(paths["cpuset"], homes["cpuset"], cpu_ids or []):
+        remove_dir(paths.pop("cpuset"))
     return CgroupV1(paths, homes, memory_mib)
+
+
+def _pin(path: str, home: str, cpu_ids: list[int]) -> bool:
+    """A cpuset the job cannot widen: the attempt's CPUs (all of the node's if none were given),
+    and the memory nodes of the parent. A cpuset must have both before a task can join."""
+    from drover.shepherd.setup import physical_cpus
+
+    try:
+        for directory in (os.path.dirname(path), path):  # drover/ and the attempt inherit nothing
+            parent = os.path.dirname(directory)
+            for name in ("cpuset.cpus", "cpuset.mems"):
+                if not (read(os.path.join(directory, name)) or "").strip():
+                    write(os.path.join(directory, name), (read(os.path.join(parent, name)) or "").strip())
+        if cpu_ids:
+            write(os.path.join(path, "cpuset.cpus"), ",".join(str(c) for c in sorted(physical_cpus(cpu_ids))))
+        return True
+    except OSError:
+        return False
