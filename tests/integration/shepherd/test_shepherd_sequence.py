@@ -195,3 +195,21 @@ def test_the_fork_server_refuses_unknown_requests(request_line: bytes) -> None:
         assert server._reader.readline().startswith(b"ERR unknown request")
     finally:
         server.close()
+
+
+def test_a_forked_shepherd_imports_nothing_the_fork_server_did_not(tmp_path: Path) -> None:
+    """Every module a shepherd needs is loaded once in the fork server; an import after the fork
+    would cost each attempt milliseconds."""
+    spool = make_spool(tmp_path, "true\n")
+    code = (
+        "import os, sys, drover.shepherd.main as m\n"
+        "before = set(sys.modules)\n"
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    m.run(sys.argv[1]); os.write(w, ' '.join(sorted(set(sys.modules) - before)).encode()); os._exit(0)\n"
+        "os.close(w); os.waitpid(pid, 0); print(os.read(r, 65536).decode())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(spool)], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
+    assert exit_status(spool)["exit_code"] == 0

@@ -4,7 +4,7 @@ Three backends behind one small interface, chosen once per attempt (`choose`):
 
   cgroup-v2   a cgroup of the attempt's own: cgroup.kill ends all, cgroup.freeze suspends all;
               memory.max, memory.events and memory.peak where the memory controller is enabled
-  cgroup-v1   the memory, freezer, cpuacct and pids hierarchies: memory.limit_in_bytes, the
+  cgroup-v1   the memory, freezer, cpuacct and cpuset hierarchies: memory.limit_in_bytes, the
               oom_kill counter of memory.oom_control, the freezer to suspend and to kill
               without races (freeze, SIGKILL all, thaw)
   subreaper   no writable cgroups (a laptop without root): the shepherd is the child subreaper
@@ -56,7 +56,6 @@ class Containment(Protocol):
 
 def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> Containment:
     """`cpu_ids`: the CPUs the scheduler gave the attempt; a cpuset pins them where writable."""
-    from drover.shepherd.containment import fallback, v1, v2
 
     def v1_with_cpus(name: str, memory: int) -> Containment | None:
         return v1.create(name, memory, cpu_ids or [])
@@ -78,3 +77,8 @@ def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> C
         if made is not None:
             return made
     raise AssertionError("the subreaper fallback is always available")
+
+
+# Imported here, not in choose(): the fork server imports this package once, and every shepherd
+# it forks finds the backends loaded (an import in a shepherd would cost it milliseconds).
+from drover.shepherd.containment import fallback, v1, v2  # noqa: E402

@@ -1,4 +1,4 @@
-"""cgroup v1: the memory, freezer, cpuacct and pids hierarchies, one cgroup in each."""
+"""cgroup v1: the memory, freezer, cpuacct and cpuset hierarchies, one cgroup in each."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from drover.shepherd.containment.common import (
 )
 
 ROOT = "/sys/fs/cgroup"
-CONTROLLERS = ("freezer", "memory", "cpuacct", "pids", "cpuset")
+CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset")
 
 
 class CgroupV1:
