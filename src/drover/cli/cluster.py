@@ -4,13 +4,15 @@ background, with their state, socket and logs in the user's state directory."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 
 from drover.config import SOCKET_VARIABLE, SYSTEM_STATE_DIR, Paths
 from drover.core.errors import Unavailable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
 
 START_TIMEOUT_S = 30.0
 
@@ -44,6 +46,8 @@ def _read_pid(path: str) -> int | None:
 
 
 def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str]) -> subprocess.Popen[bytes]:
+    import subprocess  # here, not at the top: `drover submit` to a running cluster never needs it
+
     log = open(log_path, "ab")
     process = subprocess.Popen(
         [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
@@ -114,6 +118,8 @@ def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
 
 def down(paths: Paths, timeout_s: float = 15.0) -> list[str]:
     """Stop the execd, then the controller (SIGTERM, then wait). Returns what was stopped."""
+    import signal
+
     stopped = []
     for name, pid_path in (("execd", paths.execd_pid), ("controller", paths.controller_pid)):
         pid = _read_pid(pid_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from drover.core.errors import BadRequest
@@ -15,6 +16,17 @@ if TYPE_CHECKING:
     from drover.client import Client
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter asks shutil for the terminal's width on every add_argument, and
+    importing shutil costs `drover submit` 2 ms: take $COLUMNS (or 100) instead."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        columns = os.environ.get("COLUMNS", "")
+        super().__init__(prog, indent_increment, max_help_position,
+                         width or (int(columns) - 2 if columns.isdigit() else 98))
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Bad options: one line naming the problem, exit status 2 (as argparse does)."""
@@ -22,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser(command: str, description: str, json_flag: bool = True) -> argparse.ArgumentParser:
-    result = _Parser(prog=f"drover {command}", description=description)
+    result = _Parser(prog=f"drover {command}", description=description, formatter_class=_Formatter)
     if json_flag:
         result.add_argument("--json", action="store_true", help="print JSON for programs")
     return result

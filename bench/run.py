@@ -1,0 +1,333 @@
+"""Drover's benchmarks, side by side with what a user would otherwise run on one box.
+
+Every figure is measured in this run, on this machine, next to its references: GNU parallel
+(`parallel -j2`), task-spooler (`tsp -S 2`) and `xargs -P2 -n1` (the machine's process-creation
+limit). Median and min-max over the repetitions. See bench/README.md for what each one means.
+
+    .venv/bin/python bench/run.py                 # everything, 3 repetitions
+    .venv/bin/python bench/run.py B1 B3 --repeat 5
+    .venv/bin/python bench/run.py --quick         # smaller B1, B2 and B4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+DROVER = str(BIN / "drover")
+RESULTS = Path(__file__).parent / "results"
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def summary(samples: list[float]) -> dict[str, Any]:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "samples": samples}
+
+
+def shown(figure: dict[str, Any] | None, unit: str) -> str:
+    if figure is None:
+        return "missing"
+    spread = f" [{figure['min']:.4g}-{figure['max']:.4g}]" if len(figure["samples"]) > 1 else ""
+    return f"{figure['median']:.4g} {unit}{spread}"
+
+
+def timed(action: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def need(tool: str, package: str) -> str | None:
+    """The tool's path, installing its Debian package if it is missing; None if impossible."""
+    if shutil.which(tool):
+        return shutil.which(tool)
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(["apt-get", "install", "-y", "-qq", package], capture_output=True)
+        if not shutil.which(tool):
+            subprocess.run(["apt-get", "update", "-qq"], capture_output=True)
+            subprocess.run(["apt-get", "install", "-y", "-qq", package], capture_output=True)
+    found = shutil.which(tool)
+    if found is None:
+        print(f"missing: {tool} (install the Debian package {package})", file=sys.stderr)
+    return found
+
+
+class Cluster:
+    """A personal cluster with 2 slots and a state directory of its own."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = dict(os.environ, DROVER_STATE_DIR=str(root / "state"))
+        self.env.pop("DROVER_SOCKET", None)
+        self.work = root / "work"
+        self.work.mkdir()
+        self.socket = str(root / "state" / "api.sock")
+
+    def drover(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([DROVER, *args], env=self.env, capture_output=True, text=True, check=check,
+                              cwd=self.work)
+
+    def client(self) -> Any:
+        from drover.client import Client
+
+        return Client(self.socket, timeout_s=600)
+
+    def job(self, script: str, **fields: Any) -> dict[str, Any]:
+        return {"script": script, "workdir": str(self.work), "output": "/dev/null", **fields}
+
+
+@contextmanager
+def cluster() -> Iterator[Cluster]:
+    root = Path(tempfile.mkdtemp(prefix="drvb-", dir="/tmp"))
+    made = Cluster(root)
+    try:
+        made.drover("up", "--cpus", "2")
+        yield made
+    finally:
+        made.drover("down", check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def task_spooler(slots: int = 2) -> Iterator[dict[str, str] | None]:
+    """A private task-spooler server (its own socket), stopped afterwards."""
+    if need("tsp", "task-spooler") is None:
+        yield None
+        return
+    root = tempfile.mkdtemp(prefix="tsb-", dir="/tmp")
+    env = dict(os.environ, TS_SOCKET=f"{root}/ts.sock", TMPDIR=root)
+    subprocess.run(["tsp", "-S", str(slots)], env=env, check=True, capture_output=True)
+    try:
+        yield env
+    finally:
+        subprocess.run(["tsp", "-K"], env=env, capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def tsp_run_all(env: dict[str, str], commands: list[list[str]]) -> None:
+    """One `tsp` process per job, as users submit; then wait until the last two (2 slots) end."""
+    ids = [subprocess.run(["tsp", "-n", *command], env=env, capture_output=True, text=True, check=True).stdout.strip()
+           for command in commands]
+    for job in ids[-2:]:
+        subprocess.run(["tsp", "-w", job], env=env, capture_output=True)
+
+
+def parallel_run(lines: list[str]) -> None:
+    subprocess.run(["parallel", "-j2"], input="\n".join(lines) + "\n", text=True, check=True, capture_output=True)
+
+
+# -- the benchmarks --------------------------------------------------------------------------
+
+
+def b1(repeat: int, quick: bool) -> dict[str, Any]:
+    """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished."""
+    n = 300 if quick else 1000
+    array, singles = [], []
+    for _ in range(repeat):
+        with cluster() as c, c.client() as client:
+            began = time.perf_counter()
+            (job,) = client.submit([c.job("/bin/true\n", array=f"1-{n}")])
+            client.wait(job)
+            array.append(n / (time.perf_counter() - began))
+            began = time.perf_counter()
+            ids = [client.submit([c.job("/bin/true\n")])[0] for _ in range(n)]
+            for job in ids:
+                client.wait(job)
+            singles.append(n / (time.perf_counter() - began))
+    refs: dict[str, list[float]] = {"parallel -j2": [], "tsp -S 2": [], "xargs -P2": []}
+    for _ in range(repeat):
+        if need("parallel", "parallel"):
+            refs["parallel -j2"].append(n / timed(lambda: parallel_run(["/bin/true"] * n)))
+        with task_spooler() as env:
+            if env is not None:
+                refs["tsp -S 2"].append(n / timed(lambda: tsp_run_all(env, [["/bin/true"]] * n)))
+        refs["xargs -P2"].append(n / timed(lambda: subprocess.run(
+            ["xargs", "-P2", "-n1", "/bin/true"], input="x\n" * n, text=True, check=True)))
+    return {"jobs": n, "drover array": summary(array), "drover singles (client)": summary(singles),
+            **{name: summary(v) if v else None for name, v in refs.items()}}
+
+
+def b2(repeat: int, quick: bool) -> dict[str, Any]:
+    """Submission: CLI one by one, one bulk call, one 100,000-task array (held: nothing runs)."""
+    n = 200 if quick else 1000
+    one_by_one, bulk, big_array, tsp_rate = [], [], [], []
+    for _ in range(repeat):
+        with cluster() as c:
+            began = time.perf_counter()
+            ids = [c.drover("submit", "--parsable", "--hold", "--", "true").stdout.strip() for _ in range(n)]
+            one_by_one.append(n / (time.perf_counter() - began))
+            c.drover("cancel", "-q", *ids)
+            lines = c.work / "lines"
+            lines.write_text("true\n" * n)
+            seconds = timed(lambda: c.drover("submit", "--parsable", "--hold", "--each-line", str(lines)))
+            bulk.append(n / seconds)
+            big_array.append(timed(lambda: c.drover("submit", "--parsable", "--hold", "--array", "1-100000", "--", "true")))
+        with task_spooler(slots=1) as env:
+            if env is not None:
+                began = time.perf_counter()
+                for _ in range(n):
+                    subprocess.run(["tsp", "-n", "true"], env=env, capture_output=True)
+                tsp_rate.append(n / (time.perf_counter() - began))
+    return {"submissions": n, "drover CLI one by one (/s)": summary(one_by_one),
+            "drover one bulk call (/s)": summary(bulk), "drover 100,000-task array (s)": summary(big_array),
+            "tsp one by one (/s)": summary(tsp_rate) if tsp_rate else None}
+
+
+def b3(repeat: int, quick: bool) -> dict[str, Any]:
+    """Latency: one `true` job on an idle cluster, 50 times."""
+    client_ms, cli_ms = [], []
+    with cluster() as c, c.client() as client:
+        for _ in range(50):
+            began = time.perf_counter()
+            (job,) = client.submit([c.job("true\n")])
+            client.wait(job)
+            client_ms.append((time.perf_counter() - began) * 1000)
+        for _ in range(50):
+            began = time.perf_counter()
+            job = c.drover("submit", "--parsable", "--output", "/dev/null", "--", "true").stdout.strip()
+            c.drover("wait", "-q", job)
+            cli_ms.append((time.perf_counter() - began) * 1000)
+    tsp_ms, parallel_ms = [], []
+    with task_spooler() as env:
+        if env is not None:
+            for _ in range(50):
+                began = time.perf_counter()
+                job = subprocess.run(["tsp", "-n", "true"], env=env, capture_output=True, text=True).stdout.strip()
+                subprocess.run(["tsp", "-w", job], env=env, capture_output=True)
+                tsp_ms.append((time.perf_counter() - began) * 1000)
+    if need("parallel", "parallel"):
+        for _ in range(20):
+            parallel_ms.append(timed(lambda: subprocess.run(["parallel", ":::", "true"], capture_output=True)) * 1000)
+
+    def p95(samples: list[float]) -> float:
+        return sorted(samples)[int(len(samples) * 0.95) - 1]
+
+    return {"drover client submit->finished (ms)": {**summary(client_ms), "p95": p95(client_ms)},
+            "drover CLI submit->wait returns (ms)": {**summary(cli_ms), "p95": p95(cli_ms)},
+            "tsp true; tsp -w (ms)": {**summary(tsp_ms), "p95": p95(tsp_ms)} if tsp_ms else None,
+            "parallel ::: true (ms)": summary(parallel_ms) if parallel_ms else None}
+
+
+def b4(repeat: int, quick: bool) -> dict[str, Any]:
+    """Efficiency: N x sleep 0.5 on 2 slots; percent over the ideal N x 0.5 / 2 seconds."""
+    n = 40 if quick else 200
+    ideal = n * 0.5 / 2
+    drover, parallel, tsp = [], [], []
+    for _ in range(repeat):
+        with cluster() as c, c.client() as client:
+            began = time.perf_counter()
+            (job,) = client.submit([c.job("sleep 0.5\n", array=f"1-{n}")])
+            client.wait(job)
+            drover.append(((time.perf_counter() - began) / ideal - 1) * 100)
+        if need("parallel", "parallel"):
+            parallel.append((timed(lambda: parallel_run(["sleep 0.5"] * n)) / ideal - 1) * 100)
+        with task_spooler() as env:
+            if env is not None:
+                tsp.append((timed(lambda: tsp_run_all(env, [["sleep", "0.5"]] * n)) / ideal - 1) * 100)
+    return {"jobs": n, "ideal (s)": ideal, "drover (% over ideal)": summary(drover),
+            "parallel -j2 (% over ideal)": summary(parallel) if parallel else None,
+            "tsp -S 2 (% over ideal)": summary(tsp) if tsp else None}
+
+
+def b5(repeat: int, quick: bool) -> dict[str, Any]:
+    """Decay: B1's array ten times back to back in one cluster, over a growing history."""
+    n = 300 if quick else 1000
+    rates = []
+    with cluster() as c, c.client() as client:
+        for _ in range(10):
+            began = time.perf_counter()
+            (job,) = client.submit([c.job("/bin/true\n", array=f"1-{n}")])
+            client.wait(job)
+            rates.append(n / (time.perf_counter() - began))
+    return {"jobs per run": n, "runs (jobs/s)": rates, "last/first": rates[-1] / rates[0]}
+
+
+def b6(repeat: int, quick: bool) -> dict[str, Any]:
+    """Start-up: cold start of client commands against `python3 -c pass` in the same venv."""
+    def cold(command: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
+        samples = []
+        for _ in range(20):
+            samples.append(timed(lambda: subprocess.run(command, env=env, capture_output=True)) * 1000)
+        return summary(samples)
+
+    with cluster() as c:
+        figures = {
+            "python3 -c pass (ms)": cold([sys.executable, "-c", "pass"]),
+            "drover --help (ms)": cold([DROVER, "--help"]),
+            "drover submit (ms)": cold([DROVER, "submit", "--parsable", "--hold", "--", "true"], c.env),
+            "drover status (ms)": cold([DROVER, "status"], c.env),
+        }
+    return figures
+
+
+BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6}
+
+
+def print_table(results: dict[str, dict[str, Any]]) -> None:
+    for name, figures in results.items():
+        print(f"\n{name}: {BENCHMARKS[name].__doc__}")
+        for key, value in figures.items():
+            if isinstance(value, dict) and "median" in value:
+                extra = f", p95 {value['p95']:.4g}" if "p95" in value else ""
+                print(f"  {key:<42} {shown(value, '')}{extra}")
+            elif value is None:
+                print(f"  {key:<42} missing")
+            elif isinstance(value, list):
+                print(f"  {key:<42} {', '.join(f'{v:.4g}' for v in value)}")
+            else:
+                print(f"  {key:<42} {value:.4g}" if isinstance(value, float) else f"  {key:<42} {value}")
+    ratios = []
+    b1r = results.get("B1")
+    if b1r and b1r.get("tsp -S 2"):
+        ratios.append(f"B1 array / tsp: {b1r['drover array']['median'] / b1r['tsp -S 2']['median']:.2f}x")
+    if b1r and b1r.get("parallel -j2"):
+        ratios.append(f"B1 singles / parallel: {b1r['drover singles (client)']['median'] / b1r['parallel -j2']['median']:.2f}x")
+    b3r = results.get("B3")
+    if b3r and b3r.get("tsp true; tsp -w (ms)"):
+        ratios.append(f"B3 client latency / tsp: {b3r['drover client submit->finished (ms)']['median'] / b3r['tsp true; tsp -w (ms)']['median']:.2f}x")
+    if ratios:
+        print("\nratios (median over median): " + "; ".join(ratios))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", nargs="*", metavar="B1..B6", help="which benchmarks (default: all)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))
+    args = parser.parse_args()
+    unknown = [name for name in args.which if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")
+    # An installed Drover has its bytecode compiled; a checkout run with PYTHONDONTWRITEBYTECODE
+    # would compile every module on every command, which is not what users see.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).parent.parent / "src")],
+                   capture_output=True)
+    results: dict[str, dict[str, Any]] = {}
+    for name in args.which or list(BENCHMARKS):
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        results[name] = BENCHMARKS[name](args.repeat, args.quick)
+    print_table(results)
+    out = Path(args.json_out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(), "repeat": args.repeat,
+                               "quick": args.quick, "results": results}, indent=2))
+    print(f"\nresults written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
