@@ -172,7 +172,7 @@ def b2(repeat: int, quick: bool) -> dict[str, Any]:
             c.drover("cancel", "-q", *ids)
             lines = c.work / "lines"
             lines.write_text("true\n" * n)
-            seconds = timed(lambda: c.drover("submit", "--parsable", "--hold", "--each-line", str(lines)))
+            seconds = timed(lambda lines=lines: c.drover("submit", "--parsable", "--hold", "--each-line", str(lines)))
             bulk.append(n / seconds)
             big_array.append(timed(lambda: c.drover("submit", "--parsable", "--hold", "--array", "1-100000", "--", "true")))
         with task_spooler(slots=1) as env:
