@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "suspend": ("actions", "suspend running jobs (their whole process tree is frozen)"),
     "resume": ("actions", "resume suspended jobs"),
     "signal": ("actions", "send a signal to running jobs: drover signal JOB... SIGNAL"),
+    "checkpoint": ("actions", "deliver running jobs' checkpoint signal (--checkpoint-signal)"),
     "wait": ("wait", "wait for jobs to end; exit with their exit status"),
     "logs": ("logs", "print a job's output; -f follows it"),
     "fetch": ("fetch", "copy back the files a job staged out"),

@@ -66,6 +66,7 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
         timed_out=bool(record.get("timed_out")), terminated=bool(record.get("terminated")),
         usage=usage_of(attempt), cleanup=attempt.cleanup,
+        pty_socket=attempt.pty_socket if attempt.ended_at is None else None,
     )
 
 

@@ -49,6 +49,7 @@ class Attempt:
     exit: dict[str, Any] | None = None  # spool.records.ExitStatus; never rewritten once set
     usage: dict[str, Any] | None = None
     cleanup: dict[str, Any] | None = None  # the node's cleanup progress: done, step, tries, error
+    pty_socket: str | None = None  # an interactive attempt's terminal relay (kept in memory only)
 
     @property
     def name(self) -> str:

@@ -205,7 +205,9 @@ class Attempts:
         if job_pid is None:
             return
         live.started_sent = True
-        self.send(Started(live.spool.name, int(job_pid.split()[0]), time.time()))
+        pty = live.spool.record("pty.sock")
+        self.send(Started(live.spool.name, int(job_pid.split()[0]), time.time(),
+                          pty if os.path.exists(pty) else None))
 
     def _shepherd_gone(self, name: str) -> None:
         live = self.live.get(name)

@@ -46,6 +46,8 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     epilog_sets_exit: bool = False  # Accelerator's semantics: the epilog's exit status is the job's
     warn_signal: str | None = None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
     warn_before_s: int = 60  # ...this long before the time limit
+    checkpoint_signal: str | None = None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
+    pty: bool = False  # run under a pseudo-terminal, relayed to `drover run --pty`
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -88,6 +90,7 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     terminated: bool = False
     usage: Usage | None = None
     cleanup: dict[str, Any] | None = None  # the node's cleanup pipeline: done, step, tries, error
+    pty_socket: str | None = None  # where `drover run --pty` reaches a running interactive job
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):

@@ -29,6 +29,7 @@ class Started(msgspec.Struct, tag="started"):
     attempt: str
     job_pid: int
     started_at: float
+    pty_socket: str | None = None  # an interactive job's terminal, for `drover run --pty`
 
 
 class Exiting(msgspec.Struct, tag="exiting"):

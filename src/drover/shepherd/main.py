@@ -34,6 +34,7 @@ from drover.shepherd.environment import build_environment
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
+from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
 from drover.shepherd.signals import SignalInbox
 from drover.shepherd.supervise import WATCHED, supervise
 from drover.spool import layout
@@ -107,23 +108,32 @@ def _run(spool: layout.SpoolDir) -> int:
                 method=failed)
         # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
         setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))  # type: ignore[call-overload]
+        # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
+        relay = None
+        if config.get("pty"):
+            relay = PtyRelay(spool.path, identity.uid if identity is not None and identity.switches else None)
         # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
         containment.enter()
         try:
-            job = _start(spool, config, env, stdout, stderr, identity)
+            job = _start(spool, config, env, stdout, stderr, identity, relay.slave if relay else None)
         finally:
             containment.leave()
+            if relay is not None:
+                os.close(relay.slave)
     except StartFailure as failure:
         _close(stdout, stderr)
         return _give_up(spool, containment, tmpdir, failure)
 
-    # 6. The job's pid, and a hint to the execd that it started.
+    # 6. The job's pid, and a hint to the execd that it started; the environment it got
+    # (GE's spool file "environment"; private: it may hold secrets).
     write_atomically(spool.record(layout.JOB_PID), f"{job.pid}\n".encode())
+    write_atomically(spool.record(layout.ENVIRONMENT),
+                     "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
     _hint(spool, "started")
 
     # 7. Supervise until the job exits; 8. reap it.
     ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
-                       warning=_warning(config))
+                       warning=_warning(config), relay=relay)
     job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
@@ -168,6 +178,10 @@ def _run(spool: layout.SpoolDir) -> int:
         "out_of_memory": ending.out_of_memory,
         "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in after],
     }
+    trace = [f"{started_at:.6f} job started (pid {job.pid}, containment {containment.name})",
+             f"{ended_at:.6f} job ended (wait status {status})"]
+    trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after]
+    write_atomically(spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
     write_json(spool.record(layout.EXIT_STATUS), exit_status)
     _hint(spool, "exited")
     return 0
@@ -241,7 +255,7 @@ def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
 
 
 def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
-           stdout: int, stderr: int, identity: Identity | None) -> subprocess.Popen[bytes]:
+           stdout: int, stderr: int, identity: Identity | None, pty: int | None = None) -> subprocess.Popen[bytes]:
     """Popen does all of the child's set-up in C (no Python runs between fork and exec): the
     process group, the working directory, setgid → setgroups → setuid; a failed chdir, switch or
     exec comes back here as an exception. VOV 11: a failed identity switch is retried."""
@@ -250,6 +264,13 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     for attempt in range(1, tries + 1):
         try:
+            if pty is not None:  # its own session, the terminal its controlling one
+                return subprocess.Popen(
+                    ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
+                    cwd=config["workdir"], env=env, stdin=pty, stdout=pty, stderr=pty,
+                    close_fds=True, start_new_session=True, restore_signals=True,
+                    preexec_fn=take_controlling_terminal, user=user, group=group, extra_groups=extra_groups,
+                )
             return subprocess.Popen(
                 ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
                 cwd=config["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,

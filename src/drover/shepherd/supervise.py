@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 
 from drover.shepherd.containment import Containment
+from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import SignalInbox
 
 FORWARDED = (  # to the job's process group, as they came
@@ -38,8 +39,10 @@ class Ending:
 
 
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
-              containment: Containment, warning: tuple[int, float] | None = None) -> Ending:
-    """`warning`: (signal, seconds) — send that signal to the job that long before its time limit."""
+              containment: Containment, warning: tuple[int, float] | None = None,
+              relay: PtyRelay | None = None) -> Ending:
+    """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
+    `relay`: an interactive job's terminal, relayed to its user while the job runs."""
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
@@ -53,9 +56,14 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             now = time.monotonic()
             wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600))
                           if t is not None)
-            ready, _, _ = select.select([pidfd, inbox.fileno()], [], [], max(wake_at - now, 0))
+            watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
+            ready, _, _ = select.select(watched, [], [], max(wake_at - now, 0))
             if pidfd in ready:
                 break
+            if relay is not None:
+                for fd in ready:
+                    if fd in relay.fds():
+                        relay.handle(fd)
             for signum in inbox.drain():
                 if signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
@@ -84,6 +92,8 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     finally:
         os.close(pidfd)
     _, wait_status, rusage = os.wait4(job_pid, 0)
+    if relay is not None:
+        relay.finish()
     return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed())
 
 

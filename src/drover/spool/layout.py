@@ -8,6 +8,8 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
   job_pid       the job's pid, written once it started
   error         why the job could not be started (text), if it could not
   usage         what the job used (JSON; see records.Usage)
+  environment   the job's environment, NAME=VALUE lines (mode 0600)
+  trace         what the shepherd did, when (text)
   exit_status   how it ended (JSON; see records.ExitStatus), written last: its presence means done
 
 Every record is written whole by atomic rename (spool.atomic). The execd learns everything from
@@ -29,6 +31,8 @@ JOB_PID = "job_pid"
 ERROR = "error"
 USAGE = "usage"
 EXIT_STATUS = "exit_status"
+ENVIRONMENT = "environment"
+TRACE = "trace"
 CLEANUP = "cleanup"
 NOTIFY_SOCKET = "execd.sock"
 

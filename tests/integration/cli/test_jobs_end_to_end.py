@@ -293,3 +293,21 @@ def test_a_job_over_its_memory_request_ends_out_of_memory(cluster: LocalCluster)
         pytest.skip("no memory cgroup is writable here, so --mem is not enforced")
     assert shown["state"] == "out_of_memory"
     assert shown["tasks"][0]["attempts"][0]["usage"]["cgroup_peak_memory_bytes"] > 90 * 2**20
+
+
+def test_checkpoint_delivers_the_jobs_checkpoint_signal(cluster: LocalCluster) -> None:
+    saved = cluster.workdir / "saved"
+    job = cluster.submit("--checkpoint-signal", "USR2", "--", "bash", "-c",
+                         f"trap 'echo state > {saved}' USR2; while :; do sleep 0.05; done")
+    plain = cluster.submit("--", "sleep", "30")
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
+    import psutil
+
+    job_pid = cluster.spool / f"{job}.0.1" / "job_pid"
+    # The trap is set on the script's first line: once its loop runs a sleep, it is in place.
+    wait_until(lambda: job_pid.exists() and psutil.Process(int(job_pid.read_text())).children(), describe="the loop")
+    assert "asked to checkpoint" in cluster.drover("checkpoint", str(job)).stdout
+    wait_until(lambda: saved.exists(), describe="the job to save its state")
+    refused = cluster.drover("checkpoint", str(plain), check=False)
+    assert refused.returncode == 1 and "has no checkpoint signal" in refused.stderr
+    cluster.drover("cancel", str(job), str(plain))

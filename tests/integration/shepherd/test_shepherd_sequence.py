@@ -213,3 +213,13 @@ def test_a_forked_shepherd_imports_nothing_the_fork_server_did_not(tmp_path: Pat
     result = subprocess.run([sys.executable, "-c", code, str(spool)], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
     assert exit_status(spool)["exit_code"] == 0
+
+
+def test_the_environment_and_a_trace_are_kept_in_the_spool(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "true\n", environment={"PATH": os.environ["PATH"], "SECRET": "s3"})
+    run_shepherd(spool).wait(timeout=30)
+    environment = (spool / "environment").read_text().splitlines()
+    assert "SECRET=s3" in environment and "DROVER_JOB_ID=7" in environment
+    assert (spool / "environment").stat().st_mode & 0o777 == 0o600
+    trace = (spool / "trace").read_text()
+    assert "job started" in trace and "job ended" in trace

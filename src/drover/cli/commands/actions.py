@@ -13,6 +13,7 @@ _DESCRIPTIONS = {
     "release": "Let held jobs or tasks start.",
     "suspend": "Suspend running jobs or tasks: the whole attempt is frozen (its cgroup where there is one).",
     "resume": "Resume suspended jobs or tasks.",
+    "checkpoint": "Deliver the checkpoint signal the jobs were submitted with (--checkpoint-signal).",
     "signal": "Send a signal (e.g. USR1, or a number) to running jobs or tasks: drover signal JOB... SIGNAL",
 }
 

@@ -25,7 +25,7 @@ def run(command: str, argv: list[str]) -> int:
     parser.prog = "drover run"
     args = parser.parse_args(options)
     if args.pty:
-        raise BadRequest("--pty is not supported yet; drover run streams output without a terminal")
+        return _run_on_terminal(args, command_argv)
     spool = tempfile.mkdtemp(prefix="drover-run-")
     args.output = args.output or os.path.join(spool, "out")
     args.error = args.error or os.path.join(spool, "err")
@@ -76,3 +76,40 @@ def _copy(path: str, offset: int, out: object) -> int:
         out.write(data)  # type: ignore[attr-defined]
         out.flush()  # type: ignore[attr-defined]
     return offset + len(data)
+
+
+def _run_on_terminal(args: object, command_argv: list[str]) -> int:
+    """Like qrsh or srun --pty: the job runs on a terminal of its own, relayed to this one; its
+    exit status is returned."""
+    from drover.cli.cluster import ensure_running
+    from drover.cli.common import client
+    from drover.cli.terminal import relay
+
+    args.output = args.error = None  # type: ignore[attr-defined]
+    (job,) = jobs_from_arguments(args, command_argv)
+    job["pty"] = True
+    job["output"] = "/dev/null"
+    ensure_running()
+    with client(timeout_s=None) as api:
+        (job_id,) = api.submit([job])
+        path = None
+        while path is None:
+            reply = api.wait_json(job_id, 0)
+            if reply["ended"]:
+                break
+            attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]
+            path = attempts[-1].get("pty_socket") if attempts else None
+            if path is None:
+                time.sleep(0.02)
+        if path is not None:
+            try:
+                relay(path)
+            except KeyboardInterrupt:
+                api.action_json("cancel", [str(job_id)])
+        while not (reply := api.wait_json(job_id, 30))["ended"]:
+            pass
+    info = reply["job"]
+    if info["state"] != "completed" and not info["exit_status"]:
+        print(f"drover run: job {job_id} {info['state']}", file=sys.stderr)
+        return 1
+    return int(info["exit_status"] or 0)

@@ -51,6 +51,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                    help="the epilog's exit status becomes the job's (Accelerator's postcmd semantics)")
     p.add_argument("--signal", metavar="SIG[@SECONDS]",
                    help="send SIG to the job SECONDS (default 60) before its time limit (Slurm's --signal)")
+    p.add_argument("--checkpoint-signal", metavar="SIG", help="what `drover checkpoint JOB` sends the job, e.g. USR2")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     if command == "run":
@@ -145,6 +146,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         base["epilog_sets_exit"] = True
     if args.signal:
         base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
+    if args.checkpoint_signal:
+        base["checkpoint_signal"] = warning_signal(args.checkpoint_signal)[0]
     if args.stage_in:
         base["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:

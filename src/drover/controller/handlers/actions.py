@@ -165,6 +165,15 @@ def _signal_order(name: str | None) -> str:
     return text if not name.isdigit() else signal.Signals(int(name)).name
 
 
+def _checkpoint(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+                now: float) -> str:
+    """Deliver the job's checkpoint signal (GE's checkpointing interface: the job saves its state)."""
+    name = job.spec.get("checkpoint_signal")
+    if not name:
+        raise Conflict(f"job {job.id} has no checkpoint signal (submit it with --checkpoint-signal)")
+    return _send(state, outcome, job, tasks, name, "asked to checkpoint")
+
+
 def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
     return f"job {job.id}" if fresh or not tasks else f"task {job.id}.{tasks[0].index}"
 
@@ -172,5 +181,6 @@ def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
 _Handler = Callable[[ControllerState, Outcome, Job, list[Task], bool, float], str]
 _HANDLERS: dict[str, _Handler] = {
     "cancel": _cancel, "hold": _hold, "release": _release, "suspend": _suspend, "resume": _resume,
+    "checkpoint": _checkpoint,
 }
 ACTIONS = (*_HANDLERS, "signal")

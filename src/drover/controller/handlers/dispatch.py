@@ -115,6 +115,7 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "epilog_sets_exit": spec.get("epilog_sets_exit", False),
         "warn_signal": spec.get("warn_signal"),
         "warn_before_s": spec.get("warn_before_s", 60),
+        "pty": spec.get("pty", False),
     }
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -153,6 +153,7 @@ def _started(state: ControllerState, outcome: Outcome, report: Started, now: flo
     if task is None or attempt is None or task.state is not JobState.DISPATCHED:
         return  # late or repeated
     attempt.started_at = report.started_at
+    attempt.pty_socket = report.pty_socket
     outcome.changes.attempt(attempt)
     change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid)
 

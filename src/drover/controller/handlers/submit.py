@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 from typing import Any
 
 from drover.controller.effects import Outcome
@@ -91,13 +92,11 @@ def _validated_job(
         raise bad("--mail-type needs --mail-user (where to send the mail)")
     if spec.event_log is not None and not os.path.isabs(spec.event_log):
         raise bad(f"the event log must be an absolute path, not {spec.event_log!r}")
-    if spec.warn_signal is not None:
-        import signal
-
-        if spec.warn_signal not in signal.Signals.__members__:
-            raise bad(f"--signal: unknown signal {spec.warn_signal!r}")
-        if spec.time_limit_s is None:
-            raise bad("--signal warns before the time limit: it needs --time")
+    for option, name in (("--signal", spec.warn_signal), ("--checkpoint-signal", spec.checkpoint_signal)):
+        if name is not None and name not in signal.Signals.__members__:
+            raise bad(f"{option}: unknown signal {name!r}")
+    if spec.warn_signal is not None and spec.time_limit_s is None:
+        raise bad("--signal warns before the time limit: it needs --time")
     if spec.array is not None:
         ranges, max_running = parse_array(spec.array)
         indices, is_array = TaskIndices(ranges), True
@@ -128,6 +127,8 @@ def _validated_job(
         "epilog_sets_exit": spec.epilog_sets_exit,
         "warn_signal": spec.warn_signal,
         "warn_before_s": spec.warn_before_s,
+        "checkpoint_signal": spec.checkpoint_signal,
+        "pty": spec.pty,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,

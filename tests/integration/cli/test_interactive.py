@@ -1,0 +1,57 @@
+"""`drover run --pty`: a prompt, Ctrl-C and a resize round-trip between the user's terminal and
+the job's, and the job's exit status comes back."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import struct
+import sys
+import termios
+import time
+
+from tests.helpers.cluster import LocalCluster
+
+SCRIPT = (
+    "read -p 'name? ' name; echo \"hi $name\"; "
+    "trap 'echo size $(stty size)' WINCH; trap 'echo got-int; exit 7' INT; "
+    "echo ready; while :; do sleep 0.1; done"
+)
+
+
+def read_until(fd: int, marker: bytes, timeout: float = 30) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"never saw {marker!r}; saw {seen!r}")
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+def test_a_prompt_ctrl_c_and_a_resize_round_trip(cluster: LocalCluster) -> None:
+    pid, fd = pty.fork()
+    if pid == 0:  # the user's side: `drover run --pty` on a terminal
+        os.chdir(cluster.workdir)
+        os.execve(sys.executable, [sys.executable, "-m", "drover", "run", "--pty", "--", "bash", "-c", SCRIPT],
+                  cluster.env)
+    try:
+        read_until(fd, b"name? ")
+        os.write(fd, b"bob\r")
+        assert b"hi bob" in read_until(fd, b"ready")
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))  # the user resizes
+        read_until(fd, b"size 40 100")
+        os.write(fd, b"\x03")  # Ctrl-C
+        read_until(fd, b"got-int")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 7
