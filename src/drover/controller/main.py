@@ -33,7 +33,8 @@ def serve(argv: list[str]) -> int:
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
     os.makedirs(paths.root, mode=0o700, exist_ok=True)
     os.umask(0o077)  # the database, logs and kept files are the cluster's alone
-    settings_file = load_file_config(paths).get("controller", {})
+    file_config = load_file_config(paths)
+    settings_file = file_config.get("controller", {})
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
     )
@@ -67,6 +68,7 @@ def serve(argv: list[str]) -> int:
             smtp_host=str(settings_file.get("smtp_host", "localhost")),
             smtp_port=int(settings_file.get("smtp_port", 25)),  # type: ignore[call-overload]
             requeue_held=bool(settings_file.get("requeue_held", False)),
+            queues=dict(file_config.get("queues", {})),  # type: ignore[arg-type]
         )
         service = ControllerService(store, settings)
         server: uvicorn.Server | None = None

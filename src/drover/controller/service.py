@@ -11,13 +11,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from drover.controller import staged_files
 from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.handlers.actions import act
-from drover.controller.handlers.dispatch import schedule
+from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import (
     on_node_connected,
     on_node_disconnected,
@@ -39,6 +40,7 @@ log = logging.getLogger("drover.controller")
 @dataclass(frozen=True, slots=True)
 class Settings:
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL when a job is stopped
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)  # [queues.NAME] of drover.toml
     files_dir: str = ""  # where staged-out files are kept until fetched
     smtp_host: str = "localhost"
     smtp_port: int = 25
@@ -50,6 +52,7 @@ class ControllerService:
     def __init__(self, store: Store, settings: Settings, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.settings = settings
+        self.orders = OrderOptions(settings.kill_grace_s, settings.queues)
         self.clock = clock
         self.channels = NodeChannels()
         self.started_at = clock()
@@ -165,7 +168,7 @@ class ControllerService:
     def _schedule(self) -> None:
         self._schedule_requested = False
         try:
-            self._run(lambda: schedule(self.state, self.clock(), self.store, self.settings.kill_grace_s))
+            self._run(lambda: schedule(self.state, self.clock(), self.store, self.orders))
         except Exception:
             log.exception("scheduling failed")
 
@@ -175,7 +178,7 @@ class ControllerService:
         ids: list[int] = []
 
         def handler() -> Outcome:
-            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store)
+            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues))
             ids.extend(new_ids)
             return outcome
 
@@ -214,7 +217,7 @@ class ControllerService:
 
     def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
         previous = self.channels.attach(channel)
-        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.settings.kill_grace_s))
+        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders))
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:

@@ -17,7 +17,7 @@ def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: 
     reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
     info = JobInfo(
         id=job.id, name=job.name, owner=job.owner,
-        state=job.state.value if job.state else job_state(counts),
+        state=job.state.value if job.state else job_state(counts), queue=job.spec.get("queue", "default"),
         submitted_at=job.submitted_at, ended_at=job.ended_at, priority=job.priority,
         cpus=job.resources.cpus, memory_mib=job.resources.memory_mib,
         time_limit_s=job.spec.get("time_limit_s"),

@@ -34,10 +34,12 @@ class ExitSemantics(StrEnum):
 # (step, level) → (what happens to the job, whether the node goes to ERROR)
 METHOD_FAILURES: dict[tuple[str, str], tuple[Trigger | None, bool]] = {
     ("prolog", "node"): (Trigger.REQUEUE, True),
+    ("prolog", "queue"): (Trigger.REQUEUE, True),  # GE sets the queue instance (queue@node) in error
     ("pe_start", "node"): (Trigger.REQUEUE, True),
     ("prolog", "job"): (Trigger.FAIL, False),
     ("pe_stop", "node"): (None, True),  # the job keeps its own exit status
     ("epilog", "node"): (None, True),
+    ("epilog", "queue"): (None, True),
     ("epilog", "job"): (None, False),  # unless the job asked that its epilog's status be its own
 }
 

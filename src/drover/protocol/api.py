@@ -48,6 +48,7 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     warn_before_s: int = 60  # ...this long before the time limit
     checkpoint_signal: str | None = None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
     pty: bool = False  # run under a pseudo-terminal, relayed to `drover run --pty`
+    queue: str = "default"  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -108,7 +109,8 @@ class JobInfo(msgspec.Struct, kw_only=True):
     id: int
     name: str
     owner: str
-    state: str  # the job as a whole (see controller.views.job_state)
+    state: str  # the job as a whole (see core.views.job_state)
+    queue: str = "default"
     submitted_at: float
     ended_at: float | None = None
     priority: int

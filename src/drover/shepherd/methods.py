@@ -2,7 +2,8 @@
 parallel-environment stop, epilog — each optional — and the Accelerator's precmd and postcmd,
 which are the job's own prolog and epilog. In firing order:
 
-    node prolog → job prolog (precmd) → PE start → JOB → PE stop → job epilog (postcmd) → node epilog
+    node prolog → queue prolog → job prolog (precmd) → PE start → JOB
+                → PE stop → job epilog (postcmd) → queue epilog → node epilog
 
 Each runs with bash, as the job's owner, in the job's working directory and environment, with
 its output appended to the job's files, inside the attempt's containment. What a failure means
@@ -15,14 +16,14 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
-BEFORE_JOB = (("prolog", "node"), ("prolog", "job"), ("pe_start", "node"))
-AFTER_JOB = (("pe_stop", "node"), ("epilog", "job"), ("epilog", "node"))
+BEFORE_JOB = (("prolog", "node"), ("prolog", "queue"), ("prolog", "job"), ("pe_start", "node"))
+AFTER_JOB = (("pe_stop", "node"), ("epilog", "job"), ("epilog", "queue"), ("epilog", "node"))
 
 
 @dataclass(frozen=True, slots=True)
 class Method:
     step: str  # prolog, pe_start, pe_stop, epilog
-    level: str  # node (the cluster's config) or job (the job's own)
+    level: str  # node (the execd's config), queue (the job's queue's) or job (the job's own)
     command: str
 
 

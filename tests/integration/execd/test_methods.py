@@ -9,20 +9,25 @@ from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
 
-def cluster_with(tmp_path: Path, **methods: str) -> LocalCluster:
+def cluster_with(tmp_path: Path, queues: str = "", **methods: str) -> LocalCluster:
     lines = "".join(f'{name} = "{command}"\n' for name, command in methods.items())
-    return LocalCluster(config_toml="[execd]\n" + lines)
+    return LocalCluster(config_toml="[execd]\n" + lines + queues)
 
 
 def test_methods_run_in_firing_order_around_the_job(tmp_path: Path) -> None:
-    cluster = cluster_with(tmp_path, prolog="echo node-prolog", pe_start="echo pe-start",
+    queues = '[queues.fast]\nprolog = "echo queue-prolog"\nepilog = "echo queue-epilog"\n'
+    cluster = cluster_with(tmp_path, queues, prolog="echo node-prolog", pe_start="echo pe-start",
                            pe_stop="echo pe-stop", epilog="echo node-epilog")
     try:
         cluster.start()
-        job = cluster.submit("--prolog", "echo job-prolog", "--epilog", "echo job-epilog", "--", "echo", "job")
+        job = cluster.submit("--queue", "fast", "--prolog", "echo job-prolog", "--epilog", "echo job-epilog",
+                             "--", "echo", "job")
         assert cluster.drover("wait", str(job)).returncode == 0
         assert (cluster.workdir / f"drover-{job}.out").read_text().split() == [
-            "node-prolog", "job-prolog", "pe-start", "job", "pe-stop", "job-epilog", "node-epilog"]
+            "node-prolog", "queue-prolog", "job-prolog", "pe-start", "job", "pe-stop", "job-epilog",
+            "queue-epilog", "node-epilog"]
+        unknown = cluster.drover("submit", "--queue", "slow", "--", "true", check=False)
+        assert unknown.returncode == 1 and "unknown queue 'slow'; this cluster has default, fast" in unknown.stderr
     finally:
         assert not cluster.stop()
 

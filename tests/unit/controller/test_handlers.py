@@ -8,7 +8,7 @@ import pytest
 
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
-from drover.controller.handlers.dispatch import schedule
+from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import (
     on_attempt_exited,
     on_attempt_started,
@@ -59,11 +59,11 @@ class World:
         return ids
 
     def connect(self, node: str = "n1", cpus: int = 2, known: list[KnownAttempt] | None = None) -> None:
-        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, 1.0))
+        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, OrderOptions(1.0)))
 
     def schedule(self) -> list[StartAttempt]:
         before = len(self.sent)
-        self.run(schedule(self.state, self.now, self.store, 1.0))
+        self.run(schedule(self.state, self.now, self.store, OrderOptions(1.0)))
         return [s.message for s in self.sent[before:] if isinstance(s.message, StartAttempt)]
 
     def exited(self, attempt: str, record: dict[str, object] | None = None, node: str = "n1") -> list[object]:

@@ -23,6 +23,7 @@ def run(command: str, argv: list[str]) -> int:
         fields = [
             ("state", job.state.upper() + (f" (exit status {job.exit_status})" if job.exit_status is not None else "")),
             ("owner", job.owner),
+            ("queue", job.queue),
             ("submitted", when(job.submitted_at)),
             ("ended", when(job.ended_at)),
             ("priority", job.priority),

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
     p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line)")
+    p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
     p.add_argument("-o", "--output", help="stdout file; %%j job id, %%a array index, %%x name, %%u user "
@@ -110,6 +111,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         "environment": environment(args.export, args.env),
         "hold": args.hold,
     }
+    if args.queue:
+        base["queue"] = args.queue
     if args.mem is not None:
         base["memory_mib"] = parse_memory_mib(args.mem)
     if args.time is not None:

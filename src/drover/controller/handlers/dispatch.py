@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from drover.controller.effects import Outcome
@@ -18,7 +20,15 @@ from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
 from drover.store.base import Store
 
 
-def schedule(state: ControllerState, now: float, store: Store, kill_grace_s: float) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class OrderOptions:
+    """The cluster's settings that travel in every start order."""
+
+    kill_grace_s: float = 10.0  # between the warning signal and SIGKILL
+    queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name → its prolog/epilog
+
+
+def schedule(state: ControllerState, now: float, store: Store, orders: OrderOptions) -> Outcome:
     outcome = Outcome()
     nodes = [
         NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids())
@@ -45,7 +55,7 @@ def schedule(state: ControllerState, now: float, store: Store, kill_grace_s: flo
         state.attempts[job.id, task.index, task.attempt] = attempt
         state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib)
         outcome.changes.attempt(attempt)
-        outcome.send(start.node, start_order(job, attempt, kill_grace_s))
+        outcome.send(start.node, start_order(job, attempt, orders))
     return outcome
 
 
@@ -77,9 +87,10 @@ def output_path(job: Job, index: int, pattern: str) -> str:
     return os.path.join(job.spec["workdir"], path)
 
 
-def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt:
+def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttempt:
     """The order that tells a node to run an attempt: everything its shepherd needs."""
     spec = job.spec
+    queue = orders.queues.get(spec.get("queue", "default"), {})
     ranges = job.indices.sorted_ranges()
     config: dict[str, Any] = {
         "attempt": attempt.name,
@@ -104,7 +115,7 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "cpu_ids": list(attempt.cpu_ids),
         "memory_mib": job.resources.memory_mib,
         "time_limit_s": spec["time_limit_s"],
-        "kill_grace_s": kill_grace_s,
+        "kill_grace_s": orders.kill_grace_s,
         "priority": job.priority,
         "mail_user": spec.get("mail_user"),
         "mail_type": spec.get("mail_type", []),
@@ -116,6 +127,9 @@ def start_order(job: Job, attempt: Attempt, kill_grace_s: float) -> StartAttempt
         "warn_signal": spec.get("warn_signal"),
         "warn_before_s": spec.get("warn_before_s", 60),
         "pty": spec.get("pty", False),
+        "queue": spec.get("queue", "default"),
+        "queue_prolog": queue.get("prolog"),
+        "queue_epilog": queue.get("epilog"),
     }
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -7,7 +7,7 @@ never brings back a cancelled task, and never lets a second attempt run.
 from __future__ import annotations
 
 from drover.controller.effects import Outcome
-from drover.controller.handlers.dispatch import start_order
+from drover.controller.handlers.dispatch import OrderOptions, start_order
 from drover.controller.lifecycle import change_task, end_job_if_done, release_attempt
 from drover.controller.state import ControllerState
 from drover.core.exit_status import (
@@ -35,7 +35,7 @@ from drover.protocol.node_channel import (
 )
 
 
-def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_grace_s: float) -> Outcome:
+def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions) -> Outcome:
     outcome = Outcome(reschedule=True)
     node = state.nodes.get(hello.node)
     if node is None:
@@ -55,7 +55,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, kill_gra
             if attempt.name not in known:
                 if task.state is JobState.DISPATCHED:
                     # The order never arrived (or the node lost it before starting): send it again.
-                    outcome.send(node.name, start_order(job, attempt, kill_grace_s))
+                    outcome.send(node.name, start_order(job, attempt, orders))
                 else:
                     change_task(outcome, task, Trigger.LOSE_NODE, now, reason="the node no longer knows this attempt")
                     release_attempt(state, job, task)

@@ -25,10 +25,12 @@ PRIORITY_RANGE = range(-1023, 1024)  # Grid Engine's -p range
 
 
 def submit(
-    state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store
+    state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
+    queues: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[Outcome, list[int]]:
+    """`queues`: the configured queues besides "default", which always exists."""
     outcome = Outcome(reschedule=True)
-    jobs = [_validated_job(state, spec, owner, now, store, n) for n, spec in enumerate(submissions)]
+    jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}) for n, spec in enumerate(submissions)]
     ids: list[int] = []
     for job in jobs:
         job.id = state.next_job_id
@@ -44,7 +46,8 @@ def submit(
 
 
 def _validated_job(
-    state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int
+    state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
+    queues: set[str],
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -53,6 +56,8 @@ def _validated_job(
 
     if not spec.script.strip():
         raise bad("the job script is empty")
+    if spec.queue not in queues:
+        raise bad(f"unknown queue {spec.queue!r}; this cluster has {', '.join(sorted(queues))}")
     if len(spec.script.encode()) > MAX_SCRIPT_BYTES:
         raise bad(f"the job script is larger than {MAX_SCRIPT_BYTES // (1024 * 1024)} MiB")
     if spec.workdir and not os.path.isabs(spec.workdir):
@@ -129,6 +134,7 @@ def _validated_job(
         "warn_before_s": spec.warn_before_s,
         "checkpoint_signal": spec.checkpoint_signal,
         "pty": spec.pty,
+        "queue": spec.queue,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
