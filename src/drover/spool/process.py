@@ -4,27 +4,27 @@
 from __future__ import annotations
 
 
-def read_starttime(pid: int) -> int | None:
+def _stat(pid: int) -> list[bytes] | None:
+    """/proc/PID/stat from field 3 (the state) on, or None if there is no such process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             data = file.read()
     except (FileNotFoundError, ProcessLookupError):
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after its end.
-    fields = data[data.rindex(b")") + 2 :].split()
-    return int(fields[19])  # field 22 overall; fields[0] here is field 3
+    return data[data.rindex(b")") + 2 :].split()
+
+
+def read_starttime(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[19]) if fields else None  # field 22 overall; fields[0] here is field 3
 
 
 def is_alive(pid: int, starttime: int | None) -> bool:
     """True if `pid` runs and, when `starttime` is given, is the process that started then.
     A zombie counts as gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            data = file.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    fields = data[data.rindex(b")") + 2 :].split()
-    if fields[0] in (b"Z", b"X"):
+    fields = _stat(pid)
+    if fields is None or fields[0] in (b"Z", b"X"):
         return False
     return starttime is None or int(fields[19]) == starttime
 

@@ -64,18 +64,22 @@ def test_the_table_is_exactly_the_expected_one() -> None:
     assert TRANSITIONS == EXPECTED
 
 
+def reachable(start: object, table: dict[tuple[object, object], object]) -> set[object]:
+    seen, frontier = {start}, [start]
+    while frontier:
+        state = frontier.pop()
+        for (source, _), target in table.items():
+            if source is state and target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    return seen
+
+
 def test_final_states_have_no_exits_and_every_other_state_can_reach_one() -> None:
     for state in FINAL_STATES:
         assert not [t for (s, t) in TRANSITIONS if s is state]
     for start in JobState:
-        seen, frontier = {start}, [start]
-        while frontier:
-            state = frontier.pop()
-            for (source, _), target in TRANSITIONS.items():
-                if source is state and target not in seen:
-                    seen.add(target)
-                    frontier.append(target)
-        assert seen & FINAL_STATES, f"{start} cannot reach a final state"
+        assert reachable(start, TRANSITIONS) & FINAL_STATES, f"{start} cannot reach a final state"
 
 
 @pytest.mark.parametrize(("state", "trigger"), list(itertools.product(NodeState, NodeTrigger)))
@@ -90,14 +94,7 @@ def test_node_states_move_only_as_tabled(state: NodeState, trigger: NodeTrigger)
 def test_only_an_up_node_accepts_work_and_every_node_state_can_get_back_up() -> None:
     assert [s for s in NodeState if s.accepts_work] == [NodeState.UP]
     for start in NodeState:
-        seen, frontier = {start}, [start]
-        while frontier:
-            state = frontier.pop()
-            for (source, _), target in NODE_TRANSITIONS.items():
-                if source is state and target not in seen:
-                    seen.add(target)
-                    frontier.append(target)
-        assert NodeState.UP in seen
+        assert NodeState.UP in reachable(start, NODE_TRANSITIONS)
 
 
 GE, PLAIN = ExitSemantics.GRID_ENGINE, ExitSemantics.PLAIN
