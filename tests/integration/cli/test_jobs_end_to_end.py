@@ -311,3 +311,23 @@ def test_checkpoint_delivers_the_jobs_checkpoint_signal(cluster: LocalCluster) -
     refused = cluster.drover("checkpoint", str(plain), check=False)
     assert refused.returncode == 1 and "has no checkpoint signal" in refused.stderr
     cluster.drover("cancel", str(job), str(plain))
+
+
+def test_a_job_over_its_time_limit_ends_timeout(cluster: LocalCluster) -> None:
+    job = cluster.submit("--time", "1s", "--", "sleep", "30")
+    assert cluster.drover("wait", str(job), check=False).returncode != 0
+    shown = cluster.drover_json("show", str(job))
+    assert shown["state"] == "timeout"
+    assert shown["tasks"][0]["attempts"][0]["timed_out"] is True
+
+
+def test_a_job_that_exits_100_is_held_in_error_and_can_be_released(cluster: LocalCluster) -> None:
+    flag = cluster.workdir / "fixed"
+    job = cluster.submit("--", "bash", "-c", f"if [ -e {flag} ]; then exit 0; fi; exit 100")
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "held", describe="the error hold")
+    events = [e["kind"] for e in cluster.drover_json("events", str(job))]
+    assert "held_in_error" in events
+    flag.touch()
+    cluster.drover("release", str(job))
+    assert cluster.drover("wait", str(job)).returncode == 0
+    assert len(cluster.drover_json("show", str(job))["tasks"][0]["attempts"]) == 2
