@@ -118,11 +118,12 @@ def task_spooler(slots: int = 2) -> Iterator[dict[str, str] | None]:
 
 
 def tsp_run_all(env: dict[str, str], commands: list[list[str]]) -> None:
-    """One `tsp` process per job, as users submit; then wait until the last two (2 slots) end."""
-    ids = [subprocess.run(["tsp", "-n", *command], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    """One `tsp` process per job, as users submit (each job's output kept in a file, tsp's
+    default); then wait until the last two (2 slots) end."""
+    ids = [subprocess.run(["tsp", *command], env=env, capture_output=True, text=True, check=True).stdout.strip()
            for command in commands]
     for job in ids[-2:]:
-        subprocess.run(["tsp", "-w", job], env=env, capture_output=True)
+        subprocess.run(["tsp", "-w", job], env=env, capture_output=True, check=True)
 
 
 def parallel_run(lines: list[str]) -> None:
@@ -179,7 +180,7 @@ def b2(repeat: int, quick: bool) -> dict[str, Any]:
             if env is not None:
                 began = time.perf_counter()
                 for _ in range(n):
-                    subprocess.run(["tsp", "-n", "true"], env=env, capture_output=True)
+                    subprocess.run(["tsp", "true"], env=env, capture_output=True)
                 tsp_rate.append(n / (time.perf_counter() - began))
     return {"submissions": n, "drover CLI one by one (/s)": summary(one_by_one),
             "drover one bulk call (/s)": summary(bulk), "drover 100,000-task array (s)": summary(big_array),
@@ -205,8 +206,8 @@ def b3(repeat: int, quick: bool) -> dict[str, Any]:
         if env is not None:
             for _ in range(50):
                 began = time.perf_counter()
-                job = subprocess.run(["tsp", "-n", "true"], env=env, capture_output=True, text=True).stdout.strip()
-                subprocess.run(["tsp", "-w", job], env=env, capture_output=True)
+                job = subprocess.run(["tsp", "true"], env=env, capture_output=True, text=True).stdout.strip()
+                subprocess.run(["tsp", "-w", job], env=env, capture_output=True, check=True)
                 tsp_ms.append((time.perf_counter() - began) * 1000)
     if need("parallel", "parallel"):
         for _ in range(20):
