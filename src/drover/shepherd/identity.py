@@ -60,10 +60,10 @@ def acting_as(identity: Identity | None) -> Iterator[None]:
         yield
         return
     saved_groups = os.getgroups()
-    os.setgroups(list(identity.groups))
-    os.setegid(identity.gid)
-    os.seteuid(identity.uid)
     try:
+        os.setgroups(list(identity.groups))
+        os.setegid(identity.gid)
+        os.seteuid(identity.uid)
         yield
     finally:
         os.seteuid(0)

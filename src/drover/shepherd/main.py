@@ -89,6 +89,8 @@ def _run(spool: layout.SpoolDir) -> int:
 
     started_at, started_mono = time.time(), time.monotonic()
     try:
+        # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
+        _check_identity(spool, config, identity)
         # VOV 16/17: the working directory must be enterable by the job's owner (retried).
         _check_workdir(spool, config, identity)
         # 4. stdout and stderr to the job's files, created as the job's owner.
@@ -277,7 +279,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
                 close_fds=True, process_group=0, restore_signals=True,
                 user=user, group=group, extra_groups=extra_groups,
             )
-        except PermissionError as error:
+        except OSError as error:
+            # A failed chdir or exec names its file; a failed setgid, setgroups or setuid does not.
             if identity is None or not identity.switches or error.filename is not None:
                 raise _start_failure(config, error) from None
             if attempt == tries:
@@ -285,9 +288,26 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
                 details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)  # type: ignore[arg-type]
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
-        except OSError as error:
-            raise _start_failure(config, error) from None
     raise AssertionError("unreachable")
+
+
+def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:
+    """Switch to the owner and back, as the Accelerator's subtasker tries: 3 times, 10 s apart by
+    default; then the site's diagnostics script, and the attempt fails with the reason."""
+    if identity is None or not identity.switches:
+        return
+    tries = max(int(config.get("identity_tries", 3)), 1)  # type: ignore[call-overload]
+    pause = float(config.get("identity_retry_s", 10.0))  # type: ignore[arg-type]
+    for attempt in range(1, tries + 1):
+        try:
+            with acting_as(identity):
+                return
+        except OSError as error:
+            if attempt == tries:
+                reason = f"cannot switch to user {identity.user}: {error.strerror}"
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)  # type: ignore[arg-type]
+                raise StartFailure(reason, details) from None
+            time.sleep(pause)
 
 
 def _check_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:

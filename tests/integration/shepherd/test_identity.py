@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import shutil
@@ -81,3 +82,21 @@ def test_a_directory_the_owner_cannot_enter_fails_after_retries_and_runs_the_dia
     record = exit_status(spool)
     assert record["failure"] == f"cannot enter {locked}: Permission denied"
     assert f"diagnosed {spool.name} {alice}" in (spool / "error").read_text()
+
+
+def test_a_switch_that_keeps_failing_is_retried_then_diagnosed(tmp_path: Path, users: tuple[str, str]) -> None:
+    """A group id the kernel refuses makes setgroups fail every time."""
+    alice, _ = users
+    diagnostics = tmp_path / "diag.sh"
+    diagnostics.write_text("#!/bin/bash\necho \"setuid diagnosed $2: $3\"\n")
+    diagnostics.chmod(diagnostics.stat().st_mode | stat.S_IXUSR)
+    spool = spool_for(tmp_path, alice, "true\n", diagnostics_setuid=str(diagnostics), identity_tries=3,
+                      identity_retry_s=0.05)
+    config = json.loads((spool / "config").read_text())
+    config["identity"]["groups"] = [4294967295]  # (gid_t) -1: never a valid group
+    (spool / "config").write_text(json.dumps(config))
+    subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30)
+    record = exit_status(spool)
+    assert record["failure"].startswith(f"cannot switch to user {alice}: ")
+    assert f"setuid diagnosed {alice}" in (spool / "error").read_text()
+    assert not (spool / "job_pid").exists()
