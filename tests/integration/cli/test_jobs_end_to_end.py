@@ -69,11 +69,11 @@ def test_array_tasks_run_with_their_index_and_never_more_than_max_at_once(cluste
 
 def test_cancel_ends_pending_at_once_and_stops_running_with_sigterm(cluster: LocalCluster) -> None:
     marker = cluster.workdir / "got-term"
-    script = f"trap 'echo term > {marker}; exit 143' TERM; sleep 600 & wait"
+    script = f"trap 'echo term > {marker}; exit 143' TERM; touch {cluster.workdir}/ready-$DROVER_JOB_ID; sleep 600 & wait"
     running = [cluster.submit("--", "bash", "-c", script) for _ in range(2)]
     pending = cluster.submit("--", "sleep", "600")
-    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "running" for j in running),
-               describe="both jobs running")
+    wait_until(lambda: all((cluster.workdir / f"ready-{j}").exists() for j in running),
+               describe="both jobs running, their traps set")
     assert cluster.drover_json("show", str(pending))["state"] == "pending"
     result = cluster.drover("cancel", *map(str, running), str(pending))
     assert "asked to stop" in result.stdout and "pending cancelled" in result.stdout
@@ -87,8 +87,9 @@ def test_cancel_ends_pending_at_once_and_stops_running_with_sigterm(cluster: Loc
 
 
 def test_cancel_kills_a_job_that_ignores_sigterm_after_the_grace_period(cluster: LocalCluster) -> None:
-    job = cluster.submit("--", "bash", "-c", "trap '' TERM; while :; do sleep 0.1; done")
-    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="the job running")
+    ready = cluster.workdir / "ready"
+    job = cluster.submit("--", "bash", "-c", f"trap '' TERM; touch {ready}; while :; do sleep 0.1; done")
+    wait_until(ready.exists, describe="the job running, SIGTERM ignored")
     cluster.drover("cancel", str(job))
     began = time.monotonic()
     cluster.drover("wait", str(job), check=False)

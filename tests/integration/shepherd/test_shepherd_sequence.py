@@ -38,6 +38,13 @@ def make_spool(root: Path, script: str, name: str = "7.0.1", **overrides: Any) -
     return spool
 
 
+def wait_for_loop(spool: Path) -> None:
+    """The job's trap is set on its script's first line; a sleep of its loop shows it got past it."""
+    wait_until(lambda: (spool / "job_pid").exists()
+               and len(psutil.Process(int((spool / "job_pid").read_text())).children()) > 0,
+               describe="the job's loop to run")
+
+
 def run_shepherd(spool: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "drover.shepherd", str(spool)], start_new_session=True)
 
@@ -96,7 +103,7 @@ def test_an_output_file_that_cannot_be_created_fails_the_attempt(tmp_path: Path)
 def test_sigterm_to_the_shepherd_terminates_the_job_then_kills_it_after_the_grace(tmp_path: Path) -> None:
     spool = make_spool(tmp_path, "trap 'echo got TERM' TERM; while :; do sleep 0.05; done\n", kill_grace_s=0.3)
     shepherd = run_shepherd(spool)
-    wait_until(lambda: (spool / "job_pid").exists(), describe="the job to start")
+    wait_for_loop(spool)
     shepherd.send_signal(signal.SIGTERM)
     shepherd.wait(timeout=30)
     record = exit_status(spool)
@@ -114,10 +121,7 @@ def test_the_time_limit_ends_the_job_as_timed_out(tmp_path: Path) -> None:
 def test_user_signals_are_forwarded_to_the_job(tmp_path: Path) -> None:
     spool = make_spool(tmp_path, "trap 'echo usr1; exit 5' USR1; while :; do sleep 0.05; done\n")
     shepherd = run_shepherd(spool)
-    wait_until(lambda: (spool / "job_pid").exists(), describe="the job to start")
-    # The trap is set on the script's first line; the loop's sleeps show it got past it.
-    wait_until(lambda: len(psutil.Process(int((spool / "job_pid").read_text())).children()) > 0,
-               describe="the job's loop to run")
+    wait_for_loop(spool)
     shepherd.send_signal(signal.SIGUSR1)
     shepherd.wait(timeout=30)
     assert exit_status(spool)["exit_code"] == 5
