@@ -80,10 +80,10 @@ def _pending_work(state: ControllerState, job: Job, store: Store) -> PendingWork
     )
 
 
-def output_path(job: Job, index: int, pattern: str) -> str:
+def output_path(job: Job, index: int, pattern: str, node: str = "%N") -> str:
     """Absolute in the job's working directory; relative when the job runs in a scratch
     directory of its own on the node (the execd resolves it there)."""
-    path = expand(pattern, job_id=job.id, index=index, name=job.name, user=job.owner)
+    path = expand(pattern, job_id=job.id, index=index, name=job.name, user=job.owner, node=node)
     return os.path.join(job.spec["workdir"], path)
 
 
@@ -107,8 +107,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "node": attempt.node,
         "workdir": spec["workdir"],
         "submit_dir": spec["submit_dir"],
-        "stdout": output_path(job, attempt.index, spec["output"]),
-        "stderr": output_path(job, attempt.index, spec["error"]) if spec["error"] else None,
+        "stdout": output_path(job, attempt.index, spec["output"], attempt.node),
+        "stderr": output_path(job, attempt.index, spec["error"], attempt.node) if spec["error"] else None,
         "open_mode": spec["open_mode"],
         "environment": spec["environment"],
         "cpus": job.resources.cpus,

@@ -1,0 +1,1 @@
+"""Slurm's commands, as far as scripts and programs can see: sbatch, squeue, scancel, sacct."""

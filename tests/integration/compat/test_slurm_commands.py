@@ -1,0 +1,80 @@
+"""A script written for Slurm, submitted through sbatch, watched with squeue, ended with
+scancel, accounted with sacct: the same file names and outputs as on Slurm."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
+
+SCRIPT = """#!/bin/bash
+#SBATCH --job-name=greet
+#SBATCH --array=1-3
+#SBATCH --time=00:05:00
+#SBATCH --account=physics
+#SBATCH --cpus-per-task=1
+echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID named $SLURM_JOB_NAME cpus $SLURM_CPUS_PER_TASK"
+"""
+
+
+def install(cluster: LocalCluster) -> Path:
+    bin_dir = cluster.root / "bin"
+    cluster.drover("compat", "install", str(bin_dir))
+    return bin_dir
+
+
+def run(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True, env=cluster.env,
+                          cwd=cluster.workdir, input=stdin, timeout=60)
+
+
+def test_a_slurm_array_script_runs_with_slurms_file_names_and_environment(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    script = cluster.workdir / "greet.sh"
+    script.write_text(SCRIPT)
+    submitted = run(cluster, bin_dir, "sbatch", str(script))
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.startswith("Submitted batch job ")
+    assert "--account is accepted and ignored" in submitted.stderr
+    job = submitted.stdout.split()[-1]
+    script.unlink()  # callers delete the script the moment sbatch returns
+    cluster.drover("wait", job)
+    for index in (1, 2, 3):
+        out = (cluster.workdir / f"slurm-{job}_{index}.out").read_text()
+        assert out == f"task {index} of {job} named greet cpus 1\n"
+    accounted = run(cluster, bin_dir, "sacct", "-j", job, "-P", "-n", "-X", "-o", "JobID,JobName,State,ExitCode")
+    assert accounted.stdout.splitlines() == [f"{job}_{i}|greet|COMPLETED|0:0" for i in (1, 2, 3)]
+
+
+def test_parsable_wait_exit_status_squeue_and_scancel(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    waited = run(cluster, bin_dir, "sbatch", "--parsable", "--wait", "--wrap", "exit 3")
+    job = waited.stdout.strip()
+    assert job.isdigit() and waited.returncode == 3
+    sleeper = run(cluster, bin_dir, "sbatch", "--parsable", "-J", "sleeper", "--wrap", "sleep 60").stdout.strip()
+    held = run(cluster, bin_dir, "sbatch", "--parsable", "-H", "--wrap", "true").stdout.strip()
+    wait_until(lambda: cluster.drover_json("show", sleeper)["state"] == "running", describe="running")
+    queue = run(cluster, bin_dir, "squeue", "-h", "-o", "%i %j %t %R").stdout.splitlines()
+    assert f"{sleeper} sleeper R {cluster.drover_json('nodes')[0]['name']}" in queue
+    assert f"{held} sbatch PD (JobHeldUser)" in queue
+    header = run(cluster, bin_dir, "squeue").stdout.splitlines()[0].split()
+    assert header == ["JOBID", "PARTITION", "NAME", "USER", "ST", "TIME", "NODES", "NODELIST(REASON)"]
+    assert run(cluster, bin_dir, "scancel", sleeper, held).returncode == 0
+    cluster.drover("wait", sleeper, check=False)
+    states = run(cluster, bin_dir, "sacct", "-j", f"{sleeper},{job}", "-P", "-n", "-o", "JobID,State,ExitCode").stdout
+    assert f"{job}|FAILED|3:0" in states and f"{sleeper}|CANCELLED by 0" in states
+    assert run(cluster, bin_dir, "scancel", "-Q", job).returncode == 0  # ended already: quiet and fine
+    assert run(cluster, bin_dir, "scancel", job).returncode == 1
+
+
+def test_bad_scripts_and_directives_are_refused(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    script = cluster.workdir / "bad.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --time=1:00\n#SBATCH walltime\ntrue\n")
+    refused = run(cluster, bin_dir, "sbatch", str(script))
+    assert refused.returncode == 1 and "line 3: bad #SBATCH directive" in refused.stderr
+    no_shebang = run(cluster, bin_dir, "sbatch", stdin="true\n")
+    assert no_shebang.returncode == 1 and "first line must start with #!" in no_shebang.stderr
+    assert cluster.drover_json("status", "--all") == []
