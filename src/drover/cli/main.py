@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("history", "ended jobs: exit status, times, CPU and memory used"),
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "events": ("events", "the event log of a job, or of the cluster"),
-    "compat": ("compat", "install Slurm's commands (sbatch, squeue, scancel, sacct) into a directory"),
+    "compat": ("compat", "install sbatch, squeue, scancel, sacct, qsub, qstat, qdel, qhold, qrls, qacct into a directory"),
     "controller": ("daemons", "run the controller daemon in the foreground"),
     "execd": ("daemons", "run the node daemon in the foreground"),
 }
