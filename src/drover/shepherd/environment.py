@@ -38,6 +38,10 @@ def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
         "SLURM_JOB_USER": config["owner"],
         "SLURM_NTASKS": "1",
         "SLURM_JOB_NUM_NODES": "1",
+        "SLURM_NNODES": "1",
+        "SLURM_NODEID": "0",
+        "SLURM_PROCID": "0",
+        "SLURM_LOCALID": "0",
     }
     if config["is_array"]:
         first, last, step, count = (

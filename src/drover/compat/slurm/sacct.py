@@ -56,7 +56,7 @@ def _when(stamp: object) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="sacct")
-    p.add_argument("-j", "--jobs")
+    p.add_argument("-j", "--jobs", action="append")
     p.add_argument("-o", "--format")
     p.add_argument("-P", "--parsable2", action="store_true")
     p.add_argument("-p", "--parsable", action="store_true")
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-S", "--starttime")
     p.add_argument("-E", "--endtime")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    args.jobs = ",".join(args.jobs) if args.jobs else None
     fields = [f.split("%")[0] for f in args.format.split(",")] if args.format else list(DEFAULT_FIELDS)
     try:
         from drover.client.client import Client

@@ -29,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-e", "--error")
     p.add_argument("-p", "--partition")
     p.add_argument("-n", "--ntasks", type=int)
+    p.add_argument("--ntasks-per-node", type=int)
     p.add_argument("-N", "--nodes")
     p.add_argument("-c", "--cpus-per-task", type=int)
     p.add_argument("--mem")
@@ -87,6 +88,8 @@ def to_job(args: argparse.Namespace, script: str, strict: bool) -> dict[str, obj
 
     is_array = bool(args.array)
     cpus = args.cpus_per_task or 1
+    if args.ntasks_per_node and args.ntasks_per_node > 1:
+        args.ntasks = max(args.ntasks or 1, args.ntasks_per_node)
     if args.ntasks and args.ntasks > 1:
         approximate(f"--ntasks={args.ntasks}: one task with {args.ntasks * cpus} CPUs")
         cpus *= args.ntasks
