@@ -78,3 +78,17 @@ def test_bad_scripts_and_directives_are_refused(cluster: LocalCluster) -> None:
     no_shebang = run(cluster, bin_dir, "sbatch", stdin="true\n")
     assert no_shebang.returncode == 1 and "first line must start with #!" in no_shebang.stderr
     assert cluster.drover_json("status", "--all") == []
+
+
+def test_scontrol_and_sinfo(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    held = run(cluster, bin_dir, "sbatch", "--parsable", "-H", "-J", "later", "--wrap", "true").stdout.strip()
+    shown = run(cluster, bin_dir, "scontrol", "show", "job", held).stdout
+    assert f"JobId={held} JobName=later" in shown and "JobState=PENDING" in shown
+    assert run(cluster, bin_dir, "scontrol", "show", "hostnames", "n[1-2]").stdout.split() == ["n1", "n2"]
+    assert run(cluster, bin_dir, "scontrol", "release", held).returncode == 0
+    cluster.drover("wait", held)
+    assert run(cluster, bin_dir, "scontrol", "requeue", held).returncode == 1
+    info = run(cluster, bin_dir, "sinfo").stdout.splitlines()
+    assert info[0].split() == ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"]
+    assert info[1].split()[-1] == cluster.drover_json("nodes")[0]["name"]

@@ -51,3 +51,12 @@ def test_patterns_and_dependencies() -> None:
     assert dependencies("afterok:12:13_4") == [12, 13]
     with pytest.raises(BadRequest, match="only afterok"):
         dependencies("afterany:12")
+
+
+def test_hostlists_expand_as_slurm_does() -> None:
+    from drover.compat.slurm.hostlist import expand
+
+    assert expand("node[1-3,5],gpu07") == ["node1", "node2", "node3", "node5", "gpu07"]
+    assert expand("n[08-10]") == ["n08", "n09", "n10"]
+    with pytest.raises(BadRequest, match="unbalanced"):
+        expand("node[1-3")
