@@ -137,7 +137,7 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
         caller = caller_of(request)
         body: api.ActionRequest = await decode(request, api.ActionRequest)
         return json_response(api.ActionReply(
-            results=service.act(name, body.refs, caller.user, caller.is_admin, body.signal)))
+            results=service.act(name, body.refs, caller.user, caller.is_admin, body.signal, body.priority)))
 
     async def history(request: Request) -> Response:
         caller = caller_of(request)

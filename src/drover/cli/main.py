@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "suspend": ("actions", "suspend running jobs (their whole process tree is frozen)"),
     "resume": ("actions", "resume suspended jobs"),
     "signal": ("actions", "send a signal to running jobs: drover signal JOB... SIGNAL"),
+    "requeue": ("actions", "stop running jobs and put them back in the queue, as new attempts"),
+    "alter": ("actions", "change a waiting job's priority: drover alter --priority N JOB..."),
     "checkpoint": ("actions", "deliver running jobs' checkpoint signal (--checkpoint-signal)"),
     "wait": ("wait", "wait for jobs to end; exit with their exit status"),
     "logs": ("logs", "print a job's output; -f follows it"),

@@ -119,10 +119,13 @@ class Client:
 
         return msgspec.convert(self.action_json("signal", refs, signal), list[ActionResult])
 
-    def action_json(self, action: str, refs: list[str], signal: str | None = None) -> list[dict[str, Any]]:
+    def action_json(self, action: str, refs: list[str], signal: str | None = None,
+                    priority: int | None = None) -> list[dict[str, Any]]:
         body: dict[str, Any] = {"refs": refs}
         if signal is not None:
             body["signal"] = signal
+        if priority is not None:
+            body["priority"] = priority
         reply = self.transport.call("POST", f"/v1/jobs/actions/{action}", body)
         return list(reply["results"])
 

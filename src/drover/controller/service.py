@@ -186,11 +186,12 @@ class ControllerService:
         return ids
 
     def act(self, action: str, refs: list[str], user: str, is_admin: bool = False,
-            signal_name: str | None = None) -> list[ActionResult]:
+            signal_name: str | None = None, priority: int | None = None) -> list[ActionResult]:
         results: list[ActionResult] = []
 
         def handler() -> Outcome:
-            outcome, found = act(self.state, action, refs, user, self.clock(), self.store, is_admin, signal_name)
+            outcome, found = act(self.state, action, refs, user, self.clock(), self.store, is_admin, signal_name,
+                                 priority)
             results.extend(found)
             return outcome
 

@@ -57,17 +57,18 @@ class ExitFacts:
     methods: tuple[tuple[str, str, int], ...] = ()  # (step, level, exit code) of the prolog/epilog/PE steps that ran
     epilog_sets_exit: bool = False  # Accelerator: the job's postcmd's status is the job's
     requeue_held: bool = False  # a requeue for a node's failure leaves the job held
+    requeue_requested: bool = False  # someone asked that the running job go back to the queue
 
 
 def exit_facts(record: Mapping[str, Any], cancel_requested: bool = False, epilog_sets_exit: bool = False,
-               requeue_held: bool = False) -> ExitFacts:
+               requeue_held: bool = False, requeue_requested: bool = False) -> ExitFacts:
     """The facts of an exit record (spool.records.ExitStatus) as plain data."""
     return ExitFacts(
         exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
         timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
         cancel_requested=cancel_requested,
         methods=tuple((m["step"], m["level"], int(m["exit_code"])) for m in record.get("methods") or ()),
-        epilog_sets_exit=epilog_sets_exit, requeue_held=requeue_held,
+        epilog_sets_exit=epilog_sets_exit, requeue_held=requeue_held, requeue_requested=requeue_requested,
     )
 
 
@@ -91,6 +92,8 @@ def node_failure(facts: ExitFacts) -> str | None:
 def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRID_ENGINE) -> Trigger:
     if facts.cancel_requested:
         return Trigger.CANCEL
+    if facts.requeue_requested:
+        return Trigger.REQUEUE
     for step, level, code in facts.methods:
         meaning = METHOD_FAILURES.get((step, level), (None, False))[0] if code != 0 else None
         if meaning is Trigger.REQUEUE and facts.requeue_held:

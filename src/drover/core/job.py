@@ -26,6 +26,7 @@ class Task:
     attempt: int = 0  # number of the latest attempt; 0 before the first dispatch
     cancel_requested: bool = False  # a request, not a state: acted on when the attempt reports
     exit_status: int | None = None  # of the latest attempt, as a shell shows it
+    requeue_requested: bool = False  # like cancel_requested: back to the queue when it reports
 
     def apply(self, trigger: Trigger, now: float) -> JobState:
         """Move to the state the table gives for `trigger`; raise IllegalTransition otherwise."""

@@ -170,6 +170,7 @@ class History(msgspec.Struct):
 class ActionRequest(msgspec.Struct, forbid_unknown_fields=True):
     refs: list[str]  # "12" (the whole job) or "12.3" (one task)
     signal: str | None = None  # for the "signal" action: a name such as "USR1" or "SIGUSR1"
+    priority: int | None = None  # for the "alter" action
 
 
 class ActionResult(msgspec.Struct, kw_only=True):

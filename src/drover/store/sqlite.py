@@ -70,10 +70,10 @@ class SqliteStore:
                 )
             if changes.tasks:
                 db.executemany(
-                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (t.job_id, t.index, t.state.value, t.state_since, t.attempt, int(t.cancel_requested),
-                         t.exit_status)
+                         t.exit_status, int(t.requeue_requested))
                         for t in changes.tasks.values()
                     ],
                 )
@@ -141,7 +141,7 @@ class SqliteStore:
 
     def _tasks_of(self, job_id: int) -> dict[int, Task]:
         return {
-            row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6])
+            row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6], bool(row[7]))
             for row in self.db.execute("SELECT * FROM tasks WHERE job_id=? ORDER BY idx", (job_id,))
         }
 

@@ -48,6 +48,8 @@ def test_plain_messages_sync_hold_release_delete_and_the_error_state(cluster: Lo
     assert table.startswith("job-ID")
     states = {line.split()[0]: line.split()[4] for line in table.splitlines()[2:]}
     assert states[held] == "hqw" and states[erring] == "Eqw"
+    assert run(cluster, bin_dir, "qalter", "-p", "5", held).stdout == f"modified job {held}\n"
+    assert cluster.drover_json("show", held)["priority"] == 5
     assert "modified hold" in run(cluster, bin_dir, "qrls", held).stdout
     cluster.drover("wait", held)
     deleted = run(cluster, bin_dir, "qdel", erring, "999999")

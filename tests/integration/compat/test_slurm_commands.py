@@ -88,7 +88,18 @@ def test_scontrol_and_sinfo(cluster: LocalCluster) -> None:
     assert run(cluster, bin_dir, "scontrol", "show", "hostnames", "n[1-2]").stdout.split() == ["n1", "n2"]
     assert run(cluster, bin_dir, "scontrol", "release", held).returncode == 0
     cluster.drover("wait", held)
-    assert run(cluster, bin_dir, "scontrol", "requeue", held).returncode == 1
+    assert run(cluster, bin_dir, "scontrol", "requeue", held).returncode == 1  # ended: nothing to requeue
+    flag = cluster.workdir / "second-run"
+    looping = run(cluster, bin_dir, "sbatch", "--parsable", "--wrap",
+                  f"if [ -e {flag} ]; then exit 0; fi; touch {flag}; sleep 60").stdout.strip()
+    wait_until(flag.exists, describe="the first run")
+    assert run(cluster, bin_dir, "scontrol", "requeue", looping).returncode == 0
+    cluster.drover("wait", looping)
+    assert len(cluster.drover_json("show", looping)["tasks"][0]["attempts"]) == 2
+    waiting = run(cluster, bin_dir, "sbatch", "--parsable", "-H", "--wrap", "true").stdout.strip()
+    assert run(cluster, bin_dir, "scontrol", "update", f"JobId={waiting}", "Priority=7").returncode == 0
+    assert cluster.drover_json("show", waiting)["priority"] == 7
+    cluster.drover("cancel", waiting)
     info = run(cluster, bin_dir, "sinfo").stdout.splitlines()
     assert info[0].split() == ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"]
     assert info[1].split()[-1] == cluster.drover_json("nodes")[0]["name"]

@@ -168,3 +168,9 @@ def test_the_job_epilog_status_is_the_jobs_only_when_asked() -> None:
 
 def test_a_cancelled_job_stays_cancelled_whatever_its_methods_did() -> None:
     assert classify_exit(ExitFacts(None, cancel_requested=True, methods=(("prolog", "node", 1),))) is T.CANCEL
+
+
+def test_a_requested_requeue_comes_after_a_cancel_and_before_everything_else() -> None:
+    assert classify_exit(ExitFacts(None, signal=15, requeue_requested=True)) is T.REQUEUE
+    assert classify_exit(ExitFacts(None, cancel_requested=True, requeue_requested=True)) is T.CANCEL
+    assert classify_exit(ExitFacts(0, timed_out=True, requeue_requested=True)) is T.REQUEUE

@@ -13,6 +13,8 @@ _DESCRIPTIONS = {
     "release": "Let held jobs or tasks start.",
     "suspend": "Suspend running jobs or tasks: the whole attempt is frozen (its cgroup where there is one).",
     "resume": "Resume suspended jobs or tasks.",
+    "requeue": "Stop running jobs or tasks (SIGTERM, grace, SIGKILL) and put them back in the queue.",
+    "alter": "Change the priority of jobs that have tasks waiting.",
     "checkpoint": "Deliver the checkpoint signal the jobs were submitted with (--checkpoint-signal).",
     "signal": "Send a signal (e.g. USR1, or a number) to running jobs or tasks: drover signal JOB... SIGNAL",
 }
@@ -22,6 +24,8 @@ def run(command: str, argv: list[str]) -> int:
     p = parser(command, _DESCRIPTIONS[command])
     p.add_argument("refs", nargs="+", metavar="JOB", help="a job id (12) or a task (12.3)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    if command == "alter":
+        p.add_argument("--priority", type=int, required=True, help="the new priority (-1023..1023)")
     args = p.parse_args(argv)
     from drover.core.ids import parse_job_ref
 
@@ -33,7 +37,7 @@ def run(command: str, argv: list[str]) -> int:
     for ref in args.refs:
         parse_job_ref(ref)  # a malformed id is refused before anything is sent
     with client() as api:
-        results = api.action_json(command, args.refs, signal_name)
+        results = api.action_json(command, args.refs, signal_name, getattr(args, "priority", None))
     failed = [result for result in results if not result["ok"]]
     if args.json:
         print_json(results)

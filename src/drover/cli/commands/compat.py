@@ -15,6 +15,7 @@ COMMANDS = {  # command → (module, function)
     "scancel": ("drover.compat.slurm.scancel", "main"), "sacct": ("drover.compat.slurm.sacct", "main"),
     "srun": ("drover.compat.slurm.srun", "main"), "scontrol": ("drover.compat.slurm.scontrol", "main"),
     "sinfo": ("drover.compat.slurm.sinfo", "main"), "qrsh": ("drover.compat.gridengine.qrsh", "main"),
+    "qalter": ("drover.compat.gridengine.qalter", "main"),
     "qsub": ("drover.compat.gridengine.qsub", "main"), "qstat": ("drover.compat.gridengine.qstat", "main"),
     "qdel": ("drover.compat.gridengine.actions", "qdel"), "qhold": ("drover.compat.gridengine.actions", "qhold"),
     "qrls": ("drover.compat.gridengine.actions", "qrls"), "qacct": ("drover.compat.gridengine.qacct", "main"),

@@ -46,17 +46,24 @@ def main(argv: list[str] | None = None) -> int:
                 for job_id in ids:
                     print(show_job(client.transport.call("GET", f"/v1/jobs/{int(job_id.split('_')[0])}")))
                 return 0
-            if len(args) >= 2 and args[0] in ("hold", "release", "uhold"):
-                action = "release" if args[0] == "release" else "hold"
+            if len(args) >= 2 and args[0] in ("hold", "release", "uhold", "requeue"):
+                action = {"release": "release", "requeue": "requeue"}.get(args[0], "hold")
                 results = client.action_json(action, [a.replace("_", ".") for a in args[1:]])
                 bad = [r for r in results if not r["ok"]]
                 for result in bad:
                     print(f"scontrol: error: {result['message']}", file=sys.stderr)
                 return 1 if bad else 0
+            if len(args) >= 3 and args[0] == "update":
+                settings = dict(word.split("=", 1) for word in args[1:] if "=" in word)
+                job_id = settings.get("JobId") or settings.get("JobID") or settings.get("jobid")
+                if job_id and set(settings) - {"JobId", "JobID", "jobid"} == {"Priority"}:
+                    (result,) = client.action_json("alter", [job_id.replace("_", ".")],
+                                                   priority=int(settings["Priority"]))
+                    return 0 if result["ok"] else fail("scontrol", result["message"])
     except DroverError as error:
         return fail("scontrol", str(error))
     return fail("scontrol", f"not supported by Drover: scontrol {' '.join(args)} "
-                            "(supported: show job, show hostnames, hold, release)")
+                            "(supported: show job, show hostnames, hold, release, requeue, update JobId=N Priority=P)")
 
 
 if __name__ == "__main__":

@@ -20,10 +20,14 @@ RUNNING_STATES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSP
 
 def act(
     state: ControllerState, action: str, refs: list[str], user: str, now: float, store: Store,
-    is_admin: bool = True, signal_name: str | None = None,
+    is_admin: bool = True, signal_name: str | None = None, priority: int | None = None,
 ) -> tuple[Outcome, list[ActionResult]]:
     """Apply `action` to each ref; one ref's failure does not stop the others."""
     handler = _HANDLERS.get(action)
+    if action == "alter":
+        def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
+            return _alter(st, out, job, tasks, fresh, now, priority)
+
     if action == "signal":
         order = _signal_order(signal_name)
 
@@ -165,6 +169,41 @@ def _signal_order(name: str | None) -> str:
     return text if not name.isdigit() else signal.Signals(int(name)).name
 
 
+def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+             now: float) -> str:
+    """Stop the running tasks (warning signal, grace, SIGKILL) and put them back in the queue
+    as new attempts (scontrol requeue)."""
+    asked = 0
+    for task in tasks:
+        if task.state in RUNNING_STATES and not task.requeue_requested and not task.cancel_requested:
+            task.requeue_requested = True
+            outcome.changes.task(task)
+            outcome.changes.event(now, "requeue_requested", job.id, task.index, task.attempt)
+            attempt = state.latest_attempt(task)
+            if attempt is not None:
+                outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate"))
+            asked += 1
+    if not asked:
+        raise Conflict(f"{_what(job, tasks, fresh)} has no running task to requeue")
+    return f"{asked} requeued"
+
+
+def _alter(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+           now: float, priority: int | None = None) -> str:
+    """Change what may still change: the priority of a job that has tasks waiting."""
+    from drover.controller.handlers.submit import PRIORITY_RANGE
+
+    if priority is None:
+        raise BadRequest("nothing to change: give a priority")
+    if priority not in PRIORITY_RANGE:
+        raise BadRequest(f"the priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
+    job.priority = priority
+    outcome.changes.job(job)
+    outcome.changes.event(now, "altered", job.id, priority=priority)
+    outcome.reschedule = True
+    return f"priority {priority}"
+
+
 def _checkpoint(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
                 now: float) -> str:
     """Deliver the job's checkpoint signal (GE's checkpointing interface: the job saves its state)."""
@@ -181,6 +220,6 @@ def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
 _Handler = Callable[[ControllerState, Outcome, Job, list[Task], bool, float], str]
 _HANDLERS: dict[str, _Handler] = {
     "cancel": _cancel, "hold": _hold, "release": _release, "suspend": _suspend, "resume": _resume,
-    "checkpoint": _checkpoint,
+    "checkpoint": _checkpoint, "requeue": _requeue,
 }
-ACTIONS = (*_HANDLERS, "signal")
+ACTIONS = (*_HANDLERS, "signal", "alter")

@@ -65,7 +65,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
                 attempt.started_at = attempt.started_at or now
                 outcome.changes.attempt(attempt)
                 change_task(outcome, task, Trigger.START, now, job)
-            if task.cancel_requested:
+            if task.cancel_requested or task.requeue_requested:
                 outcome.send(node.name, SignalAttempt(attempt.name, "terminate"))
     return outcome
 
@@ -229,7 +229,8 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     if job is None or task is None or attempt is None or task.state is not JobState.COMPLETING:
         return  # decided already (or the task moved on): acknowledge again only
     record = attempt.exit or report.exit_status
-    facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), requeue_held)
+    facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), requeue_held,
+                       task.requeue_requested)
     reason = node_failure(facts)
     node = state.nodes.get(attempt.node)
     if reason and node is not None and can_node(node.state, NodeTrigger.FAIL):
@@ -241,6 +242,6 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     change_task(outcome, task, classify_exit(facts), now)
     release_attempt(state, job, task)
     if task.state is JobState.PENDING:
-        task.cancel_requested = False
+        task.cancel_requested = task.requeue_requested = False
     end_job_if_done(state, outcome, job, now)
     outcome.reschedule = True
