@@ -103,3 +103,15 @@ def test_scontrol_and_sinfo(cluster: LocalCluster) -> None:
     info = run(cluster, bin_dir, "sinfo").stdout.splitlines()
     assert info[0].split() == ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"]
     assert info[1].split()[-1] == cluster.drover_json("nodes")[0]["name"]
+
+
+def test_dependencies_through_sbatch_and_qsub(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    order = cluster.workdir / "order"
+    first = run(cluster, bin_dir, "sbatch", "--parsable", "--wrap", f"sleep 0.3; echo first >> {order}").stdout.strip()
+    second = run(cluster, bin_dir, "sbatch", "--parsable", f"--dependency=afterok:{first}",
+                 "--wrap", f"echo second >> {order}").stdout.strip()
+    third = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-hold_jid", second, "-b", "y", "bash", "-c",
+                f"echo third >> {order}").stdout.strip()
+    cluster.drover("wait", first, second, third)
+    assert order.read_text() == "first\nsecond\nthird\n"
