@@ -74,20 +74,3 @@ class TaskIndices:
             else:
                 parts.append(f"{first}-{last}" + (f":{step}" if step != 1 else ""))
         return ",".join(parts)
-
-
-def describe_positions(indices: TaskIndices, start: int) -> str:
-    """The indices from ascending position `start` on, in compact form (what is still pending)."""
-    remaining: list[str] = []
-    for first, last, step in indices.sorted_ranges():
-        size = (last - first) // step + 1
-        if start >= size:
-            start -= size
-            continue
-        begin = first + start * step
-        start = 0
-        if begin == last:
-            remaining.append(str(begin))
-        else:
-            remaining.append(f"{begin}-{last}" + (f":{step}" if step != 1 else ""))
-    return ",".join(remaining)

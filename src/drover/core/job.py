@@ -82,18 +82,6 @@ class Job:
         """Never-dispatched tasks that have no record."""
         return max(self.indices.count - self.fresh_from - len(self.fresh_skip), 0)
 
-    def fresh_indices(self, n: int) -> list[int]:
-        """The first `n` never-dispatched task indices, ascending."""
-        out: list[int] = []
-        start = self.fresh_from
-        while len(out) < n:
-            batch = self.indices.slice(start, n - len(out) + len(self.fresh_skip))
-            if not batch:
-                break
-            start += len(batch)
-            out.extend(index for index in batch if index not in self.fresh_skip)
-        return out[:n]
-
     def take_fresh(self, index: int) -> None:
         """`index` now has a record: take it out of the never-dispatched range."""
         if index not in self.indices:
@@ -109,13 +97,6 @@ class Job:
                 self.fresh_from += 1
         elif position > self.fresh_from:
             self.fresh_skip.add(index)
-
-    def is_fresh(self, index: int) -> bool:
-        return (
-            index in self.indices
-            and index not in self.tasks
-            and self.indices.position(index) >= self.fresh_from
-        )
 
     def task_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

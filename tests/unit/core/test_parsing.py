@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.core.arrays import TaskIndices, describe_positions
+from drover.core.arrays import TaskIndices
 from drover.core.errors import BadRequest
 from drover.core.ids import parse_job_ref
 from drover.core.patterns import check_pattern, expand
@@ -80,7 +80,6 @@ def test_task_indices_over_several_ranges() -> None:
     assert indices.slice(5, 10) == [12]
     assert 3 in indices and 4 not in indices and 11 in indices
     assert indices.describe() == "1-5:2,10-12"
-    assert describe_positions(indices, 2) == "5,10-12"
     with pytest.raises(IndexError):
         indices.at(6)
 

@@ -163,7 +163,7 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         commands = [line for line in lines if line and not line.startswith("#")]
         if not commands:
             raise BadRequest(f"{args.each_line} holds no command")
-        return [dict(base, script=_wrap_line(line), name=args.name or line.split()[0]) for line in commands]
+        return [dict(base, script=line + "\n", name=args.name or line.split()[0]) for line in commands]
     if command_argv:
         import shlex
 
@@ -211,10 +211,6 @@ def staged_files(paths: list[str]) -> list[dict[str, Any]]:
                              "per job; put big inputs on a shared filesystem")
         files.append({"name": os.path.basename(path), "data": base64.b64encode(data).decode(), "mode": mode})
     return files
-
-
-def _wrap_line(line: str) -> str:
-    return line + "\n"
 
 
 def _read(path: str) -> str:
