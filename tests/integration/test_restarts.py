@@ -100,3 +100,23 @@ def test_event_log_file_has_every_event_once_across_a_controller_kill(cluster: L
     assert cluster.drover("wait", str(job)).returncode == 0
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     assert [r["seq"] for r in lines] == [e["seq"] for e in cluster.drover_json("events", str(job))]
+
+
+def test_a_node_gone_for_longer_than_the_timeout_loses_its_jobs_and_stops_them_when_back() -> None:
+    """1. A job runs. 2. Its execd is killed and stays away longer than node_timeout_s: the job
+    ends NODE_FAIL and its CPUs are free. 3. The execd comes back: the attempt it still runs is
+    stopped, so nothing runs unaccounted."""
+    cluster = LocalCluster(config_toml="[controller]\nnode_timeout_s = 1.0\n")
+    try:
+        cluster.start()
+        job = cluster.submit("--", "sleep", "300")
+        wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
+        cluster.kill("execd")
+        wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "node_fail", describe="NODE_FAIL")
+        cluster.start_execd()
+        wait_until(lambda: any(e["kind"] == "stray_attempt_stopped" for e in cluster.drover_json("events")),
+                   describe="the stray attempt stopped")
+        wait_until(lambda: not list(cluster.spool.glob(f"{job}.0.1")), describe="its spool cleaned up")
+        assert cluster.drover_json("show", str(job))["state"] == "node_fail"
+    finally:
+        assert not cluster.stop()

@@ -68,6 +68,7 @@ def serve(argv: list[str]) -> int:
             smtp_host=str(settings_file.get("smtp_host", "localhost")),
             smtp_port=int(settings_file.get("smtp_port", 25)),  # type: ignore[call-overload]
             requeue_held=bool(settings_file.get("requeue_held", False)),
+            node_timeout_s=float(settings_file.get("node_timeout_s", 300.0)),  # type: ignore[arg-type]
             queues=dict(file_config.get("queues", {})),  # type: ignore[arg-type]
         )
         service = ControllerService(store, settings)
@@ -89,7 +90,9 @@ def serve(argv: list[str]) -> int:
             paths.database, store.schema_version,
         )
         service.request_schedule()
+        watcher = asyncio.get_running_loop().create_task(service.watch_nodes())
         await server.serve(sockets=sockets)
+        watcher.cancel()
         await service.channels.close_all()
 
     try:

@@ -22,6 +22,7 @@ from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import (
     on_node_connected,
     on_node_disconnected,
+    on_nodes_lost,
     on_reports,
     resume_node,
 )
@@ -46,6 +47,7 @@ class Settings:
     smtp_port: int = 25
     mail_tries: int = 5
     requeue_held: bool = False  # a job requeued for a node's failing prolog is held
+    node_timeout_s: float = 300.0  # a node down this long has lost its running jobs (NODE_FAIL)
 
 
 class ControllerService:
@@ -73,6 +75,8 @@ class ControllerService:
             if node.state not in (NodeState.DOWN, NodeState.ERROR) and node.name not in self.channels.connected():
                 node.state = NodeState.DOWN
                 changes.node(node)
+            # A controller that just started gives every node a full node_timeout_s to say hello.
+            node.last_seen = self.clock()
         if changes:
             self.store.commit(changes)
         return state
@@ -158,6 +162,15 @@ class ControllerService:
     def _reconnect_nodes(self) -> None:
         """After a reload, make every node say hello again, so orders are rebuilt from the store."""
         asyncio.get_running_loop().create_task(self.channels.close_all())
+
+    async def watch_nodes(self) -> None:
+        """Every few seconds: nodes down for longer than node_timeout_s lose their jobs."""
+        while True:
+            await asyncio.sleep(min(max(self.settings.node_timeout_s / 4, 0.2), 30))
+            try:
+                self._run(lambda: on_nodes_lost(self.state, self.clock(), self.settings.node_timeout_s))
+            except Exception:
+                log.exception("checking for lost nodes failed")
 
     def request_schedule(self) -> None:
         """Plan once at the end of this loop turn, however many changes asked for it."""

@@ -67,6 +67,35 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
                 change_task(outcome, task, Trigger.START, now, job)
             if task.cancel_requested or task.requeue_requested:
                 outcome.send(node.name, SignalAttempt(attempt.name, "terminate"))
+    # Attempts the node still runs that the controller has given up on (the node was lost for
+    # too long, or the job was decided otherwise): stop them, so nothing runs unaccounted.
+    for name, running in known.items():
+        attempt = state.attempt_by_name(name)
+        task = state.jobs[attempt.job_id].tasks.get(attempt.index) if attempt and attempt.job_id in state.jobs else None
+        current = task is not None and attempt is not None and task.attempt == attempt.number and task.state.is_active
+        if running and not current:
+            outcome.send(node.name, SignalAttempt(name, "terminate"))
+            outcome.changes.event(now, "stray_attempt_stopped", node=node.name, stopped=name)
+    return outcome
+
+
+def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outcome:
+    """Nodes down for longer than `timeout_s`: their attempts are lost (NODE_FAIL), their CPUs
+    freed. A node that comes back later is told to stop what it still runs of them."""
+    outcome = Outcome()
+    lost = {name for name, node in state.nodes.items()
+            if node.state in (NodeState.DOWN,) and node.last_seen is not None and now - node.last_seen > timeout_s}
+    if not lost:
+        return outcome
+    for job in list(state.jobs.values()):
+        for task in list(job.tasks.values()):
+            attempt = state.latest_attempt(task)
+            if attempt is not None and attempt.node in lost and task.state.is_active:
+                change_task(outcome, task, Trigger.LOSE_NODE, now, reason=f"node {attempt.node} was lost")
+                release_attempt(state, job, task)
+                end_job_if_done(state, outcome, job, now)
+    if outcome.changes:
+        outcome.reschedule = True
     return outcome
 
 
