@@ -90,11 +90,7 @@ def _cancel(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task
             cancelled += 1
         elif task.state in RUNNING_STATES and not task.cancel_requested:
             task.cancel_requested = True
-            outcome.changes.task(task)
-            outcome.changes.event(now, "cancel_requested", job.id, task.index, task.attempt)
-            attempt = state.latest_attempt(task)
-            if attempt is not None:
-                outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate"))
+            _stop(state, outcome, task, "cancel_requested", now)
             signalled += 1
     if not cancelled and not signalled:
         raise Conflict(f"{_what(job, tasks, fresh)} has nothing left to cancel")
@@ -169,6 +165,16 @@ def _signal_order(name: str | None) -> str:
     return text if not name.isdigit() else signal.Signals(int(name)).name
 
 
+def _stop(state: ControllerState, outcome: Outcome, task: Task, request: str, now: float) -> None:
+    """A request on a running task (recorded, logged) and the order that acts on it: the node
+    stops the attempt; the state moves when the attempt reports."""
+    outcome.changes.task(task)
+    outcome.changes.event(now, request, task.job_id, task.index, task.attempt)
+    attempt = state.latest_attempt(task)
+    if attempt is not None:
+        outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate"))
+
+
 def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
              now: float) -> str:
     """Stop the running tasks (warning signal, grace, SIGKILL) and put them back in the queue
@@ -177,11 +183,7 @@ def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
     for task in tasks:
         if task.state in RUNNING_STATES and not task.requeue_requested and not task.cancel_requested:
             task.requeue_requested = True
-            outcome.changes.task(task)
-            outcome.changes.event(now, "requeue_requested", job.id, task.index, task.attempt)
-            attempt = state.latest_attempt(task)
-            if attempt is not None:
-                outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate"))
+            _stop(state, outcome, task, "requeue_requested", now)
             asked += 1
     if not asked:
         raise Conflict(f"{_what(job, tasks, fresh)} has no running task to requeue")
