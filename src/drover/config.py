@@ -55,9 +55,7 @@ def default_spool(paths: Paths) -> str:
     tmpfs. tmpfs survives an execd restart (the jobs go on and are re-attached); only a reboot
     clears it, and a reboot ends the running jobs anyway. Falls back to the state directory.
     """
-    import hashlib
-
-    tag = hashlib.sha1(paths.root.encode()).hexdigest()[:10]
+    tag = cluster_tag(paths)
     candidates = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
@@ -75,6 +73,15 @@ def default_spool(paths: Paths) -> str:
         if info.st_uid == os.getuid() and info.st_mode & 0o022 == 0:
             return candidate  # ours, and no one else can write in it
     return paths.spool
+
+
+def cluster_tag(paths: Paths) -> str:
+    """A short name for the cluster of a state directory, unique on this host: it is part of
+    every per-host name the cluster makes (its spool, its attempts' cgroups), so two clusters
+    side by side never touch each other's jobs."""
+    import hashlib
+
+    return hashlib.sha1(paths.root.encode()).hexdigest()[:10]
 
 
 def api_socket(paths: Paths | None = None) -> str:

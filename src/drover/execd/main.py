@@ -14,7 +14,7 @@ import signal
 import sys
 
 from drover import eventloop
-from drover.config import Paths, api_socket, default_spool, load_file_config
+from drover.config import Paths, api_socket, cluster_tag, default_spool, load_file_config
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
 
     os.makedirs(spool_root, mode=0o700, exist_ok=True)
     cleanup = Cleanup(spool_root, cleanup_settings(options), send)
-    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options))  # type: ignore[arg-type]
+    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))  # type: ignore[arg-type]
     channel = ControllerChannel(
         args.socket or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
@@ -105,9 +105,11 @@ def cleanup_settings(options: dict[str, object]) -> CleanupSettings:
     )
 
 
-def shepherd_options(options: dict[str, object]) -> dict[str, object]:
-    """The [execd] options that travel to each shepherd in its attempt's config."""
+def shepherd_options(options: dict[str, object], cluster: str = "") -> dict[str, object]:
+    """The [execd] options that travel to each shepherd in its attempt's config; `cluster` is
+    the cluster's tag, part of the name of each attempt's cgroup."""
     return {
+        "cluster": cluster,
         "identity_tries": int(options.get("identity_tries", 3)),  # type: ignore[call-overload]
         "identity_retry_s": float(options.get("identity_retry_s", 10.0)),  # type: ignore[arg-type]
         "diagnostics_setuid": options.get("diagnostics_setuid"),

@@ -73,7 +73,7 @@ def _run(spool: layout.SpoolDir) -> int:
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
-    containment = choose(spool.name, config["memory_mib"], config["cpu_ids"])
+    containment = choose(spool.name, config["memory_mib"], config["cpu_ids"], str(config.get("cluster", "")))
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
     identity = from_config(config)  # type: ignore[arg-type]

@@ -54,8 +54,10 @@ class Containment(Protocol):
         """Remove what was created (after kill_all)."""
 
 
-def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> Containment:
-    """`cpu_ids`: the CPUs the scheduler gave the attempt; a cpuset pins them where writable."""
+def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None, cluster: str = "") -> Containment:
+    """`cpu_ids`: the CPUs the scheduler gave the attempt; a cpuset pins them where writable.
+    `cluster`: the cluster's tag, part of the cgroup's name (common.group_name)."""
+    name = group_name(cluster, attempt)
 
     def v1_with_cpus(name: str, memory: int) -> Containment | None:
         return v1.create(name, memory, cpu_ids or [])
@@ -65,15 +67,15 @@ def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> C
     }
     forced = os.environ.get("DROVER_CONTAINMENT")
     if forced:
-        made = backends[forced](attempt, memory_mib)
+        made = backends[forced](name, memory_mib)
         if made is None:
             raise RuntimeError(f"containment {forced} is not available on this host")
         return made
-    with_memory = v2.create(attempt, memory_mib, need_memory=True)
+    with_memory = v2.create(name, memory_mib, need_memory=True)
     if with_memory is not None:
         return with_memory
-    for name in ("cgroup-v1", "cgroup-v2", "subreaper"):
-        made = backends[name](attempt, memory_mib)
+    for backend in ("cgroup-v1", "cgroup-v2", "subreaper"):
+        made = backends[backend](name, memory_mib)
         if made is not None:
             return made
     raise AssertionError("the subreaper fallback is always available")
@@ -82,3 +84,4 @@ def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> C
 # Imported here, not in choose(): the fork server imports this package once, and every shepherd
 # it forks finds the backends loaded (an import in a shepherd would cost it milliseconds).
 from drover.shepherd.containment import fallback, v1, v2  # noqa: E402
+from drover.shepherd.containment.common import group_name  # noqa: E402

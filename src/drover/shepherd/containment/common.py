@@ -40,9 +40,16 @@ def pids_of(directory: str) -> list[int]:
     return [int(word) for word in text.split()]
 
 
-def make_dir(parent: str, attempt: str) -> str | None:
-    """<parent>/drover/<attempt>, created; None if the hierarchy is not writable."""
-    path = os.path.join(parent, "drover", attempt)
+def group_name(cluster: str, attempt: str) -> str:
+    """The attempt's cgroup, relative to the shepherd's own: ``drover-<cluster>/<attempt>``.
+    The cluster's tag keeps clusters side by side on one host (two users' personal clusters, a
+    personal one beside the shared one) from ever touching each other's attempts."""
+    return os.path.join(f"drover-{cluster}" if cluster else "drover", attempt)
+
+
+def make_dir(parent: str, name: str) -> str | None:
+    """<parent>/<name> (see group_name), created; None if the hierarchy is not writable."""
+    path = os.path.join(parent, name)
     try:
         os.makedirs(path, exist_ok=True)
     except OSError:
@@ -51,7 +58,7 @@ def make_dir(parent: str, attempt: str) -> str | None:
 
 
 def remove_dir(path: str) -> None:
-    """rmdir the attempt's cgroup (and the shared drover/ parent if it emptied)."""
+    """rmdir the attempt's cgroup (and its cluster's parent if that emptied)."""
     for directory in (path, os.path.dirname(path)):
         try:
             os.rmdir(directory)

@@ -77,7 +77,7 @@ class CgroupV1:
             remove_dir(path)
 
 
-def create(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> CgroupV1 | None:
+def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> CgroupV1 | None:
     paths: dict[str, str] = {}
     homes: dict[str, str] = {}
     for controller in CONTROLLERS:
@@ -86,7 +86,7 @@ def create(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None) -> C
         if own is None or not os.path.isdir(mount):
             continue
         home = os.path.join(mount, own.lstrip("/"))
-        path = make_dir(home, attempt)
+        path = make_dir(home, name)
         if path is not None:
             paths[controller], homes[controller] = path, home
     if "freezer" not in paths or "memory" not in paths:
@@ -106,7 +106,7 @@ def _pin(path: str, home: str, cpu_ids: list[int]) -> bool:
     from drover.shepherd.setup import physical_cpus
 
     try:
-        for directory in (os.path.dirname(path), path):  # drover/ and the attempt inherit nothing
+        for directory in (os.path.dirname(path), path):  # drover-<cluster>/ and the attempt inherit nothing
             parent = os.path.dirname(directory)
             for name in ("cpuset.cpus", "cpuset.mems"):
                 if not (read(os.path.join(directory, name)) or "").strip():

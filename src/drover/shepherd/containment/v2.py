@@ -83,7 +83,7 @@ class CgroupV2:
         remove_dir(self.path)
 
 
-def create(attempt: str, memory_mib: int, need_memory: bool = False) -> CgroupV2 | None:
+def create(name: str, memory_mib: int, need_memory: bool = False) -> CgroupV2 | None:
     mount = _mount()
     own = own_cgroup("")
     if mount is None or own is None:
@@ -93,15 +93,15 @@ def create(attempt: str, memory_mib: int, need_memory: bool = False) -> CgroupV2
     has_memory = "memory" in (read(os.path.join(parent, "cgroup.controllers")) or "").split()
     if need_memory and not has_memory:
         return None
-    path = make_dir(parent, attempt)
+    path = make_dir(parent, name)
     if path is None:
         return None
     if not os.path.exists(os.path.join(path, "cgroup.freeze")):
         remove_dir(path)
         return None  # the root of a hierarchy, or a kernel too old to freeze: not usable
     if has_memory:
-        try:  # memory must be delegated down to the attempt: home → drover/ → attempt
-            for directory in (home, os.path.join(home, "drover")):
+        try:  # memory must be delegated down to the attempt: home → drover-<cluster>/ → attempt
+            for directory in (home, os.path.dirname(path)):
                 if "memory" not in (read(os.path.join(directory, "cgroup.subtree_control")) or ""):
                     write(os.path.join(directory, "cgroup.subtree_control"), "+memory")
         except OSError:
