@@ -9,6 +9,7 @@ a datagram socket.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import shutil
@@ -22,7 +23,6 @@ from typing import Any
 from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
 from drover.protocol.node_channel import (
-    File,
     KnownAttempt,
     SignalAttempt,
     StartAttempt,
@@ -130,9 +130,14 @@ class Attempts:
         write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o500)
         if identity is not None:
             os.chown(spool.record(layout.JOB_SCRIPT), identity["uid"], identity["gid"])
-        failure = refusal or _stage_in(config["workdir"], order.stage_in, identity)
-        # Last: its presence means complete. Private: it holds the job's environment.
-        write_json(spool.record(layout.CONFIG), config, mode=0o600)
+        if order.stage_in:
+            # Into the spool, not the working directory: the shepherd writes them there as the
+            # job's owner (root never writes where a user points).
+            write_json(spool.record(layout.STAGE_IN), [
+                {"name": f.name, "mode": f.mode, "data": base64.b64encode(f.data).decode()} for f in order.stage_in])
+        failure = refusal
+        # Last: its presence means complete. Private (as every record): it holds the job's environment.
+        write_json(spool.record(layout.CONFIG), config)
         if failure:
             _write_failure(spool, failure)
             self.cleanup.begin(spool)
@@ -240,23 +245,6 @@ class Attempts:
                 os.close(live.pidfd)
         self._loop.remove_reader(self._notify.fileno())
         self._notify.close()
-
-
-def _stage_in(workdir: str, files: list[File], identity: dict[str, Any] | None) -> str | None:
-    """Write the staged-in files into the working directory (as the job's owner's); the reason
-    if that fails."""
-    for file in files:
-        path = os.path.normpath(os.path.join(workdir, file.name))
-        if not path.startswith(os.path.normpath(workdir) + os.sep):
-            return f"cannot stage in {file.name}: outside the working directory"
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            write_atomically(path, file.data, mode=file.mode & 0o777)
-            if identity is not None:
-                os.chown(path, identity["uid"], identity["gid"])
-        except OSError as error:
-            return f"cannot stage in {file.name}: {error.strerror}"
-    return None
 
 
 def _write_failure(spool: layout.SpoolDir, failure: str) -> None:

@@ -48,7 +48,6 @@ class CleanupSettings:
     smtp_port: int = 25
     mail_tries: int = 5  # after this many failed tries, the mail is given up and the report goes on
     report_timeout_s: float = 10.0
-    stage_out_limit_bytes: int = 64 * 1024 * 1024  # per attempt; what is over is named, not sent
     retry_first_s: float = 0.5
     retry_max_s: float = 30.0
     pause_before: str | None = None  # tests only: stop before this step until its marker file goes
@@ -178,28 +177,18 @@ class Cleanup:
 
     async def _stage_out(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
         """Step 2: the declared output files, and the job's output when it ran in a scratch
-        directory, go to the controller, which keeps them for the submitter."""
-        config = read_json(spool.record(layout.CONFIG)) or {}
-        names = _matching(config.get("workdir", ""), config.get("stage_out") or [])
-        if config.get("scratch"):
-            names += [os.path.relpath(config[key], config["workdir"]) for key in ("stdout", "stderr")
-                      if config.get(key) and os.path.exists(config[key])]
-        if not names:
+        directory, go to the controller, which keeps them for the submitter. The shepherd
+        collected them into the spool as the job's owner (shepherd/main.py `_stage_out`); here
+        they are only read from the spool, which is the node's own."""
+        collected = read_json(spool.record(layout.STAGED_OUT))
+        if not collected:
             return False
-        files, skipped, total = [], [], 0
-        for name in dict.fromkeys(names):  # once each, in order
-            path = os.path.join(config["workdir"], name)
-            size = os.path.getsize(path)
-            if total + size > self.settings.stage_out_limit_bytes:
-                skipped.append(name)
-                continue
-            with open(path, "rb") as file:
-                files.append(File(name, file.read(), os.stat(path).st_mode & 0o777))
-            total += size
-        if skipped:
-            log.warning("attempt %s: stage-out over %d bytes; not sent: %s", spool.name,
-                        self.settings.stage_out_limit_bytes, ", ".join(skipped))
-        await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, skipped))
+        files = []
+        for entry in collected["files"]:
+            with open(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"]), "rb") as file:
+                files.append(File(entry["name"], file.read(), entry["mode"]))
+        refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
+        await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, collected["skipped"], refused))
         return True
 
     async def _acknowledged(self, name: str, kind: str, message: Any) -> None:
@@ -261,7 +250,7 @@ class Cleanup:
         config = read_json(spool.record(layout.CONFIG)) or {}
         if self.settings.keep_spool or config.get("keep_spool"):
             kept = os.path.join(self.root, KEPT)
-            os.makedirs(kept, exist_ok=True)
+            os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
             os.rename(spool.path, os.path.join(kept, spool.name))
         else:
             shutil.rmtree(spool.path, ignore_errors=True)
@@ -277,22 +266,6 @@ _STEP_FUNCTIONS = {
     "remove": Cleanup._remove,
 }
 assert tuple(_STEP_FUNCTIONS) == STEPS
-
-
-def _matching(workdir: str, patterns: list[str]) -> list[str]:
-    """Regular files under `workdir` matching the glob patterns, as relative names."""
-    import glob
-
-    if not workdir or not patterns:
-        return []
-    root = os.path.realpath(workdir)
-    found = []
-    for pattern in patterns:
-        for path in sorted(glob.glob(os.path.join(workdir, pattern), recursive=True)):
-            real = os.path.realpath(path)
-            if os.path.isfile(real) and real.startswith(root + os.sep):
-                found.append(os.path.relpath(path, workdir))
-    return found
 
 
 def _records(spool: layout.SpoolDir) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -123,4 +123,6 @@ def shepherd_options(options: dict[str, object], cluster: str = "") -> dict[str,
         "node_pe_stop": options.get("pe_stop"),
         "method_timeout_s": float(options.get("method_timeout_s", 600.0)),  # type: ignore[arg-type]
         "rlimits": dict(options.get("rlimits") or {}),  # type: ignore[call-overload]
+        # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
+        "stage_out_limit_bytes": int(options.get("stage_out_limit_bytes", 64 * 1024 * 1024)),  # type: ignore[call-overload]
     }

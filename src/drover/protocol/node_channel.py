@@ -76,6 +76,7 @@ class StagedOut(msgspec.Struct, tag="staged_out"):
     attempt: str
     files: list[File]
     skipped: list[str] = []  # over the size limit: named, not sent
+    refused: list[str] = []  # "name: reason" — a link, a FIFO, not the owner's to read: not sent
 
 
 class Suspended(msgspec.Struct, tag="suspended"):

@@ -1,13 +1,43 @@
 """The job's environment: what it asked for, plus the facts of its attempt under Drover's names
-and under the Grid Engine and Slurm names existing scripts read. Pure."""
+and under the Grid Engine and Slurm names existing scripts read. And the site's: what the node's
+own scripts get, with nothing of the job's. Pure."""
 
 from __future__ import annotations
 
+import os
+import pwd
+
 from drover.spool.records import AttemptConfig
+
+# The site's scripts (node and queue prolog and epilog, PE start and stop) run with this PATH and
+# the attempt's facts, never with the job's environment: the job chose its LD_PRELOAD, BASH_ENV,
+# ENV, PATH, PYTHON*, IFS and exported bash functions, and any of them would change how a site
+# script loads or runs.
+SITE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def site_environment(config: AttemptConfig) -> dict[str, str]:
+    """The environment of the site's methods: PATH, the attempt's facts (DROVER_*, and the Grid
+    Engine and Slurm names: job id, name, owner, node, CPUs, working and submit directories,
+    array indices), and HOME, USER, LOGNAME and SHELL of whom the method runs as (the node
+    daemon's user). LANG=C. Nothing else."""
+    facts = _facts(config, tmpdir="")
+    facts.pop("TMPDIR")  # the attempt's TMPDIR is the owner's directory: not for root's scripts
+    me = pwd.getpwuid(os.geteuid())
+    env = {"PATH": SITE_PATH, "LANG": "C", "HOME": me.pw_dir, "USER": me.pw_name, "LOGNAME": me.pw_name,
+           "SHELL": "/bin/sh", "DROVER_JOB_OWNER": config["owner"], "DROVER_WORKDIR": config["workdir"]}
+    env.update(facts)
+    return env
 
 
 def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
     env = dict(config["environment"])
+    env.update(_facts(config, tmpdir))
+    return env
+
+
+def _facts(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
+    """The facts of the attempt, under Drover's, Grid Engine's and Slurm's names."""
     job_id, index = str(config["job_id"]), str(config["task_index"])
     cpus, node = str(config["cpus"]), config["node"]
     facts = {
@@ -57,5 +87,4 @@ def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
             "SLURM_ARRAY_TASK_MIN": first, "SLURM_ARRAY_TASK_MAX": last,
             "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
         })
-    env.update(facts)
-    return env
+    return facts

@@ -5,20 +5,30 @@
     1. record our pid (and start time), so a restarted execd can find us       GE: spool files
     2. read the attempt's config from the spool                                 GE: read_config
     3. build the job's environment and its TMPDIR                               GE: environment
-    4. open stdout/stderr as files; stdin is /dev/null                          GE: redirection
-    5. start the job: bash SCRIPT, own process group, in its working directory  GE: start_child
+    4. as the owner: open the working directory, stdout/stderr; stage files in  GE: redirection
                                                                                 VOV 16: chdir
+                                                                                HTCondor: input
+    5. start the job: bash SCRIPT, own process group, in its working directory  GE: start_child
     6. record the job's pid; hint the execd                                     GE: job_pid
     7. supervise: forward signals, enforce the time limit                       GE: controls its child
     8. reap with wait4; kill what is left of the job's process group            GE: usage
+       as the owner: collect the stage-out files into the spool             HTCondor: output
     9. record usage, then exit_status (last: its presence means done)           GE: exit_status
 
 Identity switching, limits, containment in cgroups, prolog and epilog slot in between these
-steps as the shepherd grows. Every record is written with spool.atomic.
+steps. Every record is written with spool.atomic.
+
+Every file operation on the owner's behalf (the working directory, the output files, staged
+files in and out) happens with the owner's effective ids (identity.acting_as), beneath its
+directory and without following links (userfiles): the shepherd is root on a shared node, and
+root never opens a path a user chose. The working directory is opened once, as the owner, and
+every process of the attempt enters it through that descriptor, so a link swapped in after the
+check cannot move the job into somebody else's directory.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -30,15 +40,16 @@ import traceback
 
 from drover.shepherd import setup
 from drover.shepherd.containment import Containment, choose
-from drover.shepherd.environment import build_environment
+from drover.shepherd.environment import build_environment, site_environment
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
 from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
 from drover.shepherd.signals import SignalInbox
 from drover.shepherd.supervise import WATCHED, supervise
+from drover.shepherd.userfiles import matching, open_output, open_regular_for_reading, write_beneath
 from drover.spool import layout
-from drover.spool.atomic import write_atomically, write_json
+from drover.spool.atomic import read_json, write_atomically, write_json
 from drover.spool.process import format_pid_record, read_starttime
 from drover.spool.records import AttemptConfig, ExitStatus, Usage
 
@@ -91,17 +102,25 @@ def _run(spool: layout.SpoolDir) -> int:
     try:
         # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
         _check_identity(spool, config, identity)
-        # VOV 16/17: the working directory must be enterable by the job's owner (retried).
-        _check_workdir(spool, config, identity)
-        # 4. stdout and stderr to the job's files, created as the job's owner.
+        # VOV 16/17: the working directory, opened by the job's owner (retried).
+        workdir_fd = _open_workdir(spool, config, identity)
+        # 4. stdout and stderr to the job's files, created as the job's owner; then the files
+        # staged in for it, written beneath its working directory as the owner.
+        staged_in = _staged_in_files(spool)
         with acting_as(identity):
             stdout, stderr = _open_outputs(config)
+            try:
+                _stage_in(staged_in, workdir_fd)
+            except StartFailure:
+                _close(stdout, stderr)
+                raise
     except StartFailure as failure:
         return _give_up(spool, containment, tmpdir, failure)
     try:
         # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run.
-        method_options = _popen_options(config, env, stdout, stderr, identity)
-        failed = _run_methods(methods(config, BEFORE_JOB), method_options, containment, config)  # type: ignore[arg-type]
+        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
+        site_options = _site_popen_options(config, stdout, stderr)
+        failed = _run_methods(methods(config, BEFORE_JOB), method_options, site_options, containment, config)  # type: ignore[arg-type]
         if failed is not None:
             containment.kill_all()
             _close(stdout, stderr)
@@ -117,7 +136,7 @@ def _run(spool: layout.SpoolDir) -> int:
         # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
         containment.enter()
         try:
-            job = _start(spool, config, env, stdout, stderr, identity, relay.slave if relay else None)
+            job = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
         finally:
             containment.leave()
             if relay is not None:
@@ -147,10 +166,15 @@ def _run(spool: layout.SpoolDir) -> int:
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
     for method in methods(config, AFTER_JOB):  # type: ignore[arg-type]
-        status_of_method = _run_methods([method], method_options, containment, config, stop_on_failure=False)
+        status_of_method = _run_methods([method], method_options, site_options, containment, config,
+                                        stop_on_failure=False)
         after.append((method, 0 if status_of_method is None else status_of_method[1]))
     containment.kill_all()
     _close(stdout, stderr)
+    # HTCondor's output transfer, read as the owner: what the job declared, and its output when
+    # it ran in a scratch directory; the execd's cleanup sends it on from the spool.
+    _stage_out(spool, config, workdir_fd, identity)
+    os.close(workdir_fd)
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
@@ -197,23 +221,43 @@ def _warning(config: AttemptConfig) -> tuple[int, float] | None:
     return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))  # type: ignore[arg-type]
 
 
-def _popen_options(config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
+def _entered(workdir_fd: int) -> str:
+    """Popen's cwd for a directory the owner opened: the child's chdir (done before it switches
+    to the owner) goes through the descriptor, not through the path, so it lands exactly where
+    the owner's open did."""
+    return f"/proc/self/fd/{workdir_fd}"
+
+
+def _popen_options(workdir_fd: int, env: dict[str, str], stdout: int, stderr: int,
                    identity: Identity | None) -> dict[str, object]:
+    """How the job's own methods (its --prolog and --epilog) run: as the job does."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
-    return {"cwd": config["workdir"], "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
+    return {"cwd": _entered(workdir_fd), "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
             "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
             "user": user, "group": group, "extra_groups": extra_groups}
 
 
-def _run_methods(found: list[Method], options: dict[str, object], containment: Containment,
-                 config: AttemptConfig, stop_on_failure: bool = True) -> tuple[Method, int] | None:
+def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int) -> dict[str, object]:
+    """How the site's methods (node and queue prolog and epilog, PE start and stop) run: as the
+    node daemon's user (root on a shared node, like Slurm's Prolog and Epilog), in /, with a
+    clean environment (environment.site_environment), so nothing of the job's changes how
+    they load or run, and the job's owner can neither signal nor trip them: their failure is
+    the node's, and puts it in ERROR. Their output still goes to the job's files."""
+    return {"cwd": "/", "env": site_environment(config), "stdin": subprocess.DEVNULL,
+            "stdout": stdout, "stderr": stderr, "close_fds": True, "process_group": 0,
+            "restore_signals": True}
+
+
+def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
+                 containment: Containment, config: AttemptConfig,
+                 stop_on_failure: bool = True) -> tuple[Method, int] | None:
     """Run methods in order inside the attempt's containment; the first failure, if any."""
     timeout = float(config.get("method_timeout_s", 600.0))  # type: ignore[arg-type]
     failure = None
     for method in found:
         containment.enter()
         try:
-            code = run_method(method, options, timeout)
+            code = run_method(method, options if method.level == "job" else site_options, timeout)
         except OSError as error:
             code = 126 if error.errno != 2 else 127
         finally:
@@ -242,22 +286,99 @@ def _close(stdout: int, stderr: int) -> None:
 
 
 def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
-    flags |= os.O_APPEND if config["open_mode"] == "append" else os.O_TRUNC
+    """As the owner (the caller acts as the owner): regular files or /dev/null only."""
     paths = [config["stdout"]] + ([config["stderr"]] if config["stderr"] else [])
     fds: list[int] = []
     try:
         for path in paths:
-            fds.append(os.open(path, flags, 0o644))
+            fds.append(open_output(path, append=config["open_mode"] == "append"))
     except OSError as error:
         for fd in fds:
             os.close(fd)
-        raise StartFailure(f"cannot open output file {error.filename}: {error.strerror}") from None
+        raise StartFailure(f"cannot open output file {error.filename or path}: {error.strerror}") from None
     return fds[0], fds[-1]
 
 
-def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
-           stdout: int, stderr: int, identity: Identity | None, pty: int | None = None) -> subprocess.Popen[bytes]:
+def _stage_in(files: list[tuple[str, int, bytes]], workdir_fd: int) -> None:
+    """HTCondor's input transfer, as the owner (the caller acts as the owner): each file goes
+    beneath the working directory, replaced whole, never written through a link."""
+    for name, mode, data in files:
+        try:
+            write_beneath(workdir_fd, name, data, mode & 0o777)
+        except OSError as error:
+            raise StartFailure(f"cannot stage in {name}: {error.strerror or error}") from None
+
+
+def _staged_in_files(spool: layout.SpoolDir) -> list[tuple[str, int, bytes]]:
+    """The execd's private `stage_in` record, decoded: (name, mode, data) per file."""
+    record = read_json(spool.record(layout.STAGE_IN)) or []
+    return [(f["name"], int(f["mode"]), base64.b64decode(f["data"])) for f in record]
+
+
+def _stage_out(spool: layout.SpoolDir, config: AttemptConfig, workdir_fd: int, identity: Identity | None) -> None:
+    """HTCondor's output transfer: the files matching the job's stage-out patterns (and its
+    output files, when it ran in a scratch directory) are opened as the owner, beneath the
+    working directory, regular files only, and copied into the spool's `staged_out.d/`, up to the
+    attempt's limit. The `staged_out` record lists what was copied, skipped (over the limit)
+    and refused (a link, a FIFO...)."""
+    patterns = list(config.get("stage_out") or [])
+    outputs = [config["stdout"], config["stderr"]] if config.get("scratch") else []
+    scratch = [os.path.relpath(path, config["workdir"]) for path in outputs if path]
+    if not patterns and not scratch:
+        return
+    limit = int(config.get("stage_out_limit_bytes", 64 * 1024 * 1024))  # type: ignore[call-overload]
+    with acting_as(identity):
+        names = list(dict.fromkeys(matching(workdir_fd, patterns) + scratch))
+    directory = spool.record(layout.STAGED_OUT_DIR)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    copied: list[dict[str, object]] = []
+    skipped: list[str] = []
+    refused: list[dict[str, str]] = []
+    total = 0
+    for name in names:
+        try:
+            with acting_as(identity):
+                source = open_regular_for_reading(workdir_fd, name)
+        except (FileNotFoundError, IsADirectoryError):
+            continue  # gone since it matched, or a directory: nothing to copy
+        except OSError as error:  # a link, a FIFO, a device, or not the owner's to read
+            refused.append({"name": name, "reason": str(error.strerror)})
+            continue
+        try:
+            info = os.fstat(source)
+            if total + info.st_size > limit:
+                skipped.append(name)
+                continue
+            record = str(len(copied))
+            size = _copy_into(source, os.path.join(directory, record), limit - total)
+            copied.append({"name": name, "record": record, "mode": info.st_mode & 0o777, "size": size})
+            total += size
+        finally:
+            os.close(source)
+    write_json(spool.record(layout.STAGED_OUT), {"files": copied, "skipped": skipped, "refused": refused})
+
+
+def _copy_into(source: int, path: str, at_most: int) -> int:
+    """Copy an open file into a new spool file (the shepherd's own rights); its size, at most
+    `at_most` bytes (the file may grow while it is read)."""
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    copied = 0
+    try:
+        while copied < at_most:
+            chunk = os.read(source, min(1 << 20, at_most - copied))
+            if not chunk:
+                break
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view):]
+            copied += len(chunk)
+    finally:
+        os.close(target)
+    return copied
+
+
+def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
+           identity: Identity | None, workdir_fd: int, pty: int | None = None) -> subprocess.Popen[bytes]:
     """Popen does all of the child's set-up in C (no Python runs between fork and exec): the
     process group, the working directory, setgid → setgroups → setuid; a failed chdir, switch or
     exec comes back here as an exception. VOV 11: a failed identity switch is retried."""
@@ -269,13 +390,13 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str],
             if pty is not None:  # its own session, the terminal its controlling one
                 return subprocess.Popen(
                     ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
-                    cwd=config["workdir"], env=env, stdin=pty, stdout=pty, stderr=pty,
+                    cwd=_entered(workdir_fd), env=env, stdin=pty, stdout=pty, stderr=pty,
                     close_fds=True, start_new_session=True, restore_signals=True,
                     preexec_fn=take_controlling_terminal, user=user, group=group, extra_groups=extra_groups,
                 )
             return subprocess.Popen(
                 ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
-                cwd=config["workdir"], env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                cwd=_entered(workdir_fd), env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                 close_fds=True, process_group=0, restore_signals=True,
                 user=user, group=group, extra_groups=extra_groups,
             )
@@ -310,27 +431,34 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
             time.sleep(pause)
 
 
-def _check_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:
-    """Enter the working directory as the job's owner would, retrying (an automounter or a
-    network filesystem may need a moment: VOV_RETRY_CHDIR, VOV_RETRY_CHDIR_SLEEP); then the
-    site's diagnostics script, and the attempt fails with the reason."""
+def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> int:
+    """Open the working directory as the job's owner, retrying (an automounter or a network
+    filesystem may need a moment: VOV_RETRY_CHDIR, VOV_RETRY_CHDIR_SLEEP); then the site's
+    diagnostics script, and the attempt fails with the reason. The descriptor is how every
+    process of the attempt enters the directory (_entered)."""
     tries = max(int(config.get("chdir_tries", 3)), 1)  # type: ignore[call-overload]
     pause = float(config.get("chdir_retry_s", 2.0))  # type: ignore[arg-type]
     workdir = config["workdir"]
     for attempt in range(1, tries + 1):
         try:
             with acting_as(identity):
-                os.chdir(workdir)
-                os.chdir("/")
-            return
+                fd = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    os.fchdir(fd)  # search permission, as the owner: what entering it needs
+                except OSError:
+                    os.close(fd)
+                    raise
+                finally:
+                    os.chdir("/")
+            return fd
         except OSError as error:
-            os.chdir("/")
             if attempt == tries:
                 reason = f"cannot enter {workdir}: {error.strerror}"
                 details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,  # type: ignore[arg-type]
                                           identity.user if identity else "", reason)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
+    raise AssertionError("unreachable")
 
 
 def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:

@@ -5,8 +5,12 @@ which are the job's own prolog and epilog. In firing order:
     node prolog → queue prolog → job prolog (precmd) → PE start → JOB
                 → PE stop → job epilog (postcmd) → queue epilog → node epilog
 
-Each runs with bash, as the job's owner, in the job's working directory and environment, with
-its output appended to the job's files, inside the attempt's containment. What a failure means
+Each runs with bash, inside the attempt's containment, its output appended to the job's files.
+The job's own methods run as the job does: as its owner, in its working directory, with its
+environment. The site's (node and queue level, PE start and stop) run as the node daemon's user
+(root on a shared node, as Slurm runs its Prolog and Epilog), in /, with a clean environment of
+the attempt's facts (environment.site_environment): nothing the job set reaches them, and the
+job's owner cannot signal them, so their failure is the node's, not one user's doing. What a failure means
 is decided by the controller (core/exit_status.METHOD_FAILURES); the shepherd only records which
 method failed and how: a failure before the job means the job does not run.
 """

@@ -12,10 +12,11 @@ import os
 from typing import Any
 
 
-def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int = 0o644) -> None:
+def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int = 0o600) -> None:
+    """Records are private by default (0600): they hold the job's environment and outcome."""
     directory, name = os.path.split(path)
     temporary = os.path.join(directory, f".{name}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
     try:
         view = memoryview(data)
         while view:
@@ -33,7 +34,7 @@ def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int
             os.close(dir_fd)
 
 
-def write_json(path: str, record: Any, *, durable: bool = False, mode: int = 0o644) -> None:
+def write_json(path: str, record: Any, *, durable: bool = False, mode: int = 0o600) -> None:
     write_atomically(path, json.dumps(record, separators=(",", ":")).encode(), durable=durable, mode=mode)
 
 

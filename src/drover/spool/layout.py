@@ -11,8 +11,14 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
   environment   the job's environment, NAME=VALUE lines (mode 0600)
   trace         what the shepherd did, when (text)
   exit_status   how it ended (JSON; see records.ExitStatus), written last: its presence means done
+  stage_in      the files to stage in, as the execd received them (JSON, base64 data); the
+                shepherd writes them into the working directory as the job's owner
+  staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
+                refused); the copies themselves are in staged_out.d/<n>
 
-Every record is written whole by atomic rename (spool.atomic). The execd learns everything from
+Every record is written whole by atomic rename (spool.atomic), readable by its writer only
+(mode 0600): records hold the job's environment, its files and how it ended, which are the
+owner's business and root's, no one else's. The execd learns everything from
 these files, so a restarted execd picks up where the last one stopped. Records the execd keeps
 for itself after the job exits (cleanup progress, the final record) live in the same directory.
 
@@ -34,6 +40,9 @@ EXIT_STATUS = "exit_status"
 ENVIRONMENT = "environment"
 TRACE = "trace"
 CLEANUP = "cleanup"
+STAGE_IN = "stage_in"
+STAGED_OUT = "staged_out"
+STAGED_OUT_DIR = "staged_out.d"
 NOTIFY_SOCKET = "execd.sock"
 
 

@@ -234,7 +234,8 @@ def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now
     attempt.cleanup = {**(attempt.cleanup or {"done": []}), "staged_out": [f.name for f in report.files]}
     outcome.changes.attempt(attempt)
     outcome.changes.event(now, "staged_out", attempt.job_id, attempt.index, attempt.number,
-                          files=[f.name for f in report.files], skipped=report.skipped or None)
+                          files=[f.name for f in report.files], skipped=report.skipped or None,
+                          refused=report.refused or None)
 
 
 def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: float, **rest: object) -> None:
