@@ -94,6 +94,7 @@ def serve(argv: list[str]) -> int:
         await server.serve(sockets=sockets)
         watcher.cancel()
         await service.channels.close_all()
+        await service.event_logs.close()
 
     try:
         eventloop.run(main())

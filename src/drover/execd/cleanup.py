@@ -29,6 +29,7 @@ from drover import mail
 from drover.core.exit_status import classify_exit, exit_facts
 from drover.core.job_state import Trigger
 from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
+from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
 
@@ -160,6 +161,7 @@ class Cleanup:
             process = await asyncio.create_subprocess_exec(
                 self.settings.exit_hook, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+                env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/",  # the site's script: nothing of the job's
             )
             _, stderr = await asyncio.wait_for(
                 process.communicate(_dumps(record)), self.settings.exit_hook_timeout_s

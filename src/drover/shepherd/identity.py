@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from drover.shepherd.environment import SITE_PATH
+
 
 @dataclass(frozen=True, slots=True)
 class Identity:
@@ -77,7 +79,8 @@ def run_diagnostics(script: str | None, attempt: str, user: str, reason: str) ->
     if not script:
         return ""
     try:
-        result = subprocess.run([script, attempt, user, reason], capture_output=True, text=True, timeout=60)
+        result = subprocess.run([script, attempt, user, reason], capture_output=True, text=True, timeout=60,
+                                env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/")
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"(the diagnostics script {script} failed: {error})"
     return (result.stdout + result.stderr)[-4000:]

@@ -95,8 +95,8 @@ def _validated_job(
         raise bad(f"unknown mail type {', '.join(unknown)}; known: {', '.join(MAIL_TYPES)}")
     if spec.mail_type and not spec.mail_user:
         raise bad("--mail-type needs --mail-user (where to send the mail)")
-    if spec.event_log is not None and not os.path.isabs(spec.event_log):
-        raise bad(f"the event log must be an absolute path, not {spec.event_log!r}")
+    if spec.event_log is not None and (not os.path.isabs(spec.event_log) or "\0" in spec.event_log):
+        raise bad(f"the event log must be an absolute path without NUL bytes, not {spec.event_log!r}")
     for option, name in (("--signal", spec.warn_signal), ("--checkpoint-signal", spec.checkpoint_signal)):
         if name is not None and name not in signal.Signals.__members__:
             raise bad(f"{option}: unknown signal {name!r}")
