@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint bench clean venv
+.PHONY: demo test test-unit test-integration lint bench clean venv install-system
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
@@ -32,6 +32,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# For every user of a shared machine (as root): a root-owned environment under PREFIX made with
+# the system's python3, its `drover` linked into BINDIR. Then `drover up --system`.
+PREFIX ?= /opt/drover
+BINDIR ?= /usr/local/bin
+install-system:
+	PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' scripts/install-system.sh
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -1,13 +1,17 @@
-"""Global fixtures: a real cluster per test that asks for one, and a guard against leaks."""
+"""Global fixtures: a real cluster per test that asks for one, and a guard against leaks; for
+the shared machine, Drover installed for all users, a shared cluster started from that install,
+real users, and `run_as` to run the installed commands as them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import psutil
 import pytest
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.system_cluster import SystemCluster
+from tests.helpers.system_install import InstallUnavailable, SystemInstall
 
 
 @pytest.fixture
@@ -44,6 +48,67 @@ def users() -> Iterator[tuple[str, str]]:
     yield names
     for name in names:
         remove_user(name)
+
+
+@pytest.fixture(scope="session")
+def system_install(request: pytest.FixtureRequest) -> Iterator[SystemInstall]:
+    """Drover installed by scripts/install-system.sh (as `make install-system` does) into a
+    temporary prefix every user can execute; once per test session. Skips, saying why, where
+    it cannot be made (not root, no python3-venv, no package index)."""
+    from tests.helpers import system_install as installer
+
+    try:
+        installed = installer.install()
+    except InstallUnavailable as why:
+        pytest.skip(f"cannot install Drover for all users: {why}")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if capture is not None and reporter is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"\ninstalled Drover for all users in {installed.prefix} ({installed.seconds:.1f}s)")
+    yield installed
+    installed.remove()
+
+
+@pytest.fixture
+def system_cluster_factory(system_install: SystemInstall,
+                           request: pytest.FixtureRequest) -> Iterator[Callable[..., SystemCluster]]:
+    """Start shared clusters the README's way (`drover up --system`, as root, from the install),
+    each in a temporary state directory: `factory(config_toml="", cpus=2, kill_grace_s=1.0)`.
+    Every one is stopped and removed after the test."""
+    from tests.helpers.users import can_manage_users
+
+    why_not = can_manage_users()
+    if why_not:
+        pytest.skip(why_not)
+    started: list[SystemCluster] = []
+
+    def factory(config_toml: str = "", cpus: int = 2, kill_grace_s: float = 1.0) -> SystemCluster:
+        shared = SystemCluster(system_install, config_toml=config_toml, cpus=cpus, kill_grace_s=kill_grace_s)
+        started.append(shared)
+        return shared.start()
+
+    yield factory
+    report = getattr(request.node, "rep_call", None)
+    problems = []
+    for shared in started:
+        if report is not None and report.failed:
+            print(shared.logs())
+        problems += shared.stop()
+    assert not problems, "; ".join(problems)
+
+
+@pytest.fixture
+def system_cluster(system_cluster_factory: Callable[..., SystemCluster]) -> SystemCluster:
+    """A shared cluster with the defaults (2 CPUs, 1 s kill grace); see system_cluster_factory."""
+    return system_cluster_factory()
+
+
+@pytest.fixture
+def run_as(system_cluster: SystemCluster) -> Callable[..., object]:
+    """`run_as(user, *argv, input=None, cwd=None, env=None)`: the installed command `argv[0]`
+    run as `user` against `system_cluster` (see SystemCluster.run_as)."""
+    return system_cluster.run_as
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)

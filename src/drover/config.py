@@ -50,7 +50,7 @@ _FILES = {
 def default_spool(paths: Paths) -> str:
     """Where the execd keeps its attempts' spool directories, unless told otherwise.
 
-    On tmpfs when the user has one of their own ($XDG_RUNTIME_DIR, else /dev/shm): each
+    On tmpfs when the user has one of their own ($XDG_RUNTIME_DIR but for root, else /dev/shm): each
     attempt creates a handful of files, which costs ~0.5 ms each on a disk and ~0.005 ms on
     tmpfs. tmpfs survives an execd restart (the jobs go on and are re-attached); only a reboot
     clears it, and a reboot ends the running jobs anyway. Falls back to the state directory.
@@ -58,7 +58,10 @@ def default_spool(paths: Paths) -> str:
     tag = cluster_tag(paths)
     candidates = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
+    # Not root's: its runtime directory is private (0700), so the jobs that run as their owners
+    # could not reach their scripts in it, and it is removed when root's login session ends,
+    # while the daemons of a root-run cluster outlive that session.
+    if runtime and os.getuid() != 0:
         candidates.append(os.path.join(runtime, "drover", tag))
     candidates.append(os.path.join("/dev/shm", f"drover-{os.getuid()}", tag))
     for candidate in candidates:

@@ -1,7 +1,9 @@
-"""Test users: created by the fixture, removed afterwards; and running client code as them.
+"""Test users: created by the fixture, removed afterwards; and running programs as them.
 
-Client code runs in a forked child that switched to the user (setgid, initgroups, setuid), so
-the controller reads that user's uid from the socket, as it would for a real login."""
+`run_as_user` starts a fresh program as the user (setpriv: uid, gid and supplementary groups,
+a clean environment), the way a login would: the controller reads that user's uid from the
+socket. `as_user` runs Python code of the test in a forked child that switched to the user,
+for the few checks that need no installed command."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pwd
 import shutil
 import subprocess
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -33,19 +35,57 @@ def create_user(name: str) -> pwd.struct_passwd:
 
 
 def remove_user(name: str) -> None:
-    """Kill what the test user still runs (processes of that uid only, which only the test
-    made), then remove the user, their home and their work directory."""
+    """Kill what the test user still runs (processes whose real uid is that user's, which only
+    the test made; never anyone else's), then remove the user, their home and work directory."""
     import psutil
 
-    uid = pwd.getpwnam(name).pw_uid
-    for process in psutil.process_iter(["uids"]):
-        if process.info["uids"] and process.info["uids"].real == uid:
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return
+    for _ in range(10):  # again, for what forked while the others were being killed
+        theirs = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid]
+        if not theirs:
+            break
+        for process in theirs:
             try:
                 process.kill()
             except psutil.NoSuchProcess:
                 pass
+        psutil.wait_procs(theirs, timeout=5)
     subprocess.run(["userdel", "--remove", name], capture_output=True)
     shutil.rmtree(f"/tmp/{name}-work", ignore_errors=True)
+
+
+# A login's PATH; callers put their install's bin directory in front.
+LOGIN_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def run_as_user(user: str, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
+                input: str | None = None, cwd: str | os.PathLike[str] | None = None,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run `argv` as `user`: a new program with the user's uid, gid and supplementary groups,
+    in its own session, with a login's clean environment (HOME, USER, LOGNAME, SHELL, PATH,
+    LANG) plus `env` (a None value removes a name). It enters `cwd` (default: the user's home)
+    as the user, so a directory the user may not enter fails as it would for them."""
+    entry = pwd.getpwnam(user)
+    clean: dict[str, str] = {
+        "HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "SHELL": entry.pw_shell or "/bin/sh",
+        "PATH": LOGIN_PATH, "LANG": "C.UTF-8",
+    }
+    for key, value in (env or {}).items():
+        if value is None:
+            clean.pop(key, None)
+        else:
+            clean[key] = value
+    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=clean["PATH"])
+    if program is None:
+        raise FileNotFoundError(f"{argv[0]} is not on {clean['PATH']}")
+    command = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--",
+               "env", "--chdir", str(cwd or entry.pw_dir), "--", program, *argv[1:]]
+    return subprocess.run(command, env=clean, input=input, capture_output=True, text=True, timeout=timeout,
+                          cwd="/", start_new_session=True,
+                          stdin=subprocess.DEVNULL if input is None else None)
 
 
 def as_user(name: str, action: Callable[[], T]) -> T:

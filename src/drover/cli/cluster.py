@@ -48,7 +48,9 @@ def _read_pid(path: str) -> int | None:
 def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str]) -> subprocess.Popen[bytes]:
     import subprocess  # here, not at the top: `drover submit` to a running cluster never needs it
 
-    log = open(log_path, "ab")
+    # The daemon's own: a shared cluster's logs name every user's jobs, and its state directory
+    # is traversable by all (for the socket).
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "ab")
     process = subprocess.Popen(
         [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,

@@ -1,80 +1,52 @@
-"""The shared machine: one cluster every local user uses, each request's user read from the
-kernel; users see and change only their own jobs; root manages all."""
+"""The shared machine: one cluster every local user uses, started by root from the install for
+all users; each request's user read from the kernel; users see and change only their own jobs;
+root manages all. Every command below is the installed `drover`, run as a real user."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+import pwd
 
-import pytest
-from tests.helpers.cluster import LocalCluster
-from tests.helpers.users import as_user
-
-from drover.client import Client
-from drover.core.errors import Forbidden
+from tests.helpers.system_cluster import SystemCluster
 
 
-@pytest.fixture
-def shared_cluster() -> Iterator[LocalCluster]:
-    cluster = LocalCluster(shared=True)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        assert not cluster.stop()
-
-
-def submit_as(cluster: LocalCluster, user: str, script: str, **fields: object) -> int:
-    workdir = f"/tmp/{user}-work"
-
-    def submit() -> int:
-        os.makedirs(workdir, exist_ok=True)
-        with Client(cluster.socket) as client:
-            return client.submit([{"script": script, "workdir": workdir, **fields}])[0]
-
-    return as_user(user, submit)
-
-
-def test_each_user_sees_and_changes_only_their_own_jobs(shared_cluster: LocalCluster, users: tuple[str, str]) -> None:
+def test_each_user_sees_and_changes_only_their_own_jobs(system_cluster: SystemCluster,
+                                                        users: tuple[str, str]) -> None:
     alice, bob = users
-    alices = submit_as(shared_cluster, alice, "true\n", hold=True)
-    bobs = submit_as(shared_cluster, bob, "true\n", hold=True)
+    alices = system_cluster.submit_as(alice, "--hold", "--", "true")
+    bobs = system_cluster.submit_as(bob, "--hold", "--", "true")
 
-    def bobs_view() -> tuple[list[int], list[tuple[bool, str]]]:
-        with Client(shared_cluster.socket) as client:
-            listed = [job.id for job in client.jobs()]
-            actions = [(r.ok, r.message) for verb in ("cancel", "hold", "release")
-                       for r in client._action(verb, [str(alices)])]
-            return listed, actions
+    listed = system_cluster.run_as(bob, "drover", "status", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [job["id"] for job in json.loads(listed.stdout)] == [bobs]
+    for verb in ("cancel", "hold", "release"):
+        refused = system_cluster.run_as(bob, "drover", verb, str(alices))
+        assert refused.returncode != 0, (verb, refused.stdout)
+        assert f"belongs to {alice}" in refused.stdout + refused.stderr, (verb, refused.stdout, refused.stderr)
+    shown = system_cluster.run_as(bob, "drover", "show", str(alices))
+    assert shown.returncode != 0
+    assert f"job {alices} belongs to {alice}; {bob} cannot see" in shown.stderr
 
-    listed, actions = as_user(bob, bobs_view)
-    assert listed == [bobs]
-    assert all(not ok and f"belongs to {alice}" in message for ok, message in actions)
-
-    def bob_reads_alices_job() -> None:
-        with Client(shared_cluster.socket) as client:
-            client.job(alices)
-
-    with pytest.raises(Forbidden, match=f"job {alices} belongs to {alice}; {bob} cannot see"):
-        as_user(bob, bob_reads_alices_job)
-    with Client(shared_cluster.socket) as root:  # root manages all
-        assert {job.owner for job in root.jobs()} == {alice, bob}
-        assert all(r.ok for r in root.cancel([str(alices), str(bobs)]))
+    everyone = json.loads(system_cluster.as_root("status", "--json").stdout)  # root manages all
+    assert {job["owner"] for job in everyone} == {alice, bob}
+    system_cluster.as_root("cancel", str(alices), str(bobs))
+    assert system_cluster.job(alices)["state"] == "cancelled"
 
 
-def test_root_jobs_do_not_run_on_a_shared_cluster_unless_allowed(shared_cluster: LocalCluster) -> None:
-    with Client(shared_cluster.socket) as client, pytest.raises(Forbidden, match="allow_root_jobs"):
-        client.submit([{"script": "true\n", "workdir": "/tmp"}])
+def test_root_jobs_do_not_run_on_a_shared_cluster_unless_allowed(system_cluster: SystemCluster) -> None:
+    refused = system_cluster.as_root("submit", "--", "true", check=False)
+    assert refused.returncode != 0
+    assert "allow_root_jobs" in refused.stderr
 
 
-def test_each_users_job_runs_as_that_user(shared_cluster: LocalCluster, users: tuple[str, str]) -> None:
-    import pwd
-
-    jobs = {user: submit_as(shared_cluster, user, "id -un; echo $HOME\n", output="whoami.out") for user in users}
-    with Client(shared_cluster.socket) as root:
-        for user, job in jobs.items():
-            info = root.wait(job, timeout_s=60)
-            assert info is not None and info.state == "completed", info
-            out = f"/tmp/{user}-work/whoami.out"
-            assert open(out).read().split() == [user, pwd.getpwnam(user).pw_dir]
-            assert os.stat(out).st_uid == pwd.getpwnam(user).pw_uid
+def test_each_users_job_runs_as_that_user(system_cluster: SystemCluster, users: tuple[str, str]) -> None:
+    jobs = {user: system_cluster.submit_as(user, "--output", "whoami.out", "--", "sh", "-c", "id -un; echo $HOME")
+            for user in users}
+    for user, job in jobs.items():
+        info = system_cluster.wait_ended(job)
+        assert info["state"] == "completed", info
+        home = pwd.getpwnam(user).pw_dir
+        out = os.path.join(home, "whoami.out")
+        assert open(out).read().split() == [user, home]
+        assert os.stat(out).st_uid == pwd.getpwnam(user).pw_uid

@@ -18,7 +18,7 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("--system", action="store_true",
                    help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); "
                         "each user's jobs run as that user")
-    p.add_argument("--state-dir", help="where the cluster keeps its state (default: yours, or the system's)")
+    p.add_argument("--state-dir", help=f"where the cluster keeps its state (default: yours; with --system, {SYSTEM_STATE_DIR})")
     args = p.parse_args(argv)
     if args.system and os.geteuid() != 0:
         raise Forbidden("only root starts a shared cluster (drover up --system)")
@@ -37,6 +37,6 @@ def run(command: str, argv: list[str]) -> int:
         for line in started:
             print(f"started {line}")
     else:
-        print("the personal cluster is already running")
+        print(f"the {'shared' if args.system else 'personal'} cluster is already running")
     print(f"state in {paths.root}; API on {paths.socket}")
     return 0

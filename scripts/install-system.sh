@@ -1,0 +1,72 @@
+#!/bin/sh
+# Install Drover for every user of this machine: a virtual environment made with the system's
+# python3 under PREFIX (default /opt/drover), Drover and its runtime dependencies installed into
+# it (not editable: the tree does not depend on this checkout), owned by root and writable by
+# root only, and its `drover` command linked into BINDIR (default /usr/local/bin).
+#
+#   sudo make install-system                      # or: sudo scripts/install-system.sh
+#   sudo make install-system PREFIX=/opt/drover BINDIR=/usr/local/bin
+#
+# Running it again brings the same tree up to date with this checkout. Exit status 3 means a
+# prerequisite is missing (not root, no python3-venv), 4 that pip could not install.
+set -eu
+
+PREFIX=${PREFIX:-/opt/drover}
+BINDIR=${BINDIR:-/usr/local/bin}
+PYTHON=${SYSTEM_PYTHON:-/usr/bin/python3}
+SOURCE=$(cd "$(dirname "$0")/.." && pwd)
+
+fail() { code=$1; shift; echo "install-system: $*" >&2; exit "$code"; }
+
+[ "$(id -u)" = 0 ] || fail 3 "run it as root: the installed tree must be root's, so no user can change what root runs"
+case $PREFIX in /*) ;; *) fail 3 "PREFIX must be an absolute path, not $PREFIX" ;; esac
+case $BINDIR in /*) ;; *) fail 3 "BINDIR must be an absolute path, not $BINDIR" ;; esac
+[ -x "$PYTHON" ] || fail 3 "$PYTHON is not there; install python3"
+"$PYTHON" -c 'import ensurepip, venv' 2>/dev/null \
+    || fail 3 "$PYTHON cannot make virtual environments; on Debian: apt-get install python3-venv"
+
+# Everything the daemons (root) run lives beneath PREFIX: no directory above it may be writable
+# by anyone but root, or a user could swap the tree (sticky, root-owned /tmp is fine).
+parent=$(dirname "$PREFIX")
+while :; do
+    if [ -e "$parent" ]; then
+        owner=$(stat -c %u "$parent")
+        mode=$(stat -c %a "$parent")
+        [ "$owner" = 0 ] || fail 3 "$parent is not root's: a user could replace $PREFIX"
+        case $mode in
+            1???) ;;  # sticky: only root, its owner, removes or renames what is in it
+            *) [ $((0$mode & 022)) = 0 ] || fail 3 "$parent is writable by group or others: a user could replace $PREFIX" ;;
+        esac
+    fi
+    [ "$parent" = / ] && break
+    parent=$(dirname "$parent")
+done
+
+umask 022
+mkdir -p "$PREFIX"
+[ -x "$PREFIX/bin/python" ] || "$PYTHON" -m venv "$PREFIX"
+
+# Build from a copy of the sources, so root leaves no build files in the checkout; build the
+# wheel once and install that.
+build=$(mktemp -d)
+trap 'rm -rf "$build"' EXIT
+cp -R "$SOURCE/pyproject.toml" "$SOURCE/README.md" "$SOURCE/src" "$build/"
+rm -rf "$build"/src/*.egg-info
+pip() { "$PREFIX/bin/python" -m pip --quiet --disable-pip-version-check "$@"; }
+pip wheel --no-deps --wheel-dir "$build/dist" "$build" \
+    || fail 4 "pip could not build Drover (is the package index reachable for setuptools?)"
+wheel=$(ls "$build"/dist/drover-*.whl)
+pip install "$wheel" || fail 4 "pip could not install Drover's dependencies (is the package index reachable?)"
+# Drover itself is always replaced by this checkout's build, even when its version number did
+# not change; its dependencies stay as they are when they are there already.
+pip install --no-deps --force-reinstall "$wheel" || fail 4 "pip could not install Drover"
+
+# Root's, and writable by root only: directories and programs 0755, everything else 0644.
+# Symbolic links (the venv's python) are left as they are; chown -R does not follow them.
+chown -R 0:0 "$PREFIX"
+chmod -R u=rwX,go=rX "$PREFIX"
+chmod 0755 "$PREFIX"
+
+mkdir -p "$BINDIR"
+ln -sfn "$PREFIX/bin/drover" "$BINDIR/drover"
+echo "installed $("$PREFIX/bin/drover" --version) in $PREFIX; $BINDIR/drover runs it"
