@@ -18,9 +18,10 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tests.helpers.shared_cluster import SharedCluster
+from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.wait import wait_until
 
 SECRET = "root-only secret\n"
@@ -54,37 +55,69 @@ def homes(users: tuple[str, str]) -> tuple[Path, Path]:
     return made[0], made[1]
 
 
-def _as(cluster: SharedCluster, user: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return cluster.drover_as(user, *args, cwd=cwd)
+@pytest.fixture
+def shared(system_cluster: SystemCluster) -> SystemCluster:
+    """A shared cluster started the README's way, from the install every user runs."""
+    return system_cluster
 
 
-def _submit(cluster: SharedCluster, user: str, *args: str, cwd: Path) -> int:
-    result = _as(cluster, user, "submit", "--parsable", *args, cwd=cwd)
+@pytest.fixture
+def shared_with_prolog(system_cluster_factory: Any) -> Iterator[SystemCluster]:
+    """A shared cluster whose node prolog (the site's, run as root) records its environment."""
+    record = Path(f"/var/tmp/drover-prolog-env-{uuid.uuid4().hex[:8]}")
+    cluster: SystemCluster = system_cluster_factory(config_toml=f'[execd]\nprolog = "env > {record}"\n')
+    cluster.prolog_record = record  # type: ignore[attr-defined]
+    yield cluster
+    record.unlink(missing_ok=True)
+
+
+def _as(cluster: SystemCluster, user: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed `drover ARGS`, run as `user`."""
+    return cluster.run_as(user, "drover", *args, cwd=cwd)
+
+
+def _submit(cluster: SystemCluster, user: str, *args: str, cwd: Path) -> int:
+    return cluster.submit_as(user, *args, cwd=cwd)
+
+
+def _ended(cluster: SystemCluster, job: int) -> dict[str, Any]:
+    return cluster.wait_ended(job)
+
+
+def _attempt(shown: dict[str, Any]) -> dict[str, Any]:
+    return shown["tasks"][0]["attempts"][-1]  # type: ignore[no-any-return]
+
+
+def _events(cluster: SystemCluster, job: int, kind: str) -> list[dict[str, Any]]:
+    return [e for e in json.loads(cluster.as_root("events", "--json", str(job)).stdout) if e["kind"] == kind]
+
+
+def _ids(user: str) -> tuple[int, int]:
+    entry = pwd.getpwnam(user)
+    return entry.pw_uid, entry.pw_gid
+
+
+def _chown(user: str, *paths: Path) -> None:
+    for path in paths:
+        os.chown(path, *_ids(user), follow_symlinks=False)
+
+
+def _shell_as(cluster: SystemCluster, user: str, command: str) -> None:
+    result = cluster.run_as(user, "bash", "-c", command)
     assert result.returncode == 0, result.stderr
-    return int(result.stdout.split()[0])
 
 
-def _ended(cluster: SharedCluster, job: int) -> dict[str, object]:
-    wait_until(lambda: cluster.show(job)["state"] not in ("pending", "running", "completing", "dispatched"),
-               timeout=60, describe=f"job {job} to end")
-    return cluster.show(job)
-
-
-def _attempt(shown: dict[str, object]) -> dict[str, object]:
-    return shown["tasks"][0]["attempts"][-1]  # type: ignore[index, no-any-return]
-
-
-def _events(cluster: SharedCluster, job: int, kind: str) -> list[dict[str, object]]:
-    return [e for e in cluster.events(job) if e["kind"] == kind]
-
-
-def _as_user_shell(user: str, command: str) -> None:
-    subprocess.run(["setpriv", "--reuid", user, "--regid", user, "--init-groups", "bash", "-c", command], check=True)
+def _submit_raw(cluster: SystemCluster, user: str, job: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    """A submission straight to the API, as `user`, with the install's Python client: for what the
+    command line never sends (a staged file named with a directory)."""
+    code = ("import json, sys; from drover.client import Client\n"
+            "with Client(sys.argv[1]) as c:\n    print(c.submit([json.loads(sys.argv[2])])[0])\n")
+    return cluster.run_as(user, cluster.install.python, "-c", code, cluster.socket, json.dumps(job))
 
 
 # -- the working directory ------------------------------------------------------------------------
 
-def test_working_directory_is_entered_as_the_owner(shared: SharedCluster, users: tuple[str, str],
+def test_working_directory_is_entered_as_the_owner(shared: SystemCluster, users: tuple[str, str],
                                                    homes: tuple[Path, Path]) -> None:
     attacker, victim = users
     mine, theirs = homes
@@ -97,26 +130,23 @@ def test_working_directory_is_entered_as_the_owner(shared: SharedCluster, users:
     (mine / "dir").mkdir()
     os.chown(mine / "dir", *_ids(attacker))
     job = _submit(shared, attacker, "--hold", "-D", str(mine / "dir"), "--", "cat", "private.txt", cwd=mine)
-    _as_user_shell(attacker, f"rmdir {mine}/dir && ln -s {theirs} {mine}/dir")
+    _shell_as(shared, attacker, f"rmdir {mine}/dir && ln -s {theirs} {mine}/dir")
     assert _as(shared, attacker, "release", str(job)).returncode == 0
     attempt = _attempt(_ended(shared, job))
     assert "Permission denied" in str(attempt["failure"])
-    assert "private" not in (mine / f"drover-{job}.out").read_text() if (mine / f"drover-{job}.out").exists() else True
-
-
-def _ids(user: str) -> tuple[int, int]:
-    entry = pwd.getpwnam(user)
-    return entry.pw_uid, entry.pw_gid
+    output = mine / f"drover-{job}.out"
+    assert not output.exists() or "private" not in output.read_text()
 
 
 # -- output and error files -----------------------------------------------------------------------
 
-def test_output_files_are_created_as_the_owner(shared: SharedCluster, users: tuple[str, str],
+def test_output_files_are_created_as_the_owner(shared: SystemCluster, users: tuple[str, str],
                                                homes: tuple[Path, Path], root_secret: Path) -> None:
     attacker, victim = users
     mine, theirs = homes
     os.symlink(root_secret, mine / "to-secret")
     os.symlink(theirs / "private.txt", mine / "to-private")
+    _chown(attacker, mine / "to-secret", mine / "to-private")  # planted by the attacker
     for output in (str(root_secret), str(mine / "to-secret"), str(mine / "to-private"), "/etc/drover-planted",
                    "../../../../etc/drover-planted"):
         job = _submit(shared, attacker, "-o", output, "--", "echo", "overwritten", cwd=mine)
@@ -135,7 +165,7 @@ def test_output_files_are_created_as_the_owner(shared: SharedCluster, users: tup
 
 # -- stage-in ---------------------------------------------------------------------------------------
 
-def test_stage_in_writes_as_the_owner_never_through_a_link(shared: SharedCluster, users: tuple[str, str],
+def test_stage_in_writes_as_the_owner_never_through_a_link(shared: SystemCluster, users: tuple[str, str],
                                                            homes: tuple[Path, Path], root_secret: Path) -> None:
     attacker, victim = users
     mine, theirs = homes
@@ -146,6 +176,7 @@ def test_stage_in_writes_as_the_owner_never_through_a_link(shared: SharedCluster
     os.chown(mine / "run", *_ids(attacker))
     # A link at the staged name, to a root-only file: replaced by the file, never written through.
     os.symlink(root_secret, mine / "run" / "payload")
+    _chown(attacker, mine / "run" / "payload")
     job = _submit(shared, attacker, "-D", str(mine / "run"), "--stage-in", str(source), "--", "cat", "payload",
                   cwd=mine)
     assert _ended(shared, job)["state"] == "completed"
@@ -155,32 +186,33 @@ def test_stage_in_writes_as_the_owner_never_through_a_link(shared: SharedCluster
     assert staged.stat().st_uid == _ids(attacker)[0]
     # A working directory the owner may not write (root's, the victim's): refused, nothing made.
     for workdir in ("/etc", str(theirs)):
-        job = _submit(shared, attacker, "-D", workdir, "--stage-in", str(source), "--", "true", cwd=mine)
+        job = _submit(shared, attacker, "-D", workdir, "-o", str(mine / "out-%j"), "--stage-in", str(source),
+                      "--", "true", cwd=mine)
         attempt = _attempt(_ended(shared, job))
         assert str(attempt["failure"]).startswith(("cannot stage in payload", f"cannot enter {workdir}")), attempt
     assert not Path("/etc/payload").exists() and not (theirs / "payload").exists()
-    # A directory on the way that is a link: refused.
+    # A directory on the way that is a link (the API takes names with directories): refused.
     os.symlink("/etc", mine / "run" / "sub")
-    (mine / "nested").mkdir()
-    (mine / "nested" / "sub").mkdir()
-    (mine / "nested" / "sub" / "cron").write_text("* * * * * root touch /tmp/pwned\n")
-    subprocess.run(["chown", "-R", attacker, str(mine / "nested")], check=True)
-    job = _submit(shared, attacker, "-D", str(mine / "run"), "--stage-in", "sub/cron", "--", "true",
-                  cwd=mine / "nested")
-    attempt = _attempt(_ended(shared, job))
-    assert "cannot stage in sub/cron" in str(attempt["failure"]), attempt
-    assert not Path("/etc/cron").exists()
+    sent = _submit_raw(shared, attacker, {
+        "script": "true\n", "workdir": str(mine / "run"), "submit_dir": str(mine),
+        "stage_in": [{"name": "sub/cron.d-planted", "data": "KiAqICogKiAqIHJvb3QgdG91Y2ggL3RtcC9wd25lZAo=",
+                      "mode": 420}]})
+    assert sent.returncode == 0, sent.stderr
+    attempt = _attempt(_ended(shared, int(sent.stdout.split()[0])))
+    assert "cannot stage in sub/cron.d-planted" in str(attempt["failure"]), attempt
+    assert not Path("/etc/cron.d-planted").exists()
 
 
 # -- stage-out and a scratch job's output -----------------------------------------------------------
 
-def test_stage_out_reads_as_the_owner_never_through_a_link(shared: SharedCluster, users: tuple[str, str],
+def test_stage_out_reads_as_the_owner_never_through_a_link(shared: SystemCluster, users: tuple[str, str],
                                                            homes: tuple[Path, Path], root_secret: Path) -> None:
     attacker, victim = users
     mine, theirs = homes
     (mine / "run").mkdir()
     os.chown(mine / "run", *_ids(attacker))
     os.symlink(root_secret, mine / "run" / "sym")
+    _chown(attacker, mine / "run" / "sym")
     os.link(theirs / "private.txt", mine / "run" / "hard")  # root can make it; the attacker cannot read it
     os.mkfifo(mine / "run" / "fifo")
     os.chown(mine / "run" / "fifo", *_ids(attacker))
@@ -193,8 +225,8 @@ def test_stage_out_reads_as_the_owner_never_through_a_link(shared: SharedCluster
     assert detail["files"] == ["mine.txt"]  # type: ignore[index]
     assert sorted(r.split(":")[0] for r in detail["refused"]) == ["fifo", "hard", "sym"]  # type: ignore[index]
     # Root's own files through the working directory: /etc/shadow is not the owner's to read.
-    job = _submit(shared, attacker, "-D", "/etc", "--stage-out", "shadow", "--stage-out", "passwd", "--", "true",
-                  cwd=mine)
+    job = _submit(shared, attacker, "-D", "/etc", "-o", str(mine / "out-%j"), "--stage-out", "shadow",
+                  "--stage-out", "passwd", "--", "true", cwd=mine)
     _ended(shared, job)
     (staged,) = _events(shared, job, "staged_out")
     assert staged["detail"]["files"] == ["passwd"]  # type: ignore[index]
@@ -215,7 +247,7 @@ def test_stage_out_reads_as_the_owner_never_through_a_link(shared: SharedCluster
 
 # -- the event log ----------------------------------------------------------------------------------
 
-def test_event_log_is_written_as_the_owner(shared: SharedCluster, users: tuple[str, str],
+def test_event_log_is_written_as_the_owner(shared: SystemCluster, users: tuple[str, str],
                                            homes: tuple[Path, Path]) -> None:
     attacker, victim = users
     mine, theirs = homes
@@ -229,8 +261,8 @@ def test_event_log_is_written_as_the_owner(shared: SharedCluster, users: tuple[s
     os.chown(mine / "fifo", *_ids(attacker))
     job = _submit(shared, attacker, "--event-log", str(mine / "fifo"), "--", "true", cwd=mine)
     assert _ended(shared, job)["state"] == "completed"  # the controller was never blocked
-    nul = _as(shared, attacker, "submit", "--event-log", f"{mine}/a\0b", "--", "true", cwd=mine)
-    assert nul.returncode != 0
+    nul = _submit_raw(shared, attacker, {"script": "true\n", "workdir": str(mine), "event_log": f"{mine}/a\0b"})
+    assert nul.returncode != 0 and "NUL" in nul.stderr, nul.stderr
     job = _submit(shared, attacker, "--event-log", str(mine / "events.jsonl"), "--", "true", cwd=mine)
     assert _ended(shared, job)["state"] == "completed"
     log = mine / "events.jsonl"
@@ -238,18 +270,18 @@ def test_event_log_is_written_as_the_owner(shared: SharedCluster, users: tuple[s
     assert log.stat().st_uid == _ids(attacker)[0]
     seqs = [json.loads(line)["seq"] for line in log.read_text().splitlines()]
     assert seqs == sorted(set(seqs))
-    assert shared.ping()  # the controller kept serving everyone
+    assert shared.as_root("status").returncode == 0  # the controller kept serving everyone
 
 
 # -- the spool --------------------------------------------------------------------------------------
 
-def test_spool_records_are_private(shared: SharedCluster, users: tuple[str, str], homes: tuple[Path, Path]) -> None:
+def test_spool_records_are_private(shared: SystemCluster, users: tuple[str, str], homes: tuple[Path, Path]) -> None:
     attacker, victim = users
     mine, _ = homes
     job = _submit(shared, attacker, "--keep-spool", "--env", "TOKEN=s3cret", "--", "true", cwd=mine)
     assert _ended(shared, job)["state"] == "completed"
-    kept = list(shared.spool.glob(f"kept/{job}.*"))
-    assert kept, list(shared.spool.iterdir())
+    kept = list(shared.spool().glob(f"kept/{job}.*"))
+    assert kept, list(shared.spool().iterdir())
     assert stat.S_IMODE(kept[0].parent.stat().st_mode) == 0o700
     for record in kept[0].iterdir():
         if record.is_file() and record.name != "job_script":
@@ -260,27 +292,29 @@ def test_spool_records_are_private(shared: SharedCluster, users: tuple[str, str]
 
 # -- site scripts -----------------------------------------------------------------------------------
 
-def test_site_prolog_gets_nothing_of_the_jobs_environment(shared_with_prolog: SharedCluster,
+def test_site_prolog_gets_nothing_of_the_jobs_environment(shared_with_prolog: SystemCluster,
                                                           users: tuple[str, str], homes: tuple[Path, Path]) -> None:
     cluster = shared_with_prolog
     attacker, _ = users
     mine, _ = homes
+    # Each trap records who sprang it: the job itself (the attacker) may; root must never.
+    markers = mine / "markers"
     evil = mine / "evil.sh"
-    evil.write_text("touch /tmp/drover-pwned-by-bash-env\n")
+    evil.write_text(f'echo "$(id -u) bash-env" >> {markers}\n')
     (mine / "bin").mkdir()
-    (mine / "bin" / "env").write_text("#!/bin/sh\ntouch /tmp/drover-pwned-by-path\n")
+    (mine / "bin" / "env").write_text(f'#!/bin/sh\necho "$(id -u) path" >> {markers}\n')
     os.chmod(mine / "bin" / "env", 0o755)
     subprocess.run(["chown", "-R", attacker, str(mine)], check=True)
     job = _submit(cluster, attacker, "--env", f"BASH_ENV={evil}", "--env", f"ENV={evil}",
                   "--env", f"PATH={mine}/bin:/usr/bin:/bin", "--env", "LD_PRELOAD=/nonexistent/lib.so",
-                  "--env", "IFS=x", "--env", "BASH_FUNC_echo%%=() { touch /tmp/drover-pwned-by-function; }",
+                  "--env", "IFS=x", "--env", f"BASH_FUNC_env%%=() {{ echo \"$(id -u) function\" >> {markers}; }}",
                   "--", "true", cwd=mine)
     assert _ended(cluster, job)["state"] == "completed"
-    for marker in ("bash-env", "path", "function"):
-        assert not Path(f"/tmp/drover-pwned-by-{marker}").exists(), marker
+    sprung = markers.read_text().splitlines() if markers.exists() else []
+    assert not [line for line in sprung if line.startswith("0 ")], sprung
     seen = dict(line.split("=", 1) for line in cluster.prolog_record.read_text().splitlines() if "=" in line)
     for name in ("BASH_ENV", "ENV", "LD_PRELOAD", "IFS"):
         assert name not in seen, name
     assert seen["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     assert seen["DROVER_JOB_OWNER"] == attacker and seen["DROVER_JOB_ID"] == str(job)
-    assert cluster.nodes()[0]["state"] == "up"
+    assert json.loads(cluster.as_root("nodes", "--json").stdout)[0]["state"] == "up"
