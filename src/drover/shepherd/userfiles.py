@@ -12,8 +12,7 @@ output files after dropping to the user; this is the same discipline.
 `open_beneath` uses openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS where the kernel has
 it (Linux 5.6+); elsewhere it walks the path one component at a time with O_NOFOLLOW, which
 refuses the same things. Only regular files are read (never a FIFO or a device, which could
-block the reader or never end), and only regular files or character devices (/dev/null) take a
-job's output.
+block the reader or never end), and only regular files (or /dev/null) take a job's output.
 """
 
 from __future__ import annotations
@@ -37,6 +36,9 @@ class _OpenHow(ctypes.Structure):
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _openat2_works: bool | None = None  # learnt on first use
+
+
+_DEV_NULL = os.stat("/dev/null").st_rdev
 
 
 class UnsafePath(OSError):
@@ -163,14 +165,15 @@ def open_regular_for_reading(dir_fd: int, name: str) -> int:
 
 def open_output(path: str, append: bool) -> int:
     """A job's output or error file, opened (as the owner) for writing. A regular file is created
-    or truncated as asked; a character device (/dev/null) is allowed; a FIFO, a socket or a
-    directory is refused at once rather than left to block the shepherd."""
+    or truncated as asked; /dev/null is allowed; a FIFO, a socket, a directory or another device
+    is refused at once rather than left to block the shepherd."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
     fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o644)
     try:
-        kind = os.fstat(fd).st_mode
-        if not (stat.S_ISREG(kind) or stat.S_ISCHR(kind)):
-            raise UnsafePath(errno.EINVAL, "not a regular file or a character device", path)
+        info = os.fstat(fd)
+        kind = info.st_mode
+        if not (stat.S_ISREG(kind) or (stat.S_ISCHR(kind) and info.st_rdev == _DEV_NULL)):
+            raise UnsafePath(errno.EINVAL, "not a regular file (or /dev/null)", path)
         if stat.S_ISREG(kind) and not append:
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)

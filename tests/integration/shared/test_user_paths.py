@@ -318,3 +318,35 @@ def test_site_prolog_gets_nothing_of_the_jobs_environment(shared_with_prolog: Sy
     assert seen["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     assert seen["DROVER_JOB_OWNER"] == attacker and seen["DROVER_JOB_ID"] == str(job)
     assert json.loads(cluster.as_root("nodes", "--json").stdout)[0]["state"] == "up"
+
+
+def test_the_owner_cannot_make_the_sites_prolog_fail(system_cluster_factory: Any, users: tuple[str, str],
+                                                       homes: tuple[Path, Path]) -> None:
+    """The site's prolog runs as root: the job's owner can neither signal it nor make its writes
+    fail (its output reaches the job's file through the shepherd), so the node stays up."""
+    marker = f"drover-site-prolog-{uuid.uuid4().hex[:8]}"
+    cluster: SystemCluster = system_cluster_factory(
+        config_toml=f'[execd]\nprolog = "echo {marker}; sleep 3; echo prolog done"\n')
+    attacker, _ = users
+    mine, _ = homes
+    job = _submit(cluster, attacker, "-o", str(mine / "out.txt"), "--", "echo", "job ran", cwd=mine)
+
+    def prolog_pid() -> int | None:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if marker.encode() in (entry / "cmdline").read_bytes():
+                        return int(entry.name)
+                except OSError:
+                    continue
+        return None
+
+    pid = wait_until(prolog_pid, describe="the site prolog to run")
+    assert os.stat(f"/proc/{pid}").st_uid == 0
+    refused = cluster.run_as(attacker, "kill", "-KILL", str(pid))
+    assert refused.returncode != 0 and "not permitted" in refused.stderr
+    assert _ended(cluster, job)["state"] == "completed"
+    assert (mine / "out.txt").read_text().splitlines() == [marker, "prolog done", "job ran"]
+    full = _submit(cluster, attacker, "-o", "/dev/full", "--", "true", cwd=mine)
+    assert "cannot open output file /dev/full" in str(_attempt(_ended(cluster, full))["failure"])
+    assert json.loads(cluster.as_root("nodes", "--json").stdout)[0]["state"] == "up"

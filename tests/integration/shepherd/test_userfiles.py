@@ -74,10 +74,12 @@ def test_writes_replace_a_link_instead_of_following_it(resolver: str, workdir: t
         userfiles.write_beneath(fd, "../planted", b"x", 0o644)
 
 
-def test_output_files_are_regular_files_or_character_devices(tmp_path: Path) -> None:
+def test_output_files_are_regular_files_or_dev_null(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo")
     with pytest.raises(OSError):  # no reader: refused at once, never waited on
         userfiles.open_output(str(tmp_path / "fifo"), append=False)
+    with pytest.raises(UnsafePath):  # a device whose writes fail would fail the site's scripts
+        userfiles.open_output("/dev/full", append=False)
     os.close(userfiles.open_output("/dev/null", append=False))
     (tmp_path / "out").write_text("old\n")
     os.close(userfiles.open_output(str(tmp_path / "out"), append=False))
