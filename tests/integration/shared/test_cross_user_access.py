@@ -9,7 +9,6 @@ import pwd
 import textwrap
 
 import pytest
-
 from tests.helpers.system_cluster import SystemCluster
 
 # Run as the probing user with the install's python: each request on the cluster's socket, and
@@ -140,11 +139,11 @@ def test_raw_http_as_another_user_with_spoofed_identities_is_refused(system_clus
         assert status == 403, (method, path, status, body)
     for method, path, status, body in answers[len(forbidden):len(forbidden + spoofed)]:
         assert status == 400 and "unknown field" in body, (method, path, status, body)
-    for method, path, status, body in answers[len(forbidden + spoofed):-len(own)]:
+    for _, path, status, body in answers[len(forbidden + spoofed):-len(own)]:
         (result,) = json.loads(body)["results"]
         assert status == 200 and not result["ok"], (path, body)
         assert result["message"].startswith(f"job {alices} belongs to {alice}; {bob} cannot"), result
-    for method, path, status, body in answers[-len(own):]:
+    for _, path, status, body in answers[-len(own):]:
         assert status == 200, (path, body)
         found = json.loads(body)
         owners = {row["owner"] for row in found.get("jobs", found.get("rows", []))}
