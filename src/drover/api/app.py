@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -17,18 +18,17 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from drover import __version__
 from drover.api.openapi import Operation, openapi_document
 from drover.controller import staged_files, views
-from drover.controller.auth import Caller, Policy
+from drover.controller.auth import Access, Caller, Policy
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService
-from drover.core.errors import BadRequest, DroverError, Forbidden, NotFound
+from drover.core.errors import BadRequest, DroverError, NotFound
 from drover.protocol import api
 from drover.protocol.node_channel import Hello, node_decoder
 from drover.store.base import JobFilter
 
 log = logging.getLogger("drover.controller")
 _encode = msgspec.json.Encoder().encode
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def json_response(value: Any, status: int = 200) -> Response:
@@ -39,16 +39,41 @@ def error_response(error: DroverError) -> Response:
     return json_response({"error": str(error), "kind": error.kind}, error.http_status)
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A request that passed its endpoint's access check: who made it, and the job its path
+    names (for Access.JOB endpoints), already checked to be theirs to see."""
+
+    request: Request
+    caller: Caller | None  # None only for an Access.ANYONE endpoint reached over TCP
+    job: api.JobInfo | None = None
+
+    @property
+    def user(self) -> Caller:
+        assert self.caller is not None, "an endpoint that needs a user is declared Access.USER or stricter"
+        return self.caller
+
+
+Endpoint = Callable[[Call], Awaitable[Response]]
+
+
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None]) -> Starlette:
-    """`policy` says who a request's peer is and what they may do (controller/auth.py)."""
+    """`policy` says who a request's peer is and what they may do (controller/auth.py). Each
+    endpoint declares the access it needs in the table below; `guarded` checks it before the
+    endpoint runs, and finer decisions (each job of an action, whose jobs a listing shows) are
+    asked of the same policy."""
 
-    def caller_of(request: Request | WebSocket) -> Caller:
-        return policy.caller(request.scope.get("state", {}).get("peer"))
-
-    def handles_errors(endpoint: Endpoint) -> Endpoint:
-        async def wrapped(request: Request) -> Response:
+    def guarded(access: Access, endpoint: Endpoint, admin_action: str = "") -> Callable[[Request], Awaitable[Response]]:
+        async def checked(request: Request) -> Response:
             try:
-                return await endpoint(request)
+                peer = request.scope.get("state", {}).get("peer")
+                if access is Access.ANYONE and peer is None:
+                    return await endpoint(Call(request, None))
+                caller = policy.caller(peer)
+                if access is Access.ADMIN:
+                    policy.may_administer(caller, admin_action)
+                job = find_job(job_id_of(request), caller) if access is Access.JOB else None
+                return await endpoint(Call(request, caller, job))
             except DroverError as error:
                 return error_response(error)
             except msgspec.ValidationError as error:
@@ -56,7 +81,7 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
             except msgspec.DecodeError as error:
                 return error_response(BadRequest(f"bad request: not valid JSON ({error})"))
 
-        return wrapped
+        return checked
 
     async def decode(request: Request, model: type[Any]) -> Any:
         return msgspec.json.decode(await request.body(), type=model)
@@ -83,28 +108,27 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
         policy.may_touch(caller, job.owner, job_id)
         return views.job_info(service.state, job, with_tasks=True, store=service.store)
 
-    async def ping(request: Request) -> Response:
-        peer = request.scope.get("state", {}).get("peer")
-        user = caller_of(request).user if peer is not None else ""
+    async def ping(call: Call) -> Response:
+        user = call.caller.user if call.caller is not None else ""
         return json_response(api.Ping(version=__version__, api="v1", user=user, started_at=service.started_at))
 
     async def openapi(request: Request) -> Response:
         return json_response(document)
 
-    async def submit(request: Request) -> Response:
-        caller = caller_of(request)
-        policy.may_submit(caller)
-        body: api.SubmitRequest = await decode(request, api.SubmitRequest)
+    async def submit(call: Call) -> Response:
+        policy.may_submit(call.user)
+        body: api.SubmitRequest = await decode(call.request, api.SubmitRequest)
         if not body.jobs:
             raise BadRequest("the request holds no jobs")
-        return json_response(api.SubmitReply(ids=service.submit(body.jobs, caller.user)))
+        # The owner is the peer; the request has no field that could say otherwise.
+        return json_response(api.SubmitReply(ids=service.submit(body.jobs, call.user.user)))
 
-    async def list_jobs(request: Request) -> Response:
-        caller = caller_of(request)
+    async def list_jobs(call: Call) -> Response:
+        request = call.request
         params = request.query_params
         states = [s for s in params.get("state", "").split(",") if s]
         query = JobFilter(
-            states=states, owner=(params.get("user") or None) if caller.is_admin else caller.user,
+            states=states, owner=policy.whose_jobs(call.user, params.get("user")),
             name=params.get("name") or None,
             include_ended=params.get("all") in ("1", "true"), limit=int_query(request, "limit", 1000) or 1000,
         )
@@ -120,46 +144,48 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
             jobs = [info for info in jobs if info.state in states or any(info.task_counts.get(s) for s in states)]
         return json_response(api.JobList(jobs=jobs[-query.limit:]))
 
-    async def show_job(request: Request) -> Response:
-        return json_response(find_job(job_id_of(request), caller_of(request)))
+    async def show_job(call: Call) -> Response:
+        return json_response(call.job)
 
-    async def wait_job(request: Request) -> Response:
-        job_id, caller = job_id_of(request), caller_of(request)
-        find_job(job_id, caller)  # 404 for a job that does not exist, 403 for another's
-        timeout = min(max(int_query(request, "timeout", 30) or 0, 0), 300)
-        ended = await service.wait_for_end(job_id, timeout)
-        return json_response({"ended": ended, "job": find_job(job_id, caller)})
+    async def wait_job(call: Call) -> Response:
+        assert call.job is not None
+        timeout = min(max(int_query(call.request, "timeout", 30) or 0, 0), 300)
+        ended = await service.wait_for_end(call.job.id, timeout)
+        return json_response({"ended": ended, "job": find_job(call.job.id, call.user)})
 
-    async def action(request: Request) -> Response:
-        name = request.path_params["action"]
+    async def action(call: Call) -> Response:
+        name = call.request.path_params["action"]
         if name not in ACTIONS:
             raise NotFound(f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
-        caller = caller_of(request)
-        body: api.ActionRequest = await decode(request, api.ActionRequest)
-        return json_response(api.ActionReply(
-            results=service.act(name, body.refs, caller.user, caller.is_admin, body.signal, body.priority)))
+        caller = call.user
+        body: api.ActionRequest = await decode(call.request, api.ActionRequest)
 
-    async def history(request: Request) -> Response:
-        caller = caller_of(request)
+        def may_touch(owner: str, job_id: int, verb: str) -> None:
+            policy.may_touch(caller, owner, job_id, verb)
+
+        return json_response(api.ActionReply(
+            results=service.act(name, body.refs, may_touch, body.signal, body.priority)))
+
+    async def history(call: Call) -> Response:
+        request = call.request
         params = request.query_params
         since = params.get("since")
         rows = service.store.history(
-            (params.get("user") or None) if caller.is_admin else caller.user, int_query(request, "limit", 100) or 100,
+            policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
             float(since) if since else None,
         )
         return json_response(api.History(rows=[views.history_row(*row) for row in rows]))
 
-    async def nodes(request: Request) -> Response:
-        caller_of(request)
+    async def nodes(call: Call) -> Response:
         return json_response(api.NodeList(nodes=views.node_info(service.state)))
 
-    async def events(request: Request) -> Response:
-        caller = caller_of(request)
+    async def events(call: Call) -> Response:
+        request = call.request
         job, after = int_query(request, "job", None), int_query(request, "after", 0) or 0
         if job is not None:
-            find_job(job, caller)
-        elif not caller.is_admin:
-            raise Forbidden("only operators read the whole cluster's event log; name one of your jobs")
+            find_job(job, call.user)
+        else:
+            policy.may_administer(call.user, "read the whole cluster's event log; name one of your jobs")
         limit = int_query(request, "limit", 1000) or 1000
         wait = min(max(int_query(request, "wait", 0) or 0, 0), 300)
         found = service.store.events_of(job, after, limit)
@@ -175,34 +201,28 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
             for seq, e in found
         ]))
 
-    async def files(request: Request) -> Response:
-        job_id = job_id_of(request)
-        find_job(job_id, caller_of(request))
-        kept = staged_files.listing(service.settings.files_dir, job_id)
+    async def files(call: Call) -> Response:
+        assert call.job is not None
+        kept = staged_files.listing(service.settings.files_dir, call.job.id)
         return json_response(api.FileList(files=[
             api.FileInfo(task=task, attempt=attempt, name=name, size=size) for task, attempt, name, size in kept
         ]))
 
-    async def file(request: Request) -> Response:
-        job_id = job_id_of(request)
-        find_job(job_id, caller_of(request))
-        params = request.path_params
+    async def file(call: Call) -> Response:
+        assert call.job is not None
+        params = call.request.path_params
         try:
             index, attempt = int(params["task"]), int(params["attempt"])
         except ValueError:
             raise BadRequest("task and attempt are numbers") from None
-        data = staged_files.read(service.settings.files_dir, job_id, index, attempt, params["name"])
+        data = staged_files.read(service.settings.files_dir, call.job.id, index, attempt, params["name"])
         return Response(data, media_type="application/octet-stream")
 
-    async def resume_node(request: Request) -> Response:
-        if not caller_of(request).is_admin:
-            raise Forbidden("only root and the cluster's operators resume nodes")
-        service.resume_node(request.path_params["name"])
+    async def resume_node(call: Call) -> Response:
+        service.resume_node(call.request.path_params["name"])
         return json_response(api.NodeList(nodes=views.node_info(service.state)))
 
-    async def stop(request: Request) -> Response:
-        if not caller_of(request).is_admin:
-            raise Forbidden("only root and the cluster's operators stop a shared cluster")
+    async def stop(call: Call) -> Response:
         asyncio.get_running_loop().call_soon(shutdown)
         return json_response({"stopping": True})
 
@@ -233,37 +253,40 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
                 await channel.close()
                 service.node_disconnected(channel)
 
-    table: list[tuple[Operation, Endpoint]] = [
-        (Operation("GET", "/v1/ping", "Who serves this API, and as whom", response=api.Ping), ping),
+    # Every endpoint with the access it needs (controller/auth.py decides what each means).
+    table: list[tuple[Operation, Access, Endpoint]] = [
+        (Operation("GET", "/v1/ping", "Who serves this API, and as whom", response=api.Ping), Access.ANYONE, ping),
         (Operation("POST", "/v1/jobs", "Submit jobs (many in one request, one transaction)",
-                   api.SubmitRequest, api.SubmitReply), submit),
-        (Operation("GET", "/v1/jobs", "List jobs", response=api.JobList, query=(
-            ("state", "string", "comma-separated task states"), ("user", "string", "owner"),
+                   api.SubmitRequest, api.SubmitReply), Access.USER, submit),
+        (Operation("GET", "/v1/jobs", "List jobs (a user's own; admins choose whose)", response=api.JobList, query=(
+            ("state", "string", "comma-separated task states"), ("user", "string", "owner (admins only)"),
             ("name", "string", "job name"), ("all", "boolean", "include ended jobs"),
-            ("limit", "integer", "at most this many, newest"))), list_jobs),
+            ("limit", "integer", "at most this many, newest"))), Access.USER, list_jobs),
         (Operation("GET", "/v1/jobs/{job_id}", "A job, its tasks and every attempt",
-                   response=api.JobInfo), show_job),
+                   response=api.JobInfo), Access.JOB, show_job),
         (Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
-                   query=(("timeout", "integer", "seconds, at most 300"),)), wait_job),
+                   query=(("timeout", "integer", "seconds, at most 300"),)), Access.JOB, wait_job),
         (Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
-                   api.ActionRequest, api.ActionReply), action),
+                   api.ActionRequest, api.ActionReply), Access.USER, action),
         (Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
-                   query=(("user", "string", "owner"), ("limit", "integer", "rows"),
-                          ("since", "number", "Unix time"))), history),
-        (Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), nodes),
+                   query=(("user", "string", "owner (admins only)"), ("limit", "integer", "rows"),
+                          ("since", "number", "Unix time"))), Access.USER, history),
+        (Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), Access.USER, nodes),
         (Operation("POST", "/v1/nodes/{name}/resume", "Clear a node's ERROR: it takes work again",
-                   response=api.NodeList), resume_node),
+                   response=api.NodeList), Access.ADMIN, resume_node),
         (Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
             ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
-            ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), events),
+            ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
         (Operation("GET", "/v1/jobs/{job_id}/files", "Files a job staged out, kept by the controller",
-                   response=api.FileList), files),
+                   response=api.FileList), Access.JOB, files),
         (Operation("GET", "/v1/jobs/{job_id}/files/{task}/{attempt}/{name:path}", "One staged-out file (bytes)"),
-         file),
-        (Operation("POST", "/v1/shutdown", "Stop the controller gracefully"), stop),
+         Access.JOB, file),
+        (Operation("POST", "/v1/shutdown", "Stop the controller gracefully"), Access.ADMIN, stop),
     ]
-    document = openapi_document([op for op, _ in table])
+    admin_actions = {"/v1/nodes/{name}/resume": "resume nodes", "/v1/shutdown": "stop a shared cluster"}
+    document = openapi_document([op for op, _, _ in table])
     routes: list[Any] = [Route("/openapi.json", openapi, methods=["GET"])]
-    routes += [Route(op.path, handles_errors(endpoint), methods=[op.method]) for op, endpoint in table]
+    routes += [Route(op.path, guarded(access, endpoint, admin_actions.get(op.path, "")), methods=[op.method])
+               for op, access, endpoint in table]
     routes.append(WebSocketRoute("/v1/nodes/channel", node_channel))
     return Starlette(routes=routes)

@@ -1,25 +1,38 @@
-"""Who may do what. The user of a request is the peer of the Unix socket, as the kernel says.
+"""Who may do what: the one place that decides. The user of a request is the peer of the Unix
+socket, as the kernel says (SO_PEERCRED); nothing in a request's body or query names who it is.
 
 - A personal cluster serves its owner only: any other peer (root included) is refused, so it
   never runs a job of anyone else.
 - A shared cluster (`drover up --system`) serves every local user; each sees and changes only
-  their own jobs, while root and the configured operators manage all.
+  their own jobs, while the admins manage all: root, the configured operators, and the
+  controller's own user (the service account it may run as).
 - Over TCP there is no proven identity yet: only the anonymous read of /v1/ping is allowed.
+
+Every endpoint declares the `Access` it needs (api/app.py); what is finer than that (each job of
+an action, whose jobs a listing shows) is asked of `Policy` too.
 """
 
 from __future__ import annotations
 
+import enum
 import pwd
 from dataclasses import dataclass, field
 
 from drover.core.errors import Forbidden
 
 
+class Access(enum.Enum):
+    ANYONE = "anyone"  # no proven identity needed (ping)
+    USER = "user"  # any user the cluster serves; what they see or change is then checked per job
+    JOB = "job"  # the job the path names: its owner or an admin
+    ADMIN = "admin"  # root, an operator, or the controller's own user
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     user: str
     uid: int
-    is_admin: bool  # root or an operator of a shared cluster; the owner of a personal one
+    is_admin: bool  # see Policy.caller
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +43,7 @@ class Policy:
     allow_root_jobs: bool = False  # on a shared cluster, may root's jobs run as root?
 
     def caller(self, peer: tuple[int, int, int] | None) -> Caller:
+        """Who the peer (pid, uid, gid) is, and whether they manage the whole cluster."""
         if peer is None:
             raise Forbidden("requests over TCP carry no proven identity yet; use the cluster's Unix socket")
         uid = peer[1]
@@ -39,15 +53,33 @@ class Policy:
                 raise Forbidden(f"this personal cluster belongs to {_user_name(self.owner_uid)}; "
                                 f"{name} cannot use it")
             return Caller(name, uid, True)
-        return Caller(name, uid, uid == 0 or name in self.operators)
+        is_operator = name != str(uid) and name in self.operators  # a named user, never a bare uid
+        return Caller(name, uid, uid in (0, self.owner_uid) or is_operator)
 
     def may_submit(self, caller: Caller) -> None:
         if self.shared and caller.uid == 0 and not self.allow_root_jobs:
             raise Forbidden("jobs do not run as root on this shared cluster (allow_root_jobs is off)")
 
-    def may_touch(self, caller: Caller, owner: str, job_id: int) -> None:
+    def may_touch(self, caller: Caller, owner: str, job_id: int, verb: str = "see or change") -> None:
+        """A job is its owner's; admins manage all. `verb` says what was refused."""
         if not caller.is_admin and caller.user != owner:
-            raise Forbidden(f"job {job_id} belongs to {owner}; {caller.user} cannot see or change it")
+            raise Forbidden(f"job {job_id} belongs to {owner}; {caller.user} cannot {verb} it")
+
+    def whose_jobs(self, caller: Caller, asked: str | None) -> str | None:
+        """Whose jobs a listing (jobs, history) shows: an admin's choice (None: everyone's); a
+        user's own, and asking for someone else's is refused rather than answered with one's own
+        (`scancel -u alice` run by bob must not cancel bob's jobs)."""
+        if caller.is_admin:
+            return asked or None
+        if asked and asked != caller.user:
+            raise Forbidden(f"{caller.user} sees only their own jobs; only root and the cluster's "
+                            f"operators list {asked}'s")
+        return caller.user
+
+    def may_administer(self, caller: Caller, what: str) -> None:
+        """Acts on the whole cluster (resume a node, stop the controller, read every event)."""
+        if not caller.is_admin:
+            raise Forbidden(f"only root and the cluster's operators {what}")
 
     def may_be_node(self, peer: tuple[int, int, int] | None) -> bool:
         """Only root or the daemon's own user may connect as a node."""

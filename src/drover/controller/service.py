@@ -17,7 +17,7 @@ from typing import Any
 from drover.controller import staged_files
 from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
-from drover.controller.handlers.actions import act
+from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import (
     on_node_connected,
@@ -198,12 +198,13 @@ class ControllerService:
         self._run(handler)
         return ids
 
-    def act(self, action: str, refs: list[str], user: str, is_admin: bool = False,
+    def act(self, action: str, refs: list[str], may_touch: MayTouch,
             signal_name: str | None = None, priority: int | None = None) -> list[ActionResult]:
+        """`may_touch`: the caller's permission, asked of each job the refs name."""
         results: list[ActionResult] = []
 
         def handler() -> Outcome:
-            outcome, found = act(self.state, action, refs, user, self.clock(), self.store, is_admin, signal_name,
+            outcome, found = act(self.state, action, refs, may_touch, self.clock(), self.store, signal_name,
                                  priority)
             results.extend(found)
             return outcome

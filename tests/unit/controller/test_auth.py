@@ -53,3 +53,46 @@ def test_only_root_or_the_daemons_user_may_be_a_node() -> None:
     assert not policy.may_be_node(None)
     if ME != OTHER:
         assert not policy.may_be_node((1, OTHER, OTHER)) or ME == OTHER
+
+
+def test_the_controllers_own_user_is_an_admin_of_its_shared_cluster() -> None:
+    service_account = Policy(owner_uid=OTHER, shared=True)  # a controller run as a service user
+    assert service_account.caller((1, OTHER, OTHER)).is_admin
+    assert service_account.caller((1, 0, 0)).is_admin
+
+
+def test_a_listing_shows_a_users_own_jobs_and_refuses_asking_for_anothers() -> None:
+    policy = Policy(owner_uid=0, shared=True)
+    plain = policy.caller((1, OTHER, OTHER))
+    assert policy.whose_jobs(plain, None) == "nobody"
+    assert policy.whose_jobs(plain, "nobody") == "nobody"
+    with pytest.raises(Forbidden, match="nobody sees only their own jobs; only root and the cluster's operators list alice's"):
+        policy.whose_jobs(plain, "alice")
+    root = policy.caller((1, 0, 0))
+    assert policy.whose_jobs(root, None) is None and policy.whose_jobs(root, "alice") == "alice"
+
+
+def test_cluster_wide_acts_are_for_admins_only() -> None:
+    policy = Policy(owner_uid=0, shared=True)
+    with pytest.raises(Forbidden, match="only root and the cluster's operators resume nodes"):
+        policy.may_administer(policy.caller((1, OTHER, OTHER)), "resume nodes")
+    policy.may_administer(policy.caller((1, 0, 0)), "resume nodes")
+
+
+def test_no_request_can_name_who_sends_it() -> None:
+    """The user is the socket's peer: no request model has a field for a uid, gid, owner or user
+    name, and each refuses fields it does not know, so a spoofed one is an error, never obeyed."""
+    import msgspec
+
+    from drover.protocol import api
+
+    identity = {"uid", "gid", "owner", "user", "username", "user_name", "groups", "euid", "egid", "as_user"}
+    requests = [api.SubmitRequest, api.JobSubmission, api.ActionRequest, api.StagedFile]
+    for model in requests:
+        assert model.__struct_config__.forbid_unknown_fields, model
+        assert not identity & set(model.__struct_fields__), model
+    with pytest.raises(msgspec.ValidationError, match="unknown field `owner`"):
+        msgspec.json.decode(b'{"jobs": [{"script": "true", "workdir": "/tmp", "owner": "root"}]}',
+                            type=api.SubmitRequest)
+    with pytest.raises(msgspec.ValidationError, match="unknown field `uid`"):
+        msgspec.json.decode(b'{"refs": ["1"], "uid": 0}', type=api.ActionRequest)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from drover.controller.auth import Caller, Policy
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
@@ -28,6 +30,15 @@ from drover.protocol.node_channel import (
     Started,
 )
 from drover.store.sqlite import SqliteStore
+
+SHARED = Policy(owner_uid=0, shared=True)
+
+
+def may_touch_as(user: str) -> Callable[[str, int, str], None]:
+    """What the controller hands the actions for a request of `user`, a plain user."""
+    caller = Caller(user, 1000, is_admin=False)
+    return lambda owner, job_id, verb: SHARED.may_touch(caller, owner, job_id, verb)
+
 
 OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False, "out_of_memory": False}
 
@@ -71,8 +82,8 @@ class World:
         self.run(on_attempt_exited(self.state, node, [Exited(attempt, dict(record or OK))], self.now))
         return [s.message for s in self.sent[before:]]
 
-    def act(self, action: str, *refs: str) -> list[object]:
-        outcome, results = act(self.state, action, list(refs), "alice", self.now, self.store)
+    def act(self, action: str, *refs: str, user: str = "alice") -> list[object]:
+        outcome, results = act(self.state, action, list(refs), may_touch_as(user), self.now, self.store)
         self.run(outcome)
         return results
 
@@ -141,6 +152,15 @@ def test_cancel_of_a_running_task_signals_it_and_the_exit_makes_it_cancelled(wor
     assert world.state.jobs[job].tasks[0].state.value == "dispatched"  # a request, not a state
     world.exited(order.attempt, dict(OK, exit_code=None, signal=15, terminated=True))
     assert world.store.load_job(job).state.value == "cancelled"  # type: ignore[union-attr]
+
+
+def test_an_action_on_another_users_job_is_refused_naming_the_owner_and_changes_nothing(world: World) -> None:
+    (job,) = world.submit(hold=True)
+    for action in ("cancel", "release", "hold"):
+        (result,) = world.act(action, str(job), user="bob")
+        assert not result.ok  # type: ignore[attr-defined]
+        assert result.message == f"job {job} belongs to alice; bob cannot {action} it"  # type: ignore[attr-defined]
+    assert world.store.load_job(job).fresh_state.value == "held"  # type: ignore[union-attr]
 
 
 def test_cancel_of_one_never_dispatched_array_task_leaves_the_others_pending(world: World) -> None:

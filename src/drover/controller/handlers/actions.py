@@ -7,7 +7,7 @@ from collections.abc import Callable
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
-from drover.core.errors import BadRequest, Conflict, DroverError, Forbidden, NotFound
+from drover.core.errors import BadRequest, Conflict, DroverError, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger
@@ -18,11 +18,16 @@ from drover.store.base import Store
 RUNNING_STATES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED})
 
 
+# may_touch(owner, job_id, verb) raises Forbidden unless the caller may act on that owner's job:
+# the controller's Policy.may_touch bound to the request's caller (controller/auth.py decides).
+MayTouch = Callable[[str, int, str], None]
+
+
 def act(
-    state: ControllerState, action: str, refs: list[str], user: str, now: float, store: Store,
-    is_admin: bool = True, signal_name: str | None = None, priority: int | None = None,
+    state: ControllerState, action: str, refs: list[str], may_touch: MayTouch, now: float, store: Store,
+    signal_name: str | None = None, priority: int | None = None,
 ) -> tuple[Outcome, list[ActionResult]]:
-    """Apply `action` to each ref; one ref's failure does not stop the others."""
+    """Apply `action` to each ref the caller may touch; one ref's failure does not stop the others."""
     handler = _HANDLERS.get(action)
     if action == "alter":
         def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
@@ -40,8 +45,7 @@ def act(
     for ref in refs:
         try:
             job, tasks, fresh, unrecorded = _resolve(state, ref, store)
-            if not is_admin and job.owner != user:
-                raise Forbidden(f"job {job.id} belongs to {job.owner}; {user} cannot {action} it")
+            may_touch(job.owner, job.id, action)
             message = handler(state, outcome, job, tasks, fresh, now)
             if unrecorded is not None:
                 # A never-dispatched task addressed on its own gets a record once the action holds.
