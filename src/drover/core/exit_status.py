@@ -7,6 +7,12 @@ are the job's own business: 0 succeeds, anything else fails.
 The order of the checks is the order of precedence: a cancelled job is CANCELLED whatever it
 exited with (as in Slurm), a job killed at its time limit is TIMEOUT, one killed for memory is
 OUT_OF_MEMORY, and a shepherd that could not start the job at all fails the attempt.
+
+A shepherd that died before recording how its job ended (killed outright, the OOM killer, a bug)
+is the system's failure, not the job's (Slurm and Grid Engine requeue a job whose node failed it):
+the job is requeued as a new attempt when it may run again (`drover submit --no-requeue`, qsub
+`-r n` say it may not), at most until its attempt MAX_SYSTEM_FAILURE_ATTEMPT, so a job whose
+shepherd always dies does not loop forever; otherwise it fails, with the reason.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from drover.core.job_state import Trigger
 
 REQUEUE_EXIT_CODE = 99
 ERROR_HOLD_EXIT_CODE = 100
+# A lost shepherd requeues attempts 1 to 3 (3 requeues); from attempt 4 on, the job fails. It
+# counts every earlier attempt, whatever ended it: the bound needs no history beyond the number.
+MAX_SYSTEM_FAILURE_ATTEMPT = 3
 
 
 class ExitSemantics(StrEnum):
@@ -58,12 +67,17 @@ class ExitFacts:
     epilog_sets_exit: bool = False  # Accelerator: the job's postcmd's status is the job's
     requeue_held: bool = False  # a requeue for a node's failure leaves the job held
     requeue_requested: bool = False  # someone asked that the running job go back to the queue
+    shepherd_lost: bool = False  # the shepherd died without recording an end: a system failure
+    rerunnable: bool = True  # the job may run again after a system failure
+    attempt_number: int = 1
 
 
 def exit_facts(record: Mapping[str, Any], cancel_requested: bool = False, epilog_sets_exit: bool = False,
-               requeue_held: bool = False, requeue_requested: bool = False) -> ExitFacts:
+               requeue_held: bool = False, requeue_requested: bool = False, *, rerunnable: bool = True,
+               attempt_number: int = 1) -> ExitFacts:
     """The facts of an exit record (spool.records.ExitStatus) as plain data."""
     return ExitFacts(
+        shepherd_lost=bool(record.get("shepherd_lost")), rerunnable=rerunnable, attempt_number=attempt_number,
         exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
         timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
         cancel_requested=cancel_requested,
@@ -94,6 +108,8 @@ def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRI
         return Trigger.CANCEL
     if facts.requeue_requested:
         return Trigger.REQUEUE
+    if facts.shepherd_lost:
+        return Trigger.REQUEUE if system_failure_requeues(facts) else Trigger.FAIL
     for step, level, code in facts.methods:
         meaning = METHOD_FAILURES.get((step, level), (None, False))[0] if code != 0 else None
         if meaning is Trigger.REQUEUE and facts.requeue_held:
@@ -113,6 +129,21 @@ def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRI
         if exit_code == ERROR_HOLD_EXIT_CODE:
             return Trigger.ERROR_HOLD
     return Trigger.SUCCEED if exit_code == 0 else Trigger.FAIL
+
+
+def system_failure_requeues(facts: ExitFacts) -> bool:
+    return facts.rerunnable and facts.attempt_number <= MAX_SYSTEM_FAILURE_ATTEMPT
+
+
+def outcome_reason(facts: ExitFacts, trigger: Trigger) -> str | None:
+    """Why a system failure ended as it did, for the task's event: None for any other exit."""
+    if not facts.shepherd_lost or trigger not in (Trigger.REQUEUE, Trigger.FAIL):
+        return None
+    if trigger is Trigger.REQUEUE:
+        return f"{facts.failure}; requeued as a new attempt"
+    if not facts.rerunnable:
+        return f"{facts.failure}; the job is not rerunnable"
+    return f"{facts.failure}; not requeued again after {facts.attempt_number} attempts"
 
 
 def shell_status(exit_code: int | None, signal: int | None) -> int:

@@ -13,15 +13,16 @@ import base64
 import logging
 import os
 import shutil
-import signal
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from drover.execd import lost_shepherd
 from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
+from drover.execd.job_signals import delivery
 from drover.protocol.node_channel import (
     KnownAttempt,
     SignalAttempt,
@@ -30,7 +31,7 @@ from drover.protocol.node_channel import (
     Suspended,
 )
 from drover.spool import layout
-from drover.spool.atomic import read_text, write_atomically, write_json
+from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.process import is_alive, read_pid_record
 
 log = logging.getLogger("drover.execd")
@@ -41,6 +42,9 @@ class Spawner:
     """What starts a shepherd for a spool directory and returns its pid (the fork server)."""
 
     def spawn(self, spool_dir: str) -> int: ...
+
+    def wait_status(self, pid: int) -> int | None:
+        """How a shepherd it started ended, if it can tell."""
 
 
 @dataclass(slots=True)
@@ -93,7 +97,8 @@ class Attempts:
                 log.info("attempt %s: re-attached to shepherd %d", name, pid_record[0])
                 self._watch(spool, pid_record[0])
             elif pid_record is not None:
-                self._shepherd_lost(spool)
+                self._shepherd_lost(spool, None)  # it died while no execd watched: how, no one knows
+                self.cleanup.begin(spool)
             elif os.path.exists(spool.record(layout.CONFIG)):
                 log.info("attempt %s: was ordered but never started; starting it now", name)
                 self._spawn(spool)
@@ -148,13 +153,15 @@ class Attempts:
         live = self.live.get(order.attempt)
         if live is None:
             return  # ended already; its exit report is on its way
-        # The shepherd's signal contract: SIGTERM stops the job (warning, grace, SIGKILL), SIGTSTP
-        # freezes it, SIGCONT thaws it; other signals are forwarded to the job as they are. The
-        # two a shepherd cannot catch, SIGKILL and SIGSTOP, go to the job's process group.
-        signum = {"terminate": signal.SIGTERM, "suspend": signal.SIGTSTP, "resume": signal.SIGCONT,
-                  "SIGTERM": signal.SIGTERM, "SIGCONT": signal.SIGCONT}.get(order.action) or signal.Signals[order.action]
+        # The shepherd's signal contract, and nothing else (job_signals.py).
+        config = read_json(live.spool.record(layout.CONFIG)) or {}
+        deliver = delivery(order.action, config.get("checkpoint_signal"))
+        if deliver is None:
+            log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
+            return
+        signum, to_job_group = deliver
         try:
-            if signum in (signal.SIGKILL, signal.SIGSTOP):
+            if to_job_group:
                 job_pid = read_text(live.spool.record(layout.JOB_PID))
                 if job_pid:
                     os.killpg(int(job_pid.split()[0]), signum)
@@ -221,22 +228,21 @@ class Attempts:
         if not os.path.exists(live.spool.record(layout.EXIT_STATUS)):
             if is_alive(live.shepherd_pid, None) and live.pidfd is not None:
                 return  # a hint came early; the pidfd will tell when the shepherd is gone
-            self._shepherd_lost(live.spool)
+            self._shepherd_lost(live.spool, live.shepherd_pid)
         del self.live[name]
         if live.pidfd is not None:
             self._loop.remove_reader(live.pidfd)
             os.close(live.pidfd)
         self.cleanup.begin(live.spool)
 
-    def _shepherd_lost(self, spool: layout.SpoolDir) -> None:
-        """The shepherd died without recording an end: stop what is left of the job, say so."""
-        job_pid = read_text(spool.record(layout.JOB_PID))
-        if job_pid is not None:
-            try:
-                os.killpg(int(job_pid.split()[0]), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError, ValueError):
-                pass
-        _write_failure(spool, "the shepherd died before recording how the job ended")
+    def _shepherd_lost(self, spool: layout.SpoolDir, shepherd_pid: int | None) -> None:
+        """The shepherd died without recording an end: end everything in the attempt's
+        containment, remove its cgroups, and record a system failure (lost_shepherd.py)."""
+        wait_status = None
+        if shepherd_pid is not None and hasattr(self.spawner, "wait_status"):
+            wait_status = self.spawner.wait_status(shepherd_pid)
+        lost_shepherd.end_attempt(spool)
+        log.warning("attempt %s: %s", spool.name, lost_shepherd.record_loss(spool, wait_status))
 
     def close(self) -> None:
         for live in self.live.values():

@@ -278,7 +278,8 @@ def _final_record(spool: layout.SpoolDir) -> dict[str, Any]:
     exit_status, usage = _records(spool)
     config = read_json(spool.record(layout.CONFIG)) or {}
     facts = exit_facts(exit_status, cancel_requested=bool(exit_status.get("terminated")),
-                       epilog_sets_exit=bool(config.get("epilog_sets_exit")))
+                       epilog_sets_exit=bool(config.get("epilog_sets_exit")),
+                       rerunnable=bool(config.get("rerunnable", True)), attempt_number=int(config.get("attempt_number", 1)))
     trigger = classify_exit(facts)
     outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
     return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,

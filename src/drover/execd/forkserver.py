@@ -5,7 +5,9 @@ per shepherd costs tens of milliseconds. So the execd starts this server first, 
 else, and asks it over a socket pair. The server has `drover.shepherd` imported already, so a
 shepherd costs one fork of a small process.
 
-Protocol, one line each way: "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <message>\\n".
+Protocol, one line each way: "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <message>\\n";
+"WAIT <pid>\\n" → "OK <wait status>\\n" for a shepherd that ended (the server is its parent, the
+only one who can tell how it died), or "ERR <message>\\n".
 When the execd goes away (EOF), the server exits; the shepherds it started go on.
 """
 
@@ -19,6 +21,10 @@ import socket
 import subprocess
 import sys
 import threading
+import time
+from collections import OrderedDict
+
+ENDED_KEPT = 1024  # wait statuses of ended shepherds kept for a WAIT, newest last
 
 
 class ForkServer:
@@ -52,6 +58,16 @@ class ForkServer:
             return int(reply[3:])
         raise RuntimeError(reply[4:] if reply.startswith("ERR ") else "the fork server went away")
 
+    def wait_status(self, pid: int) -> int | None:
+        """How a shepherd this server forked ended (a wait status), or None if it cannot tell."""
+        try:
+            with self._lock:
+                self._sock.sendall(f"WAIT {pid}\n".encode())
+                reply = self._reader.readline().decode().strip()
+        except OSError:
+            return None
+        return int(reply[3:]) if reply.startswith("OK ") else None
+
     def close(self) -> None:
         self._reader.close()
         self._sock.close()
@@ -64,6 +80,7 @@ class ForkServer:
 
 def serve(fd: int) -> None:
     from drover.shepherd.main import run  # imported once here, so every fork has it ready
+    from drover.shepherd.signals import block_all
 
     # Everything imported so far is shared with every shepherd. Keep the collector's hands off
     # it, so a shepherd does not copy the whole heap page by page when it collects (shepherds
@@ -81,6 +98,7 @@ def serve(fd: int) -> None:
     selector.register(wakeup_read, selectors.EVENT_READ)
     sock.sendall(b"READY\n")
     buffer = b""
+    ended: OrderedDict[int, int] = OrderedDict()  # pid → wait status, of shepherds reaped
     while True:
         for key, _ in selector.select():
             if key.fileobj == wakeup_read:
@@ -88,7 +106,7 @@ def serve(fd: int) -> None:
                     os.read(wakeup_read, 4096)
                 except BlockingIOError:
                     pass
-                _reap()
+                _reap(ended)
                 continue
             data = sock.recv(65536)
             if not data:
@@ -97,20 +115,27 @@ def serve(fd: int) -> None:
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 command, _, argument = line.decode().partition(" ")
+                if command == "WAIT" and argument.isdigit():
+                    sock.sendall(_wait_reply(int(argument), ended))
+                    continue
                 if command != "SPAWN":
                     sock.sendall(f"ERR unknown request {command!r}\n".encode())
                     continue
                 try:
-                    pid = _fork_shepherd(run, argument, [sock.fileno(), wakeup_read, wakeup_write])
+                    pid = _fork_shepherd(run, argument, [sock.fileno(), wakeup_read, wakeup_write], block_all)
                 except OSError as error:
                     sock.sendall(f"ERR fork failed: {error.strerror}\n".encode())
                 else:
                     sock.sendall(f"OK {pid}\n".encode())
 
 
-def _fork_shepherd(run: object, spool_dir: str, close: list[int]) -> int:
+def _fork_shepherd(run: object, spool_dir: str, close: list[int], block_all: object) -> int:
+    # The shepherd is born with every signal blocked; it unblocks them once its own handlers
+    # are in place (shepherd/signals.py), so no signal sent to it in between can kill it.
+    before = block_all()  # type: ignore[operator]
     pid = os.fork()
     if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
         return pid
     # The child: never return into the server's loop (Supervisor's _spawn_as_child).
     code = 127
@@ -119,8 +144,7 @@ def _fork_shepherd(run: object, spool_dir: str, close: list[int]) -> int:
         os.setsid()
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            signal.signal(signum, signal.SIG_DFL)  # the server's; the shepherd sets its own
         for fd in close:
             try:
                 os.close(fd)
@@ -131,14 +155,33 @@ def _fork_shepherd(run: object, spool_dir: str, close: list[int]) -> int:
         os._exit(code)
 
 
-def _reap() -> None:
+def _reap(ended: OrderedDict[int, int]) -> None:
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        ended[pid] = status
+        while len(ended) > ENDED_KEPT:
+            ended.popitem(last=False)
+
+
+def _wait_reply(pid: int, ended: OrderedDict[int, int]) -> bytes:
+    """The wait status of shepherd `pid`: the execd asks once the shepherd's pidfd said it
+    ended, possibly before the SIGCHLD that reaps it was handled here."""
+    for _ in range(100):
+        if pid in ended:
+            return f"OK {ended.pop(pid)}\n".encode()
+        try:
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return b"ERR not a child of this server\n"
+        if reaped:
+            return f"OK {status}\n".encode()
+        time.sleep(0.002)
+    return b"ERR still running\n"
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     warn_signal: str | None = None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
     warn_before_s: int = 60  # ...this long before the time limit
     checkpoint_signal: str | None = None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
+    rerunnable: bool = True  # requeued as a new attempt when its shepherd dies (--no-requeue: failed)
     pty: bool = False  # run under a pseudo-terminal, relayed to `drover run --pty`
     queue: str = "default"  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
 

@@ -45,8 +45,8 @@ from drover.shepherd.identity import Identity, acting_as, from_config, run_diagn
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
 from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
-from drover.shepherd.signals import SignalInbox
-from drover.shepherd.supervise import WATCHED, supervise
+from drover.shepherd.signals import SignalInbox, held_signals, reset_for_exec
+from drover.shepherd.supervise import supervise
 from drover.shepherd.userfiles import matching, open_output, open_regular_for_reading, write_beneath
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
@@ -73,10 +73,12 @@ def run(spool_dir: str) -> int:
 
 
 def _run(spool: layout.SpoolDir) -> int:
+    # GE Initialization: "Setup signal handlers and signal masks", before anything else: no
+    # signal sent to us can kill us, and none meant for the job is missed (signals.py).
+    inbox = SignalInbox()
     # 1. Our pid first: from here on a restarted execd can tell we are alive.
     pid = os.getpid()
     write_atomically(spool.record(layout.PID), format_pid_record(pid, read_starttime(pid) or 0))
-    inbox = SignalInbox(WATCHED)  # before the job exists, so no request can be missed
 
     # 2. The attempt's config, as the execd wrote it.
     with open(spool.record(layout.CONFIG), "rb") as file:
@@ -85,6 +87,8 @@ def _run(spool: layout.SpoolDir) -> int:
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
     containment = choose(spool.name, config["memory_mib"], config["cpu_ids"], str(config.get("cluster", "")))
+    # Where it is, for the execd to end it all should we die (GE's spool file "osjobid"/"addgrpid").
+    write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
     identity = from_config(config)  # type: ignore[arg-type]
@@ -136,7 +140,8 @@ def _run(spool: layout.SpoolDir) -> int:
         # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
         containment.enter()
         try:
-            job = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
+            with held_signals():
+                job = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
         finally:
             containment.leave()
             if relay is not None:
@@ -154,7 +159,7 @@ def _run(spool: layout.SpoolDir) -> int:
 
     # 7. Supervise until the job exits; 8. reap it.
     ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
-                       warning=_warning(config), relay=relay)
+                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")))
     job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
@@ -206,7 +211,7 @@ def _run(spool: layout.SpoolDir) -> int:
     }
     trace = [f"{started_at:.6f} job started (pid {job.pid}, containment {containment.name})",
              f"{ended_at:.6f} job ended (wait status {status})"]
-    trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after]
+    trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
     write_atomically(spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
     write_json(spool.record(layout.EXIT_STATUS), exit_status)
     _hint(spool, "exited")
@@ -228,12 +233,17 @@ def _entered(workdir_fd: int) -> str:
     return f"/proc/self/fd/{workdir_fd}"
 
 
+def _signal_number(name: object) -> int | None:
+    return int(signal.Signals[name]) if isinstance(name, str) and name in signal.Signals.__members__ else None
+
+
 def _popen_options(workdir_fd: int, env: dict[str, str], stdout: int, stderr: int,
                    identity: Identity | None) -> dict[str, object]:
     """How the job's own methods (its --prolog and --epilog) run: as the job does."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     return {"cwd": _entered(workdir_fd), "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
             "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
+            "preexec_fn": reset_for_exec,
             "user": user, "group": group, "extra_groups": extra_groups}
 
 
@@ -245,7 +255,7 @@ def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int) -> dict
     the node's, and puts it in ERROR. Their output still goes to the job's files."""
     return {"cwd": "/", "env": site_environment(config), "stdin": subprocess.DEVNULL,
             "stdout": stdout, "stderr": stderr, "close_fds": True, "process_group": 0,
-            "restore_signals": True}
+            "restore_signals": True, "preexec_fn": reset_for_exec}
 
 
 def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
@@ -379,9 +389,10 @@ def _copy_into(source: int, path: str, at_most: int) -> int:
 
 def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
            identity: Identity | None, workdir_fd: int, pty: int | None = None) -> subprocess.Popen[bytes]:
-    """Popen does all of the child's set-up in C (no Python runs between fork and exec): the
-    process group, the working directory, setgid → setgroups → setuid; a failed chdir, switch or
-    exec comes back here as an exception. VOV 11: a failed identity switch is retried."""
+    """Popen does the child's set-up in C: the process group, the working directory, setgid →
+    setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to their defaults); a
+    failed chdir, switch or exec comes back here as an exception. VOV 11: a failed identity
+    switch is retried."""
     tries = int(config.get("identity_tries", 3))  # type: ignore[call-overload]
     pause = float(config.get("identity_retry_s", 10.0))  # type: ignore[arg-type]
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
@@ -392,12 +403,12 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
                     ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
                     cwd=_entered(workdir_fd), env=env, stdin=pty, stdout=pty, stderr=pty,
                     close_fds=True, start_new_session=True, restore_signals=True,
-                    preexec_fn=take_controlling_terminal, user=user, group=group, extra_groups=extra_groups,
+                    preexec_fn=_terminal_and_default_signals, user=user, group=group, extra_groups=extra_groups,
                 )
             return subprocess.Popen(
                 ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
                 cwd=_entered(workdir_fd), env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                close_fds=True, process_group=0, restore_signals=True,
+                close_fds=True, process_group=0, restore_signals=True, preexec_fn=reset_for_exec,
                 user=user, group=group, extra_groups=extra_groups,
             )
         except OSError as error:
@@ -410,6 +421,11 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")
+
+
+def _terminal_and_default_signals() -> None:
+    reset_for_exec()
+    take_controlling_terminal()
 
 
 def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:

@@ -21,6 +21,8 @@ import os
 import subprocess
 from dataclasses import dataclass
 
+from drover.shepherd.signals import held_signals
+
 BEFORE_JOB = (("prolog", "node"), ("prolog", "queue"), ("prolog", "job"), ("pe_start", "node"))
 AFTER_JOB = (("pe_stop", "node"), ("epilog", "job"), ("epilog", "queue"), ("epilog", "node"))
 
@@ -52,7 +54,8 @@ def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> i
     site = method.level != "job"
     if site:
         popen_options = dict(popen_options, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    process = subprocess.Popen(["/bin/bash", "-c", method.command], **popen_options)  # type: ignore[call-overload]
+    with held_signals():  # the method starts with default signals (popen_options' reset_for_exec)
+        process = subprocess.Popen(["/bin/bash", "-c", method.command], **popen_options)  # type: ignore[call-overload]
     try:
         out, err = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -1,28 +1,104 @@
-"""Turn signals into bytes on a pipe. Handlers do nothing, so nothing can go wrong in them."""
+"""The shepherd's signals: no signal anyone sends can kill it.
+
+GE shepherd, Initialization, first step: "Setup signal handlers and signal masks" — before it
+reads its configuration. So `SignalInbox()` is the first thing the shepherd does, and the fork
+server forks it with every signal blocked, so that nothing lands in between. From then on every
+catchable signal is either
+
+  handled  a handler that does nothing but wake the supervising loop (Python's wakeup fd carries
+           the signal's number); the loop decides what it means (supervise.py). A handled signal
+           reverts to its default in the job: exec resets caught signals.
+  blocked  the synchronous faults (FAULTS). A handler would loop forever on a real fault (the
+           faulting instruction runs again when it returns); a blocked real fault is still fatal
+           (the kernel unblocks and defaults it), while one sent with kill() waits in the pending
+           set, where `drain_faults` finds it, with its sender, for the trace.
+  default  SIGCHLD only: its default action is to ignore it, and SIG_IGN would make the kernel
+           reap the job before wait4 could measure it.
+
+The job and the methods (prolog, epilog) start with the default disposition of every signal and
+an empty mask: `reset_for_exec` runs between fork and exec.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterable
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+UNCATCHABLE = frozenset({signal.SIGKILL, signal.SIGSTOP})
+FAULTS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP, signal.SIGSYS})
+LEFT_DEFAULT = frozenset({signal.SIGCHLD})
+CATCHABLE = frozenset(signal.valid_signals()) - UNCATCHABLE
+HANDLED = CATCHABLE - FAULTS - LEFT_DEFAULT
 
 
 class SignalInbox:
-    def __init__(self, signums: Iterable[signal.Signals]) -> None:
+    """Install the shepherd's dispositions (see the module's docstring); hand over what came."""
+
+    def __init__(self) -> None:
         self._read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)  # each signal's number lands here
-        for signum in signums:
-            signal.signal(signum, _ignore)  # a handler must exist for the wakeup fd to fire
+        for signum in HANDLED:
+            signal.signal(signum, _wake)  # a handler must exist for the wakeup fd to fire
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # Last: what was blocked until now (the fork server forks with all blocked) arrives now.
+        signal.pthread_sigmask(signal.SIG_SETMASK, FAULTS)
 
     def fileno(self) -> int:
         return self._read_fd
 
-    def drain(self) -> list[signal.Signals]:
+    def drain(self) -> list[int]:
+        """The numbers of the handled signals that came since the last call."""
         try:
-            return [signal.Signals(number) for number in os.read(self._read_fd, 512)]
+            return list(os.read(self._read_fd, 512))
         except BlockingIOError:
             return []
 
+    def drain_faults(self) -> list[str]:
+        """Fault signals someone sent with kill(), taken from the pending set: lines for the trace."""
+        lines: list[str] = []
+        while True:
+            info = signal.sigtimedwait(FAULTS, 0)
+            if info is None:
+                return lines
+            lines.append(f"{time.time():.6f} ignored {signal.Signals(info.si_signo).name}"
+                         f" from pid {info.si_pid} (uid {info.si_uid})")
 
-def _ignore(signum: int, frame: object) -> None:
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}" if signum >= signal.SIGRTMIN else f"signal {signum}"
+
+
+def reset_for_exec() -> None:
+    """In a child between fork and exec (Popen's preexec_fn): every disposition to its default
+    and an empty mask, so the job, prolog and epilog inherit nothing of the shepherd's."""
+    signal.set_wakeup_fd(-1)
+    for signum in CATCHABLE:
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
+def block_all() -> set[int]:
+    """Block every catchable signal; the mask as it was (the fork server forks in between)."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, CATCHABLE)
+
+
+@contextmanager
+def held_signals() -> Iterator[None]:
+    """Hold every signal while a child is forked: the child starts with all of them blocked, so
+    none can run the shepherd's handler in it (and wake the shepherd's loop) before
+    `reset_for_exec` has put them back to their defaults. They reach the shepherd afterwards."""
+    before = block_all()
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _wake(signum: int, frame: object) -> None:
     """Do nothing: the wakeup fd carries the signal to the supervising loop."""

@@ -2,7 +2,15 @@
 a terminate request or at the time limit run the sequence warning signal → grace → SIGKILL.
 
 GE shepherd, "Running the job": the parent waits for the child to exit; signals to deliver go
-to the process group of its child.
+to the process group of its child. What each signal sent to the shepherd means (GE manpage: the
+shepherd "forwards signals to the job, such as the signals for suspension, enabling,
+termination and the checkpointing signal"):
+
+  SIGTERM              terminate: the warning signal, a grace period, SIGKILL (cancel, requeue)
+  SIGTSTP / SIGCONT    suspend / enable: freeze or thaw the whole attempt (escapees too)
+  FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
+                       SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
+  anything else        not the job's business: ignored, and written in the trace
 """
 
 from __future__ import annotations
@@ -11,11 +19,11 @@ import os
 import select
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from drover.shepherd.containment import Containment
 from drover.shepherd.pty_relay import PtyRelay
-from drover.shepherd.signals import SignalInbox
+from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
 
 FORWARDED = (  # to the job's process group, as they came
     signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
@@ -25,7 +33,7 @@ FORWARDED = (  # to the job's process group, as they came
 TERMINATE = signal.SIGTERM  # sent to the shepherd: stop the job (cancel)
 SUSPEND = signal.SIGTSTP  # sent to the shepherd: freeze the whole attempt
 RESUME = signal.SIGCONT  # sent to the shepherd: thaw it
-WATCHED = (TERMINATE, SUSPEND, RESUME, *FORWARDED)
+JOB_SIGNALS = frozenset({TERMINATE, SUSPEND, RESUME, *FORWARDED})  # what the execd may send the shepherd
 OOM_POLL_S = 0.25  # how often a memory-limited attempt's OOM-kill counter is read
 
 
@@ -36,13 +44,17 @@ class Ending:
     timed_out: bool = False
     terminated: bool = False
     out_of_memory: bool = False
+    ignored: list[str] = field(default_factory=list)  # trace lines: signals that were not the job's
 
 
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
-              relay: PtyRelay | None = None) -> Ending:
+              relay: PtyRelay | None = None, checkpoint: int | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
-    `relay`: an interactive job's terminal, relayed to its user while the job runs."""
+    `relay`: an interactive job's terminal, relayed to its user while the job runs.
+    `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED."""
+    forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
+    ignored: list[str] = []
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
@@ -72,8 +84,11 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                     containment.freeze()
                 elif signum == RESUME:
                     containment.thaw()
-                elif signum in FORWARDED:
+                elif signum in forwarded:
                     _killpg(job_pid, signum)
+                elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
+                    ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
+            ignored += inbox.drain_faults()
             if watch_memory and not out_of_memory and containment.oom_killed():
                 # The kernel killed one process; the attempt as a whole is over (a shell whose
                 # child was killed could otherwise go on, and exit 0).
@@ -94,7 +109,8 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     _, wait_status, rusage = os.wait4(job_pid, 0)
     if relay is not None:
         relay.finish()
-    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed())
+    ignored += inbox.drain_faults()
+    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored)
 
 
 def _warn(job_pid: int, kill_grace_s: float) -> float:

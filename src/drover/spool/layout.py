@@ -10,6 +10,9 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
   usage         what the job used (JSON; see records.Usage)
   environment   the job's environment, NAME=VALUE lines (mode 0600)
   trace         what the shepherd did, when (text)
+  containment   where the attempt's processes are held (JSON, mode 0600: the backend and its
+                cgroups), written as soon as they exist: the execd ends them all from it if the
+                shepherd dies (see records.ContainmentRecord)
   exit_status   how it ended (JSON; see records.ExitStatus), written last: its presence means done
   stage_in      the files to stage in, as the execd received them (JSON, base64 data); the
                 shepherd writes them into the working directory as the job's owner
@@ -39,6 +42,7 @@ USAGE = "usage"
 EXIT_STATUS = "exit_status"
 ENVIRONMENT = "environment"
 TRACE = "trace"
+CONTAINMENT = "containment"
 CLEANUP = "cleanup"
 STAGE_IN = "stage_in"
 STAGED_OUT = "staged_out"

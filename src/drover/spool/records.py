@@ -59,6 +59,15 @@ class Usage(TypedDict):
     cgroup_cpu_s: NotRequired[float]
 
 
+class ContainmentRecord(TypedDict):
+    """Where an attempt's processes are held, written by the shepherd as soon as they are."""
+
+    backend: str  # cgroup-v2, cgroup-v1 or subreaper
+    cgroups: dict[str, str]  # v1: controller → the attempt's cgroup; v2: "" → it; subreaper: none
+    shepherd: int  # the shepherd's pid: a subreaper's job shares its session when it leads one
+    session: int  # the shepherd's session id
+
+
 class ExitStatus(TypedDict):
     """How the attempt ended. Written last."""
 
@@ -69,3 +78,4 @@ class ExitStatus(TypedDict):
     terminated: bool  # killed on request (cancel): warning signal, grace, SIGKILL
     out_of_memory: bool
     methods: NotRequired[list[dict[str, object]]]  # prolog/epilog/PE steps that ran: step, level, exit_code
+    shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end

@@ -53,6 +53,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--signal", metavar="SIG[@SECONDS]",
                    help="send SIG to the job SECONDS (default 60) before its time limit (Slurm's --signal)")
     p.add_argument("--checkpoint-signal", metavar="SIG", help="what `drover checkpoint JOB` sends the job, e.g. USR2")
+    p.add_argument("--no-requeue", action="store_true",
+                   help="if the node fails the job (its shepherd dies), fail it instead of running it again (Slurm's --no-requeue)")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     if command == "run":
@@ -151,6 +153,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
     if args.checkpoint_signal:
         base["checkpoint_signal"] = warning_signal(args.checkpoint_signal)[0]
+    if args.no_requeue:
+        base["rerunnable"] = False
     if args.stage_in:
         base["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:

@@ -20,7 +20,7 @@ from drover.core.units import parse_duration_s, parse_memory_mib
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="qsub", add_help=False, prefix_chars="-")
     for flag in ("-N", "-q", "-P", "-o", "-e", "-j", "-wd", "-b", "-t", "-tc", "-hold_jid", "-a", "-m", "-M",
-                 "-p", "-sync", "-S", "-A", "-v"):
+                 "-p", "-sync", "-S", "-A", "-v", "-r"):
         p.add_argument(flag, action="append" if flag in ("-v",) else "store")
     p.add_argument("-l", action="append", default=[])
     p.add_argument("-pe", nargs=2)
@@ -78,6 +78,10 @@ def to_job(args: argparse.Namespace, script: str, strict: bool) -> dict[str, obj
         approximate("-hold_jid waits for the jobs to complete successfully (afterok), not just to end")
     if args.p:
         job["priority"] = int(args.p)
+    if args.r is not None:  # -r y|n: whether the job may run again if its host fails it
+        if args.r.lower() not in ("y", "yes", "n", "no"):
+            raise BadRequest(f"-r takes y or n, not {args.r!r}")
+        job["rerunnable"] = args.r.lower() in ("y", "yes")
     if args.q:
         job["queue"] = args.q.split("@")[0]
     if args.a:

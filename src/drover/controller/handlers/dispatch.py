@@ -126,6 +126,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "epilog_sets_exit": spec.get("epilog_sets_exit", False),
         "warn_signal": spec.get("warn_signal"),
         "warn_before_s": spec.get("warn_before_s", 60),
+        "checkpoint_signal": spec.get("checkpoint_signal"),  # the shepherd forwards it to the job
+        "rerunnable": spec.get("rerunnable", True),  # read by the node's cleanup (mail, final record)
         "pty": spec.get("pty", False),
         "queue": spec.get("queue", "default"),
         "queue_prolog": queue.get("prolog"),

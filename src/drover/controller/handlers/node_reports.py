@@ -15,6 +15,7 @@ from drover.core.exit_status import (
     effective_exit_code,
     exit_facts,
     node_failure,
+    outcome_reason,
     shell_status,
 )
 from drover.core.job import Attempt, Job, Task
@@ -260,7 +261,8 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
         return  # decided already (or the task moved on): acknowledge again only
     record = attempt.exit or report.exit_status
     facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), requeue_held,
-                       task.requeue_requested)
+                       task.requeue_requested, rerunnable=bool(job.spec.get("rerunnable", True)),
+                       attempt_number=attempt.number)
     reason = node_failure(facts)
     node = state.nodes.get(attempt.node)
     if reason and node is not None and can_node(node.state, NodeTrigger.FAIL):
@@ -269,7 +271,9 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
         outcome.changes.node(node)
         outcome.changes.event(now, "node_error", attempt.job_id, attempt.index, attempt.number,
                               node=node.name, reason=node.reason)
-    change_task(outcome, task, classify_exit(facts), now)
+    trigger = classify_exit(facts)
+    why = outcome_reason(facts, trigger)
+    change_task(outcome, task, trigger, now, **({"reason": why} if why else {}))
     release_attempt(state, job, task)
     if task.state is JobState.PENDING:
         task.cancel_requested = task.requeue_requested = False

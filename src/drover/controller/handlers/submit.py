@@ -133,6 +133,7 @@ def _validated_job(
         "warn_signal": spec.warn_signal,
         "warn_before_s": spec.warn_before_s,
         "checkpoint_signal": spec.checkpoint_signal,
+        "rerunnable": spec.rerunnable,
         "pty": spec.pty,
         "queue": spec.queue,
     }

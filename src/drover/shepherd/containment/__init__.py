@@ -26,6 +26,8 @@ import os
 from collections.abc import Callable
 from typing import Protocol
 
+from drover.spool.records import ContainmentRecord
+
 
 class Containment(Protocol):
     name: str
@@ -52,6 +54,9 @@ class Containment(Protocol):
 
     def remove(self) -> None:
         """Remove what was created (after kill_all)."""
+
+    def record(self) -> ContainmentRecord:
+        """Where the attempt's processes are: for the execd, should the shepherd die."""
 
 
 def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None, cluster: str = "") -> Containment:

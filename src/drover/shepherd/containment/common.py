@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import signal
 
+from drover.spool.records import ContainmentRecord
+
 
 def own_cgroup(controller: str) -> str | None:
     """The caller's cgroup path in the v1 hierarchy of `controller`, or in v2 for ""."""
@@ -64,6 +66,10 @@ def remove_dir(path: str) -> None:
             os.rmdir(directory)
         except OSError:
             return
+
+
+def describe(backend: str, cgroups: dict[str, str]) -> ContainmentRecord:
+    return {"backend": backend, "cgroups": cgroups, "shepherd": os.getpid(), "session": os.getsid(0)}
 
 
 def kill_listed(directory: str) -> int:

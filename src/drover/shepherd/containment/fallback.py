@@ -8,6 +8,9 @@ import os
 import signal
 import time
 
+from drover.shepherd.containment.common import describe
+from drover.spool.records import ContainmentRecord
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -89,6 +92,9 @@ class Subreaper:
 
     def remove(self) -> None:
         pass
+
+    def record(self) -> ContainmentRecord:
+        return describe(self.name, {})
 
 
 def create(attempt: str, memory_mib: int) -> Subreaper | None:

@@ -6,6 +6,7 @@ import os
 import time
 
 from drover.shepherd.containment.common import (
+    describe,
     kill_listed,
     make_dir,
     own_cgroup,
@@ -14,6 +15,7 @@ from drover.shepherd.containment.common import (
     remove_dir,
     write,
 )
+from drover.spool.records import ContainmentRecord
 
 ROOT = "/sys/fs/cgroup"
 CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset")
@@ -75,6 +77,9 @@ class CgroupV1:
     def remove(self) -> None:
         for path in self.paths.values():
             remove_dir(path)
+
+    def record(self) -> ContainmentRecord:
+        return describe(self.name, dict(self.paths))
 
 
 def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> CgroupV1 | None:

@@ -6,6 +6,7 @@ import os
 import time
 
 from drover.shepherd.containment.common import (
+    describe,
     kill_listed,
     make_dir,
     own_cgroup,
@@ -14,6 +15,7 @@ from drover.shepherd.containment.common import (
     remove_dir,
     write,
 )
+from drover.spool.records import ContainmentRecord
 
 MOUNTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
 
@@ -81,6 +83,9 @@ class CgroupV2:
 
     def remove(self) -> None:
         remove_dir(self.path)
+
+    def record(self) -> ContainmentRecord:
+        return describe(self.name, {"": self.path})
 
 
 def create(name: str, memory_mib: int, need_memory: bool = False) -> CgroupV2 | None:

@@ -1,0 +1,36 @@
+"""What the execd delivers for an order to signal an attempt: the shepherd's signal contract
+(shepherd/supervise.py) and nothing else, whatever the order says. The controller checks the
+signal too; this is the node's own line of defence, since the shepherd runs as root.
+
+  terminate, suspend, resume   SIGTERM, SIGTSTP, SIGCONT to the shepherd, which stops, freezes
+                               or thaws the whole attempt
+  the job's signals            to the shepherd, which forwards them to the job's process group
+                               (supervise.FORWARDED, and the job's own checkpoint signal)
+  SIGKILL, SIGSTOP             a shepherd cannot catch them: to the job's process group
+"""
+
+from __future__ import annotations
+
+import signal
+
+from drover.shepherd.signals import HANDLED
+from drover.shepherd.supervise import FORWARDED, RESUME, SUSPEND, TERMINATE
+
+ACTIONS = {"terminate": TERMINATE, "suspend": SUSPEND, "resume": RESUME}
+TO_JOB_GROUP = frozenset({signal.SIGKILL, signal.SIGSTOP})
+TO_SHEPHERD = frozenset({TERMINATE, SUSPEND, RESUME, *FORWARDED})
+
+
+def delivery(action: str, checkpoint_signal: str | None = None) -> tuple[signal.Signals, bool] | None:
+    """(the signal, whether it goes to the job's process group rather than to the shepherd), or
+    None if the order is refused."""
+    if action in ACTIONS:
+        return ACTIONS[action], False
+    signum = signal.Signals.__members__.get(action)
+    if signum is None:
+        return None
+    if signum in TO_JOB_GROUP:
+        return signum, True
+    if signum in TO_SHEPHERD or (action == checkpoint_signal and signum in HANDLED):
+        return signum, False
+    return None

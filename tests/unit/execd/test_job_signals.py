@@ -1,0 +1,43 @@
+"""The execd delivers the shepherd's signal contract and nothing else, whatever an order says."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from drover.compat.gridengine.qsub import parser, to_job
+from drover.execd.job_signals import delivery
+from drover.shepherd.supervise import FORWARDED
+
+S = signal.Signals
+
+
+def test_the_contract_goes_to_the_shepherd_and_kill_and_stop_to_the_jobs_process_group() -> None:
+    assert delivery("terminate") == (S.SIGTERM, False)
+    assert delivery("suspend") == (S.SIGTSTP, False)
+    assert delivery("resume") == (S.SIGCONT, False)
+    for signum in (*FORWARDED, S.SIGTERM, S.SIGTSTP, S.SIGCONT):
+        assert delivery(signal.Signals(signum).name) == (signum, False)
+    assert delivery("SIGKILL") == (S.SIGKILL, True)
+    assert delivery("SIGSTOP") == (S.SIGSTOP, True)
+
+
+@pytest.mark.parametrize("name", ["SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGSYS", "SIGIO", "SIGFPE", "SIGTRAP",
+                                  "SIGCHLD", "SIGPIPE", "SIGSTKFLT", "SEGV", "kill", "", "SIGRTMIN", "99"])
+def test_everything_else_is_refused(name: str) -> None:
+    assert delivery(name) is None
+
+
+def test_a_jobs_checkpoint_signal_is_its_own_but_never_a_fault() -> None:
+    assert delivery("SIGRTMIN", checkpoint_signal="SIGRTMIN") == (S.SIGRTMIN, False)
+    assert delivery("SIGABRT", checkpoint_signal="SIGABRT") == (S.SIGABRT, False)
+    assert delivery("SIGSEGV", checkpoint_signal="SIGSEGV") is None
+    assert delivery("SIGRTMIN", checkpoint_signal="SIGUSR2") is None
+
+
+@pytest.mark.parametrize(("flag", "rerunnable"), [("y", True), ("n", False), ("no", False)])
+def test_qsub_r_says_whether_the_job_may_run_again(flag: str, rerunnable: bool) -> None:
+    job = to_job(parser().parse_args(["-r", flag]), "true\n", strict=True)
+    assert job["rerunnable"] is rerunnable
+    assert "rerunnable" not in to_job(parser().parse_args([]), "true\n", strict=True)
