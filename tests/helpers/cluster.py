@@ -19,6 +19,16 @@ from drover.spool.process import is_alive, read_pid_record
 from tests.helpers.wait import wait_until
 
 
+def log_tails(state_dir: Path) -> str:
+    """The last lines of the daemons' logs in a state directory, for a failed test's report."""
+    out = []
+    for name in ("controller", "execd"):
+        path = state_dir / f"{name}.log"
+        if path.exists():
+            out.append(f"--- {name}.log ---\n" + "".join(path.read_text(errors="replace").splitlines(True)[-40:]))
+    return "\n".join(out)
+
+
 class LocalCluster:
     def __init__(self, cpus: int = 2, memory_mib: int = 4096, kill_grace_s: float = 1.0,
                  config_toml: str = "", shared: bool = False) -> None:
@@ -111,12 +121,7 @@ class LocalCluster:
             setattr(self, name, None)
 
     def logs(self) -> str:
-        out = []
-        for name in ("controller", "execd"):
-            path = self.state_dir / f"{name}.log"
-            if path.exists():
-                out.append(f"--- {name}.log ---\n" + "".join(path.read_text(errors="replace").splitlines(True)[-40:]))
-        return "\n".join(out)
+        return log_tails(self.state_dir)
 
     def stop(self) -> list[str]:
         """Stop both daemons; kill every job left running; return what was still alive."""

@@ -22,6 +22,7 @@ from drover.client import Client
 from drover.config import Paths, cluster_tag
 from drover.spool import layout
 from drover.spool.process import is_alive, read_pid_record
+from tests.helpers.cluster import log_tails
 from tests.helpers.system_install import SystemInstall
 from tests.helpers.users import LOGIN_PATH, run_as_user
 from tests.helpers.wait import wait_until
@@ -107,12 +108,7 @@ class SystemCluster:
         return Path(found.group(1)) if found else Path("/dev/shm/drover-0") / cluster_tag(Paths(str(self.state_dir)))
 
     def logs(self) -> str:
-        out = []
-        for name in ("controller", "execd"):
-            path = self.state_dir / f"{name}.log"
-            if path.exists():
-                out.append(f"--- {name}.log ---\n" + "".join(path.read_text(errors="replace").splitlines(True)[-40:]))
-        return "\n".join(out)
+        return log_tails(self.state_dir)
 
     def stop(self) -> list[str]:
         """Cancel what still runs, `drover down`, then kill only what this cluster started and

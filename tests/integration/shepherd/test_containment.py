@@ -13,12 +13,9 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.helpers.attempts import BACKENDS, backend_unusable
 from tests.helpers.wait import wait_until
 from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
-
-from drover.shepherd.containment import choose
-
-BACKENDS = ("cgroup-v2", "cgroup-v1", "subreaper")
 
 ESCAPING = """
 sleep 300 &
@@ -32,22 +29,9 @@ exit 0
 """
 
 
-def available(backend: str) -> str | None:
-    """None if the backend can run here, else why not."""
-    os.environ["DROVER_CONTAINMENT"] = backend
-    try:
-        made = choose("probe.0.1", 0)
-    except (RuntimeError, OSError) as error:
-        return f"{backend} is not usable here: {error}"
-    finally:
-        del os.environ["DROVER_CONTAINMENT"]
-    made.remove()
-    return None
-
-
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    why_not = available(request.param)
+    why_not = backend_unusable(request.param)
     if why_not:
         pytest.skip(why_not)
     yield request.param
@@ -99,7 +83,7 @@ def test_suspend_stops_escaped_processes_too_and_resume_continues_them(tmp_path:
 
 
 def test_a_job_over_its_memory_limit_ends_out_of_memory_even_if_its_shell_exits_0(tmp_path: Path) -> None:
-    why_not = available("cgroup-v1")
+    why_not = backend_unusable("cgroup-v1")
     v2_memory = "memory" in (Path("/sys/fs/cgroup/cgroup.controllers").read_text() if Path("/sys/fs/cgroup/cgroup.controllers").exists() else "")
     if why_not and not v2_memory:
         pytest.skip(f"no memory cgroup is writable here ({why_not})")
