@@ -22,7 +22,8 @@ from drover.controller.auth import Access, Caller, Policy
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService
-from drover.core.errors import BadRequest, DroverError, NotFound
+from drover.core.errors import BadRequest, DroverError, NotFound, PayloadTooLarge
+from drover.core.limits import ascii_int, refuse
 from drover.protocol import api
 from drover.protocol.node_channel import Hello, node_decoder
 from drover.store.base import JobFilter
@@ -84,22 +85,44 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
         return checked
 
     async def decode(request: Request, model: type[Any]) -> Any:
-        return msgspec.json.decode(await request.body(), type=model)
+        return msgspec.json.decode(await body_within_limit(request), type=model)
+
+    async def body_within_limit(request: Request) -> bytes:
+        """The request's body, read no further than the cluster's limit: a body that claims or
+        turns out to be larger is refused (413) before it is all in memory."""
+        limit = service.settings.limits.max_request_bytes
+        too_big = refuse("the request body", limit, "max_request_bytes", "bytes")
+        declared = request.headers.get("content-length", "")
+        if declared.isascii() and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(str(too_big))
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(str(too_big))
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def int_query(request: Request, name: str, default: int | None) -> int | None:
         value = request.query_params.get(name)
         if value is None or value == "":
             return default
+        return ascii_int(value, f"query parameter {name}")
+
+    def unix_time(text: str, what: str) -> float:
         try:
-            return int(value)
+            value = float(text)
         except ValueError:
-            raise BadRequest(f"query parameter {name} must be a number, not {value!r}") from None
+            raise BadRequest(f"{what} must be a Unix time in seconds, not {text!r}") from None
+        if not 0 <= value < 2**40:  # also refuses nan and inf
+            raise BadRequest(f"{what} must be a Unix time in seconds, not {text!r}")
+        return value
 
     def job_id_of(request: Request) -> int:
-        text = request.path_params["job_id"]
-        if not text.isdigit() or int(text) <= 0:
-            raise BadRequest(f"not a job id: {text!r}")
-        return int(text)
+        job_id = ascii_int(request.path_params["job_id"], "a job id")
+        if job_id <= 0:
+            raise BadRequest("a job id must be 1 or more")
+        return job_id
 
     def find_job(job_id: int, caller: Caller) -> api.JobInfo:
         job = service.state.jobs.get(job_id) or service.store.load_job(job_id)
@@ -120,6 +143,8 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
         body: api.SubmitRequest = await decode(call.request, api.SubmitRequest)
         if not body.jobs:
             raise BadRequest("the request holds no jobs")
+        for job in body.jobs:
+            policy.may_raise_priority(call.user, job.priority)
         # The owner is the peer; the request has no field that could say otherwise.
         return json_response(api.SubmitReply(ids=service.submit(body.jobs, call.user.user)))
 
@@ -159,6 +184,8 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
             raise NotFound(f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
         caller = call.user
         body: api.ActionRequest = await decode(call.request, api.ActionRequest)
+        if name == "alter" and body.priority is not None:
+            policy.may_raise_priority(caller, body.priority)
 
         def may_touch(owner: str, job_id: int, verb: str) -> None:
             policy.may_touch(caller, owner, job_id, verb)
@@ -172,7 +199,7 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
         since = params.get("since")
         rows = service.store.history(
             policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
-            float(since) if since else None,
+            unix_time(since, "query parameter since") if since else None,
         )
         return json_response(api.History(rows=[views.history_row(*row) for row in rows]))
 

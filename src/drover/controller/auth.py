@@ -60,6 +60,13 @@ class Policy:
         if self.shared and caller.uid == 0 and not self.allow_root_jobs:
             raise Forbidden("jobs do not run as root on this shared cluster (allow_root_jobs is off)")
 
+    def may_raise_priority(self, caller: Caller, priority: int) -> None:
+        """A priority above 0 puts a job ahead of everyone else's: for admins only, as Grid
+        Engine allows `qsub -p` above 0 to managers and operators only."""
+        if priority > 0 and not caller.is_admin:
+            raise Forbidden(f"a priority above 0 ({priority}) is for root and the cluster's operators; "
+                            "users may lower their jobs' priority (down to -1023)")
+
     def may_touch(self, caller: Caller, owner: str, job_id: int, verb: str = "see or change") -> None:
         """A job is its owner's; admins manage all. `verb` says what was refused."""
         if not caller.is_admin and caller.user != owner:

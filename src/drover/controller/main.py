@@ -35,6 +35,13 @@ def serve(argv: list[str]) -> int:
     os.umask(0o077)  # the database, logs and kept files are the cluster's alone
     file_config = load_file_config(paths)
     settings_file = file_config.get("controller", {})
+    from drover.core.errors import BadRequest
+    from drover.core.limits import Limits
+
+    try:
+        limits = Limits.from_config(settings_file)
+    except BadRequest as error:
+        raise SystemExit(f"drover controller: {error}") from None
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
     )
@@ -70,6 +77,7 @@ def serve(argv: list[str]) -> int:
             requeue_held=bool(settings_file.get("requeue_held", False)),
             node_timeout_s=float(settings_file.get("node_timeout_s", 300.0)),  # type: ignore[arg-type]
             queues=dict(file_config.get("queues", {})),  # type: ignore[arg-type]
+            limits=limits,
         )
         service = ControllerService(store, settings)
         server: uvicorn.Server | None = None

@@ -30,6 +30,7 @@ from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.state import ControllerState
 from drover.core.errors import DroverError
+from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
 from drover.protocol.node_channel import Hello, NodeMessage, StagedOut
@@ -48,6 +49,7 @@ class Settings:
     mail_tries: int = 5
     requeue_held: bool = False  # a job requeued for a node's failing prolog is held
     node_timeout_s: float = 300.0  # a node down this long has lost its running jobs (NODE_FAIL)
+    limits: Limits = field(default_factory=Limits)  # what one request and one user may ask
 
 
 class ControllerService:
@@ -191,7 +193,8 @@ class ControllerService:
         ids: list[int] = []
 
         def handler() -> Outcome:
-            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues))
+            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues),
+                                      self.settings.limits)
             ids.extend(new_ids)
             return outcome
 

@@ -17,6 +17,13 @@ class BadRequest(DroverError):
     kind = "bad_request"
 
 
+class PayloadTooLarge(BadRequest):
+    """A request over the cluster's size limit (its message names the limit and its key)."""
+
+    http_status = 413
+    kind = "too_large"
+
+
 class NotFound(DroverError):
     http_status = 404
     kind = "not_found"
@@ -43,5 +50,5 @@ class Unavailable(DroverError):
 
 
 ERROR_KINDS: dict[str, type[DroverError]] = {
-    cls.kind: cls for cls in (DroverError, BadRequest, NotFound, Conflict, Forbidden, Unavailable)
+    cls.kind: cls for cls in (DroverError, BadRequest, PayloadTooLarge, NotFound, Conflict, Forbidden, Unavailable)
 }

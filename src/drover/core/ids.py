@@ -8,6 +8,7 @@ A job that is not an array has one task with index 0.
 from __future__ import annotations
 
 from drover.core.errors import BadRequest
+from drover.core.limits import MAX_ID, MAX_INDEX
 
 
 def parse_job_ref(text: str) -> tuple[int, int | None]:
@@ -15,14 +16,17 @@ def parse_job_ref(text: str) -> tuple[int, int | None]:
     raw = text.strip()
     body = raw[:-1].replace("[", ".") if raw.endswith("]") else raw
     job, sep, index = body.replace("_", ".").partition(".")
-    try:
-        job_id = int(job)
-        task_index = int(index) if sep else None
-    except ValueError:
-        raise BadRequest(f"not a job id: {text!r} (expected JOB or JOB.TASK, e.g. 12 or 12.3)") from None
-    if job_id <= 0 or (task_index is not None and task_index < 0):
-        raise BadRequest(f"not a job id: {text!r} (ids are positive numbers)")
+    # ASCII digits only, within what the store holds (int() takes '٣', '1_0' and any size).
+    if not _digits(job) or (sep and not _digits(index)):
+        raise BadRequest(f"not a job id: {text!r} (expected JOB or JOB.TASK, e.g. 12 or 12.3)")
+    job_id, task_index = int(job), int(index) if sep else None
+    if not 0 < job_id <= MAX_ID or (task_index is not None and task_index > MAX_INDEX):
+        raise BadRequest(f"not a job id: {text!r} (job ids are 1 to {MAX_ID}, task indices 0 to {MAX_INDEX})")
     return job_id, task_index
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 19
 
 
 def attempt_name(job_id: int, task_index: int, attempt: int) -> str:

@@ -11,10 +11,12 @@ Formats follow Slurm, since that is what most users type today:
 from __future__ import annotations
 
 from drover.core.errors import BadRequest
+from drover.core.limits import MAX_INDEX
 
 _MEMORY_UNITS_MIB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 _TIME_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-MAX_ARRAY_TASKS = 1_000_000
+MAX_ARRAY_TASKS = 1_000_000  # the default of max_array_size (core/limits.py)
+
 
 
 def parse_memory_mib(text: str) -> int:
@@ -98,23 +100,35 @@ def format_memory_kib(kib: int | None) -> str:
     return f"{kib}K"
 
 
-def parse_array(text: str) -> tuple[tuple[tuple[int, int, int], ...], int | None]:
-    """``"1-10:2%3"`` → (((1, 10, 2),), 3). Ranges are inclusive; indices must not repeat."""
+def _index(text: str) -> int:
+    """An array index, step or count: ASCII digits, at most MAX_INDEX (int() alone takes '٣'
+    and '1_0', and any size)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 10 or int(text) > MAX_INDEX:
+        if text.isascii() and text.isdigit():
+            raise BadRequest(f"array indices are at most {MAX_INDEX}, not {text}")
+        raise ValueError(text)
+    return int(text)
+
+
+def parse_array(text: str, max_tasks: int = MAX_ARRAY_TASKS) -> tuple[tuple[tuple[int, int, int], ...], int | None]:
+    """``"1-10:2%3"`` → (((1, 10, 2),), 3). Ranges are inclusive; indices must not repeat, and
+    lie within 0..MAX_INDEX (2^31 - 1, as Grid Engine and Slurm bound them); at most
+    `max_tasks` tasks (the cluster's max_array_size)."""
     raw = text.strip()
     max_running: int | None = None
     if "%" in raw:
         raw, _, limit = raw.partition("%")
-        if not limit.isdigit() or int(limit) < 1:
-            raise BadRequest(f"bad array {text!r}: the number after % must be 1 or more")
+        if not limit.isascii() or not limit.isdigit() or len(limit) > 10 or not 1 <= int(limit) <= MAX_INDEX:
+            raise BadRequest(f"bad array {text!r}: the number after % must be between 1 and {MAX_INDEX}")
         max_running = int(limit)
     ranges: list[tuple[int, int, int]] = []
     for part in raw.split(","):
         body, _, step_text = part.partition(":")
         first_text, dash, last_text = body.partition("-")
         try:
-            first = int(first_text)
-            last = int(last_text) if dash else first
-            step = int(step_text) if step_text else 1
+            first = _index(first_text)
+            last = _index(last_text) if dash else first
+            step = _index(step_text) if step_text else 1
         except ValueError:
             raise BadRequest(
                 f"bad array {text!r}: expected e.g. 1-100, 1-100:2, 1,3,5-9, with an optional %N"
@@ -124,8 +138,9 @@ def parse_array(text: str) -> tuple[tuple[tuple[int, int, int], ...], int | None
         last = first + (last - first) // step * step
         ranges.append((first, last, step))
     count = sum((last - first) // step + 1 for first, last, step in ranges)
-    if count > MAX_ARRAY_TASKS:
-        raise BadRequest(f"bad array {text!r}: {count} tasks is more than the limit of {MAX_ARRAY_TASKS}")
+    if count > max_tasks:
+        raise BadRequest(f"bad array {text!r}: {count} tasks is over this cluster's limit of {max_tasks} "
+                         "(max_array_size in [controller] of drover.toml)")
     seen: set[int] = set()
     if len(ranges) > 1:
         for first, last, step in ranges:

@@ -65,7 +65,7 @@ def test_another_users_job_is_refused_to_every_command(system_cluster: SystemClu
     job = str(alices)
     commands = [
         ("show", job), ("cancel", job), ("hold", job), ("release", job), ("suspend", job), ("resume", job),
-        ("requeue", job), ("checkpoint", job), ("alter", "--priority", "5", job), ("signal", job, "USR1"),
+        ("requeue", job), ("checkpoint", job), ("alter", "--priority", "-5", job), ("signal", job, "USR1"),
         ("logs", job), ("events", job), ("fetch", job), ("wait", "--timeout", "5", job),
     ]
     for command in commands:
@@ -128,7 +128,7 @@ def test_raw_http_as_another_user_with_spoofed_identities_is_refused(system_clus
     ]
     per_job = [("POST", f"/v1/jobs/actions/{verb}", {"refs": [str(alices)], **extra})
                for verb, extra in (("cancel", {}), ("hold", {}), ("release", {}), ("signal", {"signal": "USR1"}),
-                                   ("alter", {"priority": 9}), ("requeue", {}), ("suspend", {}))]
+                                   ("alter", {"priority": -9}), ("requeue", {}), ("suspend", {}))]
     own = [("GET", "/v1/jobs?all=1", None), ("GET", f"/v1/jobs?user={bob}", None), ("GET", "/v1/history", None)]
     probe = system_cluster.run_as(bob, system_cluster.install.python, "-c", _RAW_HTTP,
                                   input=json.dumps(forbidden + spoofed + per_job + own))

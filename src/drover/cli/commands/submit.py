@@ -181,25 +181,21 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
 
 def warning_signal(text: str) -> tuple[str, int]:
     """Slurm's --signal=[B:]SIG[@TIME]: ("SIGUSR1", 60)."""
+    from drover.core.limits import MAX_TIME_LIMIT_S, ascii_int
+    from drover.core.signals import job_signal
+
     name, _, when = text.removeprefix("B:").partition("@")
-    name = name.upper()
-    if name.isdigit():
-        import signal
-
-        name = signal.Signals(int(name)).name
-    elif not name.startswith("SIG"):
-        name = "SIG" + name
-    if when and not when.isdigit():
-        raise BadRequest(f"--signal: the time after @ is in seconds, not {when!r}")
-    return name, int(when) if when else 60
+    seconds = ascii_int(when, "--signal: the time after @ (seconds)", MAX_TIME_LIMIT_S) if when else 60
+    return job_signal(name, "--signal").name, seconds
 
 
-STAGE_IN_LIMIT_BYTES = 16 * 1024 * 1024  # the controller's limit per job
 
 
 def staged_files(paths: list[str]) -> list[dict[str, Any]]:
     """The files to stage in, read now (callers may delete them once submit returns)."""
     import base64
+
+    from drover.core.limits import Limits
 
     files, total = [], 0
     for path in paths:
@@ -210,8 +206,8 @@ def staged_files(paths: list[str]) -> list[dict[str, Any]]:
         except OSError as error:
             raise BadRequest(f"--stage-in: cannot read {path}: {error.strerror}") from None
         total += len(data)
-        if total > STAGE_IN_LIMIT_BYTES:
-            raise BadRequest(f"--stage-in: the files hold more than the limit of {STAGE_IN_LIMIT_BYTES // 2**20} MiB "
+        if total > Limits.max_stage_in_bytes:  # the default; the controller checks its own
+            raise BadRequest(f"--stage-in: the files hold more than the limit of {Limits.max_stage_in_bytes // 2**20} MiB "
                              "per job; put big inputs on a shared filesystem")
         files.append({"name": os.path.basename(path), "data": base64.b64encode(data).decode(), "mode": mode})
     return files

@@ -11,6 +11,8 @@ from drover.core.errors import BadRequest, Conflict, DroverError, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger
+from drover.core.limits import PRIORITY_RANGE
+from drover.core.signals import job_signal
 from drover.protocol.api import ActionResult
 from drover.protocol.node_channel import SignalAttempt
 from drover.store.base import Store
@@ -158,15 +160,10 @@ def _send(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task],
 
 
 def _signal_order(name: str | None) -> str:
-    import signal
-
+    """The order's signal name, if it is one a job may be sent (core/signals.py)."""
     if not name:
         raise BadRequest("drover signal needs a signal name, e.g. USR1")
-    text = name.upper()
-    text = text if text.startswith("SIG") else "SIG" + text
-    if text not in signal.Signals.__members__ and not name.isdigit():
-        raise BadRequest(f"unknown signal {name!r}")
-    return text if not name.isdigit() else signal.Signals(int(name)).name
+    return job_signal(name, "drover signal").name
 
 
 def _stop(state: ControllerState, outcome: Outcome, task: Task, request: str, now: float) -> None:
@@ -197,8 +194,6 @@ def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
 def _alter(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
            now: float, priority: int | None = None) -> str:
     """Change what may still change: the priority of a job that has tasks waiting."""
-    from drover.controller.handlers.submit import PRIORITY_RANGE
-
     if priority is None:
         raise BadRequest("nothing to change: give a priority")
     if priority not in PRIORITY_RANGE:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import os
-import signal
+import pwd
+import re
 from typing import Any
 
 from drover.controller.effects import Outcome
@@ -13,24 +14,38 @@ from drover.core.arrays import TaskIndices
 from drover.core.errors import BadRequest, NotFound
 from drover.core.job import Job
 from drover.core.job_state import JobState
+from drover.core.limits import (
+    MAX_CPUS,
+    MAX_ID,
+    MAX_MEMORY_MIB,
+    MAX_TIME_LIMIT_S,
+    PRIORITY_RANGE,
+    Limits,
+    bounded,
+    refuse,
+)
 from drover.core.patterns import check_pattern, default_output
 from drover.core.resources import Resources
+from drover.core.signals import job_signal
 from drover.core.units import parse_array
 from drover.protocol.api import JobSubmission
 from drover.store.base import Store
 
-MAX_SCRIPT_BYTES = 4 * 1024 * 1024
-MAX_STAGE_IN_BYTES = 16 * 1024 * 1024  # per job; files travel through the controller
-PRIORITY_RANGE = range(-1023, 1024)  # Grid Engine's -p range
-
 
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
-    queues: set[str] | frozenset[str] = frozenset(),
+    queues: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
 ) -> tuple[Outcome, list[int]]:
-    """`queues`: the configured queues besides "default", which always exists."""
+    """`queues`: the configured queues besides "default", which always exists. Every job is
+    checked before any changes: a bad one refuses the whole request, which changes nothing."""
+    limits = limits or Limits()
+    if len(submissions) > limits.max_jobs_per_request:
+        raise refuse(f"a request of {len(submissions)} jobs", limits.max_jobs_per_request, "max_jobs_per_request",
+                     "jobs")
     outcome = Outcome(reschedule=True)
-    jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}) for n, spec in enumerate(submissions)]
+    jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}, limits)
+            for n, spec in enumerate(submissions)]
+    _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
     for job in jobs:
         job.id = state.next_job_id
@@ -45,42 +60,80 @@ def submit(
     return outcome, ids
 
 
+def _check_pending_per_user(state: ControllerState, owner: str, new: list[Job], limits: Limits) -> None:
+    """One user's waiting jobs and tasks, with the new ones, within the cluster's limits."""
+    waiting = [job for job in state.jobs.values() if job.owner == owner and job.fresh_count]
+    jobs = len(waiting) + len(new)
+    if jobs > limits.max_pending_jobs_per_user:
+        raise refuse(f"{owner}'s pending jobs ({jobs} with this request)", limits.max_pending_jobs_per_user,
+                     "max_pending_jobs_per_user", "jobs")
+    tasks = sum(job.fresh_count for job in waiting) + sum(job.indices.count for job in new)
+    if tasks > limits.max_pending_tasks_per_user:
+        raise refuse(f"{owner}'s pending tasks ({tasks} with this request)", limits.max_pending_tasks_per_user,
+                     "max_pending_tasks_per_user", "tasks")
+
+
 def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
-    queues: set[str],
+    queues: set[str], limits: Limits,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
     def bad(message: str) -> BadRequest:
         return BadRequest(where + message)
 
+    def over(what: str, limit: int, key: str, unit: str = "") -> BadRequest:
+        return BadRequest(where + str(refuse(what, limit, key, unit)))
+
     if not spec.script.strip():
         raise bad("the job script is empty")
     if spec.queue not in queues:
         raise bad(f"unknown queue {spec.queue!r}; this cluster has {', '.join(sorted(queues))}")
-    if len(spec.script.encode()) > MAX_SCRIPT_BYTES:
-        raise bad(f"the job script is larger than {MAX_SCRIPT_BYTES // (1024 * 1024)} MiB")
+    if len(spec.script.encode()) > limits.max_script_bytes:
+        raise over("the job script", limits.max_script_bytes, "max_script_bytes", "bytes")
+    for option, path in (("the working directory", spec.workdir), ("the submit directory", spec.submit_dir),
+                         ("--output", spec.output), ("--error", spec.error), ("--event-log", spec.event_log),
+                         *(("a staged file's name", name) for name in [f.name for f in spec.stage_in] + spec.stage_out)):
+        if path and "\0" in path:
+            raise bad(f"{option} must not hold a NUL byte")
+        if path and len(path.encode()) > limits.max_path_bytes:
+            raise over(f"{option} ({len(path.encode())} bytes)", limits.max_path_bytes, "max_path_bytes", "bytes")
     if spec.workdir and not os.path.isabs(spec.workdir):
         raise bad(f"the working directory must be an absolute path, not {spec.workdir!r}")
     if not spec.workdir and not spec.submit_dir:
         raise bad("a job that runs in a scratch directory (no working directory) needs its submit directory")
     staged_bytes = sum(len(file.data) for file in spec.stage_in)
-    if staged_bytes > MAX_STAGE_IN_BYTES:
-        raise bad(f"the stage-in files hold {staged_bytes / 2**20:.1f} MiB, more than the limit of "
-                  f"{MAX_STAGE_IN_BYTES // 2**20} MiB per job")
+    if staged_bytes > limits.max_stage_in_bytes:
+        raise over(f"the stage-in files ({staged_bytes / 2**20:.1f} MiB)", limits.max_stage_in_bytes,
+                   "max_stage_in_bytes", "bytes")
     for name in [file.name for file in spec.stage_in] + spec.stage_out:
         if not is_relative_inside(name):
             raise bad(f"stage-in and stage-out names must be relative paths inside the working directory, not {name!r}")
-    if any(char in spec.name for char in "\n\r\0") or not spec.name:
+    if any(char in spec.name for char in "\n\r\0") or not spec.name.strip():
         raise bad("the job name must be one non-empty line")
+    if len(spec.name.encode()) > limits.max_name_bytes:
+        raise over("the job name", limits.max_name_bytes, "max_name_bytes", "bytes")
+    if len(spec.environment) > limits.max_env_vars:
+        raise over(f"the environment ({len(spec.environment)} variables)", limits.max_env_vars, "max_env_vars",
+                   "variables")
+    env_bytes = sum(len(k.encode()) + len(v.encode()) + 2 for k, v in spec.environment.items())
+    if env_bytes > limits.max_env_bytes:
+        raise over(f"the environment ({env_bytes} bytes)", limits.max_env_bytes, "max_env_bytes", "bytes")
+    if any("\0" in k or "=" in k or not k or "\0" in v for k, v in spec.environment.items()):
+        raise bad("environment names must be non-empty, without '=' or NUL bytes; values without NUL bytes")
     if spec.cpus < 1:
         raise bad(f"--cpus must be 1 or more, not {spec.cpus}")
-    if spec.memory_mib < 0:
-        raise bad("--mem must be zero or more")
-    if spec.time_limit_s is not None and spec.time_limit_s < 1:
-        raise bad("--time must be at least one second")
+    bounded(spec.cpus, 1, MAX_CPUS, where + "--cpus")
+    bounded(spec.memory_mib, 0, MAX_MEMORY_MIB, where + "--mem (MiB)")
+    if spec.time_limit_s is not None:
+        bounded(spec.time_limit_s, 1, MAX_TIME_LIMIT_S, where + "--time (seconds)")
+    bounded(spec.warn_before_s, 0, MAX_TIME_LIMIT_S, where + "--signal's warning time (seconds)")
     if spec.priority not in PRIORITY_RANGE:
         raise bad(f"--priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
+    if spec.mail_user is not None:
+        check_mail_user(spec.mail_user, where)
+    for dependency in spec.after_ok:
+        bounded(dependency, 1, MAX_ID, where + "a --dependency job id")
     if spec.open_mode not in ("truncate", "append"):
         raise bad(f"the open mode must be 'truncate' or 'append', not {spec.open_mode!r}")
     for pattern in (spec.output, spec.error):
@@ -97,13 +150,13 @@ def _validated_job(
         raise bad("--mail-type needs --mail-user (where to send the mail)")
     if spec.event_log is not None and (not os.path.isabs(spec.event_log) or "\0" in spec.event_log):
         raise bad(f"the event log must be an absolute path without NUL bytes, not {spec.event_log!r}")
-    for option, name in (("--signal", spec.warn_signal), ("--checkpoint-signal", spec.checkpoint_signal)):
-        if name is not None and name not in signal.Signals.__members__:
-            raise bad(f"{option}: unknown signal {name!r}")
+    warn_signal = job_signal(spec.warn_signal, where + "--signal").name if spec.warn_signal is not None else None
+    checkpoint_signal = (job_signal(spec.checkpoint_signal, where + "--checkpoint-signal").name
+                         if spec.checkpoint_signal is not None else None)
     if spec.warn_signal is not None and spec.time_limit_s is None:
         raise bad("--signal warns before the time limit: it needs --time")
     if spec.array is not None:
-        ranges, max_running = parse_array(spec.array)
+        ranges, max_running = parse_array(spec.array, limits.max_array_size)
         indices, is_array = TaskIndices(ranges), True
     else:
         indices, is_array, max_running = TaskIndices(), False, None
@@ -130,9 +183,9 @@ def _validated_job(
         "prolog": spec.prolog,
         "epilog": spec.epilog,
         "epilog_sets_exit": spec.epilog_sets_exit,
-        "warn_signal": spec.warn_signal,
+        "warn_signal": warn_signal,
         "warn_before_s": spec.warn_before_s,
-        "checkpoint_signal": spec.checkpoint_signal,
+        "checkpoint_signal": checkpoint_signal,
         "rerunnable": spec.rerunnable,
         "pty": spec.pty,
         "queue": spec.queue,
@@ -155,6 +208,25 @@ def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any) -> 
         f"no node can run a task of {need.describe()} "
         f"(the largest have {largest_cpus} CPUs and {largest_memory} MiB)"
     )
+
+
+# One mailbox: what an SMTP relay takes as one recipient (no lists, no spaces, no display names).
+_ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*")
+
+
+def check_mail_user(text: str, where: str = "") -> None:
+    """--mail-user: one address, or the name of a local user (mailed on this host)."""
+    if len(text) <= 254 and _ADDRESS.fullmatch(text):
+        return
+    if text and text.isascii() and "@" not in text:
+        try:
+            pwd.getpwnam(text)
+            return
+        except KeyError:
+            pass
+    raise BadRequest(f"{where}--mail-user takes one address (user@example.org) or the name of a local user, "
+                     f"not {text!r}")
 
 
 def is_relative_inside(name: str) -> bool:

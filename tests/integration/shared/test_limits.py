@@ -1,0 +1,144 @@
+"""Limits against one user starving everyone, on a shared cluster started the README's way and
+used by two real users through the installed `drover`: each limit reached is refused with a
+message naming the limit and its key in drover.toml, nothing of the request is queued, the
+controller never reloads, and the other user's jobs are unaffected."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.helpers.system_cluster import SystemCluster
+
+SMALL_LIMITS = """[controller]
+max_request_bytes = 65536
+max_jobs_per_request = 3
+max_pending_jobs_per_user = 4
+max_pending_tasks_per_user = 20
+max_array_size = 10
+max_name_bytes = 16
+max_path_bytes = 64
+max_env_vars = 20
+max_env_bytes = 4096
+max_script_bytes = 1024
+max_stage_in_bytes = 2048
+"""
+
+
+@pytest.fixture
+def limited(system_cluster_factory: Callable[..., SystemCluster]) -> SystemCluster:
+    return system_cluster_factory(config_toml=SMALL_LIMITS)
+
+
+def _workdir(user: str) -> Path:
+    entry = pwd.getpwnam(user)
+    work = Path(entry.pw_dir) / "work"
+    work.mkdir(mode=0o700, exist_ok=True)
+    os.chown(work, entry.pw_uid, entry.pw_gid)
+    return work
+
+
+def _owned(user: str, path: Path, text: str) -> Path:
+    path.write_text(text)
+    entry = pwd.getpwnam(user)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+    return path
+
+
+def _jobs_of(cluster: SystemCluster, user: str) -> list[dict[str, object]]:
+    return json.loads(cluster.run_as(user, "drover", "status", "--all", "--json").stdout)  # type: ignore[no-any-return]
+
+
+def _refused(cluster: SystemCluster, user: str, *args: str, key: str, cwd: Path) -> None:
+    before = len(_jobs_of(cluster, user))
+    result = cluster.run_as(user, "drover", *args, cwd=cwd)
+    assert result.returncode != 0, (args, result.stdout)
+    assert key in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+    assert len(_jobs_of(cluster, user)) == before, args  # nothing of the request was queued
+
+
+def test_each_limit_is_refused_with_its_key_and_others_are_unaffected(limited: SystemCluster,
+                                                                       users: tuple[str, str]) -> None:
+    greedy, other = users
+    mine, theirs = _workdir(greedy), _workdir(other)
+    others_job = limited.submit_as(other, "--hold", "--", "echo", "unaffected", cwd=theirs)
+
+    _refused(limited, greedy, "submit", "--each-line", str(_owned(greedy, mine / "lines", "true\n" * 4)),
+             key="max_jobs_per_request", cwd=mine)
+    _refused(limited, greedy, "submit", "--array", "1-11", "--", "true", key="max_array_size", cwd=mine)
+    _refused(limited, greedy, "submit", "-J", "a-name-of-17-byte", "--", "true", key="max_name_bytes", cwd=mine)
+    _refused(limited, greedy, "submit", "-o", "o" * 65, "--", "true", key="max_path_bytes", cwd=mine)
+    _refused(limited, greedy, "submit", "--env", "BIG=" + "x" * 5000, "--", "true", key="max_env_bytes", cwd=mine)
+    _refused(limited, greedy, "submit", *[arg for n in range(20) for arg in ("--env", f"V{n}=1")], "--", "true",
+             key="max_env_vars", cwd=mine)
+    _refused(limited, greedy, "submit", str(_owned(greedy, mine / "big.sh", "# padding\n" * 120)),
+             key="max_script_bytes", cwd=mine)
+    _refused(limited, greedy, "submit", "--stage-in", str(_owned(greedy, mine / "input", "x" * 3000)), "--", "true",
+             key="max_stage_in_bytes", cwd=mine)
+    _refused(limited, greedy, "submit", "--stage-in", str(_owned(greedy, mine / "huge", "x" * 70_000)), "--", "true",
+             key="max_request_bytes", cwd=mine)
+
+    # Pending tasks: two arrays of 10 fill the allowance; one more task is refused.
+    arrays = [limited.submit_as(greedy, "--hold", "--array", "1-10", "--", "true", cwd=mine) for _ in range(2)]
+    _refused(limited, greedy, "submit", "--hold", "--", "true", key="max_pending_tasks_per_user", cwd=mine)
+    assert limited.run_as(greedy, "drover", "cancel", *map(str, arrays), cwd=mine).returncode == 0
+    # Pending jobs: four fill the allowance; a fifth is refused.
+    for _ in range(4):
+        limited.submit_as(greedy, "--hold", "--", "true", cwd=mine)
+    _refused(limited, greedy, "submit", "--hold", "--", "true", key="max_pending_jobs_per_user", cwd=mine)
+
+    # The other user still submits, and the job they had runs.
+    assert limited.run_as(other, "drover", "release", str(others_job), cwd=theirs).returncode == 0
+    assert limited.wait_ended(others_job)["state"] == "completed"
+    assert (theirs / f"drover-{others_job}.out").read_text() == "unaffected\n"
+    assert "reloading the working set" not in (limited.state_dir / "controller.log").read_text()
+
+
+def test_priority_above_zero_and_mail_to_anyone_are_refused(system_cluster: SystemCluster,
+                                                            users: tuple[str, str]) -> None:
+    user, other = users
+    mine = _workdir(user)
+    result = system_cluster.run_as(user, "drover", "submit", "-p", "5", "--", "true", cwd=mine)
+    assert result.returncode != 0 and "priority above 0" in result.stderr, result.stderr
+    job = system_cluster.submit_as(user, "--hold", "-p", "-5", "--", "true", cwd=mine)
+    alter = system_cluster.run_as(user, "drover", "alter", "--priority", "1023", str(job), cwd=mine)
+    assert alter.returncode != 0 and "priority above 0" in alter.stdout + alter.stderr
+    system_cluster.as_root("alter", "--priority", "1023", str(job))  # root manages all
+    assert system_cluster.job(job)["priority"] == 1023
+    for mail_user in ("a@example.org,b@example.org", "a@example.org b@example.org", "Name <a@example.org>",
+                      "nosuchuser-drover"):
+        result = system_cluster.run_as(user, "drover", "submit", "--mail-user", mail_user, "--", "true", cwd=mine)
+        assert result.returncode != 0 and "--mail-user takes one address" in result.stderr, (mail_user, result.stderr)
+    for mail_user in ("someone@example.org", other):
+        assert system_cluster.submit_as(user, "--hold", "--mail-user", mail_user, "--", "true", cwd=mine)
+
+
+def test_bad_numbers_and_signals_never_reload_the_controller(system_cluster: SystemCluster,
+                                                             users: tuple[str, str]) -> None:
+    user, other = users
+    mine, theirs = _workdir(user), _workdir(other)
+    others_job = system_cluster.submit_as(other, "--", "bash", "-c", "sleep 2; echo fine", cwd=theirs)
+    job = system_cluster.submit_as(user, "--", "sleep", "30", cwd=mine)
+    huge = "9" * 20
+    for args, expected in (
+        (("submit", "--array", huge, "--", "true"), "at most"),
+        (("submit", "--array", f"1-5%{huge}", "--", "true"), "between 1 and"),
+        (("submit", "--dependency", f"afterok:{huge}", "--", "true"), "dependency"),
+        (("submit", "--time", "1" + "0" * 40, "--", "true"), "time"),
+        (("cancel", huge), "not a job id"),
+        (("cancel", "٣"), "not a job id"),
+        (("signal", str(job), "SEGV"), "not a signal a job may be sent"),
+        (("signal", str(job), "11"), "not a signal a job may be sent"),
+        (("signal", str(job), "99"), "not a signal a job may be sent"),
+    ):
+        result = system_cluster.run_as(user, "drover", *args, cwd=mine)
+        assert result.returncode != 0, args
+        assert expected in result.stdout + result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+    assert system_cluster.wait_ended(others_job)["state"] == "completed"
+    assert system_cluster.job(job)["state"] == "running"
+    assert "reloading the working set" not in (system_cluster.state_dir / "controller.log").read_text()
+    system_cluster.as_root("cancel", str(job))
