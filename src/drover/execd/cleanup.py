@@ -277,7 +277,12 @@ def _records(spool: layout.SpoolDir) -> tuple[dict[str, Any], dict[str, Any] | N
 def _final_record(spool: layout.SpoolDir) -> dict[str, Any]:
     exit_status, usage = _records(spool)
     config = read_json(spool.record(layout.CONFIG)) or {}
-    facts = exit_facts(exit_status, cancel_requested=bool(exit_status.get("terminated")),
+    # The same facts the controller classifies with: a stop asked for by a requeue is a requeue,
+    # by a cancel (or of an attempt the controller gave up on) a cancel.
+    why = (read_json(spool.record(layout.STOP_REQUEST)) or {}).get("why", "cancel")
+    terminated = bool(exit_status.get("terminated"))
+    facts = exit_facts(exit_status, cancel_requested=terminated and why != "requeue",
+                       requeue_requested=terminated and why == "requeue",
                        epilog_sets_exit=bool(config.get("epilog_sets_exit")),
                        rerunnable=bool(config.get("rerunnable", True)), attempt_number=int(config.get("attempt_number", 1)))
     trigger = classify_exit(facts)

@@ -96,6 +96,7 @@ class StartAttempt(msgspec.Struct, tag="start"):
 class SignalAttempt(msgspec.Struct, tag="signal"):
     attempt: str
     action: str  # "terminate" (warning signal, grace, SIGKILL), "suspend", "resume", or a signal name
+    why: str = ""  # for "terminate": "cancel", "requeue" or "stray" — what the end will mean
 
 
 class Ack(msgspec.Struct, tag="ack"):

@@ -16,6 +16,7 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
   exit_status   how it ended (JSON; see records.ExitStatus), written last: its presence means done
   stage_in      the files to stage in, as the execd received them (JSON, base64 data); the
                 shepherd writes them into the working directory as the job's owner
+  stop_request  why the execd asked the shepherd to stop the job: cancel, requeue or stray (JSON)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
                 refused); the copies themselves are in staged_out.d/<n>
 
@@ -45,6 +46,7 @@ TRACE = "trace"
 CONTAINMENT = "containment"
 CLEANUP = "cleanup"
 STAGE_IN = "stage_in"
+STOP_REQUEST = "stop_request"
 STAGED_OUT = "staged_out"
 STAGED_OUT_DIR = "staged_out.d"
 NOTIFY_SOCKET = "execd.sock"

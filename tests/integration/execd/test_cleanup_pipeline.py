@@ -215,3 +215,24 @@ def test_a_requeued_task_mails_requeue_when_asked(tmp_path: Path, smtp: tuple[In
         assert f"Drover job {job} (bash) was requeued" in subjects and f"Drover job {job} (bash) ended" in subjects
     finally:
         assert not cluster.stop()
+
+
+def test_a_running_job_requeued_by_request_is_mailed_as_requeued_not_failed(tmp_path: Path,
+                                                                            smtp: tuple[Inbox, int]) -> None:
+    """The node classifies the end with the controller's facts: a stop asked for by a requeue is
+    a requeue (the shepherd records only that it was asked to stop)."""
+    inbox, port = smtp
+    cluster = make_cluster(tmp_path, port)
+    started, second = tmp_path / "started", tmp_path / "second"
+    try:
+        cluster.start()
+        job = cluster.submit("--mail-user", "me@example.org", "--mail-type", "END,FAIL,REQUEUE", "--", "bash", "-c",
+                             f"if [ -e {started} ]; then touch {second}; exit 0; fi; touch {started}; sleep 300")
+        wait_until(started.exists, describe="the first attempt to run")
+        assert cluster.drover("requeue", str(job)).returncode == 0
+        assert cluster.drover("wait", str(job)).returncode == 0 and second.exists()
+        wait_until(lambda: len(inbox.messages) >= 2, describe="the requeue and end mails")
+        subjects = [str(m["Subject"]) for m in inbox.messages]  # type: ignore[index]
+        assert subjects == [f"Drover job {job} (bash) was requeued", f"Drover job {job} (bash) ended"], subjects
+    finally:
+        assert not cluster.stop()

@@ -173,7 +173,8 @@ def _stop(state: ControllerState, outcome: Outcome, task: Task, request: str, no
     outcome.changes.event(now, request, task.job_id, task.index, task.attempt)
     attempt = state.latest_attempt(task)
     if attempt is not None:
-        outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate"))
+        why = "requeue" if request == "requeue_requested" else "cancel"
+        outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate", why))
 
 
 def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,

@@ -67,7 +67,8 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
                 outcome.changes.attempt(attempt)
                 change_task(outcome, task, Trigger.START, now, job)
             if task.cancel_requested or task.requeue_requested:
-                outcome.send(node.name, SignalAttempt(attempt.name, "terminate"))
+                why = "cancel" if task.cancel_requested else "requeue"
+                outcome.send(node.name, SignalAttempt(attempt.name, "terminate", why))
     # Attempts the node still runs that the controller has given up on (the node was lost for
     # too long, or the job was decided otherwise): stop them, so nothing runs unaccounted.
     for name, running in known.items():
@@ -75,7 +76,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         task = state.jobs[attempt.job_id].tasks.get(attempt.index) if attempt and attempt.job_id in state.jobs else None
         current = task is not None and attempt is not None and task.attempt == attempt.number and task.state.is_active
         if running and not current:
-            outcome.send(node.name, SignalAttempt(name, "terminate"))
+            outcome.send(node.name, SignalAttempt(name, "terminate", "stray"))
             outcome.changes.event(now, "stray_attempt_stopped", node=node.name, stopped=name)
     return outcome
 
