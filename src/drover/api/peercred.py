@@ -29,7 +29,7 @@ def protocol_class() -> type:
     except ImportError:  # httptools is optional for uvicorn
         from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
 
-    class PeerCredentialsProtocol(Base):  # type: ignore[misc, valid-type]
+    class PeerCredentialsProtocol(Base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self.app_state = {**self.app_state, "peer": peer_of(transport)}

@@ -128,7 +128,7 @@ class _Writer:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd="/", env={"PATH": _WRITER_PATH, "LANG": "C.UTF-8"}, close_fds=True, **ids,
         )
-        return self.process  # type: ignore[no-any-return]
+        return self.process
 
     async def close(self) -> None:
         process, self.process = self.process, None

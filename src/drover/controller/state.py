@@ -32,9 +32,9 @@ class ControllerState:
             for task in job.tasks.values():
                 if task.state.is_active:
                     attempt = state.attempts.get((job.id, task.index, task.attempt))
-                    node = state.nodes.get(attempt.node) if attempt else None
-                    if attempt is not None and node is not None:
-                        node.take(attempt.cpu_ids, job.resources.memory_mib)
+                    holder = state.nodes.get(attempt.node) if attempt else None
+                    if attempt is not None and holder is not None:
+                        holder.take(attempt.cpu_ids, job.resources.memory_mib)
         return state
 
     def job(self, job_id: int) -> Job:

@@ -17,7 +17,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from drover.execd import lost_shepherd
 from drover.execd.cleanup import Cleanup
@@ -33,12 +33,13 @@ from drover.protocol.node_channel import (
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.process import is_alive, read_pid_record
+from drover.spool.records import AttemptConfig, NodeOptions
 
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
 
 
-class Spawner:
+class Spawner(Protocol):
     """What starts a shepherd for a spool directory and returns its pid (the fork server)."""
 
     def spawn(self, spool_dir: str) -> int: ...
@@ -57,9 +58,9 @@ class LiveAttempt:
 
 class Attempts:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
-                 shepherd_options: dict[str, Any] | None = None) -> None:
+                 node_options: NodeOptions) -> None:
         self.root = root
-        self.shepherd_options = shepherd_options or {}  # execd options the shepherd reads from config
+        self.node_options = node_options  # the [execd] options every attempt's shepherd reads
         self.identities = Identities()
         self.spawner = spawner
         self.send = send  # to the controller; dropped while disconnected
@@ -118,9 +119,8 @@ class Attempts:
             return  # a repeated order: this attempt is known already
         as_root = os.geteuid() == 0
         os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
-        config = dict(order.config, **self.shepherd_options)
-        identity, refusal = self.identities.for_job(config["owner"])
-        config["identity"] = identity
+        identity, refusal = self.identities.for_job(order.config["owner"])
+        config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
         if not config["workdir"]:
             # The job runs in a scratch directory of its own (its submitter's files are not
             # here); its output goes back through the controller.
@@ -129,9 +129,9 @@ class Attempts:
             os.mkdir(config["workdir"], 0o700)
             if identity is not None:
                 os.chown(config["workdir"], identity["uid"], identity["gid"])
-            for key in ("stdout", "stderr"):
-                if config[key]:
-                    config[key] = os.path.join(config["workdir"], config[key])
+            config["stdout"] = os.path.join(config["workdir"], config["stdout"])
+            if config["stderr"]:
+                config["stderr"] = os.path.join(config["workdir"], config["stderr"])
         write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o500)
         if identity is not None:
             os.chown(spool.record(layout.JOB_SCRIPT), identity["uid"], identity["gid"])

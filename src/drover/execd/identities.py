@@ -7,17 +7,18 @@ from __future__ import annotations
 import os
 import pwd
 import time
-from typing import Any
+
+from drover.spool.records import IdentityRecord
 
 CACHE_S = 300.0
 
 
 class Identities:
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._cache: dict[str, tuple[float, IdentityRecord]] = {}
         self.me = pwd.getpwuid(os.geteuid()).pw_name
 
-    def for_job(self, owner: str) -> tuple[dict[str, Any] | None, str | None]:
+    def for_job(self, owner: str) -> tuple[IdentityRecord | None, str | None]:
         """(identity for the shepherd, None) or (None, why the job cannot run here)."""
         if os.geteuid() != 0:
             if owner != self.me:
@@ -30,7 +31,7 @@ class Identities:
             entry = pwd.getpwnam(owner)
         except KeyError:
             return None, f"user {owner} does not exist on this node"
-        identity = {
+        identity: IdentityRecord = {
             "user": owner, "uid": entry.pw_uid, "gid": entry.pw_gid,
             "groups": sorted(set(os.getgrouplist(owner, entry.pw_gid))),
             "home": entry.pw_dir, "shell": entry.pw_shell or "/bin/sh",

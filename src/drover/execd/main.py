@@ -19,6 +19,7 @@ from drover.config import Paths, api_socket, cluster_tag, default_spool, load_fi
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.execd.cleanup import CleanupSettings
+    from drover.spool.records import NodeOptions
 
 
 def serve(argv: list[str]) -> int:
@@ -105,24 +106,28 @@ def cleanup_settings(options: dict[str, object]) -> CleanupSettings:
     )
 
 
-def shepherd_options(options: dict[str, object], cluster: str = "") -> dict[str, object]:
+def shepherd_options(options: dict[str, object], cluster: str = "") -> NodeOptions:
     """The [execd] options that travel to each shepherd in its attempt's config; `cluster` is
     the cluster's tag, part of the name of each attempt's cgroup."""
     return {
         "cluster": cluster,
         "identity_tries": int(options.get("identity_tries", 3)),  # type: ignore[call-overload]
         "identity_retry_s": float(options.get("identity_retry_s", 10.0)),  # type: ignore[arg-type]
-        "diagnostics_setuid": options.get("diagnostics_setuid"),
+        "diagnostics_setuid": _text(options.get("diagnostics_setuid")),
         "chdir_tries": int(options.get("chdir_tries", 3)),  # type: ignore[call-overload]
         "chdir_retry_s": float(options.get("chdir_retry_s", 2.0)),  # type: ignore[arg-type]
-        "diagnostics_chdir": options.get("diagnostics_chdir"),
+        "diagnostics_chdir": _text(options.get("diagnostics_chdir")),
         # The cluster's methods (GE prolog, epilog, PE start and stop), run by every shepherd.
-        "node_prolog": options.get("prolog"),
-        "node_epilog": options.get("epilog"),
-        "node_pe_start": options.get("pe_start"),
-        "node_pe_stop": options.get("pe_stop"),
+        "node_prolog": _text(options.get("prolog")),
+        "node_epilog": _text(options.get("epilog")),
+        "node_pe_start": _text(options.get("pe_start")),
+        "node_pe_stop": _text(options.get("pe_stop")),
         "method_timeout_s": float(options.get("method_timeout_s", 600.0)),  # type: ignore[arg-type]
         "rlimits": dict(options.get("rlimits") or {}),  # type: ignore[call-overload]
         # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
         "stage_out_limit_bytes": int(options.get("stage_out_limit_bytes", 64 * 1024 * 1024)),  # type: ignore[call-overload]
     }
+
+
+def _text(value: object) -> str | None:
+    return str(value) if value else None

@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from drover.spool.records import AttemptOrder
+
 
 class KnownAttempt(msgspec.Struct):
     attempt: str  # "<job>.<task>.<attempt>"
@@ -88,7 +90,7 @@ class Suspended(msgspec.Struct, tag="suspended"):
 
 class StartAttempt(msgspec.Struct, tag="start"):
     attempt: str
-    config: dict[str, Any]  # spool.records.AttemptConfig
+    config: AttemptOrder  # checked against its type when the node decodes the order
     script: str
     stage_in: list[File] = []  # written into the working directory before the job starts
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from drover.shepherd.environment import SITE_PATH
+from drover.spool.records import AttemptConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +45,12 @@ class Identity:
         return self.uid, self.gid, list(self.groups)
 
 
-def from_config(config: dict[str, object]) -> Identity | None:
+def from_config(config: AttemptConfig) -> Identity | None:
     """The identity the execd resolved (config "identity"), or None: run as the shepherd's user."""
     found = config.get("identity")
-    if not isinstance(found, dict):
+    if found is None:
         return None
-    return Identity(str(found["user"]), int(found["uid"]), int(found["gid"]),
-                    tuple(int(g) for g in found["groups"]), str(found["home"]), str(found["shell"]))
+    return Identity(found["user"], found["uid"], found["gid"], tuple(found["groups"]), found["home"], found["shell"])
 
 
 @contextmanager

@@ -91,7 +91,7 @@ def _run(spool: layout.SpoolDir) -> int:
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
-    identity = from_config(config)  # type: ignore[arg-type]
+    identity = from_config(config)
 
     # 3. The environment, with a TMPDIR of the attempt's own (the owner's).
     tmpdir = os.path.join(spool.path, "tmp")
@@ -124,7 +124,7 @@ def _run(spool: layout.SpoolDir) -> int:
         # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run.
         method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
         site_options = _site_popen_options(config, stdout, stderr)
-        failed = _run_methods(methods(config, BEFORE_JOB), method_options, site_options, containment, config)  # type: ignore[arg-type]
+        failed = _run_methods(methods(config, BEFORE_JOB), method_options, site_options, containment, config)
         if failed is not None:
             containment.kill_all()
             _close(stdout, stderr)
@@ -132,7 +132,7 @@ def _run(spool: layout.SpoolDir) -> int:
                 f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"),
                 method=failed)
         # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
-        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))  # type: ignore[call-overload]
+        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
         relay = None
         if config.get("pty"):
@@ -170,7 +170,7 @@ def _run(spool: layout.SpoolDir) -> int:
 
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
-    for method in methods(config, AFTER_JOB):  # type: ignore[arg-type]
+    for method in methods(config, AFTER_JOB):
         status_of_method = _run_methods([method], method_options, site_options, containment, config,
                                         stop_on_failure=False)
         after.append((method, 0 if status_of_method is None else status_of_method[1]))
@@ -187,10 +187,10 @@ def _run(spool: layout.SpoolDir) -> int:
     # 9. Usage, then the exit status: written last, since its presence means "done".
     ru = ending.rusage
     usage: Usage = {
-        "user_cpu_s": ru.ru_utime, "sys_cpu_s": ru.ru_stime,  # type: ignore[attr-defined]
-        "max_rss_kib": ru.ru_maxrss, "minor_faults": ru.ru_minflt,  # type: ignore[attr-defined]
-        "major_faults": ru.ru_majflt, "voluntary_switches": ru.ru_nvcsw,  # type: ignore[attr-defined]
-        "involuntary_switches": ru.ru_nivcsw,  # type: ignore[attr-defined]
+        "user_cpu_s": ru.ru_utime, "sys_cpu_s": ru.ru_stime,
+        "max_rss_kib": ru.ru_maxrss, "minor_faults": ru.ru_minflt,
+        "major_faults": ru.ru_majflt, "voluntary_switches": ru.ru_nvcsw,
+        "involuntary_switches": ru.ru_nivcsw,
         "wall_s": wall_s, "started_at": started_at, "ended_at": ended_at,
         "containment": containment.name,
     }
@@ -223,7 +223,7 @@ def _warning(config: AttemptConfig) -> tuple[int, float] | None:
     name = config.get("warn_signal")
     if not name or not config["time_limit_s"]:
         return None
-    return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))  # type: ignore[arg-type]
+    return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))
 
 
 def _entered(workdir_fd: int) -> str:
@@ -262,7 +262,7 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
                  containment: Containment, config: AttemptConfig,
                  stop_on_failure: bool = True) -> tuple[Method, int] | None:
     """Run methods in order inside the attempt's containment; the first failure, if any."""
-    timeout = float(config.get("method_timeout_s", 600.0))  # type: ignore[arg-type]
+    timeout = float(config.get("method_timeout_s", 600.0))
     failure = None
     for method in found:
         containment.enter()
@@ -336,7 +336,7 @@ def _stage_out(spool: layout.SpoolDir, config: AttemptConfig, workdir_fd: int, i
     scratch = [os.path.relpath(path, config["workdir"]) for path in outputs if path]
     if not patterns and not scratch:
         return
-    limit = int(config.get("stage_out_limit_bytes", 64 * 1024 * 1024))  # type: ignore[call-overload]
+    limit = int(config.get("stage_out_limit_bytes", 64 * 1024 * 1024))
     with acting_as(identity):
         names = list(dict.fromkeys(matching(workdir_fd, patterns) + scratch))
     directory = spool.record(layout.STAGED_OUT_DIR)
@@ -393,8 +393,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
     setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to their defaults); a
     failed chdir, switch or exec comes back here as an exception. VOV 11: a failed identity
     switch is retried."""
-    tries = int(config.get("identity_tries", 3))  # type: ignore[call-overload]
-    pause = float(config.get("identity_retry_s", 10.0))  # type: ignore[arg-type]
+    tries = int(config.get("identity_tries", 3))
+    pause = float(config.get("identity_retry_s", 10.0))
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     for attempt in range(1, tries + 1):
         try:
@@ -417,7 +417,7 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
                 raise _start_failure(config, error) from None
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)  # type: ignore[arg-type]
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")
@@ -433,8 +433,8 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
     default; then the site's diagnostics script, and the attempt fails with the reason."""
     if identity is None or not identity.switches:
         return
-    tries = max(int(config.get("identity_tries", 3)), 1)  # type: ignore[call-overload]
-    pause = float(config.get("identity_retry_s", 10.0))  # type: ignore[arg-type]
+    tries = max(int(config.get("identity_tries", 3)), 1)
+    pause = float(config.get("identity_retry_s", 10.0))
     for attempt in range(1, tries + 1):
         try:
             with acting_as(identity):
@@ -442,7 +442,7 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)  # type: ignore[arg-type]
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -452,8 +452,8 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
     filesystem may need a moment: VOV_RETRY_CHDIR, VOV_RETRY_CHDIR_SLEEP); then the site's
     diagnostics script, and the attempt fails with the reason. The descriptor is how every
     process of the attempt enters the directory (_entered)."""
-    tries = max(int(config.get("chdir_tries", 3)), 1)  # type: ignore[call-overload]
-    pause = float(config.get("chdir_retry_s", 2.0))  # type: ignore[arg-type]
+    tries = max(int(config.get("chdir_tries", 3)), 1)
+    pause = float(config.get("chdir_retry_s", 2.0))
     workdir = config["workdir"]
     for attempt in range(1, tries + 1):
         try:
@@ -470,7 +470,7 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot enter {workdir}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,  # type: ignore[arg-type]
+                details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,
                                           identity.user if identity else "", reason)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)

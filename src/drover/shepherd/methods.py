@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from drover.shepherd.signals import held_signals
@@ -34,7 +35,7 @@ class Method:
     command: str
 
 
-def methods(config: dict[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
+def methods(config: Mapping[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
     """The configured methods among `order`; config keys are e.g. "node_prolog", "job_epilog"."""
     found = []
     for step, level in order:

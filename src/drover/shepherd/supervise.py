@@ -16,6 +16,7 @@ termination and the checkpointing signal"):
 from __future__ import annotations
 
 import os
+import resource
 import select
 import signal
 import time
@@ -40,7 +41,7 @@ OOM_POLL_S = 0.25  # how often a memory-limited attempt's OOM-kill counter is re
 @dataclass(slots=True)
 class Ending:
     wait_status: int
-    rusage: object  # resource.struct_rusage
+    rusage: resource.struct_rusage
     timed_out: bool = False
     terminated: bool = False
     out_of_memory: bool = False

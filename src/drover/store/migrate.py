@@ -32,4 +32,4 @@ def migrate_sqlite(connection: sqlite3.Connection) -> int:
         with connection:
             connection.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
         current = version
-    return current
+    return int(current)

@@ -211,9 +211,10 @@ class SqliteStore:
         jobs: dict[int, Job] = {}
         rows = []
         for attempt in reversed(attempts):
-            job = jobs.get(attempt.job_id)
+            job = jobs.get(attempt.job_id) or self.load_job(attempt.job_id)
             if job is None:
-                job = jobs[attempt.job_id] = self.load_job(attempt.job_id)  # type: ignore[assignment]
+                continue  # purged since: no history to show
+            jobs[attempt.job_id] = job
             task = job.tasks.get(attempt.index)
             if task is not None:
                 rows.append((job, task, attempt))
@@ -249,7 +250,7 @@ def _job_from_row(row: Sequence[Any]) -> Job:
     return Job(
         id=row[0], owner=row[1], name=row[2], submitted_at=row[3], priority=row[4],
         resources=Resources(row[5], row[6]),
-        indices=TaskIndices(tuple(tuple(r) for r in json.loads(row[7]))),  # type: ignore[misc]
+        indices=TaskIndices(tuple(tuple(r) for r in json.loads(row[7]))),
         is_array=bool(row[8]), max_running=row[9], after_ok=tuple(json.loads(row[10])),
         spec=json.loads(row[11]), fresh_from=row[12], fresh_state=JobState(row[13]),
         fresh_skip=set(json.loads(row[14])), ended_at=row[15],

@@ -148,7 +148,7 @@ def test_cancel_of_a_running_task_signals_it_and_the_exit_makes_it_cancelled(wor
     (job,) = world.submit()
     (order,) = world.schedule()
     world.act("cancel", str(job))
-    assert SignalAttempt(order.attempt, "terminate") in [s.message for s in world.sent]
+    assert SignalAttempt(order.attempt, "terminate", "cancel") in [s.message for s in world.sent]
     assert world.state.jobs[job].tasks[0].state.value == "dispatched"  # a request, not a state
     world.exited(order.attempt, dict(OK, exit_code=None, signal=15, terminated=True))
     assert world.store.load_job(job).state.value == "cancelled"  # type: ignore[union-attr]

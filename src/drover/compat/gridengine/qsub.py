@@ -175,7 +175,7 @@ def _split(argv: list[str], p: argparse.ArgumentParser) -> tuple[list[str], list
         action = flags.get(argv[i])
         if action is None:
             return argv[:i], argv[i:]
-        i += 1 + (action.nargs if isinstance(action.nargs, int) else (0 if action.nargs == 0 else 1))
+        i += 1 + (action.nargs if isinstance(action.nargs, int) else 1)
     return argv, []
 
 

@@ -55,9 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1 if bad else 0
             if len(args) >= 3 and args[0] == "update":
                 settings = dict(word.split("=", 1) for word in args[1:] if "=" in word)
-                job_id = settings.get("JobId") or settings.get("JobID") or settings.get("jobid")
-                if job_id and set(settings) - {"JobId", "JobID", "jobid"} == {"Priority"}:
-                    (result,) = client.action_json("alter", [job_id.replace("_", ".")],
+                target = settings.get("JobId") or settings.get("JobID") or settings.get("jobid")
+                if target and set(settings) - {"JobId", "JobID", "jobid"} == {"Priority"}:
+                    (result,) = client.action_json("alter", [target.replace("_", ".")],
                                                    priority=int(settings["Priority"]))
                     return 0 if result["ok"] else fail("scontrol", result["message"])
     except DroverError as error:

@@ -40,7 +40,7 @@ def rows(jobs: list[dict[str, object]]) -> list[dict[str, str]]:
             out.append(_row(job, task["state"], slurm_id(job["id"], task["index"], bool(job["array"])),  # type: ignore[arg-type]
                             str(task["index"]) if job["array"] else "N/A", attempt, now))
         waiting = sum(n for state, n in job["task_counts"].items() if state in ("pending", "held"))  # type: ignore[attr-defined]
-        waiting -= sum(1 for t in tasks if t["state"] in ("pending", "held"))  # type: ignore[attr-defined]
+        waiting -= len([t for t in tasks if t["state"] in ("pending", "held")])  # type: ignore[attr-defined]
         if waiting > 0 and job["array"]:
             state = "held" if job["task_counts"].get("held") else "pending"  # type: ignore[attr-defined]
             out.append(_row(job, state, f"{job['id']}_[{job['array']}]", str(job["array"]), None, now))

@@ -17,6 +17,7 @@ from drover.core.patterns import expand
 from drover.protocol.node_channel import File, StartAttempt
 from drover.scheduler.plan import plan
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
+from drover.spool.records import AttemptOrder
 from drover.store.base import Store
 
 
@@ -92,7 +93,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
     spec = job.spec
     queue = orders.queues.get(spec.get("queue", "default"), {})
     ranges = job.indices.sorted_ranges()
-    config: dict[str, Any] = {
+    config: AttemptOrder = {
         "attempt": attempt.name,
         "job_id": job.id,
         "task_index": attempt.index,

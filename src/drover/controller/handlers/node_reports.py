@@ -73,8 +73,8 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     # too long, or the job was decided otherwise): stop them, so nothing runs unaccounted.
     for name, running in known.items():
         attempt = state.attempt_by_name(name)
-        task = state.jobs[attempt.job_id].tasks.get(attempt.index) if attempt and attempt.job_id in state.jobs else None
-        current = task is not None and attempt is not None and task.attempt == attempt.number and task.state.is_active
+        found = state.jobs[attempt.job_id].tasks.get(attempt.index) if attempt and attempt.job_id in state.jobs else None
+        current = found is not None and attempt is not None and found.attempt == attempt.number and found.state.is_active
         if running and not current:
             outcome.send(node.name, SignalAttempt(name, "terminate", "stray"))
             outcome.changes.event(now, "stray_attempt_stopped", node=node.name, stopped=name)
@@ -274,9 +274,9 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
                               node=node.name, reason=node.reason)
     trigger = classify_exit(facts)
     why = outcome_reason(facts, trigger)
-    change_task(outcome, task, trigger, now, **({"reason": why} if why else {}))
+    after = change_task(outcome, task, trigger, now, reason=why) if why else change_task(outcome, task, trigger, now)
     release_attempt(state, job, task)
-    if task.state is JobState.PENDING:
+    if after is JobState.PENDING:
         task.cancel_requested = task.requeue_requested = False
     end_job_if_done(state, outcome, job, now)
     outcome.reschedule = True
