@@ -123,7 +123,8 @@ class SystemCluster:
                 problems.append(f"drover down exited {down.returncode}: {down.stderr}")
         for daemon in self.daemons:
             with contextlib.suppress(psutil.NoSuchProcess):
-                if daemon.is_running():
+                # A daemon that exited may stay a zombie until its new parent (init) reaps it.
+                if daemon.is_running() and daemon.status() != psutil.STATUS_ZOMBIE:
                     problems.append(f"pid {daemon.pid} ({' '.join(daemon.cmdline()[2:4])}) outlived drover down")
                     daemon.kill()
         _kill_attempts(spool)
