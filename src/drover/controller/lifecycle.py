@@ -65,8 +65,8 @@ def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
 def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:
     """BEGIN mail: for a job when it starts; for an array when its first task starts (or for
     every task with ARRAY_TASKS)."""
-    types = job.spec.get("mail_type") or []
-    if not job.spec.get("mail_user") or "BEGIN" not in types:
+    types, to = job.spec.get("mail_type") or [], job.spec.get("mail_user")
+    if not to or "BEGIN" not in types:
         return
     first = task.attempt == 1 and not any(
         t is not task and t.attempt and t.state is not JobState.DISPATCHED for t in job.tasks.values()
@@ -75,20 +75,20 @@ def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:
         return
     label = f"{job.id}.{task.index}" if job.is_array and "ARRAY_TASKS" in types else str(job.id)
     subject = f"Drover job {label} ({job.name}) started"
-    outcome.effects.append(SendMail(job.id, job.spec["mail_user"], subject, subject + ".\n"))
+    outcome.effects.append(SendMail(job.id, to, subject, subject + ".\n"))
 
 
 def _mail_array_end(outcome: Outcome, job: Job) -> None:
     """jobd's "mail when the last job of a queue finishes": one mail for a whole array."""
-    types = job.spec.get("mail_type") or []
-    if not job.is_array or not job.spec.get("mail_user") or "ARRAY_TASKS" in types:
+    types, to = job.spec.get("mail_type") or [], job.spec.get("mail_user")
+    if not job.is_array or not to or "ARRAY_TASKS" in types:
         return
     failed = job.state is not JobState.COMPLETED
     if not ("END" in types or (failed and "FAIL" in types)):
         return
     counts = ", ".join(f"{n} {s}" for s, n in sorted(job.task_counts().items()))
     subject = f"Drover array job {job.id} ({job.name}) {'failed' if failed else 'ended'}"
-    outcome.effects.append(SendMail(job.id, job.spec["mail_user"], subject,
+    outcome.effects.append(SendMail(job.id, to, subject,
                                     f"{subject}.\n\ntasks          {counts}\n"))
 
 

@@ -10,11 +10,49 @@ tasks start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from drover.core.arrays import TaskIndices
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
+
+
+class StagedFileRecord(TypedDict):
+    name: str  # relative to the job's working directory
+    data: str  # base64
+    mode: int
+
+
+class JobSpec(TypedDict):
+    """The job as its user asked for it, beyond what the scheduler reads (owner, name, priority,
+    resources, indices, dependencies: the Job's own fields). Stored with the job as JSON;
+    validated once, when submitted (controller/handlers/submit.py); carried to the node in each
+    attempt's order (spool.records.AttemptOrder). A job stored by an older Drover may lack the
+    keys added since: readers use .get with the default for those."""
+
+    script: str
+    workdir: str  # absolute; "" runs the job in a scratch directory on its node
+    submit_dir: str
+    output: str  # a pattern (core/patterns.py)
+    error: str | None  # None joins stderr into the output
+    open_mode: str  # "truncate" or "append"
+    environment: dict[str, str]
+    time_limit_s: int | None
+    mail_user: str | None
+    mail_type: list[str]
+    keep_spool: bool
+    event_log: str | None  # an absolute path, appended to as the owner
+    stage_in: list[StagedFileRecord]
+    stage_out: list[str]  # glob patterns
+    prolog: str | None  # the job's own methods
+    epilog: str | None
+    epilog_sets_exit: bool
+    warn_signal: str | None  # a signal name of core/signals.JOB_SIGNALS
+    warn_before_s: int
+    checkpoint_signal: str | None
+    rerunnable: bool
+    pty: bool
+    queue: str
 
 
 @dataclass(slots=True)
@@ -69,7 +107,7 @@ class Job:
     is_array: bool
     max_running: int | None
     after_ok: tuple[int, ...]
-    spec: dict[str, Any]  # script, workdir, submit_dir, output, error, open_mode, environment, time_limit_s
+    spec: JobSpec  # what the user asked for beyond what the scheduler reads
     fresh_from: int = 0
     fresh_state: JobState = JobState.PENDING
     fresh_skip: set[int] = field(default_factory=set)  # indices past fresh_from that have records

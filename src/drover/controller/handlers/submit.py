@@ -12,7 +12,7 @@ from drover.controller.effects import Outcome
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
 from drover.core.errors import BadRequest, NotFound
-from drover.core.job import Job
+from drover.core.job import Job, JobSpec
 from drover.core.job_state import JobState
 from drover.core.limits import (
     MAX_CPUS,
@@ -165,7 +165,7 @@ def _validated_job(
     for dependency in spec.after_ok:
         if dependency not in state.jobs and state.ended_state(dependency, store) is None:
             raise NotFound(where + f"--dependency names job {dependency}, which does not exist")
-    job_spec: dict[str, Any] = {
+    job_spec: JobSpec = {
         "script": spec.script,
         "workdir": spec.workdir,
         "submit_dir": spec.submit_dir or spec.workdir,
