@@ -62,7 +62,13 @@ class Transport:
             if body is not None:
                 head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             try:
-                sock.sendall(head.encode() + b"\r\n" + (body or b""))
+                try:
+                    sock.sendall(head.encode() + b"\r\n" + (body or b""))
+                except ConnectionError:
+                    if not body:
+                        raise
+                    # The controller may have refused the body before reading all of it (over
+                    # its max_request_bytes): its answer says why.
                 return self._read_response()
             except (ConnectionError, EOFError):
                 self.close()

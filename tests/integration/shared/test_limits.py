@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.helpers.cluster import LocalCluster
 from tests.helpers.system_cluster import SystemCluster
 
 SMALL_LIMITS = """[controller]
@@ -142,3 +143,15 @@ def test_bad_numbers_and_signals_never_reload_the_controller(system_cluster: Sys
     assert system_cluster.job(job)["state"] == "running"
     assert "reloading the working set" not in (system_cluster.state_dir / "controller.log").read_text()
     system_cluster.as_root("cancel", str(job))
+
+
+def test_a_body_over_the_request_limit_is_refused_before_it_is_read(cluster: LocalCluster) -> None:
+    """160 MiB sent at once: the controller answers 413 from the Content-Length, without reading
+    (or keeping) the body, and the client reads that answer although its send was cut short."""
+    from drover.client import Client
+    from drover.core.errors import DroverError
+
+    with Client(cluster.socket) as client, pytest.raises(DroverError, match="max_request_bytes"):
+        client.submit([{"script": "#" * (160 * 1024 * 1024), "workdir": str(cluster.workdir)}])
+    assert cluster.drover_json("status", "--all") == []
+    assert cluster.submit("--", "true")  # and it goes on serving
