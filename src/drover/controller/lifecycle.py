@@ -99,7 +99,7 @@ def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: flo
     job.state = JobState(job_state(job.task_counts()))
     outcome.changes.job(job)
     outcome.changes.event(now, "job_ended", job.id, state=job.state.value)
-    del state.jobs[job.id]
+    state.remove_job(job.id)
     for task in job.tasks.values():
         state.attempts.pop((job.id, task.index, task.attempt), None)
     state.ended_states[job.id] = job.state.value

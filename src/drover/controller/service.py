@@ -1,8 +1,9 @@
 """The controller's shell: runs handlers, commits their changes, then carries out their effects.
 
 Every state change reaches the store (one transaction per handler) before any reply, order or
-notification leaves. If a handler or a commit fails half way, the in-memory working set is
-rebuilt from the store, which holds only whole transactions.
+notification leaves. If a handler or a commit fails half way, what it may have changed is rebuilt
+from the store, which holds only whole transactions: for a user's request, the jobs it named (and
+the ones it was adding); for anything else, the whole working set.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.state import ControllerState
 from drover.core.errors import DroverError
+from drover.core.ids import parse_job_ref
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
@@ -50,6 +52,14 @@ class Settings:
     requeue_held: bool = False  # a job requeued for a node's failing prolog is held
     node_timeout_s: float = 300.0  # a node down this long has lost its running jobs (NODE_FAIL)
     limits: Limits = field(default_factory=Limits)  # what one request and one user may ask
+
+
+@dataclass(frozen=True, slots=True)
+class RequestScope:
+    """What a user's request may change: the jobs it names, and jobs it adds from `next_job_id` on."""
+
+    job_ids: frozenset[int]
+    next_job_id: int
 
 
 class ControllerService:
@@ -85,7 +95,9 @@ class ControllerService:
 
     # -- the shell -----------------------------------------------------------------------------
 
-    def _run(self, handler: Callable[[], Outcome]) -> Outcome:
+    def _run(self, handler: Callable[[], Outcome], scope: RequestScope | None = None) -> Outcome:
+        """`scope`: for a user's request, what it may change; a failure then restores just that,
+        so one bad request never costs every node its channel and everyone a reload."""
         try:
             outcome = handler()
             if outcome.changes:
@@ -93,14 +105,47 @@ class ControllerService:
                 if outcome.changes.events:
                     self._events_committed(outcome.changes)
         except DroverError:
-            raise
+            raise  # a refusal: handlers check everything before they change anything
         except Exception:
+            if scope is not None and self._restore(scope):
+                log.exception("a request failed; its jobs were restored from the store")
+                raise
             log.exception("a handler failed; reloading the working set from the store")
             self.state = self._load()
             self._reconnect_nodes()
             raise
         self._carry_out(outcome)
         return outcome
+
+    def _restore(self, scope: RequestScope) -> bool:
+        """Put the jobs of a failed request back as the store has them; False if the working set
+        still contradicts itself afterwards (then only a full reload will do)."""
+        state = self.state
+        added = range(scope.next_job_id, state.next_job_id)
+        state.next_job_id = scope.next_job_id
+        for job_id in {*scope.job_ids, *added}:
+            state.pending_reasons.pop(job_id, None)
+            state.ended_states.pop(job_id, None)
+            stored = self.store.load_job(job_id)
+            before = state.remove_job(job_id)
+            if stored is None or stored.ended_at is not None:
+                for task in before.tasks.values() if before is not None else ():
+                    state.attempts.pop((job_id, task.index, task.attempt), None)
+                continue
+            state.add_job(stored)
+            missing = [task for task in stored.tasks.values()
+                       if task.attempt and (job_id, task.index, task.attempt) not in state.attempts]
+            if missing:
+                attempts = {(a.index, a.number): a for a in self.store.attempts_of(job_id)}
+                for task in missing:
+                    attempt = attempts.get((task.index, task.attempt))
+                    if attempt is not None:
+                        state.attempts[job_id, task.index, task.attempt] = attempt
+        try:
+            state.check_invariants()
+        except AssertionError:
+            return False
+        return True
 
     def _events_committed(self, changes: Changes) -> None:
         self._new_events.set()
@@ -198,7 +243,7 @@ class ControllerService:
             ids.extend(new_ids)
             return outcome
 
-        self._run(handler)
+        self._run(handler, RequestScope(frozenset(), self.state.next_job_id))
         return ids
 
     def act(self, action: str, refs: list[str], may_touch: MayTouch,
@@ -212,7 +257,7 @@ class ControllerService:
             results.extend(found)
             return outcome
 
-        self._run(handler)
+        self._run(handler, RequestScope(frozenset(_job_ids(refs)), self.state.next_job_id))
         return results
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
@@ -249,3 +294,14 @@ class ControllerService:
     def node_disconnected(self, channel: NodeChannel) -> None:
         if self.channels.detach(channel):
             self._run(lambda: on_node_disconnected(self.state, channel.node, self.clock()))
+
+
+def _job_ids(refs: list[str]) -> list[int]:
+    """The jobs the refs name (a malformed ref names none: it is refused on its own)."""
+    ids = []
+    for ref in refs:
+        try:
+            ids.append(parse_job_ref(ref)[0])
+        except DroverError:
+            pass
+    return ids

@@ -21,10 +21,15 @@ class ControllerState:
     next_job_id: int
     ended_states: dict[int, str] = field(default_factory=dict)  # jobs that ended, for dependencies
     pending_reasons: dict[int, PendingReason] = field(default_factory=dict)
+    # owner → [their jobs in the working set, those jobs' tasks]: what could be waiting, at most,
+    # so a submission far below the per-user limits is accepted without counting (add_job, remove_job).
+    owner_load: dict[str, list[int]] = field(default_factory=dict)
 
     @classmethod
     def from_working_set(cls, working: WorkingSet) -> ControllerState:
-        state = cls(working.jobs, working.attempts, working.nodes, working.next_job_id)
+        state = cls({}, working.attempts, working.nodes, working.next_job_id)
+        for job in working.jobs.values():
+            state.add_job(job)
         for node in state.nodes.values():
             node.used_cpu_ids.clear()
             node.used_memory_mib = node.running = 0
@@ -36,6 +41,20 @@ class ControllerState:
                     if attempt is not None and holder is not None:
                         holder.take(attempt.cpu_ids, job.resources.memory_mib)
         return state
+
+    def add_job(self, job: Job) -> None:
+        self.jobs[job.id] = job
+        load = self.owner_load.setdefault(job.owner, [0, 0])
+        load[0] += 1
+        load[1] += job.indices.count
+
+    def remove_job(self, job_id: int) -> Job | None:
+        job = self.jobs.pop(job_id, None)
+        if job is not None:
+            load = self.owner_load[job.owner]
+            load[0] -= 1
+            load[1] -= job.indices.count
+        return job
 
     def job(self, job_id: int) -> Job:
         try:
@@ -75,3 +94,9 @@ class ControllerState:
                 assert task.state is not JobState.DISPATCHED or task.attempt > 0
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"
+        load: dict[str, list[int]] = {}
+        for job in self.jobs.values():
+            owner = load.setdefault(job.owner, [0, 0])
+            owner[0] += 1
+            owner[1] += job.indices.count
+        assert {k: v for k, v in self.owner_load.items() if v != [0, 0]} == load, "per-owner load is off"

@@ -50,7 +50,7 @@ def submit(
     for job in jobs:
         job.id = state.next_job_id
         state.next_job_id += 1
-        state.jobs[job.id] = job
+        state.add_job(job)
         ids.append(job.id)
         outcome.changes.new_jobs.append(job)
         outcome.changes.event(
@@ -61,13 +61,27 @@ def submit(
 
 
 def _check_pending_per_user(state: ControllerState, owner: str, new: list[Job], limits: Limits) -> None:
-    """One user's waiting jobs and tasks, with the new ones, within the cluster's limits."""
-    waiting = [job for job in state.jobs.values() if job.owner == owner and job.fresh_count]
-    jobs = len(waiting) + len(new)
+    """One user's waiting jobs and tasks, with the new ones, within the cluster's limits. The
+    working set keeps each owner's jobs and tasks (an upper bound of what waits), so the exact
+    count, which walks the working set, runs only near a limit."""
+    new_tasks = sum(job.indices.count for job in new)
+    most_jobs, most_tasks = state.owner_load.get(owner, (0, 0))
+    if (most_jobs + len(new) <= limits.max_pending_jobs_per_user
+            and most_tasks + new_tasks <= limits.max_pending_tasks_per_user):
+        return
+    waiting_jobs = waiting_tasks = 0
+    for job in state.jobs.values():
+        if job.owner != owner:
+            continue
+        waiting = (job.fresh_count if job.fresh_state in WAITING else 0) + sum(
+            1 for task in job.tasks.values() if task.state in WAITING)
+        if waiting:
+            waiting_jobs, waiting_tasks = waiting_jobs + 1, waiting_tasks + waiting
+    jobs = waiting_jobs + len(new)
     if jobs > limits.max_pending_jobs_per_user:
         raise refuse(f"{owner}'s pending jobs ({jobs} with this request)", limits.max_pending_jobs_per_user,
                      "max_pending_jobs_per_user", "jobs")
-    tasks = sum(job.fresh_count for job in waiting) + sum(job.indices.count for job in new)
+    tasks = waiting_tasks + new_tasks
     if tasks > limits.max_pending_tasks_per_user:
         raise refuse(f"{owner}'s pending tasks ({tasks} with this request)", limits.max_pending_tasks_per_user,
                      "max_pending_tasks_per_user", "tasks")
@@ -209,6 +223,8 @@ def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any) -> 
         f"(the largest have {largest_cpus} CPUs and {largest_memory} MiB)"
     )
 
+
+WAITING = frozenset({JobState.PENDING, JobState.HELD})  # what counts against the pending limits
 
 # One mailbox: what an SMTP relay takes as one recipient (no lists, no spaces, no display names).
 _ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
