@@ -29,6 +29,9 @@ class OrderOptions:
     queues: Mapping[str, QueueSection] = field(default_factory=dict)  # name → its prolog/epilog
 
 
+NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
+
+
 def schedule(state: ControllerState, now: float, store: Store, orders: OrderOptions) -> Outcome:
     outcome = Outcome()
     nodes = [
@@ -91,7 +94,7 @@ def output_path(job: Job, index: int, pattern: str, node: str = "%N") -> str:
 def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttempt:
     """The order that tells a node to run an attempt: everything its shepherd needs."""
     spec = job.spec
-    queue = orders.queues.get(spec.get("queue", "default")) or QueueSection()
+    queue = orders.queues.get(spec.get("queue", "default"), NO_QUEUE_METHODS)
     ranges = job.indices.sorted_ranges()
     config: dict[str, Any] = {
         "attempt": attempt.name,
