@@ -1,8 +1,9 @@
-"""Where a cluster lives and how it is set up: the one place that reads the environment and files.
+"""Where a cluster lives: the one place that reads the environment and names the state files.
 
 Zero configuration: a personal cluster keeps everything in the user's XDG state directory
 (``$XDG_STATE_HOME/drover``, by default ``~/.local/state/drover``); ``DROVER_STATE_DIR`` moves it.
-An optional ``drover.toml`` there sets daemon options. Cheap to import: the client uses it.
+An optional ``drover.toml`` there sets daemon options (read by ``drover.config_file``, into the
+sections of ``drover.config_schema``). Cheap to import: the client uses it.
 """
 
 from __future__ import annotations
@@ -100,13 +101,3 @@ def api_socket(paths: Paths | None = None) -> str:
             return shared
     return personal
 
-
-def load_file_config(paths: Paths) -> dict[str, dict[str, object]]:
-    """The optional drover.toml of a state directory: {"controller": {...}, "execd": {...}}."""
-    try:
-        with open(paths.config_file, "rb") as file:
-            import tomllib
-
-            return tomllib.load(file)
-    except FileNotFoundError:
-        return {}

@@ -78,6 +78,11 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
         os.chmod(paths.root, 0o711)
     started: list[str] = []
     execd = None
+    if not _is_serving(paths) or _read_pid(paths.execd_pid) is None:
+        # The daemons would refuse a bad drover.toml in their logs; say it here, before either starts.
+        from drover.config_file import read_config
+
+        read_config(paths.config_file)
     if not _is_serving(paths):
         controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
         started.append(f"controller (pid {controller.pid}, log {paths.controller_log})")

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "events": ("events", "the event log of a job, or of the cluster"),
     "compat": ("compat", "install sbatch, squeue, scancel, sacct, qsub, qstat, qdel, qhold, qrls, qacct into a directory"),
+    "config": ("config", "check drover.toml and print the settings in effect: drover config check"),
     "controller": ("daemons", "run the controller daemon in the foreground"),
     "execd": ("daemons", "run the node daemon in the foreground"),
 }

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator
 
 from drover import eventloop
-from drover.config import Paths, load_file_config
+from drover.config import Paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,15 +33,13 @@ def serve(argv: list[str]) -> int:
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
     os.makedirs(paths.root, mode=0o700, exist_ok=True)
     os.umask(0o077)  # the database, logs and kept files are the cluster's alone
-    file_config = load_file_config(paths)
-    settings_file = file_config.get("controller", {})
-    from drover.core.errors import BadRequest
-    from drover.core.limits import Limits
+    from drover.config_file import ConfigError, read_config
 
     try:
-        limits = Limits.from_config(settings_file)
-    except BadRequest as error:
+        drover_toml = read_config(paths.config_file).config
+    except ConfigError as error:
         raise SystemExit(f"drover controller: {error}") from None
+    section = drover_toml.controller
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
     )
@@ -53,14 +51,11 @@ def serve(argv: list[str]) -> int:
     from drover.controller.service import ControllerService, Settings
     from drover.store.sqlite import SqliteStore
 
-    kill_grace = args.kill_grace if args.kill_grace is not None else float(settings_file.get("kill_grace_s", 10.0))  # type: ignore[arg-type]
-    store = SqliteStore(paths.database, synchronous=str(settings_file.get("sqlite_synchronous", "NORMAL")))
-    shared = args.system or bool(settings_file.get("shared", False))
-    policy = Policy(
-        owner_uid=os.getuid(), shared=shared,
-        operators=frozenset(str(name) for name in settings_file.get("operators", [])),  # type: ignore[attr-defined]
-        allow_root_jobs=bool(settings_file.get("allow_root_jobs", False)),
-    )
+    kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
+    store = SqliteStore(paths.database, synchronous=section.sqlite_synchronous)
+    shared = args.system or section.shared
+    policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
+                    allow_root_jobs=section.allow_root_jobs)
     socket_path = args.socket or paths.socket
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
     if args.listen:
@@ -72,12 +67,8 @@ def serve(argv: list[str]) -> int:
     async def main() -> None:
         settings = Settings(
             kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files"),
-            smtp_host=str(settings_file.get("smtp_host", "localhost")),
-            smtp_port=int(settings_file.get("smtp_port", 25)),  # type: ignore[call-overload]
-            requeue_held=bool(settings_file.get("requeue_held", False)),
-            node_timeout_s=float(settings_file.get("node_timeout_s", 300.0)),  # type: ignore[arg-type]
-            queues=dict(file_config.get("queues", {})),  # type: ignore[arg-type]
-            limits=limits,
+            smtp_host=section.smtp_host, smtp_port=section.smtp_port, requeue_held=section.requeue_held,
+            node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
         )
         service = ControllerService(store, settings)
         server: uvicorn.Server | None = None

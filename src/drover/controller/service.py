@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from drover.config_schema import QueueSection
 from drover.controller import staged_files
 from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
@@ -44,7 +44,7 @@ log = logging.getLogger("drover.controller")
 @dataclass(frozen=True, slots=True)
 class Settings:
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL when a job is stopped
-    queues: dict[str, dict[str, Any]] = field(default_factory=dict)  # [queues.NAME] of drover.toml
+    queues: Mapping[str, QueueSection] = field(default_factory=dict)  # [queues.NAME] of drover.toml
     files_dir: str = ""  # where staged-out files are kept until fetched
     smtp_host: str = "localhost"
     smtp_port: int = 25

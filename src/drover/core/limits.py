@@ -5,8 +5,9 @@ Two kinds:
   signed 64-bit integer, an array index beyond 2^31 - 1, a time limit of 10^37 days are not
   requests anyone means; they are refused at once, before anything changes.
 - limits (`Limits`): what a shared cluster allows one user, so that no one starves the others.
-  Each has a key in ``[controller]`` of drover.toml, and every refusal names the limit and its
-  key, so the user knows what to ask the operator for.
+  Each has a key in ``[controller]`` of drover.toml (read by drover.config_schema, which takes
+  its defaults from here), and every refusal names the limit and its key, so the user knows
+  what to ask the operator for.
 
 The CLI checks what it can early, for a friendly message; the controller checks everything, and
 its answer is the truth.
@@ -51,20 +52,6 @@ class Limits:
             if key not in self.KEYS:
                 raise TypeError(f"no limit named {key}")
             setattr(self, key, value)
-
-    @classmethod
-    def from_config(cls, section: dict[str, object]) -> Limits:
-        """The limits of ``[controller]``; a limit that is not a positive whole number is refused
-        with its key. Keys that are not limits are someone else's business."""
-        values: dict[str, int] = {}
-        for key in cls.KEYS:
-            if key in section:
-                value = section[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                    raise BadRequest(f"drover.toml: [controller] {key} must be a whole number of 1 or more, "
-                                     f"not {value!r}")
-                values[key] = value
-        return cls(**values)
 
 
 def refuse(what: str, limit: int, key: str, unit: str = "") -> BadRequest:

@@ -14,10 +14,11 @@ import signal
 import sys
 
 from drover import eventloop
-from drover.config import Paths, api_socket, cluster_tag, default_spool, load_file_config
+from drover.config import Paths, api_socket, cluster_tag, default_spool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from drover.config_schema import ExecdSection
     from drover.execd.cleanup import CleanupSettings
     from drover.spool.records import NodeOptions
 
@@ -33,7 +34,12 @@ def serve(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
-    options = load_file_config(paths).get("execd", {})
+    from drover.config_file import ConfigError, read_config
+
+    try:
+        options = read_config(paths.config_file).config.execd
+    except ConfigError as error:
+        raise SystemExit(f"drover execd: {error}") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
 
     from drover.execd.forkserver import ForkServer
@@ -46,17 +52,17 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object], fork_server: object) -> None:
+async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: object) -> None:
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
     from drover.execd.host import host_cpus, host_memory_mib, host_name
     from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
 
-    node = args.node_name or str(options.get("node_name") or host_name())
-    cpus = args.cpus or int(options.get("cpus") or host_cpus())  # type: ignore[call-overload]
-    memory = args.memory or int(options.get("memory_mib") or host_memory_mib())  # type: ignore[call-overload]
-    spool_root = os.path.abspath(args.spool or str(options.get("spool") or default_spool(paths)))
+    node = args.node_name or options.node_name or host_name()
+    cpus = args.cpus or options.cpus or host_cpus()
+    memory = args.memory or options.memory_mib or host_memory_mib()
+    spool_root = os.path.abspath(args.spool or options.spool or default_spool(paths))
 
     channel: ControllerChannel
 
@@ -92,42 +98,35 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
     attempts.close()
 
 
-def cleanup_settings(options: dict[str, object]) -> CleanupSettings:
+def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     """The [execd] options of drover.toml that shape the cleanup pipeline."""
     from drover.execd.cleanup import CleanupSettings
 
     return CleanupSettings(
-        exit_hook=str(options["exit_hook"]) if options.get("exit_hook") else None,
-        keep_spool=bool(options.get("keep_spool", False)),
-        smtp_host=str(options.get("smtp_host", "localhost")),
-        smtp_port=int(options.get("smtp_port", 25)),  # type: ignore[call-overload]
-        mail_tries=int(options.get("mail_tries", 5)),  # type: ignore[call-overload]
+        exit_hook=options.exit_hook or None, keep_spool=options.keep_spool,
+        smtp_host=options.smtp_host, smtp_port=options.smtp_port, mail_tries=options.mail_tries,
         pause_before=os.environ.get("DROVER_TEST_PAUSE_BEFORE") or None,
     )
 
 
-def shepherd_options(options: dict[str, object], cluster: str = "") -> NodeOptions:
+def shepherd_options(options: ExecdSection, cluster: str = "") -> NodeOptions:
     """The [execd] options that travel to each shepherd in its attempt's config; `cluster` is
     the cluster's tag, part of the name of each attempt's cgroup."""
     return {
         "cluster": cluster,
-        "identity_tries": int(options.get("identity_tries", 3)),  # type: ignore[call-overload]
-        "identity_retry_s": float(options.get("identity_retry_s", 10.0)),  # type: ignore[arg-type]
-        "diagnostics_setuid": _text(options.get("diagnostics_setuid")),
-        "chdir_tries": int(options.get("chdir_tries", 3)),  # type: ignore[call-overload]
-        "chdir_retry_s": float(options.get("chdir_retry_s", 2.0)),  # type: ignore[arg-type]
-        "diagnostics_chdir": _text(options.get("diagnostics_chdir")),
+        "identity_tries": options.identity_tries,
+        "identity_retry_s": options.identity_retry_s,
+        "diagnostics_setuid": options.diagnostics_setuid,
+        "chdir_tries": options.chdir_tries,
+        "chdir_retry_s": options.chdir_retry_s,
+        "diagnostics_chdir": options.diagnostics_chdir,
         # The cluster's methods (GE prolog, epilog, PE start and stop), run by every shepherd.
-        "node_prolog": _text(options.get("prolog")),
-        "node_epilog": _text(options.get("epilog")),
-        "node_pe_start": _text(options.get("pe_start")),
-        "node_pe_stop": _text(options.get("pe_stop")),
-        "method_timeout_s": float(options.get("method_timeout_s", 600.0)),  # type: ignore[arg-type]
-        "rlimits": dict(options.get("rlimits") or {}),  # type: ignore[call-overload]
+        "node_prolog": options.prolog,
+        "node_epilog": options.epilog,
+        "node_pe_start": options.pe_start,
+        "node_pe_stop": options.pe_stop,
+        "method_timeout_s": options.method_timeout_s,
+        "rlimits": options.rlimits.set(),
         # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
-        "stage_out_limit_bytes": int(options.get("stage_out_limit_bytes", 64 * 1024 * 1024)),  # type: ignore[call-overload]
+        "stage_out_limit_bytes": options.stage_out_limit_bytes,
     }
-
-
-def _text(value: object) -> str | None:
-    return str(value) if value else None

@@ -6,8 +6,8 @@ import base64
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from drover.config_schema import QueueSection
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_task
 from drover.controller.state import ControllerState
@@ -26,7 +26,10 @@ class OrderOptions:
     """The cluster's settings that travel in every start order."""
 
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL
-    queues: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # name → its prolog/epilog
+    queues: Mapping[str, QueueSection] = field(default_factory=dict)  # name → its prolog/epilog
+
+
+NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
 
 
 def schedule(state: ControllerState, now: float, store: Store, orders: OrderOptions) -> Outcome:
@@ -91,7 +94,7 @@ def output_path(job: Job, index: int, pattern: str, node: str = "%N") -> str:
 def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttempt:
     """The order that tells a node to run an attempt: everything its shepherd needs."""
     spec = job.spec
-    queue = orders.queues.get(spec.get("queue", "default"), {})
+    queue = orders.queues.get(spec.get("queue", "default"), NO_QUEUE_METHODS)
     ranges = job.indices.sorted_ranges()
     config: AttemptOrder = {
         "attempt": attempt.name,
@@ -131,8 +134,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "rerunnable": spec.get("rerunnable", True),  # read by the node's cleanup (mail, final record)
         "pty": spec.get("pty", False),
         "queue": spec.get("queue", "default"),
-        "queue_prolog": queue.get("prolog"),
-        "queue_epilog": queue.get("epilog"),
+        "queue_prolog": queue.prolog,
+        "queue_epilog": queue.epilog,
     }
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -1,0 +1,140 @@
+"""drover.toml, section by section: every key the daemons read, with its type, default and meaning.
+
+This is the whole file. A key that is not here is refused when the file is read (a misspelt
+option would otherwise be silently ignored), and so is a value of the wrong type
+(`drover.config_file` says where). `drover config check` prints these sections with the values in
+effect. Optional settings that TOML cannot leave empty are `None` here: "not set, use the host's".
+
+Importable by both daemons and by the `drover` command (msgspec and the pure core only); not by
+the shepherd, which gets its settings in each attempt's config.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from drover.core.limits import Limits
+
+MIB = 1024 * 1024
+
+
+def about(description: str, ge: int | None = None) -> Meta:
+    """A key's one-line description (shown by `drover config check`), and its lower bound if any."""
+    return Meta(description=description, ge=ge)
+
+
+class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """A table of drover.toml: unknown keys are refused. (Each subclass says frozen=True again:
+    mypy reads msgspec's options per class.)"""
+
+
+class ControllerSection(Section, frozen=True):
+    """[controller]: the controller daemon, and what one user may ask of the cluster."""
+
+    kill_grace_s: Annotated[float, about("seconds between SIGTERM and SIGKILL when a job is stopped "
+                                         "(`drover controller --kill-grace` overrides it)")] = 10.0
+    sqlite_synchronous: Annotated[Literal["OFF", "NORMAL", "FULL", "EXTRA"], about(
+        "SQLite's synchronous mode: NORMAL survives the controller being killed, FULL also a power loss")] = "NORMAL"
+    node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs (NODE_FAIL)")] = 300.0
+    shared: Annotated[bool, about("serve every local user, each for their own jobs (as `--system` does)")] = False
+    operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
+    allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False
+    smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
+    smtp_port: Annotated[int, about("its port")] = 25
+    requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False
+    # The limits of core/limits.py; their defaults are stated there, once.
+    max_request_bytes: Annotated[int, about("one request's body (stage-in files travel in it)", ge=1)] = (
+        Limits.max_request_bytes)
+    max_jobs_per_request: Annotated[int, about("jobs in one request", ge=1)] = Limits.max_jobs_per_request
+    max_pending_jobs_per_user: Annotated[int, about("waiting or held jobs of one user", ge=1)] = (
+        Limits.max_pending_jobs_per_user)
+    max_pending_tasks_per_user: Annotated[int, about("their array tasks, all counted", ge=1)] = (
+        Limits.max_pending_tasks_per_user)
+    max_array_size: Annotated[int, about("tasks in one array", ge=1)] = Limits.max_array_size
+    max_name_bytes: Annotated[int, about("a job's name", ge=1)] = Limits.max_name_bytes
+    max_path_bytes: Annotated[int, about("each path a job names", ge=1)] = Limits.max_path_bytes
+    max_env_vars: Annotated[int, about("variables in a job's environment", ge=1)] = Limits.max_env_vars
+    max_env_bytes: Annotated[int, about("a job's environment, names and values", ge=1)] = Limits.max_env_bytes
+    max_script_bytes: Annotated[int, about("a job's script", ge=1)] = Limits.max_script_bytes
+    max_stage_in_bytes: Annotated[int, about("the files staged in with one job", ge=1)] = Limits.max_stage_in_bytes
+
+    def limits(self) -> Limits:
+        return Limits(**{key: getattr(self, key) for key in Limits.KEYS})
+
+
+class RlimitsSection(Section, frozen=True):
+    """[execd.rlimits]: resource limits every job starts with; -1 is unlimited. The names are
+    those the shepherd sets (shepherd/setup.py RLIMITS)."""
+
+    core: Annotated[int | None, about("core file size, bytes")] = None
+    cpu: Annotated[int | None, about("CPU time, seconds")] = None
+    data: Annotated[int | None, about("data segment, bytes")] = None
+    fsize: Annotated[int | None, about("size of a file written, bytes")] = None
+    nofile: Annotated[int | None, about("open files")] = None
+    nproc: Annotated[int | None, about("processes of the job's user")] = None
+    stack: Annotated[int | None, about("stack size, bytes")] = None
+    # `as` is a Python keyword: the field is `as_`, the key stays `as`.
+    as_: Annotated[int | None, about("address space, bytes")] = msgspec.field(default=None, name="as")
+    memlock: Annotated[int | None, about("locked memory, bytes")] = None
+
+    def set(self) -> dict[str, int]:
+        """The limits the file sets, by the names the shepherd reads."""
+        return {info.encode_name: value for info in msgspec.structs.fields(self)
+                if (value := getattr(self, info.name)) is not None}
+
+
+class ExecdSection(Section, frozen=True):
+    """[execd]: the node daemon, its attempts' cleanup, and what each shepherd is told."""
+
+    node_name: Annotated[str | None, about("this node's name (unset: the host name)")] = None
+    cpus: Annotated[int | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
+    memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
+    spool: Annotated[str | None, about("the attempts' spool directory (unset: on tmpfs when there is one)")] = None
+    exit_hook: Annotated[str | None, about("a site script run as root after each attempt, "
+                                           "given its final record on stdin")] = None
+    keep_spool: Annotated[bool, about("keep every attempt's spool directory, under <spool>/kept/")] = False
+    smtp_host: Annotated[str, about("the mail server for job mail (--mail-type)")] = "localhost"
+    smtp_port: Annotated[int, about("its port")] = 25
+    mail_tries: Annotated[int, about("tries before a job's mail is given up")] = 5
+    identity_tries: Annotated[int, about("tries to switch to the job's owner before the attempt fails")] = 3
+    identity_retry_s: Annotated[float, about("seconds between those tries")] = 10.0
+    diagnostics_setuid: Annotated[str | None, about(
+        "a site script run when the switch to the owner fails; its output joins the error")] = None
+    chdir_tries: Annotated[int, about("tries to enter the job's working directory")] = 3
+    chdir_retry_s: Annotated[float, about("seconds between those tries")] = 2.0
+    diagnostics_chdir: Annotated[str | None, about(
+        "a site script run when the working directory cannot be entered")] = None
+    prolog: Annotated[str | None, about("the node's prolog, run as root before every job")] = None
+    epilog: Annotated[str | None, about("the node's epilog, run as root after every job")] = None
+    pe_start: Annotated[str | None, about("the parallel environment's start, run before every job")] = None
+    pe_stop: Annotated[str | None, about("the parallel environment's stop, run after every job")] = None
+    method_timeout_s: Annotated[float, about("seconds a prolog, epilog or PE method may run")] = 600.0
+    rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
+    stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
+                                                "not sent")] = 64 * MIB
+
+
+class QueueSection(Section, frozen=True):
+    """[queues.NAME]: a queue jobs may name with --queue, and its methods ("default" always exists)."""
+
+    prolog: Annotated[str | None, about("run as root before each job of the queue, after the node's prolog")] = None
+    epilog: Annotated[str | None, about("run as root after each job of the queue, before the node's epilog")] = None
+
+
+class CompatSection(Section, frozen=True):
+    """[compat]: the Grid Engine and Slurm front ends."""
+
+    min_job_age_s: Annotated[int | None, about("seconds an ended job stays in squeue and qstat "
+                                               "(Slurm's MinJobAge; unset: the front ends' own)")] = None
+
+
+class DroverConfig(Section, frozen=True):
+    """The whole drover.toml; a missing file or section means every default."""
+
+    controller: ControllerSection = ControllerSection()
+    execd: ExecdSection = ExecdSection()
+    queues: dict[str, QueueSection] = {}
+    compat: CompatSection = CompatSection()
