@@ -49,6 +49,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
+    from drover.execd.faults import Faults
     from drover.execd.host import host_cpus, host_memory_mib, host_name
     from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
 
@@ -63,7 +64,10 @@ async def _run(args: argparse.Namespace, paths: Paths, options: dict[str, object
         channel.send(message)
 
     os.makedirs(spool_root, mode=0o700, exist_ok=True)
-    cleanup = Cleanup(spool_root, cleanup_settings(options), send)
+    faults = Faults.from_environment()
+    if faults:
+        logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
+    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults)
     attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))  # type: ignore[arg-type]
     channel = ControllerChannel(
         args.socket or api_socket(paths),
@@ -101,7 +105,6 @@ def cleanup_settings(options: dict[str, object]) -> CleanupSettings:
         smtp_host=str(options.get("smtp_host", "localhost")),
         smtp_port=int(options.get("smtp_port", 25)),  # type: ignore[call-overload]
         mail_tries=int(options.get("mail_tries", 5)),  # type: ignore[call-overload]
-        pause_before=os.environ.get("DROVER_TEST_PAUSE_BEFORE") or None,
     )
 
 
