@@ -77,8 +77,8 @@ class LocalCluster:
         wait_until(lambda: self.client().ping(), describe="the controller to answer")
 
     def start_execd(self, **env: str) -> None:
-        """Start the execd; `env` adds environment variables (test hooks such as
-        DROVER_TEST_PAUSE_BEFORE)."""
+        """Start the execd; `env` adds environment variables (such as the fault-injection
+        seam's, drover/execd/faults.py)."""
         self.execd = self._daemon("execd", "--cpus", str(self.cpus), "--memory", str(self.memory_mib),
                                   "--spool", str(self.spool), env=env)
         self.wait_node_up()

@@ -8,8 +8,9 @@ socket, as the kernel says (SO_PEERCRED); nothing in a request's body or query n
   controller's own user (the service account it may run as).
 - Over TCP there is no proven identity yet: only the anonymous read of /v1/ping is allowed.
 
-Every endpoint declares the `Access` it needs (api/app.py); what is finer than that (each job of
-an action, whose jobs a listing shows) is asked of `Policy` too.
+Every endpoint declares the `Access` it needs (the endpoint table of its resource module in
+the api package, checked by api/endpoint.py); what is finer than that (each job of an action,
+whose jobs a listing shows) is asked of `Policy` too.
 """
 
 from __future__ import annotations

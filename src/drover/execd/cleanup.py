@@ -28,6 +28,7 @@ from typing import Any
 from drover import mail
 from drover.core.exit_status import classify_exit, exit_facts
 from drover.core.job_state import Trigger
+from drover.execd.faults import NO_FAULTS, Faults
 from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
@@ -51,7 +52,6 @@ class CleanupSettings:
     report_timeout_s: float = 10.0
     retry_first_s: float = 0.5
     retry_max_s: float = 30.0
-    pause_before: str | None = None  # tests only: stop before this step until its marker file goes
 
 
 class StepFailed(Exception):
@@ -61,10 +61,12 @@ class StepFailed(Exception):
 class Cleanup:
     """The pipelines of the attempts that ended on this node."""
 
-    def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None]) -> None:
+    def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
+                 faults: Faults = NO_FAULTS) -> None:
         self.root = root
         self.settings = settings
         self.send = send
+        self.faults = faults  # for fault-injection tests only (execd/faults.py)
         self.pending: dict[str, layout.SpoolDir] = {}
         self._running: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -114,7 +116,7 @@ class Cleanup:
             for step in STEPS:
                 if step in progress["done"]:
                     continue
-                await self._pause_if_asked(spool, step)
+                await self.faults.before_cleanup_step(spool, step)
                 try:
                     did_something = await _STEP_FUNCTIONS[step](self, spool, progress)
                 except StepFailed as failure:
@@ -138,17 +140,6 @@ class Cleanup:
             self._timers[name] = self._loop.call_later(self.settings.retry_max_s, self.trigger, name)
         finally:
             self._running.discard(name)
-
-    async def _pause_if_asked(self, spool: layout.SpoolDir, step: str) -> None:
-        """Tests only: stop right before `step` until the marker file is removed (or forever,
-        while the test kills the execd here)."""
-        if self.settings.pause_before != step:
-            return
-        marker = spool.record(f"paused-before-{step}")
-        with open(marker, "w"):
-            pass
-        while os.path.exists(marker):
-            await asyncio.sleep(0.02)
 
     # -- the steps ----------------------------------------------------------------------------
 

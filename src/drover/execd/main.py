@@ -56,6 +56,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
+    from drover.execd.faults import Faults
     from drover.execd.host import host_cpus, host_memory_mib, host_name
     from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
 
@@ -70,7 +71,10 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
         channel.send(message)
 
     os.makedirs(spool_root, mode=0o700, exist_ok=True)
-    cleanup = Cleanup(spool_root, cleanup_settings(options), send)
+    faults = Faults.from_environment()
+    if faults:
+        logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
+    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults)
     attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))  # type: ignore[arg-type]
     channel = ControllerChannel(
         args.socket or api_socket(paths),
@@ -105,7 +109,6 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     return CleanupSettings(
         exit_hook=options.exit_hook or None, keep_spool=options.keep_spool,
         smtp_host=options.smtp_host, smtp_port=options.smtp_port, mail_tries=options.mail_tries,
-        pause_before=os.environ.get("DROVER_TEST_PAUSE_BEFORE") or None,
     )
 
 

@@ -16,6 +16,7 @@ from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
 from drover.execd.cleanup import STEPS
+from drover.execd.faults import PAUSE_BEFORE, pause_marker
 
 
 class Inbox(Message):
@@ -77,10 +78,10 @@ def test_killing_the_execd_before_any_step_reports_once_mails_once_and_logs_no_d
     cluster = make_cluster(tmp_path, port, hook)
     try:
         cluster.start_controller()
-        cluster.start_execd(DROVER_TEST_PAUSE_BEFORE=step)
+        cluster.start_execd(**{PAUSE_BEFORE: step})
         cluster.wait_node_up()
         job = cluster.submit("--mail-user", "me@example.org", "--mail-type", "END", "--", "echo", "hi")
-        wait_until(lambda: list(cluster.spool.glob(f"{job}.0.1/paused-before-{step}")), describe=f"the pause before {step}")
+        wait_until(lambda: list(cluster.spool.glob(f"{job}.0.1/{pause_marker(step)}")), describe=f"the pause before {step}")
         cluster.kill("execd")
         cluster.start_execd()
         assert cluster.drover("wait", str(job)).returncode == 0

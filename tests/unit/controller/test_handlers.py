@@ -11,11 +11,7 @@ from drover.controller.auth import Caller, Policy
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
-from drover.controller.handlers.node_reports import (
-    on_attempt_exited,
-    on_attempt_started,
-    on_node_connected,
-)
+from drover.controller.handlers.node_reports import on_node_connected, on_reports
 from drover.controller.handlers.submit import submit
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest
@@ -79,8 +75,11 @@ class World:
 
     def exited(self, attempt: str, record: dict[str, object] | None = None, node: str = "n1") -> list[object]:
         before = len(self.sent)
-        self.run(on_attempt_exited(self.state, node, [Exited(attempt, dict(record or OK))], self.now))
+        self.run(on_reports(self.state, node, [Exited(attempt, dict(record or OK))], self.now))
         return [s.message for s in self.sent[before:]]
+
+    def started(self, attempt: str, job_pid: int = 123, node: str = "n1") -> None:
+        self.run(on_reports(self.state, node, [Started(attempt, job_pid, self.now)], self.now))
 
     def act(self, action: str, *refs: str, user: str = "alice") -> list[object]:
         outcome, results = act(self.state, action, list(refs), may_touch_as(user), self.now, self.store)
@@ -121,7 +120,7 @@ def test_a_repeated_exit_report_is_acknowledged_and_counted_once(world: World) -
     world.connect()
     (job,) = world.submit()
     (order,) = world.schedule()
-    world.run(on_attempt_started(world.state, Started(order.attempt, 123, world.now), world.now))
+    world.started(order.attempt)
     first = world.exited(order.attempt)
     second = world.exited(order.attempt)
     assert Ack([order.attempt]) in first and Ack([order.attempt]) in second
@@ -188,7 +187,7 @@ def test_after_a_controller_restart_a_node_hello_resends_lost_orders_and_fails_l
     world.connect()
     a, b = world.submit(), world.submit()
     first, second = world.schedule()
-    world.run(on_attempt_started(world.state, Started(second.attempt, 1, world.now), world.now))
+    world.started(second.attempt, job_pid=1)
     world.reload()
     world.connect(known=[])  # the node knows neither attempt
     resent = [s.message for s in world.sent if isinstance(s.message, StartAttempt)]

@@ -155,14 +155,6 @@ def resume_node(state: ControllerState, name: str, now: float) -> Outcome:
     return outcome
 
 
-def on_attempt_started(state: ControllerState, report: Started, now: float) -> Outcome:
-    return on_reports(state, "", [report], now)
-
-
-def on_attempt_exited(state: ControllerState, node: str, reports: list[Exited], now: float) -> Outcome:
-    return on_reports(state, node, list(reports), now)
-
-
 def can_node(state: NodeState, trigger: NodeTrigger) -> bool:
     return (state, trigger) in NODE_TRANSITIONS
 

@@ -1,0 +1,72 @@
+"""Reading requests and writing replies: what every resource of the API shares. A request is
+read no further than the cluster's size limit, and numbers in it are parsed as the limits
+module parses them (ASCII digits), so no request can make the controller do unbounded work."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from drover.core.errors import BadRequest, DroverError, PayloadTooLarge
+from drover.core.limits import ascii_int, refuse
+
+Model = TypeVar("Model")
+
+_encode = msgspec.json.Encoder().encode
+
+
+def json_response(value: Any, status: int = 200) -> Response:
+    return Response(_encode(value), status_code=status, media_type="application/json")
+
+
+def error_response(error: DroverError) -> Response:
+    return json_response({"error": str(error), "kind": error.kind}, error.http_status)
+
+
+async def decode(request: Request, model: type[Model], limit: int) -> Model:
+    """The JSON body as `model`; msgspec's errors become 400 replies where the endpoint runs."""
+    return msgspec.json.decode(await body_within_limit(request, limit), type=model)
+
+
+async def body_within_limit(request: Request, limit: int) -> bytes:
+    """The request's body, read no further than `limit` bytes: a body that claims or turns out
+    to be larger is refused (413) before it is all in memory."""
+    too_big = refuse("the request body", limit, "max_request_bytes", "bytes")
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(str(too_big))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(str(too_big))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def int_query(request: Request, name: str, default: int | None) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    return ascii_int(value, f"query parameter {name}")
+
+
+def unix_time(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadRequest(f"{what} must be a Unix time in seconds, not {text!r}") from None
+    if not 0 <= value < 2**40:  # also refuses nan and inf
+        raise BadRequest(f"{what} must be a Unix time in seconds, not {text!r}")
+    return value
+
+
+def job_id_of(request: Request) -> int:
+    """The job id in the request's path."""
+    job_id = ascii_int(request.path_params["job_id"], "a job id")
+    if job_id <= 0:
+        raise BadRequest("a job id must be 1 or more")
+    return job_id

@@ -1,0 +1,96 @@
+"""Jobs: submit, list, show, wait for, and act on them (/v1/jobs); their ended attempts
+(/v1/history)."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from drover.api.endpoint import Call, Endpoint
+from drover.api.http import int_query, json_response, unix_time
+from drover.api.openapi import Operation
+from drover.controller.auth import Access
+from drover.controller.handlers.actions import ACTIONS
+from drover.core.errors import BadRequest, NotFound
+from drover.protocol import api
+from drover.store.base import JobFilter
+
+
+async def submit(call: Call) -> Response:
+    policy = call.controller.policy
+    policy.may_submit(call.user)
+    body = await call.body(api.SubmitRequest)
+    if not body.jobs:
+        raise BadRequest("the request holds no jobs")
+    for job in body.jobs:
+        policy.may_raise_priority(call.user, job.priority)
+    # The owner is the peer; the request has no field that could say otherwise.
+    return json_response(api.SubmitReply(ids=call.controller.service.submit(body.jobs, call.user.user)))
+
+
+async def list_jobs(call: Call) -> Response:
+    request = call.request
+    params = request.query_params
+    query = JobFilter(
+        states=[s for s in params.get("state", "").split(",") if s],
+        owner=call.controller.policy.whose_jobs(call.user, params.get("user")),
+        name=params.get("name") or None,
+        include_ended=params.get("all") in ("1", "true"), limit=int_query(request, "limit", 1000) or 1000,
+    )
+    return json_response(api.JobList(jobs=call.controller.reads.jobs(query)))
+
+
+async def show_job(call: Call) -> Response:
+    return json_response(call.job)
+
+
+async def wait_job(call: Call) -> Response:
+    assert call.job is not None
+    timeout = min(max(int_query(call.request, "timeout", 30) or 0, 0), 300)
+    ended = await call.controller.service.wait_for_end(call.job.id, timeout)
+    return json_response({"ended": ended, "job": call.job_of(call.job.id)})
+
+
+async def act(call: Call) -> Response:
+    name = call.request.path_params["action"]
+    if name not in ACTIONS:
+        raise NotFound(f"unknown action {name!r}; known: {', '.join(ACTIONS)}")
+    caller, policy = call.user, call.controller.policy
+    body = await call.body(api.ActionRequest)
+    if name == "alter" and body.priority is not None:
+        policy.may_raise_priority(caller, body.priority)
+
+    def may_touch(owner: str, job_id: int, verb: str) -> None:
+        policy.may_touch(caller, owner, job_id, verb)
+
+    return json_response(api.ActionReply(
+        results=call.controller.service.act(name, body.refs, may_touch, body.signal, body.priority)))
+
+
+async def history(call: Call) -> Response:
+    request = call.request
+    params = request.query_params
+    since = params.get("since")
+    rows = call.controller.reads.history(
+        call.controller.policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
+        unix_time(since, "query parameter since") if since else None,
+    )
+    return json_response(api.History(rows=rows))
+
+
+ENDPOINTS = [
+    Endpoint(Operation("POST", "/v1/jobs", "Submit jobs (many in one request, one transaction)",
+                       api.SubmitRequest, api.SubmitReply), Access.USER, submit),
+    Endpoint(Operation("GET", "/v1/jobs", "List jobs (a user's own; admins choose whose)", response=api.JobList, query=(
+        ("state", "string", "comma-separated task states"), ("user", "string", "owner (admins only)"),
+        ("name", "string", "job name"), ("all", "boolean", "include ended jobs"),
+        ("limit", "integer", "at most this many, newest"))), Access.USER, list_jobs),
+    Endpoint(Operation("GET", "/v1/jobs/{job_id}", "A job, its tasks and every attempt",
+                       response=api.JobInfo), Access.JOB, show_job),
+    Endpoint(Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
+                       query=(("timeout", "integer", "seconds, at most 300"),)), Access.JOB, wait_job),
+    Endpoint(Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
+                       api.ActionRequest, api.ActionReply), Access.USER, act),
+    Endpoint(Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
+                       query=(("user", "string", "owner (admins only)"), ("limit", "integer", "rows"),
+                              ("since", "number", "Unix time"))), Access.USER, history),
+]

@@ -1,0 +1,28 @@
+"""Nodes (/v1/nodes): what each offers and runs; an admin clears a node's ERROR. The nodes'
+own connection to the controller is the node channel (node_channel.py)."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from drover.api.endpoint import Call, Endpoint
+from drover.api.http import json_response
+from drover.api.openapi import Operation
+from drover.controller.auth import Access
+from drover.protocol import api
+
+
+async def list_nodes(call: Call) -> Response:
+    return json_response(api.NodeList(nodes=call.controller.reads.nodes()))
+
+
+async def resume_node(call: Call) -> Response:
+    call.controller.service.resume_node(call.request.path_params["name"])
+    return json_response(api.NodeList(nodes=call.controller.reads.nodes()))
+
+
+ENDPOINTS = [
+    Endpoint(Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), Access.USER, list_nodes),
+    Endpoint(Operation("POST", "/v1/nodes/{name}/resume", "Clear a node's ERROR: it takes work again",
+                       response=api.NodeList), Access.ADMIN, resume_node, admin_action="resume nodes"),
+]

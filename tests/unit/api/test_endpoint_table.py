@@ -1,0 +1,34 @@
+"""Every endpoint of the API with the access it needs: a change here is a change of who may do
+what, made on purpose (docs/security.md)."""
+
+from __future__ import annotations
+
+from drover.api.app import ENDPOINTS
+from drover.controller.auth import Access
+
+EXPECTED = {
+    ("GET", "/v1/ping"): (Access.ANYONE, ""),
+    ("POST", "/v1/jobs"): (Access.USER, ""),
+    ("GET", "/v1/jobs"): (Access.USER, ""),
+    ("GET", "/v1/jobs/{job_id}"): (Access.JOB, ""),
+    ("GET", "/v1/jobs/{job_id}/wait"): (Access.JOB, ""),
+    ("POST", "/v1/jobs/actions/{action}"): (Access.USER, ""),
+    ("GET", "/v1/history"): (Access.USER, ""),
+    ("GET", "/v1/nodes"): (Access.USER, ""),
+    ("POST", "/v1/nodes/{name}/resume"): (Access.ADMIN, "resume nodes"),
+    ("GET", "/v1/events"): (Access.USER, ""),
+    ("GET", "/v1/jobs/{job_id}/files"): (Access.JOB, ""),
+    ("GET", "/v1/jobs/{job_id}/files/{task}/{attempt}/{name:path}"): (Access.JOB, ""),
+    ("POST", "/v1/shutdown"): (Access.ADMIN, "stop a shared cluster"),
+}
+
+
+def test_each_endpoint_needs_the_access_it_always_needed() -> None:
+    table = {(e.operation.method, e.operation.path): (e.access, e.admin_action) for e in ENDPOINTS}
+    assert len(table) == len(ENDPOINTS), "an endpoint is listed twice"
+    assert table == EXPECTED
+
+
+def test_every_admin_endpoint_says_what_only_admins_do() -> None:
+    for endpoint in ENDPOINTS:
+        assert (endpoint.access is Access.ADMIN) == bool(endpoint.admin_action), endpoint.operation.path
