@@ -27,7 +27,7 @@ def protocol_class() -> type:
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
     except ImportError:  # httptools is optional for uvicorn
-        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]  # either class serves as the base
 
     class PeerCredentialsProtocol(Base):
         def connection_made(self, transport: Any) -> None:

@@ -11,7 +11,9 @@ from drover.client.transport import Transport
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
     from drover.protocol.api import (
         ActionResult,
@@ -42,7 +44,7 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _get(self, path: str, model: Any, **query: Any) -> Any:
+    def _get(self, path: str, model: type[T], **query: Any) -> T:
         from urllib.parse import urlencode
 
         params = {k: v for k, v in query.items() if v is not None and v != ""}
@@ -63,22 +65,23 @@ class Client:
     def job(self, job_id: int) -> JobInfo:
         from drover.protocol.api import JobInfo
 
-        return self._get(f"/v1/jobs/{job_id}", JobInfo)  # type: ignore[no-any-return]
+        return self._get(f"/v1/jobs/{job_id}", JobInfo)
 
     def jobs(self, states: list[str] | None = None, user: str | None = None, name: str | None = None,
              include_ended: bool = False, limit: int | None = None) -> list[JobInfo]:
         from drover.protocol.api import JobList
 
-        return self._get(  # type: ignore[no-any-return]
+        return self._get(
             "/v1/jobs", JobList, state=",".join(states or []), user=user, name=name,
             all="1" if include_ended else None, limit=limit,
         ).jobs
 
     def wait_json(self, job_id: int, timeout_s: float = 30) -> dict[str, Any]:
         """One long poll: {"ended": bool, "job": {...}} as plain JSON."""
-        return self.transport.call(  # type: ignore[no-any-return]
+        reply: dict[str, Any] = self.transport.call(
             "GET", f"/v1/jobs/{job_id}/wait?timeout={int(timeout_s)}", timeout_s=timeout_s + 30
         )
+        return reply
 
     def wait(self, job_id: int, timeout_s: float | None = None) -> JobInfo | None:
         """Block until the job ends and return it; None if `timeout_s` passes first."""
@@ -141,25 +144,25 @@ class Client:
     def history(self, user: str | None = None, limit: int = 100, since: float | None = None) -> list[HistoryRow]:
         from drover.protocol.api import History
 
-        return self._get("/v1/history", History, user=user, limit=limit, since=since).rows  # type: ignore[no-any-return]
+        return self._get("/v1/history", History, user=user, limit=limit, since=since).rows
 
     def nodes(self) -> list[NodeInfo]:
         from drover.protocol.api import NodeList
 
-        return self._get("/v1/nodes", NodeList).nodes  # type: ignore[no-any-return]
+        return self._get("/v1/nodes", NodeList).nodes
 
     def events(self, job_id: int | None = None, after: int = 0, limit: int = 1000, wait_s: int = 0) -> list[Event]:
         """Events after sequence number `after`; with `wait_s`, wait that long for new ones."""
         from drover.protocol.api import EventList
 
-        return self._get(  # type: ignore[no-any-return]
+        return self._get(
             "/v1/events", EventList, job=job_id, after=after, limit=limit, wait=wait_s or None
         ).events
 
     def ping(self) -> Ping:
         from drover.protocol.api import Ping
 
-        return self._get("/v1/ping", Ping)  # type: ignore[no-any-return]
+        return self._get("/v1/ping", Ping)
 
     def shutdown(self) -> None:
         self.transport.call("POST", "/v1/shutdown")

@@ -116,17 +116,18 @@ class _Writer:
         """As the owner when the controller is root; as the controller's own user otherwise,
         which then must be the owner (a personal cluster serves its owner only). Popen, not the
         event loop's subprocess support: it switches uid, gid and groups in C before exec."""
-        ids: dict[str, object] = {}
+        user = group = None
+        groups: list[int] | None = None
         if os.geteuid() == 0:
             entry = pwd.getpwnam(self.owner)
-            ids = {"user": entry.pw_uid, "group": entry.pw_gid,
-                   "extra_groups": os.getgrouplist(self.owner, entry.pw_gid)}
+            user, group, groups = entry.pw_uid, entry.pw_gid, os.getgrouplist(self.owner, entry.pw_gid)
         elif pwd.getpwuid(os.geteuid()).pw_name != self.owner:
             raise _Refused(f"this controller cannot write as {self.owner}")
-        self.process = subprocess.Popen(  # type: ignore[call-overload]
+        self.process = subprocess.Popen(
             [sys.executable, "-I", "-m", "drover.controller.event_log_writer"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd="/", env={"PATH": _WRITER_PATH, "LANG": "C.UTF-8"}, close_fds=True, **ids,
+            cwd="/", env={"PATH": _WRITER_PATH, "LANG": "C.UTF-8"}, close_fds=True,
+            user=user, group=group, extra_groups=groups,
         )
         return self.process
 
@@ -135,7 +136,8 @@ class _Writer:
         if process is None:
             return
         try:
-            process.stdin.close()  # type: ignore[union-attr]  # the writer ends at EOF
+            if process.stdin is not None:
+                process.stdin.close()  # the writer ends at EOF
         except OSError:
             pass
         try:

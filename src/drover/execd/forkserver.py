@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 ENDED_KEPT = 1024  # wait statuses of ended shepherds kept for a WAIT, newest last
 
@@ -129,10 +130,11 @@ def serve(fd: int) -> None:
                     sock.sendall(f"OK {pid}\n".encode())
 
 
-def _fork_shepherd(run: object, spool_dir: str, close: list[int], block_all: object) -> int:
+def _fork_shepherd(run: Callable[[str], int], spool_dir: str, close: list[int],
+                   block_all: Callable[[], set[int]]) -> int:
     # The shepherd is born with every signal blocked; it unblocks them once its own handlers
     # are in place (shepherd/signals.py), so no signal sent to it in between can kill it.
-    before = block_all()  # type: ignore[operator]
+    before = block_all()
     pid = os.fork()
     if pid:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
@@ -150,7 +152,7 @@ def _fork_shepherd(run: object, spool_dir: str, close: list[int], block_all: obj
                 os.close(fd)
             except OSError:
                 pass
-        code = run(spool_dir)  # type: ignore[operator]
+        code = run(spool_dir)
     finally:
         os._exit(code)
 

@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.config_schema import ExecdSection
     from drover.execd.cleanup import CleanupSettings
+    from drover.execd.forkserver import ForkServer
     from drover.spool.records import NodeOptions
 
 
@@ -52,7 +53,7 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: object) -> None:
+async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer) -> None:
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
@@ -75,7 +76,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
     cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults)
-    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))  # type: ignore[arg-type]
+    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))
     channel = ControllerChannel(
         args.socket or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),

@@ -56,7 +56,7 @@ def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> i
     if site:
         popen_options = dict(popen_options, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with held_signals():  # the method starts with default signals (popen_options' reset_for_exec)
-        process = subprocess.Popen(["/bin/bash", "-c", method.command], **popen_options)  # type: ignore[call-overload]
+        process = subprocess.Popen(["/bin/bash", "-c", method.command], **popen_options)  # type: ignore[call-overload]  # options built as a dict in shepherd/main.py
     try:
         out, err = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

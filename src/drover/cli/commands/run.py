@@ -73,8 +73,8 @@ def _copy(path: str, offset: int, out: object) -> int:
     except FileNotFoundError:
         return offset
     if data:
-        out.write(data)  # type: ignore[attr-defined]
-        out.flush()  # type: ignore[attr-defined]
+        out.write(data)  # type: ignore[attr-defined]  # `out`: a binary stream, typed loosely by its callers
+        out.flush()  # type: ignore[attr-defined]  # (sys.stdout.buffer or sys.stderr.buffer)
     return offset + len(data)
 
 
@@ -85,7 +85,7 @@ def _run_on_terminal(args: object, command_argv: list[str]) -> int:
     from drover.cli.common import client
     from drover.cli.terminal import relay
 
-    args.output = args.error = None  # type: ignore[attr-defined]
+    args.output = args.error = None  # type: ignore[attr-defined]  # argparse's Namespace, passed as object
     (job,) = jobs_from_arguments(args, command_argv)
     job["pty"] = True
     job["output"] = "/dev/null"
