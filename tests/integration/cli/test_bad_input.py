@@ -86,3 +86,16 @@ def test_commands_without_a_cluster_say_how_to_start_one(tmp_path: object) -> No
     result = subprocess.run([sys.executable, "-m", "drover", "status"], capture_output=True, text=True, env=env)
     assert result.returncode == 2
     assert "no Drover cluster answers at /tmp/drover-no-such-cluster.sock; start one with `drover up`" in result.stderr
+
+
+def test_a_script_that_is_a_fifo_or_not_utf8_is_refused_at_once(cluster: LocalCluster) -> None:
+    import os
+
+    os.mkfifo(cluster.workdir / "fifo.sh")
+    (cluster.workdir / "latin1.sh").write_bytes(b"echo caf\xe9\n")
+    for script, message in (("fifo.sh", "fifo.sh is not a regular file"), ("latin1.sh", "is not UTF-8 text")):
+        result = cluster.drover("submit", script, check=False, timeout=20)  # a FIFO must not hang it
+        assert result.returncode == 1 and message in result.stderr, result.stderr
+    empty = cluster.drover("submit", "-J", "", "--", "true", check=False)
+    assert empty.returncode != 0 and "a job name must not be empty" in empty.stderr
+    assert cluster.drover_json("status", "--all") == []

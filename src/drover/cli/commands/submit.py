@@ -19,7 +19,7 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
     p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line)")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
-    p.add_argument("-J", "--name", help="the job's name (default: the script's or command's name)")
+    p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
     p.add_argument("-o", "--output", help="stdout file; %%j job id, %%a array index, %%x name, %%u user "
                    "(default: drover-%%j.out, arrays drover-%%j_%%a.out)")
@@ -214,13 +214,32 @@ def staged_files(paths: list[str]) -> list[dict[str, Any]]:
 
 
 def _read(path: str) -> str:
+    """The script, whole: a regular file (a FIFO or a device is refused at once, never waited
+    on), in UTF-8 (the job's script travels as JSON text)."""
     try:
         if path == "-":
             return sys.stdin.read()
-        with open(path, encoding="utf-8", errors="surrogateescape") as file:
-            return file.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as file:
+            import stat
+
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise BadRequest(f"{path} is not a regular file; give a script file, or - for standard input")
+            data = file.read()
     except OSError as error:
         raise BadRequest(f"cannot read {path}: {error.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadRequest(f"{path} is not UTF-8 text (byte {error.start}); Drover takes job scripts in UTF-8") from None
+
+
+def _job_name(text: str) -> str:
+    if not text.strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError("a job name must not be empty")
+    return text
 
 
 def _integer(text: str, option: str, minimum: int | None = None) -> int:
