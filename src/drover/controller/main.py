@@ -19,6 +19,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import uvicorn
 
+    from drover.store.sqlite import SqliteStore
+
 
 def serve(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="drover controller", description="Run the controller daemon.")
@@ -49,10 +51,9 @@ def serve(argv: list[str]) -> int:
     from drover.api.peercred import protocol_class as peer_credentials_protocol
     from drover.controller.auth import Policy
     from drover.controller.service import ControllerService, Settings
-    from drover.store.sqlite import SqliteStore
 
     kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
-    store = SqliteStore(paths.database, synchronous=section.sqlite_synchronous)
+    store = _open_store(paths.database, section.sqlite_synchronous)
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs)
@@ -106,6 +107,25 @@ def serve(argv: list[str]) -> int:
         except FileNotFoundError:
             pass
     return 0
+
+
+def _open_store(path: str, synchronous: str) -> SqliteStore:
+    """The store, or an exit with one line that names the file, what is wrong and what to do
+    (a traceback helps no operator)."""
+    import sqlite3
+
+    from drover.store.sqlite import SqliteStore
+
+    try:
+        return SqliteStore(path, synchronous=synchronous)
+    except (sqlite3.Error, OSError, RuntimeError) as error:
+        if "readonly" in str(error) or isinstance(error, PermissionError):
+            step = "make it (and its directory) writable by the controller's user"
+        elif isinstance(error, RuntimeError):
+            step = "upgrade Drover"
+        else:
+            step = "restore it from a backup, or move it aside to start with an empty cluster"
+        raise SystemExit(f"drover controller: cannot open the store {path}: {error}; {step}") from None
 
 
 def _server(config: uvicorn.Config) -> uvicorn.Server:

@@ -60,3 +60,12 @@ def test_submit_starts_a_cluster_when_none_runs(state_dir: Path) -> None:
     job = submitted.stdout.split()[-1]
     assert _drover(state_dir, "wait", job).returncode == 0
     assert (state_dir / f"drover-{job}.out").read_text() == "zero configuration\n"
+
+
+def test_a_corrupt_store_is_named_with_the_next_step_and_nothing_is_left_running(state_dir: Path) -> None:
+    (state_dir / "drover.db").write_bytes(os.urandom(4096))
+    result = _drover(state_dir, "up")
+    assert result.returncode != 0
+    assert f"cannot open the store {state_dir / 'drover.db'}: file is not a database" in result.stderr
+    assert "move it aside" in result.stderr and "Traceback" not in result.stderr
+    assert not (state_dir / "api.sock").exists() and not (state_dir / "execd.pid").exists()
