@@ -49,6 +49,7 @@ class CleanupSettings:
     smtp_host: str = "localhost"
     smtp_port: int = 25
     mail_tries: int = 5  # after this many failed tries, the mail is given up and the report goes on
+    exit_hook_tries: int = 5  # the same for the site's exit hook
     report_timeout_s: float = 10.0
     retry_first_s: float = 0.5
     retry_max_s: float = 30.0
@@ -160,12 +161,27 @@ class Cleanup:
         except TimeoutError:
             process.kill()
             await process.wait()
-            raise StepFailed(f"the exit hook did not finish in {self.settings.exit_hook_timeout_s:.0f}s") from None
+            return self._give_up_after(spool, progress, "exit_hook", self.settings.exit_hook_tries,
+                                       f"the exit hook did not finish in {self.settings.exit_hook_timeout_s:.0f}s")
         except OSError as error:
-            raise StepFailed(f"cannot run the exit hook {self.settings.exit_hook}: {error.strerror}") from None
+            return self._give_up_after(spool, progress, "exit_hook", self.settings.exit_hook_tries,
+                                       f"cannot run the exit hook {self.settings.exit_hook}: {error.strerror}")
         if process.returncode != 0:
             tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            raise StepFailed(f"the exit hook exited with status {process.returncode}: {tail[0]}")
+            return self._give_up_after(spool, progress, "exit_hook", self.settings.exit_hook_tries,
+                                       f"the exit hook exited with status {process.returncode}: {tail[0]}")
+        return True
+
+    def _give_up_after(self, spool: layout.SpoolDir, progress: dict[str, Any], step: str, tries: int,
+                       failure: str) -> bool:
+        """A step that failed: retried (StepFailed) until it has failed `tries` times; then given
+        up, said in a cleanup_failed event, and the pipeline goes on, so the controller still
+        learns how the job ended: a site's script or relay that keeps failing never holds a job
+        in COMPLETING for ever."""
+        if progress["tries"] + 1 < tries:
+            raise StepFailed(failure)
+        log.warning("attempt %s: giving up step %s after %d tries: %s", spool.name, step, progress["tries"] + 1, failure)
+        self.send(Progress(spool.name, list(progress["done"]), step, progress["tries"] + 1, f"{step} given up: {failure}"))
         return True
 
     async def _stage_out(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
@@ -222,12 +238,8 @@ class Cleanup:
             await asyncio.to_thread(mail.send, self.settings.smtp_host, self.settings.smtp_port,
                                     config["mail_user"], subject, body)
         except Exception as error:
-            if progress["tries"] + 1 >= self.settings.mail_tries:
-                log.warning("attempt %s: giving up the mail after %d tries: %s", spool.name, progress["tries"] + 1, error)
-                self.send(Progress(spool.name, list(progress["done"]), "mail", progress["tries"] + 1,
-                                   f"mail given up: {error}"))
-                return True
-            raise StepFailed(f"cannot send mail through {self.settings.smtp_host}:{self.settings.smtp_port}: {error}") from None
+            return self._give_up_after(spool, progress, "mail", self.settings.mail_tries,
+                                       f"cannot send mail through {self.settings.smtp_host}:{self.settings.smtp_port}: {error}")
         return True
 
     async def _report(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:

@@ -110,6 +110,7 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     return CleanupSettings(
         exit_hook=options.exit_hook or None, keep_spool=options.keep_spool,
         smtp_host=options.smtp_host, smtp_port=options.smtp_port, mail_tries=options.mail_tries,
+        exit_hook_tries=options.exit_hook_tries,
     )
 
 

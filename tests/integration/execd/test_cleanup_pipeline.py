@@ -237,3 +237,23 @@ def test_a_running_job_requeued_by_request_is_mailed_as_requeued_not_failed(tmp_
         assert subjects == [f"Drover job {job} (bash) was requeued", f"Drover job {job} (bash) ended"], subjects
     finally:
         assert not cluster.stop()
+
+
+def test_an_exit_hook_that_keeps_failing_is_given_up_and_the_job_ends(tmp_path: Path, smtp: tuple[Inbox, int]) -> None:
+    """After exit_hook_tries failures the hook is given up, said in a cleanup_failed event, and
+    the pipeline goes on: the job is not held in COMPLETING for ever."""
+    _, port = smtp
+    broken = tmp_path / "hook-broken"
+    broken.touch()
+    hook, runs = counting_hook(tmp_path, fail_while=broken)
+    cluster = make_cluster(tmp_path, port, hook, extra="exit_hook_tries = 2\n")
+    try:
+        cluster.start()
+        job = cluster.submit("--", "true")
+        assert cluster.drover("wait", str(job)).returncode == 0
+        assert cluster.drover_json("show", str(job))["state"] == "completed"
+        failures = [e for e in events(cluster, job) if e["kind"] == "cleanup_failed"]
+        assert any("exit_hook given up" in str(e["detail"]["error"]) for e in failures), failures  # type: ignore[index]
+        assert not runs.exists()
+    finally:
+        assert not cluster.stop()
