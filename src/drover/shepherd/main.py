@@ -131,6 +131,13 @@ def _run(spool: layout.SpoolDir) -> int:
             return _give_up(spool, containment, tmpdir, StartFailure(
                 f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"),
                 method=failed)
+        if inbox.stop_requested():
+            # A cancel or requeue came while the prolog ran: the job is not started only to be
+            # killed (GE: a job deleted before it runs never runs).
+            containment.kill_all()
+            _close(stdout, stderr)
+            return _give_up(spool, containment, tmpdir, StartFailure(
+                "stopped before the job started (a cancel or requeue came during its prolog)"), terminated=True)
         # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
         setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
@@ -280,11 +287,11 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
 
 
 def _give_up(spool: layout.SpoolDir, containment: Containment, tmpdir: str, failure: StartFailure,
-             method: tuple[Method, int] | None = None) -> int:
+             method: tuple[Method, int] | None = None, terminated: bool = False) -> int:
     """The job did not run: say why, clean up, tell the execd."""
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
-    _record_failure(spool, str(failure), failure.details, method)
+    _record_failure(spool, str(failure), failure.details, method, terminated)
     _hint(spool, "exited")
     return 0
 
@@ -484,11 +491,11 @@ def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
 
 
 def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "",
-                    method: tuple[Method, int] | None = None) -> None:
+                    method: tuple[Method, int] | None = None, terminated: bool = False) -> None:
     write_atomically(spool.record(layout.ERROR), (failure + "\n" + detail).encode())
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
-        "terminated": False, "out_of_memory": False,
+        "terminated": terminated, "out_of_memory": False,
         "methods": [{"step": method[0].step, "level": method[0].level, "exit_code": method[1]}] if method else [],
     }
     write_json(spool.record(layout.EXIT_STATUS), exit_status)

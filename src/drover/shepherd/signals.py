@@ -39,6 +39,7 @@ class SignalInbox:
 
     def __init__(self) -> None:
         self._read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._early: list[int] = []  # what came before the job started, kept for supervise
         signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)  # each signal's number lands here
         for signum in HANDLED:
             signal.signal(signum, _wake)  # a handler must exist for the wakeup fd to fire
@@ -51,10 +52,16 @@ class SignalInbox:
 
     def drain(self) -> list[int]:
         """The numbers of the handled signals that came since the last call."""
+        early, self._early = self._early, []
         try:
-            return list(os.read(self._read_fd, 512))
+            return early + list(os.read(self._read_fd, 512))
         except BlockingIOError:
-            return []
+            return early
+
+    def stop_requested(self) -> bool:
+        """Whether a SIGTERM (stop the job) has come; what came stays for `drain`."""
+        self._early = self.drain()
+        return signal.SIGTERM in self._early
 
     def drain_faults(self) -> list[str]:
         """Fault signals someone sent with kill(), taken from the pending set: lines for the trace."""

@@ -82,3 +82,22 @@ def test_with_epilog_sets_exit_the_epilogs_status_is_the_jobs(cluster: LocalClus
     assert cluster.drover("wait", str(rescued)).returncode == 0
     plain = cluster.submit("--epilog", "exit 4", "--", "true")
     assert cluster.drover("wait", str(plain)).returncode == 0
+
+
+def test_a_cancel_during_the_prolog_means_the_job_never_starts(tmp_path: Path) -> None:
+    in_prolog = tmp_path / "in-prolog"
+    cluster = cluster_with(tmp_path, prolog=f"touch {in_prolog}; sleep 2")
+    try:
+        cluster.start()
+        ran = cluster.workdir / "job-ran"
+        job = cluster.submit("--", "touch", str(ran))
+        wait_until(in_prolog.exists, describe="the node prolog to run")
+        assert cluster.drover("cancel", str(job)).returncode == 0
+        cluster.drover("wait", str(job), check=False)
+        shown = cluster.drover_json("show", str(job))
+        assert shown["state"] == "cancelled", shown
+        assert "stopped before the job started" in shown["tasks"][0]["attempts"][0]["failure"]
+        assert not ran.exists()
+        assert cluster.drover_json("nodes")[0]["state"] == "up"
+    finally:
+        assert not cluster.stop()
