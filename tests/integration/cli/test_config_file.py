@@ -3,16 +3,12 @@ and starts nothing. `drover config check` prints the settings in effect."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from tests.helpers.personal import drover_in, state_dir_for_test
 
 MISTYPED = '[controller]\nnode_timeout_s = 60\nkill_grace_s = "ten"\n'
 MISSPELT = '[execd]\ncpus = 2\n\nprologue = "echo hi"\n'
@@ -20,22 +16,7 @@ MISSPELT = '[execd]\ncpus = 2\n\nprologue = "echo hi"\n'
 
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
-    # Short: the API socket's path must fit in 108 bytes.
-    root = Path(tempfile.mkdtemp(prefix="drv-", dir="/tmp"))
-    yield root
-    subprocess.run([sys.executable, "-m", "drover", "down"], env=_env(root), capture_output=True, timeout=60)
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def _env(root: Path) -> dict[str, str]:
-    env = dict(os.environ, DROVER_STATE_DIR=str(root))
-    env.pop("DROVER_SOCKET", None)
-    return env
-
-
-def _drover(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "drover", *args], env=_env(root), capture_output=True,
-                          text=True, cwd=root, timeout=60)
+    yield from state_dir_for_test()
 
 
 def _daemons_of(root: Path) -> list[psutil.Process]:
@@ -53,7 +34,7 @@ def _daemons_of(root: Path) -> list[psutil.Process]:
 ])
 def test_a_daemon_refuses_a_bad_file_in_one_line(state_dir: Path, daemon: str, text: str, line: str) -> None:
     (state_dir / "drover.toml").write_text(text)
-    result = _drover(state_dir, daemon, "--state-dir", str(state_dir))
+    result = drover_in(state_dir, daemon, "--state-dir", str(state_dir))
     assert result.returncode != 0
     assert result.stderr == f"drover {daemon}: {state_dir / 'drover.toml'}{line}\n"
     assert not (state_dir / "api.sock").exists()
@@ -62,14 +43,14 @@ def test_a_daemon_refuses_a_bad_file_in_one_line(state_dir: Path, daemon: str, t
 @pytest.mark.parametrize("text", [MISTYPED, MISSPELT, "[controller\nkill_grace_s = 1\n"])
 def test_up_reports_the_bad_file_and_leaves_nothing_running(state_dir: Path, text: str) -> None:
     (state_dir / "drover.toml").write_text(text)
-    result = _drover(state_dir, "up")
+    result = drover_in(state_dir, "up")
     assert result.returncode == 1
     assert result.stderr.startswith(f"drover up: {state_dir / 'drover.toml'}:")
     assert len(result.stderr.splitlines()) == 1
     assert _daemons_of(state_dir) == []
     assert not any((state_dir / name).exists() for name in ("api.sock", "controller.pid", "execd.pid"))
     # The same when a submission would have started the cluster.
-    submitted = _drover(state_dir, "submit", "--", "true")
+    submitted = drover_in(state_dir, "submit", "--", "true")
     assert submitted.returncode == 1 and submitted.stderr.startswith(f"drover submit: {state_dir / 'drover.toml'}:")
     assert _daemons_of(state_dir) == []
 
@@ -78,7 +59,7 @@ def test_config_check_prints_the_settings_in_effect(state_dir: Path) -> None:
     config = state_dir / "drover.toml"
     config.write_text('[controller]\nkill_grace_s = 2\n\n[execd]\nrlimits = {nofile = 512}\n'
                       '[queues.fast]\nprolog = "echo fast"\n')
-    result = _drover(state_dir, "config", "check")
+    result = drover_in(state_dir, "config", "check")
     assert result.returncode == 0, result.stderr
     lines = [" ".join(line.split()) for line in result.stdout.splitlines()]
     assert lines[0] == f"# {config}: 'file' marks the values it sets; the others are defaults"
@@ -90,7 +71,7 @@ def test_config_check_prints_the_settings_in_effect(state_dir: Path) -> None:
     assert "[queues.fast]" in lines and any(line.startswith('prolog = "echo fast" # file: ') for line in lines)
     assert "[compat]" in lines
 
-    as_json = _drover(state_dir, "config", "check", "--json", "--state-dir", str(state_dir))
+    as_json = drover_in(state_dir, "config", "check", "--json", "--state-dir", str(state_dir))
     assert as_json.returncode == 0
     import json
 
@@ -102,14 +83,14 @@ def test_config_check_prints_the_settings_in_effect(state_dir: Path) -> None:
 
 def test_config_check_refuses_a_bad_file_with_its_line(state_dir: Path) -> None:
     (state_dir / "drover.toml").write_text(MISSPELT)
-    result = _drover(state_dir, "config", "check")
+    result = drover_in(state_dir, "config", "check")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == (f"drover config: {state_dir / 'drover.toml'}:4: [execd] unknown key 'prologue' "
                              "(did you mean 'prolog'?)\n")
 
 
 def test_config_check_without_a_file_prints_the_defaults(state_dir: Path) -> None:
-    result = _drover(state_dir, "config", "check")
+    result = drover_in(state_dir, "config", "check")
     assert result.returncode == 0
     assert result.stdout.startswith(f"# {state_dir / 'drover.toml'}: no such file; every value is a default")
     assert "# file:" not in result.stdout

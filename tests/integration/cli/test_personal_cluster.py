@@ -4,67 +4,49 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers.personal import drover_in, state_dir_for_test
 
 
 @pytest.fixture
 def state_dir() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="drv-", dir="/tmp"))
-    yield root
-    subprocess.run([sys.executable, "-m", "drover", "down"], env=_env(root), capture_output=True)
-    import shutil
-
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def _env(root: Path) -> dict[str, str]:
-    env = dict(os.environ, DROVER_STATE_DIR=str(root))
-    env.pop("DROVER_SOCKET", None)
-    return env
-
-
-def _drover(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "drover", *args], env=_env(root), capture_output=True,
-                          text=True, cwd=root, timeout=60)
+    yield from state_dir_for_test()
 
 
 def test_up_starts_a_private_cluster_and_down_stops_it(state_dir: Path) -> None:
-    started = _drover(state_dir, "up")
+    started = drover_in(state_dir, "up")
     assert started.returncode == 0, started.stderr
     assert "controller.log" in started.stdout and "execd.log" in started.stdout
     socket_mode = stat.S_IMODE(os.stat(state_dir / "api.sock").st_mode)
     assert socket_mode == 0o600
-    assert "already running" in _drover(state_dir, "up").stdout
-    job = _drover(state_dir, "submit", "--parsable", "--", "echo", "hi").stdout.strip()
-    assert _drover(state_dir, "wait", job).returncode == 0
-    stopped = _drover(state_dir, "down")
+    assert "already running" in drover_in(state_dir, "up").stdout
+    job = drover_in(state_dir, "submit", "--parsable", "--", "echo", "hi").stdout.strip()
+    assert drover_in(state_dir, "wait", job).returncode == 0
+    stopped = drover_in(state_dir, "down")
     assert "stopped execd" in stopped.stdout and "controller" in stopped.stdout
     assert not (state_dir / "api.sock").exists()
-    status = _drover(state_dir, "status")
+    status = drover_in(state_dir, "status")
     assert status.returncode == 2 and "drover up" in status.stderr
     # The history survives: a new cluster on the same state directory knows the job.
-    _drover(state_dir, "up")
-    assert _drover(state_dir, "show", "--json", job).returncode == 0
+    drover_in(state_dir, "up")
+    assert drover_in(state_dir, "show", "--json", job).returncode == 0
 
 
 def test_submit_starts_a_cluster_when_none_runs(state_dir: Path) -> None:
-    submitted = _drover(state_dir, "submit", "--", "echo", "zero configuration")
+    submitted = drover_in(state_dir, "submit", "--", "echo", "zero configuration")
     assert submitted.returncode == 0, submitted.stderr
     assert "started a personal cluster" in submitted.stderr
     job = submitted.stdout.split()[-1]
-    assert _drover(state_dir, "wait", job).returncode == 0
+    assert drover_in(state_dir, "wait", job).returncode == 0
     assert (state_dir / f"drover-{job}.out").read_text() == "zero configuration\n"
 
 
 def test_a_corrupt_store_is_named_with_the_next_step_and_nothing_is_left_running(state_dir: Path) -> None:
     (state_dir / "drover.db").write_bytes(os.urandom(4096))
-    result = _drover(state_dir, "up")
+    result = drover_in(state_dir, "up")
     assert result.returncode != 0
     assert f"cannot open the store {state_dir / 'drover.db'}: file is not a database" in result.stderr
     assert "move it aside" in result.stderr and "Traceback" not in result.stderr
