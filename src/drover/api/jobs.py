@@ -24,7 +24,10 @@ async def submit(call: Call) -> Response:
     for job in body.jobs:
         policy.may_raise_priority(call.user, job.priority)
     # The owner is the peer; the request has no field that could say otherwise.
-    return json_response(api.SubmitReply(ids=call.controller.service.submit(body.jobs, call.user.user)))
+    if body.request_key is not None and not 8 <= len(body.request_key) <= 64:
+        raise BadRequest("request_key must be 8 to 64 characters")
+    return json_response(api.SubmitReply(ids=call.controller.service.submit(body.jobs, call.user.user,
+                                                                            body.request_key)))
 
 
 async def list_jobs(call: Call) -> Response:

@@ -59,8 +59,13 @@ class Client:
 
     def submit(self, jobs: list[JobSubmission] | list[dict[str, Any]]) -> list[int]:
         """Submit many jobs in one request (one transaction); return their ids in order."""
+        import os
+
         payload = [job if isinstance(job, dict) else _to_builtins(job) for job in jobs]
-        return list(self.transport.call("POST", "/v1/jobs", {"jobs": payload})["ids"])
+        # A key of this submission's own: if the transport sends it again (the connection was
+        # lost before the answer came), the controller answers with the first one's ids.
+        body = {"jobs": payload, "request_key": os.urandom(12).hex()}
+        return list(self.transport.call("POST", "/v1/jobs", body)["ids"])
 
     def job(self, job_id: int) -> JobInfo:
         from drover.protocol.api import JobInfo

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ from drover.protocol.node_channel import Hello, NodeMessage, StagedOut
 from drover.store.base import Changes, EventRecord, JobFilter, Store
 
 log = logging.getLogger("drover.controller")
+REMEMBERED_SUBMISSIONS = 10_000  # request keys kept (in memory: a controller restart forgets them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class ControllerService:
         self.channels = NodeChannels()
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        self._submitted: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # request keys
         self._schedule_requested = False
         self._new_events = asyncio.Event()
         self.event_logs = EventLogFiles()
@@ -234,7 +237,11 @@ class ControllerService:
 
     # -- commands from users ------------------------------------------------------------------
 
-    def submit(self, jobs: list[JobSubmission], owner: str) -> list[int]:
+    def submit(self, jobs: list[JobSubmission], owner: str, request_key: str | None = None) -> list[int]:
+        """`request_key`: the client's name for this submission; the same key from the same owner
+        again gets the ids it got the first time (a retried request makes no second job)."""
+        if request_key is not None and (owner, request_key) in self._submitted:
+            return list(self._submitted[owner, request_key])
         ids: list[int] = []
 
         def handler() -> Outcome:
@@ -244,6 +251,10 @@ class ControllerService:
             return outcome
 
         self._run(handler, RequestScope(frozenset(), self.state.next_job_id))
+        if request_key is not None:
+            self._submitted[owner, request_key] = tuple(ids)
+            while len(self._submitted) > REMEMBERED_SUBMISSIONS:
+                self._submitted.popitem(last=False)
         return ids
 
     def act(self, action: str, refs: list[str], may_touch: MayTouch,

@@ -56,6 +56,9 @@ class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Many jobs in one request: one transaction, one reply."""
 
     jobs: list[JobSubmission]
+    # Chosen by the client, new for each submission: the same request sent again (a retry after
+    # a timeout or a lost connection) gets the first one's ids, and no second copy of its jobs.
+    request_key: str | None = None
 
 
 class SubmitReply(msgspec.Struct):

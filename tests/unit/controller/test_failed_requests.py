@@ -88,3 +88,12 @@ def test_a_bad_priority_is_refused_before_any_job_changes(service: ControllerSer
     (result,) = in_loop(lambda: service.act("alter", [str(job)], anyone, priority=99999999999999999999))
     assert not result.ok and "priority must be between -1023 and 1023" in result.message
     assert service.state.jobs[job].priority == 0
+
+
+def test_a_submission_sent_again_with_its_key_gets_the_first_ids_and_no_second_job(service: ControllerService) -> None:
+    first = in_loop(lambda: service.submit([held(), held()], "alice", "k-0123456789"))
+    again = in_loop(lambda: service.submit([held(), held()], "alice", "k-0123456789"))
+    assert again == first and len(service.state.jobs) == 2
+    # A key is its owner's: the same key from someone else is another submission.
+    other = in_loop(lambda: service.submit([held()], "bob", "k-0123456789"))
+    assert other != first[:1] and len(service.state.jobs) == 3
