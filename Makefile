@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-unit test-integration lint bench clean venv install-system
+.PHONY: demo test test-unit test-integration lint bench clean venv install-system compat-docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
@@ -39,6 +39,10 @@ PREFIX ?= /opt/drover
 BINDIR ?= /usr/local/bin
 install-system:
 	PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' scripts/install-system.sh
+
+# docs/compat.md's option tables, from the front ends' option definitions.
+compat-docs: $(STAMP)
+	$(BIN)/python scripts/compat_docs.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

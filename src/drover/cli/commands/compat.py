@@ -1,6 +1,5 @@
-"""drover compat install DIR: put Slurm's (sbatch, squeue, scancel, sacct) and Grid Engine's
-(qsub, qstat, qdel, qhold, qrls, qacct) commands, backed by Drover, into DIR. Opt-in, so they
-never shadow a real installation by accident."""
+"""drover compat install DIR: put Slurm's and Grid Engine's commands, backed by Drover, into
+DIR. Opt-in, so they never shadow a real installation by accident."""
 
 from __future__ import annotations
 
@@ -10,16 +9,21 @@ import sys
 from drover.cli.common import parser
 from drover.core.errors import BadRequest
 
-COMMANDS = {  # command → (module, function)
+# command → (module, function). Each front end's module may hold OPTIONS, the option table its
+# docs/compat.md section is generated from.
+SLURM_COMMANDS = {
     "sbatch": ("drover.compat.slurm.sbatch", "main"), "squeue": ("drover.compat.slurm.squeue", "main"),
     "scancel": ("drover.compat.slurm.scancel", "main"), "sacct": ("drover.compat.slurm.sacct", "main"),
     "srun": ("drover.compat.slurm.srun", "main"), "scontrol": ("drover.compat.slurm.scontrol", "main"),
-    "sinfo": ("drover.compat.slurm.sinfo", "main"), "qrsh": ("drover.compat.gridengine.qrsh", "main"),
-    "qalter": ("drover.compat.gridengine.qalter", "main"),
+    "sinfo": ("drover.compat.slurm.sinfo", "main"),
+}
+GRIDENGINE_COMMANDS = {
     "qsub": ("drover.compat.gridengine.qsub", "main"), "qstat": ("drover.compat.gridengine.qstat", "main"),
     "qdel": ("drover.compat.gridengine.actions", "qdel"), "qhold": ("drover.compat.gridengine.actions", "qhold"),
     "qrls": ("drover.compat.gridengine.actions", "qrls"), "qacct": ("drover.compat.gridengine.qacct", "main"),
+    "qalter": ("drover.compat.gridengine.qalter", "main"), "qrsh": ("drover.compat.gridengine.qrsh", "main"),
 }
+COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS}
 
 
 def run(command: str, argv: list[str]) -> int:
