@@ -71,3 +71,87 @@ def with_tables(document: str, tables: dict[str, str]) -> str:
             raise ValueError(f"docs/compat.md has no section for {command}: add the lines\n{begin}\n{end}")
         document = document[: start + len(begin)] + "\n" + table + "\n" + document[stop:]
     return document
+
+
+class UsageError(Exception):
+    """A command line the real command would refuse; the message is the one getopt prints."""
+
+
+def parse_gnu(argv: list[str], options: Iterable[Option], permute: bool = False
+              ) -> tuple[list[tuple[Option, str | None]], list[str]]:
+    """Parse `argv` as GNU getopt_long does for Slurm's commands: `--name=V` and `--name V`,
+    long names abbreviated to any unambiguous prefix, `-abc` as three flags, `-oV` and `-o V`,
+    `--` ending the options. Without `permute` (sbatch, srun: their optstring starts with `+`),
+    the first operand ends the options, so a script's own arguments are never read as sbatch's.
+
+    Returns the options in command-line order, each with its value (None for a flag), and the
+    operands. Raises UsageError with getopt's own words for what getopt refuses.
+    """
+    table = list(options)
+    longs = {name: option for option in table for name in option.names if name.startswith("--")}
+    shorts = {name: option for option in table for name in option.names if len(name) == 2 and name[0] == "-"
+              and name[1] != "-"}
+    found: list[tuple[Option, str | None]] = []
+    operands: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        if word == "--":
+            operands += argv[i:]
+            break
+        if word.startswith("--"):
+            name, has_value, value = word.partition("=")
+            option = _long_option(name, longs)
+            if option.arity is Arity.NONE and has_value:
+                raise UsageError(f"option '{_long_name(option, name)}' doesn't allow an argument")
+            if option.arity is Arity.REQUIRED and not has_value:
+                if i >= len(argv):
+                    raise UsageError(f"option '{_long_name(option, name)}' requires an argument")
+                value, i = argv[i], i + 1
+            found.append((option, value if (has_value or option.arity is Arity.REQUIRED) else None))
+        elif word.startswith("-") and word != "-":
+            j = 1
+            while j < len(word):
+                letter = word[j]
+                if "-" + letter not in shorts:
+                    raise UsageError(f"invalid option -- '{letter}'")
+                option = shorts["-" + letter]
+                rest = word[j + 1:]
+                if option.arity is Arity.NONE:
+                    found.append((option, None))
+                    j += 1
+                    continue
+                if rest:
+                    found.append((option, rest))
+                elif option.arity is Arity.OPTIONAL:
+                    found.append((option, None))
+                elif i < len(argv):
+                    found.append((option, argv[i]))
+                    i += 1
+                else:
+                    raise UsageError(f"option requires an argument -- '{letter}'")
+                break
+        elif permute:
+            operands.append(word)
+        else:
+            operands += argv[i - 1:]
+            break
+    return found, operands
+
+
+def _long_option(name: str, longs: dict[str, Option]) -> Option:
+    if name in longs:
+        return longs[name]
+    candidates = {id(option): (spelled, option) for spelled, option in longs.items() if spelled.startswith(name)}
+    if len(candidates) == 1:
+        return next(iter(candidates.values()))[1]
+    if not candidates:
+        raise UsageError(f"unrecognized option '{name}'")
+    spelled = " ".join(sorted(spelling for spelling, _ in candidates.values()))
+    raise UsageError(f"option '{name}' is ambiguous; possibilities: {spelled}")
+
+
+def _long_name(option: Option, typed: str) -> str:
+    """The full long name getopt names in its messages (the user may have typed a prefix)."""
+    return next((name for name in option.names if name.startswith(typed)), typed)
