@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         NodeInfo,
         Ping,
     )
+    from drover.protocol.plain import ActionOutcome, JobRequest, WaitReply
 
 
 class Client:
@@ -57,7 +58,7 @@ class Client:
 
     # -- jobs ---------------------------------------------------------------------------------
 
-    def submit(self, jobs: list[JobSubmission] | list[dict[str, Any]]) -> list[int]:
+    def submit(self, jobs: list[JobSubmission] | list[JobRequest]) -> list[int]:
         """Submit many jobs in one request (one transaction); return their ids in order."""
         import os
 
@@ -81,9 +82,9 @@ class Client:
             all="1" if include_ended else None, limit=limit,
         ).jobs
 
-    def wait_json(self, job_id: int, timeout_s: float = 30) -> dict[str, Any]:
+    def wait_json(self, job_id: int, timeout_s: float = 30) -> WaitReply:
         """One long poll: {"ended": bool, "job": {...}} as plain JSON."""
-        reply: dict[str, Any] = self.transport.call(
+        reply: WaitReply = self.transport.call(
             "GET", f"/v1/jobs/{job_id}/wait?timeout={int(timeout_s)}", timeout_s=timeout_s + 30
         )
         return reply
@@ -128,8 +129,8 @@ class Client:
         return msgspec.convert(self.action_json("signal", refs, signal), list[ActionResult])
 
     def action_json(self, action: str, refs: list[str], signal: str | None = None,
-                    priority: int | None = None) -> list[dict[str, Any]]:
-        body: dict[str, Any] = {"refs": refs}
+                    priority: int | None = None) -> list[ActionOutcome]:
+        body: dict[str, object] = {"refs": refs}
         if signal is not None:
             body["signal"] = signal
         if priority is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from drover.controller.handlers.dispatch import output_path
 from drover.controller.state import ControllerState
 from drover.core.exit_status import shell_status
@@ -59,22 +61,20 @@ def task_info(job: Job, task: Task, attempts: list[Attempt]) -> TaskInfo:
 
 
 def attempt_info(attempt: Attempt) -> AttemptInfo:
-    record = attempt.exit or {}
+    record = attempt.exit
     return AttemptInfo(
         number=attempt.number, node=attempt.node, cpu_ids=list(attempt.cpu_ids),
         dispatched_at=attempt.dispatched_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
-        exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
-        timed_out=bool(record.get("timed_out")), terminated=bool(record.get("terminated")),
-        usage=usage_of(attempt), cleanup=attempt.cleanup,
+        exit_code=record["exit_code"] if record else None, signal=record["signal"] if record else None,
+        failure=record["failure"] if record else None, timed_out=bool(record and record["timed_out"]),
+        terminated=bool(record and record["terminated"]), usage=usage_of(attempt), cleanup=attempt.cleanup,
         pty_socket=attempt.pty_socket if attempt.ended_at is None else None,
     )
 
 
 def usage_of(attempt: Attempt) -> Usage | None:
     """The usage record as the API shows it (fields a newer shepherd adds are passed over)."""
-    if not attempt.usage:
-        return None
-    return Usage(**{k: v for k, v in attempt.usage.items() if k in Usage.__struct_fields__})
+    return msgspec.convert(attempt.usage, Usage) if attempt.usage else None
 
 
 def job_exit_status(job: Job) -> int | None:
@@ -92,12 +92,12 @@ def job_exit_status(job: Job) -> int | None:
 
 
 def history_row(job: Job, task: Task, attempt: Attempt) -> HistoryRow:
-    record = attempt.exit or {}
+    record = attempt.exit
     is_latest = task.attempt == attempt.number
     return HistoryRow(
         job_id=job.id, index=task.index, is_array=job.is_array, attempt=attempt.number, name=job.name,
         owner=job.owner, state=task.state.value if is_latest else "requeued", node=attempt.node,
-        exit_status=shell_status(record.get("exit_code"), record.get("signal")) if attempt.exit else None,
+        exit_status=shell_status(record["exit_code"], record["signal"]) if record else None,
         submitted_at=job.submitted_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
         usage=usage_of(attempt),
     )

@@ -17,12 +17,11 @@ shepherd always dies does not loop forever; otherwise it fails, with the reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from drover.core.job_state import Trigger
+from drover.records import ExitStatus
 
 REQUEUE_EXIT_CODE = 99
 ERROR_HOLD_EXIT_CODE = 100
@@ -72,16 +71,16 @@ class ExitFacts:
     attempt_number: int = 1
 
 
-def exit_facts(record: Mapping[str, Any], cancel_requested: bool = False, epilog_sets_exit: bool = False,
+def exit_facts(record: ExitStatus, cancel_requested: bool = False, epilog_sets_exit: bool = False,
                requeue_held: bool = False, requeue_requested: bool = False, *, rerunnable: bool = True,
                attempt_number: int = 1) -> ExitFacts:
-    """The facts of an exit record (spool.records.ExitStatus) as plain data."""
+    """The facts of an exit record as plain data."""
     return ExitFacts(
-        shepherd_lost=bool(record.get("shepherd_lost")), rerunnable=rerunnable, attempt_number=attempt_number,
-        exit_code=record.get("exit_code"), signal=record.get("signal"), failure=record.get("failure"),
-        timed_out=bool(record.get("timed_out")), out_of_memory=bool(record.get("out_of_memory")),
+        shepherd_lost=record.get("shepherd_lost", False), rerunnable=rerunnable, attempt_number=attempt_number,
+        exit_code=record["exit_code"], signal=record["signal"], failure=record["failure"],
+        timed_out=record["timed_out"], out_of_memory=record["out_of_memory"],
         cancel_requested=cancel_requested,
-        methods=tuple((m["step"], m["level"], int(m["exit_code"])) for m in record.get("methods") or ()),
+        methods=tuple((m["step"], m["level"], m["exit_code"]) for m in record.get("methods", ())),
         epilog_sets_exit=epilog_sets_exit, requeue_held=requeue_held, requeue_requested=requeue_requested,
     )
 

@@ -10,11 +10,12 @@ tasks start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from drover.core.arrays import TaskIndices
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
+from drover.records import CleanupProgress, ExitStatus, Usage
 
 
 class StagedFileRecord(TypedDict):
@@ -27,7 +28,7 @@ class JobSpec(TypedDict):
     """The job as its user asked for it, beyond what the scheduler reads (owner, name, priority,
     resources, indices, dependencies: the Job's own fields). Stored with the job as JSON;
     validated once, when submitted (controller/handlers/submit.py); carried to the node in each
-    attempt's order (spool.records.AttemptOrder). A job stored by an older Drover may lack the
+    attempt's order (records.AttemptOrder). A job stored by an older Drover may lack the
     keys added since: readers use .get with the default for those."""
 
     script: str
@@ -85,9 +86,9 @@ class Attempt:
     dispatched_at: float
     started_at: float | None = None
     ended_at: float | None = None
-    exit: dict[str, Any] | None = None  # spool.records.ExitStatus; never rewritten once set
-    usage: dict[str, Any] | None = None
-    cleanup: dict[str, Any] | None = None  # the node's cleanup progress: done, step, tries, error
+    exit: ExitStatus | None = None  # as the node reported it; never rewritten once set
+    usage: Usage | None = None
+    cleanup: CleanupProgress | None = None  # as far as the node's cleanup pipeline got
     pty_socket: str | None = None  # an interactive attempt's terminal relay (kept in memory only)
 
     @property

@@ -30,10 +30,10 @@ from drover.protocol.node_channel import (
     Started,
     Suspended,
 )
+from drover.records import AttemptConfig, NodeOptions
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.process import is_alive, read_pid_record
-from drover.spool.records import AttemptConfig, NodeOptions
 
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here

@@ -23,13 +23,15 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from drover import mail
 from drover.core.exit_status import classify_exit, exit_facts
 from drover.core.job_state import Trigger
+from drover.execd import attempt_records
 from drover.execd.faults import NO_FAULTS, Faults
 from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
+from drover.records import CleanupProgress, FinalRecord, Usage
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
@@ -79,8 +81,7 @@ class Cleanup:
         if spool.name in self.pending:
             return
         self.pending[spool.name] = spool
-        exit_status, usage = _records(spool)
-        self.send(Exiting(spool.name, exit_status, usage, usage.get("started_at") if usage else None))
+        self.send(_exiting(spool))
         self.trigger(spool.name)
 
     def trigger(self, name: str) -> None:
@@ -94,9 +95,7 @@ class Cleanup:
     def trigger_all(self) -> None:
         """A reconnection: every stopped pipeline tries again now."""
         for name in list(self.pending):
-            spool = self.pending[name]
-            exit_status, usage = _records(spool)
-            self.send(Exiting(name, exit_status, usage, usage.get("started_at") if usage else None))
+            self.send(_exiting(self.pending[name]))
             self.trigger(name)
 
     def acknowledged(self, names: list[str], kind: str = "report") -> None:
@@ -112,7 +111,7 @@ class Cleanup:
 
     async def _run(self, name: str) -> None:
         spool = self.pending[name]
-        progress = read_json(spool.record(layout.CLEANUP)) or {"done": [], "step": None, "tries": 0, "error": None}
+        progress = attempt_records.cleanup_progress(spool)
         try:
             for step in STEPS:
                 if step in progress["done"]:
@@ -121,7 +120,7 @@ class Cleanup:
                 try:
                     did_something = await _STEP_FUNCTIONS[step](self, spool, progress)
                 except StepFailed as failure:
-                    progress.update(step=step, tries=progress["tries"] + 1, error=str(failure))
+                    progress["step"], progress["tries"], progress["error"] = step, progress["tries"] + 1, str(failure)
                     write_json(spool.record(layout.CLEANUP), progress)
                     self.send(Progress(name, list(progress["done"]), step, progress["tries"], str(failure)))
                     delay = min(self.settings.retry_first_s * 2 ** (progress["tries"] - 1), self.settings.retry_max_s)
@@ -131,7 +130,7 @@ class Cleanup:
                     return
                 retried = progress["tries"] > 0
                 progress["done"].append(step)
-                progress.update(step=None, tries=0, error=None)
+                progress["step"], progress["tries"], progress["error"] = None, 0, None
                 if (did_something or retried) and step != "remove":
                     # Steps that did nothing are safe to run again; only real work is recorded.
                     write_json(spool.record(layout.CLEANUP), progress)
@@ -144,7 +143,7 @@ class Cleanup:
 
     # -- the steps ----------------------------------------------------------------------------
 
-    async def _exit_hook(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+    async def _exit_hook(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 1: the site's exit hook, with the final record on stdin."""
         if not self.settings.exit_hook:
             return False
@@ -172,7 +171,7 @@ class Cleanup:
                                        f"the exit hook exited with status {process.returncode}: {tail[0]}")
         return True
 
-    def _give_up_after(self, spool: layout.SpoolDir, progress: dict[str, Any], step: str, tries: int,
+    def _give_up_after(self, spool: layout.SpoolDir, progress: CleanupProgress, step: str, tries: int,
                        failure: str) -> bool:
         """A step that failed: retried (StepFailed) until it has failed `tries` times; then given
         up, said in a cleanup_failed event, and the pipeline goes on, so the controller still
@@ -184,12 +183,12 @@ class Cleanup:
         self.send(Progress(spool.name, list(progress["done"]), step, progress["tries"] + 1, f"{step} given up: {failure}"))
         return True
 
-    async def _stage_out(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+    async def _stage_out(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 2: the declared output files, and the job's output when it ran in a scratch
         directory, go to the controller, which keeps them for the submitter. The shepherd
         collected them into the spool as the job's owner (shepherd/main.py `_stage_out`); here
         they are only read from the spool, which is the node's own."""
-        collected = read_json(spool.record(layout.STAGED_OUT))
+        collected = attempt_records.staged_out(spool)
         if not collected:
             return False
         files = []
@@ -211,27 +210,27 @@ class Cleanup:
         finally:
             self._acks.pop((name, kind), None)
 
-    async def _record(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+    async def _record(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 3: the final record, durably (it must outlive the execd and the machine)."""
         write_json(spool.record(FINAL), _final_record(spool), durable=True)
         return True
 
-    async def _mail(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+    async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 4: mail the owner, if asked. A relay that keeps failing holds the report up for at
         most `mail_tries` tries (with back-off); then the mail is given up, and the failure is
         reported as an event, so the controller still learns how the job ended."""
         record = _final_record(spool)
-        config = record["config"]
+        config, exit_status, usage = record["config"], record["exit_status"], record["usage"]
         event = record["outcome"]
-        if not config.get("mail_user") or not mail.wants(config.get("mail_type") or [], event, config["is_array"]):
+        if config is None or not config["mail_user"] or not mail.wants(config["mail_type"], event, config["is_array"]):
             return False
         subject, body = mail.summary(
             config["job_id"], config["task_index"] if config["is_array"] else None, config["name"],
             {"END": "ended", "FAIL": "failed", "REQUEUE": "was requeued"}.get(event, event.lower()),
-            {"exit code": record["exit_status"].get("exit_code"), "signal": record["exit_status"].get("signal"),
-             "failure": record["exit_status"].get("failure"), "node": config["node"],
-             "attempt": config["attempt_number"], "wall time": _seconds(record["usage"], "wall_s"),
-             "user CPU": _seconds(record["usage"], "user_cpu_s"), "max RSS KiB": (record["usage"] or {}).get("max_rss_kib"),
+            {"exit code": exit_status["exit_code"], "signal": exit_status["signal"],
+             "failure": exit_status["failure"], "node": config["node"],
+             "attempt": config["attempt_number"], "wall time": _seconds(usage, "wall_s"),
+             "user CPU": _seconds(usage, "user_cpu_s"), "max RSS KiB": usage["max_rss_kib"] if usage else None,
              "output": config["stdout"]},
         )
         try:
@@ -242,18 +241,18 @@ class Cleanup:
                                        f"cannot send mail through {self.settings.smtp_host}:{self.settings.smtp_port}: {error}")
         return True
 
-    async def _report(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+    async def _report(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 5: tell the controller; done once it acknowledges."""
-        exit_status, usage = _records(spool)
-        report = Exited(spool.name, exit_status, usage, usage.get("started_at") if usage else None,
-                        done=[*progress["done"], "report"])
+        usage = attempt_records.usage(spool)
+        report = Exited(spool.name, attempt_records.exit_status(spool), usage,
+                        usage["started_at"] if usage else None, done=[*progress["done"], "report"])
         await self._acknowledged(spool.name, "report", report)
         return True
 
-    async def _remove(self, spool: layout.SpoolDir, progress: dict[str, Any]) -> bool:
+    async def _remove(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 6: remove the spool, unless the job or the config keeps it (jobd's zapthisjob)."""
-        config = read_json(spool.record(layout.CONFIG)) or {}
-        if self.settings.keep_spool or config.get("keep_spool"):
+        config = attempt_records.config(spool)
+        if self.settings.keep_spool or (config and config["keep_spool"]):
             kept = os.path.join(self.root, KEPT)
             os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
             os.rename(spool.path, os.path.join(kept, spool.name))
@@ -273,21 +272,23 @@ _STEP_FUNCTIONS = {
 assert tuple(_STEP_FUNCTIONS) == STEPS
 
 
-def _records(spool: layout.SpoolDir) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    return read_json(spool.record(layout.EXIT_STATUS)) or {}, read_json(spool.record(layout.USAGE))
+def _exiting(spool: layout.SpoolDir) -> Exiting:
+    usage = attempt_records.usage(spool)
+    return Exiting(spool.name, attempt_records.exit_status(spool), usage, usage["started_at"] if usage else None)
 
 
-def _final_record(spool: layout.SpoolDir) -> dict[str, Any]:
-    exit_status, usage = _records(spool)
-    config = read_json(spool.record(layout.CONFIG)) or {}
+def _final_record(spool: layout.SpoolDir) -> FinalRecord:
+    exit_status, usage = attempt_records.exit_status(spool), attempt_records.usage(spool)
+    config = attempt_records.config(spool)
     # The same facts the controller classifies with: a stop asked for by a requeue is a requeue,
     # by a cancel (or of an attempt the controller gave up on) a cancel.
     why = (read_json(spool.record(layout.STOP_REQUEST)) or {}).get("why", "cancel")
-    terminated = bool(exit_status.get("terminated"))
+    terminated = exit_status["terminated"]
     facts = exit_facts(exit_status, cancel_requested=terminated and why != "requeue",
                        requeue_requested=terminated and why == "requeue",
-                       epilog_sets_exit=bool(config.get("epilog_sets_exit")),
-                       rerunnable=bool(config.get("rerunnable", True)), attempt_number=int(config.get("attempt_number", 1)))
+                       epilog_sets_exit=bool(config and config["epilog_sets_exit"]),
+                       rerunnable=config["rerunnable"] if config else True,
+                       attempt_number=config["attempt_number"] if config else 1)
     trigger = classify_exit(facts)
     outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
     return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,
@@ -300,5 +301,5 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _seconds(usage: dict[str, Any] | None, key: str) -> str | None:
-    return f"{usage[key]:.2f}s" if usage and key in usage else None
+def _seconds(usage: Usage | None, key: Literal["user_cpu_s", "sys_cpu_s", "wall_s"]) -> str | None:
+    return f"{usage[key]:.2f}s" if usage else None

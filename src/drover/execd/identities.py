@@ -8,7 +8,7 @@ import os
 import pwd
 import time
 
-from drover.spool.records import IdentityRecord
+from drover.records import IdentityRecord
 
 CACHE_S = 300.0
 

@@ -24,11 +24,11 @@ import os
 import signal
 import time
 
+from drover.records import ExitStatus
 from drover.shepherd.containment.v1 import CgroupV1
 from drover.shepherd.containment.v2 import CgroupV2
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
-from drover.spool.records import ExitStatus
 
 log = logging.getLogger("drover.execd")
 

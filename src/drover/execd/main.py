@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from drover.config_schema import ExecdSection
     from drover.execd.cleanup import CleanupSettings
     from drover.execd.forkserver import ForkServer
-    from drover.spool.records import NodeOptions
+    from drover.records import NodeOptions
 
 
 def serve(argv: list[str]) -> int:

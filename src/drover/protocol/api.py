@@ -10,6 +10,8 @@ from typing import Any
 
 import msgspec
 
+from drover.records import CleanupProgress
+
 
 class StagedFile(msgspec.Struct, forbid_unknown_fields=True):
     name: str  # relative path in the job's working directory
@@ -94,7 +96,7 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     timed_out: bool = False
     terminated: bool = False
     usage: Usage | None = None
-    cleanup: dict[str, Any] | None = None  # the node's cleanup pipeline: done, step, tries, error
+    cleanup: CleanupProgress | None = None  # how far the node's cleanup pipeline got
     pty_socket: str | None = None  # where `drover run --pty` reaches a running interactive job
 
 

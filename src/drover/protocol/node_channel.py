@@ -8,11 +8,9 @@ again and changes nothing), so either side may resend after a reconnect.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
-from drover.spool.records import AttemptOrder
+from drover.records import AttemptOrder, ExitStatus, Usage
 
 
 class KnownAttempt(msgspec.Struct):
@@ -38,8 +36,8 @@ class Exiting(msgspec.Struct, tag="exiting"):
     """The job exited; the node's cleanup pipeline starts. The task becomes COMPLETING."""
 
     attempt: str
-    exit_status: dict[str, Any]  # spool.records.ExitStatus
-    usage: dict[str, Any] | None = None  # spool.records.Usage
+    exit_status: ExitStatus
+    usage: Usage | None = None
     started_at: float | None = None
 
 
@@ -57,8 +55,8 @@ class Exited(msgspec.Struct, tag="exited"):
     """Cleanup step 5: the final report. The controller records the outcome once and acks."""
 
     attempt: str
-    exit_status: dict[str, Any]  # spool.records.ExitStatus
-    usage: dict[str, Any] | None = None  # spool.records.Usage
+    exit_status: ExitStatus
+    usage: Usage | None = None
     started_at: float | None = None
     done: list[str] = []  # the cleanup steps done, this one included
 

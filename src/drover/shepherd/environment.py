@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import pwd
 
-from drover.spool.records import AttemptConfig
+from drover.records import AttemptConfig
 
 # The site's scripts (node and queue prolog and epilog, PE start and stop) run with this PATH and
 # the attempt's facts, never with the job's environment: the job chose its LD_PRELOAD, BASH_ENV,

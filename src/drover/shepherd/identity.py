@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from drover.records import AttemptConfig
 from drover.shepherd.environment import SITE_PATH
-from drover.spool.records import AttemptConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,14 @@ import subprocess
 import time
 import traceback
 
+from drover.records import (
+    AttemptConfig,
+    ExitStatus,
+    RefusedFile,
+    StagedFile,
+    StagedOutRecord,
+    Usage,
+)
 from drover.shepherd import setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment, site_environment
@@ -51,7 +59,6 @@ from drover.shepherd.userfiles import matching, open_output, open_regular_for_re
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
 from drover.spool.process import format_pid_record, read_starttime
-from drover.spool.records import AttemptConfig, ExitStatus, Usage
 
 
 class StartFailure(Exception):
@@ -348,9 +355,9 @@ def _stage_out(spool: layout.SpoolDir, config: AttemptConfig, workdir_fd: int, i
         names = list(dict.fromkeys(matching(workdir_fd, patterns) + scratch))
     directory = spool.record(layout.STAGED_OUT_DIR)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    copied: list[dict[str, object]] = []
+    copied: list[StagedFile] = []
     skipped: list[str] = []
-    refused: list[dict[str, str]] = []
+    refused: list[RefusedFile] = []
     total = 0
     for name in names:
         try:
@@ -372,7 +379,8 @@ def _stage_out(spool: layout.SpoolDir, config: AttemptConfig, workdir_fd: int, i
             total += size
         finally:
             os.close(source)
-    write_json(spool.record(layout.STAGED_OUT), {"files": copied, "skipped": skipped, "refused": refused})
+    collected: StagedOutRecord = {"files": copied, "skipped": skipped, "refused": refused}
+    write_json(spool.record(layout.STAGED_OUT), collected)
 
 
 def _copy_into(source: int, path: str, at_most: int) -> int:

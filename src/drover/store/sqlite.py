@@ -15,15 +15,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from drover.core.arrays import TaskIndices
-from drover.core.job import Attempt, Job, Task
+from drover.core.job import Attempt, Job, JobSpec, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.node_state import NodeState
 from drover.core.resources import Resources
+from drover.protocol.canonical import canonical
 from drover.store.base import Changes, EventRecord, JobFilter, WorkingSet
 from drover.store.migrate import migrate_sqlite
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _spec_text(spec: JobSpec) -> str:
+    """The spec as stored: its canonical encoding, the bytes a signature over it covers."""
+    return canonical(spec).decode()
 
 _JOB_COLUMNS = (
     "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
@@ -240,7 +246,7 @@ def _job_row(job: Job) -> tuple[Any, ...]:
     return (
         job.id, job.owner, job.name, job.submitted_at, job.priority, job.resources.cpus,
         job.resources.memory_mib, _dumps([list(r) for r in job.indices.ranges]), int(job.is_array),
-        job.max_running, _dumps(list(job.after_ok)), _dumps(job.spec), job.fresh_from,
+        job.max_running, _dumps(list(job.after_ok)), _spec_text(job.spec), job.fresh_from,
         job.fresh_state.value, _dumps(sorted(job.fresh_skip)), job.ended_at,
         job.state.value if job.state else None,
     )

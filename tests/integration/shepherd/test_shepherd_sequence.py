@@ -14,6 +14,7 @@ from typing import Any
 
 import psutil
 import pytest
+from tests.helpers.attempt_config import attempt_config
 from tests.helpers.wait import wait_until
 
 from drover.execd.forkserver import ForkServer
@@ -25,15 +26,7 @@ def make_spool(root: Path, script: str, name: str = "7.0.1", **overrides: Any) -
     spool.mkdir(parents=True)
     (spool / "job_script").write_text(script)
     workdir = overrides.pop("workdir", str(root))
-    config = {
-        "attempt": name, "job_id": 7, "task_index": 0, "attempt_number": 1, "is_array": False,
-        "array_first": None, "array_last": None, "array_step": None, "array_count": None,
-        "name": "test", "owner": "someone", "node": "n1", "workdir": workdir, "submit_dir": workdir,
-        "stdout": str(root / "out.txt"), "stderr": None, "open_mode": "truncate", "environment": {"PATH": os.environ["PATH"]},
-        "cpus": 1, "cpu_ids": [0], "memory_mib": 0, "time_limit_s": None, "kill_grace_s": 0.5, "priority": 0,
-        "chdir_tries": 2, "chdir_retry_s": 0.05, "identity_tries": 2, "identity_retry_s": 0.05,
-    }
-    config.update(overrides)
+    config = attempt_config(str(root), name, workdir=workdir, submit_dir=workdir, **overrides)
     (spool / "config").write_text(json.dumps(config))
     return spool
 
@@ -148,11 +141,11 @@ def test_array_environment_and_hints_to_the_execd(tmp_path: Path) -> None:
     hints.close()
 
 
-def test_the_shepherd_imports_only_the_standard_library_and_the_spool() -> None:
+def test_the_shepherd_imports_only_the_standard_library_the_spool_and_the_records() -> None:
     code = (
         "import sys; before = set(sys.modules); import drover.shepherd.main as m; "
         "mods = [n for n in sys.modules if n.startswith('drover')]; "
-        "bad = [n for n in mods if not (n == 'drover' or n.startswith(('drover.spool', 'drover.shepherd')))]; "
+        "bad = [n for n in mods if not (n in ('drover', 'drover.records') or n.startswith(('drover.spool', 'drover.shepherd')))]; "
         "import sysconfig; purelib = sysconfig.get_paths()['purelib']; "
         "third = [n for n, mod in list(sys.modules.items()) if n not in before and getattr(mod, '__file__', None) "
         "and mod.__file__.startswith(purelib) and not n.startswith('drover')]; "

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.helpers.attempt_config import attempt_config
 from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
 
 from drover.core.exit_status import MAX_SYSTEM_FAILURE_ATTEMPT
@@ -57,7 +58,8 @@ def test_the_nodes_final_record_agrees(tmp_path: Path) -> None:
         spool = layout.SpoolDir(str(tmp_path), f"1.0.{attempt_number}")
         Path(spool.path).mkdir(exist_ok=True)
         Path(spool.record(layout.EXIT_STATUS)).write_text(json.dumps(LOST))
-        Path(spool.record(layout.CONFIG)).write_text(json.dumps({"attempt_number": attempt_number, "rerunnable": rerunnable}))
+        config = attempt_config(str(tmp_path), spool.name, rerunnable=rerunnable)
+        Path(spool.record(layout.CONFIG)).write_text(json.dumps(config))
         return str(cleanup._final_record(spool)["outcome"])
 
     assert [outcome(n, True) for n in (1, 2, 3, 4)] == ["REQUEUE", "REQUEUE", "REQUEUE", "FAIL"]

@@ -13,6 +13,10 @@ import time
 from drover.cli.commands.submit import build_parser, jobs_from_arguments
 from drover.core.errors import BadRequest
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
+
 
 def run(command: str, argv: list[str]) -> int:
     if "--" not in argv:
@@ -27,8 +31,8 @@ def run(command: str, argv: list[str]) -> int:
     if args.pty:
         return _run_on_terminal(args, command_argv)
     spool = tempfile.mkdtemp(prefix="drover-run-")
-    args.output = args.output or os.path.join(spool, "out")
-    args.error = args.error or os.path.join(spool, "err")
+    output = args.output = args.output or os.path.join(spool, "out")
+    error = args.error = args.error or os.path.join(spool, "err")
     (job,) = jobs_from_arguments(args, command_argv)
 
     from drover.cli.cluster import ensure_running
@@ -38,7 +42,7 @@ def run(command: str, argv: list[str]) -> int:
     with client(timeout_s=None) as api:
         (job_id,) = api.submit([job])
         print(f"drover run: job {job_id}", file=sys.stderr, flush=True)
-        streams = [(job["output"], sys.stdout.buffer), (job["error"], sys.stderr.buffer)]
+        streams = [(output, sys.stdout.buffer), (error, sys.stderr.buffer)]
         offsets = [0, 0]
         try:
             while True:
@@ -65,7 +69,7 @@ def run(command: str, argv: list[str]) -> int:
     return int(status or 0)
 
 
-def _copy(path: str, offset: int, out: object) -> int:
+def _copy(path: str, offset: int, out: BinaryIO) -> int:
     try:
         with open(path, "rb") as file:
             file.seek(offset)
@@ -73,8 +77,8 @@ def _copy(path: str, offset: int, out: object) -> int:
     except FileNotFoundError:
         return offset
     if data:
-        out.write(data)  # type: ignore[attr-defined]  # `out`: a binary stream, typed loosely by its callers
-        out.flush()  # type: ignore[attr-defined]  # (sys.stdout.buffer or sys.stderr.buffer)
+        out.write(data)
+        out.flush()
     return offset + len(data)
 
 

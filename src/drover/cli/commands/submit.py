@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
+    from drover.protocol.plain import JobRequest, StagedFileRequest
+
 
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
@@ -90,7 +92,7 @@ def run(command: str, argv: list[str]) -> int:
     return 0
 
 
-def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, Any]]:
+def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[JobRequest]:
     """Everything checked here, before the cluster is asked (or started)."""
     from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
 
@@ -104,7 +106,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         workdir = os.path.abspath(args.workdir or os.getcwd())
         if not staging and not os.path.isdir(workdir):
             raise BadRequest(f"the working directory {workdir} does not exist")
-    base: dict[str, Any] = {
+    base: JobRequest = {
+        "script": "",  # each job's, below
         "workdir": workdir,
         "submit_dir": os.getcwd(),
         "cpus": _integer(args.cpus, "--cpus", minimum=1),
@@ -122,13 +125,15 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
     if args.array is not None:
         parse_array(args.array)
         base["array"] = args.array
-    for key in ("output", "error"):
-        value = getattr(args, key)
-        if value is not None:
-            from drover.core.patterns import check_pattern
+    if args.output is not None or args.error is not None:
+        from drover.core.patterns import check_pattern
 
-            check_pattern(value)
-            base[key] = value
+        if args.output is not None:
+            check_pattern(args.output)
+            base["output"] = args.output
+        if args.error is not None:
+            check_pattern(args.error)
+            base["error"] = args.error
     if args.dependency:
         base["after_ok"] = dependencies(args.dependency)
     if args.mail_user or args.mail_type:
@@ -142,9 +147,10 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         base["keep_spool"] = True
     if args.event_log:
         base["event_log"] = os.path.abspath(args.event_log)
-    for key in ("prolog", "epilog"):
-        if getattr(args, key):
-            base[key] = getattr(args, key)
+    if args.prolog:
+        base["prolog"] = args.prolog
+    if args.epilog:
+        base["epilog"] = args.epilog
     if args.epilog_sets_exit:
         if not args.epilog:
             raise BadRequest("--epilog-sets-exit needs --epilog")
@@ -167,7 +173,7 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
         commands = [line for line in lines if line and not line.startswith("#")]
         if not commands:
             raise BadRequest(f"{args.each_line} holds no command")
-        return [dict(base, script=line + "\n", name=args.name or line.split()[0]) for line in commands]
+        return [{**base, "script": line + "\n", "name": args.name or line.split()[0]} for line in commands]
     if command_argv:
         import shlex
 
@@ -176,7 +182,7 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[dict[str, An
     else:
         script = _read(args.script)
         name = args.name or os.path.basename(args.script)
-    return [dict(base, script=script, name=name)]
+    return [{**base, "script": script, "name": name}]
 
 
 def warning_signal(text: str) -> tuple[str, int]:
@@ -191,13 +197,14 @@ def warning_signal(text: str) -> tuple[str, int]:
 
 
 
-def staged_files(paths: list[str]) -> list[dict[str, Any]]:
+def staged_files(paths: list[str]) -> list[StagedFileRequest]:
     """The files to stage in, read now (callers may delete them once submit returns)."""
     import base64
 
     from drover.core.limits import Limits
 
-    files, total = [], 0
+    files: list[StagedFileRequest] = []
+    total = 0
     for path in paths:
         try:
             with open(path, "rb") as file:

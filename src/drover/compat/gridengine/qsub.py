@@ -15,6 +15,7 @@ from drover.compat.slurm.common import fail, warn
 from drover.compat.slurm.directives import directives
 from drover.core.errors import BadRequest, DroverError
 from drover.core.units import parse_duration_s, parse_memory_mib
+from drover.protocol.plain import JobRequest
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,7 +47,7 @@ def _output(path: str | None, kind: str, name: str, is_array: bool, workdir: str
     return path
 
 
-def to_job(args: argparse.Namespace, script: str, strict: bool) -> dict[str, object]:
+def to_job(args: argparse.Namespace, script: str, strict: bool) -> JobRequest:
     def approximate(message: str) -> None:
         if strict:
             raise BadRequest(f"{message} (refused under -strict)")
@@ -55,7 +56,7 @@ def to_job(args: argparse.Namespace, script: str, strict: bool) -> dict[str, obj
     workdir = os.path.abspath(args.wd) if args.wd else (os.getcwd() if args.cwd else os.path.expanduser("~"))
     is_array = bool(args.t)
     name = args.N or "STDIN"
-    job: dict[str, object] = {"script": script, "name": name, "workdir": workdir, "submit_dir": os.getcwd(),
+    job: JobRequest = {"script": script, "name": name, "workdir": workdir, "submit_dir": os.getcwd(),
                               "hold": bool(args.h)}
     job["output"] = _output(args.o, "o", name, is_array, workdir)
     if (args.j or "n").lower() not in ("y", "yes", "true"):

@@ -15,6 +15,7 @@ from drover.compat.slurm.common import fail, warn
 from drover.compat.slurm.directives import directives
 from drover.core.errors import BadRequest, DroverError
 from drover.core.units import parse_duration_s, parse_memory_mib
+from drover.protocol.plain import JobRequest
 
 # Options accepted and ignored: they change nothing a script can see on one Drover cluster.
 HARMLESS = ("--account", "-A", "--qos", "-q", "--wckey", "--comment", "--reservation", "--constraint", "-C",
@@ -80,7 +81,7 @@ def pattern(text: str) -> str:
     return text.replace("%J", "%j.0").replace("%t", "0")
 
 
-def to_job(args: argparse.Namespace, script: str, strict: bool) -> dict[str, object]:
+def to_job(args: argparse.Namespace, script: str, strict: bool) -> JobRequest:
     def approximate(message: str) -> None:
         if strict:
             raise BadRequest(f"{message} (refused under --strict)")
@@ -99,7 +100,7 @@ def to_job(args: argparse.Namespace, script: str, strict: bool) -> dict[str, obj
         raise BadRequest("GPUs are not scheduled by Drover yet (--gpus/--gres)")
     if args.exclusive:
         approximate("--exclusive: the job gets the CPUs it asked for, not the whole node")
-    job: dict[str, object] = {
+    job: JobRequest = {
         "script": script,
         "name": args.job_name or "sbatch",
         "workdir": os.path.abspath(args.chdir or os.getcwd()),

@@ -15,9 +15,9 @@ from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
 from drover.protocol.node_channel import File, StartAttempt
+from drover.records import AttemptOrder
 from drover.scheduler.plan import plan
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
-from drover.spool.records import AttemptOrder
 from drover.store.base import Store
 
 

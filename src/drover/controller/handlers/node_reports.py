@@ -34,6 +34,7 @@ from drover.protocol.node_channel import (
     Suspended,
     Welcome,
 )
+from drover.records import CleanupProgress
 
 
 def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions) -> Outcome:
@@ -197,16 +198,16 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     attempt.exit = record
     attempt.usage = report.usage
     attempt.started_at = attempt.started_at or report.started_at
-    attempt.ended_at = (report.usage or {}).get("ended_at") or now
+    attempt.ended_at = report.usage["ended_at"] if report.usage else now
     outcome.changes.attempt(attempt)
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
     job_spec = state.jobs[attempt.job_id].spec
     effective = effective_exit_code(exit_facts(record, epilog_sets_exit=bool(job_spec.get("epilog_sets_exit"))))
-    task.exit_status = shell_status(effective, record.get("signal") if effective == record.get("exit_code") else None)
+    task.exit_status = shell_status(effective, record["signal"] if effective == record["exit_code"] else None)
     change_task(
-        outcome, task, Trigger.EXIT, now, exit_code=record.get("exit_code"),
-        signal=record.get("signal"), failure=record.get("failure"),
+        outcome, task, Trigger.EXIT, now, exit_code=record["exit_code"], signal=record["signal"],
+        failure=record["failure"],
     )
 
 
@@ -223,20 +224,24 @@ def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: f
 def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now: float) -> None:
     """The files themselves are on disk already (the service writes them before this runs)."""
     _, _, attempt = _current(state, report.attempt)
-    if attempt is None or (attempt.cleanup or {}).get("staged_out"):
+    if attempt is None or (attempt.cleanup and "staged_out" in attempt.cleanup):
         return
-    attempt.cleanup = {**(attempt.cleanup or {"done": []}), "staged_out": [f.name for f in report.files]}
+    attempt.cleanup = attempt.cleanup or {"done": [], "step": None, "tries": 0, "error": None}
+    attempt.cleanup["staged_out"] = [f.name for f in report.files]
     outcome.changes.attempt(attempt)
     outcome.changes.event(now, "staged_out", attempt.job_id, attempt.index, attempt.number,
                           files=[f.name for f in report.files], skipped=report.skipped or None,
                           refused=report.refused or None)
 
 
-def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: float, **rest: object) -> None:
+def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: float, step: str | None = None,
+                    tries: int = 0, error: str | None = None) -> None:
     """Remember the node's cleanup progress; each step done becomes one event, once."""
-    before = set((attempt.cleanup or {}).get("done", []))
-    kept = {k: v for k, v in (attempt.cleanup or {}).items() if k == "staged_out"}
-    attempt.cleanup = {**kept, "done": done, "step": None, "tries": 0, "error": None, **rest}
+    before = set(attempt.cleanup["done"]) if attempt.cleanup else set()
+    progress: CleanupProgress = {"done": done, "step": step, "tries": tries, "error": error}
+    if attempt.cleanup and "staged_out" in attempt.cleanup:
+        progress["staged_out"] = attempt.cleanup["staged_out"]
+    attempt.cleanup = progress
     outcome.changes.attempt(attempt)
     for step in done:
         if step not in before:

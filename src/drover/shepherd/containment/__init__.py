@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable
 from typing import Protocol
 
-from drover.spool.records import ContainmentRecord
+from drover.records import ContainmentRecord
 
 
 class Containment(Protocol):

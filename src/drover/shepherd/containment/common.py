@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from drover.spool.records import ContainmentRecord
+from drover.records import ContainmentRecord
 
 
 def own_cgroup(controller: str) -> str | None:

@@ -8,8 +8,8 @@ import os
 import signal
 import time
 
+from drover.records import ContainmentRecord
 from drover.shepherd.containment.common import describe
-from drover.spool.records import ContainmentRecord
 
 PR_SET_CHILD_SUBREAPER = 36
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+from drover.records import ContainmentRecord
 from drover.shepherd.containment.common import (
     describe,
     kill_listed,
@@ -15,7 +16,6 @@ from drover.shepherd.containment.common import (
     remove_dir,
     write,
 )
-from drover.spool.records import ContainmentRecord
 
 MOUNTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
 

@@ -1,6 +1,11 @@
-"""The shapes of the JSON records in an attempt's spool directory.
+"""The shapes of an attempt's records: what the controller orders a node to run, what the node
+adds, and how the attempt ended and what it used.
 
-TypedDicts, so the shepherd stays on the standard library and pays no decoding cost.
+One definition for every reader and writer: the controller builds the order from it, the node
+checks the order against it (protocol/node_channel.py decodes into these types), the spool files
+are written and read as it, the shepherd reads its config and writes its exit and usage records
+as it, and the controller keeps the exit and usage records it is sent as it (core/job.py).
+TypedDicts, standard library only, so the shepherd may import it and pays no decoding cost.
 """
 
 from __future__ import annotations
@@ -118,6 +123,14 @@ class ContainmentRecord(TypedDict):
     session: int  # the shepherd's session id
 
 
+class MethodRun(TypedDict):
+    """One prolog, epilog or PE step that ran (seeds: GE shepherd's methods, VOV's pre/postcmd)."""
+
+    step: str  # prolog, epilog, pe_start, pe_stop
+    level: str  # job, queue or node: whose method it was
+    exit_code: int
+
+
 class ExitStatus(TypedDict):
     """How the attempt ended. Written last."""
 
@@ -127,5 +140,48 @@ class ExitStatus(TypedDict):
     timed_out: bool  # killed at its time limit
     terminated: bool  # killed on request (cancel): warning signal, grace, SIGKILL
     out_of_memory: bool
-    methods: NotRequired[list[dict[str, object]]]  # prolog/epilog/PE steps that ran: step, level, exit_code
+    methods: NotRequired[list[MethodRun]]  # the prolog/epilog/PE steps that ran, in order
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
+
+
+class StagedFile(TypedDict):
+    name: str  # relative to the working directory
+    record: str  # its copy's file name under the spool's staged_out.d/
+    mode: int
+    size: int
+
+
+class RefusedFile(TypedDict):
+    name: str
+    reason: str  # why it was not copied: a link, a FIFO, not the owner's to read
+
+
+class StagedOutRecord(TypedDict):
+    """The `staged_out` record: the job's output files the shepherd copied, as their owner, into
+    the spool, for the node to send to the controller (cleanup step 2)."""
+
+    files: list[StagedFile]
+    skipped: list[str]  # over the size limit: named, not sent
+    refused: list[RefusedFile]
+
+
+class CleanupProgress(TypedDict):
+    """How far an attempt's cleanup pipeline got (HTCondor's starter: "everything remembers how
+    far it got"): the node's `cleanup` record, and the controller's copy of it."""
+
+    done: list[str]  # the steps done, in order
+    step: str | None  # the step that failed last, while the pipeline is stopped
+    tries: int
+    error: str | None
+    staged_out: NotRequired[list[str]]  # the controller's: the files it keeps for the job
+
+
+class FinalRecord(TypedDict):
+    """Cleanup step 3's record, and what the site's exit hook reads on its stdin."""
+
+    attempt: str
+    config: AttemptConfig | None
+    exit_status: ExitStatus
+    usage: Usage | None
+    outcome: str  # END, FAIL or REQUEUE, as the controller will decide it
+    recorded_at: float

@@ -1,0 +1,59 @@
+"""An attempt's records, read back from its spool as the types of drover.records.
+
+The node reports what these return, so every report it sends is one the controller's decoder
+accepts: a record that is missing or does not match its type (a shepherd killed while writing
+it, a spool from an older Drover) becomes a failure that names the file, not a report the
+controller would refuse forever.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeVar
+
+import msgspec
+
+from drover.records import AttemptConfig, CleanupProgress, ExitStatus, StagedOutRecord, Usage
+from drover.spool import layout
+
+log = logging.getLogger("drover.execd")
+
+T = TypeVar("T")
+
+
+def exit_status(spool: layout.SpoolDir) -> ExitStatus:
+    """How the attempt ended; a system failure naming the record when it cannot be read."""
+    record, problem = _read(spool, layout.EXIT_STATUS, ExitStatus)
+    if record is not None:
+        return record
+    return {"exit_code": None, "signal": None, "failure": f"the attempt's exit record {problem}",
+            "timed_out": False, "terminated": False, "out_of_memory": False, "shepherd_lost": True}
+
+
+def usage(spool: layout.SpoolDir) -> Usage | None:
+    return _read(spool, layout.USAGE, Usage)[0]
+
+
+def config(spool: layout.SpoolDir) -> AttemptConfig | None:
+    return _read(spool, layout.CONFIG, AttemptConfig)[0]
+
+
+def staged_out(spool: layout.SpoolDir) -> StagedOutRecord | None:
+    return _read(spool, layout.STAGED_OUT, StagedOutRecord)[0]
+
+
+def cleanup_progress(spool: layout.SpoolDir) -> CleanupProgress:
+    """How far the cleanup pipeline got; from the top when it has no (readable) record yet."""
+    return _read(spool, layout.CLEANUP, CleanupProgress)[0] or {"done": [], "step": None, "tries": 0, "error": None}
+
+
+def _read(spool: layout.SpoolDir, name: str, kind: type[T]) -> tuple[T | None, str]:
+    path = spool.record(name)
+    try:
+        with open(path, "rb") as file:
+            return msgspec.json.decode(file.read(), type=kind), ""
+    except FileNotFoundError:
+        return None, f"{path} is missing"
+    except (OSError, msgspec.DecodeError) as error:  # ValidationError is a DecodeError
+        log.warning("attempt %s: %s is unreadable: %s", spool.name, path, error)
+        return None, f"{path} is unreadable: {error}"
