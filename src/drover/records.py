@@ -142,6 +142,10 @@ class ExitStatus(TypedDict):
     out_of_memory: bool
     methods: NotRequired[list[MethodRun]]  # the prolog/epilog/PE steps that ran, in order
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
+    # The node could not prepare the attempt (its spool could not be written: the disk is full):
+    # the job never started. As after a node's failing prolog, the node goes to ERROR and the
+    # job is requeued.
+    node_fault: NotRequired[bool]
 
 
 class StagedFile(TypedDict):

@@ -8,7 +8,7 @@ import sys
 import time
 
 from drover.config import SOCKET_VARIABLE, SYSTEM_STATE_DIR, Paths
-from drover.core.errors import Unavailable
+from drover.core.errors import DroverError, Unavailable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +101,9 @@ def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, l
     code = process.poll()
     if code is not None or time.monotonic() > deadline:
         what = f"exited with status {code}" if code is not None else f"did not start in {START_TIMEOUT_S:.0f}s"
-        raise Unavailable(f"the {name} {what}; its log {log_path} ends:\n" + _log_tail(log_path))
+        # Exit status 1, not Unavailable's 2: the cluster did not fail to answer, it could not
+        # start, and the daemon's own last words say why.
+        raise DroverError(f"the {name} {what}; its log {log_path} ends:\n" + _log_tail(log_path))
 
 
 def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:

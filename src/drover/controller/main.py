@@ -114,18 +114,22 @@ def _open_store(path: str, synchronous: str) -> SqliteStore:
     (a traceback helps no operator)."""
     import sqlite3
 
+    from drover.store.faults import StoreFault, fault
     from drover.store.sqlite import SqliteStore
 
     try:
         return SqliteStore(path, synchronous=synchronous)
-    except (sqlite3.Error, OSError, RuntimeError) as error:
-        if "readonly" in str(error) or isinstance(error, PermissionError):
-            step = "make it (and its directory) writable by the controller's user"
-        elif isinstance(error, RuntimeError):
-            step = "upgrade Drover"
-        else:
-            step = "restore it from a backup, or move it aside to start with an empty cluster"
-        raise SystemExit(f"drover controller: cannot open the store {path}: {error}; {step}") from None
+    except StoreFault as error:
+        message = str(error)
+    except sqlite3.Error as error:
+        message = str(fault(path, error))
+    except PermissionError as error:
+        message = f"the job store {path} cannot be used: {error.strerror}; make it and its directory writable by the controller's user"
+    except OSError as error:
+        message = f"the job store {path} cannot be used: {error.strerror or error}; check its directory"
+    except RuntimeError as error:  # a store written by a newer Drover
+        message = f"the job store {path} cannot be used: {error}; upgrade Drover"
+    raise SystemExit(f"drover controller: {message}")
 
 
 def _server(config: uvicorn.Config) -> uvicorn.Server:

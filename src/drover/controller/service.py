@@ -38,6 +38,7 @@ from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
 from drover.protocol.node_channel import Hello, NodeMessage, StagedOut
 from drover.store.base import Changes, EventRecord, JobFilter, Store
+from drover.store.faults import StoreFault
 
 log = logging.getLogger("drover.controller")
 REMEMBERED_SUBMISSIONS = 10_000  # request keys kept (in memory: a controller restart forgets them)
@@ -107,6 +108,15 @@ class ControllerService:
                 self.store.commit(outcome.changes)
                 if outcome.changes.events:
                     self._events_committed(outcome.changes)
+        except StoreFault as fault:
+            log.error("%s", fault)
+            # The commit failed (the disk is full, the store read-only or locked): nothing was
+            # acknowledged. The working set goes back to what the store holds, the controller
+            # keeps running, and the caller learns the cause (503).
+            if scope is None or not self._restore(scope):
+                self.state = self._load()
+                self._reconnect_nodes()
+            raise
         except DroverError:
             raise  # a refusal: handlers check everything before they change anything
         except Exception:

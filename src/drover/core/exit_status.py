@@ -67,6 +67,7 @@ class ExitFacts:
     requeue_held: bool = False  # a requeue for a node's failure leaves the job held
     requeue_requested: bool = False  # someone asked that the running job go back to the queue
     shepherd_lost: bool = False  # the shepherd died without recording an end: a system failure
+    node_fault: bool = False  # the node could not prepare the attempt: the job never started
     rerunnable: bool = True  # the job may run again after a system failure
     attempt_number: int = 1
 
@@ -76,7 +77,8 @@ def exit_facts(record: ExitStatus, cancel_requested: bool = False, epilog_sets_e
                attempt_number: int = 1) -> ExitFacts:
     """The facts of an exit record as plain data."""
     return ExitFacts(
-        shepherd_lost=record.get("shepherd_lost", False), rerunnable=rerunnable, attempt_number=attempt_number,
+        shepherd_lost=record.get("shepherd_lost", False), node_fault=record.get("node_fault", False),
+        rerunnable=rerunnable, attempt_number=attempt_number,
         exit_code=record["exit_code"], signal=record["signal"], failure=record["failure"],
         timed_out=record["timed_out"], out_of_memory=record["out_of_memory"],
         cancel_requested=cancel_requested,
@@ -95,7 +97,10 @@ def effective_exit_code(facts: ExitFacts) -> int | None:
 
 
 def node_failure(facts: ExitFacts) -> str | None:
-    """Why the node should go to ERROR (a node-level method failed), or None."""
+    """Why the node should go to ERROR (a node-level method failed, or it could not prepare the
+    attempt), or None."""
+    if facts.node_fault:
+        return facts.failure or "the node could not prepare the attempt"
     for step, level, code in facts.methods:
         if code != 0 and METHOD_FAILURES.get((step, level), (None, False))[1]:
             return f"the node's {step} exited with status {code}"
@@ -107,6 +112,8 @@ def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRI
         return Trigger.CANCEL
     if facts.requeue_requested:
         return Trigger.REQUEUE
+    if facts.node_fault:  # as a node's failing prolog: GE requeues the job
+        return Trigger.ERROR_HOLD if facts.requeue_held else Trigger.REQUEUE
     if facts.shepherd_lost:
         return Trigger.REQUEUE if system_failure_requeues(facts) else Trigger.FAIL
     for step, level, code in facts.methods:
@@ -136,7 +143,7 @@ def system_failure_requeues(facts: ExitFacts) -> bool:
 
 def outcome_reason(facts: ExitFacts, trigger: Trigger) -> str | None:
     """Why a system failure ended as it did, for the task's event: None for any other exit."""
-    if not facts.shepherd_lost or trigger not in (Trigger.REQUEUE, Trigger.FAIL):
+    if not (facts.shepherd_lost or facts.node_fault) or trigger not in (Trigger.REQUEUE, Trigger.FAIL):
         return None
     if trigger is Trigger.REQUEUE:
         return f"{facts.failure}; requeued as a new attempt"

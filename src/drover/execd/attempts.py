@@ -24,15 +24,17 @@ from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
 from drover.execd.job_signals import delivery
 from drover.protocol.node_channel import (
+    Exited,
     KnownAttempt,
     SignalAttempt,
     StartAttempt,
     Started,
     Suspended,
 )
-from drover.records import AttemptConfig, NodeOptions
+from drover.records import AttemptConfig, ExitStatus, NodeOptions
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
+from drover.spool.outcome import make_reserve
 from drover.spool.process import is_alive, read_pid_record
 
 log = logging.getLogger("drover.execd")
@@ -117,6 +119,20 @@ class Attempts:
         spool = layout.SpoolDir(self.root, order.attempt)
         if order.attempt in self.live or order.attempt in self.cleanup.pending or spool.exists():
             return  # a repeated order: this attempt is known already
+        try:
+            refusal = self._prepare(spool, order)
+            if refusal:
+                _write_failure(spool, refusal)
+        except OSError as error:
+            self._not_prepared(spool, error)
+            return
+        if refusal:
+            self.cleanup.begin(spool)
+            return
+        self._spawn(spool)
+
+    def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> str | None:
+        """Write the attempt's spool; return why the job may not run here, if it may not."""
         as_root = os.geteuid() == 0
         os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
         identity, refusal = self.identities.for_job(order.config["owner"])
@@ -140,14 +156,23 @@ class Attempts:
             # job's owner (root never writes where a user points).
             write_json(spool.record(layout.STAGE_IN), [
                 {"name": f.name, "mode": f.mode, "data": base64.b64encode(f.data).decode()} for f in order.stage_in])
-        failure = refusal
+        make_reserve(spool)  # room for the records of how the job ends, even on a full disk
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
         write_json(spool.record(layout.CONFIG), config)
-        if failure:
-            _write_failure(spool, failure)
-            self.cleanup.begin(spool)
-            return
-        self._spawn(spool)
+        return refusal
+
+    def _not_prepared(self, spool: layout.SpoolDir, error: OSError) -> None:
+        """The node could not write the attempt's spool (most often: the disk is full), so the
+        job never started. The controller is told at once (there is no spool to clean up after):
+        it puts this node in ERROR and requeues the job, as after a node's failing prolog."""
+        why = f"the node could not prepare the attempt in {spool.path}: {error.strerror or error}"
+        log.error("attempt %s: %s", spool.name, why)
+        shutil.rmtree(spool.path, ignore_errors=True)
+        exit_status: ExitStatus = {
+            "exit_code": None, "signal": None, "failure": why, "timed_out": False, "terminated": False,
+            "out_of_memory": False, "node_fault": True,
+        }
+        self.send(Exited(spool.name, exit_status, None, None, done=[]))
 
     def signal(self, order: SignalAttempt) -> None:
         live = self.live.get(order.attempt)

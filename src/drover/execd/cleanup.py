@@ -119,9 +119,9 @@ class Cleanup:
                 await self.faults.before_cleanup_step(spool, step)
                 try:
                     did_something = await _STEP_FUNCTIONS[step](self, spool, progress)
-                except StepFailed as failure:
+                except (StepFailed, OSError) as failure:  # OSError: the node's disk (full, failing)
                     progress["step"], progress["tries"], progress["error"] = step, progress["tries"] + 1, str(failure)
-                    write_json(spool.record(layout.CLEANUP), progress)
+                    _remember(spool, progress)
                     self.send(Progress(name, list(progress["done"]), step, progress["tries"], str(failure)))
                     delay = min(self.settings.retry_first_s * 2 ** (progress["tries"] - 1), self.settings.retry_max_s)
                     log.info("attempt %s: cleanup step %s failed (try %d), again in %.1fs: %s",
@@ -270,6 +270,14 @@ _STEP_FUNCTIONS = {
     "remove": Cleanup._remove,
 }
 assert tuple(_STEP_FUNCTIONS) == STEPS
+
+
+def _remember(spool: layout.SpoolDir, progress: CleanupProgress) -> None:
+    """Record a failed try, if the disk lets us: the count only paces the retries."""
+    try:
+        write_json(spool.record(layout.CLEANUP), progress)
+    except OSError as error:
+        log.warning("attempt %s: cannot record the cleanup's progress: %s", spool.name, error.strerror)
 
 
 def _exiting(spool: layout.SpoolDir) -> Exiting:

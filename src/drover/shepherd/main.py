@@ -35,6 +35,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import traceback
 
@@ -58,6 +59,7 @@ from drover.shepherd.supervise import supervise
 from drover.shepherd.userfiles import matching, open_output, open_regular_for_reading, write_beneath
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
+from drover.spool.outcome import write_outcome
 from drover.spool.process import format_pid_record, read_starttime
 
 
@@ -212,7 +214,7 @@ def _run(spool: layout.SpoolDir) -> int:
         usage["cgroup_peak_memory_bytes"] = peak
     if cpu is not None:
         usage["cgroup_cpu_s"] = cpu
-    write_json(spool.record(layout.USAGE), usage)
+    write_outcome(spool, spool.record(layout.USAGE), _json(usage))
     status = ending.wait_status
     exit_status: ExitStatus = {
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -226,8 +228,8 @@ def _run(spool: layout.SpoolDir) -> int:
     trace = [f"{started_at:.6f} job started (pid {job.pid}, containment {containment.name})",
              f"{ended_at:.6f} job ended (wait status {status})"]
     trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
-    write_atomically(spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
-    write_json(spool.record(layout.EXIT_STATUS), exit_status)
+    write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
+    write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")
     return 0
 
@@ -374,13 +376,29 @@ def _stage_out(spool: layout.SpoolDir, config: AttemptConfig, workdir_fd: int, i
                 skipped.append(name)
                 continue
             record = str(len(copied))
-            size = _copy_into(source, os.path.join(directory, record), limit - total)
+            try:
+                size = _copy_into(source, os.path.join(directory, record), limit - total)
+            except OSError as error:  # the node's spool is full: name the file, keep the outcome
+                _remove_quietly(os.path.join(directory, record))
+                refused.append({"name": name, "reason": f"the node's spool: {error.strerror}"})
+                continue
             copied.append({"name": name, "record": record, "mode": info.st_mode & 0o777, "size": size})
             total += size
         finally:
             os.close(source)
     collected: StagedOutRecord = {"files": copied, "skipped": skipped, "refused": refused}
-    write_json(spool.record(layout.STAGED_OUT), collected)
+    try:
+        write_json(spool.record(layout.STAGED_OUT), collected)
+    except OSError as error:  # the outcome matters more than the output files: say so, go on
+        print(f"drover shepherd {spool.name}: cannot record the staged-out files: {error.strerror}",
+              file=sys.stderr, flush=True)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _copy_into(source: int, path: str, at_most: int) -> int:
@@ -500,13 +518,17 @@ def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
 
 def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "",
                     method: tuple[Method, int] | None = None, terminated: bool = False) -> None:
-    write_atomically(spool.record(layout.ERROR), (failure + "\n" + detail).encode())
+    write_outcome(spool, spool.record(layout.ERROR), (failure + "\n" + detail).encode())
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
         "terminated": terminated, "out_of_memory": False,
         "methods": [{"step": method[0].step, "level": method[0].level, "exit_code": method[1]}] if method else [],
     }
-    write_json(spool.record(layout.EXIT_STATUS), exit_status)
+    write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
+
+
+def _json(record: object) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
 
 
 def _hint(spool: layout.SpoolDir, what: str) -> None:

@@ -18,14 +18,18 @@ def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int
     temporary = os.path.join(directory, f".{name}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(temporary, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(temporary, path)
+    except BaseException:
+        _remove(temporary)  # a part-written file would only hold on to the space that ran out
+        raise
     if durable:
         dir_fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
@@ -36,6 +40,13 @@ def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int
 
 def write_json(path: str, record: Any, *, durable: bool = False, mode: int = 0o600) -> None:
     write_atomically(path, json.dumps(record, separators=(",", ":")).encode(), durable=durable, mode=mode)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def read_json(path: str) -> Any:

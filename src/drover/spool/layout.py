@@ -17,6 +17,8 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
   stage_in      the files to stage in, as the execd received them (JSON, base64 data); the
                 shepherd writes them into the working directory as the job's owner
   stop_request  why the execd asked the shepherd to stop the job: cancel, requeue or stray (JSON)
+  reserve       room kept for the records of how the job ended: written by the execd before the
+                shepherd starts, given back by the shepherd when the disk is full (spool.outcome)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
                 refused); the copies themselves are in staged_out.d/<n>
 
@@ -48,6 +50,7 @@ CLEANUP = "cleanup"
 STAGE_IN = "stage_in"
 STOP_REQUEST = "stop_request"
 STAGED_OUT = "staged_out"
+RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"
 NOTIFY_SOCKET = "execd.sock"
 

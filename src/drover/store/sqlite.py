@@ -22,6 +22,7 @@ from drover.core.node_state import NodeState
 from drover.core.resources import Resources
 from drover.protocol.canonical import canonical
 from drover.store.base import Changes, EventRecord, JobFilter, WorkingSet
+from drover.store.faults import translated
 from drover.store.migrate import migrate_sqlite
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
@@ -47,6 +48,9 @@ class SqliteStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.execute("PRAGMA foreign_keys=OFF")
+        # A writer that finds the database locked (a backup, a sqlite3 shell) waits this long
+        # before the request is answered 503 with the cause; it never waits unboundedly.
+        self.db.execute("PRAGMA busy_timeout=2000")
         self.schema_version = migrate_sqlite(self.db)
         self._last_seq: int = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
 
@@ -55,6 +59,7 @@ class SqliteStore:
 
     # -- writing ---------------------------------------------------------------------------
 
+    @translated
     def commit(self, changes: Changes) -> None:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
@@ -113,7 +118,8 @@ class SqliteStore:
                 )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # a failed COMMIT may have rolled back already
+                db.execute("ROLLBACK")
             raise
         for n, event in enumerate(changes.events):
             event.seq = first_seq + n
@@ -121,6 +127,7 @@ class SqliteStore:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @translated
     def load_working_set(self) -> WorkingSet:
         jobs = {
             row[0]: _job_from_row(row)
@@ -151,6 +158,7 @@ class SqliteStore:
             for row in self.db.execute("SELECT * FROM tasks WHERE job_id=? ORDER BY idx", (job_id,))
         }
 
+    @translated
     def load_job(self, job_id: int) -> Job | None:
         row = self.db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id=?", (job_id,)).fetchone()
         if row is None:
@@ -159,6 +167,7 @@ class SqliteStore:
         job.tasks = self._tasks_of(job_id)
         return job
 
+    @translated
     def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]:
         found: dict[int, str] = {}
         for job_id in job_ids:
@@ -169,6 +178,7 @@ class SqliteStore:
                 found[job_id] = row[0]
         return found
 
+    @translated
     def list_ended_jobs(self, query: JobFilter) -> list[Job]:
         sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE ended_at IS NOT NULL"
         args: list[Any] = []
@@ -191,6 +201,7 @@ class SqliteStore:
             job.tasks = self._tasks_of(job.id)
         return list(reversed(jobs))
 
+    @translated
     def attempts_of(self, job_id: int) -> list[Attempt]:
         return [
             _attempt_from_row(row)
@@ -199,6 +210,7 @@ class SqliteStore:
             )
         ]
 
+    @translated
     def history(self, owner: str | None, limit: int, since: float | None) -> list[tuple[Job, Task, Attempt]]:
         sql = (
             "SELECT a.* FROM attempts a JOIN jobs j ON j.id = a.job_id "
@@ -226,6 +238,7 @@ class SqliteStore:
                 rows.append((job, task, attempt))
         return rows
 
+    @translated
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]:
         if job_id is None:
             cursor = self.db.execute(

@@ -47,7 +47,7 @@ def test_submit_starts_a_cluster_when_none_runs(state_dir: Path) -> None:
 def test_a_corrupt_store_is_named_with_the_next_step_and_nothing_is_left_running(state_dir: Path) -> None:
     (state_dir / "drover.db").write_bytes(os.urandom(4096))
     result = drover_in(state_dir, "up")
-    assert result.returncode != 0
-    assert f"cannot open the store {state_dir / 'drover.db'}: file is not a database" in result.stderr
+    assert result.returncode == 1
+    assert f"the job store {state_dir / 'drover.db'} cannot be used: it is not a Drover database" in result.stderr
     assert "move it aside" in result.stderr and "Traceback" not in result.stderr
     assert not (state_dir / "api.sock").exists() and not (state_dir / "execd.pid").exists()

@@ -1,0 +1,65 @@
+"""What a failing store means to an operator: the cause, the file, and the next step, in one line.
+
+SQLite names its failures (`sqlite_errorname`); each family maps to one cause and one next step.
+The controller answers a request it could not commit with this (503, kind "unavailable"), keeps
+running, and commits again once the cause is gone; nothing acknowledged is lost, because nothing
+is acknowledged before its commit.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
+
+from drover.core.errors import Unavailable
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# SQLite's primary result codes (the part before any "_" extension) → the cause and what to do.
+CAUSES = {
+    "SQLITE_FULL": ("the disk is full", "free space on its filesystem; Drover goes on by itself"),
+    "SQLITE_READONLY": ("it is read-only", "make it and its directory writable by the controller's user"),
+    "SQLITE_BUSY": ("another process holds it locked", "stop the other process (a second controller, a sqlite3 shell)"),
+    "SQLITE_LOCKED": ("another process holds it locked", "stop the other process (a second controller, a sqlite3 shell)"),
+    "SQLITE_CORRUPT": ("it is corrupt", "restore it from a backup, or move it aside to start with an empty cluster"),
+    "SQLITE_NOTADB": ("it is not a Drover database", "restore it from a backup, or move it aside to start with an empty cluster"),
+    "SQLITE_IOERR": ("the disk fails to read or write it", "check the disk and its filesystem (dmesg)"),
+    "SQLITE_CANTOPEN": ("it cannot be opened", "check that its directory exists and the controller's user may write there"),
+    "SQLITE_PERM": ("the controller's user may not write it", "make it writable by the controller's user"),
+}
+
+
+class StoreFault(Unavailable):
+    """The store cannot do what was asked, for a reason outside Drover (disk, permissions, lock)."""
+
+
+def fault(path: str, error: sqlite3.Error) -> StoreFault:
+    name = getattr(error, "sqlite_errorname", "") or ""
+    primary = "_".join(name.split("_")[:2])
+    cause, step = CAUSES.get(primary, (str(error), "see the controller's log"))
+    if cause == str(error):
+        return StoreFault(f"the job store {path} failed: {error}; {step}")
+    return StoreFault(f"the job store {path} cannot be used: {cause} ({error}); {step}")
+
+
+class HasPath(Protocol):
+    path: str
+
+
+S = TypeVar("S", bound=HasPath)
+
+
+def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """A store method whose SQLite failures become a StoreFault naming the store's file."""
+
+    @functools.wraps(method)
+    def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(store, *args, **kwargs)
+        except sqlite3.Error as error:
+            raise fault(store.path, error) from error
+
+    return wrapper

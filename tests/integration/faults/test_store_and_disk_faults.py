@@ -1,0 +1,127 @@
+"""Faults of the disk and the store under a running cluster: a request the store cannot commit
+(the disk is full, another process holds the database) is answered with the cause and the file,
+nothing acknowledged is lost, a job that ends meanwhile is recorded with its true outcome once
+there is room again, a node that cannot write an attempt's spool goes to ERROR while the job
+waits, and the cluster goes on by itself when the cause is gone. The disks are small tmpfs
+mounts the tests make."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
+
+
+@pytest.fixture
+def small_disk() -> Iterator[LocalCluster]:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs for the state directory needs root and mount(8)")
+    local = LocalCluster()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m,mode=0700", "drover-test", str(local.state_dir)],
+                   check=True)
+    try:
+        local.start()
+        yield local
+    finally:
+        print(local.logs())
+        problems = local.stop()
+        subprocess.run(["umount", "--lazy", str(local.state_dir)], check=False)
+        shutil.rmtree(local.root, ignore_errors=True)
+        assert not problems, problems
+
+
+def fill(directory: Path) -> Path:
+    """Write until the filesystem has no byte left; the filler is what frees it again."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as file:
+        for size in (1 << 20, 1 << 16, 1 << 12, 1):
+            try:
+                while True:
+                    file.write(bytes(size))
+            except OSError as error:
+                assert error.errno == errno.ENOSPC
+    return filler
+
+
+def state(cluster: LocalCluster, job: int) -> str:
+    return str(cluster.drover_json("show", str(job))["state"])
+
+
+def test_a_full_disk_is_named_nothing_acknowledged_is_lost_and_a_running_job_keeps_its_outcome(
+        small_disk: LocalCluster) -> None:
+    cluster = small_disk
+    flag = cluster.workdir / "go"
+    running = cluster.submit("-o", "running.out", "--", "bash", "-c", f"while [ ! -e {flag} ]; do sleep 0.1; done; "
+                             "echo finished; exit 3")
+    wait_until(lambda: state(cluster, running) == "running", describe="the job to run")
+    filler = fill(cluster.state_dir)
+
+    refused = cluster.drover("submit", "--", "true", check=False)
+    assert refused.returncode == 2, refused
+    assert "disk is full" in refused.stderr and str(cluster.state_dir / "drover.db") in refused.stderr
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+
+    flag.touch()  # the job ends while the disk is full: its shepherd spends the attempt's reserve
+    wait_until(lambda: (cluster.workdir / "running.out").exists(), describe="the job's output")
+    listed = cluster.drover("status", "--all", check=False)  # reads still answer
+    assert listed.returncode == 0, listed.stderr
+
+    filler.unlink()
+    wait_until(lambda: state(cluster, running) == "failed", timeout=60, describe="the job's end to be recorded")
+    shown = cluster.drover_json("show", str(running))
+    (task,) = shown["tasks"]
+    assert task["exit_status"] == 3  # its own exit status, not "the shepherd died"
+    assert [a["exit_code"] for a in task["attempts"]] == [3]  # exactly once
+    assert (cluster.workdir / "running.out").read_text() == "finished\n"
+
+    again = cluster.submit("--", "true")  # the cluster goes on by itself
+    wait_until(lambda: state(cluster, again) == "completed", describe="a new job to run")
+
+
+def test_a_node_whose_spool_is_full_goes_to_error_and_the_job_waits_unharmed(small_disk: LocalCluster) -> None:
+    cluster = small_disk
+    spool = cluster.spool
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0711", "drover-test-spool", str(spool)], check=True)
+    try:
+        filler = fill(spool)
+        job = cluster.submit("-o", "hello.out", "--", "echo", "hello")
+        wait_until(lambda: cluster.drover_json("nodes")[0]["state"] == "error", describe="the node to go to ERROR")
+        (node,) = cluster.drover_json("nodes")
+        assert "could not prepare the attempt" in node["reason"] and "No space left on device" in node["reason"]
+        shown = cluster.drover_json("show", str(job))
+        assert shown["state"] == "pending"  # requeued, not failed: the job never ran
+        assert shown["tasks"][0]["attempts"][0]["failure"].startswith("the node could not prepare the attempt")
+
+        filler.unlink()
+        cluster.drover("nodes", "--resume", node["name"])
+        wait_until(lambda: state(cluster, job) == "completed", describe="the job to run once there is room")
+        assert (cluster.workdir / "hello.out").read_text() == "hello\n"
+    finally:
+        cluster.stop()
+        subprocess.run(["umount", "--lazy", str(spool)], check=False)
+
+
+def test_a_store_locked_by_another_process_is_named_and_the_cluster_goes_on_once_it_is_let_go(
+        cluster: LocalCluster) -> None:
+    before = cluster.submit("--", "true")
+    wait_until(lambda: state(cluster, before) == "completed", describe="a job before")
+    other = sqlite3.connect(cluster.state_dir / "drover.db", isolation_level=None)  # a sqlite3 shell, say
+    try:
+        other.execute("BEGIN EXCLUSIVE")
+        refused = cluster.drover("submit", "--", "true", check=False)
+        assert refused.returncode == 2, refused
+        assert "another process holds it locked" in refused.stderr, refused.stderr
+        assert str(cluster.state_dir / "drover.db") in refused.stderr and "Traceback" not in refused.stderr
+    finally:
+        other.close()
+    after = cluster.submit("--", "true")
+    wait_until(lambda: state(cluster, after) == "completed", describe="a job once the lock is gone")
+    assert sorted(job["id"] for job in cluster.drover_json("status", "--all")) == [before, after]
