@@ -42,7 +42,19 @@ def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
     if _inherited_from_another_job(env):
         env = {name: value for name, value in env.items() if not _OTHER_JOBS_VARIABLE.fullmatch(name)}
     env.update(_facts(config, tmpdir, config["environment"]))
+    for name, value in _account(config["owner"]).items():
+        env.setdefault(name, value)  # as Grid Engine: from the passwd entry, where the job has none
     return env
+
+
+def _account(user: str) -> dict[str, str]:
+    """HOME, USER, LOGNAME and SHELL of the job's owner (a job run under a switch of identity
+    gets them from the execd's resolution anyway)."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return {}
+    return {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "SHELL": entry.pw_shell or "/bin/sh"}
 
 
 def pe_hostfile(config: AttemptConfig) -> str | None:
@@ -166,6 +178,7 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         if value is not None:
             facts[variable] = value
     facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
+    facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config["owner"]
     if config["time_limit_s"] is not None:
         facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config["time_limit_s"])
     if config["memory_mib"] and "SLURM_MEM_PER_CPU" not in request:

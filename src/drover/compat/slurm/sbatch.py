@@ -166,6 +166,7 @@ def wrapped(script: str, arguments: list[str]) -> str:
             'slurm_script="${TMPDIR:-/tmp}/slurm_script"\n'
             f"cat > \"$slurm_script\" <<'{end}'\n{body}{end}\n"
             'chmod 700 "$slurm_script"\n'
+            "export SLURM_TASK_PID=$$\n"  # the batch step's task is this process, after the exec
             f'exec {" ".join(start)} "$slurm_script"{"".join(" " + shlex.quote(word) for word in arguments)}\n')
 
 

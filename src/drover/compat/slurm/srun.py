@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -77,7 +78,7 @@ def run_step(request: Request, command: list[str], job_id: str) -> int:
         raise Refused(f"--relative={request.value('relative')}: the job has one node, relative 0")
     env = _step_environment(request, job_id)
     step_id = next_step_id(job_id, os.environ.get("TMPDIR", "/tmp"))
-    node = os.environ.get("SLURMD_NODENAME", "")
+    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     env.update({
         "SLURM_STEP_ID": str(step_id), "SLURM_STEPID": str(step_id),
         "SLURM_STEP_NUM_TASKS": str(ntasks), "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_NODELIST": node,

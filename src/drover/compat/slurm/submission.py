@@ -208,6 +208,10 @@ def described(request: Request, job_shape: Shape, memory: int | None) -> dict[st
             env[variable] = value
     if request.has("export"):
         env["SLURM_EXPORT_ENV"] = request.value("export") or ""
+    if request.value("dependency"):
+        env["SLURM_JOB_DEPENDENCY"] = request.value("dependency") or ""
+    if request.value("tres-per-task"):
+        env["SLURM_TRES_PER_TASK"] = request.value("tres-per-task") or ""
     import socket
 
     env["SLURM_SUBMIT_HOST"] = socket.gethostname()
