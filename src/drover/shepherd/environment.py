@@ -64,7 +64,7 @@ def pe_hostfile(config: AttemptConfig) -> str | None:
         return None
     processors = ",".join(str(cpu) for cpu in config["cpu_ids"]) or "UNDEFINED"
     node = config["node"]
-    return f"{node} {config['cpus']} {config['queue']}@{node} {processors}\n"
+    return f"{node} {config['cpus']} {config.get('queue') or 'default'}@{node} {processors}\n"
 
 
 PE_HOSTFILE_NAME = "pe_hostfile"  # in the attempt's TMPDIR
@@ -111,6 +111,7 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
     ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
     cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
     restarted = "1" if config["attempt_number"] > 1 else "0"
+    queue = config.get("queue") or "default"  # a spool written before queues existed has none
     stdout = config["stdout"]
     facts = {
         "DROVER_JOB_ID": job_id,
@@ -127,7 +128,7 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "JOB_ID": job_id,
         "JOB_NAME": name,
         "REQUEST": name,
-        "QUEUE": config["queue"],
+        "QUEUE": queue,
         "NSLOTS": cpus,
         "NHOSTS": "1",
         "NQUEUES": "1",
@@ -146,7 +147,7 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURM_JOB_ID": job_id,
         "SLURM_JOBID": job_id,
         "SLURM_JOB_NAME": name,
-        "SLURM_JOB_PARTITION": config["queue"],
+        "SLURM_JOB_PARTITION": queue,
         "SLURM_CLUSTER_NAME": config.get("cluster") or "drover",
         "SLURM_CPUS_PER_TASK": str(cpus_per_task),
         "SLURM_CPUS_ON_NODE": cpus,

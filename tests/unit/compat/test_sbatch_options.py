@@ -97,3 +97,9 @@ def test_values_that_ask_for_nothing_missing_are_not_refused() -> None:
     request = Request("sbatch")
     request.add(parse("sbatch", ["--begin=now", "--gres=none", "-i", "/dev/null"])[0], "the command line")
     apply_marks(request, strict=True)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_heterogeneous_jobs_are_refused_by_name(command: str) -> None:
+    with pytest.raises(Refused, match="heterogeneous jobs"):
+        parse(command, ["-n", "1", ":", "-n", "2", "job.sh"])

@@ -95,9 +95,12 @@ def parse(command: str, argv: list[str]) -> tuple[list[tuple[Option, str | None]
     """The command line, as getopt_long reads it with the `+` optstring: options end at the
     first operand (the script, or the program to run)."""
     try:
-        return parse_gnu(argv, options_for(command), permute=False)
+        found, operands = parse_gnu(argv, options_for(command), permute=False)
     except UsageError as error:
         raise OptionError(str(error), try_help=True) from None
+    if operands[:1] == [":"]:
+        raise Refused(f"heterogeneous jobs ({command} OPTIONS : OPTIONS ...) are not supported by Drover")
+    return found, operands
 
 
 # Values of refused options that ask for nothing Drover lacks.
