@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import pwd
+import re
+import time
 
 from drover.records import AttemptConfig
 
@@ -21,8 +23,11 @@ def site_environment(config: AttemptConfig) -> dict[str, str]:
     Engine and Slurm names: job id, name, owner, node, CPUs, working and submit directories,
     array indices), and HOME, USER, LOGNAME and SHELL of whom the method runs as (the node
     daemon's user). LANG=C. Nothing else."""
-    facts = _facts(config, tmpdir="")
-    facts.pop("TMPDIR")  # the attempt's TMPDIR is the owner's directory: not for root's scripts
+    # Nothing derived from the job's own environment (its SGE_O_* and Slurm request), and not
+    # its TMPDIR, which is the owner's directory: not for root's scripts.
+    facts = _facts(config, tmpdir="", submitted={})
+    for name in ("TMPDIR", "TMP", "PE_HOSTFILE"):
+        facts.pop(name, None)
     me = pwd.getpwuid(os.geteuid())
     env = {"PATH": SITE_PATH, "LANG": "C", "HOME": me.pw_dir, "USER": me.pw_name, "LOGNAME": me.pw_name,
            "SHELL": "/bin/sh", "DROVER_JOB_OWNER": config["owner"], "DROVER_WORKDIR": config["workdir"]}
@@ -31,48 +36,158 @@ def site_environment(config: AttemptConfig) -> dict[str, str]:
 
 
 def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
+    """What the job asked for, then the attempt's facts over it. SLURM_* variables that describe
+    another job (the submitter was itself a job) are dropped: they would mislead srun."""
     env = dict(config["environment"])
-    env.update(_facts(config, tmpdir))
+    if _inherited_from_another_job(env):
+        env = {name: value for name, value in env.items() if not _OTHER_JOBS_VARIABLE.fullmatch(name)}
+    env.update(_facts(config, tmpdir, config["environment"]))
+    for name, value in _account(config["owner"]).items():
+        env.setdefault(name, value)  # as Grid Engine: from the passwd entry, where the job has none
     return env
 
 
-def _facts(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
-    """The facts of the attempt, under Drover's, Grid Engine's and Slurm's names."""
+def _account(user: str) -> dict[str, str]:
+    """HOME, USER, LOGNAME and SHELL of the job's owner (a job run under a switch of identity
+    gets them from the execd's resolution anyway)."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return {}
+    return {"HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "SHELL": entry.pw_shell or "/bin/sh"}
+
+
+def pe_hostfile(config: AttemptConfig) -> str | None:
+    """Grid Engine's $PE_HOSTFILE for a job of more than one CPU (a parallel job's slots): one
+    line "host slots queue processors", as sge_pe(5) gives it; None for a serial job."""
+    if config["cpus"] <= 1:
+        return None
+    processors = ",".join(str(cpu) for cpu in config["cpu_ids"]) or "UNDEFINED"
+    node = config["node"]
+    return f"{node} {config['cpus']} {config.get('queue') or 'default'}@{node} {processors}\n"
+
+
+PE_HOSTFILE_NAME = "pe_hostfile"  # in the attempt's TMPDIR
+
+# A job's and a step's SLURM_* variables (sbatch(1) and srun(1), OUTPUT ENVIRONMENT VARIABLES).
+_OTHER_JOBS_VARIABLE = re.compile(
+    r"SLURM_(JOB_\w+|JOBID|ARRAY_\w+|STEP\w*|NTASKS\w*|NPROCS|CPUS_\w+|TASKS_PER_NODE|NNODES|NODELIST|"
+    r"NODEID|PROCID|LOCALID|GTIDS|TASK_PID|MEM_PER_\w+|SUBMIT_\w+|CLUSTER_NAME|TOPOLOGY_ADDR\w*|PRIO_PROCESS|"
+    r"DISTRIBUTION|SRUN_COMM_\w+|LAUNCH_NODE_IPADDR|EXPORT_ENV|HET_\w+|RESTART_COUNT|TRES_\w+|CPU_BIND\w*|"
+    r"MEM_BIND\w*|OOMKILLSTEP|DIST_PLANESIZE|THREADS_PER_CORE|OVERCOMMIT|SHARDS_ON_NODE|GPUS\w*|UMASK)|"
+    r"SLURMD_NODENAME"
+)
+
+
+def _inherited_from_another_job(env: dict[str, str]) -> bool:
+    """sbatch passes on its job's request (SLURM_NTASKS, SLURM_CPUS_PER_TASK...) but never a job
+    id; a submission whose environment holds SLURM_JOB_ID came from inside another job, and its
+    SLURM_* variables are that job's."""
+    return "SLURM_JOB_ID" in env or "SLURM_JOBID" in env
+
+
+def _requested(env: dict[str, str], name: str, cpus: int) -> int | None:
+    """A count sbatch passed on (SLURM_NTASKS, SLURM_CPUS_PER_TASK), if it is one that fits."""
+    text = env.get(name, "")
+    if not text.isdigit() or not 1 <= int(text) <= cpus:
+        return None
+    return int(text)
+
+
+def _architecture() -> str:
+    """Grid Engine's architecture name of this node (ARC, SGE_ARCH), e.g. lx-amd64."""
+    machine = os.uname().machine
+    return "lx-" + {"x86_64": "amd64", "aarch64": "arm64", "i686": "x86", "ppc64le": "ppc64le"}.get(machine, machine)
+
+
+def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dict[str, str]:
+    """The facts of the attempt, under Drover's, Grid Engine's and Slurm's names: for Grid
+    Engine, submit(1)'s ENVIRONMENTAL VARIABLES; for Slurm, sbatch(1)'s OUTPUT ENVIRONMENT
+    VARIABLES of a batch job on one node (tests/data/manpages/ lists both, and which of them a
+    Drover job gets)."""
     job_id, index = str(config["job_id"]), str(config["task_index"])
-    cpus, node = str(config["cpus"]), config["node"]
+    cpus, node, name = str(config["cpus"]), config["node"], config["name"]
+    request = {} if _inherited_from_another_job(submitted) else submitted
+    ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
+    cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
+    restarted = "1" if config["attempt_number"] > 1 else "0"
+    queue = config.get("queue") or "default"  # a spool written before queues existed has none
+    stdout = config["stdout"]
     facts = {
         "DROVER_JOB_ID": job_id,
         "DROVER_TASK_ID": index,
         "DROVER_ATTEMPT": str(config["attempt_number"]),
-        "DROVER_JOB_NAME": config["name"],
+        "DROVER_JOB_NAME": name,
         "DROVER_NODE": node,
         "DROVER_CPUS": cpus,
         "DROVER_SUBMIT_DIR": config["submit_dir"],
         "TMPDIR": tmpdir,
+        "ENVIRONMENT": "BATCH",  # both Grid Engine and Slurm say so
+        "HOSTNAME": node,
         # Grid Engine
         "JOB_ID": job_id,
-        "JOB_NAME": config["name"],
+        "JOB_NAME": name,
+        "REQUEST": name,
+        "QUEUE": queue,
         "NSLOTS": cpus,
+        "NHOSTS": "1",
+        "NQUEUES": "1",
+        "RESTARTED": restarted,
+        "TMP": tmpdir,
+        "ARC": _architecture(),
+        "SGE_ARCH": _architecture(),
         "SGE_TASK_ID": index if config["is_array"] else "undefined",
+        "SGE_TASK_FIRST": "undefined", "SGE_TASK_LAST": "undefined", "SGE_TASK_STEPSIZE": "undefined",
         "SGE_O_WORKDIR": config["submit_dir"],
+        "SGE_CWD_PATH": config["workdir"],
+        "SGE_STDOUT_PATH": stdout,
+        "SGE_STDERR_PATH": config["stderr"] or stdout,
+        "SGE_STDIN_PATH": "/dev/null",
         # Slurm
         "SLURM_JOB_ID": job_id,
         "SLURM_JOBID": job_id,
-        "SLURM_JOB_NAME": config["name"],
-        "SLURM_CPUS_PER_TASK": cpus,
+        "SLURM_JOB_NAME": name,
+        "SLURM_JOB_PARTITION": queue,
+        "SLURM_CLUSTER_NAME": config.get("cluster") or "drover",
+        "SLURM_CPUS_PER_TASK": str(cpus_per_task),
         "SLURM_CPUS_ON_NODE": cpus,
+        "SLURM_JOB_CPUS_PER_NODE": cpus,
         "SLURM_JOB_NODELIST": node,
         "SLURM_NODELIST": node,
         "SLURMD_NODENAME": node,
+        "SLURM_TOPOLOGY_ADDR": node,
+        "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
         "SLURM_SUBMIT_DIR": config["submit_dir"],
+        "SLURM_SUBMIT_HOST": request.get("SLURM_SUBMIT_HOST") or node,
         "SLURM_JOB_USER": config["owner"],
-        "SLURM_NTASKS": "1",
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_NPROCS": str(ntasks),
+        "SLURM_TASKS_PER_NODE": str(ntasks),
         "SLURM_JOB_NUM_NODES": "1",
         "SLURM_NNODES": "1",
         "SLURM_NODEID": "0",
         "SLURM_PROCID": "0",
         "SLURM_LOCALID": "0",
+        "SLURM_GTIDS": "0",
+        "SLURM_PRIO_PROCESS": "0",
+        "SLURM_RESTART_COUNT": str(config["attempt_number"] - 1),
+        "SLURM_JOB_START_TIME": str(int(time.time())),
     }
+    for variable in ("SGE_O_HOME", "SGE_O_LOGNAME", "SGE_O_MAIL", "SGE_O_PATH", "SGE_O_SHELL", "SGE_O_TZ",
+                     "SGE_O_TERM"):
+        value = submitted.get(variable[len("SGE_O_"):])
+        if value is not None:
+            facts[variable] = value
+    facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
+    facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config["owner"]
+    if config["time_limit_s"] is not None:
+        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config["time_limit_s"])
+    if config["memory_mib"] and "SLURM_MEM_PER_CPU" not in request:
+        facts["SLURM_MEM_PER_NODE"] = str(config["memory_mib"])
+    if config["cpu_ids"]:
+        facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config["cpu_ids"])
+    if config["cpus"] > 1:
+        facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
     if config["is_array"]:
         first, last, step, count = (
             str(config["array_first"]), str(config["array_last"]),

@@ -49,7 +49,12 @@ from drover.records import (
 )
 from drover.shepherd import setup
 from drover.shepherd.containment import Containment, choose
-from drover.shepherd.environment import build_environment, site_environment
+from drover.shepherd.environment import (
+    PE_HOSTFILE_NAME,
+    build_environment,
+    pe_hostfile,
+    site_environment,
+)
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
@@ -106,6 +111,9 @@ def _run(spool: layout.SpoolDir) -> int:
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
+    hostfile = pe_hostfile(config)
+    if hostfile is not None:  # GE: a parallel job's $PE_HOSTFILE, in its TMPDIR (made just now, ours)
+        write_atomically(os.path.join(tmpdir, PE_HOSTFILE_NAME), hostfile.encode(), mode=0o644)
     if identity is not None:
         env.update(identity.environment())
         if identity.switches:

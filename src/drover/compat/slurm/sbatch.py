@@ -1,231 +1,197 @@
-"""sbatch: submit a batch script as Slurm does, with its options and #SBATCH directives.
+"""sbatch: submit a batch script as Slurm's sbatch does (src/sbatch/sbatch.c and opt.c).
 
-The script is read and stored when sbatch runs (callers often delete it the moment sbatch
-returns). Options Drover cannot honour exactly are approximated with a warning on stderr, or
-refused with --strict (or DROVER_COMPAT_STRICT=1).
+The options are read from the script's #SBATCH lines, then the SBATCH_* variables, then the
+command line, each winning over the one before. The script is read and stored when sbatch
+runs (callers often delete it the moment sbatch returns), and it runs with its own interpreter
+(its #! line) and its arguments, as on Slurm. Exit statuses as sbatch's: 0 when submitted; 255
+for an option sbatch refuses while reading its options; 1 (or SLURM_EXIT_ERROR) when the script
+or the submission fails; with --wait, the job's exit status.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+import secrets
+import shlex
 import sys
+from collections.abc import Sequence
 
-from drover.compat.slurm.common import fail, warn
-from drover.compat.slurm.directives import directives
-from drover.core.errors import BadRequest, DroverError
-from drover.core.units import parse_duration_s, parse_memory_mib
-from drover.protocol.plain import JobRequest
+from drover.compat.slurm import submit_options
+from drover.compat.slurm.directives import DirectiveError, sbatch_directives
+from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
+from drover.compat.slurm.submission import to_job
+from drover.core.errors import DroverError
 
-# Options accepted and ignored: they change nothing a script can see on one Drover cluster.
-HARMLESS = ("--account", "-A", "--qos", "-q", "--wckey", "--comment", "--reservation", "--constraint", "-C",
-            "--licenses", "-L", "--distribution", "-m", "--mincpus", "--tmp", "--get-user-env", "--requeue",
-            "--no-requeue", "--propagate", "--profile", "--kill-on-invalid-dep", "--uid", "--gid")
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sbatch", add_help=True)
-    p.add_argument("-J", "--job-name")
-    p.add_argument("-o", "--output")
-    p.add_argument("-e", "--error")
-    p.add_argument("-p", "--partition")
-    p.add_argument("-n", "--ntasks", type=int)
-    p.add_argument("--ntasks-per-node", type=int)
-    p.add_argument("-N", "--nodes")
-    p.add_argument("-c", "--cpus-per-task", type=int)
-    p.add_argument("--mem")
-    p.add_argument("--mem-per-cpu")
-    p.add_argument("-t", "--time")
-    p.add_argument("-a", "--array")
-    p.add_argument("-d", "--dependency")
-    p.add_argument("-H", "--hold", action="store_true")
-    p.add_argument("--export")
-    p.add_argument("-D", "--chdir")
-    p.add_argument("--exclusive", nargs="?", const="exclusive")
-    p.add_argument("--gpus", "-G")
-    p.add_argument("--gres")
-    p.add_argument("--signal")
-    p.add_argument("--open-mode", choices=("append", "truncate"))
-    p.add_argument("-W", "--wait", action="store_true")
-    p.add_argument("--parsable", action="store_true")
-    p.add_argument("--nice", type=int, nargs="?", const=100)
-    p.add_argument("--mail-type")
-    p.add_argument("--mail-user")
-    p.add_argument("--wrap")
-    p.add_argument("--strict", action="store_true", help="refuse options Drover can only approximate")
-    return p
+OPTIONS = submit_options.options_for("sbatch")
+VERSION = "slurm 24.05.0"  # the release whose man page this front end follows
 
 
-def split_known(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Drop the harmless options (with their values); they get one warning each."""
-    kept, dropped = [], []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        name = word.split("=", 1)[0]
-        if name in HARMLESS:
-            dropped.append(name)
-            takes_value = "=" not in word and name not in ("--requeue", "--no-requeue", "--get-user-env",
-                                                           "--kill-on-invalid-dep")
-            i += 2 if takes_value and i + 1 < len(argv) and not argv[i + 1].startswith("-") else 1
-            continue
-        kept.append(word)
-        i += 1
-    return kept, dropped
-
-
-def pattern(text: str) -> str:
-    """Slurm's file-name patterns in Drover's: %A %j %a %x %u %N %% carry over; %J is %j.0 (the
-    batch step); %t is 0 (the one task). For an array task, Slurm's %j is the task's own job id;
-    here it is the array's (approximated)."""
-    return text.replace("%J", "%j.0").replace("%t", "0")
-
-
-def to_job(args: argparse.Namespace, script: str, strict: bool) -> JobRequest:
-    def approximate(message: str) -> None:
-        if strict:
-            raise BadRequest(f"{message} (refused under --strict)")
-        warn("sbatch", message)
-
-    is_array = bool(args.array)
-    cpus = args.cpus_per_task or 1
-    if args.ntasks_per_node and args.ntasks_per_node > 1:
-        args.ntasks = max(args.ntasks or 1, args.ntasks_per_node)
-    if args.ntasks and args.ntasks > 1:
-        approximate(f"--ntasks={args.ntasks}: one task with {args.ntasks * cpus} CPUs")
-        cpus *= args.ntasks
-    if args.nodes and str(args.nodes).split("-")[0] not in ("1",):
-        raise BadRequest(f"--nodes={args.nodes}: Drover runs each job on one node")
-    if args.gpus or args.gres:
-        raise BadRequest("GPUs are not scheduled by Drover yet (--gpus/--gres)")
-    if args.exclusive:
-        approximate("--exclusive: the job gets the CPUs it asked for, not the whole node")
-    job: JobRequest = {
-        "script": script,
-        "name": args.job_name or "sbatch",
-        "workdir": os.path.abspath(args.chdir or os.getcwd()),
-        "submit_dir": os.getcwd(),
-        "cpus": cpus,
-        "output": pattern(args.output) if args.output else ("slurm-%A_%a.out" if is_array else "slurm-%j.out"),
-        "hold": bool(args.hold),
-    }
-    if args.error:
-        job["error"] = pattern(args.error)
-    if args.open_mode:
-        job["open_mode"] = args.open_mode
-    if args.mem:
-        job["memory_mib"] = parse_memory_mib(args.mem)
-    elif args.mem_per_cpu:
-        job["memory_mib"] = parse_memory_mib(args.mem_per_cpu) * cpus
-    if args.time:
-        job["time_limit_s"] = parse_duration_s(args.time)
-    if args.array:
-        job["array"] = args.array
-    if args.dependency:
-        job["after_ok"] = dependencies(args.dependency)
-    if args.partition and args.partition != "default":
-        job["queue"] = args.partition
-    if args.nice is not None:
-        job["priority"] = max(min(-args.nice, 1023), -1023)
-    if args.signal:
-        from drover.cli.commands.submit import warning_signal
-
-        job["warn_signal"], job["warn_before_s"] = warning_signal(args.signal)
-    if args.mail_user or args.mail_type:
-        from drover.mail import parse_mail_types
-
-        if not args.mail_user:
-            raise BadRequest("--mail-type needs --mail-user")
-        job["mail_user"] = args.mail_user
-        job["mail_type"] = parse_mail_types(args.mail_type or "END,FAIL")
-    from drover.cli.commands.submit import environment
-
-    job["environment"] = environment(args.export or "ALL", [])
-    return job
-
-
-def dependencies(text: str) -> list[int]:
-    ids: list[int] = []
-    for part in text.replace("?", ",").split(","):
-        kind, _, rest = part.partition(":")
-        if kind != "afterok":
-            raise BadRequest(f"--dependency: only afterok is supported, not {kind!r}")
-        for word in rest.split(":"):
-            ids.append(int(word.split("_")[0].split("+")[0]))
-    return ids
-
-
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    error_exit = exit_status_for_errors("sbatch")
     try:
         return _main(argv)
-    except DroverError as error:
-        return fail("sbatch", str(error))
-    except ValueError as error:
-        return fail("sbatch", str(error))
+    except OptionError as error:
+        print(f"sbatch: {error}" if error.try_help else f"sbatch: error: {error}", file=sys.stderr)
+        if error.try_help:
+            print('Try "sbatch --help" for more information', file=sys.stderr)
+        return 255
+    except DirectiveError as error:
+        print(f"sbatch: {'fatal' if error.fatal else 'error'}: {error}", file=sys.stderr)
+        return error_exit
+    except (Refused, DroverError) as error:
+        print(f"sbatch: error: {error}", file=sys.stderr)
+        return error_exit
+
+
+def exit_status_for_errors(command: str) -> int:
+    """SLURM_EXIT_ERROR, if set to a number other than 0; else 1."""
+    text = os.environ.get("SLURM_EXIT_ERROR")
+    if text is None:
+        return 1
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0:
+        print(f"{command}: error: SLURM_EXIT_ERROR has zero value", file=sys.stderr)
+        return 1
+    return value & 0xFF
 
 
 def _main(argv: list[str]) -> int:
-    p = parser()
-    # sbatch [options] script [args...]: options end at the script.
-    options, rest = _split_at_script(argv)
-    options, dropped = split_known(options)
-    first = p.parse_args(options)
-    if first.wrap is not None:
-        script, script_args = f"#!/bin/sh\n{first.wrap}\n", []
-    elif rest:
-        script_args = rest[1:]
-        try:
-            with open(rest[0], encoding="utf-8", errors="surrogateescape") as file:
-                script = file.read()
-        except OSError as error:
-            raise BadRequest(f"Unable to open file {rest[0]}: {error.strerror}") from None
+    # First pass, as sbatch's: the command line alone, to find the script and its arguments.
+    found, operands = parse("sbatch", argv)
+    command_line = Request("sbatch")
+    command_line.add(found, "the command line")
+    if command_line.has("help") or command_line.has("usage"):
+        return _help(command_line.has("help"))
+    if command_line.has("version"):
+        print(VERSION)
+        return 0
+    wrap = command_line.value("wrap")
+    if wrap is not None and operands:
+        raise Refused("Script arguments not permitted with --wrap option")
+    if wrap is not None:
+        script, file, default_name = f"#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{wrap}\n", "", "wrap"
     else:
-        script, script_args = sys.stdin.read(), []
-    if not script.startswith("#!"):
-        raise BadRequest("This does not look like a batch script.  The first line must start with #! followed by the path to an interpreter.")
-    file_options, file_dropped = split_known(directives(script))
-    args = p.parse_args(file_options + options)  # the command line wins
-    strict = args.strict or os.environ.get("DROVER_COMPAT_STRICT") == "1"
-    for name in sorted(set(dropped + file_dropped)):
-        if strict:
-            raise BadRequest(f"{name} is not supported by Drover (refused under --strict)")
-        warn("sbatch", f"{name} is accepted and ignored")
-    if script_args:
-        import shlex
+        file = operands[0] if operands else ""
+        script = read_script(file)
+        default_name = os.path.basename(file) if file else "sbatch"
 
-        script = script.replace("\n", f"\nset -- {' '.join(shlex.quote(a) for a in script_args)}\n", 1)
-    job = to_job(args, script, strict)
+    # Second pass: the script's directives, then the environment, then the command line.
+    request = Request("sbatch")
+    if wrap is None:
+        found_in_script = sbatch_directives(script, file or "stdin")
+        if found_in_script.old_prefix:
+            print("sbatch: error: Change from #SLURM to #SBATCH in your script and verify the options are valid "
+                  "in sbatch", file=sys.stderr)
+        _add_directives(request, found_in_script.words, found_in_script.lines)
+    request.add_environment(os.environ)
+    request.add(found, "the command line")
+    strict = request.has("strict") or os.environ.get("DROVER_COMPAT_STRICT") == "1"
+    apply_marks(request, strict)
+    job = to_job(request, wrapped(script, operands[1:]) if wrap is None else script, default_name)
 
     from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
     ensure_running()
     with Client(timeout_s=None) as client:
-        (job_id,) = client.submit([job])
-        print(job_id if args.parsable else f"Submitted batch job {job_id}", flush=True)
-        if not args.wait:
+        try:
+            (job_id,) = client.submit([job])
+        except DroverError as error:
+            raise Refused(f"Batch job submission failed: {error}") from None
+        if not request.has("quiet") or request.has("parsable"):
+            print(job_id if request.has("parsable") else f"Submitted batch job {job_id}", flush=True)
+        if not request.has("wait"):
             return 0
-        while not (reply := client.wait_json(job_id, 60))["ended"]:
-            pass
-    info = reply["job"]
-    return int(info["exit_status"] or (0 if info["state"] == "completed" else 1))
+        ended = client.wait(job_id)
+    return job_exit_status(ended)
 
 
-def _split_at_script(argv: list[str]) -> tuple[list[str], list[str]]:
-    """Options before the script's name; the script and its arguments after it."""
-    takes_value = {a for action in parser()._actions for a in action.option_strings
-                   if action.nargs is None and not isinstance(action, argparse._StoreTrueAction)}
-    takes_value.update(option for option in HARMLESS if option not in ("--requeue", "--no-requeue"))
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if not word.startswith("-") or word == "-":
-            return argv[:i], argv[i:]
-        if "=" not in word and word in takes_value:
-            i += 1
-        i += 1
-    return argv, []
+def _add_directives(request: Request, words: list[str], lines: list[int]) -> None:
+    """The directives are one argument list to getopt, as in sbatch; a word that is not an option
+    ends it, and sbatch calls that an invalid directive."""
+    found, rest = parse("sbatch", words)
+    if rest:
+        index = len(words) - len(rest)
+        line = lines[index] if index < len(lines) else 0
+        raise OptionError(f"Invalid directive found in batch script: {rest[0]}" + (f" (line {line})" if line else ""))
+    request.add(found, "#SBATCH")
+
+
+def read_script(file: str) -> str:
+    """The script, checked as sbatch checks it; from standard input when no file is named."""
+    try:
+        if file:
+            with open(file, "rb") as stream:
+                data = stream.read()
+        else:
+            data = sys.stdin.buffer.read()
+    except OSError:
+        raise Refused(f"Unable to open file {file}") from None
+    if not data:
+        raise Refused("Batch script is empty!")
+    if not data.strip():
+        raise Refused("Batch script contains only whitespace!")
+    if not data.startswith(b"#!"):
+        raise Refused("This does not look like a batch script.  The first\n"
+                      "sbatch: error: line must start with #! followed by the path to an interpreter.\n"
+                      "sbatch: error: For instance: #!/bin/sh")
+    if b"\0" in data:
+        raise Refused("The Slurm controller does not allow scripts that\n"
+                      "sbatch: error: contain a NULL character '\\0'.")
+    if b"\r\n" in data:
+        raise Refused("Batch script contains DOS line breaks (\\r\\n)\n"
+                      "sbatch: error: instead of expected UNIX line breaks (\\n).")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Refused(f"{file or 'the script'} is not UTF-8 text (byte {error.start}); Drover takes job scripts "
+                      "in UTF-8") from None
+
+
+def wrapped(script: str, arguments: list[str]) -> str:
+    """Drover runs a job's script with bash; Slurm runs it as a program, with its own #! line and
+    its arguments. So the job is a few lines of bash that write the script, unchanged, where
+    Slurm keeps it (a file named slurm_script), and start it with its interpreter and arguments
+    as the kernel would (the #! line's one optional argument, whole), so a node whose TMPDIR
+    does not allow executing files runs it all the same."""
+    end = "SLURM_SCRIPT_" + secrets.token_hex(8)
+    body = script if script.endswith("\n") else script + "\n"
+    interpreter, *argument = script[2:].split("\n", 1)[0].strip().split(None, 1)
+    start = [shlex.quote(word.strip()) for word in (interpreter, *argument)]
+    return ("#!/bin/bash\n"
+            'slurm_script="${TMPDIR:-/tmp}/slurm_script"\n'
+            f"cat > \"$slurm_script\" <<'{end}'\n{body}{end}\n"
+            'chmod 700 "$slurm_script"\n'
+            "export SLURM_TASK_PID=$$\n"  # the batch step's task is this process, after the exec
+            f'exec {" ".join(start)} "$slurm_script"{"".join(" " + shlex.quote(word) for word in arguments)}\n')
+
+
+def job_exit_status(job: object) -> int:
+    """sbatch --wait: the highest exit code of the job's tasks; 1 for one killed by a signal."""
+    from drover.protocol.api import JobInfo
+
+    assert isinstance(job, JobInfo)
+    worst = 0
+    for task in job.tasks:
+        attempt = task.attempts[-1] if task.attempts else None
+        if attempt is not None and attempt.exit_code is not None and attempt.signal is None:
+            worst = max(worst, attempt.exit_code)
+        elif task.state != "completed":
+            worst = max(worst, 1)
+    return worst
+
+
+def _help(full: bool) -> int:
+    print("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]")
+    if full:
+        print("\nOptions Drover takes (docs/compat.md says what each does here):")
+        for option in OPTIONS:
+            print(f"  {', '.join(option.names):<28} {option.metavar:<20} {option.mark.value} {option.note}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,68 +1,159 @@
-"""srun: inside a job, a single-node job step (the command runs here, in the job's allocation,
-with --output/--error patterns and the step's SLURM_* variables); outside one, the command runs
-as a job of its own with its output streamed, like `drover run`. The exit code passes through."""
+"""srun: inside a job (SLURM_JOB_ID is set), a job step of N tasks on the job's node (step.py);
+outside one, an allocation of its own, a Drover job whose script runs the same srun inside it,
+its output streamed here, as srun without an allocation does (and `--pty`: a terminal, through
+`drover run --pty`). Options as srun reads them: its SLURM_*/SRUN_* input variables first (in a
+job, those are the job's own: SLURM_NTASKS makes the step's default task count), then the
+command line. The exit status is the step's: its tasks' highest exit code, 128 + the signal of
+one killed; 255 for an option srun refuses while reading its options; 1 for other errors."""
 
 from __future__ import annotations
 
-import argparse
 import os
-import subprocess
+import shlex
+import socket
 import sys
+from collections.abc import Sequence
 
-from drover.compat.slurm.common import fail
+from drover.compat.slurm import submit_options
+from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
+from drover.compat.slurm.sbatch import VERSION, exit_status_for_errors
+from drover.compat.slurm.step import Step, next_step_id, run
+from drover.compat.slurm.submission import check_nodes, shape, to_job
+from drover.core.errors import DroverError
 
-
-def _expand(pattern: str) -> str:
-    job = os.environ.get("SLURM_JOB_ID", "0")
-    values = {"j": job, "J": f"{job}.0", "A": os.environ.get("SLURM_ARRAY_JOB_ID", job),
-              "a": os.environ.get("SLURM_ARRAY_TASK_ID", "4294967294"), "t": "0", "s": "0", "n": "0",
-              "N": os.environ.get("SLURMD_NODENAME", ""), "x": os.environ.get("SLURM_JOB_NAME", ""),
-              "u": os.environ.get("SLURM_JOB_USER", ""), "%": "%"}
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern[i] == "%" and i + 1 < len(pattern) and pattern[i + 1] in values:
-            out.append(values[pattern[i + 1]])
-            i += 2
-        else:
-            out.append(pattern[i])
-            i += 1
-    return "".join(out)
+OPTIONS = submit_options.options_for("srun")
+# Set in the environment of the job srun makes outside an allocation: the srun inside it has
+# had its options checked (and warned about) already.
+CHECKED = "DROVER_SRUN_OPTIONS_CHECKED"
 
 
-def main(argv: list[str] | None = None) -> int:
-    args_in = list(sys.argv[1:] if argv is None else argv)
-    p = argparse.ArgumentParser(prog="srun")
-    p.add_argument("-o", "--output")
-    p.add_argument("-e", "--error")
-    p.add_argument("-u", "--unbuffered", action="store_true")
-    p.add_argument("--pty", action="store_true")
-    p.add_argument("-n", "--ntasks", type=int)
-    p.add_argument("-N", "--nodes")
-    p.add_argument("-c", "--cpus-per-task")
-    p.add_argument("-J", "--job-name")
-    p.add_argument("-t", "--time")
-    p.add_argument("--mem")
-    p.add_argument("command", nargs=argparse.REMAINDER)
-    args = p.parse_args(args_in)
-    if not args.command:
-        return fail("srun", "no command given")
-    if "SLURM_JOB_ID" not in os.environ:  # not in a job: run one
-        from drover.cli.main import main as drover
-
-        options = [f"--{k.replace('_', '-')}={v}" for k, v in (("name", args.job_name), ("time", args.time),
-                                                               ("mem", args.mem), ("cpus", args.cpus_per_task)) if v]
-        return drover(["run", *(["--pty"] if args.pty else []), *options, "--", *args.command])
-    if args.ntasks and args.ntasks > 1:
-        print(f"srun: warning: --ntasks={args.ntasks}: one task runs (Drover's steps are single tasks)", file=sys.stderr)
-    env = dict(os.environ, SLURM_STEP_ID="0", SLURM_PROCID="0", SLURM_LOCALID="0", SLURM_NODEID="0",
-               SLURM_NTASKS="1", SLURM_STEP_NUM_TASKS="1")
-    out = open(_expand(args.output), "ab") if args.output else None
-    err = open(_expand(args.error), "ab") if args.error else out
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    error_exit = exit_status_for_errors("srun")
     try:
-        return subprocess.call(args.command, env=env, stdout=out, stderr=err)
-    finally:
-        for file in {out, err} - {None}:
-            file.close()  # type: ignore[union-attr]
+        return _main(argv)
+    except OptionError as error:
+        print(f"srun: {error}" if error.try_help else f"srun: error: {error}", file=sys.stderr)
+        if error.try_help:
+            print('Try "srun --help" for more information', file=sys.stderr)
+        return 255
+    except (Refused, DroverError) as error:
+        print(f"srun: error: {error}", file=sys.stderr)
+        return error_exit
+
+
+def _main(argv: list[str]) -> int:
+    found, command = parse("srun", argv)
+    request = Request("srun")
+    request.add_environment(os.environ)
+    request.add(found, "the command line")
+    if request.has("help") or request.has("usage"):
+        print("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]] [ : [OPTIONS(N)...]] executable(N) [args(N)...]")
+        return 0
+    if request.has("version"):
+        print(VERSION)
+        return 0
+    if os.environ.get(CHECKED) != "1":
+        apply_marks(request, request.has("strict") or os.environ.get("DROVER_COMPAT_STRICT") == "1")
+    if not command and not request.has("pty"):
+        print("srun: fatal: No command given to execute.", file=sys.stderr)
+        return 1
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if job_id is None:
+        if request.has("jobid"):
+            raise Refused(f"--jobid={request.value('jobid')}: a step cannot join a job from outside it on Drover")
+        return allocate_and_run(request, argv, command)
+    if request.value("jobid") not in (None, job_id):
+        raise Refused(f"--jobid={request.value('jobid')}: a step runs only in the job it is started from "
+                      f"(here {job_id})")
+    return run_step(request, command, job_id)
+
+
+def run_step(request: Request, command: list[str], job_id: str) -> int:
+    """A step in the job srun runs in."""
+    check_nodes(request)
+    ntasks = request.integer("ntasks", minimum=1) or 1
+    cpus_per_task = request.integer("cpus-per-task", minimum=1)
+    if request.value("relative") not in (None, "0"):
+        raise Refused(f"--relative={request.value('relative')}: the job has one node, relative 0")
+    env = _step_environment(request, job_id)
+    step_id = next_step_id(job_id, os.environ.get("TMPDIR", "/tmp"))
+    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    env.update({
+        "SLURM_STEP_ID": str(step_id), "SLURM_STEPID": str(step_id),
+        "SLURM_STEP_NUM_TASKS": str(ntasks), "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_NODELIST": node,
+        "SLURM_STEP_TASKS_PER_NODE": str(ntasks), "SLURM_GTIDS": ",".join(str(task) for task in range(ntasks)),
+        "SLURM_LAUNCH_NODE_IPADDR": "127.0.0.1", "SLURM_SRUN_COMM_HOST": "127.0.0.1",
+        "SLURM_UMASK": f"{_umask():04o}",
+    })
+    if not request.has("preserve-env"):
+        env.update({"SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks), "SLURM_TASKS_PER_NODE": str(ntasks),
+                    "SLURM_NNODES": "1"})
+    if cpus_per_task is not None:
+        env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
+    bind = request.value("cpu-bind") or request.value("cpu_bind")
+    if bind is not None:
+        env["SLURM_CPU_BIND"] = bind
+    kill = request.value("kill-on-bad-exit")
+    step = Step(
+        argv=command, ntasks=ntasks, environment=env, output=request.value("output"), error=request.value("error"),
+        input=request.value("input"), open_mode=request.value("open-mode") or "truncate",
+        label=request.has("label"), kill_on_bad_exit=request.has("kill-on-bad-exit") and kill != "0",
+        wait_s=request.integer("wait"), cwd=request.value("chdir"), step_id=step_id, node=node,
+    )
+    return run(step)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _step_environment(request: Request, job_id: str) -> dict[str, str]:
+    """--export for a step: ALL (the default) or NONE (only the SLURM_* variables), with NAMES
+    or NAME=VALUE added."""
+    text = request.value("export", "ALL") or "ALL"
+    words = [word for word in text.split(",") if word]
+    everything = any(word.upper() == "ALL" for word in words)
+    env = dict(os.environ) if everything else {k: v for k, v in os.environ.items() if k.startswith("SLURM")}
+    for word in words:
+        name, equals, value = word.partition("=")
+        if equals:
+            env[name] = value
+        elif word.upper() not in ("ALL", "NONE", "NIL") and word in os.environ:
+            env[word] = os.environ[word]
+    env["SLURM_JOB_ID"] = env["SLURM_JOBID"] = job_id
+    env.pop(CHECKED, None)
+    return env
+
+
+def allocate_and_run(request: Request, argv: list[str], command: list[str]) -> int:
+    """srun outside a job: a job holding ntasks × cpus-per-task CPUs whose script is this srun,
+    which then runs the step inside it; the job's output streams here."""
+    if request.has("pty"):
+        return _on_terminal(request, command)
+    from drover.compat.slurm.allocation import stream_job
+
+    shape(request)  # refuse a bad shape before anything is submitted
+    srun = [sys.executable, "-m", "drover.compat.slurm.srun", *argv]
+    script = "#!/bin/bash\nexec " + " ".join(shlex.quote(word) for word in srun) + "\n"
+    job = to_job(request, script, os.path.basename(command[0]))
+    job["environment"][CHECKED] = "1"
+    return stream_job("srun", job, quiet=request.has("quiet"))
+
+
+def _on_terminal(request: Request, command: list[str]) -> int:
+    from drover.cli.main import main as drover
+
+    job_shape = shape(request)
+    options = [f"--cpus={job_shape.cpus}"]
+    for key, option in (("job-name", "--name"), ("time", "--time"), ("mem", "--mem"), ("partition", "--queue"),
+                        ("chdir", "--workdir")):
+        value = request.value(key)
+        if value is not None:
+            options.append(f"{option}={value}")
+    return drover(["run", "--pty", *options, "--", *(command or [os.environ.get("SHELL", "/bin/sh")])])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,301 @@
+"""sbatch's and salloc's options made into a Drover job: the shape of the allocation (one node:
+ntasks × cpus-per-task CPUs), memory, time, names, files, and the SLURM_* variables that describe
+the request to the job (and to srun inside it). Pure but for reading the submitter's environment
+and --export-file."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from drover.compat.slurm.request import OptionError, Refused, Request, warn
+from drover.core.errors import DroverError
+from drover.protocol.plain import JobRequest
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the job asks of its one node."""
+
+    ntasks: int | None  # None: not asked for (SLURM_NTASKS is then not set, as on Slurm)
+    cpus_per_task: int | None
+    cpus: int  # what the job gets: ntasks × cpus-per-task, at least --mincpus
+
+
+def shape(request: Request) -> Shape:
+    check_nodes(request)
+    ntasks = request.integer("ntasks", minimum=1)
+    per_node = request.integer("ntasks-per-node", minimum=1) or request.integer("tasks-per-node", minimum=1)
+    if ntasks is None and per_node is not None:
+        ntasks = per_node  # one node: as many tasks as the node is to run
+    cpus_per_task = request.integer("cpus-per-task", minimum=1)
+    tres = request.value("tres-per-task")
+    if tres is not None:
+        match = re.fullmatch(r"(?:cpu)[:=](\d+)", tres.strip().lower())
+        if not match:
+            raise Refused(f"--tres-per-task={tres}: Drover schedules CPUs only (cpu=N)")
+        cpus_per_task = int(match.group(1))
+    cpus = (ntasks or 1) * (cpus_per_task or 1)
+    mincpus = request.integer("mincpus", minimum=1)
+    if mincpus is not None:
+        cpus = max(cpus, mincpus)
+    return Shape(ntasks, cpus_per_task, cpus)
+
+
+def check_nodes(request: Request) -> None:
+    """-N MIN[-MAX]: one node is all Drover gives a job, so MIN must be 1."""
+    text = request.value("nodes")
+    if text is None:
+        return
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?", text)
+    if not match:
+        raise OptionError(f"\"{text}\" is not a valid node count")
+    low, high = int(match.group(1)), match.group(2)
+    if low > 1:
+        raise Refused(f"--nodes={text}: Drover runs each job on one node")
+    if low < 1 and not high:
+        raise OptionError(f"\"{text}\" is not a valid node count")
+
+
+def memory_mib(request: Request, cpus: int) -> int | None:
+    from drover.core.units import parse_memory_mib
+
+    for key, factor in (("mem", 1), ("mem-per-cpu", cpus)):
+        text = request.value(key)
+        if text is not None:
+            try:
+                return parse_memory_mib(text) * factor
+            except DroverError:
+                raise OptionError(f"invalid memory constraint: {text}") from None
+    return None
+
+
+def time_limit_s(request: Request) -> int | None:
+    from drover.core.units import parse_duration_s
+
+    text = request.value("time")
+    if text is None or text.strip().upper() in ("UNLIMITED", "INFINITE", "-1"):
+        return None
+    try:
+        return parse_duration_s(text)
+    except DroverError:
+        raise OptionError("Invalid time limit specification") from None
+
+
+# Slurm's filename patterns (expand_stdio_fields in src/common/print_fields.c) in Drover's: %A %j
+# %a %x %u %N %% carry over; for the batch step %J is the job id and %s is "batch"; %t (task),
+# %n (node) and %r (restarts) are 0 when the job starts; an unknown letter stays as it is.
+_PATTERN = re.compile(r"%(\d*)(.?)", re.S)
+
+
+def pattern(text: str, command: str) -> str:
+    if "\\" in text:  # a backslash anywhere means: no replacement at all
+        return text.replace("\\", "").replace("%", "%%")
+
+    def one(match: re.Match[str]) -> str:
+        width, letter = match.group(1), match.group(2)
+        padding = min(int(width or 0), 10)
+        if letter in "tnr" and letter:
+            if letter == "r":
+                warn(command, f"{text}: %r is 0 here, whatever the job's restarts")
+            return "0" * max(padding, 1)
+        if letter and letter in "Aaj" and padding > 1:
+            warn(command, f"{text}: %{width}{letter} is written without its zero padding")
+        if letter == "b":
+            raise Refused(f"{text}: %b (the array index modulo 10) is not supported by Drover")
+        known = {"A": "%A", "a": "%a", "j": "%j", "J": "%j", "s": "batch", "x": "%x", "u": "%u", "N": "%N",
+                 "%": "%%"}
+        return known.get(letter, "%%" + letter)
+
+    return _PATTERN.sub(one, text)
+
+
+def dependencies(text: str) -> list[int]:
+    """--dependency=afterok:ID[:ID...] (`,` between several); other kinds are refused by name."""
+    ids: list[int] = []
+    for part in re.split(r"[,?]", text):
+        if not part:
+            continue
+        kind, _, rest = part.partition(":")
+        if kind != "afterok" or not rest:
+            raise Refused(f"--dependency={text}: Drover knows afterok:ID[:ID...] only, not {kind or part!r}")
+        for word in rest.split(":"):
+            number = word.split("+")[0].split("_")[0]
+            if not number.isdigit() or int(number) == 0:
+                raise OptionError(f"Invalid dependency specification: {text}")
+            ids.append(int(number))
+    return ids
+
+
+# The SLURM_* variables that describe a job or a step: the submitter's own (it may be a job
+# itself) are never passed on, since they describe another job.
+JOB_VARIABLES = re.compile(
+    r"SLURM_(JOB_\w+|JOBID|ARRAY_\w+|STEP\w*|NTASKS\w*|NPROCS|CPUS_\w+|TASKS_PER_NODE|NNODES|NODELIST|"
+    r"NODEID|PROCID|LOCALID|GTIDS|TASK_PID|MEM_PER_\w+|SUBMIT_\w+|CLUSTER_NAME|TOPOLOGY_ADDR\w*|PRIO_PROCESS|"
+    r"UMASK|DISTRIBUTION|SRUN_COMM_\w+|LAUNCH_NODE_IPADDR|EXPORT_ENV|HET_\w+|RESTART_COUNT|TRES_\w+|"
+    r"OOM_KILL_STEP|DIST_PLANESIZE|THREADS_PER_CORE|OVERCOMMIT|SPANK_\w+)|SLURMD_NODENAME"
+)
+
+
+def export(request: Request, key: str = "export", environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """--export: ALL (the default), NONE or NIL (nothing of the submitter's), or
+    `[ALL,]NAME[=VALUE],...`; with --export-file, that file's variables first."""
+    environ = os.environ if environ is None else environ
+    env: dict[str, str] = {}
+    file = request.value("export-file")
+    if file is not None:
+        env.update(_export_file(file))
+    text = request.value(key, "ALL") or "ALL"
+    words = [word for word in text.split(",") if word]
+    if not words:
+        raise OptionError(f"Invalid --export specification: {text!r}")
+    for word in words:
+        if word.upper() == "ALL":
+            env.update(environ)
+        elif word.upper() in ("NONE", "NIL"):
+            continue
+        elif "=" in word:
+            name, _, value = word.partition("=")
+            env[name] = value
+        elif word in environ:
+            env[word] = environ[word]
+    return {name: value for name, value in env.items() if not JOB_VARIABLES.fullmatch(name)}
+
+
+def _export_file(path: str) -> dict[str, str]:
+    """A file of NAME=VALUE entries, separated by NUL bytes (env -0) or newlines; a number is a
+    file descriptor, as sbatch allows."""
+    try:
+        if path.isdigit():
+            with os.fdopen(int(path), "rb", closefd=False) as stream:
+                data = stream.read()
+        else:
+            with open(path, "rb") as stream:
+                data = stream.read()
+    except OSError as error:
+        raise OptionError(f"--export-file={path}: {error.strerror}") from None
+    separator = b"\0" if b"\0" in data else b"\n"
+    env = {}
+    for entry in data.split(separator):
+        name, equals, value = entry.decode("utf-8", "surrogateescape").partition("=")
+        if equals and name.strip():
+            env[name.strip()] = value
+    return env
+
+
+def described(request: Request, job_shape: Shape, memory: int | None) -> dict[str, str]:
+    """The SLURM_* variables the job's request sets in its environment (sbatch(1), OUTPUT
+    ENVIRONMENT VARIABLES): a job that asked for tasks sees SLURM_NTASKS, one that asked for
+    CPUs per task sees SLURM_CPUS_PER_TASK; srun inside the job reads them back."""
+    env: dict[str, str] = {}
+    if job_shape.ntasks is not None:
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(job_shape.ntasks)
+        env["SLURM_TASKS_PER_NODE"] = str(job_shape.ntasks)
+    if request.has("ntasks-per-node") or request.has("tasks-per-node"):
+        env["SLURM_NTASKS_PER_NODE"] = str(job_shape.ntasks)
+    if job_shape.cpus_per_task is not None:
+        env["SLURM_CPUS_PER_TASK"] = str(job_shape.cpus_per_task)
+    if memory is not None:
+        per_cpu = request.value("mem-per-cpu") is not None and request.value("mem") is None
+        env["SLURM_MEM_PER_CPU" if per_cpu else "SLURM_MEM_PER_NODE"] = str(
+            memory // job_shape.cpus if per_cpu else memory)
+    for key, variable in (("account", "SLURM_JOB_ACCOUNT"), ("qos", "SLURM_JOB_QOS"),
+                          ("reservation", "SLURM_JOB_RESERVATION")):
+        value = request.value(key)
+        if value is not None:
+            env[variable] = value
+    if request.has("export"):
+        env["SLURM_EXPORT_ENV"] = request.value("export") or ""
+    if request.value("dependency"):
+        env["SLURM_JOB_DEPENDENCY"] = request.value("dependency") or ""
+    if request.value("tres-per-task"):
+        env["SLURM_TRES_PER_TASK"] = request.value("tres-per-task") or ""
+    import socket
+
+    env["SLURM_SUBMIT_HOST"] = socket.gethostname()
+    return env
+
+
+def to_job(request: Request, script: str, default_name: str, environ: Mapping[str, str] | None = None
+           ) -> JobRequest:
+    """The Drover job for sbatch's (or salloc's) request; its options' marks applied already."""
+    environ = os.environ if environ is None else environ
+    job_shape = shape(request)
+    memory = memory_mib(request, job_shape.cpus)
+    command = request.command
+    workdir = os.path.abspath(request.value("chdir") or os.getcwd())
+    if not os.path.isdir(workdir):
+        raise Refused(f"chdir({workdir}): No such file or directory")
+    is_array = request.value("array") is not None
+    job: JobRequest = {
+        "script": script,
+        "name": request.value("job-name") or default_name,
+        "workdir": workdir,
+        "submit_dir": os.getcwd(),
+        "cpus": job_shape.cpus,
+        "hold": request.has("hold"),
+    }
+    if command == "sbatch":
+        output = request.value("output")
+        job["output"] = pattern(output, command) if output else ("slurm-%A_%a.out" if is_array else "slurm-%j.out")
+        error = request.value("error")
+        if error:
+            job["error"] = pattern(error, command)
+        open_mode = request.value("open-mode")
+        if open_mode is not None:
+            if open_mode not in ("append", "truncate"):
+                raise OptionError(f"Invalid --open-mode argument: {open_mode}. Ignored")
+            job["open_mode"] = open_mode
+    if memory is not None:
+        job["memory_mib"] = memory
+    limit = time_limit_s(request)
+    if limit is not None:
+        job["time_limit_s"] = limit
+    if is_array:
+        job["array"] = request.value("array")
+    dependency = request.value("dependency")
+    if dependency:
+        job["after_ok"] = dependencies(dependency)
+    partition = request.value("partition")
+    if partition:
+        job["queue"] = partition.split(",")[0]
+    priority = _priority(request)
+    if priority is not None:
+        job["priority"] = priority
+    signal = request.value("signal")
+    if signal:
+        from drover.cli.commands.submit import warning_signal
+
+        job["warn_signal"], job["warn_before_s"] = warning_signal(re.sub(r"^[RB]+:", "", signal))
+    mail_user, mail_type = request.value("mail-user"), request.value("mail-type")
+    if mail_type is not None and mail_type.upper() != "NONE":
+        from drover.mail import parse_mail_types
+
+        job["mail_user"] = mail_user or environ.get("USER", "")
+        job["mail_type"] = parse_mail_types(mail_type)
+    if request.has("no-requeue"):
+        job["rerunnable"] = False
+    elif request.has("requeue"):
+        job["rerunnable"] = True
+    env = export(request, environ=environ)
+    env.update(described(request, job_shape, memory))
+    job["environment"] = env
+    return job
+
+
+def _priority(request: Request) -> int | None:
+    if request.value("priority") is not None:
+        if (request.value("priority") or "").upper() == "TOP":
+            return 1023
+        number = request.integer("priority")
+        return None if number is None else min(number, 1023)
+    if request.has("nice"):
+        nice_text = request.value("nice")
+        try:
+            nice = 100 if nice_text is None else int(nice_text)
+        except ValueError:
+            raise OptionError(f"Invalid nice value: {nice_text}") from None
+        return max(min(-nice, 1023), -1023)
+    return None
