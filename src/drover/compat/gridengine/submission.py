@@ -22,7 +22,9 @@ from drover.compat.gridengine.values import memory_mib, task_range, time_s
 from drover.core.errors import BadRequest
 
 TIME_LIMITS = ("h_rt", "s_rt")
-MEMORY = ("h_vmem", "s_vmem", "mem_free", "virtual_free", "mem", "h_data", "s_data", "mem_req")
+# Memory requests and their complex shortcuts (vf, mf); m_mem_free is Univa's, which tools send too.
+MEMORY = ("h_vmem", "s_vmem", "mem_free", "mf", "virtual_free", "vf", "mem", "h_data", "s_data", "mem_req",
+          "m_mem_free")
 DEFAULT_QUEUE = "all.q"  # Grid Engine's default cluster queue: Drover's "default"
 SHELLS_RUN_DIRECTLY = ("bash", "sh")  # a job script is run by bash on Drover
 
