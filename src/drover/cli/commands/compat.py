@@ -19,7 +19,8 @@ SLURM_COMMANDS = {
 }
 GRIDENGINE_COMMANDS = {
     name: (f"drover.compat.gridengine.{name}", "main")
-    for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qacct", "qalter", "qrsh")
+    for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qacct", "qalter", "qrsh", "qmod", "qselect", "qhost",
+                 "qconf")
 }
 COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS}
 

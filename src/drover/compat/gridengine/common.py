@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import pwd
 import socket
 import sys
@@ -76,3 +77,10 @@ def ctime(stamp: float) -> str:
 def queue_name(job: JobInfo) -> str:
     """Drover's default queue under Grid Engine's name for it."""
     return "all.q" if job.queue == "default" else job.queue
+
+
+def arch() -> str:
+    """Grid Engine's name for this machine's architecture: lx-amd64 and the like."""
+    machine = platform.machine()
+    return {"x86_64": "lx-amd64", "aarch64": "lx-arm64", "i686": "lx-x86", "ppc64le": "lx-ppc64le"}.get(
+        machine, f"lx-{machine}")

@@ -4,11 +4,10 @@ everyone's), `-f` under their queue instances, `-xml`, `-s` by state, `-g d` a l
 
 from __future__ import annotations
 
-import platform
 import sys
 
 from drover.compat.gridengine import qstat_detail, qstat_view
-from drover.compat.gridengine.common import approximator, is_strict, queue_name, user_name
+from drover.compat.gridengine.common import approximator, arch, is_strict, queue_name, user_name
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse
 from drover.compat.gridengine.values import job_refs
@@ -93,14 +92,14 @@ def _main(all_given: list[Given], given: dict[str, Given]) -> int:
         full = "f" in given or "F" in given
         if "F" in given:
             approximate("-F: resource values are not shown")
-        arch = _arch()
+        machine = arch()
         if "xml" in given:
             if full:
-                print(qstat_view.xml(rows, client.nodes(), _queues(jobs), arch), end="")
+                print(qstat_view.xml(rows, client.nodes(), _queues(jobs), machine), end="")
             else:
                 print(qstat_view.xml(rows), end="")
         elif full:
-            print(qstat_view.full(rows, client.nodes(), _queues(jobs), arch), end="")
+            print(qstat_view.full(rows, client.nodes(), _queues(jobs), machine), end="")
         else:
             text = qstat_view.table(rows)
             if "r" in given and text:
@@ -140,13 +139,6 @@ def _select(rows: list[qstat_view.Row], given: dict[str, Given]) -> list[qstat_v
 
 def _queues(jobs: list[JobInfo]) -> list[str]:
     return sorted({"all.q", *(queue_name(job) for job in jobs)})
-
-
-def _arch() -> str:
-    """Grid Engine's architecture string of this machine (lx-amd64 and the like)."""
-    machine = platform.machine()
-    return {"x86_64": "lx-amd64", "aarch64": "lx-arm64", "i686": "lx-x86", "ppc64le": "lx-ppc64le"}.get(
-        machine, f"lx-{machine}")
 
 
 def _with_requests(text: str, rows: list[qstat_view.Row], jobs: list[JobInfo]) -> str:

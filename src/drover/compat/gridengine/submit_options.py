@@ -118,6 +118,7 @@ QRSH_OPTIONS = _in_man_order([
       replace(option, mark=APPROX, note="ignored by qrsh on Drover, with a warning")
       for option in _COMMON if option.key in _QRSH_TAKES],
     Option(("-b",), R, OK, "y (the default for qrsh): the command is run as given", "y[es]|n[o]"),
+    Option(("-clear",), N, MEANINGLESS, "qrsh on Drover reads no sge_request files: there is nothing to clear"),
     Option(("-display",), R, MEANINGLESS, "DISPLAY is passed on with -v or -V like any variable",
            "display_specifier"),
     Option(("-h",), N, APPROX, "an interactive job is never held: ignored, with a warning"),
