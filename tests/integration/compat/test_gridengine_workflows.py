@@ -125,3 +125,27 @@ def test_parsls_terse_submission_status_table_and_cancel(cluster: LocalCluster) 
     third = run(cluster, bin_dir, "qsub", "-terse", "-h", str(script)).stdout.strip()
     cancelled = run(cluster, bin_dir, "qdel", third)
     assert cancelled.returncode == 0 and f"has deleted job {third}" in cancelled.stdout
+
+
+def test_an_interrupted_sync_submission_deletes_its_job(cluster: LocalCluster) -> None:
+    """1. qsub -sync y waits for a job that runs until told.
+    2. SIGTERM to qsub (a workflow manager stopping): qsub says so, deletes the job, exits 1."""
+    import signal
+    import subprocess
+
+    bin_dir = install(cluster)
+    waiting = subprocess.Popen([str(bin_dir / "qsub"), "-sync", "y", "-cwd", "-b", "y", "sleep 60"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cluster.env,
+                               cwd=cluster.workdir)
+    try:
+        job = waiting.stdout.readline().split()[2]  # type: ignore[union-attr]
+        wait_until(lambda: cluster.drover_json("show", job)["state"] == "running", describe="running")
+        waiting.send_signal(signal.SIGTERM)
+        _out, err = waiting.communicate(timeout=30)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+    assert waiting.returncode == 1 and "Interrupted!\nPlease wait while qsub shuts down." in err
+    cluster.drover("wait", job, check=False)
+    assert cluster.drover_json("show", job)["state"] == "cancelled"

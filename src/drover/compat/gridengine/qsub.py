@@ -166,8 +166,25 @@ def _dependencies(client: Client, hold_on: list[str]) -> list[int]:
 
 def _sync(client: Client, job_id: int) -> int:
     """-sync y: wait for the end and report each task as qsub does; the exit status is the first
-    task's that is not 0 (a signal counts as 1)."""
-    client.wait(job_id)
+    task's that is not 0 (a signal counts as 1). Interrupted (SIGINT, SIGTERM), qsub deletes the
+    job, as Grid Engine's does (japi_exit(JAPI_EXIT_KILL_PENDING)), and exits 1."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        client.wait(job_id)
+    except KeyboardInterrupt:
+        print("\nInterrupted!\nPlease wait while qsub shuts down.", file=sys.stderr, flush=True)
+        from drover.client.client import Client
+
+        with Client() as fresh:  # the interrupted long poll left the other connection mid-reply
+            fresh.cancel([str(job_id)])
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     job = client.job(job_id)
     status = 0
     for task in sorted(job.tasks, key=lambda t: t.index):
@@ -177,8 +194,6 @@ def _sync(client: Client, job_id: int) -> int:
             print(f"Unable to run job {label}")
             continue
         if attempt.signal:
-            import signal
-
             print(f"Job {label} exited because of signal {signal.Signals(attempt.signal).name}.")
             code = 1
         else:
