@@ -25,6 +25,7 @@ class Arity(enum.Enum):
     NONE = "none"  # a flag
     REQUIRED = "required"  # a value: `--name=V`, `--name V`, `-nV` or `-n V`
     OPTIONAL = "optional"  # a value only in the attached form: `--name=V` or `-nV`
+    TWO = "two"  # two words: Grid Engine's `-pe NAME SLOTS`
 
 
 @dataclass(frozen=True)

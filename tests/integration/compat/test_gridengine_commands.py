@@ -39,19 +39,20 @@ def test_plain_messages_sync_hold_release_delete_and_the_error_state(cluster: Lo
     bin_dir = install(cluster)
     plain = run(cluster, bin_dir, "qsub", "-cwd", "-N", "hello", "-b", "y", "echo", "hi")
     assert plain.stdout.startswith('Your job ') and plain.stdout.rstrip().endswith('("hello") has been submitted')
-    synced = run(cluster, bin_dir, "qsub", "-cwd", "-sync", "y", "-j", "y", "-b", "y", "bash", "-c", "exit 4")
-    assert synced.returncode == 4 and "exited with exit code 4" in synced.stdout
+    # -b y joins the command's words for the shell, as Grid Engine's shepherd does.
+    synced = run(cluster, bin_dir, "qsub", "-cwd", "-sync", "y", "-j", "y", "-b", "y", "exit 4")
+    assert synced.returncode == 4 and synced.stdout.splitlines()[-1].endswith("exited with exit code 4.")
     held = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-h", "-b", "y", "true").stdout.strip()
-    erring = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-b", "y", "bash", "-c", "exit 100").stdout.strip()
+    erring = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-N", "err", "-b", "y", "exit 100").stdout.strip()
     wait_until(lambda: cluster.drover_json("show", erring)["state"] == "held", describe="the error state")
     table = run(cluster, bin_dir, "qstat").stdout
     assert table.startswith("job-ID")
     states = {line.split()[0]: line.split()[4] for line in table.splitlines()[2:]}
     assert states[held] == "hqw" and states[erring] == "Eqw"
-    assert run(cluster, bin_dir, "qalter", "-p", "5", held).stdout == f"modified job {held}\n"
-    assert cluster.drover_json("show", held)["priority"] == 5
+    assert run(cluster, bin_dir, "qalter", "-p", "-5", held).stdout == f"modified priority of job {held}\n"
+    assert cluster.drover_json("show", held)["priority"] == -5
     assert "modified hold" in run(cluster, bin_dir, "qrls", held).stdout
     cluster.drover("wait", held)
     deleted = run(cluster, bin_dir, "qdel", erring, "999999")
-    assert f"registered the job {erring} for deletion" in deleted.stdout
+    assert f"has deleted job {erring}" in deleted.stdout  # it was waiting (in error), not running
     assert deleted.returncode == 1 and 'job "999999" does not exist' in deleted.stderr

@@ -112,7 +112,8 @@ def test_dependencies_through_sbatch_and_qsub(cluster: LocalCluster) -> None:
     first = run(cluster, bin_dir, "sbatch", "--parsable", "--wrap", f"sleep 0.3; echo first >> {order}").stdout.strip()
     second = run(cluster, bin_dir, "sbatch", "--parsable", f"--dependency=afterok:{first}",
                  "--wrap", f"echo second >> {order}").stdout.strip()
-    third = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-hold_jid", second, "-b", "y", "bash", "-c",
+    # qsub -b y joins the command's words for the shell, as Grid Engine does.
+    third = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-hold_jid", second, "-b", "y",
                 f"echo third >> {order}").stdout.strip()
     cluster.drover("wait", first, second, third)
     assert order.read_text() == "first\nsecond\nthird\n"

@@ -6,7 +6,9 @@ import signal
 
 import pytest
 
-from drover.compat.gridengine.qsub import parser, to_job
+from drover.compat.gridengine.submission import Context, build
+from drover.compat.gridengine.submit_options import QSUB_OPTIONS
+from drover.compat.gridengine.syntax import parse
 from drover.execd.job_signals import delivery
 from drover.shepherd.supervise import FORWARDED
 
@@ -38,6 +40,10 @@ def test_a_jobs_checkpoint_signal_is_its_own_but_never_a_fault() -> None:
 
 @pytest.mark.parametrize(("flag", "rerunnable"), [("y", True), ("n", False), ("no", False)])
 def test_qsub_r_says_whether_the_job_may_run_again(flag: str, rerunnable: bool) -> None:
-    job = to_job(parser().parse_args(["-r", flag]), "true\n", strict=True)
-    assert job["rerunnable"] is rerunnable
-    assert "rerunnable" not in to_job(parser().parse_args([]), "true\n", strict=True)
+    ctx = Context(cwd="/tmp", home="/tmp", user="me", host="node", environ={})
+
+    def job(argv: list[str]) -> dict[str, object]:
+        return build(parse(argv, QSUB_OPTIONS).given, "true\n", [], "job.sh", False, ctx, pytest.fail).job
+
+    assert job(["-r", flag])["rerunnable"] is rerunnable
+    assert "rerunnable" not in job([])

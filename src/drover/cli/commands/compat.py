@@ -18,10 +18,9 @@ SLURM_COMMANDS = {
     "sinfo": ("drover.compat.slurm.sinfo", "main"), "salloc": ("drover.compat.slurm.salloc", "main"),
 }
 GRIDENGINE_COMMANDS = {
-    "qsub": ("drover.compat.gridengine.qsub", "main"), "qstat": ("drover.compat.gridengine.qstat", "main"),
-    "qdel": ("drover.compat.gridengine.actions", "qdel"), "qhold": ("drover.compat.gridengine.actions", "qhold"),
-    "qrls": ("drover.compat.gridengine.actions", "qrls"), "qacct": ("drover.compat.gridengine.qacct", "main"),
-    "qalter": ("drover.compat.gridengine.qalter", "main"), "qrsh": ("drover.compat.gridengine.qrsh", "main"),
+    name: (f"drover.compat.gridengine.{name}", "main")
+    for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qacct", "qalter", "qrsh", "qmod", "qselect", "qhost",
+                 "qconf")
 }
 COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS}
 

@@ -1,53 +1,250 @@
-"""qacct -j N: the accounting record of each ended task of a job, in Grid Engine's layout."""
+"""qacct: the accounting of ended jobs. `-j` prints a record per ended attempt of each task, in
+qacct's showjob() layout (source/clients/qacct/qacct.c); without -j, the usage totals.
+Selections: -j id, name or pattern; -o owner; -d days; -b and -e times; -t tasks; -q queue;
+-h host; -slots."""
 
 from __future__ import annotations
 
+import fnmatch
 import sys
 import time
+from dataclasses import dataclass
 
+from drover.compat.gridengine.common import ctime, queue_name
+from drover.compat.gridengine.jobaction import usage
+from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse
+from drover.compat.gridengine.values import task_indices
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.core.errors import DroverError, NotFound
+
+N, R, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
+OK, APPROX, MEANINGLESS = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS
+OPTIONS = [
+    Option(("-ar",), OPT, MEANINGLESS, "Drover has no advance reservations: no job has one", "[ar_id]"),
+    Option(("-A",), R, MEANINGLESS, "every job's account is `sge`", "Account"),
+    Option(("-b",), R, OK, "jobs that started at or after this time", "[[CC]YY]MMDDhhmm[.SS]"),
+    Option(("-d",), R, OK, "jobs that started in the last so many days", "Days"),
+    Option(("-D",), OPT, MEANINGLESS, "every job's department is `defaultdepartment`", "[Department]"),
+    Option(("-e",), R, OK, "jobs that started before this time", "[[CC]YY]MMDDhhmm[.SS]"),
+    Option(("-f",), R, MEANINGLESS, "the records come from the cluster, not from a file", "accounting_file"),
+    Option(("-g",), OPT, APPROX, "no group column; the totals, with a warning", "[GroupId|GroupName]"),
+    Option(("-h",), OPT, OK, "jobs that ran on this node", "[HostName]"),
+    Option(("-help",), N, OK, "prints the usage"),
+    Option(("-j",), OPT, OK, "the records of these jobs (id, name or pattern); all with no value",
+           "[job_id|job_name|pattern]"),
+    Option(("-l",), R, APPROX, "not a selection on Drover: ignored, with a warning", "attr=val,..."),
+    Option(("-o",), OPT, OK, "this owner's jobs (with no value: totals per owner)", "[Owner]"),
+    Option(("-pe",), OPT, APPROX, "not a selection on Drover: ignored, with a warning", "[PEname]"),
+    Option(("-P",), OPT, MEANINGLESS, "every job's project is `NONE`", "[Project]"),
+    Option(("-q",), OPT, OK, "jobs of this queue", "[wc_queue_name]"),
+    Option(("-slots",), OPT, OK, "jobs with this many slots", "[SlotNumber]"),
+    Option(("-t",), R, OK, "with -j: these tasks", "task_id_range_list"),
+]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo
+
+
+@dataclass(frozen=True)
+class Record:
+    job: JobInfo
+    task: TaskInfo
+    attempt: AttemptInfo
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if "-j" not in args or args.index("-j") + 1 >= len(args):
-        print("qacct: only qacct -j JOB is supported", file=sys.stderr)
-        return 1
-    job_id = int(args[args.index("-j") + 1].split(".")[0])
     try:
-        from drover.client.client import Client
-
-        with Client() as client:
-            job = client.transport.call("GET", f"/v1/jobs/{job_id}")
-    except NotFound:
-        job = None
+        parsed = parse(list(sys.argv[1:] if argv is None else argv), OPTIONS, Operands.NONE)
+    except GeUsageError as error:
+        print(usage("qacct", OPTIONS, ""), file=sys.stderr)
+        print(error, file=sys.stderr)
+        return 1
+    given = {g.key: g for g in parsed.given}
+    if "help" in given:
+        print(usage("qacct", OPTIONS, ""))
+        return 0
+    try:
+        return _main(given)
     except DroverError as error:
-        print(f"qacct: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)
         return 1
-    ended = [t for t in (job or {}).get("tasks", []) if t["attempts"] and t["attempts"][-1].get("ended_at")]
-    if not ended:
-        print(f"error: job id {job_id} not found", file=sys.stderr)
-        return 1
-    for task in ended:
-        attempt = task["attempts"][-1]
-        usage = attempt.get("usage") or {}
-        failed = "0" if not attempt.get("failure") else f"1    : {attempt['failure']}"
-        fields = [
-            ("qname", job.get("queue", "default")), ("hostname", attempt["node"]), ("owner", job["owner"]),
-            ("jobname", job["name"]), ("jobnumber", job["id"]),
-            ("taskid", task["index"] if job["array"] else "undefined"),
-            ("qsub_time", time.ctime(job["submitted_at"])),
-            ("start_time", time.ctime(attempt["started_at"]) if attempt.get("started_at") else "-/-"),
-            ("end_time", time.ctime(attempt["ended_at"])), ("failed", failed),
-            ("exit_status", task["exit_status"] if task["exit_status"] is not None else 0),
-            ("ru_wallclock", f"{usage.get('wall_s', 0):.3f}s"), ("ru_utime", f"{usage.get('user_cpu_s', 0):.3f}s"),
-            ("ru_stime", f"{usage.get('sys_cpu_s', 0):.3f}s"), ("ru_maxrss", f"{usage.get('max_rss_kib', 0)}"),
-            ("slots", job["cpus"]),
-        ]
-        print("=" * 62)
-        for key, value in fields:
-            print(f"{key:<13}{value}")
+
+
+def ge_time(text: str) -> float:
+    """qacct's -b/-e time: [[CC]YY]MMDDhhmm[.SS], in local time."""
+    body, _, seconds = text.partition(".")
+    if not body.isdigit() or len(body) not in (8, 10, 12) or (seconds and not seconds.isdigit()):
+        raise GeUsageError(f'ERROR! invalid option argument "{text}"')
+    now = time.localtime()
+    if len(body) == 8:
+        body = f"{now.tm_year}{body}"
+    elif len(body) == 10:
+        body = f"{str(now.tm_year)[:2]}{body}"
+    try:
+        return time.mktime(time.strptime(body + (seconds or "00"), "%Y%m%d%H%M%S"))
+    except ValueError:
+        raise GeUsageError(f'ERROR! invalid option argument "{text}"') from None
+
+
+def _main(given: dict[str, Given]) -> int:
+    from drover.client.client import Client
+
+    for key in ("l", "pe", "g"):
+        if key in given:
+            print(f"qacct: warning: -{key}: not a selection on Drover; ignored", file=sys.stderr)
+    with Client() as client:
+        jobs, missing = _jobs(client, given)
+        records = [r for job in jobs for r in _records(job)]
+        records = _selected(records, given)
+        if "j" in given:
+            if not records:
+                print(f"error: {missing}", file=sys.stderr)
+                return 1
+            for record in records:
+                print(showjob(record, _group(record.job.owner)), end="")
+            return 0
+        print(totals(records, by_owner="o" in given and given["o"].value is None), end="")
     return 0
+
+
+def _jobs(client: Client, given: dict[str, Given]) -> tuple[list[JobInfo], str]:
+    """The jobs -j names (or every job the history knows), and qacct's words when none is found."""
+    wanted = given["j"].value if "j" in given else None
+    if wanted is not None and wanted.isdigit():
+        message = f"job id {wanted} not found"
+        try:
+            return [client.job(int(wanted))], message
+        except NotFound:
+            return [], message
+    since = None
+    if "d" in given:
+        since = time.time() - float(given["d"].value or 0) * 86400
+    if "b" in given:
+        since = max(since or 0, ge_time(given["b"].value or ""))
+    owner = given["o"].value if "o" in given else None
+    rows = client.history(user=owner, limit=1_000_000, since=since)
+    ids = sorted({row.job_id for row in rows if wanted is None or fnmatch.fnmatchcase(row.name, wanted)})
+    jobs = []
+    for job_id in ids:
+        try:
+            jobs.append(client.job(job_id))
+        except NotFound:
+            continue
+    return jobs, f"job name {wanted} not found"
+
+
+def _records(job: JobInfo) -> list[Record]:
+    return [Record(job, task, attempt) for task in sorted(job.tasks, key=lambda t: t.index)
+            for attempt in task.attempts if attempt.ended_at is not None]
+
+
+def _selected(records: list[Record], given: dict[str, Given]) -> list[Record]:
+    if "t" in given:
+        tasks = set(task_indices(given["t"].value or ""))
+        records = [r for r in records if r.task.index in tasks]
+    if "o" in given and given["o"].value:
+        records = [r for r in records if r.job.owner == given["o"].value]
+    if "h" in given and given["h"].value:
+        records = [r for r in records if fnmatch.fnmatchcase(r.attempt.node, given["h"].value or "")]
+    if "q" in given and given["q"].value:
+        records = [r for r in records if fnmatch.fnmatchcase(queue_name(r.job), given["q"].value or "")]
+    if "slots" in given and given["slots"].value:
+        records = [r for r in records if str(r.job.cpus) == given["slots"].value]
+    if "d" in given or "b" in given:
+        since = time.time() - float(given["d"].value or 0) * 86400 if "d" in given else 0.0
+        if "b" in given:
+            since = max(since, ge_time(given["b"].value or ""))
+        records = [r for r in records if (r.attempt.started_at or r.attempt.dispatched_at) >= since]
+    if "e" in given:
+        until = ge_time(given["e"].value or "")
+        records = [r for r in records if (r.attempt.started_at or r.attempt.dispatched_at) < until]
+    return records
+
+
+def _group(owner: str) -> str:
+    import grp
+    import pwd
+
+    try:
+        return grp.getgrgid(pwd.getpwnam(owner).pw_gid).gr_name
+    except KeyError:
+        return owner
+
+
+def _failed(record: Record) -> tuple[int, str]:
+    """qacct's `failed` code and its words (get_sstate_description): 0 when the job ran to its end;
+    100 when it was ended by a signal (deleted, out of time); 1 when it never started."""
+    attempt = record.attempt
+    if attempt.started_at is None:
+        return 1, "assumedly before job"
+    if attempt.signal or attempt.timed_out or attempt.terminated:
+        return 100, "assumedly after job"
+    return 0, ""
+
+
+def _memory(kib: float) -> str:
+    """A memory value as qacct's double_print_memory_to_dstring() writes it: 1.234M."""
+    value, unit = kib * 1024, "B"
+    for next_unit in ("K", "M", "G"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, next_unit
+    return f"{value:.3f}{unit}"
+
+
+def showjob(record: Record, group: str) -> str:
+    """One record in showjob()'s layout: `%-13.12s` keys, `%-20` values."""
+    job, task, attempt = record.job, record.task, record.attempt
+    usage = attempt.usage
+    user_s, sys_s = (usage.user_cpu_s, usage.sys_cpu_s) if usage else (0.0, 0.0)
+    wall = (attempt.ended_at or 0) - (attempt.started_at or attempt.ended_at or 0)
+    failed, why = _failed(record)
+    signal = attempt.signal or 0
+    exit_status = 128 + signal if signal else (attempt.exit_code if attempt.exit_code is not None else
+                                                task.exit_status or 0)
+    rows: list[tuple[str, str]] = [
+        ("qname", f"{queue_name(job):<20}"), ("hostname", f"{attempt.node:<20}"), ("group", f"{group:<20}"),
+        ("owner", f"{job.owner:<20}"), ("project", f"{'NONE':<20}"), ("department", f"{'defaultdepartment':<20}"),
+        ("jobname", f"{job.name:<20}"), ("jobnumber", f"{job.id:<20}"),
+        ("taskid", f"{task.index:<20}" if job.array else "undefined"), ("account", f"{'sge':<20}"),
+        ("priority", f"{job.priority:<20}"), ("qsub_time", ctime(job.submitted_at)),
+        ("start_time", ctime(attempt.started_at) if attempt.started_at else "-/-"),
+        ("end_time", ctime(attempt.ended_at) if attempt.ended_at else "-/-"),
+        ("granted_pe", f"{'smp' if job.cpus > 1 else 'NONE':<20}"), ("slots", f"{job.cpus:<20}"),
+        ("failed", f"{failed:<3} {':' if failed else ''} {why}"), ("exit_status", f"{exit_status:<20}"),
+        ("ru_wallclock", f"{wall:<13.0f}"), ("ru_utime", f"{user_s:<13.3f}"), ("ru_stime", f"{sys_s:<13.3f}"),
+        ("ru_maxrss", f"{usage.max_rss_kib if usage else 0:<20}"), ("ru_ixrss", f"{0:<20}"),
+        ("ru_ismrss", f"{0:<20}"), ("ru_idrss", f"{0:<20}"), ("ru_isrss", f"{0:<20}"),
+        ("ru_minflt", f"{usage.minor_faults if usage else 0:<20}"),
+        ("ru_majflt", f"{usage.major_faults if usage else 0:<20}"), ("ru_nswap", f"{0:<20}"),
+        ("ru_inblock", f"{0:<20}"), ("ru_oublock", f"{0:<20}"), ("ru_msgsnd", f"{0:<20}"),
+        ("ru_msgrcv", f"{0:<20}"), ("ru_nsignals", f"{0:<20}"),
+        ("ru_nvcsw", f"{usage.voluntary_switches if usage else 0:<20}"),
+        ("ru_nivcsw", f"{usage.involuntary_switches if usage else 0:<20}"),
+        ("cpu", f"{user_s + sys_s:<13.3f}"), ("mem", f"{0:<18.3f}"), ("io", f"{0:<18.3f}"),
+        ("iow", f"{0:<18.3f}"), ("maxvmem", _memory(usage.max_rss_kib if usage else 0)), ("arid", "undefined"),
+    ]
+    return "=" * 62 + "\n" + "".join(f"{key[:12]:<13}{value}\n" for key, value in rows)
+
+
+def totals(records: list[Record], by_owner: bool = False) -> str:
+    """qacct without -j: the usage summed, as a table (per owner with a bare -o)."""
+    title = f"{'WALLCLOCK':>13} {'UTIME':>13} {'STIME':>13} {'CPU':>13} {'MEMORY':>18} {'IO':>18} {'IOW':>18}"
+
+    def line(rows: list[Record]) -> str:
+        wall = sum((r.attempt.ended_at or 0) - (r.attempt.started_at or r.attempt.ended_at or 0) for r in rows)
+        user_s = sum(r.attempt.usage.user_cpu_s for r in rows if r.attempt.usage)
+        sys_s = sum(r.attempt.usage.sys_cpu_s for r in rows if r.attempt.usage)
+        return f"{wall:13.0f} {user_s:13.3f} {sys_s:13.3f} {user_s + sys_s:13.3f} {0:18.3f} {0:18.3f} {0:18.3f}"
+
+    if by_owner:
+        owners = sorted({r.job.owner for r in records})
+        head = f"{'OWNER':<12}" + title
+        body = [f"{owner:<12}" + line([r for r in records if r.job.owner == owner]) for owner in owners]
+        return "\n".join([head, "=" * len(head), *body]) + "\n"
+    return "\n".join(["Total System Usage", title, "=" * len(title), line(records)]) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,49 +1,89 @@
-"""qalter: change a waiting job. Supported: -p PRIORITY, -h u (hold), -h U (release)."""
+"""qalter: change jobs that wait. Drover can change their priority (-p) and user holds (-h);
+every other option of qalter is refused with a clear error, never silently dropped."""
 
 from __future__ import annotations
 
 import sys
 
+from drover.compat.gridengine.common import user_name
+from drover.compat.gridengine.jobaction import usage
+from drover.compat.gridengine.jobrefs import resolve
+from drover.compat.gridengine.submit_options import QALTER_OPTIONS
+from drover.compat.gridengine.syntax import GeUsageError, Operands, Parsed, parse
+from drover.compat.optiontable import Mark
 from drover.core.errors import DroverError
+
+OPTIONS = QALTER_OPTIONS
+HOLDS = {"u": "hold", "U": "release", "n": "release"}  # qalter -h: set a user hold, or clear it
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    priority, hold, refs = None, None, []
-    i = 0
-    while i < len(args):
-        if args[i] == "-p" and i + 1 < len(args):
-            priority, i = int(args[i + 1]), i + 2
-        elif args[i] == "-h" and i + 1 < len(args):
-            hold, i = args[i + 1], i + 2
-        elif args[i].startswith("-"):
-            print(f"qalter: {args[i]} is not supported by Drover (supported: -p, -h u, -h U)", file=sys.stderr)
-            return 1
-        else:
-            refs.append(args[i])
-            i += 1
-    if not refs or (priority is None and hold is None):
-        print("qalter: give -p PRIORITY or -h u|U, and job ids", file=sys.stderr)
+    try:
+        parsed = parse(list(sys.argv[1:] if argv is None else argv), OPTIONS, Operands.JOBS)
+    except GeUsageError as error:
+        print(usage("qalter", OPTIONS), file=sys.stderr)
+        print(error, file=sys.stderr)
+        return 1
+    if any(g.key == "help" for g in parsed.given):
+        print(usage("qalter", OPTIONS))
+        return 0
+    refused = [g for g in parsed.given if g.option.mark is Mark.REFUSED]
+    if refused:
+        print(f"qalter: {refused[0].option.names[0]}: {refused[0].option.note}", file=sys.stderr)
         return 1
     try:
-        from drover.client.client import Client
-
-        with Client() as client:
-            results = []
-            if priority is not None:
-                results += client.action_json("alter", refs, priority=priority)
-            if hold is not None:
-                results += client.action_json("release" if hold == "U" else "hold", refs)
+        return _alter(parsed)
     except DroverError as error:
         print(f"qalter: {error}", file=sys.stderr)
+        return error.exit_code
+
+
+def _alter(parsed: Parsed) -> int:
+    priority = next((g.value for g in reversed(parsed.given) if g.key == "p"), None)
+    hold = next((g.value for g in reversed(parsed.given) if g.key == "h"), None)
+    if hold is not None and (not hold or set(hold) - set(HOLDS)):
+        print(f"qalter: -h {hold}: Drover has user holds only (-h u, U or n)", file=sys.stderr)
         return 1
+    users = [u for g in parsed.given if g.key == "u" and g.value for u in g.value.split(",")]
+    if not parsed.operands and not users:
+        print(usage("qalter", OPTIONS), file=sys.stderr)
+        print("ERROR! no option argument", file=sys.stderr)
+        return 1
+    if priority is None and hold is None:
+        print("qalter: no change requested (Drover changes -p and -h)", file=sys.stderr)
+        return 1
+    if priority is not None and not priority.lstrip("-").isdigit():
+        print(f'qalter: ERROR! invalid option argument "-p {priority}"', file=sys.stderr)
+        return 1
+    verify = any(g.key == "verify" for g in parsed.given)
+    from drover.client.client import Client
+
     status = 0
-    for result in results:
-        if result["ok"]:
-            print(f"modified job {result['ref']}")
-        else:
-            print(f"qalter: {result['message']}", file=sys.stderr)
+    with Client() as client:
+        found = resolve(client, parsed.operands, users)
+        for missing in found.missing:
+            print(f'denied: job "{missing}" does not exist', file=sys.stderr)
             status = 1
+        for target in found.targets:
+            refs = target.refs()
+            if priority is not None:
+                failed = [] if verify else [r for r in client.alter(refs, int(priority)) if not r.ok]
+                for result in failed:
+                    print(f"qalter: {result.message}", file=sys.stderr)
+                status = status or (1 if failed else 0)
+                if not failed:
+                    print(f"modified priority of job {target.job.id}")
+            if hold is not None:
+                act = client.hold if HOLDS[hold[-1]] == "hold" else client.release
+                results = [] if verify else act(refs)
+                # Setting a hold a job already has (or clearing one it lacks) changes nothing and
+                # is no error in Grid Engine; another user's job is refused.
+                failed = [r for r in results if not r.ok] if target.job.owner != user_name() else []
+                for result in failed:
+                    print(f"qalter: {result.message}", file=sys.stderr)
+                status = status or (1 if failed else 0)
+                if not failed:
+                    print(f"modified hold of job {target.job.id}")
     return status
 
 

@@ -1,18 +1,87 @@
-"""qrsh: an interactive job on a terminal (`drover run --pty`); with a command, that command."""
+"""qrsh: run a command (or a login shell) on the cluster as an interactive job, its terminal and
+exit status relayed here: `drover run`, with `--pty` when qrsh has a terminal or -pty y."""
 
 from __future__ import annotations
 
+import os
 import sys
+
+from drover.compat.gridengine.common import approximator, is_strict
+from drover.compat.gridengine.jobaction import usage
+from drover.compat.gridengine.qsub import read_text
+from drover.compat.gridengine.submission import every, last
+from drover.compat.gridengine.submit_options import QRSH_OPTIONS
+from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse, yes_no
+from drover.compat.gridengine.values import memory_mib, time_s
+from drover.compat.optiontable import Mark
+from drover.core.errors import DroverError
+
+OPTIONS = QRSH_OPTIONS
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    while args and args[0].startswith("-"):  # -now, -N, -l ... are not needed on one Drover cluster
-        args = args[2:] if args[0] in ("-N", "-l", "-q", "-P", "-now", "-pe") else args[1:]
+    try:
+        parsed = parse(list(sys.argv[1:] if argv is None else argv), OPTIONS, Operands.SCRIPT, read=read_text)
+        given = parsed.given
+        if any(g.key == "help" for g in given):
+            print(usage("qrsh", OPTIONS, "[ command [ command_args ]]"))
+            return 0
+        arguments = drover_run_arguments(given, parsed.operands, sys.stdin.isatty())
+    except GeUsageError as error:
+        print(f"qrsh: {error}", file=sys.stderr)
+        return error.status
+    except DroverError as error:
+        print(f"qrsh: {error}", file=sys.stderr)
+        return 1
     from drover.cli.main import main as drover
 
-    command = args or ["bash", "-l"]
-    return drover(["run", "--pty", "--", *command] if sys.stdin.isatty() else ["run", "--", *command])
+    return drover(["run", *arguments])
+
+
+def drover_run_arguments(given: list[Given], command: list[str], on_terminal: bool) -> list[str]:
+    """qrsh's options as `drover run`'s. Pure but for the warnings it prints."""
+    approximate = approximator("qrsh", is_strict())
+    for option in {g.option.names[0]: g.option for g in given}.values():
+        if option.mark is Mark.REFUSED:
+            raise GeUsageError(f"{option.names[0]}: {option.note}", 1)
+        if option.mark is Mark.APPROXIMATED and option.key not in ("l", "pe", "q"):
+            approximate(f"{option.names[0]}: {option.note}")
+    out: list[str] = []
+    name = last(given, "N")
+    if name is not None:
+        out += ["--name", name.value or ""]
+    wd = last(given, "wd")
+    out += ["--workdir", os.path.abspath(wd.value or ".") if wd else
+            os.getcwd() if last(given, "cwd") else os.path.expanduser("~")]
+    slots = 1
+    pe = last(given, "pe")
+    if pe is not None and pe.value:
+        slots = int(pe.value.split()[-1].split("-")[0] or 1)
+        out += ["--cpus", str(slots)]
+    for item in every(given, "l"):
+        key, _, value = item.partition("=")
+        if key in ("h_rt", "s_rt"):
+            limit = time_s(value)
+            if limit is not None:
+                out += ["--time", f"{limit}s"]
+        elif key in ("h_vmem", "s_vmem", "mem_free", "virtual_free", "mem"):
+            out += ["--mem", f"{memory_mib(value) * slots}M"]
+        else:
+            approximate(f"-l {key}: not a resource Drover schedules; ignored")
+    queue = last(given, "q")
+    if queue is not None and queue.value and not queue.soft:
+        name_only = queue.value.split(",")[0].split("@")[0]
+        out += ["--queue", "default" if name_only == "all.q" else name_only]
+    priority = last(given, "p")
+    if priority is not None:
+        out += ["--priority", priority.value or "0"]
+    for item in every(given, "v", None):
+        key, sep, value = item.partition("=")
+        out += ["--env", f"{key}={value if sep else os.environ.get(key, '')}"]
+    pty = last(given, "pty")
+    if yes_no(pty) if pty is not None else on_terminal:
+        out.append("--pty")
+    return [*out, "--", *(command or ["bash", "-l"])]
 
 
 if __name__ == "__main__":

@@ -1,183 +1,220 @@
-"""qsub: submit a job script as Grid Engine does, with `#$` directives and its options.
+"""qsub: submit a job script, or with `-b y` a command, as Grid Engine's qsub does.
 
-Defaults follow Grid Engine: the job runs in the home directory unless -cwd or -wd; output goes
-to `<name>.o<job>` (arrays `<name>.o<job>.<task>`) and errors to `.e` unless -j y; an output path
-that is a directory gets those names inside it.
+Options come from, in rising priority: the sge_request files ($SGE_ROOT/$SGE_CELL/common/,
+~/.sge_request, ./.sge_request), the script's `#$` directives (another prefix with -C), and the
+command line; `-@ FILE` reads more where it stands, and -clear forgets what came before.
 """
 
 from __future__ import annotations
 
-import argparse
+import fnmatch
 import os
 import sys
 
-from drover.compat.slurm.common import fail, warn
-from drover.compat.slurm.directives import directives
-from drover.core.errors import BadRequest, DroverError
-from drover.core.units import parse_duration_s, parse_memory_mib
-from drover.protocol.plain import JobRequest
+from drover.compat.gridengine.common import approximator, host_name, is_strict, user_name
+from drover.compat.gridengine.submission import Context, Submission, after_clear, build, last
+from drover.compat.gridengine.submit_options import QSUB_OPTIONS
+from drover.compat.gridengine.syntax import (
+    GeUsageError,
+    Given,
+    Operands,
+    directive_words,
+    file_words,
+    parse,
+    yes_no,
+)
+from drover.compat.optiontable import Arity, Mark, Option
+from drover.core.errors import DroverError, NotFound
 
+STATUS_EDISK = 14  # sgeobj/sge_answer.h: a file could not be read
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="qsub", add_help=False, prefix_chars="-")
-    for flag in ("-N", "-q", "-P", "-o", "-e", "-j", "-wd", "-b", "-t", "-tc", "-hold_jid", "-a", "-m", "-M",
-                 "-p", "-sync", "-S", "-A", "-v", "-r"):
-        p.add_argument(flag, action="append" if flag in ("-v",) else "store")
-    p.add_argument("-l", action="append", default=[])
-    p.add_argument("-pe", nargs=2)
-    p.add_argument("-cwd", action="store_true")
-    p.add_argument("-V", action="store_true")
-    p.add_argument("-h", action="store_true")
-    p.add_argument("-notify", action="store_true")
-    p.add_argument("-terse", action="store_true")
-    p.add_argument("-now", default=None)
-    p.add_argument("-strict", action="store_true")
-    return p
+OPTIONS = [*QSUB_OPTIONS, Option(("-strict",), Arity.NONE, Mark.SUPPORTED,
+                                 "Drover's own: refuse what would be approximated (also DROVER_COMPAT_STRICT=1)")]
 
-
-def _output(path: str | None, kind: str, name: str, is_array: bool, workdir: str) -> str:
-    default = f"%x.{kind}%j" + (".%a" if is_array else "")
-    if path is None:
-        return default
-    path = path.split(":", 1)[-1]  # [[host]:]path
-    path = path.replace("$JOB_ID", "%j").replace("$TASK_ID", "%a").replace("$JOB_NAME", "%x").replace("$USER", "%u")
-    full = path if os.path.isabs(path) else os.path.join(workdir, path)
-    if os.path.isdir(full):
-        return os.path.join(path, default)
-    return path
-
-
-def to_job(args: argparse.Namespace, script: str, strict: bool) -> JobRequest:
-    def approximate(message: str) -> None:
-        if strict:
-            raise BadRequest(f"{message} (refused under -strict)")
-        warn("qsub", message)
-
-    workdir = os.path.abspath(args.wd) if args.wd else (os.getcwd() if args.cwd else os.path.expanduser("~"))
-    is_array = bool(args.t)
-    name = args.N or "STDIN"
-    job: JobRequest = {"script": script, "name": name, "workdir": workdir, "submit_dir": os.getcwd(),
-                              "hold": bool(args.h)}
-    job["output"] = _output(args.o, "o", name, is_array, workdir)
-    if (args.j or "n").lower() not in ("y", "yes", "true"):
-        job["error"] = _output(args.e, "e", name, is_array, workdir)
-    if args.t:
-        job["array"] = args.t + (f"%{args.tc}" if args.tc else "")
-    if args.pe:
-        job["cpus"] = int(args.pe[1].split("-")[-1])
-    for request in args.l:
-        for item in request.split(","):
-            key, _, value = item.partition("=")
-            if key in ("h_rt", "s_rt"):
-                job["time_limit_s"] = int(value) if value.isdigit() else parse_duration_s(value)
-            elif key in ("h_vmem", "mem_free", "virtual_free", "mem"):
-                job["memory_mib"] = parse_memory_mib(value)
-            else:
-                approximate(f"-l {key}: not a resource Drover schedules; ignored")
-    if args.hold_jid:
-        job["after_ok"] = [int(x) for x in args.hold_jid.split(",")]
-        approximate("-hold_jid waits for the jobs to complete successfully (afterok), not just to end")
-    if args.p:
-        job["priority"] = int(args.p)
-    if args.r is not None:  # -r y|n: whether the job may run again if its host fails it
-        if args.r.lower() not in ("y", "yes", "n", "no"):
-            raise BadRequest(f"-r takes y or n, not {args.r!r}")
-        job["rerunnable"] = args.r.lower() in ("y", "yes")
-    if args.q:
-        job["queue"] = args.q.split("@")[0]
-    if args.a:
-        raise BadRequest("-a (deferred start) is not supported by Drover")
-    if args.S and os.path.basename(args.S) not in ("bash", "sh"):
-        approximate(f"-S {args.S}: the script runs with bash")
-    if args.notify:
-        job["warn_signal"], job["warn_before_s"] = "SIGUSR2", 60
-        approximate("-notify: SIGUSR2 60 s before the time limit (no notice before suspend)")
-    if args.M or args.m:
-        if not args.M:
-            raise BadRequest("-m needs -M (where to send the mail)")
-        letters = args.m or "e"
-        types = [t for letter, t in (("b", "BEGIN"), ("e", "END"), ("a", "FAIL")) if letter in letters]
-        job["mail_user"], job["mail_type"] = args.M, types
-    environment: dict[str, str] = dict(os.environ) if args.V else {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    for setting in args.v or []:
-        for item in setting.split(","):
-            key, sep, value = item.partition("=")
-            environment[key] = value if sep else os.environ.get(key, "")
-    job["environment"] = environment
-    if args.P or args.A:
-        approximate("-P/-A (project, account) are accepted and ignored")
-    return job
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
-    except (DroverError, ValueError) as error:
-        return fail("qsub", str(error))
+    except GeUsageError as error:
+        print(f"qsub: {error}", file=sys.stderr)
+        return error.status
+    except DroverError as error:
+        print(f"qsub: {error}", file=sys.stderr)
+        return error.exit_code
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as file:
+            return file.read()
+    except OSError as error:
+        raise GeUsageError(f"error opening {path}: {error.strerror}", STATUS_EDISK) from None
+
+
+def default_requests(cwd: str, home: str) -> list[Given]:
+    """The options of the sge_request files that exist, each read once, cluster-wide first."""
+    paths = [os.path.join(home, ".sge_request"), os.path.join(cwd, ".sge_request")]
+    if os.environ.get("SGE_ROOT"):
+        cell = os.environ.get("SGE_CELL") or "default"
+        paths.insert(0, os.path.join(os.environ["SGE_ROOT"], cell, "common", "sge_request"))
+    given: list[Given] = []
+    seen: set[str] = set()
+    for path in paths:
+        if not os.path.isfile(path) or os.path.realpath(path) in seen:
+            continue
+        seen.add(os.path.realpath(path))
+        given += parse(file_words(read_text(path)), OPTIONS, Operands.NONE, path, read_text).given
+    return given
+
+
+def usage() -> str:
+    lines = ["usage: qsub [options] [ command [ command_args ] | -- [ command_args ]]"]
+    lines += [f"   [{' '.join(filter(None, (option.names[0], option.metavar)))}]" for option in OPTIONS]
+    return "\n".join(lines)
 
 
 def _main(argv: list[str]) -> int:
-    p = parser()
-    options, rest = _split(argv, p)
-    first = p.parse_args(options)
-    binary = (first.b or "n").lower() in ("y", "yes", "true")
+    command_line = parse(argv, OPTIONS, Operands.SCRIPT, read=read_text)
+    if any(g.key == "help" for g in command_line.given):
+        print(usage())
+        return 0
+    cwd, home = os.getcwd(), os.path.expanduser("~")
+    defaults = default_requests(cwd, home)
+    b_option = last(command_line.given, "b") or last(defaults, "b")
+    binary = b_option is not None and yes_no(b_option)
+    script_name, *arguments = command_line.operands or ["-"]
     if binary:
-        import shlex
-
-        if not rest:
-            raise BadRequest("-b y needs a command")
-        script, command_args = "#!/bin/sh\nexec " + " ".join(shlex.quote(w) for w in rest) + "\n", []
-    elif rest:
-        try:
-            with open(rest[0], encoding="utf-8", errors="surrogateescape") as file:
-                script = file.read()
-        except OSError as error:
-            raise BadRequest(f"Unable to read script file because of error: {error.strerror}") from None
-        command_args = rest[1:]
+        if script_name == "-":
+            raise GeUsageError("ERROR! -b y needs a command")
+        script, from_script = script_name, []
     else:
-        script, command_args = sys.stdin.read(), []
-    file_options = [] if binary else directives(script, prefix="#$")
-    args = p.parse_args(file_options + options)
-    strict = args.strict or os.environ.get("DROVER_COMPAT_STRICT") == "1"
-    if command_args:
-        import shlex
-
-        script = "set -- " + " ".join(shlex.quote(a) for a in command_args) + "\n" + script
-    job = to_job(args, script, strict)
-
+        script = _read_script(script_name)
+        prefix_option = last(command_line.given, "C")
+        prefix = "#$" if prefix_option is None else prefix_option.value or ""
+        from_script = [g for g in parse(directive_words(script, prefix), OPTIONS, Operands.NONE, "script",
+                                        read_text).given if g.key != "C"]  # -C counts on the command line only
+    given = after_clear([defaults, from_script, command_line.given])
+    strict = is_strict(any(g.key == "strict" for g in given))
+    ctx = Context(cwd=cwd, home=home, user=user_name(), host=host_name(), environ=dict(os.environ))
+    terse = any(g.key == "terse" for g in command_line.given)  # qsub reads -terse from its command line only
+    submission = build(given, script, arguments, script_name, binary, ctx, approximator("qsub", strict), terse)
+    if submission.verify:
+        _show(submission)
+        return 0
     from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
     ensure_running()
     with Client(timeout_s=None) as client:
-        (job_id,) = client.submit([job])
-        label = f"{job_id}.{args.t}:1" if args.t and ":" not in args.t else (f"{job_id}.{args.t}" if args.t else str(job_id))
-        if args.terse:
-            print(label, flush=True)
-        elif args.t:
-            print(f'Your job-array {label} ("{job["name"]}") has been submitted', flush=True)
-        else:
-            print(f'Your job {job_id} ("{job["name"]}") has been submitted', flush=True)
-        if (args.sync or "n").lower() not in ("y", "yes"):
+        submission.job["after_ok"] = _dependencies(client, submission.hold_on)
+        try:
+            (job_id,) = client.submit([submission.job])
+        except DroverError as error:
+            print(f"Unable to run job: {error}.\nExiting.", file=sys.stderr)
+            return 1
+        print(_submitted(job_id, submission), flush=True)
+        if not submission.sync:
             return 0
-        while not (reply := client.wait_json(job_id, 60))["ended"]:
-            pass
-    info = reply["job"]
-    code = int(info["exit_status"] or (0 if info["state"] == "completed" else 1))
-    if not args.terse:
-        print(f"Job {job_id} exited with exit code {code}.")
-    return code
+        return _sync(client, job_id)
 
 
-def _split(argv: list[str], p: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
-    flags = {a: action for action in p._actions for a in action.option_strings}
-    i = 0
-    while i < len(argv):
-        action = flags.get(argv[i])
-        if action is None:
-            return argv[:i], argv[i:]
-        i += 1 + (action.nargs if isinstance(action.nargs, int) else 1)
-    return argv, []
+def _read_script(name: str) -> str:
+    if name == "-":
+        script = sys.stdin.read()
+        if not script:
+            raise GeUsageError("Unable to read script file because of error: no input read from stdin", 4)
+        return script
+    try:
+        return read_text(name)
+    except GeUsageError as error:
+        raise GeUsageError(f"Unable to read script file because of error: {error}", error.status) from None
+
+
+def _submitted(job_id: int, submission: Submission) -> str:
+    label = str(job_id)
+    if submission.array:
+        first, last_index, step = submission.array
+        label = f"{job_id}.{first}-{last_index}:{step}"
+    if submission.terse:
+        return label
+    kind = "job-array" if submission.array else "job"
+    return f'Your {kind} {label} ("{submission.job["name"]}") has been submitted'
+
+
+def _dependencies(client: Client, hold_on: list[str]) -> list[int]:
+    """-hold_jid's ids, names and name patterns → the ids of jobs that have not ended. Grid
+    Engine ignores a job that is gone (its end satisfies the hold), and so does this."""
+    ids: list[int] = []
+    patterns = [item for item in hold_on if not item.isdigit()]
+    for item in hold_on:
+        if item.isdigit():
+            try:
+                if client.job(int(item)).ended_at is None:
+                    ids.append(int(item))
+            except NotFound:
+                pass
+    if patterns:
+        for job in client.jobs():
+            if any(fnmatch.fnmatchcase(job.name, pattern) for pattern in patterns) and job.ended_at is None:
+                ids.append(job.id)
+    return sorted(set(ids))
+
+
+def _sync(client: Client, job_id: int) -> int:
+    """-sync y: wait for the end and report each task as qsub does; the exit status is the first
+    task's that is not 0 (a signal counts as 1). Interrupted (SIGINT, SIGTERM), qsub deletes the
+    job, as Grid Engine's does (japi_exit(JAPI_EXIT_KILL_PENDING)), and exits 1."""
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        client.wait(job_id)
+    except KeyboardInterrupt:
+        print("\nInterrupted!\nPlease wait while qsub shuts down.", file=sys.stderr, flush=True)
+        from drover.client.client import Client
+
+        with Client() as fresh:  # the interrupted long poll left the other connection mid-reply
+            fresh.cancel([str(job_id)])
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    job = client.job(job_id)
+    status = 0
+    for task in sorted(job.tasks, key=lambda t: t.index):
+        label = f"{job_id}.{task.index}" if job.array else str(job_id)
+        attempt = task.attempts[-1] if task.attempts else None
+        if attempt is None or attempt.started_at is None:
+            print(f"Unable to run job {label}")
+            continue
+        if attempt.signal:
+            print(f"Job {label} exited because of signal {signal.Signals(attempt.signal).name}.")
+            code = 1
+        else:
+            code = task.exit_status or 0
+            print(f"Job {label} exited with exit code {code}.")
+        status = status or code
+    return status
+
+
+def _show(submission: Submission) -> None:
+    """-verify: the job as it would be submitted, one `key: value` line each."""
+    job = submission.job
+    rows = [("job_name", job["name"]), ("cwd", job["workdir"]), ("stdout_path_list", job["output"]),
+            ("stderr_path_list", job["error"] or "(joined)"), ("priority", job.get("priority", 0)),
+            ("hard_queue_list", job.get("queue", "all.q")), ("job-array tasks", job.get("array")),
+            ("h_rt", job.get("time_limit_s")), ("memory_mib", job.get("memory_mib")), ("slots", job["cpus"]),
+            ("jid_predecessor_list", ",".join(submission.hold_on) or None),
+            ("mail_list", job.get("mail_user")), ("hold", "user" if job["hold"] else None)]
+    for key, value in rows:
+        if value is not None:
+            print(f"{key + ':':<28}{value}")
 
 
 if __name__ == "__main__":

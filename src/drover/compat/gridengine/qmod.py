@@ -1,0 +1,82 @@
+"""qmod: suspend, resume, clear the error state of, and reschedule jobs. Drover's queues have no
+states of their own, so the queue forms (-sq, -usq, -d, -e, -cq, -rq) are refused."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from drover.compat.gridengine.common import host_name
+from drover.compat.gridengine.jobaction import parse_or_usage, run
+from drover.compat.gridengine.jobrefs import Target
+from drover.compat.optiontable import Arity, Mark, Option
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.protocol.api import ActionResult
+
+N = Arity.NONE
+OK, MEANINGLESS, REFUSED = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
+_NO_QUEUE_STATES = "Drover's queues have no states to change: every queue runs jobs on every node it has"
+OPTIONS = [
+    Option(("-c",), N, OK, "on jobs, as `-cj`; on queues ✗"),
+    Option(("-cj",), N, OK, "clears the error state (Eqw after exit 100): the job waits again"),
+    Option(("-cq",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-d",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-e",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-f",), N, MEANINGLESS, "Drover acts the same with or without it"),
+    Option(("-help",), N, OK, "prints the usage"),
+    Option(("-r",), N, OK, "on jobs, as `-rj`; on queues ✗"),
+    Option(("-rj",), N, OK, "reschedules running jobs: stopped, then run again as a new attempt"),
+    Option(("-rq",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-s",), N, OK, "on jobs, as `-sj`; on queues ✗"),
+    Option(("-sj",), N, OK, "suspends running jobs (all their processes are frozen)"),
+    Option(("-sq",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-us",), N, OK, "on jobs, as `-usj`; on queues ✗"),
+    Option(("-usj",), N, OK, "resumes suspended jobs"),
+    Option(("-usq",), N, REFUSED, _NO_QUEUE_STATES),
+]
+ACTIONS = {"c": "clear", "cj": "clear", "r": "requeue", "rj": "requeue", "s": "suspend", "sj": "suspend",
+           "us": "resume", "usj": "resume"}
+
+
+# Clearing Grid Engine's error state is releasing Drover's hold after exit 100.
+CALLS: dict[str, Callable[[Client, list[str]], list[ActionResult]]] = {
+    "suspend": lambda client, refs: client.suspend(refs), "resume": lambda client, refs: client.resume(refs),
+    "clear": lambda client, refs: client.release(refs), "requeue": lambda client, refs: client.requeue(refs),
+}
+
+
+def _report(action: str) -> Callable[[Target, str], list[str]]:
+    def report(target: Target, user: str) -> list[str]:
+        labels = ([f"job {target.job.id}"] if target.indices is None else
+                  [f"job-array task {target.job.id}.{index}" for index in target.indices])
+        words = {"suspend": f"{user} - suspended", "resume": f"{user} - unsuspended",
+                 "clear": f"{user}@{host_name()} cleared error state of", "requeue": "rescheduling"}[action]
+        return [f"{words} {label}" for label in labels]
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parsed = parse_or_usage("qmod", list(sys.argv[1:] if argv is None else argv), OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    refused = [g for g in parsed.given if g.option.mark is REFUSED]
+    if refused:
+        print(f"qmod: {refused[0].option.names[0]}: {refused[0].option.note}", file=sys.stderr)
+        return 1
+    actions = {ACTIONS[g.key] for g in parsed.given if g.key in ACTIONS}
+    if len(actions) != 1:
+        print("qmod: give one of -sj, -usj, -cj, -rj (or -s, -us, -c, -r) and job ids", file=sys.stderr)
+        return 1
+    (action,) = actions
+    queues = [word for word in parsed.operands if not word.split(".")[0].isdigit()]
+    if queues:
+        print(f"qmod: {queues[0]}: {_NO_QUEUE_STATES}", file=sys.stderr)
+        return 1
+    return run("qmod", parsed, CALLS[action], _report(action))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
