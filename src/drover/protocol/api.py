@@ -183,6 +183,7 @@ class ActionResult(msgspec.Struct, kw_only=True):
     ref: str
     ok: bool
     message: str
+    kind: str = ""  # when not ok: the error's kind (not_found, conflict, forbidden...; core/errors.py)
 
 
 class ActionReply(msgspec.Struct):

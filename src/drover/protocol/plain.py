@@ -107,3 +107,4 @@ class ActionOutcome(TypedDict):
     ref: str
     ok: bool
     message: str
+    kind: str

@@ -58,7 +58,7 @@ def act(
             end_job_if_done(state, outcome, job, now)
             results.append(ActionResult(ref=ref, ok=True, message=message))
         except DroverError as error:
-            results.append(ActionResult(ref=ref, ok=False, message=str(error)))
+            results.append(ActionResult(ref=ref, ok=False, message=str(error), kind=error.kind))
     return outcome, results
 
 
