@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
-    p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line)")
+    p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
+                   "#DROVER lines at its top give options, which the command line overrides")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
@@ -69,8 +70,13 @@ def run(command: str, argv: list[str]) -> int:
     if "--" in argv:
         split = argv.index("--")
         argv, command_argv = argv[:split], argv[split + 1:]
-    args = build_parser(command).parse_args(argv)
-    jobs = jobs_from_arguments(args, command_argv)
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    script = None
+    if args.script and not command_argv and not args.each_line:
+        script = _read(args.script)
+        args = _with_directives(parser, args, argv, script)
+    jobs = jobs_from_arguments(args, command_argv, script)
 
     from drover.cli.cluster import ensure_running
     from drover.cli.common import client
@@ -92,8 +98,24 @@ def run(command: str, argv: list[str]) -> int:
     return 0
 
 
-def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[JobRequest]:
-    """Everything checked here, before the cluster is asked (or started)."""
+def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
+                     script: str) -> argparse.Namespace:
+    """The options of the script's #DROVER lines, then the command line's, which win."""
+    from drover.cli.directives import PREFIX, directives
+
+    words: list[str] = []
+    for number, line_words in directives(script, args.script):
+        given, unknown = parser.parse_known_args(line_words)
+        if unknown or given.script:
+            bad = unknown[0] if unknown else given.script
+            raise BadRequest(f"{args.script}: line {number}: {PREFIX} {bad}: not an option of drover submit")
+        words += line_words
+    return parser.parse_args(words + argv) if words else args
+
+
+def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None = None) -> list[JobRequest]:
+    """Everything checked here, before the cluster is asked (or started). `script`: the
+    script file's text, when the caller read it already."""
     from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
 
     sources = sum(bool(x) for x in (args.script, command_argv, args.each_line))
@@ -180,7 +202,7 @@ def jobs_from_arguments(args: Any, command_argv: list[str]) -> list[JobRequest]:
         script = "exec " + " ".join(shlex.quote(word) for word in command_argv) + "\n"
         name = args.name or os.path.basename(command_argv[0])
     else:
-        script = _read(args.script)
+        script = _read(args.script) if script is None else script
         name = args.name or os.path.basename(args.script)
     return [{**base, "script": script, "name": name}]
 

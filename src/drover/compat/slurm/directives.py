@@ -6,10 +6,7 @@ the option table's job, as on Slurm, where they are one argument list."""
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
-
-from drover.core.errors import BadRequest
 
 
 class DirectiveError(Exception):
@@ -95,30 +92,3 @@ def _arguments(text: str, file: str, number: int, line: str) -> list[str]:
             return words  # as get_argument: an empty word ('' or a lone #) ends the line
         words.append("".join(word))
 
-
-def directives(script: str, prefix: str) -> list[str]:
-    """Directive lines split as a shell would (qsub's `#$` lines use this), reading until the
-    first line that is neither a comment nor blank; a malformed line names its number."""
-    found: list[str] = []
-    for number, line in enumerate(script.splitlines(), start=1):
-        stripped = line.strip()
-        if number == 1 and stripped.startswith("#!"):
-            continue
-        if not stripped:
-            continue
-        if not stripped.startswith("#"):
-            break
-        if not stripped.startswith(prefix):
-            continue
-        body = stripped[len(prefix):]
-        if body and not body[0].isspace():
-            continue
-        body = body.split(" #", 1)[0]
-        try:
-            words = shlex.split(body)
-        except ValueError as error:
-            raise BadRequest(f"line {number}: bad {prefix} directive {stripped!r}: {error}") from None
-        if words and not words[0].startswith("-"):
-            raise BadRequest(f"line {number}: bad {prefix} directive {stripped!r}: expected an option")
-        found.extend(words)
-    return found
