@@ -7,7 +7,7 @@ the start-up of `drover submit` and `drover wait` short.
 
 from __future__ import annotations
 
-from drover.client.transport import Transport
+from drover.client.transport import ConnectionLost, Transport
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
@@ -63,10 +63,15 @@ class Client:
         import os
 
         payload = [job if isinstance(job, dict) else _to_builtins(job) for job in jobs]
-        # A key of this submission's own: if the transport sends it again (the connection was
-        # lost before the answer came), the controller answers with the first one's ids.
+        # A key of this submission's own: sent again after a lost connection (below), it gets
+        # the first one's ids.
         body = {"jobs": payload, "request_key": os.urandom(12).hex()}
-        return list(self.transport.call("POST", "/v1/jobs", body)["ids"])
+        try:
+            return list(self.transport.call("POST", "/v1/jobs", body)["ids"])
+        except ConnectionLost:
+            # The same request again, with the same key: the controller answers with the first
+            # one's ids if it had taken it, and makes no second copy of the jobs.
+            return list(self.transport.call("POST", "/v1/jobs", body)["ids"])
 
     def job(self, job_id: int) -> JobInfo:
         from drover.protocol.api import JobInfo

@@ -18,6 +18,12 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+class ConnectionLost(Unavailable):
+    """The connection closed before the answer came: the request may or may not have been
+    carried out. Only a request that is safe to repeat (a GET, or a submission carrying its
+    request key) may be sent again."""
+
+
 class Transport:
     def __init__(self, address: str, timeout_s: float | None = 60.0) -> None:
         """`address`: a Unix socket path, or http://HOST:PORT."""
@@ -52,7 +58,11 @@ class Transport:
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 timeout_s: float | None = None) -> tuple[int, bytes]:
-        for tries_left in (1, 0):
+        """One request and its answer. A GET is sent again once if a kept-alive connection turns
+        out closed; anything else never is (see ConnectionLost)."""
+        for tries_left in (1, 0) if method == "GET" else (0,):
+            if self._sock is not None and _closed_by_peer(self._sock):
+                self.close()  # the controller let the idle connection go: a new one, before sending
             fresh = self._sock is None
             if self._sock is None:
                 self._sock = self._connect()
@@ -73,10 +83,16 @@ class Transport:
             except (ConnectionError, EOFError):
                 self.close()
                 if fresh or not tries_left:
-                    raise Unavailable(f"the Drover cluster at {self.address} closed the connection") from None
+                    raise ConnectionLost(f"the Drover cluster at {self.address} closed the connection "
+                                         "before it answered") from None
             except TimeoutError:
                 self.close()
-                raise Unavailable(f"the Drover cluster at {self.address} did not answer in time") from None
+                raise ConnectionLost(f"the Drover cluster at {self.address} did not answer in time") from None
+            except BaseException:
+                # Interrupted (Ctrl-C during a long poll): the answer may still come on this
+                # connection, and would be taken for the next request's; never reuse it.
+                self.close()
+                raise
         raise AssertionError("unreachable")
 
     def _read_until(self, marker: bytes) -> bytes:
@@ -133,3 +149,17 @@ class Transport:
             except (ValueError, KeyError, AttributeError):
                 raise DroverError(f"the controller answered {status}: {data[:200]!r}") from None
         return json.loads(data) if data else None
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the other end closed an idle kept-alive connection (reading would give EOF)."""
+    timeout = sock.gettimeout()
+    sock.setblocking(False)  # with a timeout, Python would wait for data before it reads
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False  # open, with nothing to read: as it should be between requests
+    except OSError:
+        return True
+    finally:
+        sock.settimeout(timeout)

@@ -1,0 +1,132 @@
+"""The client's HTTP transport against a scripted server on a Unix socket: a request that may
+have been carried out is never sent again by itself, and a connection whose answer is still
+due is never reused."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+import pytest
+
+from drover.client.transport import ConnectionLost, Transport
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+
+
+def answer(body: bytes) -> bytes:
+    return OK % (len(body), body)
+
+
+class Server:
+    """Accepts connections; `script(connection, request)` answers each request it reads."""
+
+    def __init__(self, path: Path, script: Callable[[socket.socket, bytes], None]) -> None:
+        self.path, self.script = str(path), script
+        self.requests: list[bytes] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(connection,), daemon=True).start()
+
+    def _connection(self, connection: socket.socket) -> None:
+        with connection:
+            try:
+                while True:
+                    data = connection.recv(65536)
+                    if not data:
+                        return
+                    self.requests.append(data)
+                    self.script(connection, data)
+            except OSError:
+                return  # the client went away: as a server sees it
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+Serve = Callable[[Callable[[socket.socket, bytes], None]], Server]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    servers: list[Server] = []
+
+    def start(script: Callable[[socket.socket, bytes], None]) -> Server:
+        servers.append(Server(tmp_path / f"api{len(servers)}.sock", script))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_a_post_whose_connection_is_lost_is_not_sent_again(serve: Serve) -> None:
+    def hang_up(connection: socket.socket, request: bytes) -> None:
+        connection.shutdown(socket.SHUT_RDWR)
+
+    server = serve(hang_up)
+    transport = Transport(server.path, timeout_s=5)
+    with pytest.raises(ConnectionLost, match="closed the connection before it answered"):
+        transport.call("POST", "/v1/jobs/actions/signal", {"refs": ["1"], "signal": "USR1"})
+    assert len(server.requests) == 1
+
+
+def test_an_idle_connection_the_server_closed_is_replaced_before_sending(serve: Serve) -> None:
+    closed = threading.Event()
+
+    def once_then_close(connection: socket.socket, request: bytes) -> None:
+        connection.sendall(answer(b'{"n": 1}'))
+        connection.shutdown(socket.SHUT_RDWR)  # as an idle keep-alive timeout would
+        closed.set()
+
+    server = serve(once_then_close)
+    transport = Transport(server.path, timeout_s=5)
+    assert transport.call("POST", "/x", {}) == {"n": 1}
+    assert closed.wait(5)
+    assert transport.call("POST", "/x", {}) == {"n": 1}  # on a new connection, sent once
+    assert len(server.requests) == 2
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_long_poll_never_leaves_its_answer_for_the_next_request(serve: Serve) -> None:
+    release = threading.Event()
+
+    def slow_first(connection: socket.socket, request: bytes) -> None:
+        if b"/wait" in request:
+            release.wait(5)  # the long poll's answer comes after the caller gave up on it
+            connection.sendall(answer(b'{"ended": false}'))
+        else:
+            connection.sendall(answer(b'{"job": "shown"}'))
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted
+
+    server = serve(slow_first)
+    transport = Transport(server.path, timeout_s=10)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(Interrupted):
+            transport.call("GET", "/v1/jobs/1/wait?timeout=30")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    release.set()
+    assert transport.call("GET", "/v1/jobs/1") == {"job": "shown"}
