@@ -17,7 +17,8 @@ from drover.compat.slurm.common import (
     usage_error,
     user_names,
 )
-from drover.compat.slurm.sacct_columns import FIELDS, Field, Line, Units
+from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
+from drover.compat.slurm.sacct_columns import FIELDS, Line, Units
 from drover.compat.slurm.sacct_select import Selection, lines_of
 from drover.core.errors import DroverError
 
@@ -96,62 +97,17 @@ LONG = ("jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsizetask,
         "tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot")
 
 
-def choose_fields(text: str) -> list[Field]:
-    """A --format list as sacct reads it: names case-insensitive and abbreviated to a prefix (the
-    first field in the table that starts so), `%WIDTH` after a name, `ALL` for every field."""
-    chosen: list[Field] = []
-    for word in (w.strip() for w in text.split(",")):
-        if not word:
-            continue
-        name, percent, width_text = word.partition("%")
-        width = int(width_text) if percent and width_text.lstrip("-").isdigit() else (0 if percent else None)
-        if name and "all".startswith(name.lower()):
-            chosen += [_sized(field, width) for field in FIELDS]
-            continue
-        field = next((f for f in FIELDS if f.name.lower().startswith(name.lower())), None) if name else None
-        if field is None:
-            if name.lower() in ("allocgres", "reqgres"):
-                raise Refused(f"{name} has been removed, please use {name[:-4]}TRES")
-            raise Refused(f'Invalid field requested: "{name}"')
-        chosen.append(_sized(field, width))
-    return chosen
-
-
-def _sized(field: Field, width: int | None) -> Field:
-    return field if width is None else Field(width, field.name, field.value)
-
-
-class Printer:
-    """print_fields: fixed columns with a header and a rule, or delimited (-p, -P)."""
-
-    def __init__(self, fields: list[Field], parsable: str | None, delimiter: str | None, header: bool) -> None:
-        self.fields, self.parsable, self.header = fields, parsable, header
-        self.delimiter = delimiter if delimiter is not None else "|"
-
-    def lines(self, rows: list[Line]) -> list[str]:
-        out: list[str] = []
-        if self.header:
-            out.append(self._row([field.name for field in self.fields], header=True))
-            if self.parsable is None:
-                out.append("".join("-" * abs(field.width) + " " for field in self.fields))
-        for row in rows:
-            out.append(self._row([field.value(row) for field in self.fields]))
-        return out
-
-    def _row(self, values: list[str | None], header: bool = False) -> str:
-        if self.parsable is not None:
-            text = self.delimiter.join(value or "" for value in values)
-            return text + self.delimiter if self.parsable == "ending" else text
-        cells = []
-        for field, value in zip(self.fields, values):
-            width = abs(field.width)
-            if value is None:
-                value = " "
-            elif len(value) > width and not header:
-                value = value[:width - 1] + "+"  # print_fields_str marks a cut value
-            value = value[:width]
-            cells.append((value.ljust(width) if field.width < 0 else value.rjust(width)) + " ")
-        return "".join(cells)
+def choose_fields(text: str) -> list[Field[Line]]:
+    """A --format list: sacct's names, abbreviated, with `%WIDTH`; the removed GRES fields are
+    refused in sacct's words."""
+    for word in text.split(","):
+        name = word.partition("%")[0].strip().lower()
+        if name in ("allocgres", "reqgres"):
+            raise Refused(f"{word.strip().partition('%')[0]} has been removed, please use {name[:-4].capitalize()}TRES")
+    try:
+        return choose(text, FIELDS, allow_all=True)
+    except UnknownField as error:
+        raise Refused(str(error)) from None
 
 
 def _informational(found: list[tuple[Option, str | None]]) -> int | None:
@@ -236,7 +192,7 @@ def _run(found: list[tuple[Option, str | None]], operands: list[str], environ: d
     parsable = "ending" if "parsable" in keys else None
     parsable = "between" if "parsable2" in keys else parsable
     delimiter = values["delimiter"][-1] if "delimiter" in values else None
-    printer = Printer(fields, parsable, delimiter, header="noheader" not in keys)
+    printer: Printer[Line] = Printer(fields, parsable, delimiter, header="noheader" not in keys)
     text = printer.lines(rows)
     if text:
         print("\n".join(text))

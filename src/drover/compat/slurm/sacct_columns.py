@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from drover.compat.slurm import timefmt
 from drover.compat.slurm.jobs import SlurmJob
+from drover.compat.slurm.printfields import Field
 from drover.compat.slurm.units import MEGA, NONE, convert
 
 
@@ -57,13 +58,6 @@ class Line:
         if self.start is None:
             return 0.0
         return max((self.end or self.job.now) - self.start, 0.0)
-
-
-@dataclass(frozen=True)
-class Field:
-    width: int  # negative: left-justified
-    name: str
-    value: Callable[[Line], str | None]  # None prints as empty
 
 
 def _alloc(value: Callable[[Line], str | None]) -> Callable[[Line], str | None]:
@@ -158,7 +152,7 @@ def _node(line: Line) -> str | None:
     return line.job.node or "None assigned"
 
 
-FIELDS: list[Field] = [
+FIELDS: list[Field[Line]] = [
     Field(10, "Account", _nothing),
     Field(15, "AdminComment", _nothing),
     Field(10, "AllocCPUS", lambda x: str(x.job.info.cpus) if x.started else "0"),
