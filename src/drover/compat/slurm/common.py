@@ -43,10 +43,12 @@ def fail(command: str, message: str, code: int = 1) -> int:
     return code
 
 
-def usage_error(command: str, message: str) -> int:
-    """What getopt prints for a command line it refuses, with the real command's hint."""
+def usage_error(command: str, message: str, hint: bool = True) -> int:
+    """What getopt prints for a command line it refuses, then the real command's hint (sacct
+    and sstat give none)."""
     print(f"{command}: {message}", file=sys.stderr)
-    print(f'Try "{command} --help" for more information', file=sys.stderr)
+    if hint:
+        print(f'Try "{command} --help" for more information', file=sys.stderr)
     return 1
 
 

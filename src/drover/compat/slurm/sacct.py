@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
-        return usage_error("sacct", str(error))
+        return usage_error("sacct", str(error), hint=False)
     early = _informational(found)
     if early is not None:
         return early

@@ -172,9 +172,9 @@ def _attempts(info: JobInfo, job: SlurmJob) -> list[SlurmJob]:
 def job_refs(text: str) -> list[JobRef]:
     refs = []
     for word in split_list(text):
-        body, _, step = word.partition(".")
+        body, dot, step = word.partition(".")
         job, _, index = body.partition("_")
-        if not job.isdigit() or (index and not index.isdigit()) or (_ and not step):
+        if not job.isdigit() or (index and not index.isdigit()) or (dot and not step):
             raise Refused(f"Bad job/step specified: {word}")
         refs.append(JobRef(int(job), int(index) if index else None, step or None))
     return refs

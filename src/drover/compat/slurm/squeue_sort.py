@@ -16,7 +16,8 @@ STATE_ORDER = {name: number for number, name in enumerate(COMPACT)}  # Slurm's e
 
 # Keys that sort by a number, not by the printed text.
 NUMERIC: dict[str, Callable[[SlurmJob], Any]] = {
-    "i": lambda j: (j.job_id, j.index if j.index is not None else -1),
+    # A pending array's group has no index: Slurm's NO_VAL, so it sorts after the tasks.
+    "i": lambda j: (j.job_id, j.index if j.index is not None else 1 << 32),
     "A": lambda j: j.job_id, "F": lambda j: j.job_id,
     "p": lambda j: j.info.priority, "Q": lambda j: j.info.priority,
     "t": lambda j: STATE_ORDER.get(j.state, 99), "T": lambda j: STATE_ORDER.get(j.state, 99),

@@ -24,7 +24,7 @@ OPTIONS = [
     Option(("--autocomplete",), REQ, S, "", "OPTION"),
     Option(("-e", "--helpformat"), NONE, S),
     Option(("--help",), NONE, S),
-    Option(("-h", "--noheader"), NONE, S),
+    Option(("-h",), NONE, S, "as `-n`"),
     Option(("-l", "--long"), NONE, S),
     Option(("-m", "--partition"), NONE, M, "shares are not kept per partition"),
     Option(("-M", "--cluster", "--clusters"), REQ, M, "Drover is one cluster", "CLUSTER"),
@@ -121,7 +121,7 @@ def _run(found: list[tuple[Option, str | None]], operands: list[str]) -> int:
     fields = choose(values.get("format") or (LONG if "long" in flags else DEFAULT), FIELDS)
     shares = _shares(values, flags)
     parsable = "between" if "parsable2" in flags else ("ending" if "parsable" in flags else None)
-    printer: Printer[Share] = Printer(fields, parsable, header="noheader" not in flags)
+    printer: Printer[Share] = Printer(fields, parsable, header=not flags & {"noheader", "h"})
     print("\n".join(printer.lines(shares)))
     return 0
 

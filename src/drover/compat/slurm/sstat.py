@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
-        return usage_error("sstat", str(error))
+        return usage_error("sstat", str(error), hint=False)
     try:
         return _run(found, operands)
     except (Refused, UnknownField) as error:
