@@ -33,8 +33,12 @@ def slurm_ref(text: str) -> str:
     return text.replace("_", ".")
 
 
+NOT_PENDING = "Job is no longer pending execution"  # ESLURM_JOB_NOT_PENDING: hold of a started job
+
+
 def why(client: Client, ref: str, message: str) -> tuple[str, bool]:
-    """Slurm's reason for a refused action on `ref`, from the job's state."""
+    """Slurm's reason for a refused action on `ref`, from the job's state; for a job that is
+    there and not done, `message` (the caller's choice of Slurm's words)."""
     job_text, _, index_text = ref.partition(".")
     try:
         job = client.job(int(job_text))
@@ -50,13 +54,14 @@ def why(client: Client, ref: str, message: str) -> tuple[str, bool]:
 
 
 def act(client: Client, action: Callable[[list[str]], list[ActionResult]], refs: list[str],
-        shown: dict[str, str]) -> list[Refusal]:
+        shown: dict[str, str], active: str | None = None) -> list[Refusal]:
     """Apply `action` to `refs`; the refusals, each explained. `shown` maps a ref to how the user
-    spelled it."""
+    spelled it; `active` is Slurm's reason for refusing a job that is neither unknown nor done
+    (by default, Drover's own message)."""
     refusals = []
     for result in action(refs):
         if result.ok:
             continue
-        reason, gone = why(client, result.ref, result.message)
+        reason, gone = why(client, result.ref, active or result.message)
         refusals.append(Refusal(result.ref, shown.get(result.ref, result.ref.replace(".", "_")), reason, gone))
     return refusals

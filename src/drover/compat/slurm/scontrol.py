@@ -9,7 +9,8 @@ import sys
 import time
 
 from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
-from drover.compat.slurm.actions import INVALID_JOB_ID, act, slurm_ref
+from drover.compat.slurm import timefmt
+from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, act, slurm_ref
 from drover.compat.slurm.common import MIN_JOB_AGE_S, VERSION, Refused, usage_error
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
@@ -39,6 +40,10 @@ OPTIONS = [
     Option(("-V", "--version"), NONE, S),
     Option(("--yaml",), OPT, R, "the data_parser output is not produced", "[DATA_PARSER]"),
 ]
+# Slurm's words for refusing an action on a job that is there and has not ended.
+ACTIVE_REFUSALS = {"hold": NOT_PENDING, "uhold": NOT_PENDING, "release": NOT_PENDING,
+                   "suspend": "Job is pending execution", "resume": "Job is not suspended",
+                   "requeue": "Job is pending execution", "requeuehold": "Job is pending execution"}
 COMMANDS = ("show", "hold", "uhold", "release", "requeue", "requeuehold", "suspend", "resume", "update", "ping",
             "version")
 
@@ -133,10 +138,31 @@ def show(words: list[str], out: Output) -> int:
         return show_nodes(names[0] if names else None, out)
     if entity in ("partition", "partitions", "part"):
         return show_partitions(names[0] if names else None, out)
+    if entity in ("config", "conf"):
+        return show_config()
     if entity in ("step", "steps"):
         raise Refused("scontrol: error: job steps are not recorded by Drover")
     raise Refused(f"scontrol: error: show {entity} is not supported by Drover "
                   "(supported: job, node, partition, hostnames, hostlist, hostlistsorted)")
+
+
+def show_config() -> int:
+    """The settings tools read from `scontrol show config` (snakemake reads MinJobAge), in its
+    `Key = Value` layout; only what holds for Drover."""
+    from drover.client.client import Client
+
+    with Client() as client:
+        ping = client.ping()
+    settings = [
+        ("ClusterName", "drover"), ("MinJobAge", f"{MIN_JOB_AGE_S} sec"), ("PriorityType", "priority/basic"),
+        ("SchedulerType", "sched/builtin"), ("SelectType", "select/cons_tres"),
+        ("SlurmctldHost[0]", os.uname().nodename), ("SLURM_VERSION", VERSION.split()[-1]),
+        ("DroverVersion", ping.version),
+    ]
+    print(f"Configuration data as of {timefmt.date(time.time())}")
+    for key, value in sorted(settings, key=lambda item: item[0].lower()):
+        print(f"{key:<23} = {value}")
+    return 0
 
 
 def show_jobs(name: str | None, out: Output) -> int:
@@ -231,7 +257,7 @@ def job_action(command: str, words: list[str], out: Output) -> int:
             "hold": client.hold, "uhold": client.hold, "release": client.release, "suspend": client.suspend,
             "resume": client.resume, "requeue": client.requeue, "requeuehold": client.requeue,
         }[command]
-        refusals = act(client, action, refs, shown)
+        refusals = act(client, action, refs, shown, ACTIVE_REFUSALS.get(command))
         if command == "requeuehold":
             done = [ref for ref in refs if ref not in {r.ref for r in refusals}]
             if done:
