@@ -60,3 +60,19 @@ def test_refusals_in_squeues_words() -> None:
         listed(["stray"])
     with pytest.raises(Refused, match="Invalid sort specification"):
         sort_jobs([job for info in ALL for job in slurm_jobs(info, NOW)], "!", LETTERS)
+
+
+def test_an_approximated_option_is_refused_under_strictness(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from drover.compat.slurm.squeue import main
+
+    monkeypatch.setenv("DROVER_COMPAT_STRICT", "1")
+    assert main(["--start"]) == 1
+    assert capsys.readouterr().err == ("squeue: error: --start is only approximated by Drover (Drover does not "
+                                       "estimate start times: they show as N/A); refused because "
+                                       "DROVER_COMPAT_STRICT is set\n")
+
+
+def test_percent_all_prints_every_letter() -> None:
+    header = listed(["-o", "%all"])[0].split("|")
+    assert header[:3] == ["ACCOUNT", "TRES_PER_NODE", "MIN_CPUS"] and len(header) == len(LETTERS)

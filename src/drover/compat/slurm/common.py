@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pwd
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from drover.core.units import format_duration
@@ -52,6 +52,15 @@ def usage_error(command: str, message: str, hint: bool = True) -> int:
     return 1
 
 
+def approximated(command: str, option: Option, environ: dict[str, str]) -> None:
+    """An option Drover honours only in part: a warning on stderr, or, with
+    DROVER_COMPAT_STRICT=1, a refusal (docs/compat.md: Strictness)."""
+    if environ.get("DROVER_COMPAT_STRICT") == "1":
+        raise Refused(f"{option.names[-1]} is only approximated by Drover ({option.note}); "
+                      "refused because DROVER_COMPAT_STRICT is set")
+    warn(command, f"{option.names[-1]}: {option.note}")
+
+
 def slurm_id(job_id: int, index: int, is_array: bool) -> str:
     return f"{job_id}_{index}" if is_array else str(job_id)
 
@@ -96,13 +105,15 @@ def environment_defaults(options: Iterable[Option], variables: dict[str, str], e
     return out
 
 
-def load_jobs(client: Client, ids: list[int] | None, include_ended: bool, user: str | None = None
-              ) -> list[JobInfo]:
-    """The jobs, each with its tasks: those named (unknown ones left out), or all of them."""
+def load_jobs(client: Client, ids: list[int] | None, include_ended: bool, user: str | None = None,
+              keep: Callable[[JobInfo], bool] | None = None) -> list[JobInfo]:
+    """The jobs, each with its tasks: those named (unknown ones left out), or all of them; `keep`
+    chooses among the listing's summaries before their tasks are fetched."""
     from drover.core.errors import NotFound
 
     wanted = ids if ids is not None else [
-        job.id for job in client.jobs(include_ended=include_ended, user=user, limit=100000)]
+        job.id for job in client.jobs(include_ended=include_ended, user=user, limit=100000)
+        if keep is None or keep(job)]
     found = []
     for job_id in wanted:
         try:

@@ -186,7 +186,7 @@ def _run(found: list[tuple[Option, str | None]], operands: list[str], environ: d
 
     with Client() as client:
         ids = sorted({ref.job_id for ref in selection.refs}) if selection.refs else None
-        infos = load_jobs(client, ids, include_ended=True)
+        infos = load_jobs(client, ids, include_ended=True, keep=selection.may_want)
     units = Units(keep="noconvert" in keys, target=values["units"][-1] if "units" in values else None)
     rows = [row for info in infos for row in lines_of(info, selection, now, units)]
     parsable = "ending" if "parsable" in keys else None

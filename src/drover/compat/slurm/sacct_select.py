@@ -90,6 +90,16 @@ class Selection:
             split_array="array" in keys, truncate="truncate" in keys,
         )
 
+    def may_want(self, summary: JobInfo) -> bool:
+        """Whether a job of the listing (no tasks yet) can have a line: one submitted before the
+        window ends and not ended before it starts, by one of the users and names asked for.
+        Every state rule of the window implies this, so nothing wanted is left out."""
+        if self.users is not None and summary.owner not in self.users:
+            return False
+        if self.names is not None and summary.name not in self.names:
+            return False
+        return summary.submitted_at <= self.end and (summary.ended_at is None or summary.ended_at >= self.start)
+
     def wants(self, job: SlurmJob) -> bool:
         if self.refs and not any(ref.job_id == job.job_id and (ref.index is None or ref.index == job.index)
                                  for ref in self.refs):

@@ -17,6 +17,7 @@ from drover.compat.slurm.actions import act, slurm_ref
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
+    approximated,
     current_user,
     environment_defaults,
     split_list,
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return usage_error("scancel", str(error))
     try:
         found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + _yes_no(environ) + found
-        return _run(found, operands)
+        return _run(found, operands, environ)
     except Refused as error:
         print(f"scancel: error: {error}", file=sys.stderr)
         return 1
@@ -103,7 +104,7 @@ def _yes_no(environ: dict[str, str]) -> list[tuple[Option, str | None]]:
     return out
 
 
-def _run(found: list[tuple[Option, str | None]], operands: list[str]) -> int:
+def _run(found: list[tuple[Option, str | None]], operands: list[str], environ: dict[str, str]) -> int:
     values: dict[str, str] = {}
     flags: set[str] = set()
     for option, value in found:
@@ -120,8 +121,9 @@ def _run(found: list[tuple[Option, str | None]], operands: list[str]) -> int:
         print("Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]] ...")
         return 0
     quiet = "quiet" in flags
-    if "batch" in flags and not quiet:
-        print("scancel: warning: --batch: the signal goes to all of the job's processes", file=sys.stderr)
+    for option, _ in found:
+        if option.mark is Mark.APPROXIMATED and not quiet:
+            approximated("scancel", option, environ)
     signal = None
     if "signal" in values:
         try:

@@ -190,6 +190,11 @@ def print_once(values: dict[str, str | None], flags: set[str], environ: dict[str
     if "summarize" in flags:
         lines = [Group(q, q == "default", tuple(n for g in lines if g.partition == q for n in g.nodes), "idle")
                  for q in queues if any(g.partition == q for g in lines)]
+    default_format = not values.get("format") and not values.get("Format") and not (
+        environ.get("SINFO_FORMAT") and not flags & {"summarize", "Node", "list-reasons"})
+    if default_format and "list-reasons" not in flags:
+        chosen = fitted(chosen, lines, nodes_too="Node" in flags)
+    chosen = starred(chosen)
     if values.get("sort"):
         for key in reversed(split_list(values["sort"] or "")):
             column = LETTERS.get(key.lstrip("+-#"))
@@ -198,6 +203,43 @@ def print_once(values: dict[str, str | None], flags: set[str], environ: dict[str
             lines.sort(key=column.value, reverse=key.startswith("-"))
     out += [fmt.line(chosen, line) for line in lines]
     print("\n".join(out))
+
+
+MIN_FIELD = 9  # src/sinfo/print.c: MIN_PART_FIELD_SIZE, MIN_NODE_FIELD_SIZE
+
+
+def fitted(specs: list[fmt.Spec[Group]], lines: list[Group], nodes_too: bool) -> list[fmt.Spec[Group]]:
+    """sinfo's default formats size the partition column (and, with -N, the node list column)
+    to the longest value, at least 9, as `_set_part_field_size` and `_set_node_field_size` do."""
+    part_width = max([MIN_FIELD] + [len(g.partition) + g.default for g in lines])
+    node_width = max([MIN_FIELD] + [len(NAMES["nodelist"].value(g)) for g in lines])
+    out = []
+    for spec in specs:
+        name = spec.column.name if spec.column else ""
+        if name in ("Partition", "PartitionName"):
+            spec = fmt.Spec(spec.column, part_width, spec.right, spec.suffix)
+        elif nodes_too and name in ("NodeList", "NodeHost"):
+            spec = fmt.Spec(spec.column, node_width, spec.right, spec.suffix)
+        out.append(spec)
+    return out
+
+
+def starred(specs: list[fmt.Spec[Group]]) -> list[fmt.Spec[Group]]:
+    """The default partition's `*` survives a narrow column: it replaces the last character that
+    fits, as `_print_partition` does."""
+    out = []
+    for spec in specs:
+        if spec.column is not None and spec.column.name == "Partition" and spec.width > 0:
+            width = spec.width
+
+            def value(group: Group, width: int = width) -> str:
+                if group.default and len(group.partition) >= width:
+                    return group.partition[:width - 1] + "*"
+                return group.partition + ("*" if group.default else "")
+
+            spec = fmt.Spec(fmt.Column("Partition", "P", "PARTITION", value), spec.width, spec.right, spec.suffix)
+        out.append(spec)
+    return out
 
 
 def _error(message: str) -> int:

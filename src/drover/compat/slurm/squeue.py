@@ -14,6 +14,7 @@ from drover.compat.slurm.common import (
     MIN_JOB_AGE_S,
     VERSION,
     Refused,
+    approximated,
     current_user,
     environment_defaults,
     load_jobs,
@@ -132,8 +133,14 @@ class Query:
             self.states = {"PENDING"}
 
     def specs(self, errors: list[str]) -> list[fmt.Spec[SlurmJob]]:
-        if self.values.get("format"):
-            return fmt.parse_letters(self.values["format"] or "", LETTERS, errors)
+        chosen = self.values.get("format")
+        if chosen and chosen.lower() == "%all":
+            # every letter a..z then A..Z, `|` between them; letters squeue lacks are left out
+            letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+            everything = "|".join(f"%{letter}" for letter in letters if letter in LETTERS)
+            return fmt.parse_letters(everything, LETTERS, errors)
+        if chosen:
+            return fmt.parse_letters(chosen, LETTERS, errors)
         if "start" in self.flags:
             return fmt.parse_letters(START_FORMAT, LETTERS, errors)
         chosen = self.values.get("Format") or (LONG_FORMAT if "long" in self.flags else DEFAULT_FORMAT)
@@ -250,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
         refused = [option for option, _ in found if option.mark is Mark.REFUSED]
         if refused:
             raise Refused(f"{refused[0].names[-1]} is not supported by Drover: {refused[0].note}")
-        if "start" in query.flags:
-            print("squeue: warning: Drover does not estimate start times: they show as N/A", file=sys.stderr)
+        for option, _ in found:
+            if option.mark is Mark.APPROXIMATED:
+                approximated("squeue", option, environ)
         iterate = int(query.values["iterate"] or "0") if query.values.get("iterate") else 0
         if query.values.get("iterate") is not None and iterate <= 0:
             raise Refused(f"--iterate={query.values['iterate']}")
