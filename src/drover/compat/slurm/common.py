@@ -34,6 +34,17 @@ class Refused(Exception):
     """A command line the real command refuses: the message is printed, the exit status is 1."""
 
 
+def as_a_command(argv: list[str] | None) -> list[str]:
+    """The arguments; and, run as the command itself (not called from Python), SIGPIPE's default
+    action restored, so `squeue | head -1` ends quietly as the real command does."""
+    if argv is not None:
+        return argv
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return sys.argv[1:]
+
+
 def warn(command: str, message: str) -> None:
     print(f"{command}: warning: {message}", file=sys.stderr)
 

@@ -12,6 +12,7 @@ from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
+    as_a_command,
     current_user,
     load_jobs,
     usage_error,
@@ -139,7 +140,7 @@ def _informational(found: list[tuple[Option, str | None]]) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:

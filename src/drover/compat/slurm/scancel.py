@@ -18,6 +18,7 @@ from drover.compat.slurm.common import (
     VERSION,
     Refused,
     approximated,
+    as_a_command,
     current_user,
     environment_defaults,
     split_list,
@@ -72,7 +73,7 @@ FILTERS = ("name", "nodelist", "partition", "qos", "reservation", "state", "user
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     environ = dict(os.environ)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)

@@ -7,15 +7,20 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
 from drover.compat.slurm import timefmt
-from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, act, slurm_ref
-from drover.compat.slurm.common import MIN_JOB_AGE_S, VERSION, Refused, usage_error
+from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, Refusal, act, slurm_ref
+from drover.compat.slurm.common import MIN_JOB_AGE_S, VERSION, Refused, as_a_command, usage_error
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
 from drover.compat.slurm.scontrol_show import job_record, layout, node_record, partition_record
 from drover.core.errors import DroverError, NotFound
+
+if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.protocol.api import TaskInfo
 
 S, M, R = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -58,7 +63,7 @@ class Output:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     try:
         found, words = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
@@ -257,14 +262,55 @@ def job_action(command: str, words: list[str], out: Output) -> int:
             "hold": client.hold, "uhold": client.hold, "release": client.release, "suspend": client.suspend,
             "resume": client.resume, "requeue": client.requeue, "requeuehold": client.requeue,
         }[command]
+        # counted before the requeue: a job that stops at once may start again before we look
+        before = {ref: _attempt_count(client, ref) for ref in refs} if command == "requeuehold" else {}
         refusals = act(client, action, refs, shown, ACTIVE_REFUSALS.get(command))
         if command == "requeuehold":
             done = [ref for ref in refs if ref not in {r.ref for r in refusals}]
-            if done:
-                refusals += act(client, client.hold, done, shown)
+            refusals += hold_when_stopped(client, done, shown, before)
     for refusal in refusals:
         out.error(f"{refusal.reason} for job {refusal.slurm_id}")
     return 1 if refusals else 0
+
+
+def hold_when_stopped(client: Client, refs: list[str], shown: dict[str, str], attempts: dict[str, int],
+                      patience_s: float = 120.0) -> list[Refusal]:
+    """Hold jobs just requeued, as `scontrol requeuehold` leaves them: Drover requeues a job by
+    stopping its running attempt (SIGTERM, a grace period, SIGKILL), and the job can be held
+    once it waits again. A job that started anew before the hold landed is refused in Slurm's
+    words. `attempts`: each job's number of attempts before it was requeued."""
+    deadline = time.monotonic() + patience_s
+    waiting = list(refs)
+    refusals: list[Refusal] = []
+    while waiting:
+        results = {result.ref: result for result in client.hold(waiting)}
+        still = []
+        for ref in waiting:
+            if results[ref].ok:
+                continue
+            restarted = _attempt_count(client, ref) > attempts[ref] and not _waits(client, ref)
+            if restarted or time.monotonic() > deadline:
+                refusals.append(Refusal(ref, shown.get(ref, ref), NOT_PENDING, False))
+            else:
+                still.append(ref)
+        waiting = still
+        if waiting:
+            time.sleep(0.05)
+    return refusals
+
+
+def _tasks(client: Client, ref: str) -> list[TaskInfo]:
+    job_text, _, index_text = ref.partition(".")
+    tasks = client.job(int(job_text)).tasks
+    return [t for t in tasks if not index_text or t.index == int(index_text)]
+
+
+def _attempt_count(client: Client, ref: str) -> int:
+    return sum(len(task.attempts) for task in _tasks(client, ref))
+
+
+def _waits(client: Client, ref: str) -> bool:
+    return any(task.state in ("pending", "held") for task in _tasks(client, ref))
 
 
 def update(words: list[str], out: Output) -> int:

@@ -12,6 +12,7 @@ from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
+    as_a_command,
     environment_defaults,
     split_list,
     usage_error,
@@ -124,7 +125,7 @@ def select(lines: list[Group], values: dict[str, str | None], flags: set[str]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     environ = dict(os.environ)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)

@@ -19,6 +19,7 @@ from drover.compat.slurm.columns import Column
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
+    as_a_command,
     load_jobs,
     split_list,
     usage_error,
@@ -96,7 +97,7 @@ LETTERS = fmt.by_letter(COLUMNS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:

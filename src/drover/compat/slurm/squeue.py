@@ -15,6 +15,7 @@ from drover.compat.slurm.common import (
     VERSION,
     Refused,
     approximated,
+    as_a_command,
     current_user,
     environment_defaults,
     load_jobs,
@@ -242,7 +243,7 @@ def collect(query: Query, now: float) -> list[SlurmJob]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     environ = dict(os.environ)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)

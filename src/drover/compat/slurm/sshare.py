@@ -11,7 +11,14 @@ import sys
 from dataclasses import dataclass
 
 from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
-from drover.compat.slurm.common import VERSION, Refused, current_user, usage_error, user_names
+from drover.compat.slurm.common import (
+    VERSION,
+    Refused,
+    as_a_command,
+    current_user,
+    usage_error,
+    user_names,
+)
 from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
 from drover.core.errors import DroverError
 
@@ -82,7 +89,7 @@ FIELDS: list[Field[Share]] = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:

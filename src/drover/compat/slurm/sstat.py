@@ -12,7 +12,7 @@ import sys
 import time
 
 from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
-from drover.compat.slurm.common import VERSION, Refused, split_list, usage_error
+from drover.compat.slurm.common import VERSION, Refused, as_a_command, split_list, usage_error
 from drover.compat.slurm.jobs import SlurmJob, slurm_jobs
 from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
 from drover.compat.slurm.sacct_columns import FIELDS as SACCT_FIELDS
@@ -78,7 +78,7 @@ FIELDS: list[Field[Line]] = [Field(width, name, _value(name).value) for width, n
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    args = as_a_command(argv)
     try:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
