@@ -100,3 +100,12 @@ def test_unknown_options_get_getopts_words(command: str, capsys: pytest.CaptureF
     assert err[1:] == ([f'Try "{command} --help" for more information'] if command in HINTED else [])
     assert main(["-%"]) == 1
     assert capsys.readouterr().err.splitlines()[0] == f"{command}: invalid option -- '%'"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_autocomplete_lists_the_long_options_that_start_so(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    main = importlib.import_module(f"drover.compat.slurm.{command}").main
+    assert main(["--autocomplete=--v"]) == 0
+    assert capsys.readouterr().out.split() == [
+        name + ("=" if option.arity is Arity.REQUIRED else "") for option in table(command)
+        for name in option.names if name.startswith("--v")]

@@ -45,6 +45,19 @@ def as_a_command(argv: list[str] | None) -> list[str]:
     return sys.argv[1:]
 
 
+def autocomplete(found: list[tuple[Option, str | None]], options: Iterable[Option]) -> int | None:
+    """`--autocomplete=PREFIX` (what bash completion sends): every long option that starts with
+    PREFIX, one a line, `=` after those that take a value; then exit 0. None if not asked."""
+    prefix = next((value for option, value in found if option.key == "autocomplete"), None)
+    if prefix is None:
+        return None
+    for option in options:
+        for name in option.names:
+            if name.startswith("--") and name.startswith(prefix) and name != "--autocomplete":
+                print(name + ("=" if option.arity.value == "required" else ""))
+    return 0
+
+
 def warn(command: str, message: str) -> None:
     print(f"{command}: warning: {message}", file=sys.stderr)
 

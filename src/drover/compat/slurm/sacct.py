@@ -13,6 +13,7 @@ from drover.compat.slurm.common import (
     VERSION,
     Refused,
     as_a_command,
+    autocomplete,
     current_user,
     load_jobs,
     usage_error,
@@ -145,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("sacct", str(error), hint=False)
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     early = _informational(found)
     if early is not None:
         return early

@@ -19,6 +19,7 @@ from drover.compat.slurm.common import (
     Refused,
     approximated,
     as_a_command,
+    autocomplete,
     current_user,
     environment_defaults,
     split_list,
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("scancel", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     try:
         found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + _yes_no(environ) + found
         return _run(found, operands, environ)

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
 from drover.compat.slurm import timefmt
 from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, Refusal, act, slurm_ref
-from drover.compat.slurm.common import MIN_JOB_AGE_S, VERSION, Refused, as_a_command, usage_error
+from drover.compat.slurm.common import (
+    MIN_JOB_AGE_S,
+    VERSION,
+    Refused,
+    as_a_command,
+    autocomplete,
+    usage_error,
+)
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
 from drover.compat.slurm.scontrol_show import job_record, layout, node_record, partition_record
@@ -68,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         found, words = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("scontrol", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     keys = {option.key for option, _ in found}
     for option, _ in found:
         if option.mark is Mark.REFUSED:

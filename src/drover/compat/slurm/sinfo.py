@@ -13,6 +13,7 @@ from drover.compat.slurm.common import (
     VERSION,
     Refused,
     as_a_command,
+    autocomplete,
     environment_defaults,
     split_list,
     usage_error,
@@ -131,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("sinfo", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + found
     values: dict[str, str | None] = {}
     flags: set[str] = set()

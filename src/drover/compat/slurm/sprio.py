@@ -20,6 +20,7 @@ from drover.compat.slurm.common import (
     VERSION,
     Refused,
     as_a_command,
+    autocomplete,
     load_jobs,
     split_list,
     usage_error,
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("sprio", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     try:
         return _run(found, operands)
     except Refused as error:

@@ -16,6 +16,7 @@ from drover.compat.slurm.common import (
     Refused,
     approximated,
     as_a_command,
+    autocomplete,
     current_user,
     environment_defaults,
     load_jobs,
@@ -249,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("squeue", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + found
     early = _informational(found)
     if early is not None:

@@ -15,6 +15,7 @@ from drover.compat.slurm.common import (
     VERSION,
     Refused,
     as_a_command,
+    autocomplete,
     current_user,
     usage_error,
     user_names,
@@ -94,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("sshare", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     try:
         return _run(found, operands)
     except (Refused, UnknownField) as error:

@@ -12,7 +12,14 @@ import sys
 import time
 
 from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
-from drover.compat.slurm.common import VERSION, Refused, as_a_command, split_list, usage_error
+from drover.compat.slurm.common import (
+    VERSION,
+    Refused,
+    as_a_command,
+    autocomplete,
+    split_list,
+    usage_error,
+)
 from drover.compat.slurm.jobs import SlurmJob, slurm_jobs
 from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
 from drover.compat.slurm.sacct_columns import FIELDS as SACCT_FIELDS
@@ -83,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         found, operands = parse_gnu(args, OPTIONS, permute=True)
     except UsageError as error:
         return usage_error("sstat", str(error), hint=False)
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
     try:
         return _run(found, operands)
     except (Refused, UnknownField) as error:
