@@ -172,17 +172,17 @@ class Client:
     def shutdown(self) -> None:
         self.transport.call("POST", "/v1/shutdown")
 
-    def requeue(self, refs: list[str]) -> list[ActionResult]:
-        """Stop the running jobs or tasks and run them again as new attempts."""
-        return self._action("requeue", refs)
-
     def alter(self, refs: list[str], priority: int) -> list[ActionResult]:
-        """Change the priority of jobs that have not ended."""
+        """Change the priority of jobs that have tasks waiting."""
         import msgspec
 
         from drover.protocol.api import ActionResult
 
         return msgspec.convert(self.action_json("alter", refs, priority=priority), list[ActionResult])
+
+    def requeue(self, refs: list[str]) -> list[ActionResult]:
+        """Stop running tasks and queue them again, as new attempts."""
+        return self._action("requeue", refs)
 
 
 def _to_builtins(value: Any) -> Any:

@@ -15,8 +15,9 @@ SLURM_COMMANDS = {
     "sbatch": ("drover.compat.slurm.sbatch", "main"), "squeue": ("drover.compat.slurm.squeue", "main"),
     "scancel": ("drover.compat.slurm.scancel", "main"), "sacct": ("drover.compat.slurm.sacct", "main"),
     "srun": ("drover.compat.slurm.srun", "main"), "scontrol": ("drover.compat.slurm.scontrol", "main"),
-    "sinfo": ("drover.compat.slurm.sinfo", "main"), "sstat": ("drover.compat.slurm.sstat", "main"),
-    "sprio": ("drover.compat.slurm.sprio", "main"), "sshare": ("drover.compat.slurm.sshare", "main"),
+    "sinfo": ("drover.compat.slurm.sinfo", "main"),
+    "sstat": ("drover.compat.slurm.sstat", "main"), "sprio": ("drover.compat.slurm.sprio", "main"),
+    "sshare": ("drover.compat.slurm.sshare", "main"),
 }
 GRIDENGINE_COMMANDS = {
     "qsub": ("drover.compat.gridengine.qsub", "main"), "qstat": ("drover.compat.gridengine.qstat", "main"),

@@ -202,7 +202,8 @@ def show_jobs(name: str | None, out: Output) -> int:
             infos = [i for i in infos if i.ended_at is None or now - i.ended_at <= MIN_JOB_AGE_S]
             if not infos:
                 raise Refused(f"slurm_load_jobs error: {INVALID_JOB_ID}")
-    lines = [job for info in infos for job in slurm_jobs(info, now)]
+    # a task of a pending group is shown on its own when asked for by its index
+    lines = [job for info in infos for job in slurm_jobs(info, now, split_pending=index is not None)]
     if index is not None:
         lines = [job for job in lines if job.index == index]
         if not lines:
