@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from tests.unit.compat.slurm_fixtures import ALL, ARRAY, KILLED, NOW, RUNNING
+from tests.unit.compat.slurm_fixtures import ALL, ARRAY, KILLED, NOW, RUNNING, T0
 
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.jobs import SlurmJob, slurm_jobs
@@ -20,6 +20,7 @@ from drover.compat.slurm.printfields import Printer, choose
 from drover.compat.slurm.sacct_columns import FIELDS, Line, Units
 from drover.compat.slurm.scontrol_show import job_record, layout
 from drover.compat.slurm.squeue_columns import COLUMNS
+from drover.protocol.api import NodeInfo
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "data" / "golden" / "slurm"
 
@@ -145,3 +146,50 @@ def test_scontrol_records() -> None:
     first = layout(job_record(slurm_jobs(RUNNING, NOW)[0]), one_liner=False).splitlines()
     assert first[0] == "JobId=42 JobName=train"
     assert first[3] == "   JobState=RUNNING Reason=None Dependency=(null)"
+
+
+def _nodes() -> list[NodeInfo]:
+    return [NodeInfo(name="n1", state="up", cpus=4, memory_mib=8000, cpus_used=4, memory_mib_used=2048, running=2,
+                     last_seen=T0),
+            NodeInfo(name="n2", state="up", cpus=4, memory_mib=8000, cpus_used=0, memory_mib_used=0, running=0,
+                     last_seen=T0),
+            NodeInfo(name="n3", state="up", cpus=8, memory_mib=16000, cpus_used=0, memory_mib_used=0, running=0,
+                     last_seen=T0),
+            NodeInfo(name="gpu1", state="drained", cpus=2, memory_mib=4000, cpus_used=0, memory_mib_used=0,
+                     running=0, last_seen=T0, reason="disk full"),
+            NodeInfo(name="old", state="down", cpus=2, memory_mib=4000, cpus_used=0, memory_mib_used=0, running=0,
+                     last_seen=None)]
+
+
+def test_every_sinfo_letter_and_name() -> None:
+    from drover.compat.slurm.sinfo import LETTERS as SINFO_LETTERS
+    from drover.compat.slurm.sinfo import NAMES as SINFO_NAMES
+    from drover.compat.slurm.sinfo_columns import COLUMNS as SINFO_COLUMNS
+    from drover.compat.slurm.sinfo_columns import groups
+
+    exact = groups(["default"], _nodes(), per_node=False, exact=True)
+    assert [len(g.nodes) for g in exact] == [1, 1, 1, 1, 1]
+    lines = groups(["default", "long"], _nodes(), per_node=False)
+    assert [(g.partition, g.state, len(g.nodes)) for g in lines][:4] == [
+        ("default", "alloc", 1), ("default", "idle", 2), ("default", "drain", 1), ("default", "down", 1)]
+    out = []
+    specs = fmt.parse_letters("|".join(f"%{letter}" for letter in sorted(SINFO_LETTERS)), SINFO_LETTERS, [])
+    out += [fmt.header(specs)] + [fmt.line(specs, line) for line in lines]
+    specs = fmt.parse_names(",".join(f"{column.name}:|" for column in SINFO_COLUMNS), SINFO_NAMES, [])
+    out += [fmt.header(specs)] + [fmt.line(specs, line) for line in lines]
+    golden("sinfo-fields.txt", "\n".join(out) + "\n")
+
+
+def test_sinfo_default_table() -> None:
+    from drover.compat.slurm.sinfo import FORMATS, NAMES, fitted, starred
+    from drover.compat.slurm.sinfo_columns import groups
+
+    lines = groups(["default"], _nodes(), per_node=False)
+    specs = starred(fitted(fmt.parse_names(FORMATS["default"], NAMES, []), lines, nodes_too=False))
+    assert [fmt.header(specs)] + [fmt.line(specs, line) for line in lines] == [
+        "PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST",
+        "default*     up   infinite      1  alloc n1",
+        "default*     up   infinite      2   idle n[2-3]",
+        "default*     up   infinite      1  drain gpu1",
+        "default*     up   infinite      1  down* old",
+    ]

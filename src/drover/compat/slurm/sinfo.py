@@ -30,7 +30,7 @@ OPTIONS = [
     Option(("-a", "--all"), NONE, M, "no partition is hidden"),
     Option(("--autocomplete",), REQ, S, "", "OPTION"),
     Option(("-d", "--dead"), NONE, S, "nodes that do not respond"),
-    Option(("-e", "--exact"), NONE, M, "lines are grouped exactly already"),
+    Option(("-e", "--exact"), NONE, S, "nodes of other CPU counts or memory get lines of their own"),
     Option(("--federation",), NONE, M, ONE_CLUSTER),
     Option(("-F", "--future"), NONE, M, "Drover has no FUTURE nodes"),
     Option(("--help",), NONE, S),
@@ -191,7 +191,7 @@ def print_once(values: dict[str, str | None], flags: set[str], environ: dict[str
     out: list[str] = []
     if "noheader" not in flags:
         out.append(fmt.header(chosen))
-    lines = select(groups(queues, nodes, per_node="Node" in flags), values, flags)
+    lines = select(groups(queues, nodes, per_node="Node" in flags, exact="exact" in flags), values, flags)
     if "summarize" in flags:
         lines = [Group(q, q == "default", tuple(n for g in lines if g.partition == q for n in g.nodes), "idle")
                  for q in queues if any(g.partition == q for g in lines)]

@@ -112,17 +112,19 @@ COLUMNS: list[Column[Group]] = [Column(name, letter, header, value) for name, le
 )]
 
 
-def groups(partitions: list[str], nodes: list[NodeInfo], per_node: bool) -> list[Group]:
+def groups(partitions: list[str], nodes: list[NodeInfo], per_node: bool, exact: bool = False) -> list[Group]:
     """The lines: for each partition, its nodes grouped by state in sinfo's order of first
-    appearance; with `per_node`, one line per node and partition."""
+    appearance (CPUs and memory that differ print as `MIN+`; with `exact`, -e, nodes of other
+    sizes get lines of their own); with `per_node`, one line per node and partition."""
     out: list[Group] = []
     for partition in partitions:
         default = partition == "default"
         if per_node:
             out += [Group(partition, default, (node,), node_state(node)) for node in nodes]
             continue
-        by_state: dict[str, list[NodeInfo]] = {}
+        by_key: dict[tuple[str, int, int], list[NodeInfo]] = {}
         for node in nodes:
-            by_state.setdefault(node_state(node), []).append(node)
-        out += [Group(partition, default, tuple(members), state) for state, members in by_state.items()]
+            size = (node.cpus, node.memory_mib) if exact else (0, 0)
+            by_key.setdefault((node_state(node), *size), []).append(node)
+        out += [Group(partition, default, tuple(members), key[0]) for key, members in by_key.items()]
     return out
