@@ -76,3 +76,8 @@ def test_an_approximated_option_is_refused_under_strictness(monkeypatch: pytest.
 def test_percent_all_prints_every_letter() -> None:
     header = listed(["-o", "%all"])[0].split("|")
     assert header[:3] == ["ACCOUNT", "TRES_PER_NODE", "MIN_CPUS"] and len(header) == len(LETTERS)
+
+
+def test_an_unknown_user_is_reported_and_matches_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert listed(["-h", "-u", "no-such-user-here"]) == []
+    assert capsys.readouterr().err == "squeue: error: Invalid user: no-such-user-here\n"

@@ -101,14 +101,18 @@ def current_user() -> str:
     return pwd.getpwuid(os.getuid()).pw_name
 
 
-def user_names(text: str) -> set[str]:
-    """A comma-separated list of user names or ids, as Slurm's commands take them."""
+def user_names(text: str, invalid: Callable[[str], None] | None = None, message: str = "Invalid user: {}"
+               ) -> set[str]:
+    """A comma-separated list of user names or ids, as Slurm's commands take them. An unknown
+    user is refused with `message`, or passed to `invalid` (squeue reports it and goes on)."""
     names: set[str] = set()
     for word in filter(None, (w.strip() for w in text.split(","))):
         try:
             names.add(pwd.getpwuid(int(word)).pw_name if word.isdigit() else pwd.getpwnam(word).pw_name)
         except (KeyError, ValueError):
-            raise Refused(f"Invalid user: {word}") from None
+            if invalid is None:
+                raise Refused(message.format(word)) from None
+            invalid(word)
     return names
 
 

@@ -189,7 +189,7 @@ def _matching(client: object, refs: list[str], values: dict[str, str], flags: se
     from drover.client.client import Client
 
     assert isinstance(client, Client)
-    users = {current_user()} if "me" in flags else (user_names(values["user"]) if "user" in values else None)
+    users = {current_user()} if "me" in flags else (user_names(values["user"], message="Invalid user name: {}") if "user" in values else None)
     states = None
     if "state" in values:
         states = set()

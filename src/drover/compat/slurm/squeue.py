@@ -127,7 +127,7 @@ class Query:
         jobs, states = self.values.get("jobs"), self.values.get("states")
         self.job_refs = _job_list(jobs) if jobs else None
         self.states = _state_list(states) if states else None
-        self.users = user_names(self.values["user"] or "") if self.values.get("user") else None
+        self.users = user_names(self.values["user"] or "", _invalid_user) if self.values.get("user") else None
         if "me" in self.flags:
             self.users = {current_user()}
         self.nodes = set(expand(self.values["nodelist"] or "")) if self.values.get("nodelist") else None
@@ -181,6 +181,11 @@ class Query:
         if over and job.elapsed <= parse_duration_s(over):
             return False
         return not (under and job.elapsed >= parse_duration_s(under))
+
+
+def _invalid_user(name: str) -> None:
+    """squeue reports a user it does not know and lists the others' jobs (none, if no other)."""
+    print(f"squeue: error: Invalid user: {name}", file=sys.stderr)
 
 
 def _in_group(job: SlurmJob, index: int) -> bool:
