@@ -25,9 +25,10 @@ def install(cluster: LocalCluster) -> Path:
     return bin_dir
 
 
-def run(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True, env=cluster.env,
-                          cwd=cluster.workdir, input=stdin, timeout=60)
+def run(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True,
+                          env={**cluster.env, **(env or {})}, cwd=cluster.workdir, input=stdin, timeout=60)
 
 
 def test_a_slurm_array_script_runs_with_slurms_file_names_and_environment(cluster: LocalCluster) -> None:

@@ -12,10 +12,9 @@ from drover.core.errors import BadRequest
 # command → (module, function). Each front end's module may hold OPTIONS, the option table its
 # docs/compat.md section is generated from.
 SLURM_COMMANDS = {
-    "sbatch": ("drover.compat.slurm.sbatch", "main"), "squeue": ("drover.compat.slurm.squeue", "main"),
-    "scancel": ("drover.compat.slurm.scancel", "main"), "sacct": ("drover.compat.slurm.sacct", "main"),
-    "srun": ("drover.compat.slurm.srun", "main"), "scontrol": ("drover.compat.slurm.scontrol", "main"),
-    "sinfo": ("drover.compat.slurm.sinfo", "main"), "salloc": ("drover.compat.slurm.salloc", "main"),
+    name: (f"drover.compat.slurm.{name}", "main")
+    for name in ("sbatch", "srun", "salloc", "squeue", "scancel", "sacct", "sinfo", "scontrol", "sstat", "sprio",
+                 "sshare")
 }
 GRIDENGINE_COMMANDS = {
     name: (f"drover.compat.gridengine.{name}", "main")

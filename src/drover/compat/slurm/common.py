@@ -1,23 +1,61 @@
-"""What the Slurm front ends share: the client, job ids in Slurm's spelling, states and times."""
+"""What the Slurm front ends share: messages in Slurm's words, users, job lists, the version."""
 
 from __future__ import annotations
 
+import os
+import pwd
 import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from drover.core.units import format_duration
 
+if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.compat.optiontable import Option
+    from drover.protocol.api import JobInfo
+
+# The Slurm release whose commands the front ends follow, as `--version` prints it: tools read it
+# to choose between spellings of options and output.
+VERSION = "slurm 23.11.0"
+# Slurm's default MinJobAge: how long an ended job is still known to squeue and scontrol.
+MIN_JOB_AGE_S = 300
+
 # Drover's task states in Slurm's words (squeue's compact codes, sacct's long ones).
 STATES = {
-    "pending": ("PD", "PENDING"), "held": ("PD", "PENDING"), "dispatched": ("CF", "CONFIGURING"),
+    "pending": ("PD", "PENDING"), "held": ("PD", "PENDING"), "dispatched": ("R", "RUNNING"),
     "running": ("R", "RUNNING"), "suspended": ("S", "SUSPENDED"), "completing": ("CG", "COMPLETING"),
     "completed": ("CD", "COMPLETED"), "failed": ("F", "FAILED"), "cancelled": ("CA", "CANCELLED"),
     "timeout": ("TO", "TIMEOUT"), "out_of_memory": ("OOM", "OUT_OF_MEMORY"), "node_fail": ("NF", "NODE_FAIL"),
 }
-REASONS = {  # squeue's one-word reasons
-    "resources": "Resources", "priority": "Priority", "dependency": "Dependency",
-    "dependency_never_satisfied": "DependencyNeverSatisfied", "array_limit": "JobArrayTaskLimit",
-    "no_nodes": "ReqNodeNotAvail", "too_big": "BadConstraints",
-}
+
+
+class Refused(Exception):
+    """A command line the real command refuses: the message is printed, the exit status is 1."""
+
+
+def as_a_command(argv: list[str] | None) -> list[str]:
+    """The arguments; and, run as the command itself (not called from Python), SIGPIPE's default
+    action restored, so `squeue | head -1` ends quietly as the real command does."""
+    if argv is not None:
+        return argv
+    import signal
+
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    return sys.argv[1:]
+
+
+def autocomplete(found: list[tuple[Option, str | None]], options: Iterable[Option]) -> int | None:
+    """`--autocomplete=PREFIX` (what bash completion sends): every long option that starts with
+    PREFIX, one a line, `=` after those that take a value; then exit 0. None if not asked."""
+    prefix = next((value for option, value in found if option.key == "autocomplete"), None)
+    if prefix is None:
+        return None
+    for option in options:
+        for name in option.names:
+            if name.startswith("--") and name.startswith(prefix) and name != "--autocomplete":
+                print(name + ("=" if option.arity.value == "required" else ""))
+    return 0
 
 
 def warn(command: str, message: str) -> None:
@@ -27,6 +65,24 @@ def warn(command: str, message: str) -> None:
 def fail(command: str, message: str, code: int = 1) -> int:
     print(f"{command}: error: {message}", file=sys.stderr)
     return code
+
+
+def usage_error(command: str, message: str, hint: bool = True) -> int:
+    """What getopt prints for a command line it refuses, then the real command's hint (sacct
+    and sstat give none)."""
+    print(f"{command}: {message}", file=sys.stderr)
+    if hint:
+        print(f'Try "{command} --help" for more information', file=sys.stderr)
+    return 1
+
+
+def approximated(command: str, option: Option, environ: dict[str, str]) -> None:
+    """An option Drover honours only in part: a warning on stderr, or, with
+    DROVER_COMPAT_STRICT=1, a refusal (docs/compat.md: Strictness)."""
+    if environ.get("DROVER_COMPAT_STRICT") == "1":
+        raise Refused(f"{option.names[-1]} is only approximated by Drover ({option.note}); "
+                      "refused because DROVER_COMPAT_STRICT is set")
+    warn(command, f"{option.names[-1]}: {option.note}")
 
 
 def slurm_id(job_id: int, index: int, is_array: bool) -> str:
@@ -39,3 +95,57 @@ def elapsed(seconds: float | None) -> str:
         return "00:00:00"
     text = format_duration(seconds)
     return text if text.count(":") == 2 else "00:" + text
+
+
+def current_user() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+def user_names(text: str, invalid: Callable[[str], None] | None = None, message: str = "Invalid user: {}"
+               ) -> set[str]:
+    """A comma-separated list of user names or ids, as Slurm's commands take them. An unknown
+    user is refused with `message`, or passed to `invalid` (squeue reports it and goes on)."""
+    names: set[str] = set()
+    for word in filter(None, (w.strip() for w in text.split(","))):
+        try:
+            names.add(pwd.getpwuid(int(word)).pw_name if word.isdigit() else pwd.getpwnam(word).pw_name)
+        except (KeyError, ValueError):
+            if invalid is None:
+                raise Refused(message.format(word)) from None
+            invalid(word)
+    return names
+
+
+def split_list(text: str) -> list[str]:
+    return [word.strip() for word in text.split(",") if word.strip()]
+
+
+def environment_defaults(options: Iterable[Option], variables: dict[str, str], environ: dict[str, str]
+                         ) -> list[tuple[Option, str | None]]:
+    """Options set by input environment variables (SQUEUE_STATES=...), as if given first on the
+    command line: `variables` maps a variable to the option key it stands for."""
+    by_key = {option.key: option for option in options}
+    out: list[tuple[Option, str | None]] = []
+    for variable, key in variables.items():
+        if variable in environ:
+            option = by_key[key]
+            out.append((option, environ[variable] if option.arity.value != "none" else None))
+    return out
+
+
+def load_jobs(client: Client, ids: list[int] | None, include_ended: bool, user: str | None = None,
+              keep: Callable[[JobInfo], bool] | None = None) -> list[JobInfo]:
+    """The jobs, each with its tasks: those named (unknown ones left out), or all of them; `keep`
+    chooses among the listing's summaries before their tasks are fetched."""
+    from drover.core.errors import NotFound
+
+    wanted = ids if ids is not None else [
+        job.id for job in client.jobs(include_ended=include_ended, user=user, limit=100000)
+        if keep is None or keep(job)]
+    found = []
+    for job_id in wanted:
+        try:
+            found.append(client.job(job_id))
+        except NotFound:  # never known, or gone since the listing
+            continue
+    return found

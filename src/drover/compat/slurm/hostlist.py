@@ -1,6 +1,12 @@
-"""Slurm's hostlist syntax: "node[1-3,5],gpu07" ↔ ["node1", "node2", "node3", "node5", "gpu07"]. Pure."""
+"""Slurm's hostlist syntax: "node[1-3,5],gpu07" ↔ ["node1", "node2", "node3", "node5", "gpu07"]. Pure.
+
+Several bracket groups in one name multiply ("r[1-2]n[1-2]" is r1n1 r1n2 r2n1 r2n2), and a
+range keeps the zero-padding of its first number ("n[01-03]" is n01 n02 n03), as in Slurm.
+"""
 
 from __future__ import annotations
+
+import re
 
 from drover.core.errors import BadRequest
 
@@ -8,22 +14,29 @@ from drover.core.errors import BadRequest
 def expand(text: str) -> list[str]:
     names: list[str] = []
     for part in _top_level_split(text):
-        if "[" not in part:
-            names.append(part)
-            continue
-        prefix, _, rest = part.partition("[")
-        ranges, closing, suffix = rest.partition("]")
-        if not closing:
-            raise BadRequest(f"bad hostlist {text!r}: unbalanced [")
-        for piece in ranges.split(","):
-            first, dash, last = piece.partition("-")
-            if not dash:
-                names.append(prefix + first + suffix)
-                continue
-            width = len(first)
-            for number in range(int(first), int(last) + 1):
-                names.append(f"{prefix}{number:0{width}d}{suffix}")
+        names += _expand_one(part, text)
     return names
+
+
+def _expand_one(part: str, whole: str) -> list[str]:
+    if "[" not in part:
+        if "]" in part:
+            raise BadRequest(f"bad hostlist {whole!r}: unbalanced ]")
+        return [part]
+    prefix, _, rest = part.partition("[")
+    ranges, closing, suffix = rest.partition("]")
+    if not closing or "[" in ranges:
+        raise BadRequest(f"bad hostlist {whole!r}: unbalanced [")
+    tails = _expand_one(suffix, whole) if suffix else [""]
+    out: list[str] = []
+    for piece in ranges.split(","):
+        first, dash, last = piece.partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise BadRequest(f"bad hostlist {whole!r}: {piece!r} is not a number or a range")
+        width = len(first)
+        for number in range(int(first), int(last if dash else first) + 1):
+            out += [f"{prefix}{number:0{width}d}{tail}" for tail in tails]
+    return out
 
 
 def _top_level_split(text: str) -> list[str]:
@@ -38,3 +51,38 @@ def _top_level_split(text: str) -> list[str]:
     if current:
         parts.append(current)
     return [p for p in parts if p]
+
+
+def compress_hosts(names: list[str]) -> str:
+    """Names in Slurm's compact form, keeping their order: runs of the same prefix whose numbers
+    follow each other become one bracket group ("n1,n2,n3,m" → "n[1-3],m")."""
+    groups: list[tuple[str, list[str]]] = []
+    for name in names:
+        match = re.fullmatch(r"(.*?)(\d+)", name)
+        prefix, number = (match.group(1), match.group(2)) if match else (name, "")
+        if number and groups and groups[-1][0] == prefix and groups[-1][1]:
+            groups[-1][1].append(number)
+        else:
+            groups.append((prefix, [number] if number else []))
+    out = []
+    for prefix, numbers in groups:
+        if not numbers:
+            out.append(prefix)
+        elif len(numbers) == 1:
+            out.append(prefix + numbers[0])
+        else:
+            out.append(f"{prefix}[{_ranges(numbers)}]")
+    return ",".join(out)
+
+
+def _ranges(numbers: list[str]) -> str:
+    parts: list[str] = []
+    start = previous = numbers[0]
+    for number in numbers[1:]:
+        if int(number) == int(previous) + 1 and len(number) == len(previous):
+            previous = number
+            continue
+        parts.append(start if start == previous else f"{start}-{previous}")
+        start = previous = number
+    parts.append(start if start == previous else f"{start}-{previous}")
+    return ",".join(parts)

@@ -1,149 +1,330 @@
-"""squeue: pending and running jobs in Slurm's columns. Array tasks that run are `JOB_INDEX`;
-the ones that wait are one line, `JOB_[RANGE]`, as Slurm shows them."""
+"""squeue: pending and running jobs in Slurm's columns, every option of the real command parsed
+as its getopt_long does (src/squeue/opts.c), its SQUEUE_* variables read, every `-o` letter and
+`-O` name printed (squeue_columns.py)."""
 
 from __future__ import annotations
 
-import argparse
 import os
-import pwd
 import sys
 import time
 
-from drover.compat.slurm.common import REASONS, STATES, elapsed, fail, slurm_id
-from drover.core.errors import DroverError
+from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.slurm import columns as fmt
+from drover.compat.slurm.common import (
+    MIN_JOB_AGE_S,
+    VERSION,
+    Refused,
+    approximated,
+    as_a_command,
+    autocomplete,
+    current_user,
+    environment_defaults,
+    load_jobs,
+    split_list,
+    usage_error,
+    user_names,
+)
+from drover.compat.slurm.hostlist import expand
+from drover.compat.slurm.jobs import COMPACT, FINAL, SlurmJob, slurm_jobs
+from drover.compat.slurm.squeue_columns import COLUMNS
+from drover.compat.slurm.squeue_sort import sort_jobs
+from drover.core.errors import BadRequest, DroverError
 
-DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
-FIELDS = {  # -o letters
-    "i": "JOBID", "A": "JOBID", "P": "PARTITION", "j": "NAME", "u": "USER", "t": "ST", "T": "STATE",
-    "M": "TIME", "D": "NODES", "R": "NODELIST(REASON)", "C": "CPUS", "m": "MIN_MEMORY", "l": "TIME_LIMIT",
-    "N": "NODELIST", "r": "REASON", "a": "ACCOUNT", "K": "ARRAY_TASK_ID", "F": "ARRAY_JOB_ID", "Q": "PRIORITY",
+S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
+NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
+ONE_CLUSTER = "Drover is one cluster"
+
+OPTIONS = [
+    Option(("-A", "--accounts"), REQ, M, "accounts are not kept (sbatch's --account is ignored): every job matches",
+           "ACCOUNT_LIST"),
+    Option(("-a", "--all"), NONE, M, "no partition is hidden"),
+    Option(("-r", "--array"), NONE, S, "one line for each array task, pending ones too"),
+    Option(("--autocomplete",), REQ, S, "", "OPTION"),
+    Option(("--expand-patterns",), NONE, S, "paths are always shown expanded"),
+    Option(("--federation",), NONE, M, ONE_CLUSTER),
+    Option(("-O", "--Format"), REQ, S, "every name, `:[.]WIDTH[SUFFIX]`", "NAME[:[.]SIZE],..."),
+    Option(("-o", "--format"), REQ, S, "every letter, `%[.][SIZE]LETTER`", "FORMAT"),
+    Option(("--help",), NONE, S),
+    Option(("--helpstate",), NONE, S),
+    Option(("--helpformat",), NONE, S),
+    Option(("--helpFormat",), NONE, S),
+    Option(("--hide",), NONE, M, "no partition is hidden"),
+    Option(("-i", "--iterate"), REQ, S, "prints the time, then the table, every SECONDS", "SECONDS"),
+    Option(("-j", "--jobs"), OPT, S, "`JOB`, `JOB_INDEX`; an unknown single job is an error, as in Slurm",
+           "[JOB_LIST]"),
+    Option(("--local",), NONE, M, ONE_CLUSTER),
+    Option(("-l", "--long"), NONE, S),
+    Option(("-L", "--licenses"), REQ, S, "no job holds licenses, so none matches", "LICENSE_LIST"),
+    Option(("-M", "--cluster", "--clusters"), REQ, M, ONE_CLUSTER, "CLUSTER_NAME"),
+    Option(("--me",), NONE, S),
+    Option(("-n", "--name"), REQ, S, "", "NAME_LIST"),
+    Option(("--noconvert",), NONE, M, "sizes are printed as Slurm converts them"),
+    Option(("-w", "--nodelist", "--node", "--nodes"), REQ, S, "Slurm's hostlist syntax", "HOSTLIST"),
+    Option(("-h", "--noheader"), NONE, S),
+    Option(("--notme",), NONE, S),
+    Option(("--only-job-state",), NONE, S),
+    Option(("-p", "--partitions"), REQ, S, "a Drover queue", "PART_LIST"),
+    Option(("-P", "--priority"), NONE, M, "a job is in one queue, so one line each"),
+    Option(("-q", "--qos"), REQ, S, "every job's QOS is `normal`", "QOS_LIST"),
+    Option(("-R", "--reservation"), REQ, S, "Drover has no reservations, so no job matches", "NAME"),
+    Option(("--running-over",), REQ, S, "", "TIME"),
+    Option(("--running-under",), REQ, S, "", "TIME"),
+    Option(("--sibling", "--sib"), NONE, M, ONE_CLUSTER),
+    Option(("-S", "--sort"), REQ, S, "letters of `-o`, `-` for descending", "SORT_LIST"),
+    Option(("--start",), NONE, A, "Drover does not estimate start times: they show as N/A"),
+    Option(("-s", "--steps"), OPT, R, "job steps are not recorded", "[STEP_LIST]"),
+    Option(("-t", "--states"), REQ, S, "names or codes, `all`", "STATE_LIST"),
+    Option(("--usage",), NONE, S),
+    Option(("-u", "--user", "--users"), REQ, S, "names or ids", "USER_LIST"),
+    Option(("-v", "--verbose"), NONE, M, "nothing more to say"),
+    Option(("-V", "--version"), NONE, S),
+    Option(("--json",), OPT, R, "the data_parser output is not produced", "[DATA_PARSER]"),
+    Option(("--yaml",), OPT, R, "the data_parser output is not produced", "[DATA_PARSER]"),
+    Option(("-U",), REQ, M, "as `-A` (an old spelling)", "ACCOUNT_LIST"),
+]
+# Input environment variables → the option they stand for (the command line wins).
+ENVIRONMENT = {
+    "SQUEUE_ACCOUNT": "accounts", "SQUEUE_ALL": "all", "SQUEUE_ARRAY": "array", "SQUEUE_FEDERATION": "federation",
+    "SQUEUE_LICENSES": "licenses", "SQUEUE_LOCAL": "local", "SQUEUE_NAMES": "name", "SQUEUE_PARTITION": "partitions",
+    "SQUEUE_PRIORITY": "priority", "SQUEUE_QOS": "qos", "SQUEUE_SIBLING": "sibling", "SQUEUE_SORT": "sort",
+    "SQUEUE_STATES": "states", "SQUEUE_USERS": "user",
 }
-LONG_FIELDS = {  # -O names
-    "jobid": "i", "partition": "P", "name": "j", "username": "u", "statecompact": "t", "state": "T",
-    "timeused": "M", "numnodes": "D", "reasonlist": "R", "numcpus": "C", "minmemory": "m",
-    "timelimit": "l", "nodelist": "N", "reason": "r", "arraytaskid": "K", "arrayjobid": "F", "priority": "Q",
-}
+DEFAULT_FORMAT = "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,statecompact:.2 ,timeused:.10 ,numnodes:.6 ,reasonlist:0"
+LONG_FORMAT = ("jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,state:.8 ,timeused:.10 ,timelimit:.9 ,"
+               "numnodes:.6 ,reasonlist:0")
+START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+STATE_NAMES = {**{name: name for name in COMPACT}, **{code: name for name, code in COMPACT.items()}}
+LETTERS = fmt.by_letter(COLUMNS)
+NAMES = fmt.by_name(COLUMNS)
 
 
-def rows(jobs: list[dict[str, object]]) -> list[dict[str, str]]:
-    out = []
-    now = time.time()
-    for job in jobs:
-        tasks = job.get("tasks") or []
-        listed = set()
-        for task in tasks:  # type: ignore[attr-defined]
-            if task["state"] in ("completed", "failed", "cancelled", "timeout", "out_of_memory", "node_fail"):
-                listed.add(task["index"])
-                continue
-            attempt = task["attempts"][-1] if task["attempts"] else None
-            listed.add(task["index"])
-            out.append(_row(job, task["state"], slurm_id(job["id"], task["index"], bool(job["array"])),  # type: ignore[arg-type]
-                            str(task["index"]) if job["array"] else "N/A", attempt, now))
-        waiting = sum(n for state, n in job["task_counts"].items() if state in ("pending", "held"))  # type: ignore[attr-defined]
-        waiting -= len([t for t in tasks if t["state"] in ("pending", "held")])  # type: ignore[attr-defined]
-        if waiting > 0 and job["array"]:
-            state = "held" if job["task_counts"].get("held") else "pending"  # type: ignore[attr-defined]
-            out.append(_row(job, state, f"{job['id']}_[{job['array']}]", str(job["array"]), None, now))
-        elif waiting > 0:
-            out.append(_row(job, job["state"], str(job["id"]), "N/A", None, now))  # type: ignore[arg-type]
-    return out
+class Query:
+    """What the command line asks for, read from the parsed options."""
+
+    def __init__(self, found: list[tuple[Option, str | None]], operands: list[str], environ: dict[str, str]) -> None:
+        self.values: dict[str, str | None] = {}
+        self.flags: set[str] = set()
+        for option, value in found:
+            if option.arity is Arity.NONE:
+                self.flags.add(option.key)
+            else:
+                self.values[option.key] = value
+                if option.arity is Arity.OPTIONAL:
+                    self.flags.add(option.key)
+        if "format" in self.values and "Format" in self.values:
+            raise Refused("-O (--Format) is incompatible with -o (--format)")
+        if "long" in self.flags and "format" in self.values:
+            raise Refused("Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.")
+        if "jobs" in self.flags and operands and self.values.get("jobs") is None:
+            self.values["jobs"] = operands.pop(0)  # `squeue -j 12`: getopt leaves 12 an operand
+        if operands:
+            raise Refused(f"Unrecognized option: {operands[0]}")
+        overridden = {"format", "Format", "long", "start"} & (set(self.values) | self.flags)
+        if not overridden and environ.get("SQUEUE_FORMAT"):
+            self.values["format"] = environ["SQUEUE_FORMAT"]
+        elif not overridden and environ.get("SQUEUE_FORMAT2"):
+            self.values["Format"] = environ["SQUEUE_FORMAT2"]
+        jobs, states = self.values.get("jobs"), self.values.get("states")
+        self.job_refs = _job_list(jobs) if jobs else None
+        self.states = _state_list(states) if states else None
+        self.users = user_names(self.values["user"] or "", _invalid_user) if self.values.get("user") else None
+        if "me" in self.flags:
+            self.users = {current_user()}
+        self.nodes = set(expand(self.values["nodelist"] or "")) if self.values.get("nodelist") else None
+        if "start" in self.flags and self.states is None:
+            self.states = {"PENDING"}
+
+    def specs(self, errors: list[str]) -> list[fmt.Spec[SlurmJob]]:
+        chosen = self.values.get("format")
+        if chosen and chosen.lower() == "%all":
+            # every letter a..z then A..Z, `|` between them; letters squeue lacks are left out
+            letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+            everything = "|".join(f"%{letter}" for letter in letters if letter in LETTERS)
+            return fmt.parse_letters(everything, LETTERS, errors)
+        if chosen:
+            return fmt.parse_letters(chosen, LETTERS, errors)
+        if "start" in self.flags:
+            return fmt.parse_letters(START_FORMAT, LETTERS, errors)
+        chosen = self.values.get("Format") or (LONG_FORMAT if "long" in self.flags else DEFAULT_FORMAT)
+        return fmt.parse_names(chosen, NAMES, errors)
+
+    def wants(self, job: SlurmJob) -> bool:
+        if self.job_refs is not None and not any(
+                job.job_id == job_id and (index is None or index == job.index or _in_group(job, index))
+                for job_id, index in self.job_refs):
+            return False
+        if self.states is None:
+            if job.state not in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING"):
+                return False
+        elif "ALL" not in self.states and job.state not in self.states:
+            return False
+        if self.users is not None and job.user not in self.users:
+            return False
+        if "notme" in self.flags and job.user == current_user():
+            return False
+        if self.values.get("name") and job.info.name not in split_list(self.values["name"] or ""):
+            return False
+        if self.values.get("partitions") and job.info.queue not in split_list(self.values["partitions"] or ""):
+            return False
+        if self.values.get("qos") and "normal" not in {q.lower() for q in split_list(self.values["qos"] or "")}:
+            return False
+        if self.values.get("licenses") or self.values.get("reservation"):
+            return False
+        if self.nodes is not None and job.node not in self.nodes:
+            return False
+        return self._running_window(job)
+
+    def _running_window(self, job: SlurmJob) -> bool:
+        from drover.core.units import parse_duration_s
+
+        over, under = self.values.get("running-over"), self.values.get("running-under")
+        if over and job.elapsed <= parse_duration_s(over):
+            return False
+        return not (under and job.elapsed >= parse_duration_s(under))
 
 
-def _row(job: dict[str, object], state: str, ident: str, index: str, attempt: dict[str, object] | None,
-         now: float) -> dict[str, str]:
-    compact, long = STATES.get(state, ("PD", "PENDING"))
-    reason = REASONS.get(str(job.get("pending_reason") or ""), "None")
-    if state == "held":
-        reason = "JobHeldUser"
-    started = attempt.get("started_at") if attempt else None
-    node = str(attempt["node"]) if attempt else ""
-    return {
-        "i": ident, "A": str(job["id"]), "P": str(job.get("queue", "default")), "j": str(job["name"]),
-        "u": str(job["owner"]), "t": compact, "T": long, "M": _used(started, now), "D": "1",
-        "R": node if compact in ("R", "CG", "S", "CF") else f"({reason})", "C": str(job["cpus"]),
-        "m": f"{job['memory_mib']}M", "l": _limit(job.get("time_limit_s")), "N": node, "r": reason,
-        "a": "(null)", "K": index, "F": str(job["id"]), "Q": str(job["priority"]),
-    }
+def _invalid_user(name: str) -> None:
+    """squeue reports a user it does not know and lists the others' jobs (none, if no other)."""
+    print(f"squeue: error: Invalid user: {name}", file=sys.stderr)
 
 
-def _used(started: object, now: float) -> str:
-    if not started:
-        return "0:00"
-    seconds = int(now - float(started))  # type: ignore[arg-type]
-    days, seconds = divmod(seconds, 86400)
-    hours, seconds = divmod(seconds, 3600)
-    minutes, seconds = divmod(seconds, 60)
-    text = f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
-    return f"{days}-{text}" if days else text
+def _in_group(job: SlurmJob, index: int) -> bool:
+    """A pending group `12_[1-5]` is shown for `-j 12_3` as squeue shows a partial array."""
+    if job.pending_indices is None:
+        return False
+    for part in job.pending_indices.split(","):
+        first, _, last = part.partition("-")
+        if int(first) <= index <= int(last or first):
+            return True
+    return False
 
 
-def _limit(seconds: object) -> str:
-    return elapsed(float(seconds)) if seconds else "UNLIMITED"  # type: ignore[arg-type]
+def _job_list(text: str) -> list[tuple[int, int | None]]:
+    refs: list[tuple[int, int | None]] = []
+    for word in split_list(text):
+        job, _, index = word.partition("_")
+        if not job.isdigit() or (index and not index.isdigit()) or int(job) == 0:
+            raise Refused(f"Invalid job id: {word}")
+        refs.append((int(job), int(index) if index else None))
+    return refs
 
 
-def render(fmt: str, row: dict[str, str] | None) -> str:
-    """Slurm's -o format: %[.][width]letter, other text as it is."""
-    out, i = [], 0
-    while i < len(fmt):
-        if fmt[i] != "%":
-            out.append(fmt[i])
-            i += 1
-            continue
-        j = i + 1
-        right = fmt[j:j + 1] == "."
-        j += right
-        digits = ""
-        while j < len(fmt) and fmt[j].isdigit():
-            digits += fmt[j]
-            j += 1
-        letter = fmt[j:j + 1]
-        i = j + 1
-        text = FIELDS.get(letter, letter) if row is None else row.get(letter, "")
-        if digits:
-            width = int(digits)
-            text = text[:width]
-            text = text.rjust(width) if right else text.ljust(width)
-        out.append(text)
-    return "".join(out).rstrip()
+def _state_list(text: str) -> set[str]:
+    states: set[str] = set()
+    for word in split_list(text):
+        upper = word.upper()
+        if upper == "ALL":
+            states.add("ALL")
+        elif upper in STATE_NAMES:
+            states.add(STATE_NAMES[upper])
+        else:
+            valid = ",".join(name.lower() for name in COMPACT)
+            raise Refused(f"Invalid job state specified: {word}\nsqueue: error: Valid job states include: {valid}\n")
+    return states
+
+
+def render(query: Query, jobs: list[SlurmJob], out: list[str], errors: list[str]) -> None:
+    specs = query.specs(errors)
+    if "noheader" not in query.flags:
+        out.append(fmt.header(specs))
+    chosen = [job for job in jobs if query.wants(job)]
+    for job in sort_jobs(chosen, query.values.get("sort"), LETTERS):
+        out.append(fmt.line(specs, job))
+
+
+def collect(query: Query, now: float) -> list[SlurmJob]:
+    """The jobs from the cluster, as Slurm's lines. Raises Refused for a single job id Slurm
+    would not know: never submitted, or ended longer ago than MinJobAge."""
+    from drover.client.client import Client
+
+    ids = sorted({job_id for job_id, _ in query.job_refs}) if query.job_refs else None
+    final_asked = query.states is not None and ("ALL" in query.states or bool(query.states & FINAL))
+    with Client() as client:
+        infos = load_jobs(client, ids, include_ended=final_asked)
+    infos = [info for info in infos if info.ended_at is None or now - info.ended_at <= MIN_JOB_AGE_S]
+    if ids is not None and len(ids) == 1 and not infos:
+        raise Refused("slurm_load_jobs error: Invalid job id specified")
+    split = "array" in query.flags
+    return [line for info in infos for line in slurm_jobs(info, now, split_pending=split)]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="squeue", add_help=False)
-    p.add_argument("-h", "--noheader", action="store_true")
-    p.add_argument("-o", "--format")
-    p.add_argument("-O", "--Format")
-    p.add_argument("-t", "--states")
-    p.add_argument("-u", "--user")
-    p.add_argument("--me", action="store_true")
-    p.add_argument("-j", "--jobs")
-    p.add_argument("-r", "--array", action="store_true")
-    p.add_argument("--help", action="help")
-    args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    fmt = args.format or DEFAULT_FORMAT
-    if args.Format:
-        fmt = " ".join("%." + (spec.split(":")[1] if ":" in spec else "20") + LONG_FIELDS.get(spec.split(":")[0].lower(), "i")
-                       for spec in args.Format.split(","))
+    args = as_a_command(argv)
+    environ = dict(os.environ)
     try:
-        from drover.client.client import Client
-
-        with Client() as client:
-            user = pwd.getpwuid(os.getuid()).pw_name if args.me else args.user
-            ids = [int(x.split("_")[0]) for x in args.jobs.split(",")] if args.jobs else None
-            everything = bool(args.states and args.states.lower() == "all") or bool(ids)
-            listing = client.transport.call("GET", "/v1/jobs" + ("?all=1" if everything else ""))["jobs"]
-            jobs = [client.transport.call("GET", f"/v1/jobs/{j['id']}") for j in listing
-                    if (user is None or j["owner"] == user) and (ids is None or j["id"] in ids)]
+        found, operands = parse_gnu(args, OPTIONS, permute=True)
+    except UsageError as error:
+        return usage_error("squeue", str(error))
+    completion = autocomplete(found, OPTIONS)
+    if completion is not None:
+        return completion
+    found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + found
+    early = _informational(found)
+    if early is not None:
+        return early
+    try:
+        query = Query(found, operands, environ)
+        refused = [option for option, _ in found if option.mark is Mark.REFUSED]
+        if refused:
+            raise Refused(f"{refused[0].names[-1]} is not supported by Drover: {refused[0].note}")
+        for option, _ in found:
+            if option.mark is Mark.APPROXIMATED:
+                approximated("squeue", option, environ)
+        iterate = int(query.values["iterate"] or "0") if query.values.get("iterate") else 0
+        if query.values.get("iterate") is not None and iterate <= 0:
+            raise Refused(f"--iterate={query.values['iterate']}")
+        while True:
+            if iterate:
+                print(time.strftime("%a %b %d %H:%M:%S %Y"))
+            now = time.time()
+            out: list[str] = []
+            errors: list[str] = []
+            render(query, collect(query, now), out, errors)
+            for message in errors:
+                print(f"squeue: error: {message}", file=sys.stderr)
+            if out:
+                print("\n".join(out))
+            if not iterate:
+                return 0
+            print()
+            sys.stdout.flush()
+            time.sleep(iterate)
+    except Refused as error:
+        message = str(error)
+        print(message if message.startswith("slurm_load_jobs") else f"squeue: error: {message}",
+              file=sys.stderr, end="" if message.endswith("\n") else "\n")
+        return 1
+    except (BadRequest, ValueError) as error:
+        print(f"squeue: error: {error}", file=sys.stderr)
+        return 1
     except DroverError as error:
-        return fail("squeue", str(error))
-    table = rows(jobs)
-    if args.states and args.states.lower() != "all":
-        wanted = {s.strip().upper() for s in args.states.split(",")}
-        table = [r for r in table if r["t"] in wanted or r["T"] in wanted]
-    if not args.noheader:
-        print(render(fmt, None))
-    for row in table:
-        print(render(fmt, row))
-    return 0
+        print(f"squeue: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _informational(found: list[tuple[Option, str | None]]) -> int | None:
+    """--help, --usage, --version, --helpformat, --helpFormat, --helpstate: print and exit 0."""
+    for option, _value in found:
+        if option.key == "version":
+            print(VERSION)
+            return 0
+        if option.key in ("help", "usage"):
+            names = " ".join(f"[{', '.join(o.names)}{'=' + o.metavar if o.metavar else ''}]" for o in OPTIONS)
+            print(f"Usage: squeue {names}")
+            return 0
+        if option.key == "helpformat":
+            letters = sorted(LETTERS.items(), key=lambda item: (item[0].lower(), item[0].isupper()))
+            print(" ".join(f"%{letter:<2}" for letter, _ in letters))
+            return 0
+        if option.key == "helpFormat":
+            print(" ".join(column.name for column in COLUMNS))
+            return 0
+        if option.key == "helpstate":
+            print("\n".join(name.lower() for name in COMPACT))
+            return 0
+    return None
 
 
 if __name__ == "__main__":
