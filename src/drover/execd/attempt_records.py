@@ -13,7 +13,14 @@ from typing import TypeVar
 
 import msgspec
 
-from drover.records import AttemptConfig, CleanupProgress, ExitStatus, StagedOutRecord, Usage
+from drover.records import (
+    AttemptConfig,
+    CleanupProgress,
+    ContainmentRecord,
+    ExitStatus,
+    StagedOutRecord,
+    Usage,
+)
 from drover.spool import layout
 
 log = logging.getLogger("drover.execd")
@@ -36,6 +43,10 @@ def usage(spool: layout.SpoolDir) -> Usage | None:
 
 def config(spool: layout.SpoolDir) -> AttemptConfig | None:
     return _read(spool, layout.CONFIG, AttemptConfig)[0]
+
+
+def containment(spool: layout.SpoolDir) -> ContainmentRecord | None:
+    return _read(spool, layout.CONTAINMENT, ContainmentRecord)[0]
 
 
 def staged_out(spool: layout.SpoolDir) -> StagedOutRecord | None:

@@ -19,16 +19,19 @@ job may run again) is decided with every other exit meaning, in core/exit_status
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import time
 
-from drover.records import ExitStatus
+from drover.execd import attempt_records
+from drover.records import ContainmentRecord, ExitStatus
 from drover.shepherd.containment.v1 import CgroupV1
 from drover.shepherd.containment.v2 import CgroupV2
 from drover.spool import layout
-from drover.spool.atomic import read_json, read_text, write_atomically, write_json
+from drover.spool.atomic import read_text
+from drover.spool.outcome import write_outcome
 
 log = logging.getLogger("drover.execd")
 
@@ -48,13 +51,15 @@ def reason(wait_status: int | None) -> str:
 
 def end_attempt(spool: layout.SpoolDir) -> None:
     """SIGKILL every process of the attempt, then remove its cgroups."""
-    record = read_json(spool.record(layout.CONTAINMENT)) or {}
-    cgroups = {controller: path for controller, path in (record.get("cgroups") or {}).items()
+    # Written by the shepherd, which may have died writing it: its type checked on reading,
+    # and each cgroup path checked to be this attempt's own before anything is killed or removed.
+    record = attempt_records.containment(spool)
+    cgroups = {controller: path for controller, path in (record["cgroups"] if record else {}).items()
                if _is_attempt_cgroup(path, spool.name)}
     job_pid = _job_pid(spool)
-    if not record and job_pid is not None:  # a shepherd older than the record: its process group
+    if record is None and job_pid is not None:  # a shepherd older than the record: its process group
         _kill_group(job_pid)
-    backend = record.get("backend")
+    backend = record["backend"] if record else None
     if backend == "cgroup-v2" and "" in cgroups:
         containment: CgroupV2 | CgroupV1 = CgroupV2(cgroups[""], "", 0)
     elif backend == "cgroup-v1" and "freezer" in cgroups:
@@ -69,12 +74,17 @@ def end_attempt(spool: layout.SpoolDir) -> None:
 def record_loss(spool: layout.SpoolDir, wait_status: int | None) -> str:
     """The attempt's exit record: a system failure, not the job's. Returns the reason."""
     why = reason(wait_status)
-    write_atomically(spool.record(layout.ERROR), (why + "\n").encode(), mode=0o600)
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": why, "timed_out": False,
         "terminated": False, "out_of_memory": False, "shepherd_lost": True,
     }
-    write_json(spool.record(layout.EXIT_STATUS), exit_status)
+    try:
+        write_outcome(spool, spool.record(layout.ERROR), (why + "\n").encode(), patient=False)
+        write_outcome(spool, spool.record(layout.EXIT_STATUS), json.dumps(exit_status).encode(), patient=False)
+    except OSError as error:
+        # Reported all the same: a missing exit record reads as this same system failure
+        # (execd/attempt_records.py), so the outcome does not depend on the disk.
+        log.error("attempt %s: cannot record the lost shepherd: %s", spool.name, error.strerror)
     return why
 
 
@@ -99,12 +109,14 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def _kill_session(record: dict[str, object], job_pid: int | None) -> None:
+def _kill_session(record: ContainmentRecord | None, job_pid: int | None) -> None:
     """The subreaper's best: the shepherd's own session (or, if it led none, the job's process
     group within it), until none of their processes is left (they may fork meanwhile). A process
     group or session cannot be renamed while it has members, so those found are the attempt's."""
-    shepherd, session = record.get("shepherd"), record.get("session")
-    if not isinstance(session, int) or session <= 1 or session == os.getsid(0):
+    if record is None:
+        return
+    shepherd, session = record["shepherd"], record["session"]
+    if session <= 1 or session == os.getsid(0):
         return
     own_session = session == shepherd
     deadline = time.monotonic() + KILL_DEADLINE_S

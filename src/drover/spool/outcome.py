@@ -34,8 +34,9 @@ def make_reserve(spool: layout.SpoolDir) -> None:
 
 
 def write_outcome(spool: layout.SpoolDir, path: str, data: bytes,
-                  sleep: Callable[[float], None] = time.sleep) -> None:
-    """Write a record of how the job ended, whatever it takes (see above)."""
+                  sleep: Callable[[float], None] = time.sleep, patient: bool = True) -> None:
+    """Write a record of how the job ended, whatever it takes (see above). Not `patient` (the
+    execd, which must not block): once the reserve is spent, a full disk raises."""
     delay = BACKOFF_FIRST_S
     while True:
         try:
@@ -46,6 +47,8 @@ def write_outcome(spool: layout.SpoolDir, path: str, data: bytes,
                 raise
             if _give_back_reserve(spool):
                 continue
+            if not patient:
+                raise
             print(f"drover shepherd {spool.name}: cannot write {os.path.basename(path)}: {error.strerror}; "
                   f"trying again in {delay:.0f}s", file=sys.stderr, flush=True)
             sleep(delay)
