@@ -4,9 +4,13 @@ exits.txt), one pipeline per attempt.
     1. exit_hook   the site's exit hook runs with the final record on stdin
     2. stage_out   declared output files go back (through the controller)
     3. record      the final record is written to the spool, durably
-    4. mail        the owner is mailed, if they asked
-    5. report      the controller is told, and acknowledges (idempotent on its side)
+    4. report      the controller is told, and acknowledges (idempotent on its side)
+    5. mail        the owner is mailed, if they asked
     6. remove      the spool directory goes (or is kept, if the job or the config says so)
+
+Mail comes after the report, as in the starter's own code path (JIC::notifyJobExit updates the
+schedd, "and then" generates the notification email): a mail relay that is down never holds a
+job's end back from its user, its dependants or the scheduler.
 
 Each step records its completion in the attempt's `cleanup` record. A failed step stops the
 pipeline; the next trigger (a retry timer with back-off, a reconnection to the controller, an
@@ -38,7 +42,7 @@ from drover.spool.atomic import read_json, write_json
 
 log = logging.getLogger("drover.execd")
 
-STEPS = ("exit_hook", "stage_out", "record", "mail", "report", "remove")
+STEPS = ("exit_hook", "stage_out", "record", "report", "mail", "remove")
 FINAL = "final"
 KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
 
@@ -216,9 +220,8 @@ class Cleanup:
         return True
 
     async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 4: mail the owner, if asked. A relay that keeps failing holds the report up for at
-        most `mail_tries` tries (with back-off); then the mail is given up, and the failure is
-        reported as an event, so the controller still learns how the job ended."""
+        """Step 5: mail the owner, if asked. A relay that keeps failing is tried `mail_tries` times
+        (with back-off); then the mail is given up, and the failure is reported as an event."""
         record = _final_record(spool)
         config, exit_status, usage = record["config"], record["exit_status"], record["usage"]
         event = record["outcome"]
@@ -242,7 +245,7 @@ class Cleanup:
         return True
 
     async def _report(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 5: tell the controller; done once it acknowledges."""
+        """Step 4: tell the controller; done once it acknowledges."""
         usage = attempt_records.usage(spool)
         report = Exited(spool.name, attempt_records.exit_status(spool), usage,
                         usage["started_at"] if usage else None, done=[*progress["done"], "report"])
@@ -265,8 +268,8 @@ _STEP_FUNCTIONS = {
     "exit_hook": Cleanup._exit_hook,
     "stage_out": Cleanup._stage_out,
     "record": Cleanup._record,
-    "mail": Cleanup._mail,
     "report": Cleanup._report,
+    "mail": Cleanup._mail,
     "remove": Cleanup._remove,
 }
 assert tuple(_STEP_FUNCTIONS) == STEPS

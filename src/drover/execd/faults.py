@@ -4,8 +4,8 @@ stopped. It is off unless the execd's environment turns it on; drover.toml and t
 have no way to.
 
 DROVER_FAULT_PAUSE_BEFORE=STEP
-    STEP is a step of the cleanup pipeline (execd/cleanup.py: exit_hook, stage_out, record, mail,
-    report, remove). Right before that step of each attempt's cleanup, the execd creates the
+    STEP is a step of the cleanup pipeline (execd/cleanup.py: exit_hook, stage_out, record, report,
+    mail, remove). Right before that step of each attempt's cleanup, the execd creates the
     empty file `paused-before-STEP` in the attempt's spool directory and holds that pipeline
     until the file is removed. A test waits for the file, then kills the execd there
     (tests/integration/execd/test_cleanup_pipeline.py) or removes the file to let it go on.

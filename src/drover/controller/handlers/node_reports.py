@@ -172,6 +172,15 @@ def _current(state: ControllerState, name: str) -> tuple[Job, Task, Attempt] | t
     return job, task, attempt
 
 
+def _attempt_name(name: str) -> tuple[int, int, int] | None:
+    """(job, index, attempt) of an attempt's name "<job>.<task>.<attempt>", None if it is not one."""
+    parts = name.split(".")
+    if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
+        return None
+    job_id, index, number = (int(part) for part in parts)
+    return job_id, index, number
+
+
 def _started(state: ControllerState, outcome: Outcome, report: Started, now: float) -> None:
     job, task, attempt = _current(state, report.attempt)
     if task is None or attempt is None or task.state is not JobState.DISPATCHED:
@@ -214,6 +223,12 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
 def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: float) -> None:
     _, _, attempt = _current(state, report.attempt)
     if attempt is None:
+        # A step after the report (the mail) of a job that has ended since: its failure is
+        # still said, as an event of the job's.
+        ended = _attempt_name(report.attempt)
+        if report.error and ended is not None:
+            outcome.changes.event(now, "cleanup_failed", *ended, step=report.step, tries=report.tries,
+                                  error=report.error)
         return
     _record_cleanup(outcome, attempt, report.done, now, step=report.step, tries=report.tries, error=report.error)
     if report.error:
