@@ -101,6 +101,8 @@ class ExecdSection(Section, frozen=True):
     mail_tries: Annotated[int, about("tries before a job's mail is given up")] = 5
     exit_hook_tries: Annotated[int, about("tries before a failing exit hook is given up (the job's end is "
                                           "reported all the same)")] = 5
+    stage_out_tries: Annotated[int, about("tries before output files the controller does not take are given up "
+                                          "(not counted while it is unreachable)")] = 5
     identity_tries: Annotated[int, about("tries to switch to the job's owner before the attempt fails")] = 3
     identity_retry_s: Annotated[float, about("seconds between those tries")] = 10.0
     diagnostics_setuid: Annotated[str | None, about(

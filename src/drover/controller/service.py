@@ -305,12 +305,23 @@ class ControllerService:
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
-        reports = [m for m in messages if not isinstance(m, Hello)]
-        for message in reports:
-            if isinstance(message, StagedOut):
-                staged_files.keep(self.settings.files_dir, message)  # on disk before it is acknowledged
+        reports = [m for m in messages if not isinstance(m, Hello) and self._kept(m)]
         if reports:
             self._run(lambda: on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held))
+
+    def _kept(self, message: NodeMessage) -> bool:
+        """Staged-out files are on disk before they are acknowledged. Files that cannot be kept
+        (the controller's disk is full) are not acknowledged: the node tries again, and after
+        its stage_out_tries gives them up, in an event that says so; the job goes on."""
+        if not isinstance(message, StagedOut):
+            return True
+        try:
+            staged_files.keep(self.settings.files_dir, message)
+            return True
+        except OSError as error:
+            log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt,
+                      self.settings.files_dir, error.strerror or error)
+            return False
 
     def node_disconnected(self, channel: NodeChannel) -> None:
         if self.channels.detach(channel):

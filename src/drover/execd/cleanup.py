@@ -56,6 +56,7 @@ class CleanupSettings:
     smtp_port: int = 25
     mail_tries: int = 5  # after this many failed tries, the mail is given up and the report goes on
     exit_hook_tries: int = 5  # the same for the site's exit hook
+    stage_out_tries: int = 5  # the same for output files the controller, connected, does not take
     report_timeout_s: float = 10.0
     retry_first_s: float = 0.5
     retry_max_s: float = 30.0
@@ -65,14 +66,20 @@ class StepFailed(Exception):
     """A step did not complete; the message is what `drover show` displays."""
 
 
+class Unreachable(StepFailed):
+    """The controller is not connected: the step waits for it, and the try is not counted
+    against the step's bound (a controller that is down must not cost a job its files)."""
+
+
 class Cleanup:
     """The pipelines of the attempts that ended on this node."""
 
     def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
-                 faults: Faults = NO_FAULTS) -> None:
+                 faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True) -> None:
         self.root = root
         self.settings = settings
         self.send = send
+        self.connected = connected  # whether the controller's channel is up
         self.faults = faults  # for fault-injection tests only (execd/faults.py)
         self.pending: dict[str, layout.SpoolDir] = {}
         self._running: set[str] = set()
@@ -124,10 +131,14 @@ class Cleanup:
                 try:
                     did_something = await _STEP_FUNCTIONS[step](self, spool, progress)
                 except (StepFailed, OSError) as failure:  # OSError: the node's disk (full, failing)
-                    progress["step"], progress["tries"], progress["error"] = step, progress["tries"] + 1, str(failure)
+                    counted = not isinstance(failure, Unreachable)
+                    progress["step"], progress["error"] = step, str(failure)
+                    if counted:
+                        progress["tries"] += 1
                     _remember(spool, progress)
                     self.send(Progress(name, list(progress["done"]), step, progress["tries"], str(failure)))
-                    delay = min(self.settings.retry_first_s * 2 ** (progress["tries"] - 1), self.settings.retry_max_s)
+                    delay = min(self.settings.retry_first_s * 2 ** max(progress["tries"] - 1, 0),
+                                self.settings.retry_max_s)
                     log.info("attempt %s: cleanup step %s failed (try %d), again in %.1fs: %s",
                              name, step, progress["tries"], delay, failure)
                     self._timers[name] = self._loop.call_later(delay, self.trigger, name)
@@ -200,7 +211,12 @@ class Cleanup:
             with open(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"]), "rb") as file:
                 files.append(File(entry["name"], file.read(), entry["mode"]))
         refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
-        await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, collected["skipped"], refused))
+        try:
+            await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, collected["skipped"], refused))
+        except Unreachable:
+            raise
+        except StepFailed as failure:
+            return self._give_up_after(spool, progress, "stage_out", self.settings.stage_out_tries, str(failure))
         return True
 
     async def _acknowledged(self, name: str, kind: str, message: Any) -> None:
@@ -210,7 +226,9 @@ class Cleanup:
         try:
             await asyncio.wait_for(waiter, self.settings.report_timeout_s)
         except TimeoutError:
-            raise StepFailed("the controller has not acknowledged (is it up?)") from None
+            if not self.connected():
+                raise Unreachable("the controller is not connected; waiting for it") from None
+            raise StepFailed("the controller has not acknowledged") from None
         finally:
             self._acks.pop((name, kind), None)
 

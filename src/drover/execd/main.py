@@ -75,7 +75,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     faults = Faults.from_environment()
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
-    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults)
+    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set())
     attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))
     channel = ControllerChannel(
         args.socket or api_socket(paths),
@@ -110,7 +110,7 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     return CleanupSettings(
         exit_hook=options.exit_hook or None, keep_spool=options.keep_spool,
         smtp_host=options.smtp_host, smtp_port=options.smtp_port, mail_tries=options.mail_tries,
-        exit_hook_tries=options.exit_hook_tries,
+        exit_hook_tries=options.exit_hook_tries, stage_out_tries=options.stage_out_tries,
     )
 
 

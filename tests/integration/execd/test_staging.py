@@ -56,3 +56,20 @@ def test_fetch_without_staged_files_says_so(cluster: LocalCluster) -> None:
     result = cluster.drover("fetch", str(job), check=False)
     assert result.returncode == 1 and "no staged-out files" in result.stderr
     assert os.path.exists(cluster.workdir / f"drover-{job}.out")
+
+
+def test_output_files_the_controller_cannot_keep_are_given_up_and_the_job_ends(tmp_path: Path) -> None:
+    """Bounded like every cleanup step: the node tries stage_out_tries times, then gives the files
+    up in an event that says why, and the job's end is reported all the same."""
+    cluster = LocalCluster(config_toml="[execd]\nstage_out_tries = 1\n")
+    (cluster.state_dir / "files").write_text("not a directory: the controller cannot keep files here\n")
+    try:
+        cluster.start()
+        job = cluster.submit("--stage-out", "result.txt", "--", "bash", "-c", "echo 1 > result.txt")
+        assert cluster.drover("wait", str(job), timeout=90).returncode == 0
+        failed = [e for e in cluster.drover_json("events", str(job)) if e["kind"] == "cleanup_failed"]
+        assert [e["detail"]["step"] for e in failed] == ["stage_out"]
+        assert "stage_out given up: the controller has not acknowledged" in failed[0]["detail"]["error"]
+        assert "cannot keep the files" in (cluster.state_dir / "controller.log").read_text()
+    finally:
+        assert not cluster.stop()
