@@ -148,7 +148,7 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURM_JOBID": job_id,
         "SLURM_JOB_NAME": name,
         "SLURM_JOB_PARTITION": queue,
-        "SLURM_CLUSTER_NAME": config.get("cluster") or "drover",
+        "SLURM_CLUSTER_NAME": "drover",  # as sacct, squeue, sinfo and scontrol name the cluster
         "SLURM_CPUS_PER_TASK": str(cpus_per_task),
         "SLURM_CPUS_ON_NODE": cpus,
         "SLURM_JOB_CPUS_PER_NODE": cpus,
