@@ -47,7 +47,12 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    from drover.cli.pipes import quiet_on_broken_pipe
+
+    return quiet_on_broken_pipe(lambda: _main(sys.argv[1:] if argv is None else argv))
+
+
+def _main(args: list[str]) -> int:
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0 if args else 2
@@ -72,5 +77,3 @@ def main(argv: list[str] | None = None) -> int:
         return error.exit_code
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0

@@ -37,7 +37,8 @@ def run(command: str, argv: list[str]) -> int:
         if os.path.exists(path) and not args.force:
             raise BadRequest(f"{path} exists; --force replaces it")
         with open(path, "w") as file:
-            file.write(f"#!{sys.executable}\nfrom {module} import {function}\nraise SystemExit({function}())\n")
+            file.write(f"#!{sys.executable}\nfrom drover.cli.pipes import quiet_on_broken_pipe\n"
+                       f"from {module} import {function}\nraise SystemExit(quiet_on_broken_pipe({function}))\n")
         os.chmod(path, 0o755)
         print(path)
     return 0

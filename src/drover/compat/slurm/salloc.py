@@ -20,8 +20,9 @@ import sys
 from collections.abc import Sequence
 
 from drover.compat.slurm import submit_options
+from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
-from drover.compat.slurm.sbatch import VERSION, exit_status_for_errors
+from drover.compat.slurm.sbatch import exit_status_for_errors
 from drover.compat.slurm.submission import to_job
 from drover.core.errors import DroverError
 

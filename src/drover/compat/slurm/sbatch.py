@@ -17,13 +17,13 @@ import sys
 from collections.abc import Sequence
 
 from drover.compat.slurm import submit_options
+from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.directives import DirectiveError, sbatch_directives
 from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
 from drover.compat.slurm.submission import to_job
 from drover.core.errors import DroverError
 
 OPTIONS = submit_options.options_for("sbatch")
-VERSION = "slurm 24.05.0"  # the release whose man page this front end follows
 
 
 def main(argv: Sequence[str] | None = None) -> int:

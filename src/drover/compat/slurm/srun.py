@@ -15,8 +15,9 @@ import sys
 from collections.abc import Sequence
 
 from drover.compat.slurm import submit_options
+from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
-from drover.compat.slurm.sbatch import VERSION, exit_status_for_errors
+from drover.compat.slurm.sbatch import exit_status_for_errors
 from drover.compat.slurm.step import Step, next_step_id, run
 from drover.compat.slurm.submission import check_nodes, shape, to_job
 from drover.core.errors import DroverError
