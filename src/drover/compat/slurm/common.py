@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import pwd
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from drover.compat.optiontable import Option, UsageError, parse_gnu
 from drover.core.units import format_duration
 
 if TYPE_CHECKING:
     from drover.client.client import Client
-    from drover.compat.optiontable import Option
     from drover.protocol.api import JobInfo
 
 # The Slurm release whose commands the front ends follow, as `--version` prints it: tools read it
@@ -34,15 +34,32 @@ class Refused(Exception):
     """A command line the real command refuses: the message is printed, the exit status is 1."""
 
 
-def as_a_command(argv: list[str] | None) -> list[str]:
-    """The arguments; and, run as the command itself (not called from Python), SIGPIPE's default
-    action restored, so `squeue | head -1` ends quietly as the real command does."""
-    if argv is not None:
-        return argv
-    import signal
+def command_line(command: str, argv: list[str] | None, options: Sequence[Option],
+                 hint: bool = True) -> tuple[list[tuple[Option, str | None]], list[str]] | int:
+    """The options and operands as getopt_long gives them (operands permuted, as the query
+    commands' getopt does); or the exit status when there is nothing more to do: a command line
+    getopt refuses (reported in its words), or `--autocomplete` (answered). (`squeue | head -1`
+    ends quietly through the installed command's wrapper, cli/pipes.py; SIGPIPE stays ignored,
+    so a connection the controller closes is an error the command reports, not a silent death.)"""
+    try:
+        found, operands = parse_gnu(sys.argv[1:] if argv is None else argv, options, permute=True)
+    except UsageError as error:
+        return usage_error(command, str(error), hint=hint)
+    completion = autocomplete(found, options)
+    return (found, operands) if completion is None else completion
 
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    return sys.argv[1:]
+
+def reported(command: str, body: Callable[[], int]) -> int:
+    """Run `body`; a refusal (Refused, UnknownField) or the cluster's error ends the command with
+    `COMMAND: error: MESSAGE` and status 1, as the real command's errors do."""
+    from drover.compat.slurm.printfields import UnknownField
+    from drover.core.errors import DroverError
+
+    try:
+        return body()
+    except (Refused, UnknownField, DroverError) as error:
+        print(f"{command}: error: {error}", file=sys.stderr)
+        return 1
 
 
 def autocomplete(found: list[tuple[Option, str | None]], options: Iterable[Option]) -> int | None:

@@ -8,21 +8,19 @@ import os
 import sys
 import time
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
-    as_a_command,
-    autocomplete,
+    command_line,
     current_user,
     load_jobs,
-    usage_error,
+    reported,
     user_names,
 )
 from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
 from drover.compat.slurm.sacct_columns import FIELDS, Line, Units
 from drover.compat.slurm.sacct_select import Selection, lines_of
-from drover.core.errors import DroverError
 
 S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -141,25 +139,14 @@ def _informational(found: list[tuple[Option, str | None]]) -> int | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("sacct", str(error), hint=False)
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
+    parsed = command_line("sacct", argv, OPTIONS, hint=False)
+    if isinstance(parsed, int):
+        return parsed
+    found, operands = parsed
     early = _informational(found)
     if early is not None:
         return early
-    try:
-        return _run(found, operands, dict(os.environ))
-    except Refused as error:
-        print(f"sacct: error: {error}", file=sys.stderr)
-        return 1
-    except DroverError as error:
-        print(f"sacct: error: {error}", file=sys.stderr)
-        return 1
+    return reported("sacct", lambda: _run(found, operands, dict(os.environ)))
 
 
 def _run(found: list[tuple[Option, str | None]], operands: list[str], environ: dict[str, str]) -> int:

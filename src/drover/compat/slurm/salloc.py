@@ -21,10 +21,9 @@ from collections.abc import Sequence
 
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
-from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
-from drover.compat.slurm.sbatch import exit_status_for_errors
+from drover.compat.slurm.reporting import reporting_errors
+from drover.compat.slurm.request import Request, apply_marks, parse
 from drover.compat.slurm.submission import to_job
-from drover.core.errors import DroverError
 
 OPTIONS = submit_options.options_for("salloc")
 # salloc's own rule: a command ended by one of these was most likely ended by its user.
@@ -32,18 +31,7 @@ USER_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGKILL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    error_exit = exit_status_for_errors("salloc")
-    try:
-        return _main(argv)
-    except OptionError as error:
-        print(f"salloc: {error}" if error.try_help else f"salloc: error: {error}", file=sys.stderr)
-        if error.try_help:
-            print('Try "salloc --help" for more information', file=sys.stderr)
-        return 255
-    except (Refused, DroverError) as error:
-        print(f"salloc: error: {error}", file=sys.stderr)
-        return error_exit
+    return reporting_errors("salloc", lambda: _main(list(sys.argv[1:] if argv is None else argv)))
 
 
 def _main(argv: list[str]) -> int:

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
-from drover.compat.slurm.directives import DirectiveError, sbatch_directives
+from drover.compat.slurm.directives import sbatch_directives
+from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
 from drover.compat.slurm.submission import to_job
 from drover.core.errors import DroverError
@@ -27,36 +28,7 @@ OPTIONS = submit_options.options_for("sbatch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    error_exit = exit_status_for_errors("sbatch")
-    try:
-        return _main(argv)
-    except OptionError as error:
-        print(f"sbatch: {error}" if error.try_help else f"sbatch: error: {error}", file=sys.stderr)
-        if error.try_help:
-            print('Try "sbatch --help" for more information', file=sys.stderr)
-        return 255
-    except DirectiveError as error:
-        print(f"sbatch: {'fatal' if error.fatal else 'error'}: {error}", file=sys.stderr)
-        return error_exit
-    except (Refused, DroverError) as error:
-        print(f"sbatch: error: {error}", file=sys.stderr)
-        return error_exit
-
-
-def exit_status_for_errors(command: str) -> int:
-    """SLURM_EXIT_ERROR, if set to a number other than 0; else 1."""
-    text = os.environ.get("SLURM_EXIT_ERROR")
-    if text is None:
-        return 1
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value == 0:
-        print(f"{command}: error: SLURM_EXIT_ERROR has zero value", file=sys.stderr)
-        return 1
-    return value & 0xFF
+    return reporting_errors("sbatch", lambda: _main(list(sys.argv[1:] if argv is None else argv)))
 
 
 def _main(argv: list[str]) -> int:

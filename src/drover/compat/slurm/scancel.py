@@ -12,23 +12,22 @@ import os
 import sys
 import time
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm.actions import act, slurm_ref
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
     approximated,
-    as_a_command,
-    autocomplete,
+    command_line,
     current_user,
     environment_defaults,
+    reported,
     split_list,
-    usage_error,
     user_names,
 )
 from drover.compat.slurm.hostlist import expand
 from drover.compat.slurm.jobs import slurm_jobs
-from drover.core.errors import BadRequest, DroverError
+from drover.core.errors import BadRequest
 from drover.core.signals import job_signal
 
 S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
@@ -74,24 +73,16 @@ FILTERS = ("name", "nodelist", "partition", "qos", "reservation", "state", "user
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
     environ = dict(os.environ)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("scancel", str(error))
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
-    try:
-        found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + _yes_no(environ) + found
-        return _run(found, operands, environ)
-    except Refused as error:
-        print(f"scancel: error: {error}", file=sys.stderr)
-        return 1
-    except DroverError as error:
-        print(f"scancel: error: {error}", file=sys.stderr)
-        return 1
+    parsed = command_line("scancel", argv, OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    found, operands = parsed
+
+    def run() -> int:
+        return _run(environment_defaults(OPTIONS, ENVIRONMENT, environ) + _yes_no(environ) + found, operands, environ)
+
+    return reported("scancel", run)
 
 
 def _yes_no(environ: dict[str, str]) -> list[tuple[Option, str | None]]:

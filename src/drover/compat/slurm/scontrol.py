@@ -9,16 +9,14 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import timefmt
 from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, Refusal, act, slurm_ref
 from drover.compat.slurm.common import (
     MIN_JOB_AGE_S,
     VERSION,
     Refused,
-    as_a_command,
-    autocomplete,
-    usage_error,
+    command_line,
 )
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
@@ -70,14 +68,10 @@ class Output:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
-    try:
-        found, words = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("scontrol", str(error))
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
+    parsed = command_line("scontrol", argv, OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    found, words = parsed
     keys = {option.key for option, _ in found}
     for option, _ in found:
         if option.mark is Mark.REFUSED:

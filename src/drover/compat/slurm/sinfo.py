@@ -7,16 +7,14 @@ import os
 import sys
 import time
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
-    as_a_command,
-    autocomplete,
+    command_line,
     environment_defaults,
     split_list,
-    usage_error,
 )
 from drover.compat.slurm.hostlist import expand
 from drover.compat.slurm.sinfo_columns import COLUMNS, LONG_STATES, Group, groups
@@ -126,15 +124,11 @@ def select(lines: list[Group], values: dict[str, str | None], flags: set[str]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
     environ = dict(os.environ)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("sinfo", str(error))
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
+    parsed = command_line("sinfo", argv, OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    found, operands = parsed
     found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + found
     values: dict[str, str | None] = {}
     flags: set[str] = set()

@@ -13,21 +13,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.columns import Column
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
-    as_a_command,
-    autocomplete,
+    command_line,
     load_jobs,
+    reported,
     split_list,
-    usage_error,
     user_names,
 )
 from drover.compat.slurm.jobs import SlurmJob, slurm_jobs
-from drover.core.errors import DroverError
 
 S, M, R = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -98,22 +96,10 @@ LETTERS = fmt.by_letter(COLUMNS)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("sprio", str(error))
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
-    try:
-        return _run(found, operands)
-    except Refused as error:
-        print(f"sprio: error: {error}", file=sys.stderr)
-        return 1
-    except DroverError as error:
-        print(f"sprio: error: {error}", file=sys.stderr)
-        return 1
+    parsed = command_line("sprio", argv, OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    return reported("sprio", lambda: _run(*parsed))
 
 
 def _run(found: list[tuple[Option, str | None]], operands: list[str]) -> int:

@@ -8,20 +8,18 @@ import os
 import sys
 import time
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.common import (
     MIN_JOB_AGE_S,
     VERSION,
     Refused,
     approximated,
-    as_a_command,
-    autocomplete,
+    command_line,
     current_user,
     environment_defaults,
     load_jobs,
     split_list,
-    usage_error,
     user_names,
 )
 from drover.compat.slurm.hostlist import expand
@@ -249,15 +247,11 @@ def collect(query: Query, now: float) -> list[SlurmJob]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
     environ = dict(os.environ)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("squeue", str(error))
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
+    parsed = command_line("squeue", argv, OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    found, operands = parsed
     found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + found
     early = _informational(found)
     if early is not None:

@@ -16,11 +16,10 @@ from collections.abc import Sequence
 
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
-from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
-from drover.compat.slurm.sbatch import exit_status_for_errors
+from drover.compat.slurm.reporting import reporting_errors
+from drover.compat.slurm.request import Refused, Request, apply_marks, parse
 from drover.compat.slurm.step import Step, next_step_id, run
 from drover.compat.slurm.submission import check_nodes, shape, to_job
-from drover.core.errors import DroverError
 
 OPTIONS = submit_options.options_for("srun")
 # Set in the environment of the job srun makes outside an allocation: the srun inside it has
@@ -29,18 +28,7 @@ CHECKED = "DROVER_SRUN_OPTIONS_CHECKED"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    error_exit = exit_status_for_errors("srun")
-    try:
-        return _main(argv)
-    except OptionError as error:
-        print(f"srun: {error}" if error.try_help else f"srun: error: {error}", file=sys.stderr)
-        if error.try_help:
-            print('Try "srun --help" for more information', file=sys.stderr)
-        return 255
-    except (Refused, DroverError) as error:
-        print(f"srun: error: {error}", file=sys.stderr)
-        return error_exit
+    return reporting_errors("srun", lambda: _main(list(sys.argv[1:] if argv is None else argv)))
 
 
 def _main(argv: list[str]) -> int:

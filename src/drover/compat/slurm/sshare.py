@@ -7,21 +7,18 @@ what Drover measured: the CPU seconds (user and system) of the user's ended jobs
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
-    as_a_command,
-    autocomplete,
+    command_line,
     current_user,
-    usage_error,
+    reported,
     user_names,
 )
-from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
-from drover.core.errors import DroverError
+from drover.compat.slurm.printfields import Field, Printer, choose
 
 S, M, R = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -90,22 +87,10 @@ FIELDS: list[Field[Share]] = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("sshare", str(error))
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
-    try:
-        return _run(found, operands)
-    except (Refused, UnknownField) as error:
-        print(f"sshare: error: {error}", file=sys.stderr)
-        return 1
-    except DroverError as error:
-        print(f"sshare: error: {error}", file=sys.stderr)
-        return 1
+    parsed = command_line("sshare", argv, OPTIONS)
+    if isinstance(parsed, int):
+        return parsed
+    return reported("sshare", lambda: _run(*parsed))
 
 
 def _run(found: list[tuple[Option, str | None]], operands: list[str]) -> int:

@@ -11,20 +11,18 @@ from __future__ import annotations
 import sys
 import time
 
-from drover.compat.optiontable import Arity, Mark, Option, UsageError, parse_gnu
+from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm.common import (
     VERSION,
     Refused,
-    as_a_command,
-    autocomplete,
+    command_line,
+    reported,
     split_list,
-    usage_error,
 )
 from drover.compat.slurm.jobs import SlurmJob, slurm_jobs
-from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
+from drover.compat.slurm.printfields import Field, Printer, choose
 from drover.compat.slurm.sacct_columns import FIELDS as SACCT_FIELDS
 from drover.compat.slurm.sacct_columns import Line
-from drover.core.errors import DroverError
 
 S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -85,22 +83,10 @@ FIELDS: list[Field[Line]] = [Field(width, name, _value(name).value) for width, n
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = as_a_command(argv)
-    try:
-        found, operands = parse_gnu(args, OPTIONS, permute=True)
-    except UsageError as error:
-        return usage_error("sstat", str(error), hint=False)
-    completion = autocomplete(found, OPTIONS)
-    if completion is not None:
-        return completion
-    try:
-        return _run(found, operands)
-    except (Refused, UnknownField) as error:
-        print(f"sstat: error: {error}", file=sys.stderr)
-        return 1
-    except DroverError as error:
-        print(f"sstat: error: {error}", file=sys.stderr)
-        return 1
+    parsed = command_line("sstat", argv, OPTIONS, hint=False)
+    if isinstance(parsed, int):
+        return parsed
+    return reported("sstat", lambda: _run(*parsed))
 
 
 def _run(found: list[tuple[Option, str | None]], operands: list[str]) -> int:
