@@ -291,7 +291,7 @@ def b7(repeat: int, quick: bool) -> dict[str, Any]:
             quiet = submit_latencies(c, lambda submitted: submitted >= 100)
             burst = subprocess.Popen([sys.executable, str(Path(__file__).with_name("listing_burst.py")), c.socket,
                                       "--count", str(count)], stdout=subprocess.PIPE, text=True)
-            loaded = submit_latencies(c, lambda submitted: burst.poll() is not None and submitted >= 20)
+            loaded = submit_latencies(c, lambda submitted, burst=burst: burst.poll() is not None and submitted >= 20)
             figures = json.loads(burst.communicate()[0])
             rss_mib.append(peak_rss_mib(controller))
             for into, sample in ((calm, quiet), (busy, loaded)):

@@ -20,11 +20,11 @@ async def events(call: Call) -> Response:
         call.controller.policy.may_administer(call.user, "read the whole cluster's event log; name one of your jobs")
     limit = int_query(request, "limit", 1000) or 1000
     wait = min(max(int_query(request, "wait", 0) or 0, 0), 300)
-    return json_response(api.EventList(events=await call.controller.reads.events(job, after, limit, wait)))
+    return json_response(await call.controller.reads.events(job, after, limit, wait))
 
 
 ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
         ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
-        ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
+        ("limit", "integer", "rows, oldest first: pass the last one's seq as after for the next page"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
 ]
