@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
-from drover.api.http import int_query, json_response
+from drover.api.http import encoded_json_response, int_query
 from drover.api.openapi import Operation
 from drover.controller.auth import Access
 from drover.protocol import api
@@ -20,7 +20,7 @@ async def events(call: Call) -> Response:
         call.controller.policy.may_administer(call.user, "read the whole cluster's event log; name one of your jobs")
     limit = int_query(request, "limit", 1000) or 1000
     wait = min(max(int_query(request, "wait", 0) or 0, 0), 300)
-    return json_response(await call.controller.reads.events(job, after, limit, wait))
+    return encoded_json_response(await call.controller.reads.events(job, after, limit, wait))
 
 
 ENDPOINTS = [

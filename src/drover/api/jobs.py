@@ -6,7 +6,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
-from drover.api.http import int_query, json_response, unix_time
+from drover.api.http import encoded_json_response, int_query, json_response, unix_time
 from drover.api.openapi import Operation
 from drover.controller.auth import Access
 from drover.controller.handlers.actions import ACTIONS
@@ -41,7 +41,7 @@ async def list_jobs(call: Call) -> Response:
         include_ended=params.get("all") in ("1", "true"), limit=int_query(request, "limit", 1000) or 1000,
         before=int_query(request, "before", None),
     )
-    return json_response(await call.controller.reads.jobs(query))
+    return encoded_json_response(await call.controller.reads.jobs(query))
 
 
 async def show_job(call: Call) -> Response:
@@ -80,7 +80,7 @@ async def history(call: Call) -> Response:
         unix_time(since, "query parameter since") if since else None,
         history_cursor(before) if before else None,
     )
-    return json_response(page)
+    return encoded_json_response(page)
 
 
 ENDPOINTS = [

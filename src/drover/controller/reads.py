@@ -80,15 +80,15 @@ class Reads:
         may_see(job.owner, job_id)
         return views.job_info(service.state, job, with_tasks=True, store=service.store)
 
-    async def jobs(self, query: JobFilter) -> JobPage:
-        """Live jobs (and ended ones, if asked) in id order: the newest `query.limit`, below
-        `query.before` if set. A live job matches `query.states` by its own state or by the
-        state of any of its tasks; an ended one by its final state."""
+    async def jobs(self, query: JobFilter) -> bytes:
+        """The JSON of an api.JobList: live jobs (and ended ones, if asked) in id order, the
+        newest `query.limit`, below `query.before` if set. A live job matches `query.states` by
+        its own state or by the state of any of its tasks; an ended one by its final state."""
         async with self._slots:
             live = self._live_jobs(query)
             if not query.include_ended and len(live) <= ENCODE_ON_LOOP:
-                return _job_page([(info.id, msgspec.Raw(_encode(info))) for info in live], query.limit)
-            return await self._worker.run(lambda reader: self._with_ended(reader, query, live))
+                return _encode(_job_page([(info.id, msgspec.Raw(_encode(info))) for info in live], query.limit))
+            return await self._worker.run(lambda reader: _encode(self._with_ended(reader, query, live)))
 
     def _live_jobs(self, query: JobFilter) -> list[JobInfo]:
         """The page's live jobs, newest first. On the loop: the working set changes under any
@@ -135,23 +135,24 @@ class Reads:
         return _job_page([(job_id, _raw(page[job_id])) for job_id in newest], query.limit)
 
     async def history(self, owner: str | None, limit: int, since: float | None,
-                      before: HistoryCursor | None = None) -> HistoryPage:
-        """Ended attempts, the newest `limit` (older than `before`, if set), newest last;
-        `owner` None for everyone's."""
+                      before: HistoryCursor | None = None) -> bytes:
+        """The JSON of an api.History: ended attempts, the newest `limit` (older than `before`,
+        if set), newest last; `owner` None for everyone's."""
 
-        def page(reader: StoreReader) -> HistoryPage:
+        def page(reader: StoreReader) -> bytes:
             records = reader.history(owner, limit, since, before)
             rows = [msgspec.Raw(_encode(views.history_row(record))) for record in reversed(records)]
             last = records[-1] if len(records) == limit else None
             cursor = history_token((last.ended_at, last.job_id, last.index, last.attempt)) if last else None
-            return HistoryPage(rows=rows, next_before=cursor)
+            return _encode(HistoryPage(rows=rows, next_before=cursor))
 
         async with self._slots:
             return await self._worker.run(page)
 
-    async def events(self, job_id: int | None, after: int, limit: int, wait_s: float) -> EventPage:
-        """Events after sequence number `after` (of one job, or all); if there are none yet,
-        wait up to `wait_s` for the next to be committed (a long poll)."""
+    async def events(self, job_id: int | None, after: int, limit: int, wait_s: float) -> bytes:
+        """The JSON of an api.EventList: events after sequence number `after` (of one job, or
+        all); if there are none yet, wait up to `wait_s` for the next to be committed (a long
+        poll)."""
         service = self._service
         found = await self._events(job_id, after, limit)
         if not found.events and wait_s:
@@ -160,7 +161,7 @@ class Reads:
             while not found.events and loop.time() < deadline:
                 await service.wait_for_events(deadline - loop.time())
                 found = await self._events(job_id, after, limit)
-        return found
+        return _encode(found)
 
     async def _events(self, job_id: int | None, after: int, limit: int) -> EventPage:
         def page(reader: StoreReader) -> EventPage:
