@@ -30,10 +30,9 @@ if TYPE_CHECKING:
     from drover.protocol.plain import ActionOutcome, JobRequest, WaitReply
 
 
-PAGE = 5000  # rows asked for in one request; longer listings are read page by page
-
-
 class Client:
+    page_rows = 5000  # rows asked for in one request; a longer listing is read page by page
+
     def __init__(self, address: str | None = None, timeout_s: float | None = 60.0) -> None:
         """`address`: a Unix socket path or http://HOST:PORT; default: the personal cluster's socket."""
         if address is None:
@@ -87,7 +86,7 @@ class Client:
         wanted = limit
         while True:
             page = self.jobs_page(states, user, name, include_ended,
-                                  min(wanted, PAGE) if wanted is not None else None, before)
+                                  min(wanted, self.page_rows) if wanted is not None else None, before)
             pages.append(page.jobs)
             if wanted is None or page.next_before is None:
                 break
@@ -169,7 +168,7 @@ class Client:
         pages: list[list[HistoryRow]] = []
         wanted = limit
         while True:
-            page = self.history_page(user, min(wanted, PAGE), since, before)
+            page = self.history_page(user, min(wanted, self.page_rows), since, before)
             pages.append(page.rows)
             wanted -= len(page.rows)
             if page.next_before is None or wanted <= 0:
