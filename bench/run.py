@@ -387,6 +387,10 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     b3r = results.get("B3")
     if b3r and b3r.get("tsp true; tsp -w (ms)"):
         ratios.append(f"B3 client latency / tsp: {b3r['drover client submit->finished (ms)']['median'] / b3r['tsp true; tsp -w (ms)']['median']:.2f}x")
+    b7r = results.get("B7")
+    if b7r:
+        ratios.append(f"B7 submit during a burst of listings / idle: p50 {b7r['submit p50 burst/idle']['median']:.2f}x, "
+                      f"p99 {b7r['submit p99 burst/idle']['median']:.2f}x")
     if ratios:
         print("\nratios (median over median): " + "; ".join(ratios))
 

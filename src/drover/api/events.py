@@ -15,7 +15,7 @@ async def events(call: Call) -> Response:
     request = call.request
     job, after = int_query(request, "job", None), int_query(request, "after", 0) or 0
     if job is not None:
-        call.job_of(job)  # its owner's (or an admin's) to read
+        await call.job_of(job)  # its owner's (or an admin's) to read
     else:
         call.controller.policy.may_administer(call.user, "read the whole cluster's event log; name one of your jobs")
     limit = int_query(request, "limit", 1000) or 1000

@@ -52,7 +52,7 @@ async def wait_job(call: Call) -> Response:
     assert call.job is not None
     timeout = min(max(int_query(call.request, "timeout", 30) or 0, 0), 300)
     ended = await call.controller.service.wait_for_end(call.job.id, timeout)
-    return json_response({"ended": ended, "job": call.job_of(call.job.id)})
+    return json_response({"ended": ended, "job": await call.job_of(call.job.id)})
 
 
 async def act(call: Call) -> Response:

@@ -71,14 +71,25 @@ class Reads:
     def close(self) -> None:
         self._worker.close()
 
-    def job(self, job_id: int, may_see: MaySee) -> JobInfo:
-        """A job, live or ended, with its tasks and every attempt."""
+    async def job(self, job_id: int, may_see: MaySee) -> JobInfo:
+        """A job, live or ended, with its tasks and every attempt. A live one is read on the
+        loop (its tasks change there); an ended one, which may have many, on a reading thread."""
         service = self._service
-        job = service.state.jobs.get(job_id) or service.store.load_job(job_id)
-        if job is None:
+        live = service.state.jobs.get(job_id)
+        if live is not None:
+            may_see(live.owner, job_id)
+            return views.job_info(service.state, live, with_tasks=True, store=service.store)
+
+        def stored(reader: StoreReader) -> JobInfo | None:
+            job = reader.load_job(job_id)
+            return views.stored_job_info(job, reader.attempts_of(job_id)) if job is not None else None
+
+        async with self._slots:
+            info = await self._worker.run(stored)
+        if info is None:
             raise NotFound(f"job {job_id} does not exist")
-        may_see(job.owner, job_id)
-        return views.job_info(service.state, job, with_tasks=True, store=service.store)
+        may_see(info.owner, job_id)
+        return info
 
     async def jobs(self, query: JobFilter) -> bytes:
         """The JSON of an api.JobList: live jobs (and ended ones, if asked) in id order, the

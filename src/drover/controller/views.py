@@ -19,18 +19,29 @@ def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: 
     reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
     info = job_summary(job, job.task_counts(), job_exit_status(job), reason)
     if with_tasks and store is not None:
-        attempts: dict[int, list[Attempt]] = {}
-        for attempt in store.attempts_of(job.id):
-            attempts.setdefault(attempt.index, []).append(attempt)
-        for attempt in state.attempts.values():  # the newest, possibly not committed elsewhere
-            if attempt.job_id == job.id:
-                rows = attempts.setdefault(attempt.index, [])
-                rows[:] = [a for a in rows if a.number != attempt.number] + [attempt]
-        info.tasks = [task_info(job, task, attempts.get(task.index, [])) for task in sorted_tasks(job)]
-        if not job.is_array and not job.tasks:
-            # A job that never started has no task record yet; show its one task all the same.
-            info.tasks = [task_info(job, Task(job.id, 0, job.fresh_state, job.submitted_at), [])]
+        attempts = store.attempts_of(job.id)
+        latest = [attempt for attempt in state.attempts.values() if attempt.job_id == job.id]
+        with_tasks_of(info, job, attempts + latest)  # the working set's, possibly not committed, last
     return info
+
+
+def stored_job_info(job: Job, attempts: list[Attempt]) -> JobInfo:
+    """A job as the store has it (one that ended: nothing of it is in the working set), with
+    its tasks and every attempt. Touches no working set: it may be built on any thread."""
+    info = job_summary(job, job.task_counts(), job_exit_status(job))
+    with_tasks_of(info, job, attempts)
+    return info
+
+
+def with_tasks_of(info: JobInfo, job: Job, attempts: list[Attempt]) -> None:
+    """Fill `info.tasks`; of two records of one attempt, the later in `attempts` is shown."""
+    by_task: dict[int, dict[int, Attempt]] = {}
+    for attempt in attempts:
+        by_task.setdefault(attempt.index, {})[attempt.number] = attempt
+    info.tasks = [task_info(job, task, list(by_task.get(task.index, {}).values())) for task in sorted_tasks(job)]
+    if not job.is_array and not job.tasks:
+        # A job that never started has no task record yet; show its one task all the same.
+        info.tasks = [task_info(job, Task(job.id, 0, job.fresh_state, job.submitted_at), [])]
 
 
 def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,

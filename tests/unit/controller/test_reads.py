@@ -20,7 +20,7 @@ from drover.controller.read_worker import ReadWorker
 from drover.controller.reads import Reads
 from drover.controller.service import ControllerService, Settings
 from drover.controller.views import job_info
-from drover.core.errors import BadRequest
+from drover.core.errors import BadRequest, NotFound
 from drover.protocol.api import EventList, History, JobInfo, JobList, JobSubmission
 from drover.protocol.node_channel import Exited, Hello, StartAttempt, Started
 from drover.store.base import EndedJobRecord, HistoryCursor, HistoryRecord, JobFilter
@@ -265,3 +265,18 @@ def test_a_history_record_is_shown_as_the_api_row() -> None:
     )
     row = history_row(record)
     assert (row.exit_status, row.state, row.usage and row.usage.max_rss_kib) == (137, "failed", 7)
+
+
+def test_an_ended_job_is_shown_with_every_attempt_as_the_working_set_would_show_it(cluster: Cluster) -> None:
+    job = cluster.submit(array="1-3")
+    cluster.run({f"{job}.2": 99})  # task 2 is requeued: a second attempt
+    cluster.run({f"{job}.2": 4})
+    stored = cluster.store.load_job(job)
+    assert stored is not None and stored.ended_at is not None
+    expected = job_info(cluster.service.state, stored, with_tasks=True, store=cluster.store)
+    asked: list[tuple[str, int]] = []
+    shown = asyncio.run(cluster.reads.job(job, lambda owner, job_id: asked.append((owner, job_id))))
+    assert shown == expected and asked == [("alice", job)]
+    assert [len(task.attempts) for task in shown.tasks] == [1, 2, 1] and shown.exit_status == 4
+    with pytest.raises(NotFound, match=f"job {job + 1} does not exist"):
+        asyncio.run(cluster.reads.job(job + 1, lambda owner, job_id: None))
