@@ -94,29 +94,40 @@ class Reads:
     async def jobs(self, query: JobFilter) -> bytes:
         """The JSON of an api.JobList: live jobs (and ended ones, if asked) in id order, the
         newest `query.limit`, below `query.before` if set. A live job matches `query.states` by
-        its own state or by the state of any of its tasks; an ended one by its final state."""
+        its own state or by the state of any of its tasks; an ended one by its final state.
+        A short listing of live jobs only (`drover status` on a quiet cluster) is answered at
+        once, on the loop, without waiting behind the long ones."""
+        if not query.include_ended:
+            candidates = self._live_candidates(query)
+            if min(len(candidates), query.limit) <= ENCODE_ON_LOOP:
+                page = self._live_page(candidates, query)
+                return _encode(_job_page([(info.id, msgspec.Raw(_encode(info))) for info in page], query.limit))
         async with self._slots:
-            live = self._live_jobs(query)
-            if not query.include_ended and len(live) <= ENCODE_ON_LOOP:
-                return _encode(_job_page([(info.id, msgspec.Raw(_encode(info))) for info in live], query.limit))
+            live = self._live_page(self._live_candidates(query), query)
             return await self._worker.run(lambda reader: _encode(self._with_ended(reader, query, live)))
 
-    def _live_jobs(self, query: JobFilter) -> list[JobInfo]:
-        """The page's live jobs, newest first. On the loop: the working set changes under any
-        other thread. Owner, name and cursor are checked before anything is built."""
-        state = self._service.state
-        owner, name, before, states = query.owner, query.name, query.before, query.states
+    def _live_candidates(self, query: JobFilter) -> list[int]:
+        """Ids of the live jobs that pass the cheap checks (owner, name, cursor), newest first."""
+        owner, name, before = query.owner, query.name, query.before
         ids = [
-            job.id for job in state.jobs.values()
+            job.id for job in self._service.state.jobs.values()
             if (owner is None or job.owner == owner) and (name is None or job.name == name)
             and (before is None or job.id < before)
         ]
         ids.sort(reverse=True)
+        return ids
+
+    def _live_page(self, candidates: list[int], query: JobFilter) -> list[JobInfo]:
+        """The page's live jobs, newest first, read models built for them only. On the loop:
+        the working set changes under any other thread."""
+        state, states = self._service.state, query.states
         found: list[JobInfo] = []
-        for job_id in ids:
+        for job_id in candidates:
             if len(found) >= query.limit:
                 break
-            job = state.jobs[job_id]
+            job = state.jobs.get(job_id)
+            if job is None:
+                continue  # ended while this listing waited its turn: the store has it
             counts = job.task_counts()
             if states:
                 word = job.state.value if job.state else job_state(counts)

@@ -147,7 +147,8 @@ def test_filters_apply_to_live_and_ended_jobs_alike(cluster: Cluster) -> None:
 
 def test_a_job_that_ended_after_the_loop_looked_is_shown_once_as_the_store_has_it(cluster: Cluster) -> None:
     job = cluster.submit()
-    stale = cluster.reads._live_jobs(JobFilter(include_ended=True))
+    query = JobFilter(include_ended=True)
+    stale = cluster.reads._live_page(cluster.reads._live_candidates(query), query)
     assert [info.state for info in stale] == ["pending"]
     cluster.run()
     page = cluster.reads._worker  # the same thread hand-over a listing uses
