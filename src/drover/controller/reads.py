@@ -3,9 +3,10 @@ nodes. Live jobs come from the working set, ended ones from the store; the repli
 API's read models (`views.py` builds them). Read-only.
 
 Reads never stall writes: a listing picks its page from the working set on the loop (cheap
-fields first, read models built for the page only), and leaves everything that reads the store
-or encodes a long reply to the reading threads (read_worker.py). An ended job's entry is
-encoded once and kept (ended_views.py). At most READS_AT_ONCE listings are worked on at a
+fields first, entries built for the page only, and kept while their job does not change:
+live_views.py), and leaves everything that reads the store or encodes a long reply to the
+reading threads (read_worker.py). An ended job's entry is encoded once and kept
+(ended_views.py). At most READS_AT_ONCE listings are worked on at a
 time; the others wait their turn without holding anything, so a burst of them costs memory
 for a few pages, not for every request.
 
@@ -22,6 +23,7 @@ import msgspec
 
 from drover.controller import staged_files, views
 from drover.controller.ended_views import EndedJobViews
+from drover.controller.live_views import LiveJobViews
 from drover.controller.paging import history_token
 from drover.controller.read_worker import ReadWorker
 from drover.controller.service import ControllerService
@@ -32,7 +34,7 @@ from drover.store.base import HistoryCursor, JobFilter, StoreReader
 
 MaySee = Callable[[str, int], None]  # (owner, job id): raises if the asker may not see the job
 READS_AT_ONCE = 4  # listings worked on at once; with 2 reading threads, one can wait ready
-ENCODE_ON_LOOP = 50  # a live-only page this short is encoded on the loop (a thread costs more)
+SHORT_LISTING = 200  # live jobs a listing may show and still be answered without waiting its turn
 
 _encode = msgspec.json.Encoder().encode
 
@@ -66,6 +68,7 @@ class Reads:
         self._service = service
         self._worker = worker if worker is not None else ReadWorker(service.store.reader)
         self._ended = ended_views if ended_views is not None else EndedJobViews()
+        self._live = LiveJobViews()
         self._slots = asyncio.Semaphore(READS_AT_ONCE)
 
     def close(self) -> None:
@@ -96,14 +99,15 @@ class Reads:
         newest `query.limit`, below `query.before` if set. A live job matches `query.states` by
         its own state or by the state of any of its tasks; an ended one by its final state.
         A short listing of live jobs only (`drover status` on a quiet cluster) is answered at
-        once, on the loop, without waiting behind the long ones."""
+        once, without waiting behind the long ones."""
         if not query.include_ended:
             candidates = self._live_candidates(query)
-            if min(len(candidates), query.limit) <= ENCODE_ON_LOOP:
-                page = self._live_page(candidates, query)
-                return _encode(_job_page([(info.id, msgspec.Raw(_encode(info))) for info in page], query.limit))
+            if min(len(candidates), query.limit) <= SHORT_LISTING:
+                return _encode(_job_page(self._live_page(candidates, query), query.limit))
         async with self._slots:
             live = self._live_page(self._live_candidates(query), query)
+            if not query.include_ended:
+                return _encode(_job_page(live, query.limit))
             return await self._worker.run(lambda reader: _encode(self._with_ended(reader, query, live)))
 
     def _live_candidates(self, query: JobFilter) -> list[int]:
@@ -117,11 +121,11 @@ class Reads:
         ids.sort(reverse=True)
         return ids
 
-    def _live_page(self, candidates: list[int], query: JobFilter) -> list[JobInfo]:
-        """The page's live jobs, newest first, read models built for them only. On the loop:
-        the working set changes under any other thread."""
+    def _live_page(self, candidates: list[int], query: JobFilter) -> list[tuple[int, msgspec.Raw]]:
+        """The page's live jobs, newest first, with their entries (kept ones where the job did
+        not change). On the loop: the working set changes under any other thread."""
         state, states = self._service.state, query.states
-        found: list[JobInfo] = []
+        found: list[tuple[int, msgspec.Raw]] = []
         for job_id in candidates:
             if len(found) >= query.limit:
                 break
@@ -133,28 +137,27 @@ class Reads:
                 word = job.state.value if job.state else job_state(counts)
                 if word not in states and not any(counts.get(s) for s in states):
                     continue
-            found.append(views.job_summary(job, counts, views.job_exit_status(job), state.pending_reasons.get(job_id)))
+            found.append((job_id, self._live.entry(job, counts, state.pending_reasons.get(job_id))))
         return found
 
-    def _with_ended(self, reader: StoreReader, query: JobFilter, live: list[JobInfo]) -> JobPage:
-        """On a reading thread: the page's ended jobs, merged with its live ones (built on the
-        loop, handed over and no longer touched there). A job that ended since the loop looked
-        is in both: the store's entry, the newer, is shown."""
-        page: dict[int, msgspec.Raw | JobInfo] = {info.id: info for info in live}
-        if query.include_ended:
-            keys = reader.ended_job_keys(query)
-            kept = self._ended.found(keys)
-            missing = [job_id for job_id, ended_at in keys if (job_id, ended_at) not in kept]
-            if missing:
-                built = {
-                    (record.job.id, record.job.ended_at or 0.0): msgspec.Raw(_encode(views.ended_job_summary(record)))
-                    for record in reader.ended_jobs(missing)
-                }
-                self._ended.keep(built)
-                kept.update(built)
-            page.update((job_id, kept[job_id, ended_at]) for job_id, ended_at in keys if (job_id, ended_at) in kept)
+    def _with_ended(self, reader: StoreReader, query: JobFilter, live: list[tuple[int, msgspec.Raw]]) -> JobPage:
+        """On a reading thread: the page's ended jobs, merged with its live ones (taken on the
+        loop). A job that ended since the loop looked is in both: the store's entry, the newer,
+        is shown."""
+        page = dict(live)
+        keys = reader.ended_job_keys(query)
+        kept = self._ended.found(keys)
+        missing = [job_id for job_id, ended_at in keys if (job_id, ended_at) not in kept]
+        if missing:
+            built = {
+                (record.job.id, record.job.ended_at or 0.0): msgspec.Raw(_encode(views.ended_job_summary(record)))
+                for record in reader.ended_jobs(missing)
+            }
+            self._ended.keep(built)
+            kept.update(built)
+        page.update((job_id, kept[job_id, ended_at]) for job_id, ended_at in keys if (job_id, ended_at) in kept)
         newest = sorted(page, reverse=True)[:query.limit]
-        return _job_page([(job_id, _raw(page[job_id])) for job_id in newest], query.limit)
+        return _job_page([(job_id, page[job_id]) for job_id in newest], query.limit)
 
     async def history(self, owner: str | None, limit: int, since: float | None,
                       before: HistoryCursor | None = None) -> bytes:
@@ -206,10 +209,6 @@ class Reads:
 
     def nodes(self) -> list[NodeInfo]:
         return views.node_info(self._service.state)
-
-
-def _raw(entry: msgspec.Raw | JobInfo) -> msgspec.Raw:
-    return entry if isinstance(entry, msgspec.Raw) else msgspec.Raw(_encode(entry))
 
 
 def _job_page(newest_first: list[tuple[int, msgspec.Raw]], limit: int) -> JobPage:

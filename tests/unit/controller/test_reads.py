@@ -72,9 +72,13 @@ class Cluster:
             self._commit(on_reports(self.service.state, "n1", [Started(order.attempt, 1, self.now)], self.now))
             self._commit(on_reports(self.service.state, "n1", [Exited(order.attempt, dict(OK, exit_code=code))], self.now))
 
-    def cancel(self, ref: str) -> None:
-        outcome, _ = act(self.service.state, "cancel", [ref], lambda owner, job, verb: None, self.now, self.store)
+    def act(self, action: str, ref: str, priority: int | None = None) -> None:
+        outcome, _ = act(self.service.state, action, [ref], lambda owner, job, verb: None, self.now, self.store,
+                         priority=priority)
         self._commit(outcome)
+
+    def cancel(self, ref: str) -> None:
+        self.act("cancel", ref)
 
     def jobs(self, **query: object) -> JobList:
         return msgspec.json.decode(asyncio.run(self.reads.jobs(JobFilter(**query))), type=JobList)  # type: ignore[arg-type]
@@ -149,7 +153,7 @@ def test_a_job_that_ended_after_the_loop_looked_is_shown_once_as_the_store_has_i
     job = cluster.submit()
     query = JobFilter(include_ended=True)
     stale = cluster.reads._live_page(cluster.reads._live_candidates(query), query)
-    assert [info.state for info in stale] == ["pending"]
+    assert [msgspec.json.decode(entry, type=JobInfo).state for _, entry in stale] == ["pending"]
     cluster.run()
     page = cluster.reads._worker  # the same thread hand-over a listing uses
     body = asyncio.run(page.run(lambda reader: cluster.reads._with_ended(reader, JobFilter(include_ended=True), stale)))
@@ -281,3 +285,21 @@ def test_an_ended_job_is_shown_with_every_attempt_as_the_working_set_would_show_
     assert [len(task.attempts) for task in shown.tasks] == [1, 2, 1] and shown.exit_status == 4
     with pytest.raises(NotFound, match=f"job {job + 1} does not exist"):
         asyncio.run(cluster.reads.job(job + 1, lambda owner, job_id: None))
+
+
+def test_a_live_jobs_kept_entry_is_shown_until_the_job_changes(cluster: Cluster) -> None:
+    job = cluster.submit(hold=True)
+
+    def listed() -> JobInfo:
+        (info,) = cluster.jobs().jobs
+        assert info == job_info(cluster.service.state, cluster.service.state.jobs[job])  # never a stale entry
+        return info
+
+    assert listed().state == "held"
+    assert listed().state == "held"  # the kept entry
+    cluster.act("alter", str(job), priority=-5)
+    assert listed().priority == -5
+    cluster.act("release", str(job))
+    assert listed().state == "pending"
+    cluster.run()
+    assert cluster.jobs().jobs == [] and cluster.jobs(include_ended=True).jobs[0].state == "completed"
