@@ -6,9 +6,9 @@ Reads never stall writes: a listing picks its page from the working set on the l
 fields first, entries built for the page only, and kept while their job does not change:
 live_views.py), and leaves everything that reads the store or encodes a long reply to the
 reading threads (read_worker.py). An ended job's entry is encoded once and kept
-(ended_views.py). At most READS_AT_ONCE listings are worked on at a
-time; the others wait their turn without holding anything, so a burst of them costs memory
-for a few pages, not for every request.
+(ended_views.py). At most READS_AT_ONCE long reads are worked on at a time; the others wait
+their turn holding nothing, so a burst of them costs memory for a few pages, not for every
+request, and the loop's share of each is small.
 
 Who may ask is decided before (controller/auth.py); a query that must check each job it finds
 takes the check as an argument, as the actions do.
