@@ -274,7 +274,95 @@ def b6(repeat: int, quick: bool) -> dict[str, Any]:
     return figures
 
 
-BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6}
+def b7(repeat: int, quick: bool) -> dict[str, Any]:
+    """Reads never stall writes: `drover submit` latency while 2,000 listings arrive at once."""
+    ended, count = (1000, 500) if quick else (3000, 2000)
+    calm: dict[str, list[float]] = {"p50": [], "p99": [], "turnaround p50": []}
+    busy: dict[str, list[float]] = {"p50": [], "p99": [], "turnaround p50": []}
+    ratios: dict[str, list[float]] = {"p50": [], "p99": []}
+    listings: dict[str, list[float]] = {"burst (s)": [], "p50 (s)": [], "p99 (s)": [], "failed": []}
+    rss_mib = []
+    with cluster() as c, c.client() as client:
+        ids = client.submit([c.job("true\n") for _ in range(ended)])
+        for job in ids:
+            client.wait(job)
+        controller = int((c.root / "state" / "controller.pid").read_text().split()[0])
+        for _ in range(repeat):
+            quiet = submit_latencies(c, lambda submitted: submitted >= 100)
+            burst = subprocess.Popen([sys.executable, str(Path(__file__).with_name("listing_burst.py")), c.socket,
+                                      "--count", str(count)], stdout=subprocess.PIPE, text=True)
+            loaded = submit_latencies(c, lambda submitted, burst=burst: burst.poll() is not None and submitted >= 20)
+            figures = json.loads(burst.communicate()[0])
+            rss_mib.append(peak_rss_mib(controller))
+            for into, sample in ((calm, quiet), (busy, loaded)):
+                into["p50"].append(percentile(sample[0], 50))
+                into["p99"].append(percentile(sample[0], 99))
+                into["turnaround p50"].append(percentile(sample[1], 50))
+            ratios["p50"].append(busy["p50"][-1] / calm["p50"][-1])
+            ratios["p99"].append(busy["p99"][-1] / calm["p99"][-1])
+            listings["burst (s)"].append(figures["burst_s"])
+            listings["p50 (s)"].append(figures["listing_p50_s"] or float("nan"))
+            listings["p99 (s)"].append(figures["listing_p99_s"] or float("nan"))
+            listings["failed"].append(figures["failed"])
+            if figures["failures"]:
+                print(f"B7: listings failed: {figures['failures']}", file=sys.stderr)
+    return {"ended jobs": ended, "listings in the burst": count,
+            "submit p50 idle (ms)": summary(calm["p50"]), "submit p99 idle (ms)": summary(calm["p99"]),
+            "submit p50 burst (ms)": summary(busy["p50"]), "submit p99 burst (ms)": summary(busy["p99"]),
+            "submit p50 burst/idle": summary(ratios["p50"]), "submit p99 burst/idle": summary(ratios["p99"]),
+            "job turnaround p50 idle (ms)": summary(calm["turnaround p50"]),
+            "job turnaround p50 burst (ms)": summary(busy["turnaround p50"]),
+            **{f"listing {name}": summary(values) for name, values in listings.items()},
+            "controller peak RSS (MiB)": summary(rss_mib)}
+
+
+def submit_latencies(c: Cluster, done: Callable[[int], bool]) -> tuple[list[float], list[float]]:
+    """Submit one `true` job every 20 ms until `done(submitted)`, each on schedule whether or not
+    the previous ones were answered (up to 64 at once), so that a stalled controller shows in
+    every submission it holds up. Returns each submission's latency from when it was due (ms),
+    then, once the jobs ended, each one's turnaround on the controller's clock (submitted to
+    ended, through its node's reports; ms)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+
+    def submit(due: float) -> tuple[float, int]:
+        if not hasattr(local, "client"):
+            local.client = c.client()
+        (job,) = local.client.submit([c.job("true\n")])
+        return (time.perf_counter() - due) * 1000, job
+
+    with ThreadPoolExecutor(max_workers=64) as pool:
+        futures = []
+        due = time.perf_counter()
+        while not done(len(futures)):
+            futures.append(pool.submit(submit, due))
+            due += 0.02
+            time.sleep(max(due - time.perf_counter(), 0))
+        answered = [future.result() for future in futures]
+    turnaround = []
+    with c.client() as client:
+        for _, job in answered:
+            info = client.wait(job)
+            turnaround.append((info.ended_at - info.submitted_at) * 1000)
+    return [latency for latency, _ in answered], turnaround
+
+
+def percentile(samples: list[float], percent: int) -> float:
+    ordered = sorted(samples)
+    return ordered[max(int(round(len(ordered) * percent / 100)) - 1, 0)]
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7}
 
 
 def print_table(results: dict[str, dict[str, Any]]) -> None:
@@ -299,13 +387,17 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     b3r = results.get("B3")
     if b3r and b3r.get("tsp true; tsp -w (ms)"):
         ratios.append(f"B3 client latency / tsp: {b3r['drover client submit->finished (ms)']['median'] / b3r['tsp true; tsp -w (ms)']['median']:.2f}x")
+    b7r = results.get("B7")
+    if b7r:
+        ratios.append(f"B7 submit during a burst of listings / idle: p50 {b7r['submit p50 burst/idle']['median']:.2f}x, "
+                      f"p99 {b7r['submit p99 burst/idle']['median']:.2f}x")
     if ratios:
         print("\nratios (median over median): " + "; ".join(ratios))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="*", metavar="B1..B6", help="which benchmarks (default: all)")
+    parser.add_argument("which", nargs="*", metavar="B1..B7", help="which benchmarks (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))

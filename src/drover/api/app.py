@@ -26,10 +26,12 @@ ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOIN
                              *files.ENDPOINTS]
 
 
-def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None]) -> Starlette:
+def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],
+               reads: Reads | None = None) -> Starlette:
     """`policy` says who a request's peer is and what they may do (controller/auth.py);
-    `shutdown` stops the server."""
-    controller = Controller(service, Reads(service), policy, shutdown)
+    `shutdown` stops the server; `reads` answers the queries (its reading threads are the
+    caller's to stop: Reads.close)."""
+    controller = Controller(service, reads if reads is not None else Reads(service), policy, shutdown)
     routes: list[Any] = [cluster.openapi_route(openapi_document([e.operation for e in ENDPOINTS]))]
     routes += [route(endpoint, controller) for endpoint in ENDPOINTS]
     routes.append(node_channel_route(service, policy))

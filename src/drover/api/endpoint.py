@@ -56,9 +56,9 @@ class Call:
         """The request's JSON body as `model`, within the cluster's request size limit."""
         return await decode(self.request, model, self.controller.service.settings.limits.max_request_bytes)
 
-    def job_of(self, job_id: int) -> api.JobInfo:
+    async def job_of(self, job_id: int) -> api.JobInfo:
         """A job the caller may see (its owner or an admin), with its tasks and attempts."""
-        return visible_job(self.controller, self.user, job_id)
+        return await visible_job(self.controller, self.user, job_id)
 
 
 Handler = Callable[[Call], Awaitable[Response]]
@@ -72,8 +72,8 @@ class Endpoint:
     admin_action: str = ""  # Access.ADMIN: what only admins do, as a refusal says it
 
 
-def visible_job(controller: Controller, caller: Caller, job_id: int) -> api.JobInfo:
-    return controller.reads.job(job_id, lambda owner, job: controller.policy.may_touch(caller, owner, job))
+async def visible_job(controller: Controller, caller: Caller, job_id: int) -> api.JobInfo:
+    return await controller.reads.job(job_id, lambda owner, job: controller.policy.may_touch(caller, owner, job))
 
 
 def route(endpoint: Endpoint, controller: Controller) -> Route:
@@ -89,7 +89,7 @@ def route(endpoint: Endpoint, controller: Controller) -> Route:
             caller = policy.caller(peer)
             if access is Access.ADMIN:
                 policy.may_administer(caller, endpoint.admin_action)
-            job = visible_job(controller, caller, job_id_of(request)) if access is Access.JOB else None
+            job = await visible_job(controller, caller, job_id_of(request)) if access is Access.JOB else None
             return await endpoint.handler(Call(request, controller, caller, job))
         except DroverError as error:
             return error_response(error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
-from drover.api.http import int_query, json_response
+from drover.api.http import encoded_json_response, int_query
 from drover.api.openapi import Operation
 from drover.controller.auth import Access
 from drover.protocol import api
@@ -15,16 +15,16 @@ async def events(call: Call) -> Response:
     request = call.request
     job, after = int_query(request, "job", None), int_query(request, "after", 0) or 0
     if job is not None:
-        call.job_of(job)  # its owner's (or an admin's) to read
+        await call.job_of(job)  # its owner's (or an admin's) to read
     else:
         call.controller.policy.may_administer(call.user, "read the whole cluster's event log; name one of your jobs")
     limit = int_query(request, "limit", 1000) or 1000
     wait = min(max(int_query(request, "wait", 0) or 0, 0), 300)
-    return json_response(api.EventList(events=await call.controller.reads.events(job, after, limit, wait)))
+    return encoded_json_response(await call.controller.reads.events(job, after, limit, wait))
 
 
 ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
         ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
-        ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
+        ("limit", "integer", "rows, oldest first: pass the last one's seq as after for the next page"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
 ]

@@ -22,6 +22,11 @@ def json_response(value: Any, status: int = 200) -> Response:
     return Response(_encode(value), status_code=status, media_type="application/json")
 
 
+def encoded_json_response(body: bytes) -> Response:
+    """A reply whose JSON was encoded already (off the event loop, by the read models)."""
+    return Response(body, media_type="application/json")
+
+
 def error_response(error: DroverError) -> Response:
     return json_response({"error": str(error), "kind": error.kind}, error.http_status)
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
-from drover.api.http import int_query, json_response, unix_time
+from drover.api.http import encoded_json_response, int_query, json_response, unix_time
 from drover.api.openapi import Operation
 from drover.controller.auth import Access
 from drover.controller.handlers.actions import ACTIONS
+from drover.controller.paging import history_cursor
 from drover.core.errors import BadRequest, NotFound
 from drover.protocol import api
 from drover.store.base import JobFilter
@@ -38,8 +39,9 @@ async def list_jobs(call: Call) -> Response:
         owner=call.controller.policy.whose_jobs(call.user, params.get("user")),
         name=params.get("name") or None,
         include_ended=params.get("all") in ("1", "true"), limit=int_query(request, "limit", 1000) or 1000,
+        before=int_query(request, "before", None),
     )
-    return json_response(api.JobList(jobs=call.controller.reads.jobs(query)))
+    return encoded_json_response(await call.controller.reads.jobs(query))
 
 
 async def show_job(call: Call) -> Response:
@@ -50,7 +52,7 @@ async def wait_job(call: Call) -> Response:
     assert call.job is not None
     timeout = min(max(int_query(call.request, "timeout", 30) or 0, 0), 300)
     ended = await call.controller.service.wait_for_end(call.job.id, timeout)
-    return json_response({"ended": ended, "job": call.job_of(call.job.id)})
+    return json_response({"ended": ended, "job": await call.job_of(call.job.id)})
 
 
 async def act(call: Call) -> Response:
@@ -72,12 +74,13 @@ async def act(call: Call) -> Response:
 async def history(call: Call) -> Response:
     request = call.request
     params = request.query_params
-    since = params.get("since")
-    rows = call.controller.reads.history(
+    since, before = params.get("since"), params.get("before")
+    page = await call.controller.reads.history(
         call.controller.policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
         unix_time(since, "query parameter since") if since else None,
+        history_cursor(before) if before else None,
     )
-    return json_response(api.History(rows=rows))
+    return encoded_json_response(page)
 
 
 ENDPOINTS = [
@@ -86,7 +89,9 @@ ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/jobs", "List jobs (a user's own; admins choose whose)", response=api.JobList, query=(
         ("state", "string", "comma-separated task states"), ("user", "string", "owner (admins only)"),
         ("name", "string", "job name"), ("all", "boolean", "include ended jobs"),
-        ("limit", "integer", "at most this many, newest"))), Access.USER, list_jobs),
+        ("limit", "integer", "at most this many, newest"),
+        ("before", "integer", "only jobs with a lower id: pass a page's next_before for the next, older page"),
+    )), Access.USER, list_jobs),
     Endpoint(Operation("GET", "/v1/jobs/{job_id}", "A job, its tasks and every attempt",
                        response=api.JobInfo), Access.JOB, show_job),
     Endpoint(Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
@@ -94,6 +99,8 @@ ENDPOINTS = [
     Endpoint(Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
                        api.ActionRequest, api.ActionReply), Access.USER, act),
     Endpoint(Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
-                       query=(("user", "string", "owner (admins only)"), ("limit", "integer", "rows"),
-                              ("since", "number", "Unix time"))), Access.USER, history),
+                       query=(("user", "string", "owner (admins only)"), ("limit", "integer", "rows, the newest"),
+                              ("since", "number", "Unix time"),
+                              ("before", "string", "only older rows: pass a page's next_before for the next, older page"),
+                              )), Access.USER, history),
 ]

@@ -18,8 +18,11 @@ if TYPE_CHECKING:
     from drover.protocol.api import (
         ActionResult,
         Event,
+        FileInfo,
+        History,
         HistoryRow,
         JobInfo,
+        JobList,
         JobSubmission,
         NodeInfo,
         Ping,
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 
 
 class Client:
+    page_rows = 5000  # rows asked for in one request; a longer listing is read page by page
+
     def __init__(self, address: str | None = None, timeout_s: float | None = 60.0) -> None:
         """`address`: a Unix socket path or http://HOST:PORT; default: the personal cluster's socket."""
         if address is None:
@@ -76,21 +81,30 @@ class Client:
     def job(self, job_id: int) -> JobInfo:
         from drover.protocol.api import JobInfo
 
-        return self._get(f"/v1/jobs/{job_id}", JobInfo)
+        return self._get(f"/v1/jobs/{_segment(job_id)}", JobInfo)
 
     def jobs(self, states: list[str] | None = None, user: str | None = None, name: str | None = None,
-             include_ended: bool = False, limit: int | None = None) -> list[JobInfo]:
-        from drover.protocol.api import JobList
-
-        return self._get(
-            "/v1/jobs", JobList, state=",".join(states or []), user=user, name=name,
-            all="1" if include_ended else None, limit=limit,
-        ).jobs
+             include_ended: bool = False, limit: int | None = None, before: int | None = None) -> list[JobInfo]:
+        """Jobs in id order: the newest `limit` (the controller's default, 1000, if None), of
+        those with an id below `before` if it is set. More than a page is read page by page."""
+        pages: list[list[JobInfo]] = []
+        wanted = limit
+        while True:
+            page = self.jobs_page(states, user, name, include_ended,
+                                  min(wanted, self.page_rows) if wanted is not None else None, before)
+            pages.append(page.jobs)
+            if wanted is None or page.next_before is None:
+                break
+            wanted -= len(page.jobs)
+            if wanted <= 0:
+                break
+            before = page.next_before
+        return [job for page_jobs in reversed(pages) for job in page_jobs]
 
     def wait_json(self, job_id: int, timeout_s: float = 30) -> WaitReply:
         """One long poll: {"ended": bool, "job": {...}} as plain JSON."""
         reply: WaitReply = self.transport.call(
-            "GET", f"/v1/jobs/{job_id}/wait?timeout={int(timeout_s)}", timeout_s=timeout_s + 30
+            "GET", f"/v1/jobs/{_segment(job_id)}/wait?timeout={int(timeout_s)}", timeout_s=timeout_s + 30
         )
         return reply
 
@@ -140,7 +154,7 @@ class Client:
             body["signal"] = signal
         if priority is not None:
             body["priority"] = priority
-        reply = self.transport.call("POST", f"/v1/jobs/actions/{action}", body)
+        reply = self.transport.call("POST", f"/v1/jobs/actions/{_segment(action)}", body)
         return list(reply["results"])
 
     def _action(self, action: str, refs: list[str]) -> list[ActionResult]:
@@ -152,10 +166,20 @@ class Client:
 
     # -- the rest -----------------------------------------------------------------------------
 
-    def history(self, user: str | None = None, limit: int = 100, since: float | None = None) -> list[HistoryRow]:
-        from drover.protocol.api import History
-
-        return self._get("/v1/history", History, user=user, limit=limit, since=since).rows
+    def history(self, user: str | None = None, limit: int = 100, since: float | None = None,
+                before: str | None = None) -> list[HistoryRow]:
+        """Ended attempts, newest last: the newest `limit` (ended at `since` or later, and older
+        than the page token `before`, if set). More than a page is read page by page."""
+        pages: list[list[HistoryRow]] = []
+        wanted = limit
+        while True:
+            page = self.history_page(user, min(wanted, self.page_rows), since, before)
+            pages.append(page.rows)
+            wanted -= len(page.rows)
+            if page.next_before is None or wanted <= 0:
+                break
+            before = page.next_before
+        return [row for page_rows in reversed(pages) for row in page_rows]
 
     def nodes(self) -> list[NodeInfo]:
         from drover.protocol.api import NodeList
@@ -189,6 +213,50 @@ class Client:
     def requeue(self, refs: list[str]) -> list[ActionResult]:
         """Stop running tasks and queue them again, as new attempts."""
         return self._action("requeue", refs)
+
+    def jobs_page(self, states: list[str] | None = None, user: str | None = None, name: str | None = None,
+                  include_ended: bool = False, limit: int | None = None, before: int | None = None) -> JobList:
+        """One page of jobs, in id order; its `next_before`, if set, asks for the next, older page."""
+        from drover.protocol.api import JobList
+
+        return self._get(
+            "/v1/jobs", JobList, state=",".join(states or []), user=user, name=name,
+            all="1" if include_ended else None, limit=limit, before=before,
+        )
+
+    def history_page(self, user: str | None = None, limit: int = 100, since: float | None = None,
+                     before: str | None = None) -> History:
+        """One page of the history, newest last; its `next_before`, if set, asks for the next,
+        older page."""
+        from drover.protocol.api import History
+
+        return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before)
+
+    def resume_node(self, name: str) -> None:
+        """Clear a node's ERROR: it takes work again (admins)."""
+        self.transport.call("POST", f"/v1/nodes/{_segment(name)}/resume")
+
+    def staged_files(self, job_id: int) -> list[FileInfo]:
+        """The files a job's attempts staged out, kept by the controller until fetched."""
+        from drover.protocol.api import FileList
+
+        return self._get(f"/v1/jobs/{_segment(job_id)}/files", FileList).files
+
+    def staged_file(self, job_id: int, task: int, attempt: int, name: str) -> bytes | None:
+        """One staged-out file's bytes; None if the controller does not keep it (or not yet)."""
+        path = "/".join(_segment(part) for part in name.split("/"))
+        status, data = self.transport.request(
+            "GET", f"/v1/jobs/{_segment(job_id)}/files/{_segment(task)}/{_segment(attempt)}/{path}")
+        return data if status == 200 else None
+
+
+def _segment(value: object) -> str:
+    """One segment of a URL's path, percent-encoded: nothing in it (a slash, "?", "#", a space,
+    a line break) can end the segment, start a query or break the request line; the controller
+    sees the value as given and answers a bad one with a clear error."""
+    from urllib.parse import quote
+
+    return quote(str(value), safe="")
 
 
 def _to_builtins(value: Any) -> Any:

@@ -50,6 +50,7 @@ def serve(argv: list[str]) -> int:
     from drover.api.app import create_app
     from drover.api.peercred import protocol_class as peer_credentials_protocol
     from drover.controller.auth import Policy
+    from drover.controller.reads import Reads
     from drover.controller.service import ControllerService, Settings
 
     kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
@@ -78,7 +79,8 @@ def serve(argv: list[str]) -> int:
             if server is not None:
                 server.should_exit = True
 
-        app = create_app(service, policy, shutdown)
+        reads = Reads(service)
+        app = create_app(service, policy, shutdown, reads)
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
                                 http=peer_credentials_protocol())
         server = _server(config)
@@ -91,7 +93,10 @@ def serve(argv: list[str]) -> int:
         )
         service.request_schedule()
         watcher = asyncio.get_running_loop().create_task(service.watch_nodes())
-        await server.serve(sockets=sockets)
+        try:
+            await server.serve(sockets=sockets)
+        finally:
+            reads.close()  # the reading threads' connections go before the store's own
         watcher.cancel()
         await service.channels.close_all()
         await service.event_logs.close()

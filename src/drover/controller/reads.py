@@ -2,6 +2,14 @@
 nodes. Live jobs come from the working set, ended ones from the store; the replies are the
 API's read models (`views.py` builds them). Read-only.
 
+Reads never stall writes: a listing picks its page from the working set on the loop (cheap
+fields first, entries built for the page only, and kept while their job does not change:
+live_views.py), and leaves everything that reads the store or encodes a long reply to the
+reading threads (read_worker.py). An ended job's entry is encoded once and kept
+(ended_views.py). At most READS_AT_ONCE long reads are worked on at a time; the others wait
+their turn holding nothing, so a burst of them costs memory for a few pages, not for every
+request, and the loop's share of each is small.
+
 Who may ask is decided before (controller/auth.py); a query that must check each job it finds
 takes the check as an argument, as the actions do.
 """
@@ -11,68 +19,185 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import msgspec
+
 from drover.controller import staged_files, views
+from drover.controller.ended_views import EndedJobViews
+from drover.controller.live_views import LiveJobViews
+from drover.controller.paging import history_token
+from drover.controller.read_worker import ReadWorker
 from drover.controller.service import ControllerService
 from drover.core.errors import NotFound
-from drover.protocol.api import Event, FileInfo, HistoryRow, JobInfo, NodeInfo
-from drover.store.base import JobFilter
+from drover.core.views import job_state
+from drover.protocol.api import Event, FileInfo, JobInfo, NodeInfo
+from drover.store.base import HistoryCursor, JobFilter, StoreReader
 
 MaySee = Callable[[str, int], None]  # (owner, job id): raises if the asker may not see the job
+READS_AT_ONCE = 4  # listings worked on at once; with 2 reading threads, one can wait ready
+SHORT_LISTING = 200  # live jobs a listing may show and still be answered without waiting its turn
+
+_encode = msgspec.json.Encoder().encode
+
+
+class JobPage(msgspec.Struct, omit_defaults=True):
+    """api.JobList, each job already encoded: the same JSON."""
+
+    jobs: list[msgspec.Raw]
+    next_before: int | None = None
+
+
+class HistoryPage(msgspec.Struct, omit_defaults=True):
+    """api.History, each row already encoded: the same JSON."""
+
+    rows: list[msgspec.Raw]
+    next_before: str | None = None
+
+
+class EventPage(msgspec.Struct):
+    """api.EventList, each event already encoded: the same JSON."""
+
+    events: list[msgspec.Raw]
 
 
 class Reads:
     """Read models over the service's current working set and store (the working set is
     replaced when the service reloads it, so it is looked up on every query)."""
 
-    def __init__(self, service: ControllerService) -> None:
+    def __init__(self, service: ControllerService, worker: ReadWorker | None = None,
+                 ended_views: EndedJobViews | None = None) -> None:
         self._service = service
+        self._worker = worker if worker is not None else ReadWorker(service.store.reader)
+        self._ended = ended_views if ended_views is not None else EndedJobViews()
+        self._live = LiveJobViews()
+        self._slots = asyncio.Semaphore(READS_AT_ONCE)
 
-    def job(self, job_id: int, may_see: MaySee) -> JobInfo:
-        """A job, live or ended, with its tasks and every attempt."""
+    def close(self) -> None:
+        self._worker.close()
+
+    async def job(self, job_id: int, may_see: MaySee) -> JobInfo:
+        """A job, live or ended, with its tasks and every attempt. A live one is read on the
+        loop (its tasks change there); an ended one, which may have many, on a reading thread."""
         service = self._service
-        job = service.state.jobs.get(job_id) or service.store.load_job(job_id)
-        if job is None:
+        live = service.state.jobs.get(job_id)
+        if live is not None:
+            may_see(live.owner, job_id)
+            return views.job_info(service.state, live, with_tasks=True, store=service.store)
+
+        def stored(reader: StoreReader) -> JobInfo | None:
+            job = reader.load_job(job_id)
+            return views.stored_job_info(job, reader.attempts_of(job_id)) if job is not None else None
+
+        async with self._slots:
+            info = await self._worker.run(stored)
+        if info is None:
             raise NotFound(f"job {job_id} does not exist")
-        may_see(job.owner, job_id)
-        return views.job_info(service.state, job, with_tasks=True, store=service.store)
+        may_see(info.owner, job_id)
+        return info
 
-    def jobs(self, query: JobFilter) -> list[JobInfo]:
-        """Live jobs (and ended ones, if asked) in id order, the newest `query.limit`. A job
-        matches `query.states` by its own state or by the state of any of its tasks."""
-        state, store = self._service.state, self._service.store
-        jobs = [
-            views.job_info(state, job)
-            for job in sorted(state.jobs.values(), key=lambda job: job.id)
-            if (query.owner is None or job.owner == query.owner) and (query.name is None or job.name == query.name)
+    async def jobs(self, query: JobFilter) -> bytes:
+        """The JSON of an api.JobList: live jobs (and ended ones, if asked) in id order, the
+        newest `query.limit`, below `query.before` if set. A live job matches `query.states` by
+        its own state or by the state of any of its tasks; an ended one by its final state.
+        A short listing of live jobs only (`drover status` on a quiet cluster) is answered at
+        once, without waiting behind the long ones."""
+        if not query.include_ended:
+            candidates = self._live_candidates(query)
+            if min(len(candidates), query.limit) <= SHORT_LISTING:
+                return _encode(_job_page(self._live_page(candidates, query), query.limit))
+        async with self._slots:
+            live = self._live_page(self._live_candidates(query), query)
+            if not query.include_ended:
+                return _encode(_job_page(live, query.limit))
+            return await self._worker.run(lambda reader: _encode(self._with_ended(reader, query, live)))
+
+    def _live_candidates(self, query: JobFilter) -> list[int]:
+        """Ids of the live jobs that pass the cheap checks (owner, name, cursor), newest first."""
+        owner, name, before = query.owner, query.name, query.before
+        ids = [
+            job.id for job in self._service.state.jobs.values()
+            if (owner is None or job.owner == owner) and (name is None or job.name == name)
+            and (before is None or job.id < before)
         ]
-        if query.include_ended:
-            ended = [views.job_info(state, job) for job in store.list_ended_jobs(query)]
-            jobs = sorted(ended + jobs, key=lambda info: info.id)
-        if query.states:
-            states = query.states
-            jobs = [info for info in jobs if info.state in states or any(info.task_counts.get(s) for s in states)]
-        return jobs[-query.limit:]
+        ids.sort(reverse=True)
+        return ids
 
-    def history(self, owner: str | None, limit: int, since: float | None) -> list[HistoryRow]:
-        """Ended attempts, newest first; `owner` None for everyone's."""
-        return [views.history_row(*row) for row in self._service.store.history(owner, limit, since)]
+    def _live_page(self, candidates: list[int], query: JobFilter) -> list[tuple[int, msgspec.Raw]]:
+        """The page's live jobs, newest first, with their entries (kept ones where the job did
+        not change). On the loop: the working set changes under any other thread."""
+        state, states = self._service.state, query.states
+        found: list[tuple[int, msgspec.Raw]] = []
+        for job_id in candidates:
+            if len(found) >= query.limit:
+                break
+            job = state.jobs.get(job_id)
+            if job is None:
+                continue  # ended while this listing waited its turn: the store has it
+            counts = job.task_counts()
+            if states:
+                word = job.state.value if job.state else job_state(counts)
+                if word not in states and not any(counts.get(s) for s in states):
+                    continue
+            found.append((job_id, self._live.entry(job, counts, state.pending_reasons.get(job_id))))
+        return found
 
-    async def events(self, job_id: int | None, after: int, limit: int, wait_s: float) -> list[Event]:
-        """Events after sequence number `after` (of one job, or all); if there are none yet,
-        wait up to `wait_s` for the next to be committed (a long poll)."""
+    def _with_ended(self, reader: StoreReader, query: JobFilter, live: list[tuple[int, msgspec.Raw]]) -> JobPage:
+        """On a reading thread: the page's ended jobs, merged with its live ones (taken on the
+        loop). A job that ended since the loop looked is in both: the store's entry, the newer,
+        is shown."""
+        page = dict(live)
+        keys = reader.ended_job_keys(query)
+        kept = self._ended.found(keys)
+        missing = [job_id for job_id, ended_at in keys if (job_id, ended_at) not in kept]
+        if missing:
+            built = {
+                (record.job.id, record.job.ended_at or 0.0): msgspec.Raw(_encode(views.ended_job_summary(record)))
+                for record in reader.ended_jobs(missing)
+            }
+            self._ended.keep(built)
+            kept.update(built)
+        page.update((job_id, kept[job_id, ended_at]) for job_id, ended_at in keys if (job_id, ended_at) in kept)
+        newest = sorted(page, reverse=True)[:query.limit]
+        return _job_page([(job_id, page[job_id]) for job_id in newest], query.limit)
+
+    async def history(self, owner: str | None, limit: int, since: float | None,
+                      before: HistoryCursor | None = None) -> bytes:
+        """The JSON of an api.History: ended attempts, the newest `limit` (older than `before`,
+        if set), newest last; `owner` None for everyone's."""
+
+        def page(reader: StoreReader) -> bytes:
+            records = reader.history(owner, limit, since, before)
+            rows = [msgspec.Raw(_encode(views.history_row(record))) for record in reversed(records)]
+            last = records[-1] if len(records) == limit else None
+            cursor = history_token((last.ended_at, last.job_id, last.index, last.attempt)) if last else None
+            return _encode(HistoryPage(rows=rows, next_before=cursor))
+
+        async with self._slots:
+            return await self._worker.run(page)
+
+    async def events(self, job_id: int | None, after: int, limit: int, wait_s: float) -> bytes:
+        """The JSON of an api.EventList: events after sequence number `after` (of one job, or
+        all); if there are none yet, wait up to `wait_s` for the next to be committed (a long
+        poll)."""
         service = self._service
-        found = service.store.events_of(job_id, after, limit)
-        if not found and wait_s:
+        found = await self._events(job_id, after, limit)
+        if not found.events and wait_s:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait_s
-            while not found and loop.time() < deadline:
+            while not found.events and loop.time() < deadline:
                 await service.wait_for_events(deadline - loop.time())
-                found = service.store.events_of(job_id, after, limit)
-        return [
-            Event(seq=seq, time=e.time, job_id=e.job_id, index=e.index, attempt=e.attempt,
-                  kind=e.kind, detail=e.detail)
-            for seq, e in found
-        ]
+                found = await self._events(job_id, after, limit)
+        return _encode(found)
+
+    async def _events(self, job_id: int | None, after: int, limit: int) -> EventPage:
+        def page(reader: StoreReader) -> EventPage:
+            return EventPage(events=[
+                msgspec.Raw(_encode(Event(seq=seq, time=e.time, job_id=e.job_id, index=e.index, attempt=e.attempt,
+                                          kind=e.kind, detail=e.detail)))
+                for seq, e in reader.events_of(job_id, after, limit)
+            ])
+
+        async with self._slots:
+            return await self._worker.run(page)
 
     def staged_files(self, job_id: int) -> list[FileInfo]:
         """The files the job's attempts staged out, kept by the controller."""
@@ -84,3 +209,9 @@ class Reads:
 
     def nodes(self) -> list[NodeInfo]:
         return views.node_info(self._service.state)
+
+
+def _job_page(newest_first: list[tuple[int, msgspec.Raw]], limit: int) -> JobPage:
+    """In id order; a full page says where the next, older one starts."""
+    full = len(newest_first) >= limit > 0
+    return JobPage(jobs=[raw for _, raw in reversed(newest_first)], next_before=newest_first[-1][0] if full else None)

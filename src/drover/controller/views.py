@@ -11,13 +11,43 @@ from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.views import job_state
 from drover.protocol.api import AttemptInfo, HistoryRow, JobInfo, NodeInfo, TaskInfo, Usage
-from drover.store.base import Store
+from drover.scheduler.reasons import PendingReason
+from drover.store.base import EndedJobRecord, HistoryRecord, Store
 
 
 def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: Store | None = None) -> JobInfo:
-    counts = job.task_counts()
     reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
-    info = JobInfo(
+    info = job_summary(job, job.task_counts(), job_exit_status(job), reason)
+    if with_tasks and store is not None:
+        attempts = store.attempts_of(job.id)
+        latest = [attempt for attempt in state.attempts.values() if attempt.job_id == job.id]
+        with_tasks_of(info, job, attempts + latest)  # the working set's, possibly not committed, last
+    return info
+
+
+def stored_job_info(job: Job, attempts: list[Attempt]) -> JobInfo:
+    """A job as the store has it (one that ended: nothing of it is in the working set), with
+    its tasks and every attempt. Touches no working set: it may be built on any thread."""
+    info = job_summary(job, job.task_counts(), job_exit_status(job))
+    with_tasks_of(info, job, attempts)
+    return info
+
+
+def with_tasks_of(info: JobInfo, job: Job, attempts: list[Attempt]) -> None:
+    """Fill `info.tasks`; of two records of one attempt, the later in `attempts` is shown."""
+    by_task: dict[int, dict[int, Attempt]] = {}
+    for attempt in attempts:
+        by_task.setdefault(attempt.index, {})[attempt.number] = attempt
+    info.tasks = [task_info(job, task, list(by_task.get(task.index, {}).values())) for task in sorted_tasks(job)]
+    if not job.is_array and not job.tasks:
+        # A job that never started has no task record yet; show its one task all the same.
+        info.tasks = [task_info(job, Task(job.id, 0, job.fresh_state, job.submitted_at), [])]
+
+
+def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
+                reason: PendingReason | None = None) -> JobInfo:
+    """What a listing shows of a job (no tasks): `counts` are its task counts (Job.task_counts)."""
+    return JobInfo(
         id=job.id, name=job.name, owner=job.owner,
         state=job.state.value if job.state else job_state(counts), queue=job.spec.get("queue", "default"),
         submitted_at=job.submitted_at, ended_at=job.ended_at, priority=job.priority,
@@ -27,23 +57,19 @@ def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: 
         task_counts=counts,
         pending_reason=reason.value if reason else None,
         pending_explanation=reason.explanation if reason else None,
-        exit_status=job_exit_status(job), workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
+        exit_status=exit_status, workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
         output=job.spec["output"],
         error=job.spec["error"], after_ok=list(job.after_ok),
     )
-    if with_tasks and store is not None:
-        attempts: dict[int, list[Attempt]] = {}
-        for attempt in store.attempts_of(job.id):
-            attempts.setdefault(attempt.index, []).append(attempt)
-        for attempt in state.attempts.values():  # the newest, possibly not committed elsewhere
-            if attempt.job_id == job.id:
-                rows = attempts.setdefault(attempt.index, [])
-                rows[:] = [a for a in rows if a.number != attempt.number] + [attempt]
-        info.tasks = [task_info(job, task, attempts.get(task.index, [])) for task in sorted_tasks(job)]
-        if not job.is_array and not job.tasks:
-            # A job that never started has no task record yet; show its one task all the same.
-            info.tasks = [task_info(job, Task(job.id, 0, job.fresh_state, job.submitted_at), [])]
-    return info
+
+
+def ended_job_summary(record: EndedJobRecord) -> JobInfo:
+    """An ended job as a listing shows it, from the store's aggregates over its tasks."""
+    job = record.job
+    counts = dict(record.task_counts)
+    if job.fresh_count:
+        counts[job.fresh_state.value] = counts.get(job.fresh_state.value, 0) + job.fresh_count
+    return job_summary(job, counts, ended_exit_status(job, record.first_unfinished))
 
 
 def sorted_tasks(job: Job) -> list[Task]:
@@ -81,25 +107,31 @@ def job_exit_status(job: Job) -> int | None:
     """0 once every task completed; the first failed task's status once any failed; None before."""
     if job.ended_at is None:
         return None
-    for task in sorted_tasks(job):
-        if task.state is not JobState.COMPLETED:
-            if task.exit_status not in (None, 0):
-                return task.exit_status
-            return 1
+    first = next((task for task in sorted_tasks(job) if task.state is not JobState.COMPLETED), None)
+    return ended_exit_status(job, first)
+
+
+def ended_exit_status(job: Job, first_unfinished: Task | None) -> int:
+    """`first_unfinished`: the task record with the lowest index that did not complete."""
+    if first_unfinished is not None:
+        if first_unfinished.exit_status not in (None, 0):
+            return first_unfinished.exit_status
+        return 1
     if job.fresh_count and job.fresh_state is not JobState.COMPLETED:
         return 1
     return 0
 
 
-def history_row(job: Job, task: Task, attempt: Attempt) -> HistoryRow:
-    record = attempt.exit
-    is_latest = task.attempt == attempt.number
+def history_row(record: HistoryRecord) -> HistoryRow:
+    exit_record = record.exit
+    is_latest = record.task_attempt == record.attempt
     return HistoryRow(
-        job_id=job.id, index=task.index, is_array=job.is_array, attempt=attempt.number, name=job.name,
-        owner=job.owner, state=task.state.value if is_latest else "requeued", node=attempt.node,
-        exit_status=shell_status(record["exit_code"], record["signal"]) if record else None,
-        submitted_at=job.submitted_at, started_at=attempt.started_at, ended_at=attempt.ended_at,
-        usage=usage_of(attempt),
+        job_id=record.job_id, index=record.index, is_array=record.is_array, attempt=record.attempt,
+        name=record.name, owner=record.owner, state=record.task_state.value if is_latest else "requeued",
+        node=record.node,
+        exit_status=shell_status(exit_record["exit_code"], exit_record["signal"]) if exit_record else None,
+        submitted_at=record.submitted_at, started_at=record.started_at, ended_at=record.ended_at,
+        usage=msgspec.convert(record.usage, Usage) if record.usage else None,
     )
 
 

@@ -150,7 +150,8 @@ class FileList(msgspec.Struct):
 
 
 class JobList(msgspec.Struct):
-    jobs: list[JobInfo]
+    jobs: list[JobInfo]  # in id order
+    next_before: int | None = None  # a full page: pass this as `before` for the next, older page
 
 
 class HistoryRow(msgspec.Struct, kw_only=True):
@@ -170,7 +171,8 @@ class HistoryRow(msgspec.Struct, kw_only=True):
 
 
 class History(msgspec.Struct):
-    rows: list[HistoryRow]
+    rows: list[HistoryRow]  # newest last
+    next_before: str | None = None  # a full page: pass this as `before` for the next, older page
 
 
 class ActionRequest(msgspec.Struct, forbid_unknown_fields=True):

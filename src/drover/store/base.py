@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from drover.core.job import Attempt, Job, Task
+from drover.core.job_state import JobState
 from drover.core.node import Node
 
 
@@ -70,6 +71,39 @@ class JobFilter:
     include_ended: bool = False
     ended_since: float | None = None
     limit: int = 1000
+    before: int | None = None  # only jobs with a lower id: the next page of a listing, newest first
+
+
+@dataclass(slots=True)
+class EndedJobRecord:
+    """What a listing shows of an ended job, without loading its task records."""
+
+    job: Job  # its `tasks` left empty
+    task_counts: dict[str, int]  # state -> number of task records (never-dispatched tasks are the job's fresh ones)
+    first_unfinished: Task | None  # the task record with the lowest index that did not complete
+
+
+@dataclass(slots=True)
+class HistoryRecord:
+    """One ended attempt, with what the history shows of its job and task."""
+
+    job_id: int
+    index: int
+    attempt: int
+    node: str
+    exit: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    started_at: float | None
+    ended_at: float
+    is_array: bool
+    name: str
+    owner: str
+    submitted_at: float
+    task_state: JobState
+    task_attempt: int  # the task's latest attempt: an earlier one was requeued
+
+
+HistoryCursor = tuple[float, int, int, int]  # (ended_at, job id, task index, attempt): where a page ends
 
 
 class Store(Protocol):
@@ -86,9 +120,30 @@ class Store(Protocol):
 
     def attempts_of(self, job_id: int) -> list[Attempt]: ...
 
-    def history(self, owner: str | None, limit: int, since: float | None) -> list[tuple[Job, Task, Attempt]]: ...
+    def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]: ...
+
+    def reader(self) -> StoreReader:
+        """A read-only view of the same store for the calling thread alone (it must not be
+        handed to another thread)."""
+
+    def close(self) -> None: ...
+
+
+class StoreReader(Protocol):
+    """The reads that run off the controller's event loop. Each sees committed transactions only."""
+
+    def ended_job_keys(self, query: JobFilter) -> list[tuple[int, float]]: ...
+
+    def ended_jobs(self, job_ids: Sequence[int]) -> list[EndedJobRecord]: ...
+
+    def history(self, owner: str | None, limit: int, since: float | None,
+                before: HistoryCursor | None = None) -> list[HistoryRecord]: ...
 
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]: ...
+
+    def load_job(self, job_id: int) -> Job | None: ...
+
+    def attempts_of(self, job_id: int) -> list[Attempt]: ...
 
     def close(self) -> None: ...
 

@@ -25,6 +25,10 @@ from drover.store.base import Changes, EventRecord, JobFilter, WorkingSet
 from drover.store.faults import translated
 from drover.store.migrate import migrate_sqlite
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.store.sqlite_reader import SqliteReader
+
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
@@ -32,7 +36,7 @@ def _spec_text(spec: JobSpec) -> str:
     """The spec as stored: its canonical encoding, the bytes a signature over it covers."""
     return canonical(spec).decode()
 
-_JOB_COLUMNS = (
+JOB_COLUMNS = (
     "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
     "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state"
 )
@@ -66,7 +70,7 @@ class SqliteStore:
         try:
             if changes.new_jobs:
                 db.executemany(
-                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
                     [_job_row(job) for job in changes.new_jobs],
                 )
             if changes.jobs:
@@ -130,12 +134,12 @@ class SqliteStore:
     @translated
     def load_working_set(self) -> WorkingSet:
         jobs = {
-            row[0]: _job_from_row(row)
-            for row in self.db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE ended_at IS NULL")
+            row[0]: job_from_row(row)
+            for row in self.db.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE ended_at IS NULL")
         }
         attempts: dict[tuple[int, int, int], Attempt] = {}
         for job in jobs.values():
-            job.tasks = self._tasks_of(job.id)
+            job.tasks = tasks_of(self.db, job.id)
             for task in job.tasks.values():
                 if task.attempt:
                     row = self.db.execute(
@@ -143,7 +147,7 @@ class SqliteStore:
                         (job.id, task.index, task.attempt),
                     ).fetchone()
                     if row is not None:
-                        attempt = _attempt_from_row(row)
+                        attempt = attempt_from_row(row)
                         attempts[attempt.job_id, attempt.index, attempt.number] = attempt
         nodes = {
             row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6])
@@ -152,19 +156,13 @@ class SqliteStore:
         next_id = (self.db.execute("SELECT MAX(id) FROM jobs").fetchone()[0] or 0) + 1
         return WorkingSet(jobs, attempts, nodes, next_id)
 
-    def _tasks_of(self, job_id: int) -> dict[int, Task]:
-        return {
-            row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6], bool(row[7]))
-            for row in self.db.execute("SELECT * FROM tasks WHERE job_id=? ORDER BY idx", (job_id,))
-        }
-
     @translated
     def load_job(self, job_id: int) -> Job | None:
-        row = self.db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id=?", (job_id,)).fetchone()
+        row = self.db.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id=?", (job_id,)).fetchone()
         if row is None:
             return None
-        job = _job_from_row(row)
-        job.tasks = self._tasks_of(job_id)
+        job = job_from_row(row)
+        job.tasks = tasks_of(self.db, job_id)
         return job
 
     @translated
@@ -180,7 +178,7 @@ class SqliteStore:
 
     @translated
     def list_ended_jobs(self, query: JobFilter) -> list[Job]:
-        sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE ended_at IS NOT NULL"
+        sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE ended_at IS NOT NULL"
         args: list[Any] = []
         if query.owner:
             sql += " AND owner=?"
@@ -194,65 +192,55 @@ class SqliteStore:
         if query.ended_since is not None:
             sql += " AND ended_at >= ?"
             args.append(query.ended_since)
+        if query.before is not None:
+            sql += " AND id < ?"
+            args.append(query.before)
         sql += " ORDER BY id DESC LIMIT ?"
         args.append(query.limit)
-        jobs = [_job_from_row(row) for row in self.db.execute(sql, args)]
+        jobs = [job_from_row(row) for row in self.db.execute(sql, args)]
         for job in jobs:
-            job.tasks = self._tasks_of(job.id)
+            job.tasks = tasks_of(self.db, job.id)
         return list(reversed(jobs))
 
     @translated
     def attempts_of(self, job_id: int) -> list[Attempt]:
         return [
-            _attempt_from_row(row)
+            attempt_from_row(row)
             for row in self.db.execute(
                 "SELECT * FROM attempts WHERE job_id=? ORDER BY idx, number", (job_id,)
             )
         ]
 
     @translated
-    def history(self, owner: str | None, limit: int, since: float | None) -> list[tuple[Job, Task, Attempt]]:
-        sql = (
-            "SELECT a.* FROM attempts a JOIN jobs j ON j.id = a.job_id "
-            "WHERE a.ended_at IS NOT NULL"
-        )
-        args: list[Any] = []
-        if owner:
-            sql += " AND j.owner=?"
-            args.append(owner)
-        if since is not None:
-            sql += " AND a.ended_at >= ?"
-            args.append(since)
-        sql += " ORDER BY a.ended_at DESC LIMIT ?"
-        args.append(limit)
-        attempts = [_attempt_from_row(row) for row in self.db.execute(sql, args)]
-        jobs: dict[int, Job] = {}
-        rows = []
-        for attempt in reversed(attempts):
-            job = jobs.get(attempt.job_id) or self.load_job(attempt.job_id)
-            if job is None:
-                continue  # purged since: no history to show
-            jobs[attempt.job_id] = job
-            task = job.tasks.get(attempt.index)
-            if task is not None:
-                rows.append((job, task, attempt))
-        return rows
-
-    @translated
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]:
-        if job_id is None:
-            cursor = self.db.execute(
-                "SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
-            )
-        else:
-            cursor = self.db.execute(
-                "SELECT * FROM events WHERE job_id=? AND seq > ? ORDER BY seq LIMIT ?",
-                (job_id, after_seq, limit),
-            )
-        return [
-            (row[0], EventRecord(row[1], row[5], row[2], row[3], row[4], json.loads(row[6]), row[0]))
-            for row in cursor
-        ]
+        return events_of(self.db, job_id, after_seq, limit)
+
+    def reader(self) -> SqliteReader:
+        """A read-only connection to the same file, for the calling thread alone."""
+        from drover.store.sqlite_reader import SqliteReader
+
+        return SqliteReader(self.path)
+
+
+def tasks_of(db: sqlite3.Connection, job_id: int) -> dict[int, Task]:
+    return {
+        row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6], bool(row[7]))
+        for row in db.execute("SELECT * FROM tasks WHERE job_id=? ORDER BY idx", (job_id,))
+    }
+
+
+def events_of(db: sqlite3.Connection, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]:
+    """Events after sequence number `after_seq` (of one job, or all), oldest first."""
+    if job_id is None:
+        cursor = db.execute("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit))
+    else:
+        cursor = db.execute(
+            "SELECT * FROM events WHERE job_id=? AND seq > ? ORDER BY seq LIMIT ?", (job_id, after_seq, limit)
+        )
+    return [
+        (row[0], EventRecord(row[1], row[5], row[2], row[3], row[4], json.loads(row[6]), row[0]))
+        for row in cursor
+    ]
 
 
 def _job_row(job: Job) -> tuple[Any, ...]:
@@ -265,7 +253,7 @@ def _job_row(job: Job) -> tuple[Any, ...]:
     )
 
 
-def _job_from_row(row: Sequence[Any]) -> Job:
+def job_from_row(row: Sequence[Any]) -> Job:
     return Job(
         id=row[0], owner=row[1], name=row[2], submitted_at=row[3], priority=row[4],
         resources=Resources(row[5], row[6]),
@@ -277,7 +265,7 @@ def _job_from_row(row: Sequence[Any]) -> Job:
     )
 
 
-def _attempt_from_row(row: Sequence[Any]) -> Attempt:
+def attempt_from_row(row: Sequence[Any]) -> Attempt:
     return Attempt(
         job_id=row[0], index=row[1], number=row[2], node=row[3], cpu_ids=tuple(json.loads(row[4])),
         dispatched_at=row[5], started_at=row[6], ended_at=row[7],

@@ -14,11 +14,13 @@ if TYPE_CHECKING:
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Print the event log of a job, or of the whole cluster.")
     p.add_argument("job", nargs="?", metavar="JOB")
-    p.add_argument("--limit", type=int, default=1000)
+    p.add_argument("--limit", type=int, default=1000, help="at most this many events (default 1000)")
+    p.add_argument("--after", type=int, default=0, metavar="SEQ",
+                   help="only events after this sequence number (the next page: the last one shown)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new events (until the job ends)")
     args = p.parse_args(argv)
     job_id = job_ids([args.job])[0] if args.job else None
-    after, first = 0, True
+    after, first = args.after, True
     with client() as api:
         while True:
             events = api.events(job_id, after=after, limit=args.limit, wait_s=0 if first else 30)

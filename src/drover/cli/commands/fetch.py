@@ -17,19 +17,18 @@ def run(command: str, argv: list[str]) -> int:
     (job_id,) = job_ids([args.job])
     with client() as api:
         job = api.job(job_id)
-        listing = api.transport.call("GET", f"/v1/jobs/{job_id}/files")["files"]
+        listing = api.staged_files(job_id)
         latest = {t.index: max((a.number for a in t.attempts), default=0) for t in job.tasks}
-        chosen = [f for f in listing if latest.get(f["task"]) == f["attempt"]]
+        chosen = [f for f in listing if latest.get(f.task) == f.attempt]
         if not chosen:
             raise NotFound(f"job {job_id} has no staged-out files (yet)")
         target = os.path.abspath(args.to or job.submit_dir or job.workdir or os.getcwd())
         written = []
         for entry in chosen:
-            status, data = api.transport.request(
-                "GET", f"/v1/jobs/{job_id}/files/{entry['task']}/{entry['attempt']}/{entry['name']}")
-            if status != 200:
-                raise NotFound(f"job {job_id}: {entry['name']} is no longer kept")
-            path = os.path.join(target, entry["name"])
+            data = api.staged_file(job_id, entry.task, entry.attempt, entry.name)
+            if data is None:
+                raise NotFound(f"job {job_id}: {entry.name} is no longer kept")
+            path = os.path.join(target, entry.name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as file:
                 file.write(data)

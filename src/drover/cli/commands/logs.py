@@ -35,8 +35,8 @@ def run(command: str, argv: list[str]) -> int:
             while args.follow and not api.wait_json(job_id, 30)["ended"]:
                 pass
             attempt = max((a.number for a in task.attempts), default=0)
-            status, data = api.transport.request("GET", f"/v1/jobs/{job_id}/files/{index}/{attempt}/{path}")
-            if status != 200:
+            data = api.staged_file(job_id, index, attempt, path)
+            if data is None:
                 raise NotFound(f"the output of task {job_id}.{index} stays on its node until the task ends")
             sys.stdout.buffer.write(data)
             return 0

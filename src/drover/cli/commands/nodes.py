@@ -11,7 +11,7 @@ def run(command: str, argv: list[str]) -> int:
     args = p.parse_args(argv)
     with client() as api:
         if args.resume:
-            api.transport.call("POST", f"/v1/nodes/{args.resume}/resume")
+            api.resume_node(args.resume)
         nodes = api.nodes()
     if args.json:
         print_json(nodes)

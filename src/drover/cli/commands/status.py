@@ -12,10 +12,12 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("-n", "--name", help="only jobs of this name")
     p.add_argument("-a", "--all", action="store_true", help="include ended jobs")
     p.add_argument("--limit", type=int, default=1000, help="at most this many (the newest)")
+    p.add_argument("--before", type=int, metavar="JOB", help="only jobs older than this one (the next page)")
     args = p.parse_args(argv)
     states = [state.strip().lower() for value in args.state for state in value.split(",") if state.strip()]
     with client() as api:
-        jobs = api.jobs(states=states, user=args.user, name=args.name, include_ended=args.all, limit=args.limit)
+        jobs = api.jobs(states=states, user=args.user, name=args.name, include_ended=args.all, limit=args.limit,
+                        before=args.before)
     if args.json:
         print_json(jobs)
         return 0
