@@ -129,17 +129,22 @@ def down(paths: Paths, timeout_s: float = 15.0) -> list[str]:
     """Stop the execd, then the controller (SIGTERM, then wait). Returns what was stopped."""
     import signal
 
+    from drover.spool.process import is_alive, read_starttime
+
     stopped = []
     for name, pid_path in (("execd", paths.execd_pid), ("controller", paths.controller_pid)):
         pid = _read_pid(pid_path)
         if pid is None:
             continue
+        started = read_starttime(pid)  # this process, not one that gets its pid later
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
-        while _read_pid(pid_path) is not None and time.monotonic() < deadline:
+        # Until it has exited (a zombie, or reaped): a process in the middle of exiting has
+        # lost its command line already, but not yet its children and files.
+        while is_alive(pid, started) and time.monotonic() < deadline:
             _reap(pid)
             time.sleep(0.02)
-        if _read_pid(pid_path) is not None:
+        if is_alive(pid, started):
             os.kill(pid, signal.SIGKILL)
         try:
             os.unlink(pid_path)

@@ -179,12 +179,14 @@ class Reads:
         all); if there are none yet, wait up to `wait_s` for the next to be committed (a long
         poll)."""
         service = self._service
+        marker = service.events_marker()
         found = await self._events(job_id, after, limit)
         if not found.events and wait_s:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait_s
             while not found.events and loop.time() < deadline:
-                await service.wait_for_events(deadline - loop.time())
+                await service.wait_for_events(deadline - loop.time(), marker)
+                marker = service.events_marker()
                 found = await self._events(job_id, after, limit)
         return _encode(found)
 

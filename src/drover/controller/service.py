@@ -176,10 +176,15 @@ class ControllerService:
     def resume_node(self, name: str) -> None:
         self._run(lambda: resume_node(self.state, name, self.clock()))
 
-    async def wait_for_events(self, timeout_s: float) -> None:
-        """Return when new events are committed, or after `timeout_s`."""
+    def events_marker(self) -> asyncio.Event:
+        """Set when the next events are committed. Taken before a read that runs off the loop,
+        it also tells of a commit that happened while the read ran (no lost wake-up)."""
+        return self._new_events
+
+    async def wait_for_events(self, timeout_s: float, marker: asyncio.Event | None = None) -> None:
+        """Return when new events are committed (since `marker` was taken), or after `timeout_s`."""
         try:
-            await asyncio.wait_for(self._new_events.wait(), timeout_s)
+            await asyncio.wait_for((marker or self._new_events).wait(), timeout_s)
         except TimeoutError:
             pass
 

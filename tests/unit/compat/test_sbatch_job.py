@@ -80,3 +80,12 @@ def test_wait_returns_the_highest_exit_code() -> None:
 
     assert job_exit_status(job(task(1, "completed", 0), task(2, "failed", 3), task(3, "failed", 2))) == 3
     assert job_exit_status(job(task(1, "cancelled", None, 15))) == 1
+
+
+def test_a_warning_signal_is_due_only_before_a_time_limit() -> None:
+    timed = to_job(a_request("--signal=B:USR2@30", "-t", "10"), "#!/bin/sh\n", "job.sh", environ={})
+    assert (timed["warn_signal"], timed["warn_before_s"]) == ("SIGUSR2", 30)
+    unlimited = to_job(a_request("--signal=B:USR2@30"), "#!/bin/sh\n", "job.sh", environ={})  # as Toil sends it
+    assert "warn_signal" not in unlimited
+    with pytest.raises(Exception, match="signal"):
+        to_job(a_request("--signal=NOSUCH@30"), "#!/bin/sh\n", "job.sh", environ={})

@@ -303,3 +303,38 @@ def test_a_live_jobs_kept_entry_is_shown_until_the_job_changes(cluster: Cluster)
     assert listed().state == "pending"
     cluster.run()
     assert cluster.jobs().jobs == [] and cluster.jobs(include_ended=True).jobs[0].state == "completed"
+
+
+def test_a_commit_while_the_long_polls_first_read_runs_wakes_it_at_once(cluster: Cluster) -> None:
+    """The read runs on a thread; an event committed meanwhile must not be missed, or the poll
+    would sleep out its whole wait with an answer already there."""
+    job = cluster.submit()
+    after = max(seq for seq, _ in cluster.store.events_of(job, 0, 1000))
+    committed = threading.Event()
+    real_reader = cluster._reader
+
+    class CommitDuringFirstRead:
+        def __init__(self, reader: SqliteReader, loop: asyncio.AbstractEventLoop) -> None:
+            self.reader, self.loop = reader, loop
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.reader, name)
+
+        def events_of(self, job_id: int | None, after_seq: int, limit: int) -> object:
+            found = self.reader.events_of(job_id, after_seq, limit)  # nothing new yet
+            if not committed.is_set():
+                self.loop.call_soon_threadsafe(cluster.service.act, "hold", [str(job)], lambda *_: None)
+                self.loop.call_soon_threadsafe(committed.set)
+                committed.wait(5)
+            return found
+
+    async def scenario() -> float:
+        loop = asyncio.get_running_loop()
+        cluster.reads.close()
+        cluster.reads = Reads(cluster.service, ReadWorker(lambda: CommitDuringFirstRead(real_reader(), loop)))  # type: ignore[arg-type, return-value]
+        started = loop.time()
+        reply = msgspec.json.decode(await cluster.reads.events(job, after, 1000, 20), type=EventList)
+        assert [e.kind for e in reply.events] == ["held"]
+        return loop.time() - started
+
+    assert asyncio.run(scenario()) < 10

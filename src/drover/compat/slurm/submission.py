@@ -268,7 +268,11 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
     if signal:
         from drover.cli.commands.submit import warning_signal
 
-        job["warn_signal"], job["warn_before_s"] = warning_signal(re.sub(r"^[RB]+:", "", signal))
+        # Checked either way; sent only before a time limit. A job without one never reaches its
+        # end time, so, as on a Slurm partition with no limit, the signal is never due.
+        warn_signal, warn_before_s = warning_signal(re.sub(r"^[RB]+:", "", signal))
+        if limit is not None:
+            job["warn_signal"], job["warn_before_s"] = warn_signal, warn_before_s
     mail_user, mail_type = request.value("mail-user"), request.value("mail-type")
     if mail_type is not None and mail_type.upper() != "NONE":
         from drover.mail import parse_mail_types
