@@ -102,10 +102,14 @@ class ToolRun:
             self.stop()
             return None, self.output() + f"\n[still running after {timeout}s: interrupted]"
 
-    def interrupt(self, timeout: float = 60) -> tuple[int | None, str]:
-        """Press Ctrl-C: SIGINT to the tool's process group, as a terminal sends it; wait for
+    def interrupt(self, timeout: float = 60, whole_group: bool = True) -> tuple[int | None, str]:
+        """Press Ctrl-C: SIGINT to the tool's process group, as a terminal sends it (or, with
+        `whole_group=False`, to the tool's main process only, as `kill -INT PID` does); wait for
         the tool to clean up. Returns (exit status, or None if it had to be killed; output)."""
-        os.killpg(self.process.pid, signal.SIGINT)
+        if whole_group:
+            os.killpg(self.process.pid, signal.SIGINT)
+        else:
+            self.process.send_signal(signal.SIGINT)
         try:
             return self.process.wait(timeout=timeout), self.output()
         except subprocess.TimeoutExpired:
