@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -135,16 +136,20 @@ class ToolRun:
 
     def wait_for_line(self, prefix: str, timeout: float = 120) -> str:
         """Wait until the tool prints a line starting with `prefix`; return the rest of it."""
+        return self.wait_for(rf"^{re.escape(prefix)}(.*)$", timeout).group(1).strip()
+
+    def wait_for(self, pattern: str, timeout: float = 120) -> re.Match[str]:
+        """Wait until the tool's output matches `pattern` (a multi-line regex); return the match."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for line in self.output().splitlines():
-                if line.startswith(prefix):
-                    return line[len(prefix):].strip()
+            found = re.search(pattern, self.output(), re.MULTILINE)
+            if found:
+                return found
             if self.process.poll() is not None:
                 raise AssertionError(f"the tool exited ({self.process.returncode}) before printing "
-                                     f"{prefix!r}:\n" + self.output()[-4000:])
+                                     f"{pattern!r}:\n" + self.output()[-4000:])
             time.sleep(0.2)
-        raise AssertionError(f"the tool did not print {prefix!r} within {timeout}s:\n" + self.output()[-4000:])
+        raise AssertionError(f"the tool did not print {pattern!r} within {timeout}s:\n" + self.output()[-4000:])
 
 
 def install(name: str) -> ToolEnv:
