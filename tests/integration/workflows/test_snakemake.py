@@ -49,7 +49,7 @@ def test_a_snakemake_workflow_runs_its_rules_as_jobs_and_reports_the_failed_rule
     assert not (directory / "broken.txt").exists()
     assert re.search(r"Error in rule broken:", out) and str(jobs["broken"]) in out, out
     client = cluster.client()
-    for rule, cpus, memory in (("greet", 1, 200), ("shout", 2, 300), ("broken", 1, 100)):
+    for rule, cpus, memory in (("greet", 1, 500), ("shout", 2, 600), ("broken", 1, 400)):
         job = client.job(jobs[rule])
         assert (job.cpus, job.memory_mib, job.time_limit_s) == (cpus, memory, 300), rule
     assert client.job(jobs["broken"]).state == "failed"

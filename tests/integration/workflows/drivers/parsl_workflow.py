@@ -26,7 +26,7 @@ def provider(kind):
         return SlurmProvider(walltime="00:05:00", cores_per_node=2, mem_per_node=1, exclusive=False,
                              init_blocks=1, max_blocks=1, worker_init=worker_init)
     return GridEngineProvider(walltime="00:05:00", init_blocks=1, max_blocks=1, worker_init=worker_init,
-                              scheduler_options="#$ -pe smp 2\n#$ -l h_vmem=1G")
+                              scheduler_options="#$ -pe smp 2\n#$ -l h_vmem=512M")
 
 
 @python_app
