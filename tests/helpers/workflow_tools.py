@@ -98,10 +98,12 @@ class ToolRun:
         """Wait for the tool to end by itself. On timeout, interrupt it as a user would and
         return None for its status: a tool that never ends is the failure being reported."""
         try:
-            return self.process.wait(timeout=timeout), self.output()
+            status = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.stop()
             return None, self.output() + f"\n[still running after {timeout}s: interrupted]"
+        self.stop()  # whatever the tool left behind in its process group
+        return status, self.output()
 
     def interrupt(self, timeout: float = 60, whole_group: bool = True) -> tuple[int | None, str]:
         """Press Ctrl-C: SIGINT to the tool's process group, as a terminal sends it (or, with
@@ -112,23 +114,26 @@ class ToolRun:
         else:
             self.process.send_signal(signal.SIGINT)
         try:
-            return self.process.wait(timeout=timeout), self.output()
+            status = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.stop()
             return None, self.output() + f"\n[did not stop within {timeout}s of SIGINT: killed]"
+        self.stop()
+        return status, self.output()
 
     def stop(self) -> None:
         """End the tool and everything left in its process group, whatever state it is in."""
-        for signum, grace in ((signal.SIGINT, 20.0), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(self.process.pid, signum)
-            except ProcessLookupError:
-                break
-            try:
-                self.process.wait(timeout=grace)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        if self.process.poll() is None:
+            for signum, grace in ((signal.SIGINT, 20.0), (signal.SIGKILL, 10.0)):
+                try:
+                    os.killpg(self.process.pid, signum)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.process.wait(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
         try:  # helpers the tool left in its group (dask nannies, parsl's interchange)
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:

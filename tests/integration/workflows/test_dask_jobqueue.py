@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
@@ -17,11 +18,11 @@ pytestmark = pytest.mark.timeout(240)
 
 
 def run_workflow(cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv, kind: str,
-                 log_dir: Path) -> dict[str, object]:
+                 log_dir: Path) -> dict[str, Any]:
     run = dask_env.start(dask_env.driver("dask_workflow.py", kind, str(log_dir)), cluster, front_ends)
     status, out = run.finish(timeout=180)
     assert status == 0, out
-    summary: dict[str, object] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
+    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
     return summary
 
 
@@ -51,7 +52,7 @@ def test_slurm_worker_logs_are_named_by_slurms_percent_j(
         cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv) -> None:
     logs = cluster.workdir / "logs"
     summary = run_workflow(cluster, front_ends, dask_env, "slurm", logs)
-    expected = sorted(f"dask-worker-{i}.{ext}" for i in summary["jobs"] for ext in ("err", "out"))  # type: ignore[union-attr]
+    expected = sorted(f"dask-worker-{i}.{ext}" for i in summary["jobs"] for ext in ("err", "out"))
     assert sorted(path.name for path in logs.iterdir()) == expected
 
 

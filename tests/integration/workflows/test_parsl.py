@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
@@ -18,12 +19,12 @@ pytestmark = pytest.mark.timeout(240)
 PROVIDERS = ["slurm", "gridengine"]
 
 
-def run_workflow(cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str) -> dict[str, object]:
+def run_workflow(cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str) -> dict[str, Any]:
     run = parsl_env.start(parsl_env.driver("parsl_workflow.py", kind, str(cluster.workdir / "runinfo")),
                           cluster, front_ends)
     status, out = run.finish(timeout=150)
     assert status == 0, out
-    summary: dict[str, object] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
+    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
     return summary
 
 
@@ -54,7 +55,7 @@ def test_parsl_reads_its_running_block_back_from_the_scheduler(
         cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str) -> None:
     summary = run_workflow(cluster, front_ends, parsl_env, kind)
     assert summary["block_states"] == ["RUNNING"]
-    block = cluster.client().job(int(summary["blocks"][0]))  # type: ignore[index]
+    block = cluster.client().job(int(summary["blocks"][0]))
     # 1 GiB: --mem=1g is per node; Grid Engine's h_vmem is per slot, 512M x 2 slots.
     assert block.memory_mib == 1024
     name = block.name
