@@ -32,6 +32,7 @@ PINS: dict[str, tuple[str, ...]] = {
     "submitit": ("submitit==1.5.4",),
     "dask-jobqueue": ("dask-jobqueue==0.9.0", "dask==2026.8.0", "distributed==2026.8.0"),
     "parsl": ("parsl==2026.10.26",),
+    "psij-python": ("psij-python==0.9.11",),
     "snakemake": ("snakemake==9.27.1", "snakemake-executor-plugin-slurm==2.8.0",
                   "snakemake-executor-plugin-slurm-jobstep==0.6.1"),
 }

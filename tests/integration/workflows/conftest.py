@@ -43,6 +43,11 @@ def parsl_env(request: pytest.FixtureRequest) -> workflow_tools.ToolEnv:
 
 
 @pytest.fixture(scope="session")
+def psij_env(request: pytest.FixtureRequest) -> workflow_tools.ToolEnv:
+    return _tool("psij-python", request)
+
+
+@pytest.fixture(scope="session")
 def snakemake_env(request: pytest.FixtureRequest) -> workflow_tools.ToolEnv:
     return _tool("snakemake", request)
 
