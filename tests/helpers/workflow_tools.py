@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -171,7 +172,7 @@ def install(name: str) -> ToolEnv:
         if done.exists():
             return ToolEnv(name, prefix, 0.0)
         started = time.monotonic()
-        subprocess.run(["rm", "-rf", str(prefix)], check=True)
+        shutil.rmtree(prefix, ignore_errors=True)  # what an interrupted install left
         made = subprocess.run([sys.executable, "-m", "venv", str(prefix)], capture_output=True, text=True)
         if made.returncode != 0:
             raise ToolUnavailable(f"python -m venv failed: {made.stderr.strip()[-500:]}")
