@@ -45,9 +45,6 @@ def test_a_dask_jobqueue_workflow_runs_on_worker_jobs_and_reports_the_failed_tas
         assert sorted(path.name for path in logs.iterdir()) == sorted(f"dask-worker.o{i}" for i in ids)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "sbatch expands %J in a batch script's -o/-e to JOBID.0; Slurm writes JOBID for the batch step "
-    "(see /work/wf-invocations.md, Breaks today)"))
 def test_slurm_worker_logs_are_named_by_slurms_percent_j(
         cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv) -> None:
     logs = cluster.workdir / "logs"

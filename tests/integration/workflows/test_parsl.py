@@ -43,14 +43,7 @@ def test_a_parsl_workflow_runs_in_a_block_with_resources_and_reports_the_failed_
     assert block.state == "cancelled"
 
 
-@pytest.mark.parametrize("kind", [
-    pytest.param("slurm", marks=pytest.mark.xfail(strict=False, reason=(
-        "sacct ignores lower-case --format field names (jobid,state%20) and prints blank lines, "
-        "which parsl cannot split (see /work/wf-invocations.md, Breaks today)"))),
-    pytest.param("gridengine", marks=pytest.mark.xfail(strict=False, reason=(
-        "qsub names a job submitted from a script file STDIN instead of the file's name, and takes "
-        "h_vmem for the whole job instead of per slot (see /work/wf-invocations.md, Breaks today)"))),
-])
+@pytest.mark.parametrize("kind", ["slurm", "gridengine"])
 def test_parsl_reads_its_running_block_back_from_the_scheduler(
         cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str) -> None:
     summary = run_workflow(cluster, front_ends, parsl_env, kind)

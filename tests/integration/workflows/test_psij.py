@@ -42,10 +42,6 @@ def test_a_psij_workflow_runs_its_steps_with_resources_and_reports_the_failed_on
     assert cluster.client().job(int(summary["broken"]["id"])).state == "completed"
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "scontrol show hostnames without a list is refused instead of reading SLURM_JOB_NODELIST, so "
-    "PSI/J's node file is empty; sbatch names a job from a script file 'sbatch' instead of the "
-    "file's name (see /work/wf-invocations.md, Breaks today)"))
 def test_psij_jobs_node_file_and_name_are_slurms(
         cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv) -> None:
     work = cluster.workdir / "psij"
@@ -82,9 +78,6 @@ def test_interrupting_a_psij_script_cancels_its_jobs(
     nothing_left_running()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "squeue -t all lists no ended job, so PSI/J takes a cancelled job for a completed one "
-    "(see /work/wf-invocations.md, Breaks today)"))
 def test_psij_sees_its_cancelled_jobs_as_canceled(
         cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv) -> None:
     ids, states = interrupt_psij(cluster, front_ends, psij_env)

@@ -33,10 +33,6 @@ def project(cluster: LocalCluster) -> Path:
     return directory
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "srun refuses --cpu-bind=q, so every rule fails inside its job, and sacct refuses --clusters "
-    "and --name, so snakemake never learns that a job ended and waits forever "
-    "(see /work/wf-invocations.md, Breaks today)"))
 def test_a_snakemake_workflow_runs_its_rules_as_jobs_and_reports_the_failed_rule(
         cluster: LocalCluster, front_ends: Path, snakemake_env: ToolEnv) -> None:
     directory = project(cluster)
