@@ -48,9 +48,12 @@ def usage() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help", "help"):
+    if not args:  # a mistake: the usage goes where errors go
+        print(usage(), file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
         print(usage())
-        return 0 if args else 2
+        return 0
     if args[0] == "--version":
         from drover import __version__
 

@@ -34,6 +34,17 @@ class Refused(Exception):
     """A command line the real command refuses: the message is printed, the exit status is 1."""
 
 
+def iterate_seconds(text: str | None) -> int:
+    """-i/--iterate, read as squeue and sinfo read it (atoi): its leading digits, else 0, which
+    they refuse."""
+    digits = ""
+    for char in (text or "").strip():
+        if not ("0" <= char <= "9") or len(digits) > 9:
+            break
+        digits += char
+    return int(digits or "0")
+
+
 def as_a_command(argv: list[str] | None) -> list[str]:
     """The arguments; and, run as the command itself (not called from Python), SIGPIPE's default
     action restored, so `squeue | head -1` ends quietly as the real command does."""
@@ -108,7 +119,7 @@ def user_names(text: str, invalid: Callable[[str], None] | None = None, message:
     names: set[str] = set()
     for word in filter(None, (w.strip() for w in text.split(","))):
         try:
-            names.add(pwd.getpwuid(int(word)).pw_name if word.isdigit() else pwd.getpwnam(word).pw_name)
+            names.add(pwd.getpwuid(int(word)).pw_name if (word.isascii() and word.isdigit()) else pwd.getpwnam(word).pw_name)
         except (KeyError, ValueError):
             if invalid is None:
                 raise Refused(message.format(word)) from None

@@ -19,6 +19,7 @@ from drover.compat.slurm.common import (
     autocomplete,
     current_user,
     environment_defaults,
+    iterate_seconds,
     load_jobs,
     split_list,
     usage_error,
@@ -203,7 +204,7 @@ def _job_list(text: str) -> list[tuple[int, int | None]]:
     refs: list[tuple[int, int | None]] = []
     for word in split_list(text):
         job, _, index = word.partition("_")
-        if not job.isdigit() or (index and not index.isdigit()) or int(job) == 0:
+        if not (job.isascii() and job.isdigit()) or (index and not (index.isascii() and index.isdigit())) or int(job) == 0:
             raise Refused(f"Invalid job id: {word}")
         refs.append((int(job), int(index) if index else None))
     return refs
@@ -270,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         for option, _ in found:
             if option.mark is Mark.APPROXIMATED:
                 approximated("squeue", option, environ)
-        iterate = int(query.values["iterate"] or "0") if query.values.get("iterate") else 0
+        iterate = iterate_seconds(query.values.get("iterate"))
         if query.values.get("iterate") is not None and iterate <= 0:
             raise Refused(f"--iterate={query.values['iterate']}")
         while True:
