@@ -6,7 +6,7 @@ from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import int_query, json_response
-from drover.api.openapi import Operation
+from drover.api.openapi import Operation, whole
 from drover.controller.auth import Access
 from drover.protocol import api
 
@@ -25,6 +25,7 @@ async def events(call: Call) -> Response:
 
 ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
-        ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
-        ("limit", "integer", "rows"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
+        ("job", whole(1), "one job's events"), ("after", whole(0), "sequence number"),
+        ("limit", whole(0), "rows (0: 1000)"), ("wait", whole(0), "seconds to wait for new events (at most 300)"))),
+             Access.USER, events),
 ]

@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import int_query, json_response, unix_time
-from drover.api.openapi import Operation
+from drover.api.openapi import Operation, whole
 from drover.controller.auth import Access
 from drover.controller.handlers.actions import ACTIONS
 from drover.core.errors import BadRequest, NotFound
@@ -85,15 +85,17 @@ ENDPOINTS = [
                        api.SubmitRequest, api.SubmitReply), Access.USER, submit),
     Endpoint(Operation("GET", "/v1/jobs", "List jobs (a user's own; admins choose whose)", response=api.JobList, query=(
         ("state", "string", "comma-separated task states"), ("user", "string", "owner (admins only)"),
-        ("name", "string", "job name"), ("all", "boolean", "include ended jobs"),
-        ("limit", "integer", "at most this many, newest"))), Access.USER, list_jobs),
+        ("name", "string", "job name"), ("all", "string", "1 or true: include ended jobs"),
+        ("limit", whole(0), "at most this many, newest (0: 1000)"))), Access.USER, list_jobs),
     Endpoint(Operation("GET", "/v1/jobs/{job_id}", "A job, its tasks and every attempt",
                        response=api.JobInfo), Access.JOB, show_job),
     Endpoint(Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
-                       query=(("timeout", "integer", "seconds, at most 300"),)), Access.JOB, wait_job),
+                       query=(("timeout", whole(0), "seconds (at most 300 are waited)"),)), Access.JOB, wait_job),
     Endpoint(Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
-                       api.ActionRequest, api.ActionReply), Access.USER, act),
+                       api.ActionRequest, api.ActionReply, path_parameters=(("action", {"enum": list(ACTIONS)}),)),
+             Access.USER, act),
     Endpoint(Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
-                       query=(("user", "string", "owner (admins only)"), ("limit", "integer", "rows"),
-                              ("since", "number", "Unix time"))), Access.USER, history),
+                       query=(("user", "string", "owner (admins only)"), ("limit", whole(0), "rows (0: 100)"),
+                              ("since", {"type": "number", "minimum": 0, "exclusiveMaximum": 2**40},
+                               "Unix time"))), Access.USER, history),
 ]
