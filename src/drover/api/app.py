@@ -13,9 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 
 from drover.api import cluster, events, files, jobs, nodes
 from drover.api.endpoint import Controller, Endpoint, route
+from drover.api.http import json_response
 from drover.api.node_channel import node_channel_route
 from drover.api.openapi import openapi_document
 from drover.controller.auth import Policy
@@ -35,4 +39,16 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
     routes: list[Any] = [cluster.openapi_route(openapi_document([e.operation for e in ENDPOINTS]))]
     routes += [route(endpoint, controller) for endpoint in ENDPOINTS]
     routes.append(node_channel_route(service, policy))
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, exception_handlers={HTTPException: _routing_error})
+
+
+async def _routing_error(request: Request, error: Exception) -> Response:
+    """No such path, or not that method on it: the same one-line JSON error as every other."""
+    assert isinstance(error, HTTPException)
+    if error.status_code == 405:
+        message, kind = f"{request.url.path} does not take {request.method}", "bad_request"
+    else:
+        message, kind = f"no such path: {request.url.path}", "not_found"
+    reply = json_response({"error": message, "kind": kind}, error.status_code)
+    reply.headers.update(error.headers or {})  # a 405 says what the path allows
+    return reply

@@ -6,7 +6,7 @@ from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import encoded_json_response, int_query
-from drover.api.openapi import Operation
+from drover.api.openapi import Operation, whole
 from drover.controller.auth import Access
 from drover.protocol import api
 
@@ -25,6 +25,8 @@ async def events(call: Call) -> Response:
 
 ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/events", "The event log", response=api.EventList, query=(
-        ("job", "integer", "one job's events"), ("after", "integer", "sequence number"),
-        ("limit", "integer", "rows, oldest first: pass the last one's seq as after for the next page"), ("wait", "integer", "seconds to wait for new events"))), Access.USER, events),
+        ("job", whole(1), "one job's events"), ("after", whole(0), "sequence number"),
+        ("limit", whole(0), "rows, oldest first (0: 1000): pass the last one's seq as after for the next page"),
+        ("wait", whole(0), "seconds to wait for new events (at most 300)"))),
+             Access.USER, events),
 ]

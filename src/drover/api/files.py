@@ -9,6 +9,7 @@ from drover.api.http import json_response
 from drover.api.openapi import Operation
 from drover.controller.auth import Access
 from drover.core.errors import BadRequest
+from drover.core.limits import MAX_INDEX, ascii_int
 from drover.protocol import api
 
 
@@ -20,10 +21,9 @@ async def list_files(call: Call) -> Response:
 async def one_file(call: Call) -> Response:
     assert call.job is not None
     params = call.request.path_params
-    try:
-        index, attempt = int(params["task"]), int(params["attempt"])
-    except ValueError:
-        raise BadRequest("task and attempt are numbers") from None
+    index, attempt = ascii_int(params["task"], "the task index", MAX_INDEX), ascii_int(params["attempt"], "the attempt")
+    if "\0" in params["name"]:
+        raise BadRequest("a file name must not hold a NUL byte")
     data = call.controller.reads.staged_file(call.job.id, index, attempt, params["name"])
     return Response(data, media_type="application/octet-stream")
 

@@ -54,7 +54,7 @@ async def body_within_limit(request: Request, limit: int) -> bytes:
 
 def int_query(request: Request, name: str, default: int | None) -> int | None:
     value = request.query_params.get(name)
-    if value is None or value == "":
+    if value is None:
         return default
     return ascii_int(value, f"query parameter {name}")
 

@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import encoded_json_response, int_query, json_response, unix_time
-from drover.api.openapi import Operation
+from drover.api.openapi import Operation, whole
 from drover.controller.auth import Access
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.paging import history_cursor
@@ -78,29 +78,34 @@ async def history(call: Call) -> Response:
     page = await call.controller.reads.history(
         call.controller.policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
         unix_time(since, "query parameter since") if since else None,
-        history_cursor(before) if before else None,
+        history_cursor(before) if before is not None else None,
     )
     return encoded_json_response(page)
 
+
+# A history page's next_before: ENDED_AT:JOB.TASK.ATTEMPT (controller/paging.py).
+HISTORY_TOKEN = r"^[0-9]{1,12}(\.[0-9]{1,9})?(e[+-]?[0-9]{1,2})?:[0-9]{1,9}\.[0-9]{1,6}\.[0-9]{1,6}$"
 
 ENDPOINTS = [
     Endpoint(Operation("POST", "/v1/jobs", "Submit jobs (many in one request, one transaction)",
                        api.SubmitRequest, api.SubmitReply), Access.USER, submit),
     Endpoint(Operation("GET", "/v1/jobs", "List jobs (a user's own; admins choose whose)", response=api.JobList, query=(
         ("state", "string", "comma-separated task states"), ("user", "string", "owner (admins only)"),
-        ("name", "string", "job name"), ("all", "boolean", "include ended jobs"),
-        ("limit", "integer", "at most this many, newest"),
-        ("before", "integer", "only jobs with a lower id: pass a page's next_before for the next, older page"),
+        ("name", "string", "job name"), ("all", "string", "1 or true: include ended jobs"),
+        ("limit", whole(0), "at most this many, newest (0: 1000)"),
+        ("before", whole(0), "only jobs with a lower id: pass a page's next_before for the next, older page"),
     )), Access.USER, list_jobs),
     Endpoint(Operation("GET", "/v1/jobs/{job_id}", "A job, its tasks and every attempt",
                        response=api.JobInfo), Access.JOB, show_job),
     Endpoint(Operation("GET", "/v1/jobs/{job_id}/wait", "Wait until a job ends (long poll)",
-                       query=(("timeout", "integer", "seconds, at most 300"),)), Access.JOB, wait_job),
+                       query=(("timeout", whole(0), "seconds (at most 300 are waited)"),)), Access.JOB, wait_job),
     Endpoint(Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
-                       api.ActionRequest, api.ActionReply), Access.USER, act),
+                       api.ActionRequest, api.ActionReply, path_parameters=(("action", {"enum": list(ACTIONS)}),)),
+             Access.USER, act),
     Endpoint(Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
-                       query=(("user", "string", "owner (admins only)"), ("limit", "integer", "rows, the newest"),
-                              ("since", "number", "Unix time"),
-                              ("before", "string", "only older rows: pass a page's next_before for the next, older page"),
+                       query=(("user", "string", "owner (admins only)"), ("limit", whole(0), "rows (0: 100)"),
+                              ("since", {"type": "number", "minimum": 0, "exclusiveMaximum": 2**40}, "Unix time"),
+                              ("before", {"type": "string", "pattern": HISTORY_TOKEN},
+                               "only older rows: pass a page's next_before for the next, older page"),
                               )), Access.USER, history),
 ]

@@ -8,6 +8,19 @@ from typing import Any
 import msgspec
 
 from drover import __version__
+from drover.core.limits import MAX_ID, MAX_INDEX
+
+Schema = dict[str, Any]
+
+
+def whole(minimum: int, maximum: int = MAX_ID) -> Schema:
+    """A whole number as the API reads one (core/limits.py's ascii_int: ASCII digits, bounded)."""
+    return {"type": "integer", "minimum": minimum, "maximum": maximum}
+
+
+# Path parameters that mean the same on every path; any other is a string unless its operation
+# says otherwise.
+PATH_PARAMETERS: dict[str, Schema] = {"job_id": whole(1), "task": whole(0, MAX_INDEX), "attempt": whole(0)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,7 +30,8 @@ class Operation:
     summary: str
     request: type | None = None
     response: type | None = None
-    query: tuple[tuple[str, str, str], ...] = ()  # (name, JSON type, description)
+    query: tuple[tuple[str, str | Schema, str], ...] = ()  # (name, JSON type or schema, description)
+    path_parameters: tuple[tuple[str, Schema], ...] = ()  # those not in PATH_PARAMETERS, if not strings
 
 
 def openapi_document(operations: list[Operation]) -> dict[str, Any]:
@@ -32,11 +46,13 @@ def openapi_document(operations: list[Operation]) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for op in operations:
         entry: dict[str, Any] = {"summary": op.summary, "responses": {}}
+        given = {**PATH_PARAMETERS, **dict(op.path_parameters)}
         parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            {"name": name, "in": "path", "required": True, "schema": given.get(name, {"type": "string"})}
             for name in _path_parameters(op.path)
         ] + [
-            {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": text}
+            {"name": name, "in": "query", "required": False,
+             "schema": {"type": kind} if isinstance(kind, str) else kind, "description": text}
             for name, kind, text in op.query
         ]
         if parameters:

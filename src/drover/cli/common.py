@@ -11,6 +11,7 @@ from drover.core.errors import BadRequest
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
     from drover.client import Client
@@ -28,9 +29,21 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
+    # Where the words being parsed come from, when not the command line (a script's directive
+    # line): errors then name it, and are errors of the input (exit status 1), not of the usage.
+    source: str | None = None
+
     def error(self, message: str) -> NoReturn:
         """Bad options: one line naming the problem, exit status 2 (as argparse does)."""
+        if self.source is not None:
+            raise BadRequest(f"{self.source}: {message}")
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def parse_from(p: argparse.ArgumentParser, source: str | None) -> None:
+    """Say where the words `p` parses next come from (None: the command line); see _Parser."""
+    if isinstance(p, _Parser):
+        p.source = source
 
 
 def parser(command: str, description: str, json_flag: bool = True) -> argparse.ArgumentParser:
@@ -38,6 +51,38 @@ def parser(command: str, description: str, json_flag: bool = True) -> argparse.A
     if json_flag:
         result.add_argument("--json", action="store_true", help="print JSON for programs")
     return result
+
+
+def whole_number(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number in ASCII digits (int() would also take '٣', '1_0' and
+    ' 7'), from `minimum` to `maximum` (default: the largest id the cluster keeps)."""
+    from drover.core.limits import MAX_ID
+
+    highest = MAX_ID if maximum is None else maximum
+
+    def parse(text: str) -> int:
+        digits = text.removeprefix("-")
+        if not digits.isascii() or not digits.isdigit():
+            raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}")
+        value = int(text)
+        if not minimum <= value <= highest:
+            raise argparse.ArgumentTypeError(f"must be between {minimum} and {highest}, not {text}")
+        return value
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more (float() would also take 'nan' and '-1')."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not text.isascii() or not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, 0 or more, not {text!r}")
+    return value
 
 
 def client(timeout_s: float | None = 60.0) -> Client:

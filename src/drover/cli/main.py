@@ -53,9 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: list[str]) -> int:
-    if not args or args[0] in ("-h", "--help", "help"):
+    if not args:  # a mistake: the usage goes where errors go
+        print(usage(), file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
         print(usage())
-        return 0 if args else 2
+        return 0
     if args[0] == "--version":
         from drover import __version__
 

@@ -31,12 +31,12 @@ def parse_memory_mib(text: str) -> int:
     if body and body[-1] in _MEMORY_UNITS_MIB:
         factor = _MEMORY_UNITS_MIB[body[-1]]
         body = body[:-1]
-    try:
-        amount = float(body)
-    except ValueError:
-        raise BadRequest(f"bad memory amount {text!r}: expected e.g. 512M, 4G or 1.5G") from None
-    if not amount >= 0 or amount == float("inf"):
-        raise BadRequest(f"bad memory amount {text!r}: must be zero or more")
+    # Digits and one point, in ASCII: float() would also take '٥', '1_0', '1e3', 'nan' and 'inf'.
+    if not body.isascii() or not body.replace(".", "", 1).isdigit():
+        if body.startswith("-") and body[1:].replace(".", "", 1).isdigit():
+            raise BadRequest(f"bad memory amount {text!r}: must be zero or more")
+        raise BadRequest(f"bad memory amount {text!r}: expected e.g. 512M, 4G or 1.5G")
+    amount = float(body)
     mib = amount * factor
     whole = int(mib)
     return whole + (1 if mib > whole else 0)
@@ -48,7 +48,7 @@ def parse_duration_s(text: str) -> int:
     bad = BadRequest(
         f"bad time {text!r}: expected minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]], or e.g. 90s, 10m, 2h, 1d"
     )
-    if not raw:
+    if not raw or not raw.isascii():  # str.isdigit() below would take '٣'
         raise bad
     if raw[-1].lower() in _TIME_UNITS_S and raw[:-1].replace(".", "", 1).isdigit():
         seconds = float(raw[:-1]) * _TIME_UNITS_S[raw[-1].lower()]

@@ -6,7 +6,7 @@ wait) send and read the same JSON without importing this module, to keep start-u
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -57,7 +57,7 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Many jobs in one request: one transaction, one reply."""
 
-    jobs: list[JobSubmission]
+    jobs: Annotated[list[JobSubmission], msgspec.Meta(min_length=1)]
     # Chosen by the client, new for each submission: the same request sent again (a retry after
     # a timeout or a lost connection) gets the first one's ids, and no second copy of its jobs.
     request_key: str | None = None

@@ -1,4 +1,6 @@
-"""Bad input: a one-line error naming the problem, a non-zero exit, and nothing changed."""
+"""Bad input that needs more than one line of the corpus (tests/data/bad_inputs.tsv, run by
+tests/integration/test_bad_input_corpus.py): a file's mode, a job that ended, several ids at
+once, no cluster at all, a FIFO."""
 
 from __future__ import annotations
 
@@ -8,42 +10,6 @@ from tests.helpers.cluster import LocalCluster
 
 def _store_snapshot(cluster: LocalCluster) -> object:
     return (cluster.drover_json("status", "--all"), cluster.drover_json("events"))
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["submit", "--bogus", "--", "true"], "unrecognized arguments: --bogus"),
-        (["submit", "--array", "5-1", "--", "true"], "bad array '5-1'"),
-        (["submit", "--array", "1-10%0", "--", "true"], "bad array"),
-        (["submit", "--mem", "lots", "--", "true"], "bad memory amount 'lots'"),
-        (["submit", "--time", "1:xx", "--", "true"], "bad time '1:xx'"),
-        (["submit", "--cpus", "0", "--", "true"], "--cpus must be at least 1"),
-        (["submit", "--cpus", "64", "--", "true"], "no node can run a task of 64 CPUs"),
-        (["submit", "missing-script.sh"], "cannot read missing-script.sh: No such file or directory"),
-        (["submit", "--workdir", "/no/such/dir", "--", "true"], "the working directory /no/such/dir does not exist"),
-        (["submit", "-o", "out-%q", "--", "true"], "unknown placeholder %q"),
-        (["submit", "--dependency", "afterok:999999", "--", "true"], "job 999999, which does not exist"),
-        (["submit", "--dependency", "after:1", "--", "true"], "only afterok"),
-        (["submit"], "give exactly one of"),
-        (["show", "999999"], "job 999999 does not exist"),
-        (["show", "abc"], "not a job id: 'abc'"),
-        (["cancel", "999999"], "job 999999 does not exist"),
-        (["wait", "999999"], "job 999999 does not exist"),
-        (["hold", "12x"], "not a job id"),
-        (["frobnicate"], "unknown command 'frobnicate'"),
-    ],
-)
-def test_bad_input_is_refused_with_one_clear_line_and_changes_nothing(
-    cluster: LocalCluster, args: list[str], message: str
-) -> None:
-    before = _store_snapshot(cluster)
-    result = cluster.drover(*args, check=False)
-    assert result.returncode != 0
-    assert message in result.stderr, result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert result.stdout == ""
-    assert _store_snapshot(cluster) == before
 
 
 def test_unreadable_script_is_refused(cluster: LocalCluster) -> None:

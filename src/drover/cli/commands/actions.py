@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from drover.cli.common import client, parser, print_json
+from drover.cli.common import client, parser, print_json, whole_number
 
 _DESCRIPTIONS = {
     "cancel": "Cancel jobs or tasks. Pending ones end at once; running ones get SIGTERM, a grace "
@@ -25,7 +25,8 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("refs", nargs="+", metavar="JOB", help="a job id (12) or a task (12.3)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     if command == "alter":
-        p.add_argument("--priority", type=int, required=True, help="the new priority (-1023..1023)")
+        p.add_argument("--priority", type=whole_number(-1023, 1023), required=True,
+                       help="the new priority (-1023..1023)")
     args = p.parse_args(argv)
     from drover.core.ids import parse_job_ref
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from drover.cli.common import client, job_ids, parser, print_json
+from drover.cli.common import client, job_ids, parser, print_json, whole_number
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Print the event log of a job, or of the whole cluster.")
     p.add_argument("job", nargs="?", metavar="JOB")
-    p.add_argument("--limit", type=int, default=1000, help="at most this many events (default 1000)")
-    p.add_argument("--after", type=int, default=0, metavar="SEQ",
+    p.add_argument("--limit", type=whole_number(1), default=1000, help="at most this many events (default 1000)")
+    p.add_argument("--after", type=whole_number(0), default=0, metavar="SEQ",
                    help="only events after this sequence number (the next page: the last one shown)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new events (until the job ends)")
     args = p.parse_args(argv)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from drover.cli.common import client, parser, print_json
+from drover.cli.common import client, parser, print_json, whole_number
 
 
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Ended jobs, newest last: exit status, times, CPU user/sys, max RSS.")
     p.add_argument("-u", "--user", help="only this user's jobs")
-    p.add_argument("-n", "--limit", type=int, default=50, help="how many attempts (default 50)")
+    p.add_argument("-n", "--limit", type=whole_number(1), default=50, help="how many attempts (default 50)")
     args = p.parse_args(argv)
     with client() as api:
         rows = api.history(user=args.user, limit=args.limit)

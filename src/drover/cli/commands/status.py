@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from drover.cli.common import client, parser, print_json
+from drover.cli.common import client, parser, print_json, whole_number
+from drover.core.errors import BadRequest
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -11,10 +12,15 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("-u", "--user", help="only this user's jobs")
     p.add_argument("-n", "--name", help="only jobs of this name")
     p.add_argument("-a", "--all", action="store_true", help="include ended jobs")
-    p.add_argument("--limit", type=int, default=1000, help="at most this many (the newest)")
-    p.add_argument("--before", type=int, metavar="JOB", help="only jobs older than this one (the next page)")
+    p.add_argument("--limit", type=whole_number(1), default=1000, help="at most this many (the newest)")
+    p.add_argument("--before", type=whole_number(1), metavar="JOB", help="only jobs older than this one (the next page)")
     args = p.parse_args(argv)
     states = [state.strip().lower() for value in args.state for state in value.split(",") if state.strip()]
+    from drover.core.job_state import JobState
+
+    unknown = [state for state in states if state not in JobState.__members__.values()]
+    if unknown:  # the listing would be empty, as if no job were in that state
+        raise BadRequest(f"unknown state {unknown[0]!r}; the states are {', '.join(JobState)}")
     with client() as api:
         jobs = api.jobs(states=states, user=args.user, name=args.name, include_ended=args.all, limit=args.limit,
                         before=args.before)

@@ -101,11 +101,19 @@ def run(command: str, argv: list[str]) -> int:
 def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
                      script: str) -> argparse.Namespace:
     """The options of the script's #DROVER lines, then the command line's, which win."""
+    import shlex
+
+    from drover.cli.common import parse_from
     from drover.cli.directives import PREFIX, directives
 
     words: list[str] = []
     for number, line_words in directives(script, args.script):
-        given, unknown = parser.parse_known_args(line_words)
+        where = f"{args.script}: line {number}: {PREFIX} {shlex.join(line_words)}"
+        parse_from(parser, where)  # its errors name the line
+        try:
+            given, unknown = parser.parse_known_args(line_words)
+        finally:
+            parse_from(parser, None)
         if unknown or given.script:
             bad = unknown[0] if unknown else given.script
             raise BadRequest(f"{args.script}: line {number}: {PREFIX} {bad}: not an option of drover submit")
@@ -180,7 +188,9 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
     if args.signal:
         base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
     if args.checkpoint_signal:
-        base["checkpoint_signal"] = warning_signal(args.checkpoint_signal)[0]
+        from drover.core.signals import job_signal
+
+        base["checkpoint_signal"] = job_signal(args.checkpoint_signal, "--checkpoint-signal").name
     if args.no_requeue:
         base["rerunnable"] = False
     if args.stage_in:
@@ -272,10 +282,11 @@ def _job_name(text: str) -> str:
 
 
 def _integer(text: str, option: str, minimum: int | None = None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise BadRequest(f"{option} must be a whole number, not {text!r}") from None
+    digits = text.removeprefix("-")
+    # ASCII digits only: int() would also take '٣', '1_0' and ' 7'.
+    if not digits.isascii() or not digits.isdigit():
+        raise BadRequest(f"{option} must be a whole number, not {text!r}")
+    value = int(text)
     if minimum is not None and value < minimum:
         raise BadRequest(f"{option} must be at least {minimum}, not {value}")
     return value
@@ -309,10 +320,10 @@ def dependencies(text: str) -> list[int]:
     kind, _, ids = text.partition(":")
     if kind != "afterok" or not ids:
         raise BadRequest(f"--dependency: only afterok:ID[:ID...] is supported, not {text!r}")
-    try:
-        found = [int(part) for part in ids.replace(",", ":").split(":") if part]
-    except ValueError:
-        raise BadRequest(f"--dependency: job ids are numbers, not {ids!r}") from None
+    parts = [part for part in ids.replace(",", ":").split(":") if part]
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        raise BadRequest(f"--dependency: job ids are numbers, not {ids!r}")
+    found = [int(part) for part in parts]
     if not found or any(job_id <= 0 for job_id in found):
         raise BadRequest(f"--dependency: job ids are positive numbers, not {ids!r}")
     return found

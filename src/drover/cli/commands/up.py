@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 
 from drover.cli.cluster import up
-from drover.cli.common import parser, print_json
+from drover.cli.common import parser, print_json, seconds, whole_number
 from drover.config import SYSTEM_STATE_DIR, Paths
 from drover.core.errors import Forbidden
+from drover.core.limits import MAX_CPUS, MAX_MEMORY_MIB
 
 
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Start a personal cluster: a controller and one execd for you, in the background.")
-    p.add_argument("--cpus", type=int, help="CPUs the node offers (default: all)")
-    p.add_argument("--memory", type=int, metavar="MIB", help="memory the node offers (default: all)")
-    p.add_argument("--kill-grace", type=float, metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--cpus", type=whole_number(1, MAX_CPUS), help="CPUs the node offers (default: all)")
+    p.add_argument("--memory", type=whole_number(1, MAX_MEMORY_MIB), metavar="MIB",
+                   help="memory the node offers (default: all)")
+    p.add_argument("--kill-grace", type=seconds, metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
     p.add_argument("--system", action="store_true",
                    help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); "
                         "each user's jobs run as that user")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from drover.cli.common import client, job_ids, parser
+from drover.cli.common import client, job_ids, parser, seconds
 
 TIMED_OUT = 124  # as timeout(1)
 
@@ -14,7 +14,7 @@ def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Wait for jobs to end. Exits 0 if all completed, else the first failure's "
                         f"exit status (at least 1); {TIMED_OUT} if --timeout passed first.")
     p.add_argument("jobs", nargs="+", metavar="JOB")
-    p.add_argument("--timeout", type=float, metavar="S", help="give up after S seconds")
+    p.add_argument("--timeout", type=seconds, metavar="S", help="give up after S seconds")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing; only the exit status tells")
     args = p.parse_args(argv)
     ids = job_ids(args.jobs)

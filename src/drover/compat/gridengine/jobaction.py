@@ -44,7 +44,7 @@ def with_task_option(parsed: Parsed) -> Parsed:
     ranges = [g.value for g in parsed.given if g.key == "t" and g.value]
     if not ranges:
         return parsed
-    operands = [f"{word}.{ranges[-1]}" if word.isdigit() else word for word in parsed.operands]
+    operands = [f"{word}.{ranges[-1]}" if (word.isascii() and word.isdigit()) else word for word in parsed.operands]
     return Parsed(parsed.given, operands, parsed.arguments)
 
 

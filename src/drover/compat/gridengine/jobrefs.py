@@ -39,7 +39,7 @@ def resolve(client: Client, words: list[str], users: list[str] | None = None) ->
     missing: list[str] = []
     listing: list[JobInfo] | None = None
     for ref, indices in job_refs(words):
-        if ref.isdigit():
+        if (ref.isascii() and ref.isdigit()):
             try:
                 job = client.job(int(ref))
             except NotFound:

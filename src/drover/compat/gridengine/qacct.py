@@ -66,7 +66,17 @@ def main(argv: list[str] | None = None) -> int:
         print(usage("qacct", OPTIONS, ""))
         return 0
     try:
+        days = given["d"].value if "d" in given else None
+        if days is not None and not (days.isascii() and days.isdigit() and 0 < int(days) <= 100_000):
+            raise GeUsageError(f'ERROR! invalid option argument "-d {days}"')
+        for key in ("b", "e"):
+            if key in given:
+                ge_time(given[key].value or "")  # refused before the cluster is asked
         return _main(given)
+    except GeUsageError as error:
+        print(usage("qacct", OPTIONS, ""), file=sys.stderr)
+        print(error, file=sys.stderr)
+        return 1
     except DroverError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -75,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 def ge_time(text: str) -> float:
     """qacct's -b/-e time: [[CC]YY]MMDDhhmm[.SS], in local time."""
     body, _, seconds = text.partition(".")
-    if not body.isdigit() or len(body) not in (8, 10, 12) or (seconds and not seconds.isdigit()):
+    if not text.isascii() or not body.isdigit() or len(body) not in (8, 10, 12) or (seconds and not seconds.isdigit()):
         raise GeUsageError(f'ERROR! invalid option argument "{text}"')
     now = time.localtime()
     if len(body) == 8:
@@ -112,7 +122,7 @@ def _main(given: dict[str, Given]) -> int:
 def _jobs(client: Client, given: dict[str, Given]) -> tuple[list[JobInfo], str]:
     """The jobs -j names (or every job the history knows), and qacct's words when none is found."""
     wanted = given["j"].value if "j" in given else None
-    if wanted is not None and wanted.isdigit():
+    if wanted is not None and wanted.isascii() and wanted.isdigit():
         message = f"job id {wanted} not found"
         try:
             return [client.job(int(wanted))], message

@@ -52,7 +52,7 @@ def _alter(parsed: Parsed) -> int:
     if priority is None and hold is None:
         print("qalter: no change requested (Drover changes -p and -h)", file=sys.stderr)
         return 1
-    if priority is not None and not priority.lstrip("-").isdigit():
+    if priority is not None and not (priority.isascii() and priority.lstrip("-").isdigit()):
         print(f'qalter: ERROR! invalid option argument "-p {priority}"', file=sys.stderr)
         return 1
     verify = any(g.key == "verify" for g in parsed.given)

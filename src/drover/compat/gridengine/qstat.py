@@ -168,7 +168,7 @@ def _detail(client: Client, job_list: str | None, as_xml: bool) -> int:
     if not refs:
         jobs = [client.job(job.id) for job in client.jobs(user=user_name())]
     for ref in refs:
-        if ref.isdigit():
+        if (ref.isascii() and ref.isdigit()):
             try:
                 job = client.job(int(ref))
             except NotFound:

@@ -122,7 +122,7 @@ def ordered(all_rows: list[Row]) -> tuple[list[Row], list[Row]]:
 
 def _task_key(tasks: str) -> int:
     head = tasks.split("-")[0].split(",")[0]
-    return int(head) if head.isdigit() else 0
+    return int(head) if (head.isascii() and head.isdigit()) else 0
 
 
 def left(text: str, width: int) -> str:

@@ -149,9 +149,9 @@ def _dependencies(client: Client, hold_on: list[str]) -> list[int]:
     """-hold_jid's ids, names and name patterns → the ids of jobs that have not ended. Grid
     Engine ignores a job that is gone (its end satisfies the hold), and so does this."""
     ids: list[int] = []
-    patterns = [item for item in hold_on if not item.isdigit()]
+    patterns = [item for item in hold_on if not (item.isascii() and item.isdigit())]
     for item in hold_on:
-        if item.isdigit():
+        if (item.isascii() and item.isdigit()):
             try:
                 if client.job(int(item)).ended_at is None:
                     ids.append(int(item))

@@ -149,10 +149,10 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
 
 
 def _integer(given: Given, option: str) -> int:
-    try:
-        return int(given.value or "")
-    except ValueError:
-        raise BadRequest(f"{option} {given.value}: expected a whole number") from None
+    text = given.value or ""
+    if not text.isascii() or not text.removeprefix("-").isdigit():  # int() also takes '٣' and '1_0'
+        raise BadRequest(f"{option} {given.value}: expected a whole number")
+    return int(text)
 
 
 def _slots(pe: Given | None, approximate: Callable[[str], None]) -> int:

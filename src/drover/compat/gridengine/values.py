@@ -18,13 +18,10 @@ def memory_bytes(text: str) -> int:
     factor = _MEMORY_FACTORS.get(body[-1:], 1) if body else 1
     if factor != 1:
         body = body[:-1]
-    try:
-        amount = float(body)
-    except ValueError:
-        raise BadRequest(f"bad memory value {text!r}: expected a number with k, K, m, M, g, G, t or T") from None
-    if amount < 0:
-        raise BadRequest(f"bad memory value {text!r}")
-    return int(amount * factor)
+    # Digits and one point, in ASCII: float() would also take '٥', '1_0', 'nan' and 'inf'.
+    if not body.isascii() or not body.replace(".", "", 1).isdigit():
+        raise BadRequest(f"bad memory value {text!r}: expected a number with k, K, m, M, g, G, t or T")
+    return int(float(body) * factor)
 
 
 def memory_mib(text: str) -> int:
@@ -39,7 +36,7 @@ def time_s(text: str) -> int | None:
     if body.upper() == "INFINITY":
         return None
     parts = body.split(":")
-    if len(parts) > 3 or not body or not all(p.isdigit() or p == "" for p in parts):
+    if len(parts) > 3 or not body or not all((p.isascii() and p.isdigit()) or p == "" for p in parts):
         raise BadRequest(f"bad time value {text!r}: expected [[hours:]minutes:]seconds")
     seconds = 0
     for part in parts:
@@ -53,7 +50,7 @@ def hms(seconds: float) -> str:
     return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
-_RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+_RANGE = re.compile(r"^([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?$")
 
 
 def task_range(text: str) -> tuple[int, int, int]:
@@ -92,7 +89,7 @@ def job_refs(words: list[str]) -> list[tuple[str, list[int] | None]]:
             if not item:
                 continue
             head, dot, tasks = item.partition(".")
-            if dot and head.isdigit():
+            if dot and (head.isascii() and head.isdigit()):
                 refs.append((head, task_indices(tasks)))
             else:
                 refs.append((item, None))

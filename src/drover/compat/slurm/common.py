@@ -34,6 +34,17 @@ class Refused(Exception):
     """A command line the real command refuses: the message is printed, the exit status is 1."""
 
 
+def iterate_seconds(text: str | None) -> int:
+    """-i/--iterate, read as squeue and sinfo read it (atoi): its leading digits, else 0, which
+    they refuse."""
+    digits = ""
+    for char in (text or "").strip():
+        if not ("0" <= char <= "9") or len(digits) > 9:
+            break
+        digits += char
+    return int(digits or "0")
+
+
 def command_line(command: str, argv: list[str] | None, options: Sequence[Option],
                  hint: bool = True) -> tuple[list[tuple[Option, str | None]], list[str]] | int:
     """The options and operands as getopt_long gives them (operands permuted, as the query
@@ -125,7 +136,7 @@ def user_names(text: str, invalid: Callable[[str], None] | None = None, message:
     names: set[str] = set()
     for word in filter(None, (w.strip() for w in text.split(","))):
         try:
-            names.add(pwd.getpwuid(int(word)).pw_name if word.isdigit() else pwd.getpwnam(word).pw_name)
+            names.add(pwd.getpwuid(int(word)).pw_name if (word.isascii() and word.isdigit()) else pwd.getpwnam(word).pw_name)
         except (KeyError, ValueError):
             if invalid is None:
                 raise Refused(message.format(word)) from None

@@ -10,6 +10,8 @@ import re
 
 from drover.core.errors import BadRequest
 
+MAX_RANGE = 1 << 20  # hosts in one range, as Slurm's hostlist.c bounds it (MAX_RANGE)
+
 
 def expand(text: str) -> list[str]:
     names: list[str] = []
@@ -31,10 +33,15 @@ def _expand_one(part: str, whole: str) -> list[str]:
     out: list[str] = []
     for piece in ranges.split(","):
         first, dash, last = piece.partition("-")
-        if not first.isdigit() or (dash and not last.isdigit()):
+        if not piece.isascii() or not first.isdigit() or (dash and not last.isdigit()):
             raise BadRequest(f"bad hostlist {whole!r}: {piece!r} is not a number or a range")
+        low, high = int(first), int(last if dash else first)
+        if low > high:
+            raise BadRequest(f"bad hostlist {whole!r}: invalid range {piece!r}")
+        if high - low + 1 > MAX_RANGE:
+            raise BadRequest(f"bad hostlist {whole!r}: too many hosts in range {piece!r}")
         width = len(first)
-        for number in range(int(first), int(last if dash else first) + 1):
+        for number in range(low, high + 1):
             out += [f"{prefix}{number:0{width}d}{tail}" for tail in tails]
     return out
 

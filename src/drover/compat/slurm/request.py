@@ -82,10 +82,10 @@ class Request:
         text = self.value(key)
         if text is None:
             return None
-        try:
-            number = int(text.strip())
-        except ValueError:
-            raise OptionError(f"Invalid numeric value \"{text}\" for --{key}.") from None
+        digits = text.strip()
+        if not digits.isascii() or not digits.removeprefix("-").isdigit():  # int() also takes '٣' and '1_0'
+            raise OptionError(f"Invalid numeric value \"{text}\" for --{key}.")
+        number = int(digits)
         if number < minimum:
             raise OptionError(f"Invalid --{key} specification")
         return number

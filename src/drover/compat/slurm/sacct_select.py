@@ -184,7 +184,7 @@ def job_refs(text: str) -> list[JobRef]:
     for word in split_list(text):
         body, dot, step = word.partition(".")
         job, _, index = body.partition("_")
-        if not job.isdigit() or (index and not index.isdigit()) or (dot and not step):
+        if not (job.isascii() and job.isdigit()) or (index and not (index.isascii() and index.isdigit())) or (dot and not step):
             raise Refused(f"Bad job/step specified: {word}")
         refs.append(JobRef(int(job), int(index) if index else None, step or None))
     return refs
@@ -214,7 +214,7 @@ def _midnight(now: float) -> float:
 
 def _range(text: str, what: str) -> tuple[int, int]:
     low, dash, high = text.partition("-")
-    if not low.isdigit() or (dash and not high.isdigit()):
+    if not (low.isascii() and low.isdigit()) or (dash and not (high.isascii() and high.isdigit())):
         raise Refused(f"invalid {what} range -{'I' if what == 'cpu' else 'i'} '{text}'")
     return int(low), int(high) if dash else int(low)
 
@@ -230,7 +230,7 @@ def _groups(text: str) -> set[int]:
     out = set()
     for word in split_list(text):
         try:
-            out.add(int(word) if word.isdigit() else grp.getgrnam(word).gr_gid)
+            out.add(int(word) if (word.isascii() and word.isdigit()) else grp.getgrnam(word).gr_gid)
         except KeyError:
             raise Refused(f"Invalid group id: {word}") from None
     return out

@@ -161,7 +161,7 @@ def _refs(word: str) -> list[tuple[str, str]]:
     job, _, rest = word.partition("_")
     if "." in (rest or job):
         raise Refused(f"job steps are not recorded by Drover: {word}")
-    if not job.isdigit():
+    if not (job.isascii() and job.isdigit()):
         raise Refused(f"Invalid job id {word}")
     if not rest:
         return [(job, word)]
@@ -170,7 +170,7 @@ def _refs(word: str) -> list[tuple[str, str]]:
         return [(f"{job}.{index}", f"{job}_{index}") for index in indices]
     if rest == "*":
         return [(job, word)]
-    if not rest.isdigit():
+    if not (rest.isascii() and rest.isdigit()):
         raise Refused(f"Invalid job id {word}")
     return [(slurm_ref(word), word)]
 

@@ -186,7 +186,7 @@ def show_jobs(name: str | None, out: Output) -> int:
             infos = [i for i in infos if i.ended_at is None or now - i.ended_at <= MIN_JOB_AGE_S]
         else:
             job_text, _, index_text = name.partition("_")
-            if not job_text.isdigit() or (index_text and not index_text.isdigit()):
+            if not (job_text.isascii() and job_text.isdigit()) or (index_text and not (index_text.isascii() and index_text.isdigit())):
                 raise Refused(f"scontrol: error: Invalid job id specified: {name}")
             index = int(index_text) if index_text else None
             try:
@@ -258,7 +258,7 @@ def job_action(command: str, words: list[str], out: Output) -> int:
     shown: dict[str, str] = {}
     for word in (w for text in words for w in text.split(",") if w):
         job_text, _, index_text = word.partition("_")
-        if not job_text.isdigit() or (index_text and not index_text.isdigit()):
+        if not (job_text.isascii() and job_text.isdigit()) or (index_text and not (index_text.isascii() and index_text.isdigit())):
             raise Refused(f"scontrol: error: Invalid job id: {word}")
         refs.append(slurm_ref(word))
         shown[slurm_ref(word)] = word

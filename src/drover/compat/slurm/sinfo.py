@@ -14,6 +14,7 @@ from drover.compat.slurm.common import (
     Refused,
     command_line,
     environment_defaults,
+    iterate_seconds,
     split_list,
 )
 from drover.compat.slurm.hostlist import expand
@@ -147,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     if values.get("format") and values.get("Format"):
         return _error("-O (--Format) is incompatible with -o (--format)")
     try:
-        iterate = int(values["iterate"] or "0") if values.get("iterate") else 0
+        iterate = iterate_seconds(values.get("iterate"))
+        if values.get("iterate") is not None and iterate <= 0:
+            raise Refused(f"Error: invalid entry for --iterate={values['iterate']}")
         while True:
             if iterate:
                 print(time.strftime("%a %b %d %H:%M:%S %Y"))

@@ -26,6 +26,7 @@ from drover.compat.slurm.common import (
     user_names,
 )
 from drover.compat.slurm.jobs import SlurmJob, slurm_jobs
+from drover.core.limits import MAX_ID
 
 S, M, R = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -150,9 +151,12 @@ def _by(column: Column[Row]) -> Callable[[SlurmJob], str]:
 def _pending(values: dict[str, str | None]) -> list[Row]:
     from drover.client.client import Client
 
-    ids = [int(word.partition("_")[0]) for word in split_list(values.get("jobs") or "")] or None
-    if ids is not None and any(i <= 0 for i in ids):
-        raise Refused("Invalid job id")
+    words = split_list(values.get("jobs") or "")
+    for word in words:  # as sprio: the id, or the array's id before _, in digits
+        job = word.partition("_")[0]
+        if not job.isascii() or not job.isdigit() or int(job) == 0 or len(job) > len(str(MAX_ID)):
+            raise Refused(f"Invalid job id: {word}")
+    ids = [int(word.partition("_")[0]) for word in words] or None
     users = user_names(values["user"] or "") if values.get("user") else None
     partitions = split_list(values["partition"] or "") if values.get("partition") else None
     now = time.time()

@@ -18,6 +18,7 @@ from drover.compat.slurm.common import (
     command_line,
     current_user,
     environment_defaults,
+    iterate_seconds,
     load_jobs,
     split_list,
     user_names,
@@ -201,7 +202,7 @@ def _job_list(text: str) -> list[tuple[int, int | None]]:
     refs: list[tuple[int, int | None]] = []
     for word in split_list(text):
         job, _, index = word.partition("_")
-        if not job.isdigit() or (index and not index.isdigit()) or int(job) == 0:
+        if not (job.isascii() and job.isdigit()) or (index and not (index.isascii() and index.isdigit())) or int(job) == 0:
             raise Refused(f"Invalid job id: {word}")
         refs.append((int(job), int(index) if index else None))
     return refs
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         for option, _ in found:
             if option.mark is Mark.APPROXIMATED:
                 approximated("squeue", option, environ)
-        iterate = int(query.values["iterate"] or "0") if query.values.get("iterate") else 0
+        iterate = iterate_seconds(query.values.get("iterate"))
         if query.values.get("iterate") is not None and iterate <= 0:
             raise Refused(f"--iterate={query.values['iterate']}")
         while True:

@@ -138,7 +138,7 @@ def _steps(words: list[str], all_steps: bool) -> tuple[list[Line], list[str]]:
         for word in words:
             body, _, step = word.partition(".")
             job_text, _, index_text = body.partition("_")
-            if not job_text.isdigit() or (index_text and not index_text.isdigit()):
+            if not (job_text.isascii() and job_text.isdigit()) or (index_text and not (index_text.isascii() and index_text.isdigit())):
                 raise Refused(f"Invalid job id: {word}")
             if step and step != "batch":
                 errors.append(f"StepId={word} not found running.")

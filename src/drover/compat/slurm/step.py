@@ -54,7 +54,7 @@ def next_step_id(job_id: str, directory: str) -> int:
     with open(fd, "r+") as counter:
         fcntl.flock(counter, fcntl.LOCK_EX)
         text = counter.read().strip()
-        step = int(text) + 1 if text.isdigit() else 0
+        step = int(text) + 1 if (text.isascii() and text.isdigit()) else 0
         counter.seek(0)
         counter.truncate()
         counter.write(str(step))
@@ -84,7 +84,7 @@ def expand(pattern: str, step: Step, task: int | None) -> str:
             out.append("%")
         elif letter in values:
             value = values[letter]
-            out.append(value.zfill(width) if value.isdigit() else value)
+            out.append(value.zfill(width) if (value.isascii() and value.isdigit()) else value)
         else:
             out.append(pattern[i:j + 1])
         i = j + 1
@@ -235,7 +235,7 @@ def _streams(step: Step) -> Iterator[Callable[[int | None], tuple[Any, Any, Any]
             chosen = step.input
             if chosen == "none":
                 stdin = subprocess.DEVNULL
-            elif chosen.isdigit():
+            elif (chosen.isascii() and chosen.isdigit()):
                 stdin = None if int(chosen) == task else subprocess.DEVNULL
             elif chosen != "all":
                 stdin = file(chosen, task, "rb")

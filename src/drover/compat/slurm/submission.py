@@ -33,7 +33,7 @@ def shape(request: Request) -> Shape:
     cpus_per_task = request.integer("cpus-per-task", minimum=1)
     tres = request.value("tres-per-task")
     if tres is not None:
-        match = re.fullmatch(r"(?:cpu)[:=](\d+)", tres.strip().lower())
+        match = re.fullmatch(r"(?:cpu)[:=]([0-9]+)", tres.strip().lower())
         if not match:
             raise Refused(f"--tres-per-task={tres}: Drover schedules CPUs only (cpu=N)")
         cpus_per_task = int(match.group(1))
@@ -49,7 +49,7 @@ def check_nodes(request: Request) -> None:
     text = request.value("nodes")
     if text is None:
         return
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d*)\s*)?", text)
+    match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]*)\s*)?", text)
     if not match:
         raise OptionError(f"\"{text}\" is not a valid node count")
     low, high = int(match.group(1)), match.group(2)
@@ -123,7 +123,7 @@ def dependencies(text: str) -> list[int]:
             raise Refused(f"--dependency={text}: Drover knows afterok:ID[:ID...] only, not {kind or part!r}")
         for word in rest.split(":"):
             number = word.split("+")[0].split("_")[0]
-            if not number.isdigit() or int(number) == 0:
+            if not (number.isascii() and number.isdigit()) or int(number) == 0:
                 raise OptionError(f"Invalid dependency specification: {text}")
             ids.append(int(number))
     return ids
@@ -168,7 +168,7 @@ def _export_file(path: str) -> dict[str, str]:
     """A file of NAME=VALUE entries, separated by NUL bytes (env -0) or newlines; a number is a
     file descriptor, as sbatch allows."""
     try:
-        if path.isdigit():
+        if (path.isascii() and path.isdigit()):
             with os.fdopen(int(path), "rb", closefd=False) as stream:
                 data = stream.read()
         else:

@@ -163,7 +163,7 @@ def _signal_order(name: str | None) -> str:
     """The order's signal name, if it is one a job may be sent (core/signals.py)."""
     if not name:
         raise BadRequest("drover signal needs a signal name, e.g. USR1")
-    return job_signal(name, "drover signal").name
+    return job_signal(name, "the signal").name
 
 
 def _stop(state: ControllerState, outcome: Outcome, task: Task, request: str, now: float) -> None:

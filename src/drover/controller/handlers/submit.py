@@ -114,6 +114,14 @@ def _validated_job(
             raise over(f"{option} ({len(path.encode())} bytes)", limits.max_path_bytes, "max_path_bytes", "bytes")
     if spec.workdir and not os.path.isabs(spec.workdir):
         raise bad(f"the working directory must be an absolute path, not {spec.workdir!r}")
+    if spec.submit_dir and not os.path.isabs(spec.submit_dir):
+        raise bad(f"the submit directory must be an absolute path, not {spec.submit_dir!r}")
+    for option, command in (("--prolog", spec.prolog), ("--epilog", spec.epilog)):
+        if command is not None and "\0" in command:  # it runs as a command line, which cannot hold one
+            raise bad(f"{option} must not hold a NUL byte")
+    for staged in spec.stage_in:
+        if not 0 <= staged.mode <= 0o7777:
+            raise bad(f"a staged file's mode must be between 0 and 0o7777, not {staged.mode}")
     if not spec.workdir and not spec.submit_dir:
         raise bad("a job that runs in a scratch directory (no working directory) needs its submit directory")
     staged_bytes = sum(len(file.data) for file in spec.stage_in)
