@@ -19,6 +19,7 @@ from drover.api.endpoint import Controller, Endpoint, route
 from drover.api.node_channel import node_channel_route
 from drover.api.openapi import openapi_document
 from drover.controller.auth import Policy
+from drover.controller.membership import Membership
 from drover.controller.reads import Reads
 from drover.controller.service import ControllerService
 
@@ -26,11 +27,12 @@ ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOIN
                              *files.ENDPOINTS]
 
 
-def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None]) -> Starlette:
+def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],
+               membership: Membership | None = None) -> Starlette:
     """`policy` says who a request's peer is and what they may do (controller/auth.py);
-    `shutdown` stops the server."""
-    controller = Controller(service, Reads(service), policy, shutdown)
+    `shutdown` stops the server; `membership` serves hosts joining and leaving, and nodes over TLS."""
+    controller = Controller(service, Reads(service), policy, shutdown, membership)
     routes: list[Any] = [cluster.openapi_route(openapi_document([e.operation for e in ENDPOINTS]))]
     routes += [route(endpoint, controller) for endpoint in ENDPOINTS]
-    routes.append(node_channel_route(service, policy))
+    routes.append(node_channel_route(service, policy, membership))
     return Starlette(routes=routes)
