@@ -193,7 +193,7 @@ class Hosts:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.controller_process.pid, signal.SIGKILL)
             self.controller_process.wait()
-        for host in self.nodes.values():
+        for host in (self.ctl, *self.nodes.values()):  # the controller's host has an execd after `up`
             for spool in _spools(host.state_dir):
                 _kill_attempts(spool)
                 shutil.rmtree(spool, ignore_errors=True)
