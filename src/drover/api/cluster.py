@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from drover import __version__
 from drover.api.endpoint import Call, Endpoint
-from drover.api.http import json_response
+from drover.api.http import decode, json_response
 from drover.api.openapi import Operation
 from drover.controller.auth import Access
 from drover.controller.membership import Membership
@@ -44,8 +44,11 @@ async def ca_certificate(call: Call) -> Response:
     return json_response(_membership(call).ca_certificate())
 
 
+JOIN_REQUEST_BYTES = 65536  # a token, a name and a signing request: anyone may send one, so little is read
+
+
 async def join(call: Call) -> Response:
-    request = await call.body(api.JoinRequest)
+    request = await decode(call.request, api.JoinRequest, JOIN_REQUEST_BYTES)
     return json_response(_membership(call).join(request, call.peer_address))
 
 
