@@ -36,7 +36,8 @@ async def shutdown(call: Call) -> Response:
 
 def _membership(call: Call) -> Membership:
     if call.controller.membership is None:
-        raise Unavailable("this controller has no part for hosts joining (it was started without its TLS files)")
+        raise Unavailable("this controller started before the cluster had its CA: run `drover cluster init`, "
+                          "then restart the controller with --listen ADDR:PORT (`drover up --listen`)")
     return call.controller.membership
 
 
