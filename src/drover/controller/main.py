@@ -62,10 +62,11 @@ def serve(argv: list[str]) -> int:
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs)
-    tls, tls_context = _tls(paths.root, section, args.listen)
+    listen = _address(args.listen) if args.listen else None
+    tls, tls_context = _tls(paths.root, section, listen is not None)
+    tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
     socket_path = args.socket or paths.socket
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
-    tcp_sockets = [_tcp_socket(args.listen)] if args.listen else []
 
     async def main() -> None:
         settings = Settings(
@@ -125,7 +126,7 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-def _tls(state_dir: str, section: ControllerSection, listen: str | None) -> tuple[ControllerTls | None, ssl.SSLContext | None]:
+def _tls(state_dir: str, section: ControllerSection, listen: bool) -> tuple[ControllerTls | None, ssl.SSLContext | None]:
     """The TLS files (None when the cluster has none: no TCP, no joining), and the server's
     context when it listens on TCP, which it serves with TLS only, never in the clear."""
     from drover.cluster.setup import controller_tls
@@ -148,17 +149,22 @@ def _tls(state_dir: str, section: ControllerSection, listen: str | None) -> tupl
         raise SystemExit(f"drover controller: cannot serve TLS with {tls.cert}, {tls.key} and {tls.ca}: {error}") from None
 
 
-def _tcp_socket(listen: str) -> socket.socket:
+def _address(listen: str) -> tuple[str, int]:
     from drover.cluster.tls import parse_address
     from drover.core.errors import DroverError
 
     try:
-        host, port = parse_address(listen, "--listen")
-        tcp = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        return parse_address(listen, "--listen")
     except DroverError as error:
         raise SystemExit(f"drover controller: {error}") from None
+
+
+def _tcp_socket(address: tuple[str, int]) -> socket.socket:
+    host, port = address
+    try:
+        tcp = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as error:
-        raise SystemExit(f"drover controller: cannot listen on {listen}: {error.strerror or error}") from None
+        raise SystemExit(f"drover controller: cannot listen on {host}:{port}: {error.strerror or error}") from None
     tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return tcp
 

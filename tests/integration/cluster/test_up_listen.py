@@ -4,6 +4,9 @@ cluster's CA the first time, serves TLS on the address, and keeps its own node a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from tests.helpers.netns import PORT, Hosts, why_not_available
@@ -32,3 +35,16 @@ def test_up_listen_makes_the_ca_and_lets_another_host_join() -> None:
         except BaseException:
             print(hosts.logs())
             raise
+
+
+@pytest.mark.parametrize("listen, says", [
+    ("nonsense", "--listen must be HOST:PORT"),
+    ("127.0.0.1:99999", "--listen must be HOST:PORT"),
+    ("127.0.0.1:7443", "--listen serves TLS only, and "),
+])
+def test_the_controller_refuses_to_listen_without_tls_or_a_proper_address(tmp_path: Path, listen: str, says: str) -> None:
+    started = subprocess.run([sys.executable, "-m", "drover", "controller", "--state-dir", str(tmp_path),
+                              "--listen", listen], capture_output=True, text=True, timeout=60)
+    assert started.returncode != 0
+    assert says in started.stderr, started.stderr
+    assert not (tmp_path / "api.sock").exists()
