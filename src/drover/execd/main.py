@@ -43,18 +43,21 @@ def serve(argv: list[str]) -> int:
     except ConfigError as error:
         raise SystemExit(f"drover execd: {error}") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
+    # A controller on another host: the node's TLS files are checked before anything starts.
+    tls = node_tls(options) if options.controller and not args.socket else None
 
     from drover.execd.forkserver import ForkServer
 
     fork_server = ForkServer.start()
     try:
-        eventloop.run(_run(args, paths, options, fork_server))
+        eventloop.run(_run(args, paths, options, fork_server, tls))
     finally:
         fork_server.close()
     return 0
 
 
-async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer) -> None:
+async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer,
+               tls: ssl.SSLContext | None) -> None:
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
@@ -82,7 +85,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
         args.socket or options.controller or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
         on_connect=cleanup.trigger_all,
-        tls=node_tls(options) if options.controller and not args.socket else None,
+        tls=tls,
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
