@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import socket
 
-from drover.core.errors import ERROR_KINDS, DroverError, Unavailable
+from drover.core.errors import ERROR_KINDS, BadRequest, DroverError, Unavailable
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
@@ -38,8 +38,9 @@ class Transport:
     def _connect(self) -> socket.socket:
         try:
             if self.address.startswith("https://"):
-                if self.tls is None:
-                    raise ValueError(f"{self.address} needs a TLS context")
+                if self.tls is None:  # DROVER_SOCKET=https://...: users have no certificate to go with it
+                    raise BadRequest(f"{self.address} is a controller on another host, which serves nodes and "
+                                     "joining hosts only; users talk to their cluster through its local socket")
                 host, _, port = self.address[8:].rstrip("/").rpartition(":")
                 host = host.removeprefix("[").removesuffix("]")
                 sock = socket.create_connection((host, int(port)), timeout=self.timeout_s)
