@@ -32,7 +32,9 @@ def node_channel_route(service: ControllerService, policy: Policy, membership: M
         if isinstance(tls, TlsPeer):
             if not tls.node:
                 return "it showed no node certificate"
-            if membership is None or membership.certificate_revoked(tls.serial):
+            if membership is None:
+                return "this controller has no CA to know nodes by"
+            if membership.certificate_revoked(tls.serial):
                 return f"the certificate of node {tls.node} (serial {tls.serial}) was revoked"
             return None
         if not policy.may_be_node(state.get("peer")):
