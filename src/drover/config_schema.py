@@ -45,6 +45,14 @@ class ControllerSection(Section, frozen=True):
     smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
     smtp_port: Annotated[int, about("its port")] = 25
     requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False
+    # TLS on TCP (`--listen`): unset, the cluster's own CA and certificate under <state>/tls/,
+    # made by `drover cluster init`. The admin's own certificates are named all three together.
+    tls_cert: Annotated[str | None, about("the controller's TLS certificate (PEM), instead of the cluster's own")] = None
+    tls_key: Annotated[str | None, about("its private key (PEM)")] = None
+    tls_ca: Annotated[str | None, about("the CA that issued it and issues the nodes' certificates (PEM); "
+                                        "a join token pins its fingerprint")] = None
+    tls_ca_key: Annotated[str | None, about("that CA's private key, for `drover join` to issue node "
+                                            "certificates (unset with tls_ca: nodes cannot join by token)")] = None
     # The limits of core/limits.py; their defaults are stated there, once.
     max_request_bytes: Annotated[int, about("one request's body (stage-in files travel in it)", ge=1)] = (
         Limits.max_request_bytes)
@@ -90,6 +98,11 @@ class ExecdSection(Section, frozen=True):
     """[execd]: the node daemon, its attempts' cleanup, and what each shepherd is told."""
 
     node_name: Annotated[str | None, about("this node's name (unset: the host name)")] = None
+    controller: Annotated[str | None, about("the controller on another host, https://ADDR:PORT "
+                                            "(unset: the local socket); written by `drover join`")] = None
+    tls_cert: Annotated[str | None, about("this node's certificate, naming the node (PEM), for `controller`")] = None
+    tls_key: Annotated[str | None, about("its private key (PEM)")] = None
+    tls_ca: Annotated[str | None, about("the cluster's CA, which the controller's certificate must chain to (PEM)")] = None
     cpus: Annotated[int | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
     memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     spool: Annotated[str | None, about("the attempts' spool directory (unset: on tmpfs when there is one)")] = None

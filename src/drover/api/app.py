@@ -23,6 +23,7 @@ from drover.api.http import json_response
 from drover.api.node_channel import node_channel_route
 from drover.api.openapi import openapi_document
 from drover.controller.auth import Policy
+from drover.controller.membership import Membership
 from drover.controller.reads import Reads
 from drover.controller.service import ControllerService
 
@@ -31,14 +32,15 @@ ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOIN
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],
-               reads: Reads | None = None) -> Starlette:
+               reads: Reads | None = None, membership: Membership | None = None) -> Starlette:
     """`policy` says who a request's peer is and what they may do (controller/auth.py);
     `shutdown` stops the server; `reads` answers the queries (its reading threads are the
-    caller's to stop: Reads.close)."""
-    controller = Controller(service, reads if reads is not None else Reads(service), policy, shutdown)
+    caller's to stop: Reads.close); `membership` serves hosts joining and leaving, and nodes
+    over TLS."""
+    controller = Controller(service, reads if reads is not None else Reads(service), policy, shutdown, membership)
     routes: list[Any] = [cluster.openapi_route(openapi_document([e.operation for e in ENDPOINTS]))]
     routes += [route(endpoint, controller) for endpoint in ENDPOINTS]
-    routes.append(node_channel_route(service, policy))
+    routes.append(node_channel_route(service, policy, membership))
     return Starlette(routes=routes, exception_handlers={HTTPException: _routing_error})
 
 

@@ -19,7 +19,8 @@ from starlette.routing import Route
 
 from drover.api.http import Model, decode, error_response, job_id_of
 from drover.api.openapi import Operation
-from drover.controller.auth import Access, Caller, Policy
+from drover.controller.auth import Access, Caller, Policy, TlsPeer
+from drover.controller.membership import Membership
 from drover.controller.reads import Reads
 from drover.controller.service import ControllerService
 from drover.core.errors import BadRequest, DroverError
@@ -35,6 +36,7 @@ class Controller:
     reads: Reads
     policy: Policy
     shutdown: Callable[[], None]
+    membership: Membership | None = None  # joining and leaving: only with the cluster's TLS set up
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +46,15 @@ class Call:
 
     request: Request
     controller: Controller
-    caller: Caller | None  # None only for an Access.ANYONE endpoint reached over TCP
+    caller: Caller | None  # None only for an Access.ANYONE or NODE endpoint reached over TCP
     job: api.JobInfo | None = None
+    node: str | None = None  # Access.NODE: the node the client certificate names
+
+    @property
+    def peer_address(self) -> str:
+        """Where the request came from, for the log: the TLS client's address, or the local socket."""
+        tls = self.request.scope.get("state", {}).get("tls")
+        return tls.address if isinstance(tls, TlsPeer) else "the local socket"
 
     @property
     def user(self) -> Caller:
@@ -83,9 +92,12 @@ def route(endpoint: Endpoint, controller: Controller) -> Route:
 
     async def checked(request: Request) -> Response:
         try:
-            peer = request.scope.get("state", {}).get("peer")
+            state = request.scope.get("state", {})
+            peer = state.get("peer")
             if access is Access.ANYONE and peer is None:
                 return await endpoint.handler(Call(request, controller, None))
+            if access is Access.NODE:
+                return await endpoint.handler(Call(request, controller, None, node=policy.node_of(state.get("tls"))))
             caller = policy.caller(peer)
             if access is Access.ADMIN:
                 policy.may_administer(caller, endpoint.admin_action)

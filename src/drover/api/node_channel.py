@@ -1,26 +1,54 @@
 """The node channel (/v1/nodes/channel): the WebSocket each execd keeps open to the controller.
 The first frame is the node's hello; then the node's reports flow in and the controller's orders
-flow out (controller/node_channels.py), until either side goes."""
+flow out (controller/node_channels.py), until either side goes.
+
+On the local socket a node is root or the daemon's own user. Over TLS it is the node its client
+certificate names: a hello under any other name is refused (one node cannot speak for another),
+and so is a certificate the controller revoked; each refusal is logged with the peer's address.
+"""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from drover.controller.auth import Policy
+from drover.controller.auth import Policy, TlsPeer
+from drover.controller.membership import Membership
 from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService
 from drover.protocol.node_channel import Hello, node_decoder
 
 log = logging.getLogger("drover.controller")
+POLICY_VIOLATION = 1008
 
 
-def node_channel_route(service: ControllerService, policy: Policy) -> WebSocketRoute:
+def node_channel_route(service: ControllerService, policy: Policy, membership: Membership | None = None) -> WebSocketRoute:
+    def refusal(state: dict[str, Any]) -> str | None:
+        """Why this connection may not be a node at all, or None."""
+        tls = state.get("tls")
+        if isinstance(tls, TlsPeer):
+            if not tls.node:
+                return "it showed no node certificate"
+            if membership is None:
+                return "this controller has no CA to know nodes by"
+            if membership.certificate_revoked(tls.serial):
+                return f"the certificate of node {tls.node} (serial {tls.serial}) was revoked"
+            return None
+        if not policy.may_be_node(state.get("peer")):
+            return "only root or the daemon's own user run nodes on the local socket"
+        return None
+
     async def node_channel(socket: WebSocket) -> None:
-        if not policy.may_be_node(socket.scope.get("state", {}).get("peer")):
-            await socket.close(code=1008)  # policy violation: only root or the daemon's user run nodes
+        state = socket.scope.get("state", {})
+        tls = state.get("tls")
+        address = tls.address if isinstance(tls, TlsPeer) else "the local socket"
+        why = refusal(state)
+        if why is not None:
+            log.warning("refused a node channel from %s: %s", address, why)
+            await socket.close(code=POLICY_VIOLATION)
             return
         await socket.accept()
         channel: NodeChannel | None = None
@@ -30,6 +58,11 @@ def node_channel_route(service: ControllerService, policy: Policy) -> WebSocketR
                 await socket.close(code=1002)
                 return
             hello = first[0]
+            if isinstance(tls, TlsPeer) and hello.node != tls.node:
+                log.warning("refused a node channel from %s: its certificate names node %s, its hello %r",
+                            address, tls.node, hello.node[:100])
+                await socket.close(code=POLICY_VIOLATION, reason="the hello names another node than the certificate")
+                return
             channel = NodeChannel(hello.node, socket)
             previous = service.node_connected(channel, hello)
             if previous is not None:

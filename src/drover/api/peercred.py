@@ -1,13 +1,20 @@
-"""Who is on the other end of a Unix socket, read from the kernel (SO_PEERCRED), never from the
-request. uvicorn does not expose the socket to the app, so its HTTP protocol is subclassed to
-put the peer's (pid, uid, gid) into the per-connection ASGI state; a WebSocket upgraded from
-that connection inherits it."""
+"""Who is on the other end of a connection, read from the connection, never from the request.
+
+On the Unix socket, the kernel says (SO_PEERCRED): the peer's (pid, uid, gid) goes into the
+per-connection ASGI state as "peer". On TCP, which is always TLS, "peer" is None and "tls" holds
+the client's address and the node its verified certificate names, if it showed one. uvicorn does
+not expose the socket to the app, so its HTTP protocol is subclassed to fill that state; a
+WebSocket upgraded from that connection inherits it.
+"""
 
 from __future__ import annotations
 
 import socket
 import struct
 from typing import Any
+
+from drover.cluster.tls import peer_certificate
+from drover.controller.auth import TlsPeer
 
 _CREDENTIALS = struct.Struct("3i")
 
@@ -22,6 +29,21 @@ def peer_of(transport: Any) -> tuple[int, int, int] | None:
     return pid, uid, gid
 
 
+def tls_peer_of(transport: Any) -> TlsPeer | None:
+    """The TLS client of a TCP connection; None on the Unix socket."""
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None:
+        return None
+    address = transport.get_extra_info("peername")
+    shown = address if isinstance(address, str) else (
+        f"[{address[0]}]:{address[1]}" if ":" in str(address[0]) else f"{address[0]}:{address[1]}")
+    certificate = peer_certificate(ssl_object)
+    if certificate is None:
+        return TlsPeer(shown)
+    node, serial = certificate
+    return TlsPeer(shown, node or None, serial)
+
+
 def protocol_class() -> type:
     """uvicorn's HTTP protocol (httptools if installed, else h11), telling the app its peer."""
     try:
@@ -32,6 +54,6 @@ def protocol_class() -> type:
     class PeerCredentialsProtocol(Base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            self.app_state = {**self.app_state, "peer": peer_of(transport)}
+            self.app_state = {**self.app_state, "peer": peer_of(transport), "tls": tls_peer_of(transport)}
 
     return PeerCredentialsProtocol

@@ -171,6 +171,26 @@ def ensure_running() -> None:
     paths = Paths()
     if _is_serving(paths) or _is_serving(Paths(SYSTEM_STATE_DIR)):
         return  # a cluster answers; its nodes are its own business
+    _refuse_on_a_joined_node()
     started = up(paths)
     if started:
         print(f"drover: started a personal cluster in {paths.root} (stop it with `drover down`)", file=sys.stderr)
+
+
+def _refuse_on_a_joined_node() -> None:
+    """A host that joined another cluster as a node (`drover join`) does not start a personal
+    cluster behind its users' backs: their jobs belong on the cluster, where they cannot submit
+    from here yet."""
+    system = Paths(SYSTEM_STATE_DIR)
+    if not os.path.exists(system.config_file):
+        return
+    from drover.config_file import ConfigError, read_config
+
+    try:
+        controller = read_config(system.config_file).config.execd.controller
+    except ConfigError:
+        return
+    if controller:
+        raise Unavailable(f"this host is a node of the cluster at {controller}; submit on the controller's host "
+                          "(cross-host user identity is not available yet), or start a personal cluster "
+                          "with `drover up`")

@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "events": ("events", "the event log of a job, or of the cluster"),
     "compat": ("compat", "install sbatch, squeue, scancel, sacct, qsub, qstat, qdel, qhold, qrls, qacct into a directory"),
     "config": ("config", "check drover.toml and print the settings in effect: drover config check"),
+    "cluster": ("cluster", "set up a cluster of many hosts: drover cluster init makes its CA and certificates"),
+    "token": ("token", "join tokens for new hosts: drover token create|list|revoke (admin)"),
+    "join": ("join", "join this host to a cluster as a node: drover join https://ADDR:PORT --token T"),
+    "leave": ("leave", "take this node out of its cluster: stop its execd, remove its certificate"),
     "controller": ("daemons", "run the controller daemon in the foreground"),
     "execd": ("daemons", "run the node daemon in the foreground"),
 }

@@ -11,12 +11,14 @@ from drover.client.transport import ConnectionLost, Transport
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
+    import ssl
     from typing import Any, TypeVar
 
     T = TypeVar("T")
 
     from drover.protocol.api import (
         ActionResult,
+        CaCertificate,
         Event,
         FileInfo,
         History,
@@ -24,8 +26,12 @@ if TYPE_CHECKING:
         JobInfo,
         JobList,
         JobSubmission,
+        JoinReply,
+        LeaveReply,
         NodeInfo,
         Ping,
+        TokenCreated,
+        TokenInfo,
     )
     from drover.protocol.plain import ActionOutcome, JobRequest, WaitReply
 
@@ -33,13 +39,15 @@ if TYPE_CHECKING:
 class Client:
     page_rows = 5000  # rows asked for in one request; a longer listing is read page by page
 
-    def __init__(self, address: str | None = None, timeout_s: float | None = 60.0) -> None:
-        """`address`: a Unix socket path or http://HOST:PORT; default: the personal cluster's socket."""
+    def __init__(self, address: str | None = None, timeout_s: float | None = 60.0,
+                 tls: ssl.SSLContext | None = None) -> None:
+        """`address`: a Unix socket path, or https://HOST:PORT with `tls`; default: the personal
+        cluster's socket."""
         if address is None:
             from drover.config import api_socket
 
             address = api_socket()
-        self.transport = Transport(address, timeout_s)
+        self.transport = Transport(address, timeout_s, tls)
 
     def close(self) -> None:
         self.transport.close()
@@ -248,6 +256,50 @@ class Client:
         status, data = self.transport.request(
             "GET", f"/v1/jobs/{_segment(job_id)}/files/{_segment(task)}/{_segment(attempt)}/{path}")
         return data if status == 200 else None
+
+    # -- many hosts: join tokens (admins, local socket); joining and leaving (TLS) ----------------
+
+    def _post(self, path: str, model: type[T], payload: Any = None) -> T:
+        import msgspec
+
+        return msgspec.convert(self.transport.call("POST", path, payload), model)
+
+    def create_token(self, ttl_s: float = 3600.0, uses: int = 1) -> TokenCreated:
+        """A join token; its text is shown once (the controller keeps only its secret's hash)."""
+        from drover.protocol.api import TokenCreated
+
+        return self._post("/v1/cluster/tokens", TokenCreated, {"ttl_s": ttl_s, "uses": uses})
+
+    def tokens(self) -> list[TokenInfo]:
+        from drover.protocol.api import TokenList
+
+        return self._get("/v1/cluster/tokens", TokenList).tokens
+
+    def revoke_token(self, token_id: str) -> TokenInfo:
+        from urllib.parse import quote
+
+        from drover.protocol.api import TokenInfo
+
+        return self._post(f"/v1/cluster/tokens/{quote(token_id, safe='')}/revoke", TokenInfo)
+
+    def cluster_ca(self) -> CaCertificate:
+        """The cluster's CA certificate, as the controller serves it: trust it only once its
+        fingerprint matches the one a token pins."""
+        from drover.protocol.api import CaCertificate
+
+        return self._get("/v1/cluster/ca", CaCertificate)
+
+    def join(self, token: str, node: str, csr_pem: str) -> JoinReply:
+        """This host's certificate as node `node`, for the signing request of its own key."""
+        from drover.protocol.api import JoinReply
+
+        return self._post("/v1/cluster/join", JoinReply, {"token": token, "node": node, "csr": csr_pem})
+
+    def leave(self) -> LeaveReply:
+        """The node of this connection's client certificate leaves the cluster."""
+        from drover.protocol.api import LeaveReply
+
+        return self._post("/v1/cluster/leave", LeaveReply)
 
 
 def _segment(value: object) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import socket
 
-from drover.core.errors import ERROR_KINDS, DroverError, Unavailable
+from drover.core.errors import ERROR_KINDS, BadRequest, DroverError, Unavailable
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
+    import ssl
     from typing import Any
 
 
@@ -25,19 +26,26 @@ class ConnectionLost(Unavailable):
 
 
 class Transport:
-    def __init__(self, address: str, timeout_s: float | None = 60.0) -> None:
-        """`address`: a Unix socket path, or http://HOST:PORT."""
+    def __init__(self, address: str, timeout_s: float | None = 60.0, tls: ssl.SSLContext | None = None) -> None:
+        """`address`: a Unix socket path, or https://HOST:PORT with `tls` (a controller on
+        another host, which serves TCP with TLS only)."""
         self.address = address
         self.timeout_s = timeout_s
+        self.tls = tls
         self._sock: socket.socket | None = None
         self._buffer = b""
 
     def _connect(self) -> socket.socket:
         try:
-            if self.address.startswith("http://"):
-                host, _, port = self.address[7:].rstrip("/").rpartition(":")
+            if self.address.startswith("https://"):
+                if self.tls is None:  # DROVER_SOCKET=https://...: users have no certificate to go with it
+                    raise BadRequest(f"{self.address} is a controller on another host, which serves nodes and "
+                                     "joining hosts only; users talk to their cluster through its local socket")
+                host, _, port = self.address[8:].rstrip("/").rpartition(":")
+                host = host.removeprefix("[").removesuffix("]")
                 sock = socket.create_connection((host, int(port)), timeout=self.timeout_s)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock = self.tls.wrap_socket(sock, server_hostname=host)
             else:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 sock.settimeout(self.timeout_s)
@@ -46,8 +54,9 @@ class Transport:
             raise Unavailable(
                 f"no Drover cluster answers at {self.address}; start one with `drover up`"
             ) from None
-        except OSError as error:
-            raise Unavailable(f"cannot reach the Drover cluster at {self.address}: {error.strerror or error}") from None
+        except OSError as error:  # ssl.SSLError included: a certificate that does not verify says why
+            raise Unavailable(f"cannot reach the Drover cluster at {self.address}: "
+                              f"{getattr(error, 'reason', None) and str(error) or error.strerror or error}") from None
         self._buffer = b""
         return sock
 
@@ -153,6 +162,8 @@ class Transport:
 
 def _closed_by_peer(sock: socket.socket) -> bool:
     """Whether the other end closed an idle kept-alive connection (reading would give EOF)."""
+    if hasattr(sock, "cipher"):
+        return False  # TLS cannot peek; a closed connection shows when the request is answered
     timeout = sock.gettimeout()
     sock.setblocking(False)  # with a timeout, Python would wait for data before it reads
     try:

@@ -6,7 +6,9 @@ socket, as the kernel says (SO_PEERCRED); nothing in a request's body or query n
 - A shared cluster (`drover up --system`) serves every local user; each sees and changes only
   their own jobs, while the admins manage all: root, the configured operators, and the
   controller's own user (the service account it may run as).
-- Over TCP there is no proven identity yet: only the anonymous read of /v1/ping is allowed.
+- Over TCP (always TLS) a user's identity is not proven yet: users' requests are refused, and
+  only what needs no user is served: /v1/ping, the CA's certificate, joining by token, and the
+  nodes, each known by the client certificate the cluster's CA issued it (its common name).
 
 Every endpoint declares the `Access` it needs (the endpoint table of its resource module in
 the api package, checked by api/endpoint.py); what is finer than that (each job of an action,
@@ -21,12 +23,26 @@ from dataclasses import dataclass, field
 
 from drover.core.errors import Forbidden
 
+CROSS_HOST_USERS = ("users submit from a host of the cluster through its local socket; "
+                    "cross-host user identity is not available yet")
+
 
 class Access(enum.Enum):
-    ANYONE = "anyone"  # no proven identity needed (ping)
+    ANYONE = "anyone"  # no proven identity needed (ping, the CA's certificate, joining by token)
     USER = "user"  # any user the cluster serves; what they see or change is then checked per job
     JOB = "job"  # the job the path names: its owner or an admin
     ADMIN = "admin"  # root, an operator, or the controller's own user
+    NODE = "node"  # a node, over TLS, by its certificate
+
+
+@dataclass(frozen=True, slots=True)
+class TlsPeer:
+    """The other end of a TLS connection: its address, and the node its verified client
+    certificate names (None without one)."""
+
+    address: str
+    node: str | None = None
+    serial: str | None = None  # of that certificate, lowercase hex
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +62,7 @@ class Policy:
     def caller(self, peer: tuple[int, int, int] | None) -> Caller:
         """Who the peer (pid, uid, gid) is, and whether they manage the whole cluster."""
         if peer is None:
-            raise Forbidden("requests over TCP carry no proven identity yet; use the cluster's Unix socket")
+            raise Forbidden(CROSS_HOST_USERS)
         uid = peer[1]
         name = _user_name(uid)
         if not self.shared:
@@ -90,8 +106,15 @@ class Policy:
             raise Forbidden(f"only root and the cluster's operators {what}")
 
     def may_be_node(self, peer: tuple[int, int, int] | None) -> bool:
-        """Only root or the daemon's own user may connect as a node."""
+        """Only root or the daemon's own user may connect as a node on the local socket."""
         return peer is not None and peer[1] in (0, self.owner_uid)
+
+    def node_of(self, tls: TlsPeer | None) -> str:
+        """The node a TLS peer is, by its certificate; refused without one."""
+        if tls is None or not tls.node:
+            raise Forbidden("only a node of the cluster, by the certificate it was given at `drover join`, "
+                            "may do this")
+        return tls.node
 
 
 def _user_name(uid: int) -> str:

@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 from collections.abc import Iterator
 
@@ -19,6 +20,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import uvicorn
 
+    from drover.cluster.setup import ControllerTls
+    from drover.config_schema import ControllerSection
     from drover.store.sqlite import SqliteStore
 
 
@@ -26,7 +29,9 @@ def serve(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="drover controller", description="Run the controller daemon.")
     parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
     parser.add_argument("--socket", help="the API's Unix socket (default: STATE_DIR/api.sock)")
-    parser.add_argument("--listen", metavar="HOST:PORT", help="also serve the API on TCP")
+    parser.add_argument("--listen", metavar="HOST:PORT",
+                        help="also serve on TCP, with TLS only: nodes of other hosts and their joining "
+                             "(needs `drover cluster init`)")
     parser.add_argument("--kill-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 10)")
     parser.add_argument("--system", action="store_true",
                         help="a shared cluster: every local user may connect; each sees only their own jobs")
@@ -58,13 +63,11 @@ def serve(argv: list[str]) -> int:
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs)
+    listen = _address(args.listen) if args.listen else None
+    tls, tls_context = _tls(paths.root, section, listen is not None)
+    tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
     socket_path = args.socket or paths.socket
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
-    if args.listen:
-        host, _, port = args.listen.rpartition(":")
-        tcp = socket.create_server((host or "127.0.0.1", int(port)), reuse_port=False)
-        tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sockets.append(tcp)
 
     async def main() -> None:
         settings = Settings(
@@ -73,28 +76,42 @@ def serve(argv: list[str]) -> int:
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
         )
         service = ControllerService(store, settings)
-        server: uvicorn.Server | None = None
+        servers: list[uvicorn.Server] = []
 
         def shutdown() -> None:
-            if server is not None:
+            for server in servers:
                 server.should_exit = True
 
+        from drover.controller.membership import Membership
+
         reads = Reads(service)
-        app = create_app(service, policy, shutdown, reads)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
-                                http=peer_credentials_protocol())
-        server = _server(config)
+        app = create_app(service, policy, shutdown, reads, Membership(service, store, tls) if tls is not None else None)
+
+        def config(context: ssl.SSLContext | None) -> uvicorn.Config:
+            return uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
+                                  http=peer_credentials_protocol(),
+                                  ssl_context_factory=(lambda _config, _default: context) if context else None)
+
+        # The local socket and TCP are served apart: TLS on TCP only, the Unix socket as ever.
+        servers.append(_server(config(None)))
+        if tcp_sockets:
+            servers.append(_server(config(tls_context)))
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, shutdown)
-        logging.getLogger("drover.controller").info(
-            "serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
-            paths.database, store.schema_version,
-        )
+        log = logging.getLogger("drover.controller")
+        log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
+                 paths.database, store.schema_version)
+        if tcp_sockets and tls is not None:
+            from drover.cluster.ca import spaced
+
+            log.info("serving TLS on %s (certificate %s, CA %s, SHA-256 %s)", tcp_sockets[0].getsockname(),
+                     tls.cert, tls.ca, spaced(tls.fingerprint()))
         service.request_schedule()
         watcher = asyncio.get_running_loop().create_task(service.watch_nodes())
         try:
-            await server.serve(sockets=sockets)
+            await asyncio.gather(servers[0].serve(sockets=sockets),
+                                 *(server.serve(sockets=tcp_sockets) for server in servers[1:]))
         finally:
             reads.close()  # the reading threads' connections go before the store's own
         watcher.cancel()
@@ -105,13 +122,56 @@ def serve(argv: list[str]) -> int:
         eventloop.run(main())
     finally:
         store.close()
-        for sock in sockets:
+        for sock in [*sockets, *tcp_sockets]:
             sock.close()
         try:
             os.unlink(socket_path)
         except FileNotFoundError:
             pass
     return 0
+
+
+def _tls(state_dir: str, section: ControllerSection, listen: bool) -> tuple[ControllerTls | None, ssl.SSLContext | None]:
+    """The TLS files (None when the cluster has none: no TCP, no joining), and the server's
+    context when it listens on TCP, which it serves with TLS only, never in the clear."""
+    from drover.cluster.setup import controller_tls
+    from drover.cluster.tls import server_context
+    from drover.core.errors import DroverError
+
+    try:
+        tls = controller_tls(state_dir, section)
+    except DroverError as error:
+        raise SystemExit(f"drover controller: {error}") from None
+    missing = [path for path in (tls.cert, tls.key, tls.ca) if not os.path.isfile(path)]
+    if not listen:
+        return (None if missing else tls), None
+    if missing:
+        raise SystemExit(f"drover controller: --listen serves TLS only, and {missing[0]} is not there; "
+                         f"run `drover cluster init --state-dir {state_dir}` first (`drover up --listen` does)")
+    try:
+        return tls, server_context(tls.cert, tls.key, tls.ca)
+    except (OSError, ssl.SSLError) as error:
+        raise SystemExit(f"drover controller: cannot serve TLS with {tls.cert}, {tls.key} and {tls.ca}: {error}") from None
+
+
+def _address(listen: str) -> tuple[str, int]:
+    from drover.cluster.tls import parse_address
+    from drover.core.errors import DroverError
+
+    try:
+        return parse_address(listen, "--listen")
+    except DroverError as error:
+        raise SystemExit(f"drover controller: {error}") from None
+
+
+def _tcp_socket(address: tuple[str, int]) -> socket.socket:
+    host, port = address
+    try:
+        tcp = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as error:
+        raise SystemExit(f"drover controller: cannot listen on {host}:{port}: {error.strerror or error}") from None
+    tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return tcp
 
 
 def _open_store(path: str, synchronous: str) -> SqliteStore:

@@ -67,6 +67,9 @@ class NodeChannels:
             return True
         return False
 
+    def channel(self, node: str) -> NodeChannel | None:
+        return self._channels.get(node)
+
     def send(self, node: str, message: Any) -> None:
         """Queue a message; to a node that is not connected it is dropped, since the node's next
         hello rebuilds what it needs (orders are derived from the state, not a queue)."""

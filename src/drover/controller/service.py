@@ -31,7 +31,7 @@ from drover.controller.handlers.node_reports import (
 from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.state import ControllerState
-from drover.core.errors import DroverError
+from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
@@ -331,6 +331,30 @@ class ControllerService:
     def node_disconnected(self, channel: NodeChannel) -> None:
         if self.channels.detach(channel):
             self._run(lambda: on_node_disconnected(self.state, channel.node, self.clock()))
+
+    def forget_node(self, name: str, forget_in_store: Callable[[], None]) -> None:
+        """A node that left the cluster: refused while it runs attempts. `forget_in_store`
+        removes it from the store (and revokes its certificates) before the working set forgets
+        it and its channel is closed."""
+        node = self.state.nodes.get(name)
+        if node is None:
+            raise NotFound(f"no node named {name} (`drover nodes` lists them)")
+        if node.running:
+            raise Conflict(f"node {name} still runs {node.running} attempt(s); cancel them or wait for them "
+                           "to end before it leaves")
+        forget_in_store()
+        channel = self.channels.channel(name)
+        if channel is not None:
+            self.channels.detach(channel)
+            asyncio.get_running_loop().create_task(channel.close())
+
+        def handler() -> Outcome:
+            outcome = Outcome()
+            del self.state.nodes[name]
+            outcome.changes.event(self.clock(), "node_left", node=name)
+            return outcome
+
+        self._run(handler)
 
 
 def _job_ids(refs: list[str]) -> list[int]:

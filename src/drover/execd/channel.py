@@ -1,5 +1,9 @@
 """The execd's end of the node channel: connect, say hello, carry out orders, reconnect.
 
+The controller is on the local Unix socket, or on another host at https://ADDR:PORT: then the
+channel is TLS only, the controller verified against the cluster's CA and this node known by
+its certificate.
+
 Messages sent while disconnected are dropped: what matters is rebuilt on the next connect (the
 hello lists the attempts the spool holds, and every unacknowledged exit is sent again).
 """
@@ -8,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, unix_connect
-from websockets.exceptions import ConnectionClosed
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from drover.protocol.node_channel import (
     Ack,
@@ -29,8 +34,11 @@ CHANNEL_PATH = "/v1/nodes/channel"
 
 
 class ControllerChannel:
-    def __init__(self, socket_path: str, hello: Callable[[], Hello], on_connect: Callable[[], None]) -> None:
+    def __init__(self, socket_path: str, hello: Callable[[], Hello], on_connect: Callable[[], None],
+                 tls: ssl.SSLContext | None = None) -> None:
+        """`socket_path`: the controller's Unix socket, or https://ADDR:PORT with `tls`."""
         self.socket_path = socket_path
+        self.tls = tls
         self.hello = hello
         self.on_connect = on_connect
         self.handlers: dict[type, Callable[[Any], None]] = {}
@@ -51,11 +59,10 @@ class ControllerChannel:
         delay = 0.05
         while True:
             try:
-                async with unix_connect(self.socket_path, uri=f"ws://drover{CHANNEL_PATH}",
-                                        max_size=2**26, ping_interval=20) as connection:
+                async with self._connect() as connection:
                     delay = 0.05
                     await self._serve(connection)
-            except (OSError, ConnectionClosed) as error:
+            except (OSError, ConnectionClosed, InvalidStatus) as error:
                 log.info("controller channel: %s; reconnecting in %.1fs", error or "closed", delay)
             except asyncio.CancelledError:
                 raise
@@ -66,6 +73,13 @@ class ControllerChannel:
                 self.connected.clear()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    def _connect(self) -> connect:
+        if self.socket_path.startswith("https://"):
+            address = self.socket_path.removeprefix("https://").rstrip("/")
+            return connect(f"wss://{address}{CHANNEL_PATH}", ssl=self.tls, max_size=2**26, ping_interval=20,
+                           open_timeout=20)
+        return unix_connect(self.socket_path, uri=f"ws://drover{CHANNEL_PATH}", max_size=2**26, ping_interval=20)
 
     async def _serve(self, connection: ClientConnection) -> None:
         await connection.send(encoder.encode([self.hello()]))

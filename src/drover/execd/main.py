@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import signal
+import ssl
 import sys
 
 from drover import eventloop
@@ -42,18 +43,21 @@ def serve(argv: list[str]) -> int:
     except ConfigError as error:
         raise SystemExit(f"drover execd: {error}") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
+    # A controller on another host: the node's TLS files are checked before anything starts.
+    tls = node_tls(options) if options.controller and not args.socket else None
 
     from drover.execd.forkserver import ForkServer
 
     fork_server = ForkServer.start()
     try:
-        eventloop.run(_run(args, paths, options, fork_server))
+        eventloop.run(_run(args, paths, options, fork_server, tls))
     finally:
         fork_server.close()
     return 0
 
 
-async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer) -> None:
+async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer,
+               tls: ssl.SSLContext | None) -> None:
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
@@ -78,9 +82,10 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set())
     attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))
     channel = ControllerChannel(
-        args.socket or api_socket(paths),
+        args.socket or options.controller or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
         on_connect=cleanup.trigger_all,
+        tls=tls,
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
@@ -101,6 +106,25 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     # re-attaches to them from the spool.
     runner.cancel()
     attempts.close()
+
+
+def node_tls(options: ExecdSection) -> ssl.SSLContext:
+    """The TLS context of a node whose controller is on another host: its certificate, and the
+    cluster's CA to verify the controller with (all three are written by `drover join`)."""
+    from drover.cluster.tls import node_context
+
+    if not options.controller or not options.controller.startswith("https://"):
+        raise SystemExit(f"drover execd: [execd] controller must be https://ADDR:PORT, not {options.controller!r}")
+    missing = [key for key in ("tls_cert", "tls_key", "tls_ca") if not getattr(options, key)]
+    if missing:
+        raise SystemExit(f"drover execd: [execd] controller is on another host, and {', '.join(missing)} "
+                         "is not set; `drover join` writes them")
+    assert options.tls_ca and options.tls_cert and options.tls_key
+    try:
+        return node_context(options.tls_ca, options.tls_cert, options.tls_key)
+    except (OSError, ssl.SSLError) as error:
+        raise SystemExit(f"drover execd: cannot use the node's TLS files ({options.tls_cert}, "
+                         f"{options.tls_key}, {options.tls_ca}): {error}") from None
 
 
 def cleanup_settings(options: ExecdSection) -> CleanupSettings:

@@ -232,3 +232,57 @@ class Ping(msgspec.Struct, kw_only=True):
 class ErrorReply(msgspec.Struct):
     error: str
     kind: str
+
+
+# -- many hosts: join tokens, joining and leaving ------------------------------------------------
+
+
+class TokenRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """`drover token create`: how long the token is good for, and for how many joins."""
+
+    ttl_s: float = 3600.0
+    uses: int = 1
+
+
+class TokenInfo(msgspec.Struct, kw_only=True):
+    """A join token as `drover token list` shows it (never its secret)."""
+
+    id: str
+    created_at: float
+    created_by: str
+    expires_at: float
+    uses_left: int
+    revoked_at: float | None = None
+    state: str  # "valid", "expired", "used up" or "revoked"
+
+
+class TokenCreated(msgspec.Struct, kw_only=True):
+    token: str  # shown once: the controller keeps only its secret's hash
+    info: TokenInfo
+
+
+class TokenList(msgspec.Struct):
+    tokens: list[TokenInfo]
+
+
+class CaCertificate(msgspec.Struct, kw_only=True):
+    """The cluster's CA certificate: a joining host checks its fingerprint against its token's."""
+
+    certificate: str  # PEM
+    fingerprint: str  # SHA-256 of its DER encoding, lowercase hex
+
+
+class JoinRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    token: str
+    node: str
+    csr: str  # PEM: the node's signing request; its key never leaves the node
+
+
+class JoinReply(msgspec.Struct, kw_only=True):
+    node: str
+    certificate: str  # PEM: the node's certificate, naming it
+    ca: str  # PEM: the cluster's CA certificate
+
+
+class LeaveReply(msgspec.Struct, kw_only=True):
+    node: str

@@ -8,15 +8,17 @@ it may not survive the machine losing power before the next checkpoint. `synchro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drover.core.arrays import TaskIndices
 from drover.core.job import Attempt, Job, JobSpec, Task
 from drover.core.job_state import JobState
+from drover.core.membership import TokenRecord
 from drover.core.node import Node
 from drover.core.node_state import NodeState
 from drover.core.resources import Resources
@@ -221,6 +223,61 @@ class SqliteStore:
 
         return SqliteReader(self.path)
 
+    # -- cluster membership: join tokens and the node certificates issued at join -----------------
+
+    @translated
+    def add_join_token(self, token: TokenRecord) -> None:
+        with _transaction(self.db):
+            self.db.execute("INSERT INTO join_tokens VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (token.id, token.secret_hash, token.created_at, token.created_by, token.expires_at,
+                             token.uses_left, token.revoked_at))
+
+    @translated
+    def join_tokens(self) -> list[TokenRecord]:
+        return [TokenRecord(*row) for row in self.db.execute("SELECT * FROM join_tokens ORDER BY created_at")]
+
+    @translated
+    def join_token(self, token_id: str) -> TokenRecord | None:
+        row = self.db.execute("SELECT * FROM join_tokens WHERE id=?", (token_id,)).fetchone()
+        return TokenRecord(*row) if row is not None else None
+
+    @translated
+    def revoke_join_token(self, token_id: str, now: float) -> bool:
+        """False if there is no such token; revoking one twice keeps the first time."""
+        with _transaction(self.db):
+            found = self.db.execute("UPDATE join_tokens SET revoked_at=COALESCE(revoked_at, ?) WHERE id=?",
+                                    (now, token_id)).rowcount
+        return bool(found)
+
+    @translated
+    def node_joined(self, token_id: str, node: str, serial: str, issued_at: float, expires_at: float) -> bool:
+        """One transaction: take one use of the token (False, and nothing changed, if it has none
+        left), revoke the node's older certificates, and record the new one."""
+        db = self.db
+        with _transaction(db):
+            taken = db.execute("UPDATE join_tokens SET uses_left = uses_left - 1 "
+                               "WHERE id=? AND uses_left > 0 AND revoked_at IS NULL", (token_id,)).rowcount
+            if taken:
+                db.execute("UPDATE node_certificates SET revoked_at=? WHERE node=? AND revoked_at IS NULL",
+                           (issued_at, node))
+                db.execute("INSERT INTO node_certificates VALUES (?, ?, ?, ?, ?, NULL)",
+                           (serial, node, issued_at, expires_at, token_id))
+        return bool(taken)
+
+    @translated
+    def node_certificate_revoked(self, serial: str) -> bool:
+        """Whether the controller revoked this certificate (one it never issued is not revoked:
+        the admin's own CA may have issued it)."""
+        row = self.db.execute("SELECT revoked_at FROM node_certificates WHERE serial=?", (serial,)).fetchone()
+        return row is not None and row[0] is not None
+
+    @translated
+    def node_left(self, node: str, now: float) -> None:
+        """The node is forgotten: its row goes and its certificates are revoked, in one transaction."""
+        with _transaction(self.db):
+            self.db.execute("UPDATE node_certificates SET revoked_at=? WHERE node=? AND revoked_at IS NULL", (now, node))
+            self.db.execute("DELETE FROM nodes WHERE name=?", (node,))
+
 
 def tasks_of(db: sqlite3.Connection, job_id: int) -> dict[int, Task]:
     return {
@@ -241,6 +298,20 @@ def events_of(db: sqlite3.Connection, job_id: int | None, after_seq: int, limit:
         (row[0], EventRecord(row[1], row[5], row[2], row[3], row[4], json.loads(row[6]), row[0]))
         for row in cursor
     ]
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any failure (the connection autocommits
+    otherwise)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
 
 
 def _job_row(job: Job) -> tuple[Any, ...]:

@@ -20,6 +20,12 @@ EXPECTED = {
     ("GET", "/v1/jobs/{job_id}/files"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/files/{task}/{attempt}/{name:path}"): (Access.JOB, ""),
     ("POST", "/v1/shutdown"): (Access.ADMIN, "stop a shared cluster"),
+    ("GET", "/v1/cluster/ca"): (Access.ANYONE, ""),
+    ("POST", "/v1/cluster/join"): (Access.ANYONE, ""),
+    ("POST", "/v1/cluster/leave"): (Access.NODE, ""),
+    ("POST", "/v1/cluster/tokens"): (Access.ADMIN, "make join tokens"),
+    ("GET", "/v1/cluster/tokens"): (Access.ADMIN, "list join tokens"),
+    ("POST", "/v1/cluster/tokens/{token_id}/revoke"): (Access.ADMIN, "revoke join tokens"),
 }
 
 

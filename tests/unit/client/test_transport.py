@@ -130,3 +130,10 @@ def test_an_interrupted_long_poll_never_leaves_its_answer_for_the_next_request(s
         signal.signal(signal.SIGALRM, previous)
     release.set()
     assert transport.call("GET", "/v1/jobs/1") == {"job": "shown"}
+
+
+def test_a_controller_on_another_host_is_not_for_users() -> None:
+    from drover.core.errors import BadRequest
+
+    with pytest.raises(BadRequest, match="serves nodes and joining hosts only"):
+        Transport("https://10.213.0.1:7443").call("GET", "/v1/jobs")

@@ -7,7 +7,7 @@ import pwd
 
 import pytest
 
-from drover.controller.auth import Policy
+from drover.controller.auth import Policy, TlsPeer
 from drover.core.errors import Forbidden
 
 ME = os.getuid()
@@ -23,8 +23,16 @@ def test_a_personal_cluster_serves_its_owner_only_root_included() -> None:
 
 
 def test_over_tcp_nobody_is_anybody() -> None:
-    with pytest.raises(Forbidden, match="no proven identity"):
+    with pytest.raises(Forbidden, match="cross-host user identity is not available yet"):
         Policy(owner_uid=ME).caller(None)
+
+
+def test_over_tls_a_node_is_the_node_its_certificate_names() -> None:
+    policy = Policy(owner_uid=ME)
+    assert policy.node_of(TlsPeer("10.0.0.2:4000", "node1", "1f")) == "node1"
+    for peer in (None, TlsPeer("10.0.0.2:4000")):
+        with pytest.raises(Forbidden, match="only a node of the cluster"):
+            policy.node_of(peer)
 
 
 def test_on_a_shared_cluster_users_touch_only_their_own_jobs_and_operators_all() -> None:

@@ -21,6 +21,9 @@ def run(command: str, argv: list[str]) -> int:
                    help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); "
                         "each user's jobs run as that user")
     p.add_argument("--state-dir", help=f"where the cluster keeps its state (default: yours; with --system, {SYSTEM_STATE_DIR})")
+    p.add_argument("--listen", metavar="ADDR:PORT",
+                   help="also serve other hosts on TCP, with TLS only (`drover join` makes them nodes); "
+                        "makes the cluster's CA first (drover cluster init)")
     args = p.parse_args(argv)
     if args.system and os.geteuid() != 0:
         raise Forbidden("only root starts a shared cluster (drover up --system)")
@@ -31,10 +34,22 @@ def run(command: str, argv: list[str]) -> int:
     controller_args = ["--kill-grace", str(args.kill_grace)] if args.kill_grace is not None else []
     if args.system:
         controller_args.append("--system")
+    initialized: list[str] = []
+    if args.system or args.listen:
+        # The cluster's CA and the controller's certificate, the first time (drover cluster init).
+        from drover.cli.commands.cluster import init_cluster
+        from drover.cluster.tls import parse_address
+
+        hosts = [parse_address(args.listen, "--listen")[0]] if args.listen else []
+        initialized = init_cluster(paths, hosts).made
+        if args.listen:
+            controller_args += ["--listen", args.listen]
     started = up(paths, controller_args, execd_args, shared=args.system)
     if args.json:
-        print_json({"state_dir": paths.root, "socket": paths.socket, "started": started})
+        print_json({"state_dir": paths.root, "socket": paths.socket, "started": started, "made": initialized})
         return 0
+    for path in initialized:
+        print(f"made {path}")
     if started:
         for line in started:
             print(f"started {line}")
