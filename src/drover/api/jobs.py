@@ -77,7 +77,7 @@ async def history(call: Call) -> Response:
     since, before = params.get("since"), params.get("before")
     page = await call.controller.reads.history(
         call.controller.policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
-        unix_time(since, "query parameter since") if since else None,
+        unix_time(since, "query parameter since") if since is not None else None,
         history_cursor(before) if before is not None else None,
     )
     return encoded_json_response(page)
