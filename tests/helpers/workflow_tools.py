@@ -9,6 +9,7 @@ the tests themselves run offline. Where it cannot be installed, the caller skips
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -75,11 +76,12 @@ class ToolEnv:
         """Start `argv` (a driver or one of the tool's commands) in its own process group, its
         output collected in a file so that a long run never blocks on a full pipe."""
         log = (cwd or cluster.workdir) / f"{self.name}-{time.monotonic_ns()}.log"
+        semaphores = _semaphores()
         with open(log, "w") as out:
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        text=True, env=self.environment(cluster, front_ends),
                                        cwd=cwd or cluster.workdir, process_group=0)
-        return ToolRun(process, log)
+        return ToolRun(process, log, semaphores)
 
     def driver(self, script: str, *args: str) -> list[str]:
         """The argv that runs a driver script of tests/integration/workflows/drivers."""
@@ -92,6 +94,7 @@ class ToolRun:
 
     process: subprocess.Popen[str]
     log: Path
+    semaphores_before: frozenset[str]  # multiprocessing's named semaphores in /dev/shm at the start
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -140,6 +143,11 @@ class ToolRun:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        # The named semaphores of the tool's multiprocessing: its resource tracker, killed with
+        # the group, can no longer unlink them.
+        for name in _semaphores() - self.semaphores_before:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join("/dev/shm", name))
 
     def wait_for_line(self, prefix: str, timeout: float = 120) -> str:
         """Wait until the tool prints a line starting with `prefix`; return the rest of it."""
@@ -186,3 +194,10 @@ def install(name: str) -> ToolEnv:
             raise ToolUnavailable(f"pip install {' '.join(pins)} failed: {pip.stderr.strip()[-800:]}")
         done.write_text("\n".join(pins) + "\n")
         return ToolEnv(name, prefix, time.monotonic() - started)
+
+
+def _semaphores() -> frozenset[str]:
+    try:
+        return frozenset(name for name in os.listdir("/dev/shm") if name.startswith("sem.mp-"))
+    except FileNotFoundError:
+        return frozenset()

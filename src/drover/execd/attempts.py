@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import os
 import shutil
@@ -280,6 +281,11 @@ class Attempts:
                 os.close(live.pidfd)
         self._loop.remove_reader(self._notify.fileno())
         self._notify.close()
+        # A stopped node leaves nothing behind in a spool it no longer serves (it is often on
+        # /dev/shm): the socket goes, and the spool root too when no attempt is left in it.
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(self.root, layout.NOTIFY_SOCKET))
+            os.rmdir(self.root)
 
 
 def _write_failure(spool: layout.SpoolDir, failure: str) -> None:
