@@ -11,11 +11,12 @@ import tempfile
 import time
 
 from drover.cli.commands.submit import build_parser, jobs_from_arguments
+from drover.cli.output_files import copy_new_bytes
 from drover.core.errors import BadRequest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    pass
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -48,7 +49,7 @@ def run(command: str, argv: list[str]) -> int:
             while True:
                 reply = api.wait_json(job_id, 0)
                 for n, (path, out) in enumerate(streams):
-                    offsets[n] = _copy(path, offsets[n], out)
+                    offsets[n] = copy_new_bytes(path, offsets[n], out)
                 if reply["ended"]:
                     break
                 time.sleep(0.05)
@@ -56,7 +57,7 @@ def run(command: str, argv: list[str]) -> int:
             api.action_json("cancel", [str(job_id)])
             reply = api.wait_json(job_id, 60)
             for n, (path, out) in enumerate(streams):
-                _copy(path, offsets[n], out)
+                copy_new_bytes(path, offsets[n], out)
         finally:
             import shutil
 
@@ -67,19 +68,6 @@ def run(command: str, argv: list[str]) -> int:
         print(f"drover run: job {job_id} {info['state']}", file=sys.stderr)
         return 1
     return int(status or 0)
-
-
-def _copy(path: str, offset: int, out: BinaryIO) -> int:
-    try:
-        with open(path, "rb") as file:
-            file.seek(offset)
-            data = file.read()
-    except FileNotFoundError:
-        return offset
-    if data:
-        out.write(data)
-        out.flush()
-    return offset + len(data)
 
 
 def _run_on_terminal(args: object, command_argv: list[str]) -> int:

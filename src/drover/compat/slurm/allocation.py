@@ -11,6 +11,7 @@ import tempfile
 import time
 from typing import IO
 
+from drover.cli.output_files import copy_new_bytes
 from drover.protocol.api import JobInfo
 from drover.protocol.plain import JobRequest
 
@@ -41,7 +42,7 @@ def stream_job(command: str, job: JobRequest, quiet: bool = False,
                         print(announce.format(id=job_id), file=sys.stderr, flush=True)
                         announced = True
                     for n, (path, out) in enumerate(streams):
-                        offsets[n] = _copy(path, offsets[n], out)
+                        offsets[n] = copy_new_bytes(path, offsets[n], out)
                     if info is not None:
                         break
                     time.sleep(0.05)
@@ -52,7 +53,7 @@ def stream_job(command: str, job: JobRequest, quiet: bool = False,
                 client.cancel([str(job_id)])
                 info = client.wait(job_id)
                 for n, (path, out) in enumerate(streams):
-                    _copy(path, offsets[n], out)
+                    copy_new_bytes(path, offsets[n], out)
     finally:
         shutil.rmtree(spool, ignore_errors=True)
     assert info is not None
@@ -76,19 +77,6 @@ def exit_status(command: str, info: JobInfo) -> int:
     if attempt is not None and attempt.signal is not None:
         return 128 + attempt.signal
     return 1
-
-
-def _copy(path: str, offset: int, out: IO[bytes]) -> int:
-    try:
-        with open(path, "rb") as file:
-            file.seek(offset)
-            data = file.read()
-    except FileNotFoundError:
-        return offset
-    if data:
-        out.write(data)
-        out.flush()
-    return offset + len(data)
 
 
 def on_terminal(command: str, job: JobRequest, announce: str | None = None) -> JobInfo:
