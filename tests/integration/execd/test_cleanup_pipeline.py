@@ -260,4 +260,5 @@ def test_an_exit_hook_that_keeps_failing_is_given_up_and_the_job_ends(tmp_path: 
         assert any("exit_hook given up" in str(e["detail"]["error"]) for e in failures), failures  # type: ignore[index]
         assert not runs.exists()
     finally:
+        print(cluster.logs())  # shown when the test fails: the pipeline's own account of each try
         assert not cluster.stop()
