@@ -3,6 +3,7 @@ background, with their state, socket and logs in the user's state directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -77,24 +78,47 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
     if shared:
         os.chmod(paths.root, 0o711)
     started: list[str] = []
+    spawned: list[tuple[subprocess.Popen[bytes], str]] = []  # (daemon, its pid file): ours to stop
     execd = None
     if not _is_serving(paths) or _read_pid(paths.execd_pid) is None:
         # The daemons would refuse a bad drover.toml in their logs; say it here, before either starts.
         from drover.config_file import read_config
 
         read_config(paths.config_file)
-    if not _is_serving(paths):
-        controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
-        started.append(f"controller (pid {controller.pid}, log {paths.controller_log})")
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _is_serving(paths):
-            _check_alive("controller", controller, deadline, paths.controller_log)
-            time.sleep(0.02)
-    if _read_pid(paths.execd_pid) is None:
-        execd = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
-        started.append(f"execd (pid {execd.pid}, log {paths.execd_log})")
-    _wait_for_node(paths, execd)
+    try:
+        if not _is_serving(paths):
+            controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
+            spawned.append((controller, paths.controller_pid))
+            started.append(f"controller (pid {controller.pid}, log {paths.controller_log})")
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not _is_serving(paths):
+                _check_alive("controller", controller, deadline, paths.controller_log)
+                time.sleep(0.02)
+        if _read_pid(paths.execd_pid) is None:
+            execd = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
+            spawned.append((execd, paths.execd_pid))
+            started.append(f"execd (pid {execd.pid}, log {paths.execd_log})")
+        _wait_for_node(paths, execd)
+    except BaseException:
+        # A start that failed halfway leaves nothing of its own running: a controller without
+        # a node (or a node whose controller died) only makes the next `drover up` harder to read.
+        _stop_spawned(spawned)
+        raise
     return started
+
+
+def _stop_spawned(spawned: list[tuple[subprocess.Popen[bytes], str]]) -> None:
+    """SIGTERM what this `up` started (newest first), SIGKILL what outlives the grace."""
+    for process, pid_path in reversed(spawned):
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except Exception:  # subprocess.TimeoutExpired: the module is imported lazily here
+                process.kill()
+                process.wait()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pid_path)
 
 
 def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, log_path: str) -> None:

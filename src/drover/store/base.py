@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
+from drover.records import ExitStatus, Usage
 
 
 @dataclass(slots=True)
@@ -91,8 +92,8 @@ class HistoryRecord:
     index: int
     attempt: int
     node: str
-    exit: dict[str, Any] | None
-    usage: dict[str, Any] | None
+    exit: ExitStatus | None
+    usage: Usage | None
     started_at: float | None
     ended_at: float
     is_array: bool

@@ -51,3 +51,18 @@ def test_a_corrupt_store_is_named_with_the_next_step_and_nothing_is_left_running
     assert f"the job store {state_dir / 'drover.db'} cannot be used: it is not a Drover database" in result.stderr
     assert "move it aside" in result.stderr and "Traceback" not in result.stderr
     assert not (state_dir / "api.sock").exists() and not (state_dir / "execd.pid").exists()
+
+
+def test_an_execd_that_cannot_start_takes_down_the_controller_this_up_started(state_dir: Path) -> None:
+    (state_dir / "not-a-directory").write_text("a file where the spool should go\n")
+    (state_dir / "drover.toml").write_text(f'[execd]\nspool = "{state_dir / "not-a-directory"}"\n')
+    result = drover_in(state_dir, "up")
+    assert result.returncode == 1, result
+    assert "the execd exited" in result.stderr and "execd.log" in result.stderr
+    assert "Traceback" not in result.stderr.splitlines()[0]
+    # Nothing of this `up` is left: the controller it started answered, and was stopped again.
+    assert "serving on" in (state_dir / "controller.log").read_text()
+    assert not (state_dir / "controller.pid").exists() and not (state_dir / "execd.pid").exists()
+    assert not (state_dir / "api.sock").exists()
+    status = drover_in(state_dir, "status")
+    assert status.returncode == 2 and "drover up" in status.stderr

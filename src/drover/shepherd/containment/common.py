@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import signal
+import time
 
 from drover.records import ContainmentRecord
 
@@ -59,13 +62,24 @@ def make_dir(parent: str, name: str) -> str | None:
     return path
 
 
+# A cgroup whose last tasks were just killed can refuse rmdir (EBUSY) until those tasks have
+# finished exiting: the attempt's own cgroup is tried again for this long.
+REMOVE_PATIENCE_S = 2.0
+
+
 def remove_dir(path: str) -> None:
     """rmdir the attempt's cgroup (and its cluster's parent if that emptied)."""
-    for directory in (path, os.path.dirname(path)):
+    deadline = time.monotonic() + REMOVE_PATIENCE_S
+    while True:
         try:
-            os.rmdir(directory)
-        except OSError:
-            return
+            os.rmdir(path)
+            break
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() > deadline:
+                return
+            time.sleep(0.005)
+    with contextlib.suppress(OSError):  # busy while other attempts of the cluster run: kept
+        os.rmdir(os.path.dirname(path))
 
 
 def describe(backend: str, cgroups: dict[str, str]) -> ContainmentRecord:
