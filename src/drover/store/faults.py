@@ -45,8 +45,17 @@ def fault(path: str, error: sqlite3.Error) -> StoreFault:
     return StoreFault(f"the job store {path} cannot be used: {cause} ({error}); {step}")
 
 
+# Failures after which SQLite keeps refusing on the same connection even once the cause is gone
+# (a header written over and then restored, a disk that failed and came back): the connection is
+# opened again on the next call. Busy, full and read-only stores recover on the same connection.
+REOPEN_AFTER = {"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_IOERR", "SQLITE_CANTOPEN"}
+
+
 class HasPath(Protocol):
     path: str
+    needs_reopen: bool
+
+    def reopen(self) -> None: ...
 
 
 S = TypeVar("S", bound=HasPath)
@@ -58,8 +67,14 @@ def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
     @functools.wraps(method)
     def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
         try:
+            if store.needs_reopen:
+                store.reopen()
+                store.needs_reopen = False
             return method(store, *args, **kwargs)
         except sqlite3.Error as error:
+            name = getattr(error, "sqlite_errorname", "") or ""
+            if "_".join(name.split("_")[:2]) in REOPEN_AFTER:
+                store.needs_reopen = True
             raise fault(store.path, error) from error
 
     return wrapper

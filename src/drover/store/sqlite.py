@@ -50,15 +50,34 @@ class SqliteStore:
         if directory:
             os.makedirs(directory, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.execute("PRAGMA foreign_keys=OFF")
-        # A writer that finds the database locked (a backup, a sqlite3 shell) waits this long
-        # before the request is answered 503 with the cause; it never waits unboundedly.
-        self.db.execute("PRAGMA busy_timeout=2000")
+        self.synchronous = synchronous
+        self.needs_reopen = False  # see store/faults.py: set after a failure that poisons the connection
+        self.db = self._connect()
         self.schema_version = migrate_sqlite(self.db)
         self._last_seq: int = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self.synchronous}")
+            db.execute("PRAGMA foreign_keys=OFF")
+            # A writer that finds the database locked (a backup, a sqlite3 shell) waits this long
+            # before the request is answered 503 with the cause; it never waits unboundedly.
+            db.execute("PRAGMA busy_timeout=2000")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def reopen(self) -> None:
+        """A new connection to the same file, once the old one failed in a way it keeps (a
+        corrupt header restored from a backup). Nothing was committed meanwhile: the event
+        sequence goes on from the store's."""
+        db = self._connect()
+        self._last_seq = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+        self.db.close()
+        self.db = db
 
     def close(self) -> None:
         self.db.close()

@@ -30,15 +30,29 @@ _IDS_PER_STATEMENT = 500  # well below SQLite's limit on bound parameters
 class SqliteReader:
     def __init__(self, path: str) -> None:
         self.path = path
+        self.needs_reopen = False  # see store/faults.py
         try:
-            # mode=ro: this connection cannot write, whatever a bug asks of it. check_same_thread
-            # is off only so that whoever stops the reading threads can close it afterwards.
-            self.db = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None,
-                                      check_same_thread=False)
-            self.db.execute("PRAGMA query_only=ON")
-            self.db.execute("PRAGMA busy_timeout=2000")
+            self.db = self._connect()
         except sqlite3.Error as error:
             raise fault(path, error) from error
+
+    def _connect(self) -> sqlite3.Connection:
+        # mode=ro: this connection cannot write, whatever a bug asks of it. check_same_thread
+        # is off only so that whoever stops the reading threads can close it afterwards.
+        db = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True, isolation_level=None,
+                             check_same_thread=False)
+        try:
+            db.execute("PRAGMA query_only=ON")
+            db.execute("PRAGMA busy_timeout=2000")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def reopen(self) -> None:
+        db = self._connect()
+        self.db.close()
+        self.db = db
 
     def close(self) -> None:
         self.db.close()

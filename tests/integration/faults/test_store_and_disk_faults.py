@@ -125,3 +125,26 @@ def test_a_store_locked_by_another_process_is_named_and_the_cluster_goes_on_once
     after = cluster.submit("--", "true")
     wait_until(lambda: state(cluster, after) == "completed", describe="a job once the lock is gone")
     assert sorted(job["id"] for job in cluster.drover_json("status", "--all")) == [before, after]
+
+
+def test_a_store_corrupted_under_a_running_controller_is_named_and_nothing_before_is_lost(
+        cluster: LocalCluster) -> None:
+    before = cluster.submit("--", "true")
+    wait_until(lambda: state(cluster, before) == "completed", describe="a job before")
+    database = cluster.state_dir / "drover.db"
+    with sqlite3.connect(database) as db:  # the WAL's pages into the file, so the header below is all of it
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    header = database.read_bytes()[:100]
+    with open(database, "r+b") as file:  # a stray write, a failing disk: the header is garbage
+        file.write(os.urandom(100))
+    try:
+        refused = cluster.drover("submit", "--", "true", check=False)
+    finally:
+        with open(database, "r+b") as file:  # restored from a backup
+            file.write(header)
+    assert refused.returncode == 2, refused
+    assert str(database) in refused.stderr and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    after = cluster.submit("--", "true")
+    wait_until(lambda: state(cluster, after) == "completed", describe="a job once the store is restored")
+    assert sorted(job["id"] for job in cluster.drover_json("status", "--all")) == [before, after]
