@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from drover.cli.common import parser
+from drover.cli.common import NotRegularFile, parser, read_regular_file
 from drover.core.errors import BadRequest
 
 TYPE_CHECKING = False
@@ -258,13 +258,9 @@ def _read(path: str) -> str:
     try:
         if path == "-":
             return sys.stdin.read()
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        with open(fd, "rb") as file:
-            import stat
-
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise BadRequest(f"{path} is not a regular file; give a script file, or - for standard input")
-            data = file.read()
+        data = read_regular_file(path)
+    except NotRegularFile as error:
+        raise BadRequest(f"{error}; give a script file, or - for standard input") from None
     except OSError as error:
         raise BadRequest(f"cannot read {path}: {error.strerror}") from None
     try:

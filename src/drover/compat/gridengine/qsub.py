@@ -11,6 +11,7 @@ import fnmatch
 import os
 import sys
 
+from drover.cli.common import NotRegularFile, read_regular_file
 from drover.compat.gridengine.common import approximator, host_name, is_strict, user_name
 from drover.compat.gridengine.submission import Context, Submission, after_clear, build, last
 from drover.compat.gridengine.submit_options import QSUB_OPTIONS
@@ -48,11 +49,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def read_text(path: str) -> str:
+    """A script or an option file (-@, sge_request): a regular file, in UTF-8 (what Drover
+    carries of a job is text)."""
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as file:
-            return file.read()
+        data = read_regular_file(path)
+    except NotRegularFile:
+        raise GeUsageError(f"error opening {path}: not a regular file", STATUS_EDISK) from None
     except OSError as error:
         raise GeUsageError(f"error opening {path}: {error.strerror}", STATUS_EDISK) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise GeUsageError(f"{path} is not UTF-8 text (byte {error.start}); Drover takes job scripts in UTF-8",
+                           STATUS_EDISK) from None
 
 
 def default_requests(cwd: str, home: str) -> list[Given]:

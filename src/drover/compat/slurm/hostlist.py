@@ -82,11 +82,24 @@ def compress_hosts(names: list[str]) -> str:
     return ",".join(out)
 
 
+def _follows(number: str, previous: str) -> bool:
+    """`number` continues a range that ends at `previous`. Widths must agree, unless neither is
+    zero-padded: Slurm's hostlist.c (_width_equiv) writes n9,n10 as n[9-10] but n09,n10 as
+    n[09-10] and n9,n010 as n[9,010]."""
+    if int(number) != int(previous) + 1:
+        return False
+    return len(number) == len(previous) or (_unpadded(number) and _unpadded(previous))
+
+
+def _unpadded(number: str) -> bool:
+    return number == str(int(number))
+
+
 def _ranges(numbers: list[str]) -> str:
     parts: list[str] = []
     start = previous = numbers[0]
     for number in numbers[1:]:
-        if int(number) == int(previous) + 1 and len(number) == len(previous):
+        if _follows(number, previous):
             previous = number
             continue
         parts.append(start if start == previous else f"{start}-{previous}")

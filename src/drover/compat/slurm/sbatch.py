@@ -16,6 +16,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
+from drover.cli.common import NotRegularFile, read_regular_file
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.directives import sbatch_directives
@@ -96,11 +97,9 @@ def _add_directives(request: Request, words: list[str], lines: list[int]) -> Non
 def read_script(file: str) -> str:
     """The script, checked as sbatch checks it; from standard input when no file is named."""
     try:
-        if file:
-            with open(file, "rb") as stream:
-                data = stream.read()
-        else:
-            data = sys.stdin.buffer.read()
+        data = read_regular_file(file) if file else sys.stdin.buffer.read()
+    except NotRegularFile:
+        raise Refused(f"Unable to open file {file}: not a regular file") from None
     except OSError:
         raise Refused(f"Unable to open file {file}") from None
     if not data:
