@@ -21,6 +21,11 @@ class Mark(enum.Enum):
     REFUSED = "✗"  # refused with a clear error; nothing is submitted
 
 
+# How the note of an option that the real command's man page lacks, and Drover adds, begins: the
+# generated tables in docs/compat.md show it, and the tests allow such options in a table.
+DROVER_OWN = "Drover's own"
+
+
 class Arity(enum.Enum):
     NONE = "none"  # a flag
     REQUIRED = "required"  # a value: `--name=V`, `--name V`, `-nV` or `-n V`
@@ -41,6 +46,11 @@ class Option:
         """The name code refers to the option by: the first long name, else the short one."""
         long = [n for n in self.names if n.startswith("--")]
         return (long or list(self.names))[0].lstrip("-")
+
+    @property
+    def drover_own(self) -> bool:
+        """An option the real command's man page lacks, which Drover adds (its note says so)."""
+        return self.note.startswith(DROVER_OWN)
 
 
 def markdown_table(options: Iterable[Option]) -> str:

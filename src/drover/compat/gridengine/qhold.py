@@ -7,14 +7,14 @@ import sys
 from drover.compat.gridengine.jobaction import parse_or_usage, run, with_task_option
 from drover.compat.gridengine.jobrefs import Target
 from drover.compat.gridengine.syntax import Parsed
-from drover.compat.optiontable import Arity, Mark, Option
+from drover.compat.optiontable import DROVER_OWN, Arity, Mark, Option
 
 OPTIONS = [
     Option(("-h",), Arity.REQUIRED, Mark.SUPPORTED, "`u`, a user hold (the default); `o`, `s` (operator and "
            "system holds) ✗", "{u|o|s}..."),
     Option(("-help",), Arity.NONE, Mark.SUPPORTED, "prints the usage"),
-    Option(("-t",), Arity.REQUIRED, Mark.SUPPORTED, "the tasks of the jobs named with it (also `JOB.TASKS`)",
-           "task_id_range"),
+    Option(("-t",), Arity.REQUIRED, Mark.SUPPORTED, f"{DROVER_OWN}, as in qdel (the man page lacks it; Grid Engine's "
+           "parser takes it): the tasks of the jobs named with it (also `JOB.TASKS`)", "task_id_range"),
     Option(("-u",), Arity.REQUIRED, Mark.SUPPORTED, "every job of these users; `*`: all users", "wc_user_list"),
 ]
 

@@ -24,13 +24,13 @@ from drover.compat.gridengine.syntax import (
     parse,
     yes_no,
 )
-from drover.compat.optiontable import Arity, Mark, Option
+from drover.compat.optiontable import DROVER_OWN, Arity, Mark, Option
 from drover.core.errors import DroverError, NotFound
 
 STATUS_EDISK = 14  # sgeobj/sge_answer.h: a file could not be read
 
 OPTIONS = [*QSUB_OPTIONS, Option(("-strict",), Arity.NONE, Mark.SUPPORTED,
-                                 "Drover's own: refuse what would be approximated (also DROVER_COMPAT_STRICT=1)")]
+                                 f"{DROVER_OWN}: refuse what would be approximated (also DROVER_COMPAT_STRICT=1)")]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

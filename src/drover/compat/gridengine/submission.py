@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from drover.compat.gridengine.syntax import Given, yes_no
 from drover.compat.gridengine.values import memory_mib, task_range, time_s
+from drover.compat.optiontable import Mark
 from drover.core.errors import BadRequest
 from drover.protocol.plain import JobRequest
 
@@ -83,12 +84,9 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
           ctx: Context, approximate: Callable[[str], None], terse: bool = False) -> Submission:
     """`script`: the script's text, or for -b y the command (its first word) and `arguments`."""
     o = {g.key: g for g in given}  # the last of each
-    if "a" in o:
-        raise BadRequest("-a: a deferred start is not supported by Drover (it starts jobs as soon as it can)")
-    for key, why in (("ar", "Drover has no advance reservations"), ("i", "a job's standard input is /dev/null"),
-                     ("jsv", "job submission verifiers are not run")):
-        if key in o:
-            raise BadRequest(f"-{key} is not supported by Drover: {why}")
+    for g in given:
+        if g.option.mark is Mark.REFUSED:
+            raise BadRequest(f"{g.option.names[0]} is not supported by Drover: {g.option.note}")
     name = o["N"].value if "N" in o else os.path.basename(script_name) if script_name != "-" else "STDIN"
     assert name is not None
     if "wd" in o:

@@ -99,7 +99,7 @@ QSUB_OPTIONS = _in_man_order([*_COMMON, *_QSUB_ONLY.values()])
 # qalter changes a job that waits; Drover can change its priority and its holds, nothing else.
 _CANNOT_CHANGE = "Drover changes only a waiting job's priority and holds"
 QALTER_OPTIONS = _in_man_order([
-    *[option if option.key in ("@", "p", "w", "hard", "soft") else
+    *[option if option.key in ("@", "help", "p", "w", "hard", "soft") else
       replace(option, mark=REFUSED, note=_CANNOT_CHANGE) for option in _COMMON if option.key != "verify"],
     Option(("-h",), R, OK, "`u` holds, `U` and `n` release; `s`, `o`, `S`, `O` (operator and system holds) ✗",
            "{u|s|o|n|U|O|S}..."),

@@ -33,6 +33,7 @@ class Given:
     value: str | None
     source: str  # "the command line", "#SBATCH", or the environment variable's name
     from_environment: bool = False
+    raw: str | None = None  # the environment variable's value, also for a flag's
 
 
 class Request:
@@ -61,7 +62,7 @@ class Request:
             option = by_key[key]
             if key == "verbose":
                 self.verbose += 1
-            self.given[key] = Given(option, None if option.arity is Arity.NONE else value, variable, True)
+            self.given[key] = Given(option, None if option.arity is Arity.NONE else value, variable, True, value)
 
     def has(self, key: str) -> bool:
         return key in self.given
@@ -74,7 +75,7 @@ class Request:
         """The option as the user gave it, for messages: `--ntasks=4`, or `SBATCH_ACCOUNT=x`."""
         given = self.given[key]
         if given.from_environment:
-            return f"{given.source}={given.value or ''}"
+            return f"{given.source}={given.raw or ''}"
         name = "--" + key
         return name if given.value is None else f"{name}={given.value}"
 

@@ -86,17 +86,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _yes_no(environ: dict[str, str]) -> list[tuple[Option, str | None]]:
-    """SCANCEL_BATCH=yes and the like: a flag set by a variable, refused if neither yes nor no."""
+    """SCANCEL_BATCH=true and the like, read as scancel reads them: `true` or `T` sets the flag,
+    `false` or `F` leaves it unset, in any case; another value is reported, and the flag left
+    unset."""
     by_key = {option.key: option for option in OPTIONS}
     out: list[tuple[Option, str | None]] = []
     for variable, key in YES_NO.items():
         value = environ.get(variable)
         if value is None:
             continue
-        if value.lower() in ("1", "y", "yes", "true"):
+        if value.lower() in ("true", "t"):
             out.append((by_key[key], None))
-        elif value.lower() not in ("0", "n", "no", "false"):
-            raise Refused(f"Unrecognized {variable} value: {value}")
+        elif value.lower() not in ("false", "f"):
+            print(f"scancel: error: Unrecognized {variable} value: {value}", file=sys.stderr)
     return out
 
 

@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(parsed, int):
         return parsed
     found, operands = parsed
+    if "SINFO_ALL" in environ and "SINFO_PARTITION" in environ:
+        return _error("Conflicting options, SINFO_ALL and SINFO_PARTITION, specified. Please choose one or the other.")
     found = environment_defaults(OPTIONS, ENVIRONMENT, environ) + found
     values: dict[str, str | None] = {}
     flags: set[str] = set()

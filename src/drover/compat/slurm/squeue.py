@@ -85,7 +85,8 @@ OPTIONS = [
 ENVIRONMENT = {
     "SQUEUE_ACCOUNT": "accounts", "SQUEUE_ALL": "all", "SQUEUE_ARRAY": "array", "SQUEUE_FEDERATION": "federation",
     "SQUEUE_LICENSES": "licenses", "SQUEUE_LOCAL": "local", "SQUEUE_NAMES": "name", "SQUEUE_PARTITION": "partitions",
-    "SQUEUE_PRIORITY": "priority", "SQUEUE_QOS": "qos", "SQUEUE_SIBLING": "sibling", "SQUEUE_SORT": "sort",
+    "SQUEUE_PRIORITY": "priority", "SQUEUE_QOS": "qos", "SQUEUE_SIB": "sibling", "SQUEUE_SIBLING": "sibling",
+    "SQUEUE_SORT": "sort",
     "SQUEUE_STATES": "states", "SQUEUE_USERS": "user",
 }
 DEFAULT_FORMAT = "jobarrayid:.18 ,partition:.9 ,name:.8 ,username:.8 ,statecompact:.2 ,timeused:.10 ,numnodes:.6 ,reasonlist:0"

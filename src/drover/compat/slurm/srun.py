@@ -12,7 +12,7 @@ import os
 import shlex
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
@@ -62,10 +62,13 @@ def run_step(request: Request, command: list[str], job_id: str) -> int:
     """A step in the job srun runs in."""
     check_nodes(request)
     ntasks = request.integer("ntasks", minimum=1) or 1
-    cpus_per_task = request.integer("cpus-per-task", minimum=1)
     if request.value("relative") not in (None, "0"):
         raise Refused(f"--relative={request.value('relative')}: the job has one node, relative 0")
-    env = _step_environment(request, job_id)
+    cpus_per_task = shape(request).cpus_per_task  # -c, or --tres-per-task=cpu=N
+    environ = dict(os.environ)
+    # srun's own log level, in its environment (so --export=NONE drops it, as srun's does).
+    environ.setdefault("SRUN_DEBUG", str(3 + request.verbose - (1 if request.has("quiet") else 0)))
+    env = step_environment(request.value("export"), environ, job_id)
     step_id = next_step_id(job_id, os.environ.get("TMPDIR", "/tmp"))
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     env.update({
@@ -80,6 +83,7 @@ def run_step(request: Request, command: list[str], job_id: str) -> int:
                     "SLURM_NNODES": "1"})
     if cpus_per_task is not None:
         env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
+        env["SLURM_TRES_PER_TASK"] = f"cpu={cpus_per_task}"  # as srun sets it for -c
     bind = request.value("cpu-bind") or request.value("cpu_bind")
     if bind is not None:
         env["SLURM_CPU_BIND"] = bind
@@ -99,22 +103,35 @@ def _umask() -> int:
     return mask
 
 
-def _step_environment(request: Request, job_id: str) -> dict[str, str]:
-    """--export for a step: ALL (the default) or NONE (only the SLURM_* variables), with NAMES
-    or NAME=VALUE added."""
-    text = request.value("export", "ALL") or "ALL"
-    words = [word for word in text.split(",") if word]
-    everything = any(word.upper() == "ALL" for word in words)
-    env = dict(os.environ) if everything else {k: v for k, v in os.environ.items() if k.startswith("SLURM")}
-    for word in words:
+def step_environment(export: str | None, environ: Mapping[str, str], job_id: str) -> dict[str, str]:
+    """The tasks' environment under srun's --export, built as srun builds it: the words before
+    a NONE, NAME=VALUE as given and NAME with srun's own value; then, with ALL (or no --export),
+    all of srun's environment over them, so that its values win over the ones given, as srun(1)
+    says; else only its SLURM* variables. NONE allows no variables after it."""
+    env: dict[str, str] = {}
+    everything = export is None
+    for word in (export or "").split(","):
+        if word.upper() == "NONE":
+            break
+        if word.upper() == "ALL":
+            everything = True
+            continue
         name, equals, value = word.partition("=")
         if equals:
             env[name] = value
-        elif word.upper() not in ("ALL", "NONE", "NIL") and word in os.environ:
-            env[word] = os.environ[word]
+        elif word in environ:
+            env[word] = environ[word]
+    if everything:
+        env.update(environ)
+    else:
+        env.update({name: value for name, value in environ.items() if name.startswith(_ALWAYS_PASSED)})
     env["SLURM_JOB_ID"] = env["SLURM_JOBID"] = job_id
     env.pop(CHECKED, None)
     return env
+
+
+# What a step always gets of srun's environment, whatever --export says.
+_ALWAYS_PASSED = ("SLURM", "_SLURM_SPANK_OPTION_")
 
 
 def allocate_and_run(request: Request, argv: list[str], command: list[str]) -> int:

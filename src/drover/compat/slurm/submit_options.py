@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drover.compat.optiontable import Arity, Mark, Option
+from drover.compat.optiontable import DROVER_OWN, Arity, Mark, Option
 
 SBATCH, SRUN, SALLOC = "sbatch", "srun", "salloc"
 ALL = (SBATCH, SRUN, SALLOC)
@@ -221,7 +221,7 @@ TABLE: tuple[Shared, ...] = (
     Shared(("--wckey",), REQUIRED, ALL, APPROX, "ignored: no workload keys", "WCKEY"),
     Shared(("--whole",), NONE, (SRUN,), NOOP, "steps share the job's CPUs"),
     Shared(("--wrap",), REQUIRED, (SBATCH,), OK, "", "COMMAND_STRING"),
-    Shared(("--strict",), NONE, ALL, OK, "Drover's own: refuse what can only be approximated"),
+    Shared(("--strict",), NONE, ALL, OK, f"{DROVER_OWN}: refuse what can only be approximated"),
     Shared(("-h", "--help"), NONE, ALL, OK, ""),
     Shared(("--usage",), NONE, ALL, OK, ""),
     Shared(("-V", "--version"), NONE, ALL, OK, ""),
