@@ -38,7 +38,10 @@ class ControllerSection(Section, frozen=True):
                                          "(`drover controller --kill-grace` overrides it)")] = 10.0
     sqlite_synchronous: Annotated[Literal["OFF", "NORMAL", "FULL", "EXTRA"], about(
         "SQLite's synchronous mode: NORMAL survives the controller being killed, FULL also a power loss")] = "NORMAL"
-    node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs (NODE_FAIL)")] = 300.0
+    node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs: requeued when "
+                                           "they may run again, NODE_FAIL otherwise")] = 300.0
+    heartbeat_s: Annotated[float, about("how often nodes say they are there (with their load and free memory); "
+                                        "a node silent for three is DOWN")] = 10.0
     shared: Annotated[bool, about("serve every local user, each for their own jobs (as `--system` does)")] = False
     operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
     allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False
@@ -116,6 +119,10 @@ class ExecdSection(Section, frozen=True):
                                           "reported all the same)")] = 5
     stage_out_tries: Annotated[int, about("tries before output files the controller does not take are given up "
                                           "(not counted while it is unreachable)")] = 5
+    record_tries: Annotated[int, about("tries before writing an attempt's final record to the spool is given up "
+                                       "(the job's end is reported from the shepherd's records)")] = 5
+    remove_tries: Annotated[int, about("tries before removing an attempt's spool is given up (it is left as "
+                                       "<spool>/removing.<attempt> for an operator)")] = 5
     identity_tries: Annotated[int, about("tries to switch to the job's owner before the attempt fails")] = 3
     identity_retry_s: Annotated[float, about("seconds between those tries")] = 10.0
     diagnostics_setuid: Annotated[str | None, about(
@@ -144,8 +151,8 @@ class QueueSection(Section, frozen=True):
 class CompatSection(Section, frozen=True):
     """[compat]: the Grid Engine and Slurm front ends."""
 
-    min_job_age_s: Annotated[int | None, about("seconds an ended job stays in squeue and qstat "
-                                               "(Slurm's MinJobAge; unset: the front ends' own)")] = None
+    min_job_age_s: Annotated[int | None, about("seconds an ended job stays in squeue and scontrol show job "
+                                               "(Slurm's MinJobAge; unset: Slurm's default, 300)")] = None
 
 
 class DroverConfig(Section, frozen=True):

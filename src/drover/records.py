@@ -146,6 +146,10 @@ class ExitStatus(TypedDict):
     # the job never started. As after a node's failing prolog, the node goes to ERROR and the
     # job is requeued.
     node_fault: NotRequired[bool]
+    # Written by the controller: the node was gone longer than node_timeout_s (or came back not
+    # knowing the attempt), so how the job ended is unknown. A report the node sends later is
+    # stale: recorded as such, never as the task's result.
+    node_lost: NotRequired[bool]
 
 
 class StagedFile(TypedDict):
@@ -169,15 +173,26 @@ class StagedOutRecord(TypedDict):
     refused: list[RefusedFile]
 
 
+class GivenUpStep(TypedDict):
+    """A cleanup step that still failed after its bounded tries: the pipeline went on without it."""
+
+    step: str
+    tries: int  # the failed tries, the last one included
+    error: str  # why the last one failed
+
+
 class CleanupProgress(TypedDict):
     """How far an attempt's cleanup pipeline got (HTCondor's starter: "everything remembers how
     far it got"): the node's `cleanup` record, and the controller's copy of it."""
 
-    done: list[str]  # the steps done, in order
+    done: list[str]  # the steps done (or given up), in order
     step: str | None  # the step that failed last, while the pipeline is stopped
     tries: int
     error: str | None
     staged_out: NotRequired[list[str]]  # the controller's: the files it keeps for the job
+    # The steps given up, each with its tries and its last error: kept after the job ended, so
+    # `drover show` still says what the node could not do (a record of an older Drover has none).
+    given_up: NotRequired[list[GivenUpStep]]
 
 
 class FinalRecord(TypedDict):

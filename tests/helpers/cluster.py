@@ -71,17 +71,20 @@ class LocalCluster:
         finally:
             log.close()
 
-    def start_controller(self) -> None:
+    def start_controller(self, **env: str) -> None:
+        """Start the controller; `env` adds environment variables (such as the fault-injection
+        seam's, drover/controller/faults.py)."""
         self.controller = self._daemon("controller", "--kill-grace", str(self.kill_grace_s),
-                                       *(["--system"] if self.shared else []))
+                                       *(["--system"] if self.shared else []), env=env)
         wait_until(lambda: self.client().ping(), describe="the controller to answer")
 
-    def start_execd(self, **env: str) -> None:
+    def start_execd(self, wait_up: bool = True, **env: str) -> None:
         """Start the execd; `env` adds environment variables (such as the fault-injection
-        seam's, drover/execd/faults.py)."""
+        seam's, drover/execd/faults.py). `wait_up`: until its node is UP (a drained one is not)."""
         self.execd = self._daemon("execd", "--cpus", str(self.cpus), "--memory", str(self.memory_mib),
                                   "--spool", str(self.spool), env=env)
-        self.wait_node_up()
+        if wait_up:
+            self.wait_node_up()
 
     def wait_node_up(self) -> None:
         wait_until(lambda: any(n.state == "up" for n in self.client().nodes()), describe="a node to be up")

@@ -137,6 +137,22 @@ class Hosts:
         self.nodes[name] = host
         return host
 
+    def _link(self, node: str) -> str:
+        """The controller's end of `node`'s veth pair."""
+        return f"drv{self.tag}c{list(self.nodes).index(node)}"
+
+    def cut(self, node: str) -> None:
+        """Cut the link between the controller and `node` without a word: no FIN, no RST, the
+        packets just stop (as a switch that died)."""
+        self._ip("-n", self.ctl.namespace, "link", "set", self._link(node), "down")
+
+    def restore(self, node: str) -> None:
+        self._ip("-n", self.ctl.namespace, "link", "set", self._link(node), "up")
+
+    def kill_host(self, node: str) -> None:
+        """Every process of `node`'s host, kill -9: its execd, its shepherds and their jobs."""
+        _kill_everything_in(self.nodes[node].namespace)
+
     # -- the controller -------------------------------------------------------------------------
 
     @property

@@ -103,20 +103,33 @@ def test_event_log_file_has_every_event_once_across_a_controller_kill(cluster: L
 
 
 def test_a_node_gone_for_longer_than_the_timeout_loses_its_jobs_and_stops_them_when_back() -> None:
-    """1. A job runs. 2. Its execd is killed and stays away longer than node_timeout_s: the job
-    ends NODE_FAIL and its CPUs are free. 3. The execd comes back: the attempt it still runs is
-    stopped, so nothing runs unaccounted."""
+    """1. Two jobs run, one of which may not run again (--no-requeue). 2. Their execd is killed
+    and stays away longer than node_timeout_s: the rerunnable one goes back to the queue, the
+    other ends NODE_FAIL, and their CPUs are free. 3. The execd comes back: the attempts it
+    still runs are stopped, so nothing runs unaccounted, and the requeued job runs again as
+    attempt 2, which completes; attempt 1's late report counts nowhere."""
     cluster = LocalCluster(config_toml="[controller]\nnode_timeout_s = 1.0\n")
     try:
         cluster.start()
-        job = cluster.submit("--", "sleep", "300")
-        wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
+        script = 'if [ "$DROVER_ATTEMPT" = 1 ]; then sleep 300; fi; echo "attempt $DROVER_ATTEMPT" > again.out'
+        again = cluster.submit("--", "bash", "-c", script)
+        once = cluster.submit("--no-requeue", "--", "sleep", "300")
+        for job in (again, once):
+            wait_until(lambda job=job: cluster.drover_json("show", str(job))["state"] == "running", describe="running")
         cluster.kill("execd")
-        wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "node_fail", describe="NODE_FAIL")
+        wait_until(lambda: cluster.drover_json("show", str(once))["state"] == "node_fail", describe="NODE_FAIL")
+        assert cluster.drover_json("show", str(again))["state"] == "pending"
         cluster.start_execd()
-        wait_until(lambda: any(e["kind"] == "stray_attempt_stopped" for e in cluster.drover_json("events")),
-                   describe="the stray attempt stopped")
-        wait_until(lambda: not list(cluster.spool.glob(f"{job}.0.1")), describe="its spool cleaned up")
-        assert cluster.drover_json("show", str(job))["state"] == "node_fail"
+        wait_until(lambda: len([e for e in cluster.drover_json("events") if e["kind"] == "stray_attempt_stopped"]) == 2,
+                   describe="both stray attempts stopped")
+        cluster.drover("wait", str(again), timeout=60)
+        shown = cluster.drover_json("show", str(again))
+        attempts = shown["tasks"][0]["attempts"]
+        assert shown["state"] == "completed" and [a["number"] for a in attempts] == [1, 2]
+        assert attempts[0]["failure"] == "node vm was lost".replace("vm", attempts[0]["node"])
+        assert (cluster.workdir / "again.out").read_text() == "attempt 2\n"
+        for job in (again, once):
+            wait_until(lambda job=job: not list(cluster.spool.glob(f"{job}.0.1")), describe="attempt 1's spool cleaned up")
+        assert cluster.drover_json("show", str(once))["state"] == "node_fail"
     finally:
         assert not cluster.stop()

@@ -24,7 +24,8 @@ from drover.protocol import api
 async def ping(call: Call) -> Response:
     user = call.caller.user if call.caller is not None else ""
     return json_response(api.Ping(version=__version__, api="v1", user=user,
-                                  started_at=call.controller.service.started_at))
+                                  started_at=call.controller.service.started_at,
+                                  min_job_age_s=call.controller.service.settings.min_job_age_s))
 
 
 async def shutdown(call: Call) -> Response:

@@ -1,5 +1,5 @@
-"""Nodes (/v1/nodes): what each offers and runs; an admin clears a node's ERROR. The nodes'
-own connection to the controller is the node channel (node_channel.py)."""
+"""Nodes (/v1/nodes): what each offers and runs; an admin drains a node, or clears its drain or
+its ERROR. The nodes' own connection to the controller is the node channel (node_channel.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,17 @@ async def resume_node(call: Call) -> Response:
     return json_response(api.NodeList(nodes=call.controller.reads.nodes()))
 
 
+async def drain_node(call: Call) -> Response:
+    request = await call.body(api.DrainRequest)
+    call.controller.service.drain_node(call.request.path_params["name"], request.reason)
+    return json_response(api.NodeList(nodes=call.controller.reads.nodes()))
+
+
 ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/nodes", "Nodes and what they run", response=api.NodeList), Access.USER, list_nodes),
-    Endpoint(Operation("POST", "/v1/nodes/{name}/resume", "Clear a node's ERROR: it takes work again",
+    Endpoint(Operation("POST", "/v1/nodes/{name}/resume", "Clear a node's ERROR or drain: it takes work again",
                        response=api.NodeList), Access.ADMIN, resume_node, admin_action="resume nodes"),
+    Endpoint(Operation("POST", "/v1/nodes/{name}/drain", "Drain a node: it starts nothing new, and is DRAINED once "
+                       "idle", request=api.DrainRequest, response=api.NodeList), Access.ADMIN, drain_node,
+             admin_action="drain nodes"),
 ]

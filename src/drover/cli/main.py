@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fetch": ("fetch", "copy back the files a job staged out"),
     "history": ("history", "ended jobs: exit status, times, CPU and memory used"),
     "nodes": ("nodes", "the cluster's nodes and what they run"),
+    "node": ("nodes", "take a node out of service and back: drover node drain|resume NODE (admin)"),
     "events": ("events", "the event log of a job, or of the cluster"),
     "compat": ("compat", "install sbatch, squeue, scancel, sacct, qsub, qstat, qdel, qhold, qrls, qacct into a directory"),
     "config": ("config", "check drover.toml and print the settings in effect: drover config check"),

@@ -241,8 +241,12 @@ class Client:
         return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before)
 
     def resume_node(self, name: str) -> None:
-        """Clear a node's ERROR: it takes work again (admins)."""
+        """Clear a node's ERROR or drain: it takes work again (admins)."""
         self.transport.call("POST", f"/v1/nodes/{_segment(name)}/resume")
+
+    def drain_node(self, name: str, reason: str) -> None:
+        """Drain a node: it starts nothing new, and is DRAINED once idle (admins)."""
+        self.transport.call("POST", f"/v1/nodes/{_segment(name)}/drain", {"reason": reason})
 
     def staged_files(self, job_id: int) -> list[FileInfo]:
         """The files a job's attempts staged out, kept by the controller until fetched."""

@@ -1,5 +1,6 @@
 """The steps every handler shares: change a task's state (through the table), give back what an
-attempt held, and end a job once all its tasks are final."""
+attempt held, end a job once all its tasks are final, and fail a job the controller could not
+handle."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from drover.controller.effects import JobEnded, Outcome, SendMail
 from drover.controller.state import ControllerState
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger, next_state
+from drover.core.node import Node
+from drover.core.node_state import NodeState, NodeTrigger
 from drover.core.views import job_state
+from drover.protocol.node_channel import SignalAttempt
 
 # The event each trigger writes to a job's event log, in the words of HTCondor's user log.
 EVENT_OF_TRIGGER = {
@@ -18,6 +22,7 @@ EVENT_OF_TRIGGER = {
     Trigger.EXIT: "exited", Trigger.REQUEUE: "requeued", Trigger.ERROR_HOLD: "held_in_error",
     Trigger.SUCCEED: "completed", Trigger.FAIL: "failed", Trigger.TIME_OUT: "timed_out",
     Trigger.RUN_OUT_OF_MEMORY: "out_of_memory", Trigger.CANCEL: "cancelled", Trigger.LOSE_NODE: "node_failed",
+    Trigger.INTERNAL_ERROR: "failed",
 }
 assert set(EVENT_OF_TRIGGER) == set(Trigger)
 
@@ -107,3 +112,37 @@ def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: flo
     outcome.effects.append(JobEnded(job.id))
     _mail_array_end(outcome, job)
     outcome.reschedule = True  # jobs that depend on this one may now start (or never)
+
+
+def fail_job(state: ControllerState, outcome: Outcome, job_id: int, now: float, reason: str) -> None:
+    """The controller could not handle this job (an internal error, said in `reason`): every
+    task of it that has not ended fails, its never-dispatched tasks too, and the job ends FAILED
+    with the reason. Attempts that may still run are told to stop, as attempts the controller
+    gave up on; what they held is free at once, as for a lost node. A job that ended already
+    gets the event only."""
+    outcome.changes.event(now, "internal_error", job_id, error=reason)
+    job = state.jobs.get(job_id)
+    if job is None:
+        return
+    job.end_reason = reason
+    outcome.changes.job(job)
+    if not job.fresh_state.is_final:
+        change_fresh(outcome, job, Trigger.INTERNAL_ERROR, now)
+    for task in job.tasks.values():
+        if task.state.is_final:
+            continue
+        if task.state.is_active:
+            attempt = state.latest_attempt(task)
+            if attempt is not None and task.state is not JobState.COMPLETING:  # COMPLETING: the job exited
+                outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate", "stray"))
+            release_attempt(state, job, task)
+        change_task(outcome, task, Trigger.INTERNAL_ERROR, now, reason=reason)
+    end_job_if_done(state, outcome, job, now)
+
+
+def drained_if_idle(outcome: Outcome, node: Node, now: float) -> None:
+    """A draining node that runs nothing any more is DRAINED."""
+    if node.state is NodeState.DRAINING and node.running == 0:
+        node.apply(NodeTrigger.IDLE)
+        outcome.changes.node(node)
+        outcome.changes.event(now, "node_drained", node=node.name, reason=node.drain)

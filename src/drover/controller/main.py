@@ -74,8 +74,15 @@ def serve(argv: list[str]) -> int:
             kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files"),
             smtp_host=section.smtp_host, smtp_port=section.smtp_port, requeue_held=section.requeue_held,
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
+            heartbeat_s=section.heartbeat_s,
+            min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
         )
-        service = ControllerService(store, settings)
+        from drover.controller.faults import Faults
+
+        faults = Faults.from_environment()
+        if faults:
+            logging.getLogger("drover.controller").warning("fault injection for testing is on: %s", faults.describe())
+        service = ControllerService(store, settings, faults=faults)
         servers: list[uvicorn.Server] = []
 
         def shutdown() -> None:

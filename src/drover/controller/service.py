@@ -1,9 +1,16 @@
 """The controller's shell: runs handlers, commits their changes, then carries out their effects.
 
 Every state change reaches the store (one transaction per handler) before any reply, order or
-notification leaves. If a handler or a commit fails half way, what it may have changed is rebuilt
-from the store, which holds only whole transactions: for a user's request, the jobs it named (and
-the ones it was adding); for anything else, the whole working set.
+notification leaves. If a handler or a commit fails half way, what it may have changed is put
+back as the store has it, which holds only whole transactions: the jobs it named (and the ones it
+was adding), the jobs and nodes its outcome changed; never the whole working set, and no node's
+channel is closed for it. Only if the working set still contradicts itself afterwards is it
+reloaded whole (and every node asked to say hello again).
+
+Handlers that work through many jobs (a node's reports, the planner's starts, a lost node's
+attempts, a node's hello) handle each job apart: an exception while handling one job sets that
+job aside (Outcome.fault), and the shell puts it back as the store has it and fails it, with the
+reason, in a transaction of its own (`_fail`); the other jobs go on.
 """
 
 from __future__ import annotations
@@ -12,16 +19,20 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from drover.config_schema import QueueSection
 from drover.controller import staged_files
-from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
+from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
+from drover.controller.faults import NO_FAULTS, Faults
 from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import (
+    Report,
+    drain_node,
+    handle_report,
     on_node_connected,
     on_node_disconnected,
     on_nodes_lost,
@@ -29,19 +40,22 @@ from drover.controller.handlers.node_reports import (
     resume_node,
 )
 from drover.controller.handlers.submit import submit
+from drover.controller.lifecycle import fail_job
 from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.state import ControllerState
 from drover.core.errors import Conflict, DroverError, NotFound
-from drover.core.ids import parse_job_ref
+from drover.core.ids import job_of_attempt, parse_job_ref
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
-from drover.protocol.node_channel import Hello, NodeMessage, StagedOut
+from drover.protocol.node_channel import Exited, Heartbeat, Hello, NodeMessage, StagedOut
 from drover.store.base import Changes, EventRecord, JobFilter, Store
 from drover.store.faults import StoreFault
 
 log = logging.getLogger("drover.controller")
 REMEMBERED_SUBMISSIONS = 10_000  # request keys kept (in memory: a controller restart forgets them)
+UNSAVED_REPORTS = 10_000  # per node: reports kept while the store refuses them (the oldest go first)
+REASON_CHARS = 1000  # of an internal error's reason, as kept with the job
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +69,30 @@ class Settings:
     requeue_held: bool = False  # a job requeued for a node's failing prolog is held
     node_timeout_s: float = 300.0  # a node down this long has lost its running jobs (NODE_FAIL)
     limits: Limits = field(default_factory=Limits)  # what one request and one user may ask
+    min_job_age_s: int = 300  # [compat]: how long the Slurm front ends still show an ended job
+    heartbeat_s: float = 10.0  # how often nodes say they are there; silent for three, a node is DOWN
 
 
 @dataclass(frozen=True, slots=True)
-class RequestScope:
-    """What a user's request may change: the jobs it names, and jobs it adds from `next_job_id` on."""
+class Scope:
+    """What a handler may change beyond what its outcome names. If the handler or its commit
+    fails, this and what the outcome changed are put back as the store has them."""
 
-    job_ids: frozenset[int]
-    next_job_id: int
+    jobs: frozenset[int] = frozenset()  # the jobs it names
+    next_job_id: int | None = None  # it adds jobs from this id on (a submission)
+    nodes: frozenset[str] | None = None  # the nodes to put back; None: those its outcome changes
+    # Its jobs are independent of each other (a node's reports, the planner's starts, a lost
+    # node's attempts, a hello): a commit that fails for something one job's changes hold is
+    # tried job by job, and that job failed. Such a handler changes a job only inside that job's
+    # isolation (Outcome.fault), so an exception that escapes it changed no job. Otherwise (a
+    # user's request) it is all or nothing.
+    per_job: bool = False
 
 
 class ControllerService:
-    def __init__(self, store: Store, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: Store, settings: Settings, clock: Callable[[], float] = time.time,
+                 faults: Faults = NO_FAULTS) -> None:
+        """`faults`: the fault-injection seam, for tests only (controller/faults.py)."""
         self.store = store
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues)
@@ -77,6 +103,11 @@ class ControllerService:
         self._submitted: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # request keys
         self._schedule_requested = False
         self._new_events = asyncio.Event()
+        self._report_handler = faults.report_handler(handle_report)
+        # Reports a node sends once (started, suspended, exiting, progress) that the store could
+        # not take: tried again with the node's next frame, or on a timer (`_keep_unsaved`).
+        self._unsaved: dict[str, list[Report]] = {}
+        self._unsaved_retry: dict[str, tuple[asyncio.TimerHandle, float]] = {}
         self.event_logs = EventLogFiles()
         self.state = self._load()
         recently = clock() - CATCH_UP_ENDED_WITHIN_S
@@ -99,66 +130,199 @@ class ControllerService:
 
     # -- the shell -----------------------------------------------------------------------------
 
-    def _run(self, handler: Callable[[], Outcome], scope: RequestScope | None = None) -> Outcome:
-        """`scope`: for a user's request, what it may change; a failure then restores just that,
-        so one bad request never costs every node its channel and everyone a reload."""
+    def _run(self, handler: Callable[[], Outcome], scope: Scope) -> Outcome:
+        """Run `handler`, commit its changes, carry out its effects, and fail the jobs it set
+        aside. A failure puts back what `scope` and the outcome name, as the store has them, and
+        is raised; a store fault among the parts of a per-job commit is raised once what was
+        committed has been carried out."""
         try:
             outcome = handler()
-            if outcome.changes:
-                self.store.commit(outcome.changes)
-                if outcome.changes.events:
-                    self._events_committed(outcome.changes)
+        except DroverError as refusal:
+            if isinstance(refusal, StoreFault):  # a read of the store failed half way
+                log.error("%s", refusal)
+                self._put_back(scope, None)
+            raise  # otherwise a refusal: handlers check everything before they change anything
+        except Exception:
+            log.exception("a handler failed; what it changed was restored from the store")
+            self._put_back(scope, None)
+            raise
+        outcome.set_aside()
+        set_aside = Scope(frozenset(fault.job_id for fault in outcome.faults), nodes=frozenset())
+        if set_aside.jobs and not self._put_back(set_aside, None):  # their changes are dropped already
+            raise RuntimeError("the working set was reloaded from the store; the handler's changes are dropped")
+        try:
+            store_fault = self._commit(outcome, scope)
         except StoreFault as fault:
             log.error("%s", fault)
-            # The commit failed (the disk is full, the store read-only or locked): nothing was
-            # acknowledged. The working set goes back to what the store holds, the controller
-            # keeps running, and the caller learns the cause (503).
-            if scope is None or not self._restore(scope):
-                self.state = self._load()
-                self._reconnect_nodes()
+            # Nothing was committed, so nothing is acknowledged: the jobs and nodes go back to
+            # what the store holds, the controller keeps running, and the caller learns the
+            # cause (503); a node sends its reports again.
+            self._put_back(scope, outcome)
             raise
-        except DroverError:
-            raise  # a refusal: handlers check everything before they change anything
         except Exception:
-            if scope is not None and self._restore(scope):
-                log.exception("a request failed; its jobs were restored from the store")
-                raise
-            log.exception("a handler failed; reloading the working set from the store")
-            self.state = self._load()
-            self._reconnect_nodes()
+            log.exception("a commit failed; what it changed was restored from the store")
+            self._put_back(scope, outcome)
             raise
         self._carry_out(outcome)
+        for job_fault in outcome.faults:
+            self._fail(job_fault)
+        if store_fault is not None:
+            raise store_fault
         return outcome
 
-    def _restore(self, scope: RequestScope) -> bool:
-        """Put the jobs of a failed request back as the store has them; False if the working set
-        still contradicts itself afterwards (then only a full reload will do)."""
+    def _commit(self, outcome: Outcome, scope: Scope) -> StoreFault | None:
+        """Commit the outcome's changes in one transaction. If that fails for something in the
+        changes (not the store's own fault: a number too large for it, say) and the scope's jobs
+        are independent, commit them job by job: a job whose part fails is set aside, to be
+        failed; after a store fault the parts not yet committed are put back, and the fault is
+        returned for the caller to raise."""
+        changes = outcome.changes
+        if not changes:
+            return None
+        try:
+            self.store.commit(changes)
+        except StoreFault:
+            raise
+        except Exception:
+            if not scope.per_job:
+                raise
+            log.exception("a commit failed; committing job by job to find whose changes the store refuses")
+        else:
+            if changes.events:
+                self._events_committed(changes)
+            return None
+        common, parts = changes.by_job()
+        if common:
+            self.store.commit(common)  # what belongs to no job: if it fails, the whole commit did
+            if common.events:
+                self._events_committed(common)
+        store_fault: StoreFault | None = None
+        unrecorded: set[int] = set()
+        faults = len(outcome.faults)
+        for job_id, part in parts.items():
+            if store_fault is None:
+                try:
+                    self.store.commit(part)
+                except StoreFault as fault:
+                    log.error("%s", fault)
+                    store_fault = fault
+                except Exception as error:
+                    outcome.fault(job_id, error, "recording its changes")
+                    continue
+                else:
+                    if part.events:
+                        self._events_committed(part)
+                    continue
+            unrecorded.add(job_id)
+        if unrecorded:
+            outcome.drop_jobs(unrecorded)
+        outcome.set_aside()
+        put_back = unrecorded | {fault.job_id for fault in outcome.faults[faults:]}
+        if put_back:
+            self._put_back(Scope(frozenset(put_back), nodes=frozenset()), None)
+        return store_fault
+
+    def _put_back(self, scope: Scope, outcome: Outcome | None) -> bool:
+        """Put back as the store has them the jobs and nodes `scope` names, and those `outcome`
+        changed. Only if the working set still contradicts itself is it reloaded whole (and
+        False returned)."""
+        jobs, nodes = set(scope.jobs), set(scope.nodes or ())
+        if outcome is not None:
+            jobs |= outcome.changes.job_ids()
+            if scope.nodes is None:
+                nodes |= set(outcome.changes.nodes)
+        try:
+            if self._restore(jobs, scope.next_job_id, nodes):
+                return True
+            log.error("the working set contradicts itself after jobs %s were restored from the store",
+                      sorted(jobs))
+        except Exception:
+            log.exception("restoring jobs %s from the store failed", sorted(jobs))
+        log.error("reloading the working set from the store; every node is asked to say hello again")
+        try:
+            self.state = self._load()
+        except Exception:
+            log.exception("reloading the working set failed")
+            return False
+        self._reconnect_nodes()
+        return False
+
+    def _restore(self, job_ids: Iterable[int], next_job_id: int | None = None, nodes: Iterable[str] = ()) -> bool:
+        """Put these jobs (and those added from `next_job_id` on) and nodes back as the store has
+        them, and count again what each node holds; False if the working set still contradicts
+        itself afterwards (then only a full reload will do)."""
         state = self.state
-        added = range(scope.next_job_id, state.next_job_id)
-        state.next_job_id = scope.next_job_id
-        for job_id in {*scope.job_ids, *added}:
+        ids = set(job_ids)
+        if next_job_id is not None:
+            ids.update(range(next_job_id, state.next_job_id))
+            state.next_job_id = next_job_id
+        for job_id in ids:
             state.pending_reasons.pop(job_id, None)
             state.ended_states.pop(job_id, None)
-            stored = self.store.load_job(job_id)
             before = state.remove_job(job_id)
+            terminals: dict[tuple[int, int], str] = {}  # interactive attempts' relays: kept in memory only
+            for task in before.tasks.values() if before is not None else ():
+                attempt = state.attempts.pop((job_id, task.index, task.attempt), None)
+                if attempt is not None and attempt.pty_socket:
+                    terminals[task.index, attempt.number] = attempt.pty_socket
+            stored = self.store.load_job(job_id)
             if stored is None or stored.ended_at is not None:
-                for task in before.tasks.values() if before is not None else ():
-                    state.attempts.pop((job_id, task.index, task.attempt), None)
                 continue
             state.add_job(stored)
-            missing = [task for task in stored.tasks.values()
-                       if task.attempt and (job_id, task.index, task.attempt) not in state.attempts]
-            if missing:
+            if any(task.attempt for task in stored.tasks.values()):
                 attempts = {(a.index, a.number): a for a in self.store.attempts_of(job_id)}
-                for task in missing:
-                    attempt = attempts.get((task.index, task.attempt))
-                    if attempt is not None:
-                        state.attempts[job_id, task.index, task.attempt] = attempt
+                for task in stored.tasks.values():
+                    found = attempts.get((task.index, task.attempt)) if task.attempt else None
+                    if found is not None:
+                        found.pty_socket = terminals.get((task.index, task.attempt))
+                        state.attempts[job_id, task.index, task.attempt] = found
+        if nodes:
+            stored_nodes = self.store.load_nodes()
+            for name in nodes:
+                node, row = state.nodes.get(name), stored_nodes.get(name)
+                if row is None:
+                    state.nodes.pop(name, None)
+                elif node is None:
+                    state.nodes[name] = row
+                else:
+                    node.cpus, node.memory_mib, node.state, node.reason = row.cpus, row.memory_mib, row.state, row.reason
+        state.recount_nodes()
         try:
             state.check_invariants()
         except AssertionError:
             return False
         return True
+
+    def _fail(self, fault: JobFault) -> None:
+        """A job whose handling raised, put back as the store has it: it fails, with the reason,
+        in a transaction of its own, and the reports it came from are acknowledged with it."""
+        error = fault.error
+        reason = f"internal error while {fault.where}: {type(error).__name__}: {error}"
+        if len(reason) > REASON_CHARS:
+            reason = reason[:REASON_CHARS - 1] + "…"
+        log.error("job %d: %s; the job fails, the other jobs go on", fault.job_id, reason,
+                  exc_info=(type(error), error, error.__traceback__))
+
+        def handler() -> Outcome:
+            outcome = Outcome(reschedule=True)
+            fail_job(self.state, outcome, fault.job_id, self.clock(), reason)
+            outcome.effects.extend(fault.acks)
+            return outcome
+
+        try:
+            self._run(handler, Scope(frozenset({fault.job_id})))
+        except StoreFault:
+            # The store refuses: the job stays as the store has it, and its reports are not
+            # acknowledged. The node sends them again, and once the store takes changes again
+            # they are handled again: the job goes on, or fails then.
+            log.error("job %d could not be failed (the store refuses); it stays as the store has it", fault.job_id)
+        except Exception:
+            # Not even failing it works: it stays as the store has it. Its reports are
+            # acknowledged all the same, so that a report that cannot be handled does not come
+            # back for ever; the job's state says where it stopped (`drover cancel` ends it).
+            log.exception("job %d could not be failed either; it stays as the store has it", fault.job_id)
+            for ack in fault.acks:
+                self.channels.send(ack.node, ack.message)
 
     def _events_committed(self, changes: Changes) -> None:
         self._new_events.set()
@@ -174,7 +338,10 @@ class ControllerService:
                 self.event_logs.append(job, events)
 
     def resume_node(self, name: str) -> None:
-        self._run(lambda: resume_node(self.state, name, self.clock()))
+        self._run(lambda: resume_node(self.state, name, self.clock()), Scope(nodes=frozenset({name})))
+
+    def drain_node(self, name: str, reason: str) -> None:
+        self._run(lambda: drain_node(self.state, name, reason, self.clock()), Scope(nodes=frozenset({name})))
 
     def events_marker(self) -> asyncio.Event:
         """Set when the next events are committed. Taken before a read that runs off the loop,
@@ -222,18 +389,28 @@ class ControllerService:
             changes.event(self.clock(), "mail_sent", message.job_id, to=message.to, subject=message.subject)
         else:
             changes.event(self.clock(), "mail_failed", message.job_id, to=message.to, error=str(error))
-        self._run(lambda: Outcome(changes=changes))
+        self._run(lambda: Outcome(changes=changes), Scope())
 
     def _reconnect_nodes(self) -> None:
         """After a reload, make every node say hello again, so orders are rebuilt from the store."""
         asyncio.get_running_loop().create_task(self.channels.close_all())
 
     async def watch_nodes(self) -> None:
-        """Every few seconds: nodes down for longer than node_timeout_s lose their jobs."""
+        """Every few seconds: a connected node silent for three heartbeats is disconnected (so it
+        is DOWN), and nodes down for longer than node_timeout_s lose their jobs."""
         while True:
-            await asyncio.sleep(min(max(self.settings.node_timeout_s / 4, 0.2), 30))
+            await asyncio.sleep(min(max(self.settings.node_timeout_s / 4, 0.2), self.settings.heartbeat_s, 30))
+            for name in self._silent_nodes(self.clock()):
+                channel = self.channels.channel(name)
+                if channel is None:
+                    continue
+                log.warning("node %s: silent for more than %.0fs (3 heartbeats); its channel is closed",
+                            name, 3 * self.settings.heartbeat_s)
+                self.node_disconnected(channel)
+                await channel.close()
             try:
-                self._run(lambda: on_nodes_lost(self.state, self.clock(), self.settings.node_timeout_s))
+                self._run(lambda: on_nodes_lost(self.state, self.clock(), self.settings.node_timeout_s),
+                          Scope(per_job=True))
             except Exception:
                 log.exception("checking for lost nodes failed")
 
@@ -246,7 +423,7 @@ class ControllerService:
     def _schedule(self) -> None:
         self._schedule_requested = False
         try:
-            self._run(lambda: schedule(self.state, self.clock(), self.store, self.orders))
+            self._run(lambda: schedule(self.state, self.clock(), self.store, self.orders), Scope(per_job=True))
         except Exception:
             log.exception("scheduling failed")
 
@@ -265,7 +442,7 @@ class ControllerService:
             ids.extend(new_ids)
             return outcome
 
-        self._run(handler, RequestScope(frozenset(), self.state.next_job_id))
+        self._run(handler, Scope(next_job_id=self.state.next_job_id))
         if request_key is not None:
             self._submitted[owner, request_key] = tuple(ids)
             while len(self._submitted) > REMEMBERED_SUBMISSIONS:
@@ -283,7 +460,7 @@ class ControllerService:
             results.extend(found)
             return outcome
 
-        self._run(handler, RequestScope(frozenset(_job_ids(refs)), self.state.next_job_id))
+        self._run(handler, Scope(frozenset(_job_ids(refs)), self.state.next_job_id))
         return results
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
@@ -305,14 +482,80 @@ class ControllerService:
     # -- what nodes say -----------------------------------------------------------------------
 
     def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
+        """A failure here (the store refuses the hello) is raised: the channel closes, and the
+        node connects and says hello again."""
         previous = self.channels.attach(channel)
-        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders))
+        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
+                  Scope(nodes=frozenset({hello.node}), per_job=True))
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
-        reports = [m for m in messages if not isinstance(m, Hello) and self._kept(m)]
-        if reports:
-            self._run(lambda: on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held))
+        """A frame of reports from a node. Nothing here closes the node's channel: a job whose
+        reports cannot be handled is failed alone (`_fail`), and while the store refuses the
+        frame, nothing of it is acknowledged. The node sends its final reports (exited) and
+        files (staged_out) again until they are; what it says once (started, suspended,
+        exiting, progress) is kept here and tried again (`_keep_unsaved`)."""
+        self._heard(node, messages)
+        reports: list[Report] = [m for m in messages if not isinstance(m, (Hello, Heartbeat)) and self._kept(m)]
+        unsaved = self._unsaved.pop(node, None)
+        if unsaved:
+            reports = [*unsaved, *reports]
+        if not reports:
+            return
+        jobs = frozenset(job_id for report in reports if (job_id := job_of_attempt(report.attempt)) is not None)
+        try:
+            self._run(lambda: on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held,
+                                         self._report_handler),
+                      Scope(jobs, per_job=True))
+        except StoreFault:
+            self._keep_unsaved(node, reports)
+            return
+        except Exception:
+            return  # logged, and put back as the store has it: the reports that need it come again
+        retry = self._unsaved_retry.pop(node, None)
+        if retry is not None:
+            retry[0].cancel()
+
+    def _keep_unsaved(self, node: str, reports: list[Report]) -> None:
+        """Keep what the node will not send again, and try it again with back-off (0.5 s,
+        doubling to 30 s) while the node stays connected; its next hello rebuilds the rest."""
+        once: list[Report] = [report for report in reports if not isinstance(report, Exited | StagedOut)]
+        if not once or self.channels.channel(node) is None:
+            return
+        if len(once) > UNSAVED_REPORTS:
+            log.warning("node %s: %d reports the store refused are dropped (the oldest)", node,
+                        len(once) - UNSAVED_REPORTS)
+            once = once[-UNSAVED_REPORTS:]
+        self._unsaved[node] = once
+        previous = self._unsaved_retry.get(node)
+        delay = min(previous[1] * 2, 30.0) if previous is not None else 0.5
+        if previous is not None:
+            previous[0].cancel()
+        timer = asyncio.get_running_loop().call_later(delay, self._retry_unsaved, node)
+        self._unsaved_retry[node] = (timer, delay)
+
+    def _retry_unsaved(self, node: str) -> None:
+        if node in self._unsaved:
+            self.node_messages(node, [])
+
+    def _heard(self, name: str, messages: list[NodeMessage]) -> None:
+        """The node spoke: when, and from its last heartbeat how busy its host is. In memory only
+        (a heartbeat costs no commit); `drover nodes` shows it."""
+        node = self.state.nodes.get(name)
+        if node is None:
+            return
+        node.heard_at = self.clock()
+        for message in messages:
+            if isinstance(message, Heartbeat):
+                node.load, node.memory_free_mib = message.load, message.memory_free_mib
+
+    def _silent_nodes(self, now: float) -> list[str]:
+        """Connected nodes not heard for three heartbeats: a link cut without a word (no FIN, no
+        RST) looks connected to TCP for minutes."""
+        limit = 3 * self.settings.heartbeat_s
+        return [name for name in self.channels.connected()
+                if (node := self.state.nodes.get(name)) is not None and node.heard_at is not None
+                and now - node.heard_at > limit]
 
     def _kept(self, message: NodeMessage) -> bool:
         """Staged-out files are on disk before they are acknowledged. Files that cannot be kept
@@ -329,8 +572,19 @@ class ControllerService:
             return False
 
     def node_disconnected(self, channel: NodeChannel) -> None:
-        if self.channels.detach(channel):
-            self._run(lambda: on_node_disconnected(self.state, channel.node, self.clock()))
+        if not self.channels.detach(channel):
+            return
+        self._unsaved.pop(channel.node, None)  # its next hello rebuilds what they said
+        retry = self._unsaved_retry.pop(channel.node, None)
+        if retry is not None:
+            retry[0].cancel()
+        try:
+            # A node whose channel is gone is DOWN whatever the store holds: if the store
+            # refuses that, the working set keeps it (nodes=nothing to put back); a restarted
+            # controller starts every node DOWN.
+            self._run(lambda: on_node_disconnected(self.state, channel.node, self.clock()), Scope(nodes=frozenset()))
+        except Exception:
+            pass  # logged
 
     def forget_node(self, name: str, forget_in_store: Callable[[], None]) -> None:
         """A node that left the cluster: refused while it runs attempts. `forget_in_store`
@@ -354,7 +608,7 @@ class ControllerService:
             outcome.changes.event(self.clock(), "node_left", node=name)
             return outcome
 
-        self._run(handler)
+        self._run(handler, Scope(nodes=frozenset({name})))
 
 
 def _job_ids(refs: list[str]) -> list[int]:

@@ -12,6 +12,8 @@ from drover.core.node import Node
 from drover.scheduler.reasons import PendingReason
 from drover.store.base import Store, WorkingSet
 
+LOST_KEPT = 10_000
+
 
 @dataclass(slots=True)
 class ControllerState:
@@ -24,23 +26,35 @@ class ControllerState:
     # owner → [their jobs in the working set, those jobs' tasks]: what could be waiting, at most,
     # so a submission far below the per-user limits is accepted without counting (add_job, remove_job).
     owner_load: dict[str, list[int]] = field(default_factory=dict)
+    # Attempts given up with their node (lose_attempt), by name → node: a report one of them
+    # sends later, when its node comes back, is stale. In memory only, the newest LOST_KEPT.
+    lost_attempts: dict[str, str] = field(default_factory=dict)
+
+    def lost(self, attempt: str, node: str) -> None:
+        self.lost_attempts[attempt] = node
+        while len(self.lost_attempts) > LOST_KEPT:
+            del self.lost_attempts[next(iter(self.lost_attempts))]
 
     @classmethod
     def from_working_set(cls, working: WorkingSet) -> ControllerState:
         state = cls({}, working.attempts, working.nodes, working.next_job_id)
         for job in working.jobs.values():
             state.add_job(job)
-        for node in state.nodes.values():
+        state.recount_nodes()
+        return state
+
+    def recount_nodes(self) -> None:
+        """Derive what each node holds (CPUs, memory, attempts) from the active tasks again."""
+        for node in self.nodes.values():
             node.used_cpu_ids.clear()
             node.used_memory_mib = node.running = 0
-        for job in state.jobs.values():
+        for job in self.jobs.values():
             for task in job.tasks.values():
                 if task.state.is_active:
-                    attempt = state.attempts.get((job.id, task.index, task.attempt))
-                    holder = state.nodes.get(attempt.node) if attempt else None
+                    attempt = self.attempts.get((job.id, task.index, task.attempt))
+                    holder = self.nodes.get(attempt.node) if attempt else None
                     if attempt is not None and holder is not None:
                         holder.take(attempt.cpu_ids, job.resources.memory_mib)
-        return state
 
     def add_job(self, job: Job) -> None:
         self.jobs[job.id] = job

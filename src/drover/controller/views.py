@@ -57,7 +57,7 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         task_counts=counts,
         pending_reason=reason.value if reason else None,
         pending_explanation=reason.explanation if reason else None,
-        exit_status=exit_status, workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
+        exit_status=exit_status, end_reason=job.end_reason, workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
         output=job.spec["output"],
         error=job.spec["error"], after_ok=list(job.after_ok),
     )
@@ -140,7 +140,8 @@ def node_info(state: ControllerState) -> list[NodeInfo]:
         NodeInfo(
             name=node.name, state=node.state.value, cpus=node.cpus, memory_mib=node.memory_mib,
             cpus_used=len(node.used_cpu_ids), memory_mib_used=node.used_memory_mib,
-            running=node.running, last_seen=node.last_seen, reason=node.reason,
+            running=node.running, last_seen=node.last_seen, reason=node.reason, load=node.load,
+            memory_free_mib=node.memory_free_mib,
         )
         for node in sorted(state.nodes.values(), key=lambda node: node.name)
     ]

@@ -5,14 +5,18 @@ exits 99 is requeued as a new attempt; one that exits 100 is put in error hold. 
 are the job's own business: 0 succeeds, anything else fails.
 
 The order of the checks is the order of precedence: a cancelled job is CANCELLED whatever it
-exited with (as in Slurm), a job killed at its time limit is TIMEOUT, one killed for memory is
-OUT_OF_MEMORY, and a shepherd that could not start the job at all fails the attempt.
+exited with (as in Slurm); one held while its prolog ran waits again, held (a user's hold, not
+a failure of the job's); one asked to requeue waits again; a job killed at its time limit is
+TIMEOUT, one killed for memory is OUT_OF_MEMORY, and a shepherd that could not start the job at
+all fails the attempt.
 
 A shepherd that died before recording how its job ended (killed outright, the OOM killer, a bug)
 is the system's failure, not the job's (Slurm and Grid Engine requeue a job whose node failed it):
 the job is requeued as a new attempt when it may run again (`drover submit --no-requeue`, qsub
 `-r n` say it may not), at most until its attempt MAX_SYSTEM_FAILURE_ATTEMPT, so a job whose
-shepherd always dies does not loop forever; otherwise it fails, with the reason.
+shepherd always dies does not loop forever; otherwise it fails, with the reason. A node lost
+while its attempt ran is the same kind of failure, with the same bound; a job that may not run
+again then ends NODE_FAIL, as in Slurm.
 """
 
 from __future__ import annotations
@@ -66,24 +70,28 @@ class ExitFacts:
     epilog_sets_exit: bool = False  # Accelerator: the job's postcmd's status is the job's
     requeue_held: bool = False  # a requeue for a node's failure leaves the job held
     requeue_requested: bool = False  # someone asked that the running job go back to the queue
+    hold_requested: bool = False  # someone held the task while its prolog ran: back to the queue, held
     shepherd_lost: bool = False  # the shepherd died without recording an end: a system failure
     node_fault: bool = False  # the node could not prepare the attempt: the job never started
+    node_lost: bool = False  # the node was lost while the attempt ran: how it ended is unknown
     rerunnable: bool = True  # the job may run again after a system failure
     attempt_number: int = 1
 
 
 def exit_facts(record: ExitStatus, cancel_requested: bool = False, epilog_sets_exit: bool = False,
                requeue_held: bool = False, requeue_requested: bool = False, *, rerunnable: bool = True,
-               attempt_number: int = 1) -> ExitFacts:
+               attempt_number: int = 1, hold_requested: bool = False) -> ExitFacts:
     """The facts of an exit record as plain data."""
     return ExitFacts(
         shepherd_lost=record.get("shepherd_lost", False), node_fault=record.get("node_fault", False),
+        node_lost=record.get("node_lost", False),
         rerunnable=rerunnable, attempt_number=attempt_number,
         exit_code=record["exit_code"], signal=record["signal"], failure=record["failure"],
         timed_out=record["timed_out"], out_of_memory=record["out_of_memory"],
         cancel_requested=cancel_requested,
         methods=tuple((m["step"], m["level"], m["exit_code"]) for m in record.get("methods", ())),
         epilog_sets_exit=epilog_sets_exit, requeue_held=requeue_held, requeue_requested=requeue_requested,
+        hold_requested=hold_requested,
     )
 
 
@@ -110,12 +118,16 @@ def node_failure(facts: ExitFacts) -> str | None:
 def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRID_ENGINE) -> Trigger:
     if facts.cancel_requested:
         return Trigger.CANCEL
+    if facts.hold_requested:
+        return Trigger.HOLD
     if facts.requeue_requested:
         return Trigger.REQUEUE
     if facts.node_fault:  # as a node's failing prolog: GE requeues the job
         return Trigger.ERROR_HOLD if facts.requeue_held else Trigger.REQUEUE
     if facts.shepherd_lost:
         return Trigger.REQUEUE if system_failure_requeues(facts) else Trigger.FAIL
+    if facts.node_lost:  # Slurm requeues a batch job from a failed node; NODE_FAIL if it may not
+        return Trigger.REQUEUE if system_failure_requeues(facts) else Trigger.LOSE_NODE
     for step, level, code in facts.methods:
         meaning = METHOD_FAILURES.get((step, level), (None, False))[0] if code != 0 else None
         if meaning is Trigger.REQUEUE and facts.requeue_held:
@@ -143,7 +155,8 @@ def system_failure_requeues(facts: ExitFacts) -> bool:
 
 def outcome_reason(facts: ExitFacts, trigger: Trigger) -> str | None:
     """Why a system failure ended as it did, for the task's event: None for any other exit."""
-    if not (facts.shepherd_lost or facts.node_fault) or trigger not in (Trigger.REQUEUE, Trigger.FAIL):
+    if not (facts.shepherd_lost or facts.node_fault or facts.node_lost) or \
+            trigger not in (Trigger.REQUEUE, Trigger.FAIL, Trigger.LOSE_NODE):
         return None
     if trigger is Trigger.REQUEUE:
         return f"{facts.failure}; requeued as a new attempt"

@@ -38,5 +38,13 @@ def parse_attempt_name(name: str) -> tuple[int, int, int]:
     return int(job), int(index), int(attempt)
 
 
+def job_of_attempt(name: str) -> int | None:
+    """The job an attempt's name names (as parse_attempt_name reads it), or None if it is none."""
+    try:
+        return parse_attempt_name(name)[0]
+    except ValueError:
+        return None
+
+
 def task_name(job_id: int, task_index: int, is_array: bool) -> str:
     return f"{job_id}.{task_index}" if is_array else str(job_id)

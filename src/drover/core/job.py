@@ -15,7 +15,7 @@ from typing import TypedDict
 from drover.core.arrays import TaskIndices
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
-from drover.records import CleanupProgress, ExitStatus, Usage
+from drover.records import CleanupProgress, ExitStatus, GivenUpStep, Usage
 
 
 class StagedFileRecord(TypedDict):
@@ -66,6 +66,7 @@ class Task:
     cancel_requested: bool = False  # a request, not a state: acted on when the attempt reports
     exit_status: int | None = None  # of the latest attempt, as a shell shows it
     requeue_requested: bool = False  # like cancel_requested: back to the queue when it reports
+    hold_requested: bool = False  # a hold of a task whose job had not started: held when it reports
 
     def apply(self, trigger: Trigger, now: float) -> JobState:
         """Move to the state the table gives for `trigger`; raise IllegalTransition otherwise."""
@@ -96,6 +97,17 @@ class Attempt:
         return f"{self.job_id}.{self.index}.{self.number}"
 
 
+def with_given_up(progress: CleanupProgress | None, steps: list[GivenUpStep]) -> CleanupProgress:
+    """`progress` (a copy) with `steps` among its given-up steps: one entry a step, the newest
+    report of it kept, so a report the node repeats changes nothing."""
+    result: CleanupProgress = (progress.copy() if progress is not None
+                               else {"done": [], "step": None, "tries": 0, "error": None})
+    if steps or "given_up" in result:
+        named = {entry["step"] for entry in steps}
+        result["given_up"] = [*(e for e in result.get("given_up", []) if e["step"] not in named), *steps]
+    return result
+
+
 @dataclass(slots=True)
 class Job:
     id: int
@@ -114,6 +126,7 @@ class Job:
     fresh_skip: set[int] = field(default_factory=set)  # indices past fresh_from that have records
     ended_at: float | None = None
     state: JobState | None = None  # the job as a whole, set when it ends
+    end_reason: str | None = None  # why the controller ended the job itself (an internal error)
     tasks: dict[int, Task] = field(default_factory=dict)
 
     @property

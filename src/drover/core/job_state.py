@@ -55,7 +55,7 @@ ACTIVE_STATES = frozenset(
 class Trigger(StrEnum):
     """Why a state changed. Stored in the event log beside the new state."""
 
-    HOLD = "hold"
+    HOLD = "hold"  # a user's hold: of a waiting task, or of one stopped before its job started
     RELEASE = "release"
     DISPATCH = "dispatch"
     START = "start"
@@ -70,6 +70,9 @@ class Trigger(StrEnum):
     RUN_OUT_OF_MEMORY = "run_out_of_memory"
     CANCEL = "cancel"
     LOSE_NODE = "lose_node"
+    # The controller could not handle the job (an exception in its own code, or data the store
+    # refuses): the job fails as a whole, with the reason, so that nothing else is held up.
+    INTERNAL_ERROR = "internal_error"
 
 
 S, T = JobState, Trigger
@@ -84,6 +87,7 @@ _RULES: tuple[tuple[frozenset[JobState], Trigger, JobState], ...] = (
     (frozenset({S.DISPATCHED, S.RUNNING, S.SUSPENDED}),   T.EXIT,               S.COMPLETING),
     (frozenset({S.COMPLETING}),                           T.REQUEUE,            S.PENDING),
     (frozenset({S.COMPLETING}),                           T.ERROR_HOLD,         S.HELD),
+    (frozenset({S.COMPLETING}),                           T.HOLD,               S.HELD),
     (frozenset({S.COMPLETING}),                           T.SUCCEED,            S.COMPLETED),
     (frozenset({S.COMPLETING}),                           T.FAIL,               S.FAILED),
     (frozenset({S.COMPLETING}),                           T.TIME_OUT,           S.TIMEOUT),
@@ -91,6 +95,8 @@ _RULES: tuple[tuple[frozenset[JobState], Trigger, JobState], ...] = (
     (frozenset({S.COMPLETING, S.PENDING, S.HELD}),        T.CANCEL,             S.CANCELLED),
     (frozenset({S.DISPATCHED, S.RUNNING, S.SUSPENDED,
                 S.COMPLETING}),                           T.LOSE_NODE,          S.NODE_FAIL),
+    (frozenset({S.PENDING, S.HELD, S.DISPATCHED,
+                S.RUNNING, S.SUSPENDED, S.COMPLETING}),   T.INTERNAL_ERROR,     S.FAILED),
 )  # fmt: skip
 del S, T
 

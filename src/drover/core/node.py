@@ -17,9 +17,14 @@ class Node:
     registered_at: float
     last_seen: float | None = None
     reason: str | None = None  # why the node is in ERROR (or drained)
+    drain: str | None = None  # an operator drained it, and why: kept across disconnects until resumed
     used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
     used_memory_mib: int = 0
     running: int = 0
+    # From the node's heartbeats, in memory only: how busy its host is, and when it last spoke.
+    load: float | None = None
+    memory_free_mib: int | None = None
+    heard_at: float | None = None
 
     def apply(self, trigger: NodeTrigger) -> NodeState:
         self.state = next_node_state(self.state, trigger)

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import shutil
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -91,6 +92,7 @@ class Attempts:
 
     def recover(self) -> None:
         """Re-attach to what the spool holds, as left by an earlier execd."""
+        self.cleanup.remove_leftovers()  # spools it was removing (`removing.*`), tried once more
         for name in layout.attempt_names(self.root):
             spool = layout.SpoolDir(self.root, name)
             if os.path.exists(spool.record(layout.EXIT_STATUS)):
@@ -192,15 +194,32 @@ class Attempts:
             write_json(live.spool.record(layout.STOP_REQUEST), {"why": order.why})
         try:
             if to_job_group:
-                job_pid = read_text(live.spool.record(layout.JOB_PID))
-                if job_pid:
-                    os.killpg(int(job_pid.split()[0]), signum)
+                self._signal_job_group(live, signum)
             else:
-                os.kill(live.shepherd_pid, signum)
+                os.kill(live.shepherd_pid, signum)  # before the job starts, the shepherd keeps it
         except ProcessLookupError:
             return
         if order.action in ("suspend", "resume"):
             self.send(Suspended(order.attempt, order.action == "suspend"))
+
+    @staticmethod
+    def _signal_job_group(live: LiveAttempt, signum: int) -> None:
+        """SIGKILL or SIGSTOP to the job's process group. Before the job has started (its prolog
+        runs) they are kept in the spool's `signal` record, GE's spool file of that name, and the
+        shepherd sends them right after it started the job and recorded its pid. If the pid
+        appears in between, the signal is sent from here too: the shepherd may have read the
+        record before this one was added, and either signal sent twice means what it means once."""
+        job_pid = read_text(live.spool.record(layout.JOB_PID))
+        if not job_pid:
+            kept = read_json(live.spool.record(layout.SIGNAL)) or []
+            try:
+                write_json(live.spool.record(layout.SIGNAL), [*kept, signal.Signals(signum).name])
+            except OSError as error:
+                log.warning("attempt %s: cannot keep %s for the job until it starts: %s", live.spool.name,
+                            signal.Signals(signum).name, error.strerror or error)
+            job_pid = read_text(live.spool.record(layout.JOB_PID))
+        if job_pid:
+            os.killpg(int(job_pid.split()[0]), signum)
 
     # -- watching -----------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from drover.protocol.node_channel import (
     Ack,
+    Heartbeat,
     Hello,
     SignalAttempt,
     StartAttempt,
@@ -35,11 +36,13 @@ CHANNEL_PATH = "/v1/nodes/channel"
 
 class ControllerChannel:
     def __init__(self, socket_path: str, hello: Callable[[], Hello], on_connect: Callable[[], None],
-                 tls: ssl.SSLContext | None = None) -> None:
-        """`socket_path`: the controller's Unix socket, or https://ADDR:PORT with `tls`."""
+                 tls: ssl.SSLContext | None = None, heartbeat: Callable[[], Heartbeat] | None = None) -> None:
+        """`socket_path`: the controller's Unix socket, or https://ADDR:PORT with `tls`.
+        `heartbeat`: what the node says every heartbeat_s (the controller's Welcome says how often)."""
         self.socket_path = socket_path
         self.tls = tls
         self.hello = hello
+        self.heartbeat = heartbeat
         self.on_connect = on_connect
         self.handlers: dict[type, Callable[[Any], None]] = {}
         self._connection: ClientConnection | None = None
@@ -87,6 +90,7 @@ class ControllerChannel:
         self._queue.clear()
         self.on_connect()
         writer = asyncio.get_running_loop().create_task(self._write_forever(connection))
+        beats: asyncio.Task[None] | None = None
         try:
             async for frame in connection:
                 data = frame.encode() if isinstance(frame, str) else frame
@@ -94,11 +98,23 @@ class ControllerChannel:
                     if isinstance(message, Welcome):
                         self.connected.set()
                         log.info("joined the cluster as node %s", message.node)
+                        if self.heartbeat is not None and beats is None:
+                            beats = asyncio.get_running_loop().create_task(self._beat(message.heartbeat_s))
                     handler = self.handlers.get(type(message))
                     if handler is not None:
                         handler(message)
         finally:
             writer.cancel()
+            if beats is not None:
+                beats.cancel()
+
+    async def _beat(self, every_s: float) -> None:
+        """A heartbeat now and every `every_s`: a node that falls silent (a cut link sends no
+        FIN) is seen as DOWN by the controller after three."""
+        assert self.heartbeat is not None
+        while True:
+            self.send(self.heartbeat())
+            await asyncio.sleep(max(every_s, 0.05))
 
     async def _write_forever(self, connection: ClientConnection) -> None:
         while True:

@@ -16,18 +16,47 @@ Each step records its completion in the attempt's `cleanup` record. A failed ste
 pipeline; the next trigger (a retry timer with back-off, a reconnection to the controller, an
 execd start) runs it again from the top, and every step already done is skipped — "everything
 remembers how far it got", as the starter does.
+
+Cleanup never hangs. Every step has a timeout, and a failed try is retried after a back-off that
+doubles from `retry_first_s` up to `retry_max_s` (`retry_delay`). Every step but the report has
+a bound on its tries; a step that still fails then is given up: recorded with its tries and its
+last error (the node's log, a `cleanup_failed` event, and the attempt's cleanup record, which
+`drover show` prints after the job ended too), and the pipeline goes on (`next_move`):
+
+    exit_hook  exit_hook_tries   a site's script that keeps failing must not hold the job's end
+    stage_out  stage_out_tries   files the controller cannot keep are named and given up; tries
+                                 while the controller is unreachable are not counted
+    record     record_tries      the durable final record is the node's own copy: when its disk
+                                 cannot take it (full, failing), the report goes on with what
+                                 the shepherd recorded (exit status, usage), which the
+                                 controller keeps durably itself
+    report     no bound          the controller must learn how the job ended, or the job stays
+                                 COMPLETING and its CPUs are never given back, and it may be
+                                 down for hours. A try the controller does not acknowledge
+                                 while connected counts for the back-off, so one that keeps
+                                 refusing the report is asked again at most every
+                                 `retry_max_s` (plus `report_timeout_s` waiting for its
+                                 answer); while it is unreachable no try is counted, and its
+                                 reconnection starts the pipeline again at once
+    mail       mail_tries        after the report: nothing waits for it
+    remove     remove_tries      a spool the node cannot delete (an immutable file, a mount
+                                 inside it) is left for an operator as <spool>/removing.<attempt>,
+                                 named in the log and in the event; the next execd start tries
+                                 once more
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import os
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from drover import mail
 from drover.core.exit_status import classify_exit, exit_facts
@@ -35,7 +64,7 @@ from drover.core.job_state import Trigger
 from drover.execd import attempt_records
 from drover.execd.faults import NO_FAULTS, Faults
 from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
-from drover.records import CleanupProgress, FinalRecord, Usage
+from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
@@ -43,8 +72,11 @@ from drover.spool.atomic import read_json, write_json
 log = logging.getLogger("drover.execd")
 
 STEPS = ("exit_hook", "stage_out", "record", "report", "mail", "remove")
+CONTROLLER_STEPS = ("stage_out", "report")  # they wait for the controller: its reconnection retries them
 FINAL = "final"
 KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
+REMOVING = "removing."  # under the spool root, before the attempt's name: a spool on its way out
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +86,55 @@ class CleanupSettings:
     keep_spool: bool = False  # keep every attempt's spool (under <spool>/kept/)
     smtp_host: str = "localhost"
     smtp_port: int = 25
-    mail_tries: int = 5  # after this many failed tries, the mail is given up and the report goes on
+    mail_tries: int = 5  # after this many failed tries, the mail is given up and the pipeline goes on
     exit_hook_tries: int = 5  # the same for the site's exit hook
     stage_out_tries: int = 5  # the same for output files the controller, connected, does not take
-    report_timeout_s: float = 10.0
+    record_tries: int = 5  # the same for the durable final record
+    remove_tries: int = 5  # the same for removing the spool
+    # How long one try may take (the exit hook's is above; the report's and the stage-out's is
+    # report_timeout_s): past it, the try has failed.
+    mail_timeout_s: float = 60.0
+    record_timeout_s: float = 60.0
+    remove_timeout_s: float = 600.0  # a large scratch directory takes its time
+    report_timeout_s: float = 10.0  # waiting for the controller's acknowledgement (report, stage-out)
     retry_first_s: float = 0.5
     retry_max_s: float = 30.0
+
+    def tries(self, step: str) -> int | None:
+        """The failed tries after which `step` is given up; None: it is tried until it succeeds."""
+        bounds: dict[str, int | None] = {
+            "exit_hook": self.exit_hook_tries, "stage_out": self.stage_out_tries, "record": self.record_tries,
+            "report": None, "mail": self.mail_tries, "remove": self.remove_tries,
+        }
+        return bounds[step]
+
+
+def retry_delay(tries: int, first_s: float, max_s: float) -> float:
+    """The back-off after `tries` counted failures of a step: `first_s`, doubling with each
+    further failure, never more than `max_s` (and never overflowing, however many tries)."""
+    return min(first_s * 2.0 ** min(max(tries - 1, 0), 64), max_s)
+
+
+@dataclass(frozen=True, slots=True)
+class NextMove:
+    """What the pipeline does after a failed try of a step."""
+
+    tries: int  # the step's counted failed tries, this one included
+    give_up: bool  # True: the step is given up and the pipeline goes on
+    delay_s: float  # otherwise: when to try again
+
+
+def next_move(settings: CleanupSettings, step: str, tries_before: int, counted: bool) -> NextMove:
+    """After a failed try of `step` that had failed `tries_before` counted times already.
+    `counted` is False for a try that could not reach the controller: it costs the step none of
+    its tries, and the pipeline waits for the reconnection (the timer is only a safety net)."""
+    tries = tries_before + 1 if counted else tries_before
+    bound = settings.tries(step)
+    if counted and bound is not None and tries >= bound:
+        return NextMove(tries, True, 0.0)
+    if not counted:
+        return NextMove(tries, False, settings.retry_max_s)
+    return NextMove(tries, False, retry_delay(tries, settings.retry_first_s, settings.retry_max_s))
 
 
 class StepFailed(Exception):
@@ -82,6 +157,12 @@ class Cleanup:
         self.connected = connected  # whether the controller's channel is up
         self.faults = faults  # for fault-injection tests only (execd/faults.py)
         self.pending: dict[str, layout.SpoolDir] = {}
+        # Each pending pipeline's progress, as recorded in its spool and kept here too: the
+        # spool may be gone half way through removing it, or its disk unwritable.
+        self._progress: dict[str, CleanupProgress] = {}
+        # Steps given up that the controller has not acknowledged yet, by attempt and step: sent
+        # again on reconnecting (those after the report are said nowhere else).
+        self._untold: dict[tuple[str, str], Progress] = {}
         self._running: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._acks: dict[tuple[str, str], asyncio.Future[None]] = {}
@@ -91,7 +172,14 @@ class Cleanup:
         """The shepherd is gone and its records are final: tell the controller, start cleaning."""
         if spool.name in self.pending:
             return
+        progress = attempt_records.cleanup_progress(spool)
+        if all(step in progress["done"] for step in STEPS):
+            # Its removal was given up: the spool stays where it is for an operator.
+            log.warning("attempt %s: its spool %s is left for an operator (it could not be removed)",
+                        spool.name, spool.path)
+            return
         self.pending[spool.name] = spool
+        self._progress[spool.name] = progress
         self.send(_exiting(spool))
         self.trigger(spool.name)
 
@@ -104,13 +192,23 @@ class Cleanup:
             self._loop.create_task(self._run(name))
 
     def trigger_all(self) -> None:
-        """A reconnection: every stopped pipeline tries again now."""
+        """A reconnection: every pipeline waiting for the controller tries again now. One
+        backing off from a failure of the node's own (an exit hook, its disk, the mail relay)
+        keeps its timer, so a channel that comes and goes does not use its tries up."""
+        for told in list(self._untold.values()):
+            self.send(told)
         for name in list(self.pending):
-            self.send(_exiting(self.pending[name]))
-            self.trigger(name)
+            progress = self._progress.get(name)
+            if progress is None or "report" not in progress["done"]:
+                self.send(_exiting(self.pending[name]))
+            if progress is None or progress["step"] is None or progress["step"] in CONTROLLER_STEPS:
+                self.trigger(name)
 
     def acknowledged(self, names: list[str], kind: str = "report") -> None:
         for name in names:
+            if kind.startswith("given_up:"):
+                self._untold.pop((name, kind.removeprefix("given_up:")), None)
+                continue
             waiter = self._acks.get((name, kind))
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
@@ -118,11 +216,32 @@ class Cleanup:
     def known(self) -> list[str]:
         return list(self.pending)
 
+    def remove_leftovers(self) -> None:
+        """At start: spools an earlier execd was removing when it stopped, or gave up on, are
+        tried once more, in the background."""
+        try:
+            leftovers = [entry.path for entry in os.scandir(self.root)
+                         if entry.name.startswith(REMOVING) and entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            return
+        for path in leftovers:
+            self._loop.create_task(self._remove_leftover(path))
+
+    async def _remove_leftover(self, path: str) -> None:
+        try:
+            await asyncio.to_thread(_remove_tree, path)
+        except (StepFailed, OSError) as failure:
+            log.warning("%s; it is left for an operator", failure)
+        else:
+            log.info("removed %s, left by an earlier execd", path)
+
     # -- one pipeline -------------------------------------------------------------------------
 
     async def _run(self, name: str) -> None:
         spool = self.pending[name]
-        progress = attempt_records.cleanup_progress(spool)
+        progress = self._progress.get(name)
+        if progress is None:
+            progress = self._progress[name] = attempt_records.cleanup_progress(spool)
         try:
             for step in STEPS:
                 if step in progress["done"]:
@@ -130,31 +249,58 @@ class Cleanup:
                 await self.faults.before_cleanup_step(spool, step)
                 try:
                     did_something = await _STEP_FUNCTIONS[step](self, spool, progress)
-                except (StepFailed, OSError) as failure:  # OSError: the node's disk (full, failing)
-                    counted = not isinstance(failure, Unreachable)
-                    progress["step"], progress["error"] = step, str(failure)
-                    if counted:
-                        progress["tries"] += 1
-                    _remember(spool, progress)
-                    self.send(Progress(name, list(progress["done"]), step, progress["tries"], str(failure)))
-                    delay = min(self.settings.retry_first_s * 2 ** max(progress["tries"] - 1, 0),
-                                self.settings.retry_max_s)
-                    log.info("attempt %s: cleanup step %s failed (try %d), again in %.1fs: %s",
-                             name, step, progress["tries"], delay, failure)
-                    self._timers[name] = self._loop.call_later(delay, self.trigger, name)
-                    return
+                except Exception as failure:
+                    if not self._failed(spool, progress, step, failure):
+                        return  # stopped here; a timer (or the controller's reconnection) resumes it
+                    did_something = True  # given up: said, recorded, and the pipeline goes on
                 retried = progress["tries"] > 0
                 progress["done"].append(step)
                 progress["step"], progress["tries"], progress["error"] = None, 0, None
-                if (did_something or retried) and step != "remove":
+                if (did_something or retried) and os.path.isdir(spool.path):
                     # Steps that did nothing are safe to run again; only real work is recorded.
-                    write_json(spool.record(layout.CLEANUP), progress)
+                    # (After `remove` the spool is gone, unless its removal was given up.)
+                    _remember(spool, progress)
             del self.pending[name]
+            del self._progress[name]
         except Exception:
             log.exception("attempt %s: cleanup failed unexpectedly; will try again", name)
             self._timers[name] = self._loop.call_later(self.settings.retry_max_s, self.trigger, name)
         finally:
             self._running.discard(name)
+
+    def _failed(self, spool: layout.SpoolDir, progress: CleanupProgress, step: str, failure: Exception) -> bool:
+        """A try of `step` failed: stop the pipeline and set its retry, or, after the step's
+        bounded tries, give the step up. True when it was given up."""
+        if isinstance(failure, StepFailed):
+            reason = str(failure)
+        elif isinstance(failure, OSError):  # the node's disk (full, failing)
+            reason = _os_error(failure)
+        else:  # a bug: said in full in the log, and bounded like any failure
+            log.error("attempt %s: cleanup step %s failed unexpectedly", spool.name, step, exc_info=failure)
+            reason = f"unexpected error: {failure!r}"
+        move = next_move(self.settings, step, progress["tries"], counted=not isinstance(failure, Unreachable))
+        if move.give_up:
+            entry: GivenUpStep = {"step": step, "tries": move.tries, "error": reason}
+            progress["given_up"] = [*(e for e in progress.get("given_up", []) if e["step"] != step), entry]
+            left = (f"; the spool is left at {self._removing(spool)} for an operator"
+                    if step == "remove" and os.path.isdir(self._removing(spool)) else "")
+            log.warning("attempt %s: giving up cleanup step %s after %d tries: %s%s",
+                        spool.name, step, move.tries, reason, left)
+            told = Progress(spool.name, [*progress["done"], step], step, move.tries, reason, given_up=True)
+            self._untold[spool.name, step] = told  # until the controller acknowledges it
+            self.send(told)
+            return True
+        progress["step"], progress["tries"], progress["error"] = step, move.tries, reason
+        if os.path.isdir(spool.path):
+            _remember(spool, progress)
+        self.send(Progress(spool.name, list(progress["done"]), step, move.tries, reason))
+        log.info("attempt %s: cleanup step %s failed (try %d), again in %.1fs: %s",
+                 spool.name, step, move.tries, move.delay_s, reason)
+        self._timers[spool.name] = self._loop.call_later(move.delay_s, self.trigger, spool.name)
+        return False
+
+    def _removing(self, spool: layout.SpoolDir) -> str:
+        return os.path.join(self.root, REMOVING + spool.name)
 
     # -- the steps ----------------------------------------------------------------------------
 
@@ -169,33 +315,17 @@ class Cleanup:
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
                 env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/",  # the site's script: nothing of the job's
             )
-            _, stderr = await asyncio.wait_for(
-                process.communicate(_dumps(record)), self.settings.exit_hook_timeout_s
-            )
+        except OSError as error:
+            raise StepFailed(f"cannot run the exit hook {self.settings.exit_hook}: {error.strerror}") from None
+        try:
+            stderr = await asyncio.wait_for(_hook_ran(process, _dumps(record)), self.settings.exit_hook_timeout_s)
         except TimeoutError:
             process.kill()
             await process.wait()
-            return self._give_up_after(spool, progress, "exit_hook", self.settings.exit_hook_tries,
-                                       f"the exit hook did not finish in {self.settings.exit_hook_timeout_s:.0f}s")
-        except OSError as error:
-            return self._give_up_after(spool, progress, "exit_hook", self.settings.exit_hook_tries,
-                                       f"cannot run the exit hook {self.settings.exit_hook}: {error.strerror}")
+            raise StepFailed(f"the exit hook did not finish in {self.settings.exit_hook_timeout_s:.0f}s") from None
         if process.returncode != 0:
             tail = stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            return self._give_up_after(spool, progress, "exit_hook", self.settings.exit_hook_tries,
-                                       f"the exit hook exited with status {process.returncode}: {tail[0]}")
-        return True
-
-    def _give_up_after(self, spool: layout.SpoolDir, progress: CleanupProgress, step: str, tries: int,
-                       failure: str) -> bool:
-        """A step that failed: retried (StepFailed) until it has failed `tries` times; then given
-        up, said in a cleanup_failed event, and the pipeline goes on, so the controller still
-        learns how the job ended: a site's script or relay that keeps failing never holds a job
-        in COMPLETING for ever."""
-        if progress["tries"] + 1 < tries:
-            raise StepFailed(failure)
-        log.warning("attempt %s: giving up step %s after %d tries: %s", spool.name, step, progress["tries"] + 1, failure)
-        self.send(Progress(spool.name, list(progress["done"]), step, progress["tries"] + 1, f"{step} given up: {failure}"))
+            raise StepFailed(f"the exit hook exited with status {process.returncode}: {tail[0]}")
         return True
 
     async def _stage_out(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
@@ -211,12 +341,7 @@ class Cleanup:
             with open(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"]), "rb") as file:
                 files.append(File(entry["name"], file.read(), entry["mode"]))
         refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
-        try:
-            await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, collected["skipped"], refused))
-        except Unreachable:
-            raise
-        except StepFailed as failure:
-            return self._give_up_after(spool, progress, "stage_out", self.settings.stage_out_tries, str(failure))
+        await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, collected["skipped"], refused))
         return True
 
     async def _acknowledged(self, name: str, kind: str, message: Any) -> None:
@@ -234,12 +359,15 @@ class Cleanup:
 
     async def _record(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 3: the final record, durably (it must outlive the execd and the machine)."""
-        write_json(spool.record(FINAL), _final_record(spool), durable=True)
+
+        def write() -> None:
+            write_json(spool.record(FINAL), _final_record(spool), durable=True)
+
+        await _in_thread(write, self.settings.record_timeout_s, "writing the final record")
         return True
 
     async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 5: mail the owner, if asked. A relay that keeps failing is tried `mail_tries` times
-        (with back-off); then the mail is given up, and the failure is reported as an event."""
+        """Step 5: mail the owner, if asked."""
         record = _final_record(spool)
         config, exit_status, usage = record["config"], record["exit_status"], record["usage"]
         event = record["outcome"]
@@ -254,31 +382,45 @@ class Cleanup:
              "user CPU": _seconds(usage, "user_cpu_s"), "max RSS KiB": usage["max_rss_kib"] if usage else None,
              "output": config["stdout"]},
         )
+        host, port, to = self.settings.smtp_host, self.settings.smtp_port, config["mail_user"]
+        relay = f"{host}:{port}"
         try:
-            await asyncio.to_thread(mail.send, self.settings.smtp_host, self.settings.smtp_port,
-                                    config["mail_user"], subject, body)
+            await _in_thread(lambda: mail.send(host, port, to, subject, body),
+                             self.settings.mail_timeout_s, f"sending mail through {relay}")
+        except StepFailed:
+            raise
         except Exception as error:
-            return self._give_up_after(spool, progress, "mail", self.settings.mail_tries,
-                                       f"cannot send mail through {self.settings.smtp_host}:{self.settings.smtp_port}: {error}")
+            raise StepFailed(f"cannot send mail through {relay}: {error}") from None
         return True
 
     async def _report(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 4: tell the controller; done once it acknowledges."""
+        """Step 4: tell the controller; done once it acknowledges. The exit and usage records
+        are the shepherd's, so the report goes on when the final record was given up."""
         usage = attempt_records.usage(spool)
         report = Exited(spool.name, attempt_records.exit_status(spool), usage,
-                        usage["started_at"] if usage else None, done=[*progress["done"], "report"])
+                        usage["started_at"] if usage else None, done=[*progress["done"], "report"],
+                        given_up=list(progress.get("given_up", [])))
         await self._acknowledged(spool.name, "report", report)
         return True
 
     async def _remove(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 6: remove the spool, unless the job or the config keeps it (jobd's zapthisjob)."""
-        config = attempt_records.config(spool)
-        if self.settings.keep_spool or (config and config["keep_spool"]):
-            kept = os.path.join(self.root, KEPT)
-            os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
-            os.rename(spool.path, os.path.join(kept, spool.name))
-        else:
-            shutil.rmtree(spool.path, ignore_errors=True)
+        """Step 6: remove the spool, unless the job or the config keeps it (jobd's zapthisjob).
+        It is first renamed out of the attempts' names, in one step, so that whatever cannot be
+        deleted never looks like an attempt to a restarted execd (which would resume or re-run
+        it); a retry finds it under that name."""
+        removing = self._removing(spool)
+        if os.path.isdir(spool.path):
+            config = attempt_records.config(spool)
+            try:
+                if self.settings.keep_spool or (config and config["keep_spool"]):
+                    kept = os.path.join(self.root, KEPT)
+                    os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
+                    os.rename(spool.path, os.path.join(kept, spool.name))
+                    return True
+                os.rename(spool.path, removing)
+            except OSError as error:
+                raise StepFailed(f"cannot move the spool {spool.path} aside: {_os_error(error)}") from None
+        await _in_thread(lambda: _remove_tree(removing), self.settings.remove_timeout_s, f"removing {removing}")
         return True
 
 
@@ -293,12 +435,65 @@ _STEP_FUNCTIONS = {
 assert tuple(_STEP_FUNCTIONS) == STEPS
 
 
+async def _hook_ran(process: asyncio.subprocess.Process, record: bytes) -> bytes:
+    """Give the exit hook its record on stdin while reading its stderr; its stderr once it
+    exited. A hook that exits without reading its record is judged by its exit status alone
+    (the pipe it closed fails as BrokenPipeError, or, under uvloop, RuntimeError)."""
+    assert process.stdin is not None and process.stderr is not None
+    stdin = process.stdin
+
+    async def feed() -> None:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, RuntimeError):
+            stdin.write(record)
+            await stdin.drain()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, RuntimeError):
+            stdin.close()
+
+    _, stderr = await asyncio.gather(feed(), process.stderr.read())
+    await process.wait()
+    return stderr
+
+
 def _remember(spool: layout.SpoolDir, progress: CleanupProgress) -> None:
-    """Record a failed try, if the disk lets us: the count only paces the retries."""
+    """Record the progress, if the disk lets us: the pipeline keeps it in memory too, and a
+    restarted execd that finds an older record only repeats a step (which each step allows)."""
     try:
         write_json(spool.record(layout.CLEANUP), progress)
     except OSError as error:
         log.warning("attempt %s: cannot record the cleanup's progress: %s", spool.name, error.strerror)
+
+
+async def _in_thread(work: Callable[[], T], timeout_s: float, what: str) -> T:
+    """`work` on a thread, so a disk or a relay that hangs holds neither the event loop nor,
+    after `timeout_s`, the pipeline (the thread is left to finish on its own)."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(work), timeout_s)
+    except TimeoutError:
+        raise StepFailed(f"{what} did not finish in {timeout_s:.0f}s") from None
+
+
+def _remove_tree(path: str) -> None:
+    """Delete `path` and everything in it, going on past what cannot be deleted; then raise
+    StepFailed naming the first thing left, if anything is."""
+    left: list[tuple[str, OSError]] = []
+
+    def note(_function: Any, failed: str, info: Any) -> None:
+        error = info[1]
+        if isinstance(error, FileNotFoundError):  # gone already (an earlier try still running)
+            return
+        if left and getattr(error, "errno", None) == errno.ENOTEMPTY:  # a directory holding what is named
+            return
+        left.append((failed, error))
+
+    shutil.rmtree(path, onerror=note)
+    if left:
+        failed, error = left[0]
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise StepFailed(f"cannot remove the spool {path}: {failed}: {error.strerror or error}{more}")
+
+
+def _os_error(error: OSError) -> str:
+    return f"{error.filename}: {error.strerror}" if error.filename and error.strerror else str(error)
 
 
 def _exiting(spool: layout.SpoolDir) -> Exiting:
@@ -309,12 +504,13 @@ def _exiting(spool: layout.SpoolDir) -> Exiting:
 def _final_record(spool: layout.SpoolDir) -> FinalRecord:
     exit_status, usage = attempt_records.exit_status(spool), attempt_records.usage(spool)
     config = attempt_records.config(spool)
-    # The same facts the controller classifies with: a stop asked for by a requeue is a requeue,
-    # by a cancel (or of an attempt the controller gave up on) a cancel.
+    # The same facts the controller classifies with: a stop asked for by a requeue (or a hold: it
+    # goes back to the queue, held) is a requeue, by a cancel (or of an attempt the controller
+    # gave up on) a cancel.
     why = (read_json(spool.record(layout.STOP_REQUEST)) or {}).get("why", "cancel")
     terminated = exit_status["terminated"]
-    facts = exit_facts(exit_status, cancel_requested=terminated and why != "requeue",
-                       requeue_requested=terminated and why == "requeue",
+    facts = exit_facts(exit_status, cancel_requested=terminated and why not in ("requeue", "hold"),
+                       requeue_requested=terminated and why in ("requeue", "hold"),
                        epilog_sets_exit=bool(config and config["epilog_sets_exit"]),
                        rerunnable=config["rerunnable"] if config else True,
                        attempt_number=config["attempt_number"] if config else 1)

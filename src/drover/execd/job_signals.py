@@ -5,8 +5,12 @@ signal too; this is the node's own line of defence, since the shepherd runs as r
   terminate, suspend, resume   SIGTERM, SIGTSTP, SIGCONT to the shepherd, which stops, freezes
                                or thaws the whole attempt
   the job's signals            to the shepherd, which forwards them to the job's process group
-                               (supervise.FORWARDED, and the job's own checkpoint signal)
-  SIGKILL, SIGSTOP             a shepherd cannot catch them: to the job's process group
+                               (supervise.FORWARDED, and the job's own checkpoint signal); one
+                               that comes before the job started (its prolog runs) the shepherd
+                               keeps until it has
+  SIGKILL, SIGSTOP             a shepherd cannot catch them: to the job's process group; before
+                               the job started, kept in the spool's `signal` record, which the
+                               shepherd reads as it starts the job (attempts.py)
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
     from drover.execd.faults import Faults
-    from drover.execd.host import host_cpus, host_memory_mib, host_name
+    from drover.execd.host import host_cpus, host_memory_mib, host_name, host_status
     from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
 
     node = args.node_name or options.node_name or host_name()
@@ -86,6 +86,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
         on_connect=cleanup.trigger_all,
         tls=tls,
+        heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
@@ -135,6 +136,7 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
         exit_hook=options.exit_hook or None, keep_spool=options.keep_spool,
         smtp_host=options.smtp_host, smtp_port=options.smtp_port, mail_tries=options.mail_tries,
         exit_hook_tries=options.exit_hook_tries, stage_out_tries=options.stage_out_tries,
+        record_tries=options.record_tries, remove_tries=options.remove_tries,
     )
 
 

@@ -129,6 +129,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     pending_reason: str | None = None
     pending_explanation: str | None = None
     exit_status: int | None = None  # 0 when every task completed; else the first failure's
+    end_reason: str | None = None  # why the controller ended the job itself (an internal error)
     workdir: str  # "" when the job runs in a scratch directory on its node
     submit_dir: str = ""
     output: str
@@ -202,6 +203,8 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     running: int
     last_seen: float | None
     reason: str | None = None
+    load: float | None = None  # the host's 1-minute load average, from the node's last heartbeat
+    memory_free_mib: int | None = None  # memory available on the host, from the same
 
 
 class NodeList(msgspec.Struct):
@@ -227,6 +230,9 @@ class Ping(msgspec.Struct, kw_only=True):
     api: str
     user: str
     started_at: float
+    # [compat] min_job_age_s: how long an ended job is still shown by squeue and scontrol
+    # (Slurm's MinJobAge)
+    min_job_age_s: int = 300
 
 
 class ErrorReply(msgspec.Struct):
@@ -235,6 +241,12 @@ class ErrorReply(msgspec.Struct):
 
 
 # -- many hosts: join tokens, joining and leaving ------------------------------------------------
+
+
+class DrainRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """`drover node drain`: why (shown by `drover nodes`, as Slurm's Reason)."""
+
+    reason: Annotated[str, msgspec.Meta(max_length=1000)] = ""
 
 
 class TokenRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

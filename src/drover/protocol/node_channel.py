@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from drover.records import AttemptOrder, ExitStatus, Usage
+from drover.records import AttemptOrder, ExitStatus, GivenUpStep, Usage
 
 
 class KnownAttempt(msgspec.Struct):
@@ -49,6 +49,10 @@ class Progress(msgspec.Struct, tag="progress"):
     step: str | None = None  # the step that failed last, if the pipeline is stopped
     tries: int = 0
     error: str | None = None
+    # True: `step` still failed after its bounded tries and is given up; the pipeline goes on
+    # without it. The controller keeps it with the attempt and acknowledges it (Ack kind
+    # "given_up:<step>").
+    given_up: bool = False
 
 
 class Exited(msgspec.Struct, tag="exited"):
@@ -59,6 +63,7 @@ class Exited(msgspec.Struct, tag="exited"):
     usage: Usage | None = None
     started_at: float | None = None
     done: list[str] = []  # the cleanup steps done, this one included
+    given_up: list[GivenUpStep] = []  # the steps before it that were given up, with tries and errors
 
 
 class File(msgspec.Struct):
@@ -96,19 +101,31 @@ class StartAttempt(msgspec.Struct, tag="start"):
 class SignalAttempt(msgspec.Struct, tag="signal"):
     attempt: str
     action: str  # "terminate" (warning signal, grace, SIGKILL), "suspend", "resume", or a signal name
-    why: str = ""  # for "terminate": "cancel", "requeue" or "stray" — what the end will mean
+    why: str = ""  # for "terminate": "cancel", "requeue", "hold" or "stray" — what the end will mean
 
 
 class Ack(msgspec.Struct, tag="ack"):
     attempts: list[str]  # reports now recorded; the execd may go on with their cleanup
-    kind: str = "report"  # what is acknowledged: "report" (Exited) or "stage_out" (StagedOut)
+    # What is acknowledged: "report" (Exited), "stage_out" (StagedOut) or "given_up:<step>" (a
+    # Progress that gives that step up).
+    kind: str = "report"
 
 
 class Welcome(msgspec.Struct, tag="welcome"):
     node: str
+    heartbeat_s: float = 10.0  # how often the node says how it is; silent for three, it is DOWN
 
 
-NodeMessage = Hello | Started | Suspended | Exiting | Progress | StagedOut | Exited
+class Heartbeat(msgspec.Struct, tag="heartbeat"):
+    """Every `heartbeat_s`: the node is there, and how busy its host is (all of its processes,
+    not only Drover's jobs). Kept in memory by the controller, never written to the store."""
+
+    load: float  # the 1-minute load average
+    memory_free_mib: int  # memory available for new processes (MemAvailable)
+    attempts: int  # attempts the node runs or is cleaning up after
+
+
+NodeMessage = Hello | Heartbeat | Started | Suspended | Exiting | Progress | StagedOut | Exited
 ControllerMessage = Welcome | StartAttempt | SignalAttempt | Ack
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])

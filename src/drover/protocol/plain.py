@@ -88,6 +88,7 @@ class JobSummary(TypedDict):
     pending_reason: str | None
     pending_explanation: str | None
     exit_status: int | None
+    end_reason: str | None
     workdir: str
     submit_dir: str
     output: str

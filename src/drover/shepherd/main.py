@@ -137,24 +137,30 @@ def _run(spool: layout.SpoolDir) -> int:
                 raise
     except StartFailure as failure:
         return _give_up(spool, containment, tmpdir, failure)
+    method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
+    site_options = _site_popen_options(config, stdout, stderr)
+    ran: list[Method] = []
     try:
-        # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run.
-        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
-        site_options = _site_popen_options(config, stdout, stderr)
-        failed = _run_methods(methods(config, BEFORE_JOB), method_options, site_options, containment, config)
-        if failed is not None:
+        # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run,
+        # and so does a stop (a cancel, requeue or hold) that came meanwhile: the job is not
+        # started only to be killed. A method that runs is let finish; the next one does not start.
+        failed = None
+        for method in methods(config, BEFORE_JOB):
+            ran.append(method)
+            failed = _run_methods([method], method_options, site_options, containment, config)
+            if failed is not None or inbox.stop_requested():
+                break
+        stopped = inbox.stop_requested()
+        if failed is not None or stopped:
             containment.kill_all()
+            cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
             _close(stdout, stderr)
-            return _give_up(spool, containment, tmpdir, StartFailure(
-                f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"),
-                method=failed)
-        if inbox.stop_requested():
-            # A cancel or requeue came while the prolog ran: the job is not started only to be
-            # killed (GE: a job deleted before it runs never runs).
-            containment.kill_all()
-            _close(stdout, stderr)
-            return _give_up(spool, containment, tmpdir, StartFailure(
-                "stopped before the job started (a cancel or requeue came during its prolog)"), terminated=True)
+            if failed is not None:
+                reason = f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"
+            else:
+                reason = f"stopped before the job started (a {_stopped_by(spool)} came {'during its prolog' if ran else 'first'})"
+            return _give_up(spool, containment, tmpdir, StartFailure(reason),
+                            methods_run=([failed] if failed else []) + cleaned, terminated=stopped)
         # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
         setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
@@ -170,20 +176,28 @@ def _run(spool: layout.SpoolDir) -> int:
             containment.leave()
             if relay is not None:
                 os.close(relay.slave)
-    except StartFailure as failure:
+    except StartFailure as failure:  # the job could not be started, after its prologs ran
+        containment.kill_all()
+        cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
         _close(stdout, stderr)
-        return _give_up(spool, containment, tmpdir, failure)
+        return _give_up(spool, containment, tmpdir, failure, methods_run=cleaned)
 
     # 6. The job's pid, and a hint to the execd that it started; the environment it got
     # (GE's spool file "environment"; private: it may hold secrets).
     write_atomically(spool.record(layout.JOB_PID), f"{job.pid}\n".encode())
+    # Signals that came before the job existed: SIGKILL and SIGSTOP the execd kept in the spool
+    # (read after the pid is recorded: from then on the execd sends them itself), now; the
+    # job's own, which we kept, as soon as it is ready for each (supervise.py).
+    _send_kept(spool, job.pid)
+    before_start = inbox.drain()
     write_atomically(spool.record(layout.ENVIRONMENT),
                      "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
     _hint(spool, "started")
 
     # 7. Supervise until the job exits; 8. reap it.
     ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
-                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")))
+                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
+                       before_start=before_start)
     job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
@@ -303,12 +317,53 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
     return failure
 
 
+def _stopped_by(spool: layout.SpoolDir) -> str:
+    """What the stop meant, as the execd recorded it before it signalled us: cancel, requeue or
+    hold; "stop" otherwise (an attempt the controller gave up on, or a SIGTERM from elsewhere)."""
+    why = (read_json(spool.record(layout.STOP_REQUEST)) or {}).get("why")
+    return why if why in ("cancel", "requeue", "hold") else "stop"
+
+
+def _clean_up_without_job(ran: list[Method], config: AttemptConfig, options: dict[str, object],
+                          site_options: dict[str, object], containment: Containment) -> list[tuple[Method, int]]:
+    """The methods that still run when the job does not (a prolog or PE start failed, a stop came
+    before the job started, or the job could not be started), each with its exit status.
+
+    GE shepherd: it "sets up resources before the job start (prolog, PE start-up)" and "after job
+    termination cleans up resources (PE shut-down, epilog)": what the site set up before the job,
+    it cleans up after, whether or not the job ran in between. So once an attempt got as far as
+    its prologs, the queue's and the node's epilogs run, and PE stop does if PE start ran. The
+    job's own epilog does not: VOV 20, "If the precommand exits with a status that is not 0
+    (zero), the job is done and failed", and VOV 22, the postcmd that follows the job, whose "exit
+    status ... is used as exit status of the job": with no job, there is nothing for it to follow."""
+    pe_started = any(method.step == "pe_start" for method in ran)
+    after: list[tuple[Method, int]] = []
+    for method in methods(config, AFTER_JOB):
+        if method.level == "job" or (method.step == "pe_stop" and not pe_started):
+            continue
+        failed = _run_methods([method], options, site_options, containment, config, stop_on_failure=False)
+        after.append((method, 0 if failed is None else failed[1]))
+    containment.kill_all()
+    return after
+
+
+def _send_kept(spool: layout.SpoolDir, job_pid: int) -> None:
+    """SIGKILL and SIGSTOP the execd kept in the spool's `signal` record before the job started."""
+    for name in read_json(spool.record(layout.SIGNAL)) or []:
+        if name in ("SIGKILL", "SIGSTOP"):
+            try:
+                os.killpg(job_pid, signal.Signals[name])
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
 def _give_up(spool: layout.SpoolDir, containment: Containment, tmpdir: str, failure: StartFailure,
-             method: tuple[Method, int] | None = None, terminated: bool = False) -> int:
-    """The job did not run: say why, clean up, tell the execd."""
+             methods_run: list[tuple[Method, int]] | None = None, terminated: bool = False) -> int:
+    """The job did not run: say why, clean up, tell the execd. `methods_run`: the failed method
+    and the clean-up methods that ran after it, with their exit statuses."""
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
-    _record_failure(spool, str(failure), failure.details, method, terminated)
+    _record_failure(spool, str(failure), failure.details, methods_run or [], terminated)
     _hint(spool, "exited")
     return 0
 
@@ -525,13 +580,17 @@ def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
 
 
 def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "",
-                    method: tuple[Method, int] | None = None, terminated: bool = False) -> None:
+                    methods_run: list[tuple[Method, int]] | None = None, terminated: bool = False) -> None:
     write_outcome(spool, spool.record(layout.ERROR), (failure + "\n" + detail).encode())
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
         "terminated": terminated, "out_of_memory": False,
-        "methods": [{"step": method[0].step, "level": method[0].level, "exit_code": method[1]}] if method else [],
+        "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in methods_run or []],
     }
+    if methods_run:
+        now = time.time()
+        trace = [f"{now:.6f} {failure}"] + [f"{now:.6f} {m.level} {m.step} exited {code}" for m, code in methods_run]
+        write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
 
 

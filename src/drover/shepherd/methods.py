@@ -13,6 +13,11 @@ the attempt's facts (environment.site_environment): nothing the job set reaches 
 job's owner cannot signal them, so their failure is the node's, not one user's doing. What a failure means
 is decided by the controller (core/exit_status.METHOD_FAILURES); the shepherd only records which
 method failed and how: a failure before the job means the job does not run.
+
+When the job does not run (a method before it failed, a cancel, requeue or hold came before it
+started, or it could not be started), the site's clean-up still follows its set-up: PE stop if PE
+start ran, then the queue's and the node's epilogs; the job's own epilog follows only a job that
+ran (shepherd/main.py, _clean_up_without_job, quotes the seeds).
 """
 
 from __future__ import annotations

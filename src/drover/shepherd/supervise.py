@@ -11,6 +11,15 @@ termination and the checkpointing signal"):
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
   anything else        not the job's business: ignored, and written in the trace
+
+The job's own signals that came before the job existed (`drover signal` while the prolog ran)
+were kept (signals.SignalInbox); they go to the job in the order they came, each as soon as the
+job is ready for it: once the job's leading process (the shell running its script, or what that
+shell exec'ed) catches or ignores it, as the kernel shows in /proc/PID/status. A shell reads its
+`trap` lines only after it has started, so a signal sent the instant the job was born would meet
+its default action (for SIGUSR1: the end of the job) instead of the job's handler. A job that
+never catches it gets it READY_WAIT_S after it started, when it means what it would have meant
+at once. Signals that come once the job runs are forwarded at once, after any still kept.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import resource
 import select
 import signal
 import time
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from drover.shepherd.containment import Containment
@@ -36,6 +47,8 @@ SUSPEND = signal.SIGTSTP  # sent to the shepherd: freeze the whole attempt
 RESUME = signal.SIGCONT  # sent to the shepherd: thaw it
 JOB_SIGNALS = frozenset({TERMINATE, SUSPEND, RESUME, *FORWARDED})  # what the execd may send the shepherd
 OOM_POLL_S = 0.25  # how often a memory-limited attempt's OOM-kill counter is read
+READY_POLL_S = 0.01  # how often a job is looked at while a signal kept for it waits
+READY_WAIT_S = 10.0  # a kept signal the job neither catches nor ignores goes this long after its start
 
 
 @dataclass(slots=True)
@@ -50,16 +63,22 @@ class Ending:
 
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
-              relay: PtyRelay | None = None, checkpoint: int | None = None) -> Ending:
+              relay: PtyRelay | None = None, checkpoint: int | None = None,
+              before_start: Sequence[int] = ()) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
-    `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED."""
+    `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
+    `before_start`: the signals that came before the job started, in order (see the module's
+    docstring)."""
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
+    arrived = list(before_start)  # handled on the first turn of the loop
+    kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
     ignored: list[str] = []
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
     started = time.monotonic()
+    ready_by = started + READY_WAIT_S
     deadline = started + time_limit_s if time_limit_s else None
     warn_at = deadline - warning[1] if deadline is not None and warning else None
     kill_at: float | None = None  # set once the warning signal went out
@@ -67,7 +86,8 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     try:
         while True:
             now = time.monotonic()
-            wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600))
+            wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600),
+                                      now if arrived else None, now + READY_POLL_S if kept else None)
                           if t is not None)
             watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
             ready, _, _ = select.select(watched, [], [], max(wake_at - now, 0))
@@ -77,7 +97,9 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 for fd in ready:
                     if fd in relay.fds():
                         relay.handle(fd)
-            for signum in inbox.drain():
+            came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
+            arrived = []
+            for early, signum in came:
                 if signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
@@ -85,10 +107,14 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                     containment.freeze()
                 elif signum == RESUME:
                     containment.thaw()
+                elif signum in forwarded and (early or kept):
+                    kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
                     _killpg(job_pid, signum)
                 elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
                     ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
+            while kept and (time.monotonic() >= ready_by or takes(job_pid, kept[0])):
+                _killpg(job_pid, kept.popleft())
             ignored += inbox.drain_faults()
             if watch_memory and not out_of_memory and containment.oom_killed():
                 # The kernel killed one process; the attempt as a whole is over (a shell whose
@@ -112,6 +138,21 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
         relay.finish()
     ignored += inbox.drain_faults()
     return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored)
+
+
+def takes(pid: int, signum: int) -> bool:
+    """Whether process `pid` catches or ignores `signum` now (SigCgt, SigIgn in /proc/PID/status);
+    True if it cannot be told (the process is gone: sending does no harm)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as file:
+            status = file.read()
+    except OSError:
+        return True
+    bit = 1 << (signum - 1)
+    for line in status.splitlines():
+        if line.startswith((b"SigCgt:", b"SigIgn:")) and int(line.split()[1], 16) & bit:
+            return True
+    return False
 
 
 def _warn(job_pid: int, kill_grace_s: float) -> float:

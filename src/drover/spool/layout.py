@@ -16,7 +16,11 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
   exit_status   how it ended (JSON; see records.ExitStatus), written last: its presence means done
   stage_in      the files to stage in, as the execd received them (JSON, base64 data); the
                 shepherd writes them into the working directory as the job's owner
-  stop_request  why the execd asked the shepherd to stop the job: cancel, requeue or stray (JSON)
+  stop_request  why the execd asked the shepherd to stop the job: cancel, requeue, hold or stray
+                (JSON)
+  signal        signals for the job's process group that came before the job started (JSON, a
+                list of names: SIGKILL and SIGSTOP, which no process can catch to keep them for
+                later); the shepherd sends them right after it started the job
   reserve       room kept for the records of how the job ended: written by the execd before the
                 shepherd starts, given back by the shepherd when the disk is full (spool.outcome)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
@@ -49,6 +53,7 @@ CONTAINMENT = "containment"
 CLEANUP = "cleanup"
 STAGE_IN = "stage_in"
 STOP_REQUEST = "stop_request"
+SIGNAL = "signal"
 STAGED_OUT = "staged_out"
 RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"

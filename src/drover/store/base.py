@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
-from drover.records import ExitStatus, Usage
+from drover.records import ExitStatus, GivenUpStep, Usage
 
 
 @dataclass(slots=True)
@@ -33,6 +33,9 @@ class Changes:
     attempts: dict[tuple[int, int, int], Attempt] = field(default_factory=dict)
     nodes: dict[str, Node] = field(default_factory=dict)
     events: list[EventRecord] = field(default_factory=list)
+    # Cleanup steps a node gave up after the attempt left the working set (its job ended): added
+    # to the stored attempt's cleanup record (core.job.with_given_up), which nothing else rewrites.
+    given_up: dict[tuple[int, int, int], list[GivenUpStep]] = field(default_factory=dict)
 
     def job(self, job: Job) -> None:
         self.jobs[job.id] = job
@@ -50,8 +53,56 @@ class Changes:
               attempt: int | None = None, **detail: Any) -> None:
         self.events.append(EventRecord(time, kind, job_id, index, attempt, detail))
 
+    def given_up_step(self, job_id: int, index: int, number: int, step: GivenUpStep) -> None:
+        self.given_up.setdefault((job_id, index, number), []).append(step)
+
     def __bool__(self) -> bool:
-        return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events)
+        return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events
+                    or self.given_up)
+
+    # Every field that belongs to a job is named by the job's id in the three methods below (a
+    # test holds each field to it): a job set aside must leave nothing behind.
+
+    def job_ids(self) -> set[int]:
+        """Every job these changes touch."""
+        return ({job.id for job in self.new_jobs} | set(self.jobs) | {key[0] for key in self.tasks}
+                | {key[0] for key in self.attempts} | {key[0] for key in self.given_up}
+                | {event.job_id for event in self.events if event.job_id is not None})
+
+    def drop_jobs(self, job_ids: Set[int]) -> None:
+        """Forget what these jobs changed; the nodes' and the jobless events stay."""
+        self.new_jobs = [job for job in self.new_jobs if job.id not in job_ids]
+        self.jobs = {key: job for key, job in self.jobs.items() if key not in job_ids}
+        self.tasks = {key: task for key, task in self.tasks.items() if key[0] not in job_ids}
+        self.attempts = {key: attempt for key, attempt in self.attempts.items() if key[0] not in job_ids}
+        self.given_up = {key: steps for key, steps in self.given_up.items() if key[0] not in job_ids}
+        self.events = [event for event in self.events if event.job_id not in job_ids]
+
+    def by_job(self) -> tuple[Changes, dict[int, Changes]]:
+        """The changes split in one part per job, and what belongs to no job (nodes, and the
+        events of none): each part can be committed on its own."""
+        common = Changes(nodes=self.nodes)
+        parts: dict[int, Changes] = {}
+
+        def part(job_id: int) -> Changes:
+            found = parts.get(job_id)
+            if found is None:
+                found = parts[job_id] = Changes()
+            return found
+
+        for job in self.new_jobs:
+            part(job.id).new_jobs.append(job)
+        for job_id, job in self.jobs.items():
+            part(job_id).jobs[job_id] = job
+        for task_key, task in self.tasks.items():
+            part(task_key[0]).tasks[task_key] = task
+        for attempt_key, attempt in self.attempts.items():
+            part(attempt_key[0]).attempts[attempt_key] = attempt
+        for step_key, steps in self.given_up.items():
+            part(step_key[0]).given_up[step_key] = steps
+        for event in self.events:
+            (common if event.job_id is None else part(event.job_id)).events.append(event)
+        return common, parts
 
 
 @dataclass(slots=True)
@@ -114,6 +165,9 @@ class Store(Protocol):
 
     def load_job(self, job_id: int) -> Job | None:
         """A job with all its task records, whether it ended or not."""
+
+    def load_nodes(self) -> dict[str, Node]:
+        """Every node as stored (what is derived from live attempts left empty)."""
 
     def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]: ...
 

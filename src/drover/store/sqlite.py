@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drover.core.arrays import TaskIndices
-from drover.core.job import Attempt, Job, JobSpec, Task
+from drover.core.job import Attempt, Job, JobSpec, Task, with_given_up
 from drover.core.job_state import JobState
 from drover.core.membership import TokenRecord
 from drover.core.node import Node
@@ -40,7 +40,7 @@ def _spec_text(spec: JobSpec) -> str:
 
 JOB_COLUMNS = (
     "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
-    "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state"
+    "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state, end_reason"
 )
 
 
@@ -91,25 +91,25 @@ class SqliteStore:
         try:
             if changes.new_jobs:
                 db.executemany(
-                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 18)})",
                     [_job_row(job) for job in changes.new_jobs],
                 )
             if changes.jobs:
                 db.executemany(
                     "UPDATE jobs SET priority=?, fresh_from=?, fresh_state=?, fresh_skip=?, ended_at=?, "
-                    "state=? WHERE id=?",
+                    "state=?, end_reason=? WHERE id=?",
                     [
                         (job.priority, job.fresh_from, job.fresh_state.value, _dumps(sorted(job.fresh_skip)),
-                         job.ended_at, job.state.value if job.state else None, job.id)
+                         job.ended_at, job.state.value if job.state else None, job.end_reason, job.id)
                         for job in changes.jobs.values()
                     ],
                 )
             if changes.tasks:
                 db.executemany(
-                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (t.job_id, t.index, t.state.value, t.state_since, t.attempt, int(t.cancel_requested),
-                         t.exit_status, int(t.requeue_requested))
+                         t.exit_status, int(t.requeue_requested), int(t.hold_requested))
                         for t in changes.tasks.values()
                     ],
                 )
@@ -124,11 +124,19 @@ class SqliteStore:
                         for a in changes.attempts.values()
                     ],
                 )
+            for (job_id, index, number), steps in changes.given_up.items():
+                row = db.execute("SELECT cleanup FROM attempts WHERE job_id=? AND idx=? AND number=?",
+                                 (job_id, index, number)).fetchone()
+                if row is not None:
+                    cleanup = with_given_up(json.loads(row[0]) if row[0] else None, steps)
+                    db.execute("UPDATE attempts SET cleanup=? WHERE job_id=? AND idx=? AND number=?",
+                               (_dumps(cleanup), job_id, index, number))
             if changes.nodes:
                 db.executemany(
-                    "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO nodes (name, cpus, memory_mib, state, registered_at, last_seen, reason, "
+                    "drain) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen, n.reason)
+                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen, n.reason, n.drain)
                         for n in changes.nodes.values()
                     ],
                 )
@@ -170,12 +178,20 @@ class SqliteStore:
                     if row is not None:
                         attempt = attempt_from_row(row)
                         attempts[attempt.job_id, attempt.index, attempt.number] = attempt
-        nodes = {
-            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6])
-            for row in self.db.execute("SELECT * FROM nodes")
-        }
+        nodes = self._nodes()
         next_id = (self.db.execute("SELECT MAX(id) FROM jobs").fetchone()[0] or 0) + 1
         return WorkingSet(jobs, attempts, nodes, next_id)
+
+    @translated
+    def load_nodes(self) -> dict[str, Node]:
+        return self._nodes()
+
+    def _nodes(self) -> dict[str, Node]:
+        return {
+            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6], row[7])
+            for row in self.db.execute(
+                "SELECT name, cpus, memory_mib, state, registered_at, last_seen, reason, drain FROM nodes")
+        }
 
     @translated
     def load_job(self, job_id: int) -> Job | None:
@@ -300,7 +316,8 @@ class SqliteStore:
 
 def tasks_of(db: sqlite3.Connection, job_id: int) -> dict[int, Task]:
     return {
-        row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6], bool(row[7]))
+        row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6], bool(row[7]),
+                     bool(row[8]))
         for row in db.execute("SELECT * FROM tasks WHERE job_id=? ORDER BY idx", (job_id,))
     }
 
@@ -339,7 +356,7 @@ def _job_row(job: Job) -> tuple[Any, ...]:
         job.resources.memory_mib, _dumps([list(r) for r in job.indices.ranges]), int(job.is_array),
         job.max_running, _dumps(list(job.after_ok)), _spec_text(job.spec), job.fresh_from,
         job.fresh_state.value, _dumps(sorted(job.fresh_skip)), job.ended_at,
-        job.state.value if job.state else None,
+        job.state.value if job.state else None, job.end_reason,
     )
 
 
@@ -351,7 +368,7 @@ def job_from_row(row: Sequence[Any]) -> Job:
         is_array=bool(row[8]), max_running=row[9], after_ok=tuple(json.loads(row[10])),
         spec=json.loads(row[11]), fresh_from=row[12], fresh_state=JobState(row[13]),
         fresh_skip=set(json.loads(row[14])), ended_at=row[15],
-        state=JobState(row[16]) if row[16] else None,
+        state=JobState(row[16]) if row[16] else None, end_reason=row[17],
     )
 
 

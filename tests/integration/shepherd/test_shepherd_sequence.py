@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +221,76 @@ def test_the_environment_and_a_trace_are_kept_in_the_spool(tmp_path: Path) -> No
     assert (spool / "environment").stat().st_mode & 0o777 == 0o600
     trace = (spool / "trace").read_text()
     assert "job started" in trace and "job ended" in trace
+
+
+# Builtins only while signals may come: a trap that runs during a command substitution ($(...))
+# can cut its output short.
+WAIT_FOR_TWO_LINES_IN_GOT = (
+    "i=0; while [ $i -lt 200 ]; do\n"
+    "  if [ -f got ]; then mapfile -t lines < got; [ ${#lines[@]} -ge 2 ] && exit 0; fi\n"
+    "  sleep 0.05; i=$((i + 1))\n"
+    "done; exit 1\n"
+)
+
+
+def test_signals_that_come_during_the_prolog_wait_in_order_until_the_job_catches_them(tmp_path: Path) -> None:
+    """Kept for the job, then sent in the order they came, each once the job catches it: SIGUSR2,
+    whose trap is set first, waits behind SIGUSR1, whose trap comes later."""
+    in_prolog = tmp_path / "in-prolog"
+    script = ("trap 'if [ -f usr1-next ]; then echo USR2 >> got; else echo USR2-too-early >> got; fi' USR2\n"
+              "sleep 0.3; touch usr1-next; trap 'echo USR1 >> got' USR1\n"
+              + WAIT_FOR_TWO_LINES_IN_GOT)
+    spool = make_spool(tmp_path, script, node_prolog=f"touch {in_prolog}; sleep 1")
+    shepherd = run_shepherd(spool)
+    wait_until(in_prolog.exists, describe="the prolog to run")
+    shepherd.send_signal(signal.SIGUSR1)
+    time.sleep(0.2)  # apart: two signals pending at once reach their handlers in the kernel's order
+    shepherd.send_signal(signal.SIGUSR2)
+    assert not (spool / "job_pid").exists()  # kept: the job is not there yet
+    assert shepherd.wait(timeout=30) == 0
+    assert exit_status(spool)["exit_code"] == 0, (tmp_path / "out.txt").read_text()
+    assert sorted((tmp_path / "got").read_text().split()) == ["USR1", "USR2"]
+
+
+def test_a_stop_during_the_prolog_runs_the_site_epilog_but_not_the_jobs(tmp_path: Path) -> None:
+    in_prolog = tmp_path / "in-prolog"
+    spool = make_spool(tmp_path, "echo job\n", node_prolog=f"echo node-prolog; touch {in_prolog}; sleep 0.5",
+                       job_prolog="echo job-prolog", node_pe_start="echo pe-start", node_pe_stop="echo pe-stop",
+                       job_epilog="echo job-epilog", node_epilog="echo node-epilog")
+    shepherd = run_shepherd(spool)
+    wait_until(in_prolog.exists, describe="the prolog to run")
+    (spool / "stop_request").write_text('{"why":"hold"}')  # as the execd writes it before its SIGTERM
+    shepherd.send_signal(signal.SIGTERM)
+    assert shepherd.wait(timeout=30) == 0
+    record = exit_status(spool)
+    assert record["failure"] == "stopped before the job started (a hold came during its prolog)"
+    assert record["terminated"] and record["exit_code"] is None and not (spool / "job_pid").exists()
+    assert record["methods"] == [{"step": "epilog", "level": "node", "exit_code": 0}]
+    assert (tmp_path / "out.txt").read_text().split() == ["node-prolog", "node-epilog"]
+    assert "node epilog exited 0" in (spool / "trace").read_text()
+
+
+def test_a_failing_pe_start_is_followed_by_pe_stop_and_the_node_epilog(tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "echo job\n", node_pe_start="echo pe-start; exit 2", node_pe_stop="echo pe-stop",
+                       job_epilog="echo job-epilog", node_epilog="echo node-epilog")
+    assert run_shepherd(spool).wait(timeout=30) == 0
+    record = exit_status(spool)
+    assert record["failure"] == "the node pe_start exited with status 2; the job did not run"
+    assert [(m["step"], m["exit_code"]) for m in record["methods"]] == [("pe_start", 2), ("pe_stop", 0), ("epilog", 0)]
+    assert (tmp_path / "out.txt").read_text().split() == ["pe-start", "pe-stop", "node-epilog"]
+
+
+def test_takes_tells_whether_a_process_catches_or_ignores_a_signal() -> None:
+    from drover.shepherd.supervise import takes
+
+    catching = subprocess.Popen(["bash", "-c", "trap : USR1; trap '' USR2; sleep 5"])
+    plain = subprocess.Popen(["sleep", "5"])
+    try:
+        wait_until(lambda: takes(catching.pid, signal.SIGUSR1), describe="the trap to be set")
+        assert takes(catching.pid, signal.SIGUSR2)  # ignored
+        assert not takes(plain.pid, signal.SIGUSR1) and not takes(catching.pid, signal.SIGHUP)
+    finally:
+        for process in (catching, plain):
+            process.kill()
+            process.wait()
+    assert takes(plain.pid, signal.SIGUSR1)  # gone: sending does no harm

@@ -16,6 +16,7 @@ EXPECTED = {
     ("GET", "/v1/history"): (Access.USER, ""),
     ("GET", "/v1/nodes"): (Access.USER, ""),
     ("POST", "/v1/nodes/{name}/resume"): (Access.ADMIN, "resume nodes"),
+    ("POST", "/v1/nodes/{name}/drain"): (Access.ADMIN, "drain nodes"),
     ("GET", "/v1/events"): (Access.USER, ""),
     ("GET", "/v1/jobs/{job_id}/files"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/files/{task}/{attempt}/{name:path}"): (Access.JOB, ""),

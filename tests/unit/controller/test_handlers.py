@@ -86,6 +86,12 @@ class World:
         self.run(outcome)
         return results
 
+    def act_signal(self, name: str, *refs: str, user: str = "alice") -> list[object]:
+        outcome, results = act(self.state, "signal", list(refs), may_touch_as(user), self.now, self.store,
+                               signal_name=name)
+        self.run(outcome)
+        return results
+
     def reload(self) -> None:
         self.store.close()
         self.__init__(self.path)  # type: ignore[misc]
@@ -192,7 +198,10 @@ def test_after_a_controller_restart_a_node_hello_resends_lost_orders_and_fails_l
     world.connect(known=[])  # the node knows neither attempt
     resent = [s.message for s in world.sent if isinstance(s.message, StartAttempt)]
     assert [order.attempt for order in resent] == [first.attempt]  # dispatched: the order was lost
-    assert world.store.load_job(b[0]).state.value == "node_fail"  # type: ignore[union-attr]
+    # running, and unknown to the node: lost, and requeued as a new attempt
+    assert world.state.jobs[b[0]].tasks[0].state.value == "pending"
+    (lost,) = world.store.attempts_of(b[0])
+    assert lost.exit is not None and lost.exit.get("node_lost") and lost.exit["failure"] == "node n1 no longer knows the attempt"
     assert a[0] in world.state.jobs
 
 
@@ -206,3 +215,76 @@ def test_hold_and_release_of_a_whole_array(world: World) -> None:
     assert len(world.schedule()) == 2
     (again,) = world.act("release", str(job))
     assert not again.ok and "no held task" in again.message  # type: ignore[attr-defined]
+
+
+STOPPED = dict(OK, exit_code=None, terminated=True, failure="stopped before the job started (a hold came during its prolog)")
+
+
+def test_a_hold_while_the_prolog_runs_stops_the_attempt_and_the_task_waits_held_until_released(world: World) -> None:
+    world.connect()
+    (job,) = world.submit()
+    (first,) = world.schedule()
+    (result,) = world.act("hold", str(job))
+    assert result.ok and "stopping before its job starts" in result.message  # type: ignore[attr-defined]
+    assert SignalAttempt(first.attempt, "terminate", "hold") in [s.message for s in world.sent]
+    task = world.state.jobs[job].tasks[0]
+    assert task.state.value == "dispatched" and task.hold_requested  # a request, not a state
+    (again,) = world.act("hold", str(job))
+    assert not again.ok  # type: ignore[attr-defined]
+    world.reload()  # the request is stored: a restarted controller tells the node again
+    world.connect(known=[KnownAttempt(first.attempt, True)])
+    assert SignalAttempt(first.attempt, "terminate", "hold") in [s.message for s in world.sent]
+    world.exited(first.attempt, STOPPED)
+    task = world.state.jobs[job].tasks[0]
+    assert task.state.value == "held" and not task.hold_requested
+    assert world.schedule() == []
+    kinds = world.event_kinds(job)
+    assert "hold_requested" in kinds and "held" in kinds and "failed" not in kinds
+    (released,) = world.act("release", str(job))
+    assert released.ok  # type: ignore[attr-defined]
+    (second,) = world.schedule()
+    assert second.attempt == f"{job}.0.2"
+    world.started(second.attempt)
+    world.exited(second.attempt)
+    assert world.store.load_job(job).state.value == "completed"  # type: ignore[union-attr]
+
+
+def test_a_running_task_cannot_be_held_and_a_cancel_wins_over_a_hold(world: World) -> None:
+    world.connect()
+    running, starting = world.submit(), world.submit()
+    first, second = world.schedule()
+    world.started(first.attempt)
+    (refused,) = world.act("hold", str(running[0]))
+    assert not refused.ok and refused.message == f"job {running[0]} has no pending task to hold"  # type: ignore[attr-defined]
+    assert world.state.jobs[running[0]].tasks[0].state.value == "running"
+    world.act("hold", str(starting[0]))
+    world.act("cancel", str(starting[0]))
+    assert SignalAttempt(second.attempt, "terminate", "cancel") in [s.message for s in world.sent]
+    world.exited(second.attempt, STOPPED)
+    assert world.store.load_job(starting[0]).state.value == "cancelled"  # type: ignore[union-attr]
+
+
+def test_a_requeue_under_way_before_the_job_started_ends_held_if_held_meanwhile(world: World) -> None:
+    world.connect()
+    (job,) = world.submit()
+    (first,) = world.schedule()
+    world.act("requeue", str(job))
+    sent = len(world.sent)
+    (result,) = world.act("hold", str(job))
+    assert result.ok and len(world.sent) == sent  # type: ignore[attr-defined]  # stopping already
+    (requeue,) = world.act("requeue", str(job))
+    assert not requeue.ok  # type: ignore[attr-defined]
+    world.exited(first.attempt, STOPPED)
+    assert world.state.jobs[job].tasks[0].state.value == "held"
+
+
+def test_a_signal_for_a_task_whose_prolog_runs_goes_to_its_node(world: World) -> None:
+    world.connect()
+    (job,) = world.submit()
+    (first,) = world.schedule()
+    (result,) = world.act_signal("USR1", str(job))
+    assert result.ok  # type: ignore[attr-defined]
+    assert SignalAttempt(first.attempt, "SIGUSR1") in [s.message for s in world.sent]
+    (held,) = world.submit(hold=True)
+    (refused,) = world.act_signal("USR1", str(held))
+    assert not refused.ok and "has no running or suspended task" in refused.message  # type: ignore[attr-defined]

@@ -32,6 +32,7 @@ EXPECTED = {
     (S.SUSPENDED, T.EXIT): S.COMPLETING,
     (S.COMPLETING, T.REQUEUE): S.PENDING,
     (S.COMPLETING, T.ERROR_HOLD): S.HELD,
+    (S.COMPLETING, T.HOLD): S.HELD,  # held while its prolog ran: stopped, then held
     (S.COMPLETING, T.SUCCEED): S.COMPLETED,
     (S.COMPLETING, T.FAIL): S.FAILED,
     (S.COMPLETING, T.TIME_OUT): S.TIMEOUT,
@@ -43,6 +44,8 @@ EXPECTED = {
     (S.RUNNING, T.LOSE_NODE): S.NODE_FAIL,
     (S.SUSPENDED, T.LOSE_NODE): S.NODE_FAIL,
     (S.COMPLETING, T.LOSE_NODE): S.NODE_FAIL,
+    **{(state, T.INTERNAL_ERROR): S.FAILED for state in (S.PENDING, S.HELD, S.DISPATCHED, S.RUNNING, S.SUSPENDED,
+                                                         S.COMPLETING)},
 }
 
 
@@ -174,3 +177,15 @@ def test_a_requested_requeue_comes_after_a_cancel_and_before_everything_else() -
     assert classify_exit(ExitFacts(None, signal=15, requeue_requested=True)) is T.REQUEUE
     assert classify_exit(ExitFacts(None, cancel_requested=True, requeue_requested=True)) is T.CANCEL
     assert classify_exit(ExitFacts(0, timed_out=True, requeue_requested=True)) is T.REQUEUE
+
+
+def test_a_hold_while_the_prolog_ran_holds_after_a_cancel_and_before_a_requeue() -> None:
+    stopped = ExitFacts(None, failure="stopped before the job started (a hold came during its prolog)",
+                        hold_requested=True)
+    assert classify_exit(stopped) is T.HOLD
+    assert classify_exit(ExitFacts(None, cancel_requested=True, hold_requested=True)) is T.CANCEL
+    assert classify_exit(ExitFacts(None, hold_requested=True, requeue_requested=True)) is T.HOLD
+    # a failing node prolog still puts the node in ERROR; the task waits held all the same
+    prolog_failed = ExitFacts(None, methods=(("prolog", "node", 1),), hold_requested=True)
+    assert classify_exit(prolog_failed) is T.HOLD and node_failure(prolog_failed) is not None
+    assert next_state(S.COMPLETING, T.HOLD) is S.HELD and next_state(S.HELD, T.RELEASE) is S.PENDING

@@ -9,14 +9,15 @@ from drover.cli.common import client, parser, print_json, whole_number
 _DESCRIPTIONS = {
     "cancel": "Cancel jobs or tasks. Pending ones end at once; running ones get SIGTERM, a grace "
               "period, then SIGKILL.",
-    "hold": "Keep pending jobs or tasks from starting until released.",
+    "hold": "Keep pending jobs or tasks from starting until released (one whose prolog runs is stopped first).",
     "release": "Let held jobs or tasks start.",
     "suspend": "Suspend running jobs or tasks: the whole attempt is frozen (its cgroup where there is one).",
     "resume": "Resume suspended jobs or tasks.",
     "requeue": "Stop running jobs or tasks (SIGTERM, grace, SIGKILL) and put them back in the queue.",
     "alter": "Change the priority of jobs that have tasks waiting.",
     "checkpoint": "Deliver the checkpoint signal the jobs were submitted with (--checkpoint-signal).",
-    "signal": "Send a signal (e.g. USR1, or a number) to running jobs or tasks: drover signal JOB... SIGNAL",
+    "signal": ("Send a signal (e.g. USR1, or a number) to running jobs or tasks (one whose prolog runs gets it "
+               "once its job has started): drover signal JOB... SIGNAL"),
 }
 
 

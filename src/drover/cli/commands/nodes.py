@@ -1,4 +1,5 @@
-"""drover nodes: the cluster's nodes."""
+"""drover nodes: the cluster's nodes; drover node drain|resume NODE: an admin takes a node out of
+service and back."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from drover.cli.common import client, parser, print_json
 
 
 def run(command: str, argv: list[str]) -> int:
+    if command == "node":
+        return _node(argv)
     p = parser(command, "List the cluster's nodes and what they run.")
     p.add_argument("--resume", metavar="NODE", help="clear a node's ERROR so it takes work again")
     args = p.parse_args(argv)
@@ -19,8 +22,33 @@ def run(command: str, argv: list[str]) -> int:
     from drover.cli.render import table, when
 
     table(
-        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LAST SEEN", "REASON"],
+        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LOAD", "FREE", "LAST SEEN", "REASON"],
         [(n.name, n.state.upper(), n.cpus, n.cpus_used, f"{n.memory_mib}M", f"{n.memory_mib_used}M",
-          n.running, when(n.last_seen), n.reason or "") for n in nodes],
+          n.running, "" if n.load is None else f"{n.load:.2f}",
+          "" if n.memory_free_mib is None else f"{n.memory_free_mib}M", when(n.last_seen), n.reason or "")
+         for n in nodes],
     )
+    return 0
+
+
+def _node(argv: list[str]) -> int:
+    p = parser("node", "Take a node out of service (drain) or back (resume); admins only.")
+    p.add_argument("action", choices=("drain", "resume"),
+                   help="drain: start nothing new on it, DRAINED once idle (kept until resumed); "
+                        "resume: end a drain or clear an ERROR")
+    p.add_argument("node", metavar="NODE")
+    p.add_argument("--reason", default="", help="why it is drained, shown by drover nodes")
+    args = p.parse_args(argv)
+    if args.reason and args.action != "drain":
+        p.error("--reason goes with drain")
+    with client() as api:
+        if args.action == "drain":
+            api.drain_node(args.node, args.reason)
+        else:
+            api.resume_node(args.node)
+        node = next((n for n in api.nodes() if n.name == args.node), None)
+    if args.json:
+        print_json(node)
+    elif node is not None:
+        print(f"node {node.name}: {node.state}" + (f" ({node.reason})" if node.reason else ""))
     return 0

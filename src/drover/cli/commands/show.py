@@ -26,6 +26,7 @@ def run(command: str, argv: list[str]) -> int:
             ("queue", job.queue),
             ("submitted", when(job.submitted_at)),
             ("ended", when(job.ended_at)),
+            *([("reason", job.end_reason)] if job.end_reason else []),
             ("priority", job.priority),
             ("request", f"{job.cpus} CPU(s), {job.memory_mib} MiB, time limit "
                         + (format_duration(job.time_limit_s) if job.time_limit_s else "none")),
@@ -69,6 +70,9 @@ def run(command: str, argv: list[str]) -> int:
                     if cleanup.get("error"):
                         line += f"; step {cleanup['step']} failed {cleanup['tries']} time(s): {cleanup['error']}"
                     print(line)
+                for given_up in (cleanup.get("given_up") or []) if cleanup else []:
+                    print(f"      cleanup: step {given_up['step']} given up after {given_up['tries']} "
+                          f"failed tries: {given_up['error']}")
                 if attempt.usage:
                     u = attempt.usage
                     print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "

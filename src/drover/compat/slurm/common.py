@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 # The Slurm release whose commands the front ends follow, as `--version` prints it: tools read it
 # to choose between spellings of options and output.
 VERSION = "slurm 23.11.0"
-# Slurm's default MinJobAge: how long an ended job is still known to squeue and scontrol.
-MIN_JOB_AGE_S = 300
 
 # Drover's task states in Slurm's words (squeue's compact codes, sacct's long ones).
 STATES = {
@@ -159,6 +157,12 @@ def environment_defaults(options: Iterable[Option], variables: dict[str, str], e
             option = by_key[key]
             out.append((option, environ[variable] if option.arity.value != "none" else None))
     return out
+
+
+def recent(infos: list[JobInfo], now: float, min_job_age_s: int) -> list[JobInfo]:
+    """The jobs Slurm still knows: those not ended, and those ended at most MinJobAge ago (the
+    cluster's [compat] min_job_age_s)."""
+    return [info for info in infos if info.ended_at is None or now - info.ended_at <= min_job_age_s]
 
 
 def load_jobs(client: Client, ids: list[int] | None, include_ended: bool, user: str | None = None,

@@ -13,10 +13,10 @@ from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import timefmt
 from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, Refusal, act, slurm_ref
 from drover.compat.slurm.common import (
-    MIN_JOB_AGE_S,
     VERSION,
     Refused,
     command_line,
+    recent,
 )
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
@@ -163,7 +163,7 @@ def show_config() -> int:
     with Client() as client:
         ping = client.ping()
     settings = [
-        ("ClusterName", "drover"), ("MinJobAge", f"{MIN_JOB_AGE_S} sec"), ("PriorityType", "priority/basic"),
+        ("ClusterName", "drover"), ("MinJobAge", f"{ping.min_job_age_s} sec"), ("PriorityType", "priority/basic"),
         ("SchedulerType", "sched/builtin"), ("SelectType", "select/cons_tres"),
         ("SlurmctldHost[0]", os.uname().nodename), ("SLURM_VERSION", VERSION.split()[-1]),
         ("DroverVersion", ping.version),
@@ -182,8 +182,7 @@ def show_jobs(name: str | None, out: Output) -> int:
     index: int | None = None
     with Client() as client:
         if name is None:
-            infos = load_jobs(client, None, include_ended=True)
-            infos = [i for i in infos if i.ended_at is None or now - i.ended_at <= MIN_JOB_AGE_S]
+            infos = recent(load_jobs(client, None, include_ended=True), now, client.ping().min_job_age_s)
         else:
             job_text, _, index_text = name.partition("_")
             if not (job_text.isascii() and job_text.isdigit()) or (index_text and not (index_text.isascii() and index_text.isdigit())):
@@ -193,7 +192,8 @@ def show_jobs(name: str | None, out: Output) -> int:
                 infos = [client.job(int(job_text))]
             except NotFound:
                 infos = []
-            infos = [i for i in infos if i.ended_at is None or now - i.ended_at <= MIN_JOB_AGE_S]
+            if infos and infos[0].ended_at is not None:
+                infos = recent(infos, now, client.ping().min_job_age_s)
             if not infos:
                 raise Refused(f"slurm_load_jobs error: {INVALID_JOB_ID}")
     # a task of a pending group is shown on its own when asked for by its index

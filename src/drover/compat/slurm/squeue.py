@@ -11,7 +11,6 @@ import time
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.common import (
-    MIN_JOB_AGE_S,
     VERSION,
     Refused,
     approximated,
@@ -20,6 +19,7 @@ from drover.compat.slurm.common import (
     environment_defaults,
     iterate_seconds,
     load_jobs,
+    recent,
     split_list,
     user_names,
 )
@@ -241,7 +241,8 @@ def collect(query: Query, now: float) -> list[SlurmJob]:
     final_asked = query.states is not None and ("ALL" in query.states or bool(query.states & FINAL))
     with Client() as client:
         infos = load_jobs(client, ids, include_ended=final_asked)
-    infos = [info for info in infos if info.ended_at is None or now - info.ended_at <= MIN_JOB_AGE_S]
+        if any(info.ended_at is not None for info in infos):
+            infos = recent(infos, now, client.ping().min_job_age_s)
     if ids is not None and len(ids) == 1 and not infos:
         raise Refused("slurm_load_jobs error: Invalid job id specified")
     split = "array" in query.flags

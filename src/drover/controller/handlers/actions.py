@@ -1,4 +1,4 @@
-"""Cancel, hold and release: on a whole job ("12") or one task ("12.3")."""
+"""Cancel, hold, release, requeue, signal…: on a whole job ("12") or one task ("12.3")."""
 
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def act(
         order = _signal_order(signal_name)
 
         def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
-            return _send(st, out, job, tasks, order, "signalled")
+            # A task whose prolog runs is signalled too: the node keeps the signal until the
+            # job has started (shepherd/supervise.py, execd/attempts.py).
+            return _send(st, out, job, tasks, order, "signalled", before_start=True)
 
     assert handler is not None, action
     outcome = Outcome()
@@ -111,14 +113,31 @@ def _cancel(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task
 
 def _hold(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
           now: float) -> str:
+    """Hold the waiting tasks, and those whose job has not started yet (DISPATCHED: the prolog
+    runs): the node stops that attempt before the job starts, as for a requeue, and the task
+    waits again, held, when the attempt reports (core/exit_status.classify_exit). A task whose
+    job runs cannot be held, as in Slurm and Grid Engine: requeue it (drover requeue, scontrol
+    requeuehold) or cancel it."""
     held = change_fresh(outcome, job, Trigger.HOLD, now) if fresh and job.fresh_state is JobState.PENDING else 0
+    stopping = 0
     for task in tasks:
         if task.state is JobState.PENDING:
             change_task(outcome, task, Trigger.HOLD, now)
             held += 1
-    if not held:
+        elif task.state is JobState.DISPATCHED and not task.hold_requested and not task.cancel_requested:
+            task.hold_requested = True
+            if task.requeue_requested:  # stopping already: it will wait held instead
+                outcome.changes.task(task)
+                outcome.changes.event(now, "hold_requested", task.job_id, task.index, task.attempt)
+            else:
+                _stop(state, outcome, task, "hold_requested", now)
+            stopping += 1
+    if not held and not stopping:
         raise Conflict(f"{_what(job, tasks, fresh)} has no pending task to hold")
-    return f"{held} held"
+    parts = [f"{held} held"] if held else []
+    if stopping:
+        parts.append(f"{stopping} stopping before its job starts, to be held")
+    return ", ".join(parts)
 
 
 def _release(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
@@ -146,11 +165,15 @@ def _resume(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task
     return _send(state, outcome, job, [t for t in tasks if t.state is JobState.SUSPENDED], "resume", "resumed")
 
 
-def _send(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], order: str, done: str) -> str:
+def _send(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], order: str, done: str,
+          before_start: bool = False) -> str:
+    """`before_start`: send it to attempts whose job has not started yet too (DISPATCHED)."""
     sent = 0
+    states = (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED) if before_start else (
+        JobState.RUNNING, JobState.SUSPENDED)
     for task in tasks:
         attempt = state.latest_attempt(task)
-        if attempt is not None and task.state in (JobState.RUNNING, JobState.SUSPENDED):
+        if attempt is not None and task.state in states:
             outcome.send(attempt.node, SignalAttempt(attempt.name, order))
             sent += 1
     if not sent:
@@ -173,8 +196,15 @@ def _stop(state: ControllerState, outcome: Outcome, task: Task, request: str, no
     outcome.changes.event(now, request, task.job_id, task.index, task.attempt)
     attempt = state.latest_attempt(task)
     if attempt is not None:
-        why = "requeue" if request == "requeue_requested" else "cancel"
-        outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate", why))
+        outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
+
+
+def stop_reason(task: Task) -> str:
+    """What the stop of a task's attempt means, for the node (its cleanup classifies the end as
+    the controller will): a cancel wins over a hold, a hold over a requeue."""
+    if task.cancel_requested:
+        return "cancel"
+    return "hold" if task.hold_requested else "requeue"
 
 
 def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
@@ -183,7 +213,8 @@ def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
     as new attempts (scontrol requeue)."""
     asked = 0
     for task in tasks:
-        if task.state in RUNNING_STATES and not task.requeue_requested and not task.cancel_requested:
+        if (task.state in RUNNING_STATES and not task.requeue_requested and not task.cancel_requested
+                and not task.hold_requested):
             task.requeue_requested = True
             _stop(state, outcome, task, "requeue_requested", now)
             asked += 1

@@ -9,16 +9,17 @@ from dataclasses import dataclass, field
 
 from drover.config_schema import QueueSection
 from drover.controller.effects import Outcome
-from drover.controller.lifecycle import change_task
+from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.state import ControllerState
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
-from drover.scheduler.plan import plan
+from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
 from drover.store.base import Store
+from drover.store.faults import StoreFault
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,34 +34,83 @@ NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does no
 
 
 def schedule(state: ControllerState, now: float, store: Store, orders: OrderOptions) -> Outcome:
+    """Plan, then start what the plan starts, job by job. An exception while reading one job's
+    pending work, planning it or starting one of its tasks sets that job aside (Outcome.fault:
+    the shell fails it, with the reason); the other jobs are planned and started all the same.
+    A fault of the store itself (StoreFault) is no job's: it ends the pass, before any change."""
     outcome = Outcome()
+    for node in state.nodes.values():  # a draining node whose last attempt ended meanwhile
+        drained_if_idle(outcome, node, now)
     nodes = [
         NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids())
         for node in state.nodes.values()
     ]
     if state.pending_reasons and not any(view.state.accepts_work and view.free.cpus for view in nodes):
         return outcome  # nothing can start; the reasons from the last cycle still hold
-    work = [item for job in state.jobs.values() if (item := _pending_work(state, job, store))]
+    work = []
+    for job in state.jobs.values():
+        try:
+            item = _pending_work(state, job, store)
+        except StoreFault:
+            raise
+        except Exception as error:
+            outcome.fault(job.id, error, "reading what it waits for")
+            continue
+        if item is not None:
+            work.append(item)
     if not work:
         state.pending_reasons = {}
         return outcome
-    decided = plan(work, nodes, now)
+    decided = _plan(outcome, work, nodes, now)
     state.pending_reasons = dict(decided.pending_reasons)
+    failed = {fault.job_id for fault in outcome.faults}
     for start in decided.starts:
-        job = state.jobs[start.job]
-        task = job.tasks.get(start.index)
-        if task is None:
-            job.take_fresh(start.index)
-            task = job.tasks[start.index] = Task(job.id, start.index, JobState.PENDING, now)
-            outcome.changes.job(job)
-        state.attempts.pop((job.id, task.index, task.attempt), None)
-        change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids))
-        attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now)
-        state.attempts[job.id, task.index, task.attempt] = attempt
-        state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib)
-        outcome.changes.attempt(attempt)
-        outcome.send(start.node, start_order(job, attempt, orders))
+        if start.job in failed:
+            continue
+        try:
+            _start(state, outcome, start, now, orders)
+        except Exception as error:
+            failed.add(start.job)
+            outcome.fault(start.job, error, f"starting task {start.job}.{start.index} on node {start.node}")
     return outcome
+
+
+def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float) -> Plan:
+    """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
+    then each job is planned alone to find which, those are set aside, and the others are
+    planned again. An exception no one job causes alone is raised (the pass starts nothing)."""
+    try:
+        return plan(work, nodes, now)
+    except Exception as error:
+        failure = error
+    kept = []
+    for item in work:
+        try:
+            plan([item], nodes, now)
+        except Exception as error:
+            outcome.fault(item.job, error, "planning it")
+        else:
+            kept.append(item)
+    if len(kept) == len(work):
+        raise failure
+    return plan(kept, nodes, now) if kept else Plan()
+
+
+def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions) -> None:
+    """One start of the plan: the task record, its new attempt, the node's room, the order."""
+    job = state.jobs[start.job]
+    task = job.tasks.get(start.index)
+    if task is None:
+        job.take_fresh(start.index)
+        task = job.tasks[start.index] = Task(job.id, start.index, JobState.PENDING, now)
+        outcome.changes.job(job)
+    state.attempts.pop((job.id, task.index, task.attempt), None)
+    change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids))
+    attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now)
+    state.attempts[job.id, task.index, task.attempt] = attempt
+    state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib)
+    outcome.changes.attempt(attempt)
+    outcome.send(start.node, start_order(job, attempt, orders))
 
 
 def _pending_work(state: ControllerState, job: Job, store: Store) -> PendingWork | None:

@@ -6,9 +6,17 @@ never brings back a cancelled task, and never lets a second attempt run.
 
 from __future__ import annotations
 
-from drover.controller.effects import Outcome
+from collections.abc import Callable
+
+from drover.controller.effects import Outcome, SendToNode
+from drover.controller.handlers.actions import stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, start_order
-from drover.controller.lifecycle import change_task, end_job_if_done, release_attempt
+from drover.controller.lifecycle import (
+    change_task,
+    drained_if_idle,
+    end_job_if_done,
+    release_attempt,
+)
 from drover.controller.state import ControllerState
 from drover.core.exit_status import (
     classify_exit,
@@ -18,7 +26,8 @@ from drover.core.exit_status import (
     outcome_reason,
     shell_status,
 )
-from drover.core.job import Attempt, Job, Task
+from drover.core.ids import job_of_attempt
+from drover.core.job import Attempt, Job, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
@@ -34,10 +43,11 @@ from drover.protocol.node_channel import (
     Suspended,
     Welcome,
 )
-from drover.records import CleanupProgress
+from drover.records import CleanupProgress, ExitStatus, GivenUpStep
 
 
-def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions) -> Outcome:
+def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions,
+                      heartbeat_s: float = 10.0) -> Outcome:
     outcome = Outcome(reschedule=True)
     node = state.nodes.get(hello.node)
     if node is None:
@@ -45,31 +55,19 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
     if node.state is NodeState.DOWN:
         node.apply(NodeTrigger.CONNECT)  # a node in ERROR stays so until an operator resumes it
+        if node.drain is not None:  # drained before it went away: still drained
+            node.apply(NodeTrigger.DRAIN)
+            node.reason = node.drain
     outcome.changes.node(node)
     outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib)
-    outcome.send(node.name, Welcome(node.name))
+    node.heard_at = now
+    outcome.send(node.name, Welcome(node.name, heartbeat_s))
     known = {item.attempt: item.running for item in hello.attempts}
     for job in list(state.jobs.values()):
-        for task in list(job.tasks.values()):
-            attempt = state.latest_attempt(task)
-            if attempt is None or attempt.node != node.name or not task.state.is_active:
-                continue
-            if attempt.name not in known:
-                if task.state is JobState.DISPATCHED:
-                    # The order never arrived (or the node lost it before starting): send it again.
-                    outcome.send(node.name, start_order(job, attempt, orders))
-                else:
-                    change_task(outcome, task, Trigger.LOSE_NODE, now, reason="the node no longer knows this attempt")
-                    release_attempt(state, job, task)
-                    end_job_if_done(state, outcome, job, now)
-                    continue
-            elif known[attempt.name] and task.state is JobState.DISPATCHED:
-                attempt.started_at = attempt.started_at or now
-                outcome.changes.attempt(attempt)
-                change_task(outcome, task, Trigger.START, now, job)
-            if task.cancel_requested or task.requeue_requested:
-                why = "cancel" if task.cancel_requested else "requeue"
-                outcome.send(node.name, SignalAttempt(attempt.name, "terminate", why))
+        try:
+            _reattach(state, outcome, node, job, known, now, orders)
+        except Exception as error:  # this job only: the shell fails it; the node's others go on
+            outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
     # too long, or the job was decided otherwise): stop them, so nothing runs unaccounted.
     for name, running in known.items():
@@ -79,7 +77,30 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         if running and not current:
             outcome.send(node.name, SignalAttempt(name, "terminate", "stray"))
             outcome.changes.event(now, "stray_attempt_stopped", node=node.name, stopped=name)
+    drained_if_idle(outcome, node, now)
     return outcome
+
+
+def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, known: dict[str, bool], now: float,
+              orders: OrderOptions) -> None:
+    """One job's attempts on a node that said hello: orders sent again, attempts lost or started."""
+    for task in list(job.tasks.values()):
+        attempt = state.latest_attempt(task)
+        if attempt is None or attempt.node != node.name or not task.state.is_active:
+            continue
+        if attempt.name not in known:
+            if task.state is JobState.DISPATCHED:
+                # The order never arrived (or the node lost it before starting): send it again.
+                outcome.send(node.name, start_order(job, attempt, orders))
+            else:
+                lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt")
+                continue
+        elif known[attempt.name] and task.state is JobState.DISPATCHED:
+            attempt.started_at = attempt.started_at or now
+            outcome.changes.attempt(attempt)
+            change_task(outcome, task, Trigger.START, now, job)
+        if task.cancel_requested or task.requeue_requested or task.hold_requested:
+            outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
 
 
 def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outcome:
@@ -91,15 +112,40 @@ def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outco
     if not lost:
         return outcome
     for job in list(state.jobs.values()):
-        for task in list(job.tasks.values()):
-            attempt = state.latest_attempt(task)
-            if attempt is not None and attempt.node in lost and task.state.is_active:
-                change_task(outcome, task, Trigger.LOSE_NODE, now, reason=f"node {attempt.node} was lost")
-                release_attempt(state, job, task)
-                end_job_if_done(state, outcome, job, now)
-    if outcome.changes:
+        try:
+            for task in list(job.tasks.values()):
+                attempt = state.latest_attempt(task)
+                if attempt is not None and attempt.node in lost and task.state.is_active:
+                    lose_attempt(state, outcome, job, task, attempt, now, f"node {attempt.node} was lost")
+        except Exception as error:  # this job only: the shell fails it; the others go on
+            outcome.fault(job.id, error, f"failing its attempts on lost node(s) {', '.join(sorted(lost))}")
+    if outcome.changes or outcome.faults:
         outcome.reschedule = True
     return outcome
+
+
+def lose_attempt(state: ControllerState, outcome: Outcome, job: Job, task: Task, attempt: Attempt, now: float,
+                 why: str) -> None:
+    """An attempt whose node is gone (or came back without it): ended here, since its node
+    cannot say how. One whose job had already exited (COMPLETING: its cleanup was under way) is
+    decided from the exit it reported, so a job that ran is never run again; one still running
+    is a system failure, requeued as a new attempt when the job may run again (at most until
+    MAX_SYSTEM_FAILURE_ATTEMPT), else NODE_FAIL. Fencing: the node is told to stop the attempt
+    if it ever comes back (on_node_connected), and its late report is stale (_exited)."""
+    if task.state is JobState.COMPLETING and attempt.exit is not None:
+        _decide(state, outcome, job, task, attempt, attempt.exit, now, why=f"{why} during the job's cleanup")
+        return
+    lost: ExitStatus = {
+        "exit_code": None, "signal": None, "failure": why, "timed_out": False, "terminated": False,
+        "out_of_memory": False, "node_lost": True,
+    }
+    attempt.exit = lost
+    attempt.ended_at = now
+    outcome.changes.attempt(attempt)
+    state.lost(attempt.name, attempt.node)
+    if task.state is not JobState.COMPLETING:
+        change_task(outcome, task, Trigger.EXIT, now, failure=why)
+    _decide(state, outcome, job, task, attempt, lost, now)
 
 
 def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outcome:
@@ -113,47 +159,143 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
     return outcome
 
 
-def on_reports(state: ControllerState, node: str,
-               reports: list[Started | Suspended | Exiting | Progress | StagedOut | Exited], now: float,
-               requeue_held: bool = False) -> Outcome:
-    """One frame of reports from a node: handled, and committed, together."""
+Report = Started | Suspended | Exiting | Progress | StagedOut | Exited
+# How one report is handled (handle_report); the fault-injection seam wraps it when it is on
+# (controller/faults.py). on_reports isolates each job's reports around it.
+ReportHandler = Callable[[ControllerState, Outcome, Report, float, bool], None]
+
+
+def on_reports(state: ControllerState, node: str, reports: list[Report], now: float,
+               requeue_held: bool = False, handle: ReportHandler | None = None) -> Outcome:
+    """One frame of reports from a node: handled job by job, and committed together.
+
+    An exception while handling one job's reports sets that job aside (Outcome.fault): the
+    nodes they touched are put back as they were here, nothing of the job is committed or sent,
+    and the shell puts the job back as the store has it and fails it with the reason. The other
+    jobs' reports go on, and the node's channel stays. The reports of the job set aside are
+    acknowledged with its failure, so the node does not send them again and again."""
+    handle = handle or handle_report
     outcome = Outcome()
-    acknowledged: list[str] = []
-    for report in reports:
-        if isinstance(report, Started):
-            _started(state, outcome, report, now)
-        elif isinstance(report, Suspended):
-            _suspended(state, outcome, report, now)
-        elif isinstance(report, Exiting):
-            _exiting(state, outcome, report, now)
-        elif isinstance(report, Progress):
-            _progress(state, outcome, report, now)
-        elif isinstance(report, StagedOut):
-            _staged_out(state, outcome, report, now)
-            outcome.send(node, Ack([report.attempt], "stage_out"))
-        else:
-            _exited(state, outcome, report, now, requeue_held)
-            acknowledged.append(report.attempt)
-    if acknowledged:
-        outcome.send(node, Ack(acknowledged))
+    acks: dict[str, list[str]] = {}
+    for job_id, group in _by_job(reports).items():
+        if job_id is not None:
+            touched = _node_states(state, group)
+            report = group[0]
+            try:
+                for report in group:
+                    handle(state, outcome, report, now, requeue_held)
+            except Exception as error:
+                for held, node_state, reason in touched:
+                    held.state, held.reason = node_state, reason
+                where = f"handling the {report_kind(report)} report of attempt {report.attempt} from node {node}"
+                outcome.fault(job_id, error, where, _acks(node, group))
+                continue
+        for report in group:  # reports that name no attempt change nothing, and are acknowledged
+            kind = ack_kind(report)
+            if kind is not None:
+                acks.setdefault(kind, []).append(report.attempt)
+    for kind, names in acks.items():
+        outcome.send(node, Ack(names, kind))
     return outcome
+
+
+def handle_report(state: ControllerState, outcome: Outcome, report: Report, now: float,
+                  requeue_held: bool = False) -> None:
+    if isinstance(report, Started):
+        _started(state, outcome, report, now)
+    elif isinstance(report, Suspended):
+        _suspended(state, outcome, report, now)
+    elif isinstance(report, Exiting):
+        _exiting(state, outcome, report, now)
+    elif isinstance(report, Progress):
+        _progress(state, outcome, report, now)
+    elif isinstance(report, StagedOut):
+        _staged_out(state, outcome, report, now)
+    else:
+        _exited(state, outcome, report, now, requeue_held)
+
+
+def ack_kind(report: Report) -> str | None:
+    """What the node waits to hear once the report is recorded (an Ack of this kind), if anything."""
+    if isinstance(report, Exited):
+        return "report"
+    if isinstance(report, StagedOut):
+        return "stage_out"
+    if isinstance(report, Progress) and report.given_up:
+        return f"given_up:{report.step}"
+    return None
+
+
+def report_kind(report: Report) -> str:
+    """The report's kind as the node channel spells it: started, exited…"""
+    return str(report.__struct_config__.tag)
+
+
+def _acks(node: str, reports: list[Report]) -> tuple[SendToNode, ...]:
+    return tuple(SendToNode(node, Ack([report.attempt], kind)) for report in reports
+                 if (kind := ack_kind(report)) is not None)
+
+
+def _by_job(reports: list[Report]) -> dict[int | None, list[Report]]:
+    """The reports by the job their attempt belongs to, each job's in the order they came."""
+    groups: dict[int | None, list[Report]] = {}
+    for report in reports:
+        groups.setdefault(job_of_attempt(report.attempt), []).append(report)
+    return groups
+
+
+def _node_states(state: ControllerState, reports: list[Report]) -> list[tuple[Node, NodeState, str | None]]:
+    """The nodes the reports' attempts ran on, with what handling them may change (a failing
+    prolog puts a node in ERROR), to put back if the handling fails."""
+    nodes = {attempt.node for report in reports if (attempt := state.attempt_by_name(report.attempt))}
+    return [(node, node.state, node.reason) for name in nodes if (node := state.nodes.get(name))]
 
 
 def resume_node(state: ControllerState, name: str, now: float) -> Outcome:
-    """An operator clears a node's ERROR (or ends its drain): it takes work again."""
-    from drover.core.errors import Conflict, NotFound
+    """An operator clears a node's ERROR, or ends its drain: it takes work again (a node that
+    is down keeps no drain for when it comes back)."""
+    from drover.core.errors import Conflict
 
-    node = state.nodes.get(name)
-    if node is None:
-        raise NotFound(f"node {name} does not exist")
-    if not can_node(node.state, NodeTrigger.RESUME):
-        raise Conflict(f"node {name} is {node.state.value}; only a node in error or drained can be resumed")
+    node = _node_named(state, name)
+    if node.state is NodeState.DOWN and node.drain is not None:
+        node.drain = node.reason = None
+    elif can_node(node.state, NodeTrigger.RESUME):
+        node.apply(NodeTrigger.RESUME)
+        node.drain = node.reason = None
+    else:
+        raise Conflict(f"node {name} is {node.state.value}; only a node in error, draining or drained can be resumed")
     outcome = Outcome(reschedule=True)
-    node.apply(NodeTrigger.RESUME)
-    node.reason = None
     outcome.changes.node(node)
     outcome.changes.event(now, "node_resumed", node=name)
     return outcome
+
+
+def drain_node(state: ControllerState, name: str, reason: str, now: float) -> Outcome:
+    """An operator drains a node: it starts nothing new, what it runs ends as it would, and it
+    is DRAINED once idle (Slurm's scontrol update State=DRAIN, Grid Engine's qmod -d). The drain
+    holds across the node's disconnects and restarts until `drover node resume`."""
+    from drover.core.errors import Conflict
+
+    node = _node_named(state, name)
+    if node.state is NodeState.ERROR:
+        raise Conflict(f"node {name} is in error ({node.reason}); resume it first, or leave it: it takes no work")
+    node.drain = node.reason = reason or "drained by an operator"
+    outcome = Outcome()
+    if node.state is NodeState.UP:
+        node.apply(NodeTrigger.DRAIN)
+    outcome.changes.node(node)
+    outcome.changes.event(now, "node_drain", node=name, reason=node.drain)
+    drained_if_idle(outcome, node, now)
+    return outcome
+
+
+def _node_named(state: ControllerState, name: str) -> Node:
+    from drover.core.errors import NotFound
+
+    node = state.nodes.get(name)
+    if node is None:
+        raise NotFound(f"node {name} does not exist (`drover nodes` lists them)")
+    return node
 
 
 def can_node(state: NodeState, trigger: NodeTrigger) -> bool:
@@ -221,19 +363,28 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
 
 
 def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: float) -> None:
+    """A failed try of a cleanup step (the pipeline waits and tries again), or a step given up
+    after its bounded tries (the pipeline went on): each is a cleanup_failed event. A step given
+    up stays with the attempt, after the job ended too, for `drover show`."""
+    given_up: list[GivenUpStep] = []
+    error = report.error
+    if report.given_up and report.step is not None:
+        given_up = [{"step": report.step, "tries": report.tries, "error": report.error or "unknown"}]
+        error = f"{report.step} given up: {report.error}"
     _, _, attempt = _current(state, report.attempt)
-    if attempt is None:
-        # A step after the report (the mail) of a job that has ended since: its failure is
-        # still said, as an event of the job's.
-        ended = _attempt_name(report.attempt)
-        if report.error and ended is not None:
-            outcome.changes.event(now, "cleanup_failed", *ended, step=report.step, tries=report.tries,
-                                  error=report.error)
-        return
-    _record_cleanup(outcome, attempt, report.done, now, step=report.step, tries=report.tries, error=report.error)
-    if report.error:
-        outcome.changes.event(now, "cleanup_failed", attempt.job_id, attempt.index, attempt.number,
-                              step=report.step, tries=report.tries, error=report.error)
+    key = _attempt_name(report.attempt)
+    if attempt is not None:
+        if given_up:  # the pipeline goes on: it is not stopped at this step
+            _record_cleanup(outcome, attempt, report.done, now, given_up=given_up)
+        else:
+            _record_cleanup(outcome, attempt, report.done, now, step=report.step, tries=report.tries, error=error)
+        key = attempt.job_id, attempt.index, attempt.number
+    elif key is not None and given_up:
+        # A step after the report (mail, removing the spool) of a job that has ended since.
+        outcome.changes.given_up_step(*key, given_up[0])
+    if error and key is not None:
+        outcome.changes.event(now, "cleanup_failed", *key, step=report.step, tries=report.tries, error=error,
+                              **({"given_up": True} if given_up else {}))
 
 
 def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now: float) -> None:
@@ -250,16 +401,20 @@ def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now
 
 
 def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: float, step: str | None = None,
-                    tries: int = 0, error: str | None = None) -> None:
-    """Remember the node's cleanup progress; each step done becomes one event, once."""
+                    tries: int = 0, error: str | None = None, given_up: list[GivenUpStep] | None = None) -> None:
+    """Remember the node's cleanup progress; each step done becomes one event, once. The files
+    kept and the steps given up so far stay: a later report only adds to them."""
     before = set(attempt.cleanup["done"]) if attempt.cleanup else set()
     progress: CleanupProgress = {"done": done, "step": step, "tries": tries, "error": error}
     if attempt.cleanup and "staged_out" in attempt.cleanup:
         progress["staged_out"] = attempt.cleanup["staged_out"]
-    attempt.cleanup = progress
+    if attempt.cleanup and "given_up" in attempt.cleanup:
+        progress["given_up"] = attempt.cleanup["given_up"]
+    attempt.cleanup = with_given_up(progress, given_up or [])
     outcome.changes.attempt(attempt)
+    not_done = {entry["step"] for entry in attempt.cleanup.get("given_up", [])}  # said as cleanup_failed
     for step in done:
-        if step not in before:
+        if step not in before and step not in not_done:
             outcome.changes.event(now, "cleanup_step", attempt.job_id, attempt.index, attempt.number, step=step)
 
 
@@ -269,13 +424,31 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     _exiting(state, outcome, report, now)
     job, task, attempt = _current(state, report.attempt)
     if attempt is not None and report.done:
-        _record_cleanup(outcome, attempt, report.done, now)
+        # The pipeline is past every step before this one; those given up stay said.
+        _record_cleanup(outcome, attempt, report.done, now, given_up=report.given_up)
+    lost_on = state.lost_attempts.pop(report.attempt, None)
+    if lost_on is not None:
+        # The node was given up on while this attempt ran, and the task decided without it
+        # (requeued, or NODE_FAIL): its report is stale. Said, and counted nowhere.
+        named = _attempt_name(report.attempt)
+        if named is not None:
+            outcome.changes.event(now, "stale_report", *named, node=lost_on,
+                                  exit_code=report.exit_status["exit_code"], signal=report.exit_status["signal"])
+        return
+    if attempt is not None and attempt.exit is not None and attempt.exit.get("node_lost"):
+        return  # stale too, from before a controller restart: counted nowhere
     if job is None or task is None or attempt is None or task.state is not JobState.COMPLETING:
         return  # decided already (or the task moved on): acknowledge again only
-    record = attempt.exit or report.exit_status
+    _decide(state, outcome, job, task, attempt, attempt.exit or report.exit_status, now, requeue_held)
+
+
+def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, attempt: Attempt, record: ExitStatus,
+            now: float, requeue_held: bool = False, why: str | None = None) -> None:
+    """The task's outcome from its COMPLETING attempt's exit record, once: its new state, the
+    node's ERROR if a node-level step failed, and the job's end."""
     facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), requeue_held,
                        task.requeue_requested, rerunnable=bool(job.spec.get("rerunnable", True)),
-                       attempt_number=attempt.number)
+                       attempt_number=attempt.number, hold_requested=task.hold_requested)
     reason = node_failure(facts)
     node = state.nodes.get(attempt.node)
     if reason and node is not None and can_node(node.state, NodeTrigger.FAIL):
@@ -285,10 +458,10 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
         outcome.changes.event(now, "node_error", attempt.job_id, attempt.index, attempt.number,
                               node=node.name, reason=node.reason)
     trigger = classify_exit(facts)
-    why = outcome_reason(facts, trigger)
+    why = outcome_reason(facts, trigger) or why
     after = change_task(outcome, task, trigger, now, reason=why) if why else change_task(outcome, task, trigger, now)
     release_attempt(state, job, task)
-    if after is JobState.PENDING:
-        task.cancel_requested = task.requeue_requested = False
+    if after in (JobState.PENDING, JobState.HELD):
+        task.cancel_requested = task.requeue_requested = task.hold_requested = False
     end_job_if_done(state, outcome, job, now)
     outcome.reschedule = True
