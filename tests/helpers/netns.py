@@ -166,6 +166,11 @@ class Hosts:
         if config_toml:
             (self.ctl.state_dir / "drover.toml").write_text(config_toml)
         self.ctl.drover("cluster", "init", "--state-dir", str(self.ctl.state_dir), "--host", self.ctl.address)
+        self._spawn_controller()
+        wait_until(lambda: f"serving TLS on ('{self.ctl.address}', {PORT})" in self.controller_log(),
+                   describe="the controller to serve TLS", timeout=30)
+
+    def _spawn_controller(self) -> None:
         log = open(self.ctl.state_dir / "controller.log", "ab")
         try:
             self.controller_process = subprocess.Popen(
@@ -175,8 +180,19 @@ class Hosts:
                 process_group=0)
         finally:
             log.close()
-        wait_until(lambda: f"serving TLS on ('{self.ctl.address}', {PORT})" in self.controller_log(),
-                   describe="the controller to serve TLS", timeout=30)
+
+    def kill_controller(self) -> None:
+        """kill -9 the controller (its process group: `ip netns exec` and the daemon)."""
+        assert self.controller_process is not None
+        os.killpg(self.controller_process.pid, signal.SIGKILL)
+        self.controller_process.wait()
+
+    def restart_controller(self) -> None:
+        """The controller again, on the same state directory and address."""
+        served = self.controller_log().count("serving TLS on")
+        self._spawn_controller()
+        wait_until(lambda: self.controller_log().count("serving TLS on") > served,
+                   describe="the controller to serve TLS again", timeout=30)
 
     def controller_log(self) -> str:
         path = self.ctl.state_dir / "controller.log"

@@ -163,3 +163,29 @@ def test_a_cut_healed_before_the_timeout_requeues_nothing(slow_loss: Hosts) -> N
     shown = _show(hosts, job)
     attempts = [a for task in shown["tasks"] for a in task["attempts"]]
     assert shown["state"] == "cancelled" and [(a["number"], a["node"]) for a in attempts] == [(1, node)]
+
+
+def test_a_controller_killed_while_three_nodes_run_jobs_loses_nothing_and_runs_nothing_twice(
+        slow_loss: Hosts) -> None:
+    hosts = slow_loss
+    hosts.add_node("node3")  # linked to the controller's host; it joins while the cluster runs
+    hosts.join("node3", hosts.token())
+    wait_until(lambda: _nodes(hosts).get("node3") == "up", describe="node3 up")
+    workdir = _workdir(hosts)
+    (workdir / "quick").touch()
+    # Jobs that take a second each, three nodes of two CPUs: some run, some wait, some are done.
+    jobs = [int(hosts.ctl.drover("submit", "--parsable", "-c", "1", "-D", str(workdir), "--", "bash", "-c",
+                                 f'echo "$DROVER_ATTEMPT $DROVER_NODE" >> ran.{n}; sleep 1').stdout.split()[0])
+            for n in range(20)]
+    wait_until(lambda: sum(1 for n in range(20) if (workdir / f"ran.{n}").exists()) >= 6, describe="jobs to run")
+    hosts.kill_controller()
+    hosts.restart_controller()
+    for job in jobs:
+        hosts.ctl.drover("wait", "--timeout", "120", str(job), timeout=150)
+    for n, job in enumerate(jobs):
+        shown = _show(hosts, job)
+        attempts = [a for task in shown["tasks"] for a in task["attempts"]]
+        assert shown["state"] == "completed" and len(attempts) == 1, shown
+        assert (workdir / f"ran.{n}").read_text().count("\n") == 1  # it ran once
+    assert {a["node"] for job in jobs for task in _show(hosts, job)["tasks"] for a in task["attempts"]} == \
+        {"node1", "node2", "node3"}
