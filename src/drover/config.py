@@ -13,6 +13,9 @@ import os
 STATE_DIR_VARIABLE = "DROVER_STATE_DIR"
 SOCKET_VARIABLE = "DROVER_SOCKET"  # talk to this API socket instead of the personal cluster's
 SYSTEM_STATE_DIR = "/var/lib/drover"  # a shared cluster's (`drover up --system`), found by everyone
+# On a host that joined a cluster as a node: where its users' commands find the cluster (written
+# by `drover join`, readable by all; this variable names another).
+CLUSTER_FILE_VARIABLE = "DROVER_CLUSTER_FILE"
 
 
 def state_dir() -> str:
@@ -45,7 +48,29 @@ _FILES = {
     "execd_pid": "execd.pid",
     "spool": "spool",
     "config_file": "drover.toml",
+    "cluster_file": "cluster.json",
 }
+
+
+class RemoteCluster:
+    """A cluster whose controller is on another host, as `drover join` wrote it down for this
+    host's users: its address, the CA its certificate chains to, and this host's munged."""
+
+    def __init__(self, controller: str, ca_pem: str, munge_socket: str) -> None:
+        self.controller, self.ca_pem, self.munge_socket = controller, ca_pem, munge_socket
+
+
+def remote_cluster() -> RemoteCluster | None:
+    """The cluster this host joined as a node, if it did (and its file is readable)."""
+    path = os.environ.get(CLUSTER_FILE_VARIABLE) or Paths(SYSTEM_STATE_DIR).cluster_file
+    try:
+        with open(path) as file:
+            import json
+
+            found = json.load(file)
+        return RemoteCluster(str(found["controller"]), str(found["ca_pem"]), str(found["munge_socket"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def default_spool(paths: Paths) -> str:
@@ -90,7 +115,8 @@ def cluster_tag(paths: Paths) -> str:
 
 def api_socket(paths: Paths | None = None) -> str:
     """The cluster the commands talk to: $DROVER_SOCKET; else your personal cluster's socket;
-    else, when there is none, the machine's shared cluster's, if one runs."""
+    else, when there is none, the machine's shared cluster's, if one runs; else, on a host that
+    joined a cluster as a node, that cluster's controller (https://ADDR:PORT)."""
     explicit = os.environ.get(SOCKET_VARIABLE)
     if explicit:
         return explicit
@@ -99,5 +125,8 @@ def api_socket(paths: Paths | None = None) -> str:
         shared = Paths(SYSTEM_STATE_DIR).socket
         if os.path.exists(shared):
             return shared
+        remote = remote_cluster()
+        if remote is not None:
+            return remote.controller
     return personal
 

@@ -45,6 +45,8 @@ class ControllerSection(Section, frozen=True):
     shared: Annotated[bool, about("serve every local user, each for their own jobs (as `--system` does)")] = False
     operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
     allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False
+    munge_socket: Annotated[str, about("the controller's munged, which opens the MUNGE credentials of users "
+                                       "on other hosts")] = "/run/munge/munge.socket.2"
     smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
     smtp_port: Annotated[int, about("its port")] = 25
     requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False

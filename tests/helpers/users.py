@@ -63,11 +63,12 @@ LOGIN_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 def run_as_user(user: str, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
                 input: str | None = None, cwd: str | os.PathLike[str] | None = None,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+                timeout: float = 60, prefix: Sequence[str] = ()) -> subprocess.CompletedProcess[str]:
     """Run `argv` as `user`: a new program with the user's uid, gid and supplementary groups,
     in its own session, with a login's clean environment (HOME, USER, LOGNAME, SHELL, PATH,
     LANG) plus `env` (a None value removes a name). It enters `cwd` (default: the user's home)
-    as the user, so a directory the user may not enter fails as it would for them."""
+    as the user, so a directory the user may not enter fails as it would for them. `prefix`:
+    what runs it (`ip netns exec NS`, for a user on another host)."""
     entry = pwd.getpwnam(user)
     clean: dict[str, str] = {
         "HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "SHELL": entry.pw_shell or "/bin/sh",
@@ -81,7 +82,7 @@ def run_as_user(user: str, argv: Sequence[str], *, env: Mapping[str, str | None]
     program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=clean["PATH"])
     if program is None:
         raise FileNotFoundError(f"{argv[0]} is not on {clean['PATH']}")
-    command = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--",
+    command = [*prefix, "setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--",
                "env", "--chdir", str(cwd or entry.pw_dir), "--", program, *argv[1:]]
     return subprocess.run(command, env=clean, input=input, capture_output=True, text=True, timeout=timeout,
                           cwd="/", start_new_session=True,

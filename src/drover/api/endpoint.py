@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from drover.api.http import Model, decode, error_response, job_id_of
 from drover.api.openapi import Operation
+from drover.api.remote_users import remote_peer
 from drover.controller.auth import Access, Caller, Policy, TlsPeer
 from drover.controller.membership import Membership
 from drover.controller.reads import Reads
@@ -98,7 +99,11 @@ def route(endpoint: Endpoint, controller: Controller) -> Route:
                 return await endpoint.handler(Call(request, controller, None))
             if access is Access.NODE:
                 return await endpoint.handler(Call(request, controller, None, node=policy.node_of(state.get("tls"))))
-            caller = policy.caller(peer)
+            if peer is None:  # over TCP: a user of another host, by the MUNGE credential sent along
+                limit = controller.service.settings.limits.max_request_bytes
+                caller = policy.caller(await remote_peer(request, policy.munge_socket, limit), remote=True)
+            else:
+                caller = policy.caller(peer)
             if access is Access.ADMIN:
                 policy.may_administer(caller, endpoint.admin_action)
             job = await visible_job(controller, caller, job_id_of(request)) if access is Access.JOB else None

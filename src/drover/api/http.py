@@ -49,7 +49,11 @@ async def body_within_limit(request: Request, limit: int) -> bytes:
         if size > limit:
             raise PayloadTooLarge(str(too_big))
         chunks.append(chunk)
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    # Kept where Starlette's own Request.body() keeps it, so that a second read (the endpoint's,
+    # after a remote user's credential was checked against the body) gets it again.
+    request._body = body
+    return body
 
 
 def int_query(request: Request, name: str, default: int | None) -> int | None:

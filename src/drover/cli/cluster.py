@@ -195,6 +195,10 @@ def ensure_running() -> None:
     paths = Paths()
     if _is_serving(paths) or _is_serving(Paths(SYSTEM_STATE_DIR)):
         return  # a cluster answers; its nodes are its own business
+    from drover.config import remote_cluster
+
+    if remote_cluster() is not None:
+        return  # this host joined a cluster: the commands talk to its controller
     _refuse_on_a_joined_node()
     started = up(paths)
     if started:
@@ -215,6 +219,6 @@ def _refuse_on_a_joined_node() -> None:
     except ConfigError:
         return
     if controller:
-        raise Unavailable(f"this host is a node of the cluster at {controller}; submit on the controller's host "
-                          "(cross-host user identity is not available yet), or start a personal cluster "
-                          "with `drover up`")
+        raise Unavailable(f"this host is a node of the cluster at {controller}, but its {system.cluster_file} "
+                          "cannot be read (`drover join` writes it); submit on the controller's host, or start "
+                          "a personal cluster with `drover up`")

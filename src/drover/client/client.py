@@ -12,6 +12,7 @@ from drover.client.transport import ConnectionLost, Transport
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -43,11 +44,14 @@ class Client:
                  tls: ssl.SSLContext | None = None) -> None:
         """`address`: a Unix socket path, or https://HOST:PORT with `tls`; default: the personal
         cluster's socket."""
+        sign = None
         if address is None:
             from drover.config import api_socket
 
             address = api_socket()
-        self.transport = Transport(address, timeout_s, tls)
+            if address.startswith("https://") and tls is None:
+                tls, sign = _remote_user(address)
+        self.transport = Transport(address, timeout_s, tls, sign)
 
     def close(self) -> None:
         self.transport.close()
@@ -319,3 +323,24 @@ def _to_builtins(value: Any) -> Any:
     import msgspec
 
     return msgspec.to_builtins(value)
+
+
+def _remote_user(address: str) -> tuple[ssl.SSLContext | None, Callable[[str, str, bytes], str] | None]:
+    """For a user on a host that joined the cluster: the controller verified against the
+    cluster's CA, and each request signed with a MUNGE credential of this user's, made by this
+    host's munged for that very request (cluster/munge.py)."""
+    from drover.config import remote_cluster
+
+    remote = remote_cluster()
+    if remote is None or remote.controller != address:
+        return None, None
+    import ssl
+
+    from drover.cluster import munge
+
+    context = ssl.create_default_context(cadata=remote.ca_pem)
+
+    def sign(method: str, target: str, body: bytes) -> str:
+        return munge.encode(munge.request_digest(method, target, body), remote.munge_socket)
+
+    return context, sign

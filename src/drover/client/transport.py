@@ -16,7 +16,10 @@ from drover.core.errors import ERROR_KINDS, BadRequest, DroverError, Unavailable
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable
     from typing import Any
+
+CREDENTIAL_HEADER = "X-Drover-Credential"  # the same name as cluster/munge.py's, which this must not import
 
 
 class ConnectionLost(Unavailable):
@@ -26,12 +29,15 @@ class ConnectionLost(Unavailable):
 
 
 class Transport:
-    def __init__(self, address: str, timeout_s: float | None = 60.0, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, address: str, timeout_s: float | None = 60.0, tls: ssl.SSLContext | None = None,
+                 sign: Callable[[str, str, bytes], str] | None = None) -> None:
         """`address`: a Unix socket path, or https://HOST:PORT with `tls` (a controller on
-        another host, which serves TCP with TLS only)."""
+        another host, which serves TCP with TLS only). `sign(method, target, body)`: the user's
+        credential for one request, sent with it (a user on another host than the controller's)."""
         self.address = address
         self.timeout_s = timeout_s
         self.tls = tls
+        self.sign = sign
         self._sock: socket.socket | None = None
         self._buffer = b""
 
@@ -78,6 +84,8 @@ class Transport:
             sock = self._sock
             sock.settimeout(timeout_s if timeout_s is not None else self.timeout_s)
             head = f"{method} {path} HTTP/1.1\r\nHost: drover\r\n"
+            if self.sign is not None:  # made anew for each send: a credential is good for one use
+                head += f"{CREDENTIAL_HEADER}: {self.sign(method, path, body or b'')}\r\n"
             if body is not None:
                 head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             try:

@@ -6,9 +6,12 @@ socket, as the kernel says (SO_PEERCRED); nothing in a request's body or query n
 - A shared cluster (`drover up --system`) serves every local user; each sees and changes only
   their own jobs, while the admins manage all: root, the configured operators, and the
   controller's own user (the service account it may run as).
-- Over TCP (always TLS) a user's identity is not proven yet: users' requests are refused, and
-  only what needs no user is served: /v1/ping, the CA's certificate, joining by token, and the
-  nodes, each known by the client certificate the cluster's CA issued it (its common name).
+- Over TCP (always TLS) a user is who the MUNGE credential sent with the request says (made
+  by the munged of the host the user is on, for that very request, and opened by the
+  controller's munged: api/remote_users.py); such a user is never an admin, since a host's
+  root is not the cluster's. Without a credential only what needs no user is served:
+  /v1/ping, the CA's certificate, joining by token, and the nodes, each known by the client
+  certificate the cluster's CA issued it (its common name).
 
 Every endpoint declares the `Access` it needs (the endpoint table of its resource module in
 the api package, checked by api/endpoint.py); what is finer than that (each job of an action,
@@ -23,8 +26,8 @@ from dataclasses import dataclass, field
 
 from drover.core.errors import Forbidden
 
-CROSS_HOST_USERS = ("users submit from a host of the cluster through its local socket; "
-                    "cross-host user identity is not available yet")
+CROSS_HOST_USERS = ("a user's request over TCP carries a MUNGE credential of theirs; `drover` sends one from "
+                    "a host that joined the cluster (`drover join`), where munged runs with the cluster's key")
 
 
 class Access(enum.Enum):
@@ -58,11 +61,20 @@ class Policy:
     shared: bool = False
     operators: frozenset[str] = field(default_factory=frozenset)
     allow_root_jobs: bool = False  # on a shared cluster, may root's jobs run as root?
+    munge_socket: str = "/run/munge/munge.socket.2"  # the controller's munged, for users of other hosts
 
-    def caller(self, peer: tuple[int, int, int] | None) -> Caller:
-        """Who the peer (pid, uid, gid) is, and whether they manage the whole cluster."""
+    def caller(self, peer: tuple[int, int, int] | None, remote: bool = False) -> Caller:
+        """Who the peer (pid, uid, gid) is, and whether they manage the whole cluster. `remote`:
+        a user of another host, proven by a MUNGE credential: never an admin."""
         if peer is None:
             raise Forbidden(CROSS_HOST_USERS)
+        if remote:
+            if not self.shared:
+                raise Forbidden("this personal cluster serves its owner on this host only")
+            name = _user_name(peer[1])
+            if name == str(peer[1]):
+                raise Forbidden(f"uid {peer[1]} has no user on the controller's host; give every host the same users")
+            return Caller(name, peer[1], False)
         uid = peer[1]
         name = _user_name(uid)
         if not self.shared:

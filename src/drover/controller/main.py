@@ -62,7 +62,7 @@ def serve(argv: list[str]) -> int:
     store = _open_store(paths.database, section.sqlite_synchronous)
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
-                    allow_root_jobs=section.allow_root_jobs)
+                    allow_root_jobs=section.allow_root_jobs, munge_socket=section.munge_socket)
     listen = _address(args.listen) if args.listen else None
     tls, tls_context = _tls(paths.root, section, listen is not None)
     tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file

@@ -115,7 +115,7 @@ def test_plain_tcp_is_refused_and_users_are_refused_over_tls(hosts: Hosts) -> No
     assert answered.returncode == 0, answered.stderr
     lines = answered.stdout.splitlines()
     assert lines[0] == "ping v1"
-    user = ("users submit from a host of the cluster through its local socket; "
-            "cross-host user identity is not available yet")
+    user = ("a user's request over TCP carries a MUNGE credential of theirs; `drover` sends one from a host "
+            "that joined the cluster (`drover join`), where munged runs with the cluster's key")
     assert lines[1:4] == [f"jobs refused: {user}", f"nodes refused: {user}", f"tokens refused: {user}"]
     assert lines[4].startswith("leave refused: only a node of the cluster")

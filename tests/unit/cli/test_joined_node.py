@@ -1,5 +1,6 @@
 """On a host that joined a cluster as a node, `drover submit` does not start a personal cluster
-behind the user's back: it says where the cluster is, and why it cannot submit there yet."""
+behind the user's back: when the file `drover join` writes for its users cannot be read, it says
+where the cluster is."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ def test_a_personal_cluster_serves_its_owner_only_root_included() -> None:
 
 
 def test_over_tcp_nobody_is_anybody() -> None:
-    with pytest.raises(Forbidden, match="cross-host user identity is not available yet"):
+    with pytest.raises(Forbidden, match="carries a MUNGE credential"):
         Policy(owner_uid=ME).caller(None)
 
 
@@ -104,3 +104,16 @@ def test_no_request_can_name_who_sends_it() -> None:
                             type=api.SubmitRequest)
     with pytest.raises(msgspec.ValidationError, match="unknown field `uid`"):
         msgspec.json.decode(b'{"refs": ["1"], "uid": 0}', type=api.ActionRequest)
+
+
+def test_a_user_of_another_host_is_never_an_admin_and_must_exist_here() -> None:
+    from drover.controller.auth import Policy
+
+    shared = Policy(owner_uid=0, shared=True, operators=frozenset({"root"}))
+    assert shared.caller((0, 0, 0), remote=True).is_admin is False  # a host's root is not the cluster's
+    with pytest.raises(Forbidden, match="uid 4242424 has no user on the controller's host"):
+        shared.caller((0, 4242424, 4242424), remote=True)
+    with pytest.raises(Forbidden, match="serves its owner on this host only"):
+        Policy(owner_uid=0).caller((0, 0, 0), remote=True)
+    with pytest.raises(Forbidden, match="carries a MUNGE credential"):
+        shared.caller(None)

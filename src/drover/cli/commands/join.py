@@ -36,6 +36,8 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("--state-dir", help=f"the node's state directory (default: {SYSTEM_STATE_DIR})")
     p.add_argument("--cpus", type=int, help="CPUs the node offers (default: all)")
     p.add_argument("--memory", type=int, metavar="MIB", help="memory the node offers (default: all)")
+    p.add_argument("--munge-socket", default="/run/munge/munge.socket.2", metavar="PATH",
+                   help="this host's munged, which vouches for its users to the controller (default: %(default)s)")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         raise Forbidden("only root joins a host to a cluster: its execd runs each job as the job's owner")
@@ -69,10 +71,15 @@ def run(command: str, argv: list[str]) -> int:
     from drover.cluster.files import write_private
 
     os.makedirs(paths.root, mode=0o711, exist_ok=True)
+    os.chmod(paths.root, 0o711)  # its users reach cluster.json by name, and nothing else
     write_private(files.node_key, key_pem)
     write_private(files.node_cert, reply.certificate.encode(), 0o644)
     write_private(files.ca_cert, reply.ca.encode(), 0o644)
     write_private(paths.config_file, _node_config(url, reply.node, files, args.cpus, args.memory).encode(), 0o644)
+    # For this host's users: where the cluster is, the CA to verify it by, and the munged that
+    # vouches for them (their commands send a MUNGE credential with each request).
+    write_private(paths.cluster_file, json.dumps({"controller": url, "ca_pem": reply.ca,
+                                                  "munge_socket": args.munge_socket}).encode(), 0o644)
     started = _start_execd(paths, reply.node)
     if args.json:
         print_json({"node": reply.node, "controller": url, "state_dir": paths.root, "execd": started})

@@ -59,6 +59,9 @@ def run(command: str, argv: list[str]) -> int:
     if written_by_join:
         os.unlink(paths.config_file)
         removed.append(paths.config_file)
+        if os.path.exists(paths.cluster_file):
+            os.unlink(paths.cluster_file)
+            removed.append(paths.cluster_file)
     if args.json:
         print_json({"node": node, "controller_told": told, "stopped": stopped, "removed": removed})
         return 0
