@@ -21,7 +21,7 @@ import pytest
 from tests.helpers.netns import Hosts, why_not_available
 from tests.helpers.wait import wait_until
 
-HEARTBEAT_S = 0.5
+HEARTBEAT_S = 1.0
 # Attempt 1 of a job says where it runs, then waits for a long time; a later attempt finishes.
 SCRIPT = ('echo "$DROVER_ATTEMPT $DROVER_NODE" >> started.$DROVER_JOB_ID; '
           'if [ "$DROVER_ATTEMPT" = 1 ] && [ ! -e quick ]; then sleep 300; fi; '
@@ -131,7 +131,7 @@ def test_a_cut_link_requeues_after_the_timeout_and_the_stale_attempt_is_stopped_
     (workdir / "quick").touch()  # attempt 1 is asleep already; any later one ends at once
     hosts.cut(node)
     try:
-        wait_until(lambda: _nodes(hosts)[node] == "down", timeout=10, describe=f"{node} to be heard no more")
+        wait_until(lambda: _nodes(hosts)[node] == "down", timeout=20, describe=f"{node} to be heard no more")
         assert f"node {node}: silent for more than" in hosts.controller_log()
         hosts.ctl.drover("wait", "--timeout", "60", str(job), timeout=90)  # on the other node
     finally:
@@ -152,7 +152,7 @@ def test_a_cut_healed_before_the_timeout_requeues_nothing(slow_loss: Hosts) -> N
     (node,) = _running_on(hosts, workdir, [job]).values()
     hosts.cut(node)
     try:
-        wait_until(lambda: _nodes(hosts)[node] == "down", timeout=10, describe=f"{node} to be heard no more")
+        wait_until(lambda: _nodes(hosts)[node] == "down", timeout=20, describe=f"{node} to be heard no more")
     finally:
         hosts.restore(node)
     wait_until(lambda: _nodes(hosts)[node] == "up", timeout=60, describe=f"{node} to come back")
