@@ -37,8 +37,9 @@ lint: $(STAMP)
 # the system's python3, its `drover` linked into BINDIR. Then `drover up --system`.
 PREFIX ?= /opt/drover
 BINDIR ?= /usr/local/bin
+UNITDIR ?=
 install-system:
-	PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' scripts/install-system.sh
+	PREFIX='$(PREFIX)' BINDIR='$(BINDIR)' UNITDIR='$(UNITDIR)' scripts/install-system.sh
 
 # docs/compat.md's option tables, from the front ends' option definitions.
 compat-docs: $(STAMP)

@@ -70,3 +70,21 @@ chmod 0755 "$PREFIX"
 mkdir -p "$BINDIR"
 ln -sfn "$PREFIX/bin/drover" "$BINDIR/drover"
 echo "installed $("$PREFIX/bin/drover" --version) in $PREFIX; $BINDIR/drover runs it"
+
+# The systemd units that start the daemons at boot (packaging/systemd), where systemd runs or
+# UNITDIR names a directory: the installed `drover` written into them. Enabling them is the
+# admin's choice (see each unit's head); `drover join` enables drover-execd on a node.
+UNITDIR=${UNITDIR:-}
+if [ -z "$UNITDIR" ] && [ -d /run/systemd/system ]; then
+    UNITDIR=/etc/systemd/system
+fi
+if [ -n "$UNITDIR" ]; then
+    mkdir -p "$UNITDIR"
+    for unit in drover-controller.service drover-execd.service; do
+        sed "s|@BINDIR@|$BINDIR|g" "$SOURCE/packaging/systemd/$unit" > "$UNITDIR/$unit.tmp"
+        chmod 0644 "$UNITDIR/$unit.tmp"
+        mv "$UNITDIR/$unit.tmp" "$UNITDIR/$unit"
+    done
+    [ -d /run/systemd/system ] && systemctl daemon-reload 2>/dev/null || true
+    echo "installed drover-controller.service and drover-execd.service in $UNITDIR"
+fi

@@ -27,6 +27,9 @@ JOINED_MARK = "# Written by `drover join`"
 START_TIMEOUT_S = 30.0
 
 
+EXECD_UNIT = "drover-execd.service"
+EXECD_UNIT_PATH = f"/etc/systemd/system/{EXECD_UNIT}"
+
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Join this host to a cluster as a node (as root): verify the controller by the "
                         "token's fingerprint, get the node's certificate, write its drover.toml, start its execd.")
@@ -81,12 +84,29 @@ def run(command: str, argv: list[str]) -> int:
     write_private(paths.cluster_file, json.dumps({"controller": url, "ca_pem": reply.ca,
                                                   "munge_socket": args.munge_socket}).encode(), 0o644)
     started = _start_execd(paths, reply.node)
+    at_boot = _enabled_at_boot(paths)
     if args.json:
-        print_json({"node": reply.node, "controller": url, "state_dir": paths.root, "execd": started})
+        print_json({"node": reply.node, "controller": url, "state_dir": paths.root, "execd": started,
+                    "enabled_at_boot": at_boot})
     else:
         print(f"joined {url} as node {reply.node}; its certificate is {files.node_cert}")
         print(f"started {started}")
+        if at_boot:
+            print(f"enabled {at_boot}: the node's execd starts at boot")
     return 0
+
+
+def _enabled_at_boot(paths: Paths) -> str | None:
+    """Where systemd runs and `make install-system` installed its unit: the node's execd is
+    enabled to start at boot (packaging/systemd/drover-execd.service). The unit serves the
+    system's state directory only."""
+    if paths.root != SYSTEM_STATE_DIR or not os.path.isdir("/run/systemd/system") \
+            or not os.path.exists(EXECD_UNIT_PATH):
+        return None
+    import subprocess
+
+    enabled = subprocess.run(["systemctl", "enable", EXECD_UNIT], capture_output=True, text=True)
+    return EXECD_UNIT if enabled.returncode == 0 else None
 
 
 def _check_free(paths: Paths, files: TlsFiles) -> None:

@@ -47,6 +47,7 @@ def run(command: str, argv: list[str]) -> int:
     from drover.cli.cluster import down
 
     stopped = down(paths)
+    _disable_at_boot(paths)
     removed = []
     for path in (execd.tls_cert, execd.tls_key, execd.tls_ca):
         try:
@@ -71,3 +72,13 @@ def run(command: str, argv: list[str]) -> int:
     for path in removed:
         print(f"removed {path}")
     return 0
+
+
+def _disable_at_boot(paths: Paths) -> None:
+    """The execd `drover join` enabled at boot (where systemd runs) is no longer started."""
+    from drover.cli.commands.join import EXECD_UNIT, EXECD_UNIT_PATH
+
+    if paths.root == SYSTEM_STATE_DIR and os.path.isdir("/run/systemd/system") and os.path.exists(EXECD_UNIT_PATH):
+        import subprocess
+
+        subprocess.run(["systemctl", "disable", EXECD_UNIT], capture_output=True)
