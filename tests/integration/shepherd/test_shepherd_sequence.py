@@ -283,14 +283,15 @@ def test_a_failing_pe_start_is_followed_by_pe_stop_and_the_node_epilog(tmp_path:
 def test_takes_tells_whether_a_process_catches_or_ignores_a_signal() -> None:
     from drover.shepherd.supervise import takes
 
-    catching = subprocess.Popen(["bash", "-c", "trap : USR1; trap '' USR2; sleep 5"])
-    plain = subprocess.Popen(["sleep", "5"])
+    # Each in a process group of its own: bash's sleep goes with it.
+    catching = subprocess.Popen(["bash", "-c", "trap : USR1; trap '' USR2; sleep 5"], start_new_session=True)
+    plain = subprocess.Popen(["sleep", "5"], start_new_session=True)
     try:
         wait_until(lambda: takes(catching.pid, signal.SIGUSR1), describe="the trap to be set")
         assert takes(catching.pid, signal.SIGUSR2)  # ignored
         assert not takes(plain.pid, signal.SIGUSR1) and not takes(catching.pid, signal.SIGHUP)
     finally:
         for process in (catching, plain):
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     assert takes(plain.pid, signal.SIGUSR1)  # gone: sending does no harm
