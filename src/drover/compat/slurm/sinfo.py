@@ -4,6 +4,7 @@ parsed as src/sinfo/opts.c does, every `-o` letter and `-O` name printed (sinfo_
 from __future__ import annotations
 
 import os
+import string
 import sys
 import time
 
@@ -79,12 +80,35 @@ STATE_WORDS = {**{word: word for word in LONG_STATES}, **{long: word for word, l
                "allocated": "alloc", "drained": "drain", "draining": "drng", "mixed": "mix", "drain": "drain"}
 
 
+def every_letter() -> str:
+    """`-o %all`, as src/sinfo/opts.c spells it out: `%a|%b|`…`%z|`, then `%A |`…`%Y |%Z `; a
+    letter sinfo lacks is left out with the text that follows it."""
+    lower = [f"%{letter}|" for letter in string.ascii_lowercase]
+    upper = [f"%{letter} |" for letter in string.ascii_uppercase[:-1]] + ["%Z "]
+    return "".join(token for token in lower + upper if token[1] in LETTERS)
+
+
+def parse_letters(text: str, errors: list[str]) -> list[fmt.Spec[Group]]:
+    return fmt.parse_letters(every_letter() if text.lower() == "%all" else text, LETTERS, errors)
+
+
+def parse_names(text: str, errors: list[str]) -> list[fmt.Spec[Group]]:
+    """-O: a name `All` (with or without `:WIDTH`) stands for every `-o` letter, as `%all`."""
+    out: list[fmt.Spec[Group]] = []
+    for token in text.split(","):
+        if token.partition(":")[0].lower() == "all":
+            out += fmt.parse_letters(every_letter(), LETTERS, errors)
+        elif token:
+            out += fmt.parse_names(token, NAMES, errors)
+    return out
+
+
 def specs(values: dict[str, str | None], flags: set[str], environ: dict[str, str], errors: list[str]
           ) -> list[fmt.Spec[Group]]:
     if values.get("format"):
-        return fmt.parse_letters(values["format"] or "", LETTERS, errors)
+        return parse_letters(values["format"] or "", errors)
     if values.get("Format"):
-        return fmt.parse_names(values["Format"] or "", NAMES, errors)
+        return parse_names(values["Format"] or "", errors)
     long = "long" in flags
     if "summarize" in flags:
         chosen = FORMATS["summarize"]
@@ -93,7 +117,7 @@ def specs(values: dict[str, str | None], flags: set[str], environ: dict[str, str
     elif "list-reasons" in flags:
         chosen = FORMATS["reasons_long" if long else "reasons"]
     elif environ.get("SINFO_FORMAT"):
-        return fmt.parse_letters(environ["SINFO_FORMAT"], LETTERS, errors)
+        return parse_letters(environ["SINFO_FORMAT"], errors)
     else:
         chosen = FORMATS["default_long" if long else "default"]
     return fmt.parse_names(chosen, NAMES, errors)

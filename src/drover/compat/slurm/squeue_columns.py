@@ -167,7 +167,7 @@ COLUMNS: list[Column[SlurmJob]] = [Column(name, letter, header, value, cut) for 
     ("Reservation", "v", "RESERVATION", NULL, True),
     ("ResizeTime", "", "RESIZE_TIME", NA, True),
     ("RestartCnt", "", "RESTART_COUNT", lambda j: str(max(j.attempts - 1, 0)), True),
-    ("Runtime", "", "RUNTIME", lambda j: timefmt.secs(j.elapsed), True),
+    ("Runtime", "", "RUNTIME", NULL, True),  # the runtime plugin, not the time run: Drover has none
     ("SchedNodes", "Y", "SCHEDNODES", NULL, False),
     ("SCT", "z", "S:C:T", _const("*:*:*"), True),
     ("SegmentSize", "", "SEGMENT_SIZE", ZERO, True),
