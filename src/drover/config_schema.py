@@ -141,6 +141,13 @@ class ExecdSection(Section, frozen=True):
     rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
                                                 "not sent")] = 64 * MIB
+    require_signed_jobs: Annotated[bool, about("run only jobs their owners signed with MUNGE (set by `drover join` "
+                                               "where munged runs)")] = False
+    munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = \
+        "/run/munge/munge.socket.2"
+    signed_job_max_age_s: Annotated[float, about("how old a job's signature may be when an attempt of it "
+                                                 "starts")] = 30 * 86400.0
+    allow_root_jobs: Annotated[bool, about("with require_signed_jobs: run jobs signed by root")] = False
 
 
 class QueueSection(Section, frozen=True):

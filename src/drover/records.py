@@ -56,6 +56,7 @@ class AttemptOrder(TypedDict):
     queue: str
     queue_prolog: str | None  # the queue's methods (the site's)
     queue_epilog: str | None
+    credential: NotRequired[str | None]  # the owner's signature over what the job runs (cluster/signing.py)
 
 
 class NodeOptions(TypedDict):

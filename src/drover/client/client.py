@@ -7,12 +7,14 @@ the start-up of `drover submit` and `drover wait` short.
 
 from __future__ import annotations
 
+import os
+
 from drover.client.transport import ConnectionLost, Transport
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
     from drover.protocol.plain import ActionOutcome, JobRequest, WaitReply
 
 
+MUNGE_SOCKET = "/run/munge/munge.socket.2"  # munged's default (cluster/munge.py, not imported here: start-up)
+
 class Client:
     page_rows = 5000  # rows asked for in one request; a longer listing is read page by page
 
@@ -45,12 +49,15 @@ class Client:
         """`address`: a Unix socket path, or https://HOST:PORT with `tls`; default: the personal
         cluster's socket."""
         sign = None
+        # Where munged runs, each job is signed by its owner (cluster/signing.py): this host's
+        # munged, or the one the cluster file names for a host that joined a cluster.
+        self.munge_socket: str | None = MUNGE_SOCKET if os.path.exists(MUNGE_SOCKET) else None
         if address is None:
             from drover.config import api_socket
 
             address = api_socket()
             if address.startswith("https://") and tls is None:
-                tls, sign = _remote_user(address)
+                tls, sign, self.munge_socket = _remote_user(address, self.munge_socket)
         self.transport = Transport(address, timeout_s, tls, sign)
 
     def close(self) -> None:
@@ -80,6 +87,8 @@ class Client:
         import os
 
         payload = [job if isinstance(job, dict) else _to_builtins(job) for job in jobs]
+        if self.munge_socket is not None:
+            payload = [_signed(job, self.munge_socket) for job in payload]
         # A key of this submission's own: sent again after a lost connection (below), it gets
         # the first one's ids.
         body = {"jobs": payload, "request_key": os.urandom(12).hex()}
@@ -325,7 +334,8 @@ def _to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def _remote_user(address: str) -> tuple[ssl.SSLContext | None, Callable[[str, str, bytes], str] | None]:
+def _remote_user(address: str, munge_socket: str | None) -> tuple[
+        ssl.SSLContext | None, Callable[[str, str, bytes], str] | None, str | None]:
     """For a user on a host that joined the cluster: the controller verified against the
     cluster's CA, and each request signed with a MUNGE credential of this user's, made by this
     host's munged for that very request (cluster/munge.py)."""
@@ -333,7 +343,7 @@ def _remote_user(address: str) -> tuple[ssl.SSLContext | None, Callable[[str, st
 
     remote = remote_cluster()
     if remote is None or remote.controller != address:
-        return None, None
+        return None, None, munge_socket
     import ssl
 
     from drover.cluster import munge
@@ -343,4 +353,14 @@ def _remote_user(address: str) -> tuple[ssl.SSLContext | None, Callable[[str, st
     def sign(method: str, target: str, body: bytes) -> str:
         return munge.encode(munge.request_digest(method, target, body), remote.munge_socket)
 
-    return context, sign
+    return context, sign, remote.munge_socket
+
+
+def _signed(job: Mapping[str, Any], munge_socket: str) -> dict[str, Any]:
+    """`job` with its owner's credential over what it runs, as the nodes will check it."""
+    from drover.cluster import munge
+    from drover.cluster.signing import job_digest
+
+    digest = job_digest(job["script"], job["workdir"], job.get("environment") or {}, job.get("prolog"),
+                        job.get("epilog"))
+    return {**job, "credential": munge.encode(digest, munge_socket)}

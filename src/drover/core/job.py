@@ -54,6 +54,7 @@ class JobSpec(TypedDict):
     rerunnable: bool
     pty: bool
     queue: str
+    credential: str | None  # the owner's signature over what the job runs (cluster/signing.py)
 
 
 @dataclass(slots=True)

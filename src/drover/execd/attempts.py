@@ -39,6 +39,10 @@ from drover.spool.atomic import read_json, read_text, write_atomically, write_js
 from drover.spool.outcome import make_reserve
 from drover.spool.process import is_alive, read_pid_record
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.execd.signatures import SignedJobs
+
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
 
@@ -62,9 +66,10 @@ class LiveAttempt:
 
 class Attempts:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
-                 node_options: NodeOptions) -> None:
+                 node_options: NodeOptions, signed_jobs: SignedJobs | None = None) -> None:
         self.root = root
         self.node_options = node_options  # the [execd] options every attempt's shepherd reads
+        self.signed_jobs = signed_jobs  # require_signed_jobs: each order's signature checked first
         self.identities = Identities()
         self.spawner = spawner
         self.send = send  # to the controller; dropped while disconnected
@@ -138,6 +143,10 @@ class Attempts:
         """Write the attempt's spool; return why the job may not run here, if it may not."""
         as_root = os.geteuid() == 0
         os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
+        if self.signed_jobs is not None:
+            unsigned = self.signed_jobs.refusal(order)
+            if unsigned is not None:
+                return unsigned  # nothing of the job is written: only why it did not run
         identity, refusal = self.identities.for_job(order.config["owner"])
         config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
         if not config["workdir"]:

@@ -80,7 +80,13 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
     cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set())
-    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)))
+    signed_jobs = None
+    if options.require_signed_jobs:
+        from drover.execd.signatures import SignedJobs
+
+        signed_jobs = SignedJobs(options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
+    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)),
+                        signed_jobs)
     channel = ControllerChannel(
         args.socket or options.controller or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),

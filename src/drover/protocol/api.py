@@ -52,6 +52,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rerunnable: bool = True  # requeued as a new attempt when its shepherd dies (--no-requeue: failed)
     pty: bool = False  # run under a pseudo-terminal, relayed to `drover run --pty`
     queue: str = "default"  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
+    # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
+    # `drover` where munged runs; nodes that require signed jobs check it before running anything.
+    credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -49,6 +49,7 @@ class JobRequest(TypedDict, total=False):
     rerunnable: bool
     pty: bool
     queue: str
+    credential: str | None
 
 
 class AttemptSummary(TypedDict):

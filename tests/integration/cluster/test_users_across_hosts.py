@@ -151,3 +151,51 @@ def test_forged_replayed_expired_and_tampered_credentials_are_refused_and_logged
     wait_until(lambda: hosts.controller_log().count("refused a user's request from 10.213.0.2:") >= 5,
                describe="each refusal logged with the peer's address")
     assert "a replay" in log or "a replay" in hosts.controller_log()
+
+
+def test_a_node_runs_only_what_the_jobs_owner_signed(
+        across: tuple[Hosts, Munged], users: tuple[str, str], system_install: SystemInstall) -> None:
+    """The node joined where munged runs, so it requires signed jobs. A job its owner signed
+    runs; one submitted where no munged runs (the controller's host here) is not signed and does
+    not run; and one changed in the controller's store after it was signed (a controller taken
+    over) does not run either: each ends FAILED with the node's reason, nothing of it run."""
+    hosts, _ = across
+    alice, _ = users
+    node = hosts.nodes["node1"]
+    assert "require_signed_jobs = true" in (node.state_dir / "drover.toml").read_text()
+    run = as_user_on(hosts, system_install, "node1")
+    home = Path(pwd.getpwnam(alice).pw_dir)
+
+    # Unsigned: alice on the controller's host, through its local socket, where no munged runs.
+    os.chmod(hosts.ctl.state_dir, 0o711)
+    unsigned = run_as_user(alice, ["drover", "submit", "--parsable", "--", "touch", str(home / "unsigned")],
+                           prefix=hosts.ctl.command(),
+                           env={"PATH": f"{system_install.bindir}:{LOGIN_PATH}",
+                                "DROVER_SOCKET": str(hosts.ctl.state_dir / "api.sock")})
+    assert unsigned.returncode == 0, unsigned.stderr
+    job = unsigned.stdout.split()[0]
+    run(alice, "drover", "wait", "--timeout", "60", job, check=False)
+    shown = json.loads(run(alice, "drover", "show", "--json", job).stdout)
+    (attempt,) = shown["tasks"][0]["attempts"]
+    assert shown["state"] == "failed" and "not signed by its owner" in attempt["failure"], shown
+    assert not (home / "unsigned").exists()
+
+    # Signed, then changed where only the controller could change it.
+    held = run(alice, "drover", "submit", "--parsable", "--hold", "--", "touch", str(home / "signed")).stdout.split()[0]
+    hosts.kill_controller()
+    import sqlite3
+
+    with sqlite3.connect(hosts.ctl.state_dir / "drover.db") as db:
+        db.execute("UPDATE jobs SET spec = json_set(spec, '$.script', ?) WHERE id = ?",
+                   (f"touch {home / 'tampered'}\n", int(held)))
+    hosts.restart_controller()
+    wait_until(lambda: json.loads(hosts.ctl.drover("nodes", "--json").stdout)[0]["state"] == "up",
+               describe="node1 back with the controller")
+    run(alice, "drover", "release", held)
+    run(alice, "drover", "wait", "--timeout", "60", held, check=False)
+    shown = json.loads(run(alice, "drover", "show", "--json", held).stdout)
+    (attempt,) = shown["tasks"][0]["attempts"]
+    assert shown["state"] == "failed" and "is not what its owner signed" in attempt["failure"], shown
+    assert not (home / "tampered").exists() and not (home / "signed").exists()
+    assert f"attempt {held}.0.1 refused: what the job runs is not what its owner signed" in \
+        (node.state_dir / "execd.log").read_text()

@@ -66,7 +66,7 @@ def test_a_request_with_every_field_is_a_valid_submission() -> None:
                                                                    "mode": 0o600}],
         "stage_out": ["*.out"], "prolog": "true", "epilog": "true", "epilog_sets_exit": True,
         "warn_signal": "SIGUSR1", "warn_before_s": 30, "checkpoint_signal": "SIGUSR2", "rerunnable": False,
-        "pty": False, "queue": "default",
+        "pty": False, "queue": "default", "credential": "MUNGE:x:",
     }
     assert set(request) == set(typing.get_type_hints(JobRequest))
     submission = msgspec.json.decode(msgspec.json.encode(request), type=JobSubmission)

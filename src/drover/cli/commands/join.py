@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 from drover.cli.common import parser, print_json
@@ -27,6 +28,7 @@ JOINED_MARK = "# Written by `drover join`"
 START_TIMEOUT_S = 30.0
 
 
+DEFAULT_MUNGE_SOCKET = "/run/munge/munge.socket.2"
 EXECD_UNIT = "drover-execd.service"
 EXECD_UNIT_PATH = f"/etc/systemd/system/{EXECD_UNIT}"
 
@@ -39,8 +41,9 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("--state-dir", help=f"the node's state directory (default: {SYSTEM_STATE_DIR})")
     p.add_argument("--cpus", type=int, help="CPUs the node offers (default: all)")
     p.add_argument("--memory", type=int, metavar="MIB", help="memory the node offers (default: all)")
-    p.add_argument("--munge-socket", default="/run/munge/munge.socket.2", metavar="PATH",
-                   help="this host's munged, which vouches for its users to the controller (default: %(default)s)")
+    p.add_argument("--munge-socket", metavar="PATH",
+                   help="this host's munged, which vouches for its users to the controller and checks the "
+                        "signatures of the jobs it is sent (default: /run/munge/munge.socket.2)")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         raise Forbidden("only root joins a host to a cluster: its execd runs each job as the job's owner")
@@ -78,11 +81,16 @@ def run(command: str, argv: list[str]) -> int:
     write_private(files.node_key, key_pem)
     write_private(files.node_cert, reply.certificate.encode(), 0o644)
     write_private(files.ca_cert, reply.ca.encode(), 0o644)
-    write_private(paths.config_file, _node_config(url, reply.node, files, args.cpus, args.memory).encode(), 0o644)
+    # Where munged runs (or is named), the node runs only jobs their owners signed: the
+    # controller cannot make it run anything as anyone (cluster/signing.py).
+    munge_socket = args.munge_socket or DEFAULT_MUNGE_SOCKET
+    signed = bool(args.munge_socket) or os.path.exists(DEFAULT_MUNGE_SOCKET)
+    config = _node_config(url, reply.node, files, args.cpus, args.memory, munge_socket if signed else None)
+    write_private(paths.config_file, config.encode(), 0o644)
     # For this host's users: where the cluster is, the CA to verify it by, and the munged that
     # vouches for them (their commands send a MUNGE credential with each request).
     write_private(paths.cluster_file, json.dumps({"controller": url, "ca_pem": reply.ca,
-                                                  "munge_socket": args.munge_socket}).encode(), 0o644)
+                                                  "munge_socket": munge_socket}).encode(), 0o644)
     started = _start_execd(paths, reply.node)
     at_boot = _enabled_at_boot(paths)
     if args.json:
@@ -93,6 +101,10 @@ def run(command: str, argv: list[str]) -> int:
         print(f"started {started}")
         if at_boot:
             print(f"enabled {at_boot}: the node's execd starts at boot")
+        if not signed:
+            print(f"warning: no munged at {DEFAULT_MUNGE_SOCKET}: this node runs the jobs the controller sends "
+                  "without checking their owners' signatures, and its users cannot submit from here "
+                  "(install munge with the cluster's key, then join again)", file=sys.stderr)
     return 0
 
 
@@ -142,12 +154,15 @@ def _pinned_ca(url: str, pinned: str) -> bytes:
     return shown
 
 
-def _node_config(url: str, node: str, files: TlsFiles, cpus: int | None, memory: int | None) -> str:
+def _node_config(url: str, node: str, files: TlsFiles, cpus: int | None, memory: int | None,
+                 munge_socket: str | None) -> str:
     """The node's drover.toml: TOML's basic strings read JSON's escapes, so json.dumps quotes them."""
     lines = [f"{JOINED_MARK} on {time.strftime('%Y-%m-%d %H:%M:%S')}: this node's controller and TLS files.",
              "[execd]", f"controller = {json.dumps(url)}", f"node_name = {json.dumps(node)}",
              f"tls_cert = {json.dumps(files.node_cert)}", f"tls_key = {json.dumps(files.node_key)}",
              f"tls_ca = {json.dumps(files.ca_cert)}"]
+    if munge_socket:
+        lines += ["require_signed_jobs = true", f"munge_socket = {json.dumps(munge_socket)}"]
     if cpus:
         lines.append(f"cpus = {cpus}")
     if memory:

@@ -177,6 +177,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "stage_out": spec.get("stage_out", []),
         "job_prolog": spec.get("prolog"),
         "job_epilog": spec.get("epilog"),
+        "credential": spec.get("credential"),
         "epilog_sets_exit": spec.get("epilog_sets_exit", False),
         "warn_signal": spec.get("warn_signal"),
         "warn_before_s": spec.get("warn_before_s", 60),

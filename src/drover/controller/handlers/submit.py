@@ -211,6 +211,7 @@ def _validated_job(
         "rerunnable": spec.rerunnable,
         "pty": spec.pty,
         "queue": spec.queue,
+        "credential": spec.credential,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,

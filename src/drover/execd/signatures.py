@@ -1,0 +1,61 @@
+"""The node's check of a job's signature (cluster/signing.py), before anything of the attempt is
+written or run: on a node with `[execd] require_signed_jobs`, an order runs only if its job
+carries a genuine MUNGE credential of its owner's, no older than `signed_job_max_age_s`, made
+by the uid the owner has on this node (not root, unless `allow_root_jobs`), over exactly what
+the order asks to run. So a controller that was taken over can delay or cancel jobs, never
+make a node run something as someone."""
+
+from __future__ import annotations
+
+import logging
+import pwd
+import time
+
+from drover.cluster import munge
+from drover.cluster.signing import job_digest
+from drover.protocol.node_channel import StartAttempt
+
+log = logging.getLogger("drover.execd")
+
+
+class SignedJobs:
+    def __init__(self, munge_socket: str, max_age_s: float, allow_root_jobs: bool) -> None:
+        self.munge_socket = munge_socket
+        self.max_age_s = max_age_s
+        self.allow_root_jobs = allow_root_jobs
+
+    def refusal(self, order: StartAttempt) -> str | None:
+        """Why the order may not run here, or None."""
+        why = self._check(order)
+        if why is not None:
+            log.warning("attempt %s refused: %s", order.attempt, why)
+        return why
+
+    def _check(self, order: StartAttempt) -> str | None:
+        config = order.config
+        credential = config.get("credential")
+        if not credential:
+            return ("the job is not signed by its owner, and this node runs signed jobs only "
+                    "(require_signed_jobs): submit it from a host where munged runs")
+        try:
+            opened = munge.decode(credential, self.munge_socket, accept_stale=True)
+        except munge.CredentialError as error:
+            return f"the job's signature is refused: {error}"
+        age = time.time() - opened.encoded_at
+        if age > self.max_age_s:
+            return f"the job's signature is {age:.0f}s old, older than this node takes (signed_job_max_age_s)"
+        owner = config["owner"]
+        try:
+            uid = pwd.getpwnam(owner).pw_uid
+        except KeyError:
+            return f"the job's owner {owner} has no user on this node"
+        if opened.uid != uid:
+            return f"the job was signed by uid {opened.uid}, not by its owner {owner} (uid {uid} here)"
+        if uid == 0 and not self.allow_root_jobs:
+            return "the job is root's, and this node does not run root's jobs (allow_root_jobs)"
+        digest = job_digest(order.script, config["workdir"], config["environment"], config["job_prolog"],
+                            config["job_epilog"])
+        if opened.payload != digest:
+            return ("what the job runs is not what its owner signed: its script, working directory, "
+                    "environment, prolog or epilog was changed after it was submitted")
+        return None
