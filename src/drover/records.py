@@ -57,6 +57,8 @@ class AttemptOrder(TypedDict):
     queue_prolog: str | None  # the queue's methods (the site's)
     queue_epilog: str | None
     credential: NotRequired[str | None]  # the owner's signature over what the job runs (cluster/signing.py)
+    output_pattern: NotRequired[str]  # what `stdout` and `stderr` were made from, as the owner signed them
+    error_pattern: NotRequired[str | None]
 
 
 class NodeOptions(TypedDict):

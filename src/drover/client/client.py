@@ -359,8 +359,6 @@ def _remote_user(address: str, munge_socket: str | None) -> tuple[
 def _signed(job: Mapping[str, Any], munge_socket: str) -> dict[str, Any]:
     """`job` with its owner's credential over what it runs, as the nodes will check it."""
     from drover.cluster import munge
-    from drover.cluster.signing import job_digest
+    from drover.cluster.signing import job_digest, signed_request
 
-    digest = job_digest(job["script"], job["workdir"], job.get("environment") or {}, job.get("prolog"),
-                        job.get("epilog"))
-    return {**job, "credential": munge.encode(digest, munge_socket)}
+    return {**job, "credential": munge.encode(job_digest(signed_request(job)), munge_socket)}

@@ -2,8 +2,9 @@
 model: its setuid helper checks a MUNGE signature over the jobspec before it becomes the user).
 
 When a user submits, their `drover` makes a MUNGE credential (cluster/munge.py) whose payload is
-the digest of what the job will run and how: its script, working directory, environment, and
-its own prolog and epilog (run as the user). munged puts the user's uid and gid in it. The
+the digest of what the job will run and where it will write, as the user: its script, working
+directory, environment, its own prolog and epilog, its name, its output and error patterns, the
+files staged in (names, modes and contents' digests) and its stage-out patterns. munged puts the user's uid and gid in it. The
 controller keeps the credential with the job and sends it with every attempt's order; a node
 that requires signed jobs (`[execd] require_signed_jobs`, which `drover join` sets where munge
 runs) opens it with its own munged before anything of the job is written, and refuses the
@@ -16,14 +17,75 @@ that age: what it signs is fixed, and replaying it runs nothing but the same job
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import os
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
+from drover.core.patterns import default_output, expand
 from drover.protocol.canonical import canonical
+from drover.protocol.node_channel import StartAttempt
 
 
-def job_digest(script: str, workdir: str, environment: dict[str, str], prolog: str | None,
-               epilog: str | None) -> bytes:
-    """What a job's credential carries: the SHA-256 of the canonical encoding of what it runs."""
-    return hashlib.sha256(canonical({
-        "script": script, "workdir": workdir, "environment": environment, "prolog": prolog, "epilog": epilog,
-    })).digest()
+class Signed(TypedDict):
+    """What a job's owner signs, as their `drover` sends it (defaults as the controller reads them)."""
+
+    script: str
+    workdir: str
+    environment: dict[str, str]
+    prolog: str | None
+    epilog: str | None
+    name: str
+    output: str  # the pattern, the default (core/patterns.default_output) filled in
+    error: str | None  # None: joined into the output
+    stage_in: list[list[str | int]]  # [name, mode, SHA-256 of the contents], in order
+    stage_out: list[str]
+
+
+def job_digest(signed: Signed) -> bytes:
+    """What a job's credential carries: the SHA-256 of the canonical encoding of `signed`."""
+    return hashlib.sha256(canonical(signed)).digest()
+
+
+def file_entry(name: str, mode: int, data: bytes) -> list[str | int]:
+    return [name, mode, hashlib.sha256(data).hexdigest()]
+
+
+def signed_request(job: Mapping[str, Any]) -> Signed:
+    """What the owner signs of a job as their `drover` sends it (a JobSubmission's fields, with
+    the controller's defaults filled in as it fills them)."""
+    return {
+        "script": job["script"], "workdir": job["workdir"], "environment": job.get("environment") or {},
+        "prolog": job.get("prolog"), "epilog": job.get("epilog"), "name": job.get("name") or "job",
+        "output": job.get("output") or default_output(job.get("array") is not None), "error": job.get("error"),
+        "stage_in": [file_entry(f["name"], f.get("mode", 0o644), base64.b64decode(f["data"]))
+                     for f in job.get("stage_in") or []],
+        "stage_out": list(job.get("stage_out") or []),
+    }
+
+
+def signed_order(order: StartAttempt) -> Signed:
+    """The same, as a node's order says it: equal to what was signed unless the job was changed
+    on its way (tests/unit/cluster/test_signing.py holds the two together)."""
+    config = order.config
+    return {
+        "script": order.script, "workdir": config["workdir"], "environment": config["environment"],
+        "prolog": config["job_prolog"], "epilog": config["job_epilog"], "name": config["name"],
+        "output": config.get("output_pattern", ""), "error": config.get("error_pattern"),
+        "stage_in": [file_entry(f.name, f.mode, f.data) for f in order.stage_in],
+        "stage_out": config["stage_out"],
+    }
+
+
+def outputs_as_signed(order: StartAttempt) -> bool:
+    """The order's output and error files are what the signed patterns make of this attempt."""
+    config = order.config
+
+    def made(pattern: str) -> str:
+        return os.path.join(config["workdir"], expand(pattern, job_id=config["job_id"], index=config["task_index"],
+                                                      name=config["name"], user=config["owner"], node=config["node"]))
+
+    error = config.get("error_pattern")
+    return config["stdout"] == made(config.get("output_pattern", "")) and \
+        config["stderr"] == (made(error) if error is not None else None)

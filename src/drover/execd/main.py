@@ -84,7 +84,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     if options.require_signed_jobs:
         from drover.execd.signatures import SignedJobs
 
-        signed_jobs = SignedJobs(options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
+        signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
     attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)),
                         signed_jobs)
     channel = ControllerChannel(

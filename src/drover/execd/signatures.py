@@ -12,14 +12,15 @@ import pwd
 import time
 
 from drover.cluster import munge
-from drover.cluster.signing import job_digest
+from drover.cluster.signing import job_digest, outputs_as_signed, signed_order
 from drover.protocol.node_channel import StartAttempt
 
 log = logging.getLogger("drover.execd")
 
 
 class SignedJobs:
-    def __init__(self, munge_socket: str, max_age_s: float, allow_root_jobs: bool) -> None:
+    def __init__(self, node: str, munge_socket: str, max_age_s: float, allow_root_jobs: bool) -> None:
+        self.node = node  # this node's name: an order for another is refused
         self.munge_socket = munge_socket
         self.max_age_s = max_age_s
         self.allow_root_jobs = allow_root_jobs
@@ -53,9 +54,12 @@ class SignedJobs:
             return f"the job was signed by uid {opened.uid}, not by its owner {owner} (uid {uid} here)"
         if uid == 0 and not self.allow_root_jobs:
             return "the job is root's, and this node does not run root's jobs (allow_root_jobs)"
-        digest = job_digest(order.script, config["workdir"], config["environment"], config["job_prolog"],
-                            config["job_epilog"])
-        if opened.payload != digest:
-            return ("what the job runs is not what its owner signed: its script, working directory, "
-                    "environment, prolog or epilog was changed after it was submitted")
+        if config["node"] != self.node:
+            return f"the order is for node {config['node']}, not this one ({self.node})"
+        if opened.payload != job_digest(signed_order(order)):
+            return ("what the job runs is not what its owner signed: its script, working directory, environment, "
+                    "prolog, epilog, name, output patterns or staged files were changed after it was submitted")
+        if not outputs_as_signed(order):
+            return "the job's output or error file is not where the patterns its owner signed say"
         return None
+

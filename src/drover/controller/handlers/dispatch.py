@@ -178,6 +178,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "job_prolog": spec.get("prolog"),
         "job_epilog": spec.get("epilog"),
         "credential": spec.get("credential"),
+        "output_pattern": spec["output"],
+        "error_pattern": spec["error"],
         "epilog_sets_exit": spec.get("epilog_sets_exit", False),
         "warn_signal": spec.get("warn_signal"),
         "warn_before_s": spec.get("warn_before_s", 60),

