@@ -44,6 +44,19 @@ JOB_COLUMNS = (
 )
 
 
+
+def connect(target: str, uri: bool, *pragmas: str) -> sqlite3.Connection:
+    """A connection in autocommit mode with `pragmas` set, closed again if one fails.
+    check_same_thread is off: whoever stops a reading thread may close its connection."""
+    db = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+    try:
+        for pragma in pragmas:
+            db.execute(f"PRAGMA {pragma}")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
 class SqliteStore:
     def __init__(self, path: str, synchronous: str = "NORMAL") -> None:
         directory = os.path.dirname(path)
@@ -57,18 +70,10 @@ class SqliteStore:
         self._last_seq: int = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(f"PRAGMA synchronous={self.synchronous}")
-            db.execute("PRAGMA foreign_keys=OFF")
-            # A writer that finds the database locked (a backup, a sqlite3 shell) waits this long
-            # before the request is answered 503 with the cause; it never waits unboundedly.
-            db.execute("PRAGMA busy_timeout=2000")
-        except BaseException:
-            db.close()
-            raise
-        return db
+        # A writer that finds the database locked (a backup, a sqlite3 shell) waits busy_timeout
+        # before the request is answered 503 with the cause; it never waits unboundedly.
+        return connect(self.path, False, "journal_mode=WAL", f"synchronous={self.synchronous}", "foreign_keys=OFF",
+                       "busy_timeout=2000")
 
     def reopen(self) -> None:
         """A new connection to the same file, once the old one failed in a way it keeps (a

@@ -21,7 +21,14 @@ from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.store.base import EndedJobRecord, EventRecord, HistoryCursor, HistoryRecord, JobFilter
 from drover.store.faults import fault, translated
-from drover.store.sqlite import JOB_COLUMNS, attempt_from_row, events_of, job_from_row, tasks_of
+from drover.store.sqlite import (
+    JOB_COLUMNS,
+    attempt_from_row,
+    connect,
+    events_of,
+    job_from_row,
+    tasks_of,
+)
 
 _decode = msgspec.json.decode
 _IDS_PER_STATEMENT = 500  # well below SQLite's limit on bound parameters
@@ -37,17 +44,8 @@ class SqliteReader:
             raise fault(path, error) from error
 
     def _connect(self) -> sqlite3.Connection:
-        # mode=ro: this connection cannot write, whatever a bug asks of it. check_same_thread
-        # is off only so that whoever stops the reading threads can close it afterwards.
-        db = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True, isolation_level=None,
-                             check_same_thread=False)
-        try:
-            db.execute("PRAGMA query_only=ON")
-            db.execute("PRAGMA busy_timeout=2000")
-        except BaseException:
-            db.close()
-            raise
-        return db
+        # mode=ro: this connection cannot write, whatever a bug asks of it.
+        return connect(f"file:{quote(self.path)}?mode=ro", True, "query_only=ON", "busy_timeout=2000")
 
     def reopen(self) -> None:
         db = self._connect()
