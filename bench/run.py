@@ -6,7 +6,7 @@ limit). Median and min-max over the repetitions. See bench/README.md for what ea
 
     .venv/bin/python bench/run.py                 # everything, 3 repetitions
     .venv/bin/python bench/run.py B1 B3 --repeat 5
-    .venv/bin/python bench/run.py --quick         # smaller B1, B2 and B4
+    .venv/bin/python bench/run.py --quick         # smaller B1, B2, B4, B7 and B8
 """
 
 from __future__ import annotations
@@ -88,6 +88,9 @@ class Cluster:
     def job(self, script: str, **fields: Any) -> dict[str, Any]:
         return {"script": script, "workdir": str(self.work), "output": "/dev/null", **fields}
 
+    def controller_pid(self) -> int:
+        return int((self.root / "state" / "controller.pid").read_text().split()[0])
+
 
 @contextmanager
 def cluster() -> Iterator[Cluster]:
@@ -136,13 +139,16 @@ def parallel_run(lines: list[str]) -> None:
 def b1(repeat: int, quick: bool) -> dict[str, Any]:
     """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished."""
     n = 300 if quick else 1000
-    array, singles = [], []
+    array, singles, controller_ms = [], [], []
     for _ in range(repeat):
         with cluster() as c, c.client() as client:
+            controller = c.controller_pid()
+            cpu = cpu_seconds(controller)
             began = time.perf_counter()
             (job,) = client.submit([c.job("/bin/true\n", array=f"1-{n}")])
             client.wait(job)
             array.append(n / (time.perf_counter() - began))
+            controller_ms.append((cpu_seconds(controller) - cpu) / n * 1000)
             began = time.perf_counter()
             ids = [client.submit([c.job("/bin/true\n")])[0] for _ in range(n)]
             for job in ids:
@@ -157,7 +163,8 @@ def b1(repeat: int, quick: bool) -> dict[str, Any]:
                 refs["tsp -S 2"].append(n / timed(lambda: tsp_run_all(env, [["/bin/true"]] * n)))
         refs["xargs -P2"].append(n / timed(lambda: subprocess.run(
             ["xargs", "-P2", "-n1", "/bin/true"], input="x\n" * n, text=True, check=True)))
-    return {"jobs": n, "drover array": summary(array), "drover singles (client)": summary(singles),
+    return {"jobs": n, "drover array": summary(array), "drover array: controller CPU per job (ms)": summary(controller_ms),
+            "drover singles (client)": summary(singles),
             **{name: summary(v) if v else None for name, v in refs.items()}}
 
 
@@ -286,7 +293,7 @@ def b7(repeat: int, quick: bool) -> dict[str, Any]:
         ids = client.submit([c.job("true\n") for _ in range(ended)])
         for job in ids:
             client.wait(job)
-        controller = int((c.root / "state" / "controller.pid").read_text().split()[0])
+        controller = c.controller_pid()
         for _ in range(repeat):
             quiet = submit_latencies(c, lambda submitted: submitted >= 100)
             burst = subprocess.Popen([sys.executable, str(Path(__file__).with_name("listing_burst.py")), c.socket,
@@ -354,6 +361,19 @@ def percentile(samples: list[float], percent: int) -> float:
     return ordered[max(int(round(len(ordered) * percent / 100)) - 1, 0)]
 
 
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads) so far, from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def b8(repeat: int, quick: bool) -> dict[str, Any]:
+    """Many nodes: one controller, 200 simulated nodes over TLS (4 processes), 10,000 jobs."""
+    import cluster as many_nodes  # bench/cluster.py
+
+    return many_nodes.run(repeat, quick)
+
+
 def peak_rss_mib(pid: int) -> float:
     """The process's peak resident memory so far (VmHWM), in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -362,7 +382,7 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7}
+BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8}
 
 
 def print_table(results: dict[str, dict[str, Any]]) -> None:
@@ -391,13 +411,18 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
     if b7r:
         ratios.append(f"B7 submit during a burst of listings / idle: p50 {b7r['submit p50 burst/idle']['median']:.2f}x, "
                       f"p99 {b7r['submit p99 burst/idle']['median']:.2f}x")
+    b8r = results.get("B8")
+    if b8r and b1r:
+        ratios.append(f"B8 {b8r['nodes']} nodes / B1 array on one machine: "
+                      f"{b8r['jobs/s']['median'] / b1r['drover array']['median']:.2f}x the jobs/s, controller CPU per job "
+                      f"{b8r['controller CPU per job (ms)']['median'] / b1r['drover array: controller CPU per job (ms)']['median']:.2f}x")
     if ratios:
         print("\nratios (median over median): " + "; ".join(ratios))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="*", metavar="B1..B7", help="which benchmarks (default: all)")
+    parser.add_argument("which", nargs="*", metavar="B1..B8", help="which benchmarks (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))
