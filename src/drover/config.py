@@ -16,6 +16,7 @@ SYSTEM_STATE_DIR = "/var/lib/drover"  # a shared cluster's (`drover up --system`
 # On a host that joined a cluster as a node: where its users' commands find the cluster (written
 # by `drover join`, readable by all; this variable names another).
 CLUSTER_FILE_VARIABLE = "DROVER_CLUSTER_FILE"
+MUNGE_SOCKET = "/run/munge/munge.socket.2"  # munged's own default: where users and daemons find it
 
 
 def state_dir() -> str:
@@ -60,9 +61,18 @@ class RemoteCluster:
         self.controller, self.ca_pem, self.munge_socket = controller, ca_pem, munge_socket
 
 
+_remote_clusters: dict[str, RemoteCluster | None] = {}  # by file: a command reads it once
+
+
 def remote_cluster() -> RemoteCluster | None:
     """The cluster this host joined as a node, if it did (and its file is readable)."""
     path = os.environ.get(CLUSTER_FILE_VARIABLE) or Paths(SYSTEM_STATE_DIR).cluster_file
+    if path not in _remote_clusters:
+        _remote_clusters[path] = _read_remote_cluster(path)
+    return _remote_clusters[path]
+
+
+def _read_remote_cluster(path: str) -> RemoteCluster | None:
     try:
         with open(path) as file:
             import json

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from drover.config import MUNGE_SOCKET
 from drover.core.limits import Limits
 
 MIB = 1024 * 1024
@@ -46,7 +47,7 @@ class ControllerSection(Section, frozen=True):
     operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
     allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False
     munge_socket: Annotated[str, about("the controller's munged, which opens the MUNGE credentials of users "
-                                       "on other hosts")] = "/run/munge/munge.socket.2"
+                                       "on other hosts")] = MUNGE_SOCKET
     smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
     smtp_port: Annotated[int, about("its port")] = 25
     requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False
@@ -143,8 +144,7 @@ class ExecdSection(Section, frozen=True):
                                                 "not sent")] = 64 * MIB
     require_signed_jobs: Annotated[bool, about("run only jobs their owners signed with MUNGE (set by `drover join` "
                                                "where munged runs)")] = False
-    munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = \
-        "/run/munge/munge.socket.2"
+    munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = MUNGE_SOCKET
     signed_job_max_age_s: Annotated[float, about("how old a job's signature may be when an attempt of it "
                                                  "starts")] = 30 * 86400.0
     allow_root_jobs: Annotated[bool, about("with require_signed_jobs: run jobs signed by root")] = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from drover.client.transport import ConnectionLost, Transport
+from drover.config import MUNGE_SOCKET
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
+    from drover.config import RemoteCluster
     from drover.protocol.api import (
         ActionResult,
         CaCertificate,
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
     from drover.protocol.plain import ActionOutcome, JobRequest, WaitReply
 
 
-MUNGE_SOCKET = "/run/munge/munge.socket.2"  # munged's default (cluster/munge.py, not imported here: start-up)
 
 class Client:
     page_rows = 5000  # rows asked for in one request; a longer listing is read page by page
@@ -57,7 +58,12 @@ class Client:
 
             address = api_socket()
             if address.startswith("https://") and tls is None:
-                tls, sign, self.munge_socket = _remote_user(address, self.munge_socket)
+                from drover.config import remote_cluster
+
+                remote = remote_cluster()  # read once by api_socket already: kept
+                if remote is not None and remote.controller == address:
+                    tls, sign = _remote_user(remote)
+                    self.munge_socket = remote.munge_socket
         self.transport = Transport(address, timeout_s, tls, sign)
 
     def close(self) -> None:
@@ -334,16 +340,10 @@ def _to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def _remote_user(address: str, munge_socket: str | None) -> tuple[
-        ssl.SSLContext | None, Callable[[str, str, bytes], str] | None, str | None]:
+def _remote_user(remote: RemoteCluster) -> tuple[ssl.SSLContext, Callable[[str, str, bytes], str]]:
     """For a user on a host that joined the cluster: the controller verified against the
     cluster's CA, and each request signed with a MUNGE credential of this user's, made by this
     host's munged for that very request (cluster/munge.py)."""
-    from drover.config import remote_cluster
-
-    remote = remote_cluster()
-    if remote is None or remote.controller != address:
-        return None, None, munge_socket
     import ssl
 
     from drover.cluster import munge
@@ -353,7 +353,7 @@ def _remote_user(address: str, munge_socket: str | None) -> tuple[
     def sign(method: str, target: str, body: bytes) -> str:
         return munge.encode(munge.request_digest(method, target, body), remote.munge_socket)
 
-    return context, sign, remote.munge_socket
+    return context, sign
 
 
 def _signed(job: Mapping[str, Any], munge_socket: str) -> dict[str, Any]:

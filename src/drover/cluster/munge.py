@@ -15,7 +15,9 @@ import ctypes.util
 import hashlib
 from dataclasses import dataclass
 
-DEFAULT_SOCKET = "/run/munge/munge.socket.2"  # munged's own default
+from drover.config import MUNGE_SOCKET
+
+DEFAULT_SOCKET = MUNGE_SOCKET
 HEADER = "X-Drover-Credential"
 
 # munge.h

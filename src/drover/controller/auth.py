@@ -24,6 +24,7 @@ import enum
 import pwd
 from dataclasses import dataclass, field
 
+from drover.config import MUNGE_SOCKET
 from drover.core.errors import Forbidden
 
 CROSS_HOST_USERS = ("a user's request over TCP carries a MUNGE credential of theirs; `drover` sends one from "
@@ -61,7 +62,7 @@ class Policy:
     shared: bool = False
     operators: frozenset[str] = field(default_factory=frozenset)
     allow_root_jobs: bool = False  # on a shared cluster, may root's jobs run as root?
-    munge_socket: str = "/run/munge/munge.socket.2"  # the controller's munged, for users of other hosts
+    munge_socket: str = MUNGE_SOCKET  # the controller's munged, for users of other hosts
 
     def caller(self, peer: tuple[int, int, int] | None, remote: bool = False) -> Caller:
         """Who the peer (pid, uid, gid) is, and whether they manage the whole cluster. `remote`:

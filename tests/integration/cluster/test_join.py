@@ -50,9 +50,13 @@ def test_a_node_that_leaves_is_forgotten_and_its_certificate_refused(hosts: Host
     kept.mkdir()
     for name in ("node.crt", "node.key", "ca.crt"):
         (kept / name).write_bytes((node.state_dir / "tls" / name).read_bytes())
+    cluster_file = node.state_dir / "cluster.json"  # what the host's users find the cluster by
+    assert json.loads(cluster_file.read_text())["controller"] == hosts.url
+    assert oct(os.stat(cluster_file).st_mode & 0o777) == "0o644"
     left = node.drover("leave", "--state-dir", str(node.state_dir))
     assert "node node1 left" in left.stdout
     assert not (node.state_dir / "tls" / "node.crt").exists() and not (node.state_dir / "drover.toml").exists()
+    assert not cluster_file.exists()
     assert nodes(hosts) == {}
     assert "node node1 left, from 10.213.0.2:" in hosts.controller_log()
 

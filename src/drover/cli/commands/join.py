@@ -17,7 +17,7 @@ import sys
 import time
 
 from drover.cli.common import parser, print_json
-from drover.config import SYSTEM_STATE_DIR, Paths
+from drover.config import MUNGE_SOCKET, SYSTEM_STATE_DIR, Paths
 from drover.core.errors import Conflict, DroverError, Forbidden
 
 TYPE_CHECKING = False
@@ -28,7 +28,6 @@ JOINED_MARK = "# Written by `drover join`"
 START_TIMEOUT_S = 30.0
 
 
-DEFAULT_MUNGE_SOCKET = "/run/munge/munge.socket.2"
 EXECD_UNIT = "drover-execd.service"
 EXECD_UNIT_PATH = f"/etc/systemd/system/{EXECD_UNIT}"
 
@@ -83,8 +82,8 @@ def run(command: str, argv: list[str]) -> int:
     write_private(files.ca_cert, reply.ca.encode(), 0o644)
     # Where munged runs (or is named), the node runs only jobs their owners signed: the
     # controller cannot make it run anything as anyone (cluster/signing.py).
-    munge_socket = args.munge_socket or DEFAULT_MUNGE_SOCKET
-    signed = bool(args.munge_socket) or os.path.exists(DEFAULT_MUNGE_SOCKET)
+    munge_socket = args.munge_socket or MUNGE_SOCKET
+    signed = bool(args.munge_socket) or os.path.exists(MUNGE_SOCKET)
     config = _node_config(url, reply.node, files, args.cpus, args.memory, munge_socket if signed else None)
     write_private(paths.config_file, config.encode(), 0o644)
     # For this host's users: where the cluster is, the CA to verify it by, and the munged that
@@ -102,7 +101,7 @@ def run(command: str, argv: list[str]) -> int:
         if at_boot:
             print(f"enabled {at_boot}: the node's execd starts at boot")
         if not signed:
-            print(f"warning: no munged at {DEFAULT_MUNGE_SOCKET}: this node runs the jobs the controller sends "
+            print(f"warning: no munged at {MUNGE_SOCKET}: this node runs the jobs the controller sends "
                   "without checking their owners' signatures, and its users cannot submit from here "
                   "(install munge with the cluster's key, then join again)", file=sys.stderr)
     return 0

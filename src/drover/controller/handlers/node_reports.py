@@ -107,8 +107,11 @@ def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outco
     """Nodes down for longer than `timeout_s`: their attempts are lost (NODE_FAIL), their CPUs
     freed. A node that comes back later is told to stop what it still runs of them."""
     outcome = Outcome()
+    # Only nodes that still hold attempts: once a lost node's are ended, a node that stays
+    # away costs the periodic check nothing (no scan of every job).
     lost = {name for name, node in state.nodes.items()
-            if node.state in (NodeState.DOWN,) and node.last_seen is not None and now - node.last_seen > timeout_s}
+            if node.state is NodeState.DOWN and node.running and node.last_seen is not None
+            and now - node.last_seen > timeout_s}
     if not lost:
         return outcome
     for job in list(state.jobs.values()):
