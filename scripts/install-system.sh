@@ -7,8 +7,12 @@
 #   sudo make install-system                      # or: sudo scripts/install-system.sh
 #   sudo make install-system PREFIX=/opt/drover BINDIR=/usr/local/bin
 #
+# It also makes the system user drover (with a group of its own, no login), which a shared
+# cluster's controller runs as (`drover up --system`, drover-controller.service).
+#
 # Running it again brings the same tree up to date with this checkout. Exit status 3 means a
-# prerequisite is missing (not root, no python3-venv), 4 that pip could not install.
+# prerequisite is missing (not root, no python3-venv), 4 that pip could not install, 5 that the
+# user drover could not be made.
 set -eu
 
 PREFIX=${PREFIX:-/opt/drover}
@@ -71,6 +75,18 @@ mkdir -p "$BINDIR"
 ln -sfn "$PREFIX/bin/drover" "$BINDIR/drover"
 echo "installed $("$PREFIX/bin/drover" --version) in $PREFIX; $BINDIR/drover runs it"
 
+# The unprivileged user a shared cluster's controller runs as (only the execds are root), made
+# here so that drover-controller.service can name it; `drover up --system` makes it as well
+# where it is missing. Its home is the shared cluster's state directory (not made here).
+if ! getent passwd drover >/dev/null; then
+    if getent group drover >/dev/null; then group="--gid drover"; else group="--user-group"; fi
+    shell=/usr/sbin/nologin; [ -x "$shell" ] || shell=/bin/false
+    # shellcheck disable=SC2086  # $group is two words
+    useradd --system $group --no-create-home --home-dir /var/lib/drover --shell "$shell" drover \
+        || fail 5 "could not make the system user drover that a shared cluster's controller runs as (useradd failed)"
+    echo "made the system user drover, which a shared cluster's controller runs as"
+fi
+
 # The systemd units that start the daemons at boot (packaging/systemd), where systemd runs or
 # UNITDIR names a directory: the installed `drover` written into them. Enabling them is the
 # admin's choice (see each unit's head); `drover join` enables drover-execd on a node.
@@ -79,6 +95,9 @@ if [ -z "$UNITDIR" ] && [ -d /run/systemd/system ]; then
     UNITDIR=/etc/systemd/system
 fi
 if [ -n "$UNITDIR" ]; then
+    # Where the units keep their state and logs: root's, every user reaches the socket in it. The
+    # controller's unit runs as drover and so does not make it (see its head).
+    mkdir -p -m 0711 /var/lib/drover
     mkdir -p "$UNITDIR"
     for unit in drover-controller.service drover-execd.service; do
         sed "s|@BINDIR@|$BINDIR|g" "$SOURCE/packaging/systemd/$unit" > "$UNITDIR/$unit.tmp"

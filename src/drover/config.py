@@ -17,6 +17,9 @@ SYSTEM_STATE_DIR = "/var/lib/drover"  # a shared cluster's (`drover up --system`
 # by `drover join`, readable by all; this variable names another).
 CLUSTER_FILE_VARIABLE = "DROVER_CLUSTER_FILE"
 MUNGE_SOCKET = "/run/munge/munge.socket.2"  # munged's own default: where users and daemons find it
+# A shared cluster's controller runs as this unprivileged system user (as slurmctld runs as
+# SlurmUser); only the execds are root. `drover up --system` makes it if it is missing.
+SERVICE_USER = "drover"
 
 
 def state_dir() -> str:
@@ -50,6 +53,10 @@ _FILES = {
     "spool": "spool",
     "config_file": "drover.toml",
     "cluster_file": "cluster.json",
+    # A shared cluster's controller keeps its own files (store, staged-out files, socket) in this
+    # directory of the service user's: the state directory itself stays root's, since it holds
+    # what root's execd trusts (drover.toml). `api.sock` is a link to the socket in it.
+    "controller_dir": "controller",
 }
 
 

@@ -59,6 +59,7 @@ class AttemptOrder(TypedDict):
     credential: NotRequired[str | None]  # the owner's signature over what the job runs (cluster/signing.py)
     output_pattern: NotRequired[str]  # what `stdout` and `stderr` were made from, as the owner signed them
     error_pattern: NotRequired[str | None]
+    event_log: NotRequired[str | None]  # the job's --event-log: here for the owner's signature only
 
 
 class NodeOptions(TypedDict):

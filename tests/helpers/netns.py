@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drover.config import Paths, cluster_tag
+from drover.config import SERVICE_USER, Paths, cluster_tag
 from drover.spool import layout
 from tests.helpers.cluster import log_tails
 from tests.helpers.system_cluster import _remove_cgroups
@@ -59,6 +59,7 @@ class Host:
     address: str
     state_dir: Path
     env: dict[str, str] = field(default_factory=dict)
+    interpreter: str = sys.executable  # what runs `drover` here
 
     def command(self, *argv: str) -> list[str]:
         return ["ip", "netns", "exec", self.namespace, *argv]
@@ -77,22 +78,26 @@ class Host:
     def drover(self, *args: str, check: bool = True, timeout: float = 60,
                cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         """The `drover` command, as a user of this host runs it."""
-        return self.run(sys.executable, "-m", "drover", *args, check=check, timeout=timeout, cwd=cwd)
+        return self.run(self.interpreter, "-m", "drover", *args, check=check, timeout=timeout, cwd=cwd)
 
     def python(self, code: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        return self.run(sys.executable, "-c", code, check=False, timeout=timeout)
+        return self.run(self.interpreter, "-c", code, check=False, timeout=timeout)
 
 
 class Hosts:
     """The controller's host and node hosts, made on demand; a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, python: str = sys.executable) -> None:
+        """`python`: what runs `drover` on every host (the daemons included); an installed
+        Drover's (SystemInstall.python) where jobs' owners must be able to run it too."""
+        self.python = python
         self.tag = uuid.uuid4().hex[:6]
         self.root = Path(tempfile.mkdtemp(prefix="drn-", dir="/tmp"))
         self.namespaces: list[str] = []
         self.nodes: dict[str, Host] = {}
         self.controller_process: subprocess.Popen[bytes] | None = None
-        self.ctl = self._namespace("ctl", "", self.root / "ctl")
+        self.service_user = False  # the controller runs as the service user (start_controller)
+        self.ctl = self._namespace("ctl", "", self.root / "ctl", python)
         self.ctl.env = {"DROVER_STATE_DIR": str(self.ctl.state_dir)}
 
     def __enter__(self) -> Hosts:
@@ -108,19 +113,19 @@ class Hosts:
         if result.returncode != 0:
             raise RuntimeError(f"ip {' '.join(argv)}: {result.stderr.strip()}")
 
-    def _namespace(self, role: str, address: str, state_dir: Path) -> Host:
+    def _namespace(self, role: str, address: str, state_dir: Path, python: str) -> Host:
         name = f"drv{self.tag}-{role}"
         self._ip("netns", "add", name)
         self.namespaces.append(name)
         self._ip("-n", name, "link", "set", "lo", "up")
         state_dir.mkdir(mode=0o700)
-        return Host(name, address, state_dir)
+        return Host(name, address, state_dir, interpreter=python)
 
     def add_node(self, name: str) -> Host:
         """A node's host, linked to the controller's by a veth pair of its own."""
         k = len(self.nodes)
         subnet = f"10.213.{k}"
-        host = self._namespace(name, f"{subnet}.2", self.root / name)
+        host = self._namespace(name, f"{subnet}.2", self.root / name, self.python)
         ctl_end, node_end = f"drv{self.tag}c{k}", f"drv{self.tag}n{k}"
         self._ip("link", "add", ctl_end, "type", "veth", "peer", "name", node_end)
         self._ip("link", "set", ctl_end, "netns", self.ctl.namespace)
@@ -159,13 +164,17 @@ class Hosts:
     def url(self) -> str:
         return f"https://{self.ctl.address}:{PORT}"
 
-    def start_controller(self, config_toml: str = "") -> None:
+    def start_controller(self, config_toml: str = "", service_user: bool = False) -> None:
         """`drover cluster init`, then the controller alone (no execd) inside "ctl", listening
-        on its veth address."""
+        on its veth address. `service_user`: as a shared cluster's controller runs, as the
+        service user (`drover cluster init --system` first); give the hosts an installed
+        Drover's python, which that user can run."""
         assert self.ctl.address, "add a node first: the controller listens on its link's address"
         if config_toml:
             (self.ctl.state_dir / "drover.toml").write_text(config_toml)
-        self.ctl.drover("cluster", "init", "--state-dir", str(self.ctl.state_dir), "--host", self.ctl.address)
+        self.service_user = service_user
+        self.ctl.drover("cluster", "init", *(["--system"] if service_user else []), "--state-dir",
+                        str(self.ctl.state_dir), "--host", self.ctl.address)
         self._spawn_controller()
         wait_until(lambda: f"serving TLS on ('{self.ctl.address}', {PORT})" in self.controller_log(),
                    describe="the controller to serve TLS", timeout=30)
@@ -173,8 +182,11 @@ class Hosts:
     def _spawn_controller(self) -> None:
         log = open(self.ctl.state_dir / "controller.log", "ab")
         try:
+            as_service_user = ["setpriv", f"--reuid={SERVICE_USER}", f"--regid={SERVICE_USER}", "--clear-groups",
+                               "--"] if self.service_user else []
             self.controller_process = subprocess.Popen(
-                self.ctl.command(sys.executable, "-m", "drover", "controller", "--state-dir", str(self.ctl.state_dir),
+                self.ctl.command(*as_service_user, self.python, "-m", "drover", "controller",
+                                 *(["--system"] if self.service_user else []), "--state-dir", str(self.ctl.state_dir),
                                  "--kill-grace", "1", "--listen", f"{self.ctl.address}:{PORT}"),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **self.ctl.env},
                 process_group=0)

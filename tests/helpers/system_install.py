@@ -29,6 +29,9 @@ class SystemInstall:
     prefix: Path   # the virtual environment
     bindir: Path   # where `drover` is linked, as /usr/local/bin would be
     seconds: float  # how long the install took
+    # The install made the system user a shared cluster's controller runs as (`drover`): `remove`
+    # removes it again, unless something still runs as it (another test run's cluster).
+    made_service_user: bool = False
 
     @property
     def drover(self) -> str:
@@ -41,6 +44,8 @@ class SystemInstall:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.made_service_user:
+            remove_service_user()
 
 
 def install() -> SystemInstall:
@@ -65,4 +70,24 @@ def install() -> SystemInstall:
         if result.returncode == 3 or (result.returncode == 4 and any(m in output for m in _UNREACHABLE)):
             raise InstallUnavailable(tail)
         raise AssertionError(f"{SCRIPT.name} exited {result.returncode}:\n{tail}")
-    return SystemInstall(found.root, found.prefix, found.bindir, seconds)
+    made = "made the system user drover" in result.stdout
+    return SystemInstall(found.root, found.prefix, found.bindir, seconds, made)
+
+
+def remove_service_user() -> None:
+    """Remove the service user `drover` (and its group) if no process runs as it: it is shared by
+    every shared cluster of this machine, and another test run's may still be up."""
+    import pwd
+
+    import psutil
+
+    from drover.config import SERVICE_USER
+
+    try:
+        uid = pwd.getpwnam(SERVICE_USER).pw_uid
+    except KeyError:
+        return
+    if any(p.info["uids"] and uid in p.info["uids"] for p in psutil.process_iter(["uids"])):
+        return
+    subprocess.run(["userdel", SERVICE_USER], capture_output=True)
+    subprocess.run(["groupdel", SERVICE_USER], capture_output=True)  # if userdel left it

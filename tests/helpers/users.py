@@ -69,6 +69,17 @@ def run_as_user(user: str, argv: Sequence[str], *, env: Mapping[str, str | None]
     LANG) plus `env` (a None value removes a name). It enters `cwd` (default: the user's home)
     as the user, so a directory the user may not enter fails as it would for them. `prefix`:
     what runs it (`ip netns exec NS`, for a user on another host)."""
+    command, clean = user_command(user, argv, env=env, cwd=cwd, prefix=prefix)
+    return subprocess.run(command, env=clean, input=input, capture_output=True, text=True, timeout=timeout,
+                          cwd="/", start_new_session=True,
+                          stdin=subprocess.DEVNULL if input is None else None)
+
+
+def user_command(user: str, argv: Sequence[str], *, env: Mapping[str, str | None] | None = None,
+                 cwd: str | os.PathLike[str] | None = None,
+                 prefix: Sequence[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run `argv` as `user` (see run_as_user), for a
+    caller that starts it its own way (on a terminal, in the background)."""
     entry = pwd.getpwnam(user)
     clean: dict[str, str] = {
         "HOME": entry.pw_dir, "USER": user, "LOGNAME": user, "SHELL": entry.pw_shell or "/bin/sh",
@@ -84,9 +95,7 @@ def run_as_user(user: str, argv: Sequence[str], *, env: Mapping[str, str | None]
         raise FileNotFoundError(f"{argv[0]} is not on {clean['PATH']}")
     command = [*prefix, "setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--init-groups", "--",
                "env", "--chdir", str(cwd or entry.pw_dir), "--", program, *argv[1:]]
-    return subprocess.run(command, env=clean, input=input, capture_output=True, text=True, timeout=timeout,
-                          cwd="/", start_new_session=True,
-                          stdin=subprocess.DEVNULL if input is None else None)
+    return command, clean
 
 
 def as_user(name: str, action: Callable[[], T]) -> T:

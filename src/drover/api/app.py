@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from drover.api import cluster, events, files, jobs, nodes
+from drover.api import cluster, events, files, jobs, nodes, relays
 from drover.api.endpoint import Controller, Endpoint, route
 from drover.api.http import json_response
 from drover.api.node_channel import node_channel_route
@@ -28,7 +28,7 @@ from drover.controller.reads import Reads
 from drover.controller.service import ControllerService
 
 ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOINTS, *events.ENDPOINTS,
-                             *files.ENDPOINTS]
+                             *files.ENDPOINTS, *relays.ENDPOINTS]
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],
@@ -41,6 +41,7 @@ def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[]
     routes: list[Any] = [cluster.openapi_route(openapi_document([e.operation for e in ENDPOINTS]))]
     routes += [route(endpoint, controller) for endpoint in ENDPOINTS]
     routes.append(node_channel_route(service, policy, membership))
+    routes.append(relays.terminal_route(controller))
     return Starlette(routes=routes, exception_handlers={HTTPException: _routing_error})
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
 from drover.core.errors import BadRequest, DroverError, PayloadTooLarge
@@ -73,7 +73,7 @@ def unix_time(text: str, what: str) -> float:
     return value
 
 
-def job_id_of(request: Request) -> int:
+def job_id_of(request: HTTPConnection) -> int:
     """The job id in the request's path."""
     job_id = ascii_int(request.path_params["job_id"], "a job id")
     if job_id <= 0:

@@ -8,7 +8,7 @@ from starlette.responses import Response
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import encoded_json_response, int_query, json_response, unix_time
 from drover.api.openapi import Operation, whole
-from drover.controller.auth import Access
+from drover.controller.auth import Access, TlsPeer
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.paging import history_cursor
 from drover.core.errors import BadRequest, NotFound
@@ -27,8 +27,11 @@ async def submit(call: Call) -> Response:
     # The owner is the peer; the request has no field that could say otherwise.
     if body.request_key is not None and not 8 <= len(body.request_key) <= 64:
         raise BadRequest("request_key must be 8 to 64 characters")
+    # Where it came from: the host whose node writes the jobs' event logs when the controller cannot.
+    tls = call.request.scope.get("state", {}).get("tls")
+    submitted_from = tls.host if isinstance(tls, TlsPeer) else None
     return json_response(api.SubmitReply(ids=call.controller.service.submit(body.jobs, call.user.user,
-                                                                            body.request_key)))
+                                                                            body.request_key, submitted_from)))
 
 
 async def list_jobs(call: Call) -> Response:

@@ -63,7 +63,8 @@ def node_channel_route(service: ControllerService, policy: Policy, membership: M
                             address, tls.node, hello.node[:100])
                 await socket.close(code=POLICY_VIOLATION, reason="the hello names another node than the certificate")
                 return
-            channel = NodeChannel(hello.node, socket)
+            channel = NodeChannel(hello.node, socket, local=not isinstance(tls, TlsPeer),
+                                  host=tls.host if isinstance(tls, TlsPeer) else None)
             previous = service.node_connected(channel, hello)
             if previous is not None:
                 await previous.close()

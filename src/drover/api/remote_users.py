@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 
 from drover.api.http import body_within_limit
 from drover.cluster import munge
@@ -20,27 +20,32 @@ log = logging.getLogger("drover.controller")
 
 async def remote_peer(request: Request, munge_socket: str, max_body: int) -> tuple[int, int, int]:
     """(0, uid, gid) of the user whose credential the request carries; Forbidden otherwise."""
-    credential = request.headers.get(munge.HEADER)
+    body = await body_within_limit(request, max_body) if request.headers.get(munge.HEADER) else b""
+    return proven_peer(request, request.method, body, munge_socket)
+
+
+def proven_peer(connection: HTTPConnection, method: str, body: bytes, munge_socket: str) -> tuple[int, int, int]:
+    """The same for any connection (a WebSocket's opening request is a GET without a body)."""
+    credential = connection.headers.get(munge.HEADER)
     if not credential:
         raise Forbidden(CROSS_HOST_USERS)
-    body = await body_within_limit(request, max_body)
-    query = request.scope.get("query_string", b"")
-    target = request.scope.get("raw_path", request.url.path.encode()).decode("latin-1")
+    query = connection.scope.get("query_string", b"")
+    target = connection.scope.get("raw_path", connection.url.path.encode()).decode("latin-1")
     if query:
         target += "?" + query.decode("latin-1")
     try:
         opened = munge.decode(credential, munge_socket)
     except munge.CredentialError as error:
-        _refused(request, str(error))
+        _refused(connection, method, str(error))
         raise Forbidden(str(error)) from None
-    if opened.payload != munge.request_digest(request.method, target, body):
+    if opened.payload != munge.request_digest(method, target, body):
         why = "the MUNGE credential was made for another request"
-        _refused(request, f"{why} (uid {opened.uid})")
+        _refused(connection, method, f"{why} (uid {opened.uid})")
         raise Forbidden(why)
     return 0, opened.uid, opened.gid
 
 
-def _refused(request: Request, why: str) -> None:
-    tls = request.scope.get("state", {}).get("tls")
+def _refused(connection: HTTPConnection, method: str, why: str) -> None:
+    tls = connection.scope.get("state", {}).get("tls")
     address = tls.address if isinstance(tls, TlsPeer) else "?"
-    log.warning("refused a user's request from %s (%s %s): %s", address, request.method, request.url.path, why)
+    log.warning("refused a user's request from %s (%s %s): %s", address, method, connection.url.path, why)

@@ -13,12 +13,13 @@ from drover.core.errors import DroverError, Unavailable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import pwd
     import subprocess
 
 START_TIMEOUT_S = 30.0
 
 
-def _is_serving(paths: Paths) -> bool:
+def is_serving(paths: Paths) -> bool:
     import socket
 
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -46,17 +47,32 @@ def _read_pid(path: str) -> int | None:
     return pid
 
 
-def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str]) -> subprocess.Popen[bytes]:
+def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str],
+           user: pwd.struct_passwd | None = None) -> subprocess.Popen[bytes]:
+    """Start `daemon` in the background; as `user` (uid, gid, no other groups), switched before
+    exec, when given: a shared cluster's controller runs as its service user."""
     import subprocess  # here, not at the top: `drover submit` to a running cluster never needs it
 
     # The daemon's own: a shared cluster's logs name every user's jobs, and its state directory
-    # is traversable by all (for the socket).
+    # is traversable by all (for the socket). Opened here, by root: the log stays root's.
     log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-    )
-    log.close()
+    environment = None if user is None else {
+        **os.environ, "HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name}
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            user=user.pw_uid if user else None, group=user.pw_gid if user else None,
+            extra_groups=[] if user else None, env=environment, cwd="/" if user else None,
+        )
+    except OSError as error:
+        if user is None:
+            raise
+        raise DroverError(f"the {daemon} runs as {user.pw_name}, who cannot run {sys.executable}: "
+                          f"{error.strerror or error}; install Drover where every user can run it "
+                          "(make install-system)") from None
+    finally:
+        log.close()
     with open(pid_path, "w") as file:
         file.write(f"{process.pid}\n")
     return process
@@ -71,27 +87,30 @@ def _log_tail(path: str, lines: int = 15) -> str:
 
 
 def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[str] | None = None,
-       shared: bool = False) -> list[str]:
+       shared: bool = False, service_user: pwd.struct_passwd | None = None) -> list[str]:
     """Start what is not running; wait until a node is up. Returns what was started, described.
-    A shared cluster's state directory is traversable by all (its socket must be reachable)."""
+    A shared cluster's state directory is traversable by all (its socket must be reachable), and
+    its controller runs as `service_user` (the execd stays root)."""
     os.makedirs(paths.root, mode=0o711 if shared else 0o700, exist_ok=True)
     if shared:
         os.chmod(paths.root, 0o711)
     started: list[str] = []
     spawned: list[tuple[subprocess.Popen[bytes], str]] = []  # (daemon, its pid file): ours to stop
     execd = None
-    if not _is_serving(paths) or _read_pid(paths.execd_pid) is None:
+    if not is_serving(paths) or _read_pid(paths.execd_pid) is None:
         # The daemons would refuse a bad drover.toml in their logs; say it here, before either starts.
         from drover.config_file import read_config
 
         read_config(paths.config_file)
     try:
-        if not _is_serving(paths):
-            controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [])
+        if not is_serving(paths):
+            controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [],
+                                service_user)
             spawned.append((controller, paths.controller_pid))
-            started.append(f"controller (pid {controller.pid}, log {paths.controller_log})")
+            who = f" as {service_user.pw_name}" if service_user else ""
+            started.append(f"controller{who} (pid {controller.pid}, log {paths.controller_log})")
             deadline = time.monotonic() + START_TIMEOUT_S
-            while not _is_serving(paths):
+            while not is_serving(paths):
                 _check_alive("controller", controller, deadline, paths.controller_log)
                 time.sleep(0.02)
         if _read_pid(paths.execd_pid) is None:
@@ -193,7 +212,7 @@ def ensure_running() -> None:
     if os.environ.get(SOCKET_VARIABLE):
         return
     paths = Paths()
-    if _is_serving(paths) or _is_serving(Paths(SYSTEM_STATE_DIR)):
+    if is_serving(paths) or is_serving(Paths(SYSTEM_STATE_DIR)):
         return  # a cluster answers; its nodes are its own business
     from drover.config import remote_cluster
 

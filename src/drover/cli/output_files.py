@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import IO
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
+
 
 def copy_new_bytes(path: str, offset: int, out: IO[bytes]) -> int:
     """Copy what `path` holds past `offset` to `out`; return the new offset (the same one while
@@ -19,3 +23,39 @@ def copy_new_bytes(path: str, offset: int, out: IO[bytes]) -> int:
         out.write(data)
         out.flush()
     return offset + len(data)
+
+
+class TaskOutput:
+    """One stream of a task's output followed from here: from its file when `path` is given (the
+    task runs on this host), otherwise through the node that runs it, read as its owner."""
+
+    def __init__(self, client: Client, job_id: int, index: int, stream: str, path: str | None) -> None:
+        self.client, self.job_id, self.index, self.stream, self.path = client, job_id, index, stream, path
+        self.offset = 0
+        self.missing: str | None = None  # why the last call found nothing to read through the node
+
+    def copy_new(self, out: IO[bytes]) -> None:
+        """Copy what was written since the last call; nothing while the task has not started."""
+        if self.path is not None:
+            self.offset = copy_new_bytes(self.path, self.offset, out)
+            return
+        from drover.core.errors import NotFound
+
+        while True:
+            try:
+                chunk = self.client.output(self.job_id, self.index, self.stream, self.offset)
+            except NotFound as error:
+                self.missing = str(error)  # not started yet (or its output is gone from its node)
+                return
+            self.missing = None
+            if chunk.data:
+                out.write(chunk.data)
+                out.flush()
+                self.offset += len(chunk.data)
+            if chunk.size is None or self.offset >= chunk.size:
+                return
+
+
+def all_nodes_here(client: Client) -> bool:
+    """Whether every node of the cluster runs on this host, so that its files are here to read."""
+    return not client.remote and all(node.local for node in client.nodes())

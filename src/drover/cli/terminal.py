@@ -13,6 +13,12 @@ import sys
 import termios
 import tty
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from websockets.sync.client import ClientConnection as WebSocket
+
 
 def _window_size(fd: int) -> tuple[int, int]:
     try:
@@ -23,9 +29,53 @@ def _window_size(fd: int) -> tuple[int, int]:
 
 
 def relay(path: str) -> None:
-    """Connect to the job's terminal and relay until the job hangs up."""
+    """Connect to the job's terminal (its relay socket, on this host) and relay until the job
+    hangs up."""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.connect(path)
+    try:
+        _relay(connection.sendall, connection.fileno(), lambda: connection.recv(65536))
+    finally:
+        connection.close()
+
+
+def relay_websocket(websocket: WebSocket) -> None:
+    """The same through the job's node (Client.terminal): a thread takes what the WebSocket
+    brings into a pipe, which the relay watches with the keyboard."""
+    import threading
+
+    from websockets.exceptions import ConnectionClosed
+
+    incoming, outgoing = os.pipe2(os.O_CLOEXEC)
+    why: list[str] = []
+
+    def pump() -> None:
+        try:
+            for message in websocket:
+                data = message.encode() if isinstance(message, str) else message
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(outgoing, view):]
+        except ConnectionClosed:
+            pass
+        finally:
+            if websocket.close_reason:
+                why.append(websocket.close_reason)
+            os.close(outgoing)
+
+    threading.Thread(target=pump, name="terminal", daemon=True).start()
+    try:
+        _relay(websocket.send, incoming, lambda: os.read(incoming, 65536))
+    finally:
+        websocket.close()
+        os.close(incoming)
+    if why:
+        print(f"drover: {why[0]}", file=sys.stderr)
+
+
+def _relay(send: Callable[[bytes], object], incoming: int, receive: Callable[[], bytes]) -> None:
+    """Keys and window sizes to `send` (in shepherd/pty_relay.py's frames), what `incoming`
+    brings (`receive` reads it; b"" at the end) to our stdout, until the end."""
     stdin, stdout = sys.stdin.fileno(), sys.stdout.fileno()
     interactive = os.isatty(stdin)
     saved = termios.tcgetattr(stdin) if interactive else None
@@ -35,20 +85,20 @@ def relay(path: str) -> None:
 
     def send_size() -> None:
         rows, columns = _window_size(stdin if interactive else stdout)
-        connection.sendall(b"w" + struct.pack(">HH", rows, columns))
+        send(b"w" + struct.pack(">HH", rows, columns))
 
     try:
         if interactive:
             tty.setraw(stdin)  # keys go to the job as they are: Ctrl-C becomes its SIGINT
         send_size()
-        reading = [connection, stdin, wakeup_read]
+        reading = [incoming, stdin, wakeup_read]
         while True:
             ready, _, _ = select.select(reading, [], [])
             if wakeup_read in ready:
                 os.read(wakeup_read, 512)
                 send_size()
-            if connection in ready:
-                data = connection.recv(65536)
+            if incoming in ready:
+                data = receive()
                 if not data:
                     return
                 os.write(stdout, data)
@@ -59,10 +109,11 @@ def relay(path: str) -> None:
                     continue
                 for start in range(0, len(data), 65535):
                     chunk = data[start : start + 65535]
-                    connection.sendall(b"d" + len(chunk).to_bytes(2, "big") + chunk)
+                    send(b"d" + len(chunk).to_bytes(2, "big") + chunk)
     finally:
         if saved is not None:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
         signal.signal(signal.SIGWINCH, old_handler)
         signal.set_wakeup_fd(previous)
-        connection.close()
+        os.close(wakeup_read)
+        os.close(wakeup_write)

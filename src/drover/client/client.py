@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from drover.client.transport import ConnectionLost, Transport
+from drover.client.transport import CREDENTIAL_HEADER, ConnectionLost, Transport
 from drover.config import MUNGE_SOCKET
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from typing import Any, TypeVar
 
     T = TypeVar("T")
+
+    from websockets.sync.client import ClientConnection as WebSocket
 
     from drover.config import RemoteCluster
     from drover.protocol.api import (
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
         JoinReply,
         LeaveReply,
         NodeInfo,
+        OutputChunk,
         Ping,
         TokenCreated,
         TokenInfo,
@@ -50,6 +53,7 @@ class Client:
         """`address`: a Unix socket path, or https://HOST:PORT with `tls`; default: the personal
         cluster's socket."""
         sign = None
+        self.remote = False  # a user of a host that joined the cluster: the controller is elsewhere
         # Where munged runs, each job is signed by its owner (cluster/signing.py): this host's
         # munged, or the one the cluster file names for a host that joined a cluster.
         self.munge_socket: str | None = MUNGE_SOCKET if os.path.exists(MUNGE_SOCKET) else None
@@ -64,6 +68,7 @@ class Client:
                 if remote is not None and remote.controller == address:
                     tls, sign = _remote_user(remote)
                     self.munge_socket = remote.munge_socket
+                    self.remote = True
         self.transport = Transport(address, timeout_s, tls, sign)
 
     def close(self) -> None:
@@ -279,6 +284,35 @@ class Client:
         status, data = self.transport.request(
             "GET", f"/v1/jobs/{_segment(job_id)}/files/{_segment(task)}/{_segment(attempt)}/{path}")
         return data if status == 200 else None
+
+    # -- a task's output and terminal on its node ----------------------------------------------
+
+    def output(self, job_id: int, task: int, stream: str = "stdout", offset: int = 0,
+               attempt: int | None = None) -> OutputChunk:
+        """Part of a task's output file from `offset`, read on the node that runs (or ran) it."""
+        from drover.protocol.api import OutputChunk
+
+        return self._get(f"/v1/jobs/{_segment(job_id)}/tasks/{_segment(task)}/output", OutputChunk,
+                         stream=stream, offset=offset, attempt=attempt)
+
+    def terminal(self, job_id: int, task: int) -> WebSocket:
+        """A running interactive task's terminal, through its node: a WebSocket carrying the
+        frames of shepherd/pty_relay.py (keys and window sizes out, the terminal's output in)."""
+        from websockets.exceptions import InvalidStatus
+        from websockets.sync.client import connect, unix_connect
+
+        path = f"/v1/jobs/{_segment(job_id)}/tasks/{_segment(task)}/terminal"
+        address, tls, sign = self.transport.address, self.transport.tls, self.transport.sign
+        headers = {CREDENTIAL_HEADER: sign("GET", path, b"")} if sign is not None else None
+        try:
+            if address.startswith("https://"):
+                return connect(f"wss://{address.removeprefix('https://').rstrip('/')}{path}", ssl=tls,
+                               additional_headers=headers, open_timeout=20)
+            return unix_connect(address, uri=f"ws://drover{path}", open_timeout=20)
+        except (OSError, InvalidStatus) as error:
+            from drover.core.errors import Unavailable
+
+            raise Unavailable(f"cannot reach the terminal of task {job_id}.{task}: {error}") from None
 
     # -- many hosts: join tokens (admins, local socket); joining and leaving (TLS) ----------------
 

@@ -4,13 +4,16 @@ model: its setuid helper checks a MUNGE signature over the jobspec before it bec
 When a user submits, their `drover` makes a MUNGE credential (cluster/munge.py) whose payload is
 the digest of what the job will run and where it will write, as the user: its script, working
 directory, environment, its own prolog and epilog, its name, its output and error patterns, the
-files staged in (names, modes and contents' digests) and its stage-out patterns. munged puts the user's uid and gid in it. The
+files staged in (names, modes and contents' digests), its stage-out patterns and its event log.
+munged puts the user's uid and gid in it. The
 controller keeps the credential with the job and sends it with every attempt's order; a node
 that requires signed jobs (`[execd] require_signed_jobs`, which `drover join` sets where munge
 runs) opens it with its own munged before anything of the job is written, and refuses the
 attempt unless the credential is genuine, no older than `signed_job_max_age_s`, names the uid
 the job's owner has on this node (not root, unless the node allows root's jobs), and carries the
-digest of exactly what the order asks to run. A job waits in the queue and array tasks share one
+digest of exactly what the order asks to run. A node that appends to a job's event log as its
+owner checks the same way that the file is the one the owner signed (execd/event_logs.py).
+A job waits in the queue and array tasks share one
 credential, so here a credential that munged calls expired or used before is accepted within
 that age: what it signs is fixed, and replaying it runs nothing but the same job as its owner.
 """
@@ -21,7 +24,7 @@ import base64
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from drover.core.patterns import default_output, expand
 from drover.protocol.canonical import canonical
@@ -41,9 +44,12 @@ class Signed(TypedDict):
     error: str | None  # None: joined into the output
     stage_in: list[list[str | int]]  # [name, mode, SHA-256 of the contents], in order
     stage_out: list[str]
+    # Only for a job that has one: a job without signs what it signed before the event log was
+    # covered, so jobs queued across that upgrade still run.
+    event_log: NotRequired[str]
 
 
-def job_digest(signed: Signed) -> bytes:
+def job_digest(signed: Mapping[str, Any]) -> bytes:
     """What a job's credential carries: the SHA-256 of the canonical encoding of `signed`."""
     return hashlib.sha256(canonical(signed)).digest()
 
@@ -54,8 +60,9 @@ def file_entry(name: str, mode: int, data: bytes) -> list[str | int]:
 
 def signed_request(job: Mapping[str, Any]) -> Signed:
     """What the owner signs of a job as their `drover` sends it (a JobSubmission's fields, with
-    the controller's defaults filled in as it fills them)."""
-    return {
+    the controller's defaults filled in as it fills them). The controller makes the same of a
+    stored job for the node that writes its event log: its spec, with the job's name."""
+    signed: Signed = {
         "script": job["script"], "workdir": job["workdir"], "environment": job.get("environment") or {},
         "prolog": job.get("prolog"), "epilog": job.get("epilog"), "name": job.get("name") or "job",
         "output": job.get("output") or default_output(job.get("array") is not None), "error": job.get("error"),
@@ -63,19 +70,26 @@ def signed_request(job: Mapping[str, Any]) -> Signed:
                      for f in job.get("stage_in") or []],
         "stage_out": list(job.get("stage_out") or []),
     }
+    if job.get("event_log"):
+        signed["event_log"] = job["event_log"]
+    return signed
 
 
 def signed_order(order: StartAttempt) -> Signed:
     """The same, as a node's order says it: equal to what was signed unless the job was changed
     on its way (tests/unit/cluster/test_signing.py holds the two together)."""
     config = order.config
-    return {
+    signed: Signed = {
         "script": order.script, "workdir": config["workdir"], "environment": config["environment"],
         "prolog": config["job_prolog"], "epilog": config["job_epilog"], "name": config["name"],
         "output": config.get("output_pattern", ""), "error": config.get("error_pattern"),
         "stage_in": [file_entry(f.name, f.mode, f.data) for f in order.stage_in],
         "stage_out": config["stage_out"],
     }
+    event_log = config.get("event_log")
+    if event_log:
+        signed["event_log"] = event_log
+    return signed
 
 
 def outputs_as_signed(order: StartAttempt) -> bool:

@@ -48,6 +48,11 @@ class TlsPeer:
     node: str | None = None
     serial: str | None = None  # of that certificate, lowercase hex
 
+    @property
+    def host(self) -> str:
+        """The peer's IP address, without the port ("10.0.0.2:4000", "[::1]:4000")."""
+        return self.address.rsplit(":", 1)[0].removeprefix("[").removesuffix("]")
+
 
 @dataclass(frozen=True, slots=True)
 class Caller:
@@ -101,6 +106,13 @@ class Policy:
         """A job is its owner's; admins manage all. `verb` says what was refused."""
         if not caller.is_admin and caller.user != owner:
             raise Forbidden(f"job {job_id} belongs to {owner}; {caller.user} cannot {verb} it")
+
+    def may_act_as_owner(self, caller: Caller, owner: str, job_id: int, what: str) -> None:
+        """Reading a job's files on its node, or typing into its terminal, is done with its owner's
+        rights: the owner's alone (and root's on this host, who is every user anyway), never an
+        operator's, whose rights stop at managing jobs."""
+        if caller.user != owner and caller.uid != 0:
+            raise Forbidden(f"job {job_id} belongs to {owner}; {what} is for its owner only")
 
     def whose_jobs(self, caller: Caller, asked: str | None) -> str | None:
         """Whose jobs a listing (jobs, history) shows: an admin's choice (None: everyone's); a

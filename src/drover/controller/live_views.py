@@ -13,7 +13,7 @@ import msgspec
 
 from drover.controller import views
 from drover.core.job import Job
-from drover.scheduler.reasons import PendingReason
+from drover.scheduler.reasons import Waiting
 
 _encode = msgspec.json.Encoder().encode
 
@@ -23,7 +23,7 @@ class LiveJobViews:
         self.capacity = capacity
         self._kept: OrderedDict[int, tuple[tuple[Any, ...], msgspec.Raw]] = OrderedDict()
 
-    def entry(self, job: Job, counts: dict[str, int], reason: PendingReason | None) -> msgspec.Raw:
+    def entry(self, job: Job, counts: dict[str, int], reason: Waiting | None) -> msgspec.Raw:
         """The job's entry in a listing; `counts` are its task counts (Job.task_counts)."""
         changing = (job.priority, job.state, job.ended_at, reason, tuple(counts.items()))
         kept = self._kept.get(job.id)

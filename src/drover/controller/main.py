@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import pwd
 import signal
 import socket
 import ssl
@@ -39,6 +40,7 @@ def serve(argv: list[str]) -> int:
 
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
     os.makedirs(paths.root, mode=0o700, exist_ok=True)
+    own = _own_files(paths) if args.system else paths
     os.umask(0o077)  # the database, logs and kept files are the cluster's alone
     from drover.config_file import ConfigError, read_config
 
@@ -59,19 +61,19 @@ def serve(argv: list[str]) -> int:
     from drover.controller.service import ControllerService, Settings
 
     kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
-    store = _open_store(paths.database, section.sqlite_synchronous)
+    store = _open_store(own.database, section.sqlite_synchronous)
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs, munge_socket=section.munge_socket)
     listen = _address(args.listen) if args.listen else None
     tls, tls_context = _tls(paths.root, section, listen is not None)
     tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
-    socket_path = args.socket or paths.socket
+    socket_path = args.socket or own.socket
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
 
     async def main() -> None:
         settings = Settings(
-            kill_grace_s=kill_grace, files_dir=os.path.join(paths.root, "files"),
+            kill_grace_s=kill_grace, files_dir=os.path.join(own.root, "files"),
             smtp_host=section.smtp_host, smtp_port=section.smtp_port, requeue_held=section.requeue_held,
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
             heartbeat_s=section.heartbeat_s,
@@ -108,7 +110,7 @@ def serve(argv: list[str]) -> int:
             loop.add_signal_handler(signum, shutdown)
         log = logging.getLogger("drover.controller")
         log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
-                 paths.database, store.schema_version)
+                 own.database, store.schema_version)
         if tcp_sockets and tls is not None:
             from drover.cluster.ca import spaced
 
@@ -136,6 +138,22 @@ def serve(argv: list[str]) -> int:
         except FileNotFoundError:
             pass
     return 0
+
+
+def _own_files(paths: Paths) -> Paths:
+    """A shared cluster's controller keeps its store, staged-out files and socket in a directory
+    of its own (`Paths.controller_dir`), which root gives its service user before it starts
+    (`drover up --system`, `drover cluster init --system`): the state directory is root's."""
+    own = Paths(paths.controller_dir)
+    if not os.path.isdir(own.root) or not os.access(own.root, os.W_OK | os.X_OK):
+        raise SystemExit(f"drover controller: {own.root} is not there or not writable by this controller's user; "
+                         f"as root, `drover cluster init --system --state-dir {paths.root}` makes it "
+                         "(`drover up --system` does)")
+    earlier = paths.database
+    if os.path.exists(earlier) and not os.path.exists(own.database):
+        raise SystemExit(f"drover controller: the job store is still at {earlier}, where an earlier Drover kept it; "
+                         f"as root, `drover cluster init --system --state-dir {paths.root}` moves it to {own.database}")
+    return own
 
 
 def _tls(state_dir: str, section: ControllerSection, listen: bool) -> tuple[ControllerTls | None, ssl.SSLContext | None]:
@@ -176,7 +194,11 @@ def _tcp_socket(address: tuple[str, int]) -> socket.socket:
     try:
         tcp = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as error:
-        raise SystemExit(f"drover controller: cannot listen on {host}:{port}: {error.strerror or error}") from None
+        why = error.strerror or str(error)
+        if isinstance(error, PermissionError) and port < 1024:
+            why += (f"; ports below 1024 are root's, and this controller runs as {pwd.getpwuid(os.geteuid()).pw_name}: "
+                    "listen on a port from 1024 up (the README's is 7443)")
+        raise SystemExit(f"drover controller: cannot listen on {host}:{port}: {why}") from None
     tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return tcp
 

@@ -19,9 +19,11 @@ class FrameSocket(Protocol):
 
 
 class NodeChannel:
-    def __init__(self, node: str, socket: FrameSocket) -> None:
+    def __init__(self, node: str, socket: FrameSocket, local: bool = False, host: str | None = None) -> None:
         self.node = node
         self.socket = socket
+        self.local = local  # on the controller's Unix socket: the node shares the controller's host
+        self.host = host  # over TLS, the peer's IP address (the host a job came from, for its event log)
         self._queue: list[Any] = []
         self._wake = asyncio.Event()
         self._writer = asyncio.get_running_loop().create_task(self._write_forever())

@@ -210,7 +210,11 @@ class Reads:
         return staged_files.read(self._service.settings.files_dir, job_id, index, attempt, name)
 
     def nodes(self) -> list[NodeInfo]:
-        return views.node_info(self._service.state)
+        nodes = views.node_info(self._service.state)
+        for node in nodes:  # where a user of this host reads a job's files directly
+            channel = self._service.channels.channel(node.name)
+            node.local = channel is not None and channel.local
+        return nodes
 
 
 def _job_page(newest_first: list[tuple[int, msgspec.Raw]], limit: int) -> JobPage:

@@ -43,6 +43,7 @@ from drover.controller.handlers.node_reports import (
 from drover.controller.handlers.submit import submit
 from drover.controller.lifecycle import fail_job
 from drover.controller.node_channels import NodeChannel, NodeChannels
+from drover.controller.relays import Relays
 from drover.controller.state import ControllerState
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.ids import job_of_attempt, parse_job_ref
@@ -99,17 +100,19 @@ class ControllerService:
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues)
         self.clock = clock
         self.channels = NodeChannels()
+        self.relays = Relays(self.channels)  # users' reads of output and terminals on nodes
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._submitted: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # request keys
         self._schedule_requested = False
+        self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
         self._new_events = asyncio.Event()
         self._report_handler = faults.report_handler(handle_report)
         # Reports a node sends once (started, suspended, exiting, progress) that the store could
         # not take: tried again with the node's next frame, or on a timer (`_keep_unsaved`).
         self._unsaved: dict[str, list[Report]] = {}
         self._unsaved_retry: dict[str, tuple[asyncio.TimerHandle, float]] = {}
-        self.event_logs = EventLogFiles()
+        self.event_logs = EventLogFiles(self.channels, self._event_log_refused)
         self.state = self._load()
         recently = clock() - CATCH_UP_ENDED_WITHIN_S
         self.event_logs.catch_up(store, [*self.state.jobs.values(),
@@ -392,6 +395,20 @@ class ControllerService:
             changes.event(self.clock(), "mail_failed", message.job_id, to=message.to, error=str(error))
         self._run(lambda: Outcome(changes=changes), Scope())
 
+    def _event_log_refused(self, job_id: int, path: str, why: str) -> None:
+        """A job's event log cannot be written (the file, or the node, refused): kept with the job
+        as an event, in a transaction of its own once the one that is being committed is done."""
+        changes = Changes()
+        changes.event(self.clock(), "event_log_failed", job_id, path=path, error=why)
+
+        def record() -> None:
+            try:
+                self._run(lambda: Outcome(changes=changes), Scope())
+            except Exception:
+                pass  # logged; the job goes on without its event log
+
+        asyncio.get_running_loop().call_soon(record)
+
     def _reconnect_nodes(self) -> None:
         """After a reload, make every node say hello again, so orders are rebuilt from the store."""
         asyncio.get_running_loop().create_task(self.channels.close_all())
@@ -437,19 +454,35 @@ class ControllerService:
         finally:
             if collecting:
                 gc.enable()
+        self._wake_for_begin_time()
+
+    def _wake_for_begin_time(self) -> None:
+        """Plan again when the earliest begin time of a waiting job comes (sbatch --begin): the
+        planner is pure and passes are run by changes, so nothing else would wake it then."""
+        wake_at = self.state.wake_at
+        if self._wake is not None and (wake_at is None or self._wake[1] != wake_at):
+            self._wake[0].cancel()
+            self._wake = None
+        if wake_at is not None and self._wake is None:
+            delay = max(wake_at - self.clock(), 0.0) + 0.01  # a little past it, so the job's time has come
+            self._wake = (asyncio.get_running_loop().call_later(delay, self.request_schedule), wake_at)
 
     # -- commands from users ------------------------------------------------------------------
 
-    def submit(self, jobs: list[JobSubmission], owner: str, request_key: str | None = None) -> list[int]:
+    def submit(self, jobs: list[JobSubmission], owner: str, request_key: str | None = None,
+               submitted_from: str | None = None) -> list[int]:
         """`request_key`: the client's name for this submission; the same key from the same owner
-        again gets the ids it got the first time (a retried request makes no second job)."""
+        again gets the ids it got the first time (a retried request makes no second job).
+        `submitted_from`: the address of the host it came from over TLS (None: this host), whose
+        node writes the jobs' event logs when the controller cannot (EventLogFiles.node_for)."""
         if request_key is not None and (owner, request_key) in self._submitted:
             return list(self._submitted[owner, request_key])
         ids: list[int] = []
+        event_log_node = self.event_logs.node_for(owner, submitted_from) if any(j.event_log for j in jobs) else None
 
         def handler() -> Outcome:
             outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues),
-                                      self.settings.limits)
+                                      self.settings.limits, event_log_node)
             ids.extend(new_ids)
             return outcome
 
@@ -498,6 +531,7 @@ class ControllerService:
         previous = self.channels.attach(channel)
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
+        self.event_logs.node_connected(hello.node, self.store)  # the event logs it writes catch up
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
@@ -507,7 +541,9 @@ class ControllerService:
         files (staged_out) again until they are; what it says once (started, suspended,
         exiting, progress) is kept here and tried again (`_keep_unsaved`)."""
         self._heard(node, messages)
-        reports: list[Report] = [m for m in messages if not isinstance(m, (Hello, Heartbeat)) and self._kept(m)]
+        self.relays.take(node, messages)  # answers to users' reads and their terminals
+        self.event_logs.take(node, messages)  # answers to event log appends
+        reports: list[Report] = [m for m in messages if isinstance(m, Report) and self._kept(m)]
         unsaved = self._unsaved.pop(node, None)
         if unsaved:
             reports = [*unsaved, *reports]
@@ -585,6 +621,8 @@ class ControllerService:
     def node_disconnected(self, channel: NodeChannel) -> None:
         if not self.channels.detach(channel):
             return
+        self.relays.node_gone(channel.node)
+        self.event_logs.node_gone(channel.node)
         self._unsaved.pop(channel.node, None)  # its next hello rebuilds what they said
         retry = self._unsaved_retry.pop(channel.node, None)
         if retry is not None:

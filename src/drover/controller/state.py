@@ -9,7 +9,7 @@ from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
-from drover.scheduler.reasons import PendingReason
+from drover.scheduler.reasons import Waiting
 from drover.store.base import Store, WorkingSet
 
 LOST_KEPT = 10_000
@@ -22,7 +22,8 @@ class ControllerState:
     nodes: dict[str, Node]
     next_job_id: int
     ended_states: dict[int, str] = field(default_factory=dict)  # jobs that ended, for dependencies
-    pending_reasons: dict[int, PendingReason] = field(default_factory=dict)
+    pending_reasons: dict[int, Waiting] = field(default_factory=dict)
+    wake_at: float | None = None  # the earliest begin time of a waiting job: plan again then
     # owner → [their jobs in the working set, those jobs' tasks]: what could be waiting, at most,
     # so a submission far below the per-user limits is accepted without counting (add_job, remove_job).
     owner_load: dict[str, list[int]] = field(default_factory=dict)

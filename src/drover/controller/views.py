@@ -10,8 +10,16 @@ from drover.core.exit_status import shell_status
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.views import job_state
-from drover.protocol.api import AttemptInfo, HistoryRow, JobInfo, NodeInfo, TaskInfo, Usage
-from drover.scheduler.reasons import PendingReason
+from drover.protocol.api import (
+    AttemptInfo,
+    DependencyOn,
+    HistoryRow,
+    JobInfo,
+    NodeInfo,
+    TaskInfo,
+    Usage,
+)
+from drover.scheduler.reasons import Waiting
 from drover.store.base import EndedJobRecord, HistoryRecord, Store
 
 
@@ -45,7 +53,7 @@ def with_tasks_of(info: JobInfo, job: Job, attempts: list[Attempt]) -> None:
 
 
 def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
-                reason: PendingReason | None = None) -> JobInfo:
+                reason: Waiting | None = None) -> JobInfo:
     """What a listing shows of a job (no tasks): `counts` are its task counts (Job.task_counts)."""
     return JobInfo(
         id=job.id, name=job.name, owner=job.owner,
@@ -59,7 +67,11 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         pending_explanation=reason.explanation if reason else None,
         exit_status=exit_status, end_reason=job.end_reason, workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
         output=job.spec["output"],
-        error=job.spec["error"], after_ok=list(job.after_ok),
+        error=job.spec["error"],
+        after_ok=[d.job for d in job.dependencies.on if d.kind == "afterok" and d.task is None and not d.per_task],
+        dependencies=[DependencyOn(kind=d.kind, job=d.job, task=d.task, per_task=d.per_task)
+                      for d in job.dependencies.on],
+        dependency_any=job.dependencies.any, begin_at=job.begin_at,
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from drover.core.arrays import TaskIndices
+from drover.core.dependencies import Dependencies
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
 from drover.records import CleanupProgress, ExitStatus, GivenUpStep, Usage
@@ -55,6 +56,9 @@ class JobSpec(TypedDict):
     pty: bool
     queue: str
     credential: str | None  # the owner's signature over what the job runs (cluster/signing.py)
+    # A dependency that can never be met cancels the job (sbatch --kill-on-invalid-dep=yes, the
+    # default); False: it stays pending with reason DependencyNeverSatisfied.
+    kill_on_invalid_dep: bool
 
 
 @dataclass(slots=True)
@@ -120,7 +124,7 @@ class Job:
     indices: TaskIndices
     is_array: bool
     max_running: int | None
-    after_ok: tuple[int, ...]
+    dependencies: Dependencies  # the jobs it waits for (core/dependencies.py)
     spec: JobSpec  # what the user asked for beyond what the scheduler reads
     fresh_from: int = 0
     fresh_state: JobState = JobState.PENDING
@@ -128,6 +132,10 @@ class Job:
     ended_at: float | None = None
     state: JobState | None = None  # the job as a whole, set when it ends
     end_reason: str | None = None  # why the controller ended the job itself (an internal error)
+    # The node that appends to the job's event log as its owner, when the controller cannot
+    # become the owner (controller/event_log.py); None: the controller's own writer does.
+    event_log_node: str | None = None
+    begin_at: float | None = None  # it starts no earlier than this (sbatch --begin, qsub -a)
     tasks: dict[int, Task] = field(default_factory=dict)
 
     @property

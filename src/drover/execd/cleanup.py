@@ -61,7 +61,7 @@ from typing import Any, Literal, TypeVar
 from drover import mail
 from drover.core.exit_status import classify_exit, exit_facts
 from drover.core.job_state import Trigger
-from drover.execd import attempt_records
+from drover.execd import attempt_records, output_index
 from drover.execd.faults import NO_FAULTS, Faults
 from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
 from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
@@ -412,6 +412,8 @@ class Cleanup:
         if os.path.isdir(spool.path):
             config = attempt_records.config(spool)
             try:
+                if config is not None:  # where its output is, for `drover logs` once the spool is gone
+                    output_index.remember(self.root, spool.name, config)
                 if self.settings.keep_spool or (config and config["keep_spool"]):
                     kept = os.path.join(self.root, KEPT)
                     os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only

@@ -58,12 +58,25 @@ def serve(argv: list[str]) -> int:
 
 async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer,
                tls: ssl.SSLContext | None) -> None:
+    from drover.execd import output_index
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
     from drover.execd.cleanup import Cleanup
+    from drover.execd.event_logs import NodeEventLogs
     from drover.execd.faults import Faults
     from drover.execd.host import host_cpus, host_memory_mib, host_name, host_status
-    from drover.protocol.node_channel import Ack, Hello, SignalAttempt, StartAttempt
+    from drover.execd.relays import NodeRelays
+    from drover.protocol.node_channel import (
+        Ack,
+        AppendEventLog,
+        CloseTerminal,
+        Hello,
+        OpenTerminal,
+        ReadOutput,
+        SignalAttempt,
+        StartAttempt,
+        TerminalInput,
+    )
 
     node = args.node_name or options.node_name or host_name()
     cpus = args.cpus or options.cpus or host_cpus()
@@ -87,16 +100,29 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
     attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)),
                         signed_jobs)
+    relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals
+    output_index.forget_old(spool_root)
+    event_logs = NodeEventLogs(send, signed_jobs)  # jobs' event logs, for a controller that cannot be their owners
+
+    def on_connect() -> None:
+        relays.drop_terminals()
+        cleanup.trigger_all()
+
     channel = ControllerChannel(
         args.socket or options.controller or api_socket(paths),
         hello=lambda: Hello(node, cpus, memory, attempts.known()),
-        on_connect=cleanup.trigger_all,
+        on_connect=on_connect,
         tls=tls,
         heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
     channel.on(Ack, lambda ack: cleanup.acknowledged(ack.attempts, ack.kind))
+    channel.on(ReadOutput, relays.read_output)
+    channel.on(OpenTerminal, relays.open_terminal)
+    channel.on(TerminalInput, relays.terminal_input)
+    channel.on(CloseTerminal, relays.close_terminal)
+    channel.on(AppendEventLog, event_logs.append)
     attempts.recover()
     logging.getLogger("drover.execd").info(
         "node %s: %d CPUs, %d MiB, spool %s, %d attempts re-attached",
@@ -113,6 +139,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     # re-attaches to them from the spool.
     runner.cancel()
     attempts.close()
+    await relays.close()
+    await event_logs.close()
 
 
 def node_tls(options: ExecdSection) -> ssl.SSLContext:

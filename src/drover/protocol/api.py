@@ -19,6 +19,15 @@ class StagedFile(msgspec.Struct, forbid_unknown_fields=True):
     mode: int = 0o644
 
 
+class DependencyOn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One thing a job waits for (core/dependencies.py has the semantics)."""
+
+    kind: str  # after, afterok, afternotok, afterany, singleton
+    job: int = 0  # 0 for singleton
+    task: int | None = None  # one array task of `job`, or the whole job
+    per_task: bool = False  # task N waits for task N of `job` (aftercorr, qsub -hold_jid_ad)
+
+
 class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One job as the user asked for it. Defaults are the zero-configuration ones."""
 
@@ -36,7 +45,11 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     array: str | None = None  # "1-100:2%5"
     hold: bool = False
     priority: int = 0
-    after_ok: list[int] = []  # run only once all these jobs completed successfully
+    after_ok: list[int] = []  # run only once all these jobs completed successfully (= afterok dependencies)
+    dependencies: list[DependencyOn] = []
+    dependency_any: bool = False  # one of `dependencies` met is enough (Slurm's `?`); else all must be
+    kill_on_invalid_dep: bool = True  # a dependency that can never be met cancels the job; else it waits
+    begin_at: float | None = None  # a Unix time: the job starts no earlier (sbatch --begin, qsub -a)
     mail_user: str | None = None
     mail_type: list[str] = []  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
     keep_spool: bool = False  # keep the attempt's spool directory on the node after cleanup
@@ -137,7 +150,10 @@ class JobInfo(msgspec.Struct, kw_only=True):
     submit_dir: str = ""
     output: str
     error: str | None
-    after_ok: list[int] = []
+    after_ok: list[int] = []  # its afterok dependencies on whole jobs (older clients read these)
+    dependencies: list[DependencyOn] = []
+    dependency_any: bool = False
+    begin_at: float | None = None
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
 
 
@@ -196,6 +212,16 @@ class ActionReply(msgspec.Struct):
     results: list[ActionResult]
 
 
+class OutputChunk(msgspec.Struct, kw_only=True):
+    """Part of a task's output file, read on the node that ran it (GET .../output)."""
+
+    node: str
+    attempt: int
+    offset: int
+    data: bytes  # base64 in JSON
+    size: int | None  # the file's size when it was read; None: it does not exist (yet)
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     name: str
     state: str
@@ -208,6 +234,7 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     reason: str | None = None
     load: float | None = None  # the host's 1-minute load average, from the node's last heartbeat
     memory_free_mib: int | None = None  # memory available on the host, from the same
+    local: bool = False  # its execd is on the controller's host (its channel is the local socket)
 
 
 class NodeList(msgspec.Struct):

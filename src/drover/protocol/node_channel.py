@@ -125,8 +125,91 @@ class Heartbeat(msgspec.Struct, tag="heartbeat"):
     attempts: int  # attempts the node runs or is cleaning up after
 
 
-NodeMessage = Hello | Heartbeat | Started | Suspended | Exiting | Progress | StagedOut | Exited
-ControllerMessage = Welcome | StartAttempt | SignalAttempt | Ack
+# -- a user's view of an attempt on its node: output files and the terminal -----------------------
+# `drover logs`, `drover run` and `drover run --pty` of a user on any host reach the node that runs
+# the job through the controller, over this channel (the node is never reached by users directly).
+
+
+class ReadOutput(msgspec.Struct, tag="read_output"):
+    """Read an attempt's output file from `offset` (at most `limit` bytes). The node reads it as
+    the job's owner, at the path its own records hold for the attempt: the request names only
+    the attempt and which stream."""
+
+    request: int
+    attempt: str
+    stream: str  # "stdout" or "stderr"
+    offset: int
+    limit: int
+
+
+class OutputRead(msgspec.Struct, tag="output_read"):
+    request: int
+    data: bytes = b""
+    size: int | None = None  # the file's size as it was read; None: it does not exist (yet)
+    error: str | None = None  # why it cannot be read (not the owner's to read, not a file, ...)
+
+
+class OpenTerminal(msgspec.Struct, tag="open_terminal"):
+    """Connect session `session` to an interactive attempt's terminal (shepherd/pty_relay.py)."""
+
+    session: int
+    attempt: str
+
+
+class TerminalInput(msgspec.Struct, tag="terminal_input"):
+    """Bytes for the terminal, in the relay's own frames (keys, window sizes), passed through."""
+
+    session: int
+    data: bytes
+
+
+class CloseTerminal(msgspec.Struct, tag="close_terminal"):
+    session: int
+
+
+class TerminalOutput(msgspec.Struct, tag="terminal_output"):
+    session: int
+    data: bytes
+
+
+class TerminalClosed(msgspec.Struct, tag="terminal_closed"):
+    """The terminal hung up (the job ended), or could not be reached (`why`)."""
+
+    session: int
+    why: str = ""
+
+
+# -- a job's event log, appended to on a node as the job's owner ---------------------------------
+# A controller that runs as an unprivileged service user cannot become a job's owner: the node on
+# the host the job was submitted from appends to its `--event-log` instead, with the writer the
+# controller would have started (controller/event_log.py; execd/event_logs.py on the node).
+
+
+class AppendEventLog(msgspec.Struct, tag="append_event_log"):
+    """Append these lines of a job's event log as its owner; the writer skips the sequence numbers
+    the file holds already. `credential` and `signed`: the job's signature and what it covers
+    (cluster/signing.py), by which a node that runs signed jobs only checks that `path` is the
+    event log the owner signed."""
+
+    request: int
+    job: int
+    owner: str
+    path: str
+    lines: list[tuple[int, str]]  # (sequence number, the event's JSON line)
+    credential: str | None = None
+    signed: dict[str, object] | None = None
+
+
+class EventLogAppended(msgspec.Struct, tag="event_log_appended"):
+    request: int
+    last: int = 0  # the job's last sequence number in the file
+    error: str | None = None  # why nothing was appended (the node's refusal, or the writer's)
+
+
+NodeMessage = (Hello | Heartbeat | Started | Suspended | Exiting | Progress | StagedOut | Exited
+               | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended)
+ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack
+                     | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog)
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])
 controller_decoder = msgspec.json.Decoder(list[ControllerMessage])

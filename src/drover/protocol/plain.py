@@ -18,6 +18,13 @@ class StagedFileRequest(TypedDict):
     mode: int
 
 
+class DependencyRequest(TypedDict, total=False):
+    kind: Required[str]
+    job: int
+    task: int | None
+    per_task: bool
+
+
 class JobRequest(TypedDict, total=False):
     script: Required[str]
     name: str
@@ -34,6 +41,10 @@ class JobRequest(TypedDict, total=False):
     hold: bool
     priority: int
     after_ok: list[int]
+    dependencies: list[DependencyRequest]
+    dependency_any: bool
+    kill_on_invalid_dep: bool
+    begin_at: float | None
     mail_user: str | None
     mail_type: list[str]
     keep_spool: bool
@@ -69,6 +80,15 @@ class TaskSummary(TypedDict):
     attempts: list[AttemptSummary]
 
 
+class DependencySummary(TypedDict):
+    """api.DependencyOn, as a job's summary shows it."""
+
+    kind: str
+    job: int
+    task: int | None
+    per_task: bool
+
+
 class JobSummary(TypedDict):
     """api.JobInfo, what a long poll on a job answers with."""
 
@@ -95,6 +115,9 @@ class JobSummary(TypedDict):
     output: str
     error: str | None
     after_ok: list[int]
+    dependencies: list[DependencySummary]
+    dependency_any: bool
+    begin_at: float | None
     tasks: list[TaskSummary]
 
 

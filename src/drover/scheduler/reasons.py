@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -9,7 +10,8 @@ class PendingReason(StrEnum):
     RESOURCES = "resources"  # no node has room now
     PRIORITY = "priority"  # jobs ahead of it are waiting for room
     DEPENDENCY = "dependency"  # waits for jobs it depends on
-    DEPENDENCY_NEVER_SATISFIED = "dependency_never_satisfied"  # a dependency did not complete
+    DEPENDENCY_NEVER_SATISFIED = "dependency_never_satisfied"  # a dependency can never be met
+    BEGIN_TIME = "begin_time"  # its begin time has not come
     ARRAY_LIMIT = "array_limit"  # as many tasks run as %N allows
     NO_NODES = "no_nodes"  # no node is up
     TOO_BIG = "too_big"  # no node up is large enough, ever
@@ -23,8 +25,25 @@ _EXPLANATIONS = {
     PendingReason.RESOURCES: "waiting for CPUs or memory to free up",
     PendingReason.PRIORITY: "waiting behind jobs of higher priority or submitted earlier",
     PendingReason.DEPENDENCY: "waiting for the jobs it depends on to complete",
-    PendingReason.DEPENDENCY_NEVER_SATISFIED: "a job it depends on did not complete; it will not run",
+    PendingReason.DEPENDENCY_NEVER_SATISFIED: "a dependency can never be met; it will not run",
+    PendingReason.BEGIN_TIME: "waiting for its begin time",
     PendingReason.ARRAY_LIMIT: "as many of its tasks are running as its %limit allows",
     PendingReason.NO_NODES: "no node is up",
     PendingReason.TOO_BIG: "no node that is up has that many CPUs or that much memory",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A reason with what exactly the job waits for ("waiting for job 12 (afterok) to complete")."""
+
+    reason: PendingReason
+    detail: str = ""
+
+    @property
+    def value(self) -> str:
+        return self.reason.value
+
+    @property
+    def explanation(self) -> str:
+        return self.detail or self.reason.explanation

@@ -70,3 +70,8 @@ class PendingWork:
     max_running: int | None = None
     dependencies_met: bool = True
     dependencies_failed: bool = False  # a dependency ended badly: this job can never start
+    waiting_for: str = ""  # what its dependencies wait for, or why they never will, in words
+    blocked: frozenset[int] = frozenset()  # tasks whose own dependencies are not met (aftercorr)
+    begin_at: float | None = None  # not started before this time
+    name: str = ""
+    singleton: bool = False  # at most one job of this owner and name runs at once

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from drover.core.arrays import TaskIndices
+from drover.core.dependencies import Dependencies, Dependency
 from drover.core.job import Attempt, Job, JobSpec, Task, with_given_up
 from drover.core.job_state import JobState
 from drover.core.membership import TokenRecord
@@ -40,7 +41,8 @@ def _spec_text(spec: JobSpec) -> str:
 
 JOB_COLUMNS = (
     "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
-    "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state, end_reason"
+    "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state, end_reason, event_log_node, "
+    "dependencies, begin_at"
 )
 
 
@@ -96,7 +98,7 @@ class SqliteStore:
         try:
             if changes.new_jobs:
                 db.executemany(
-                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 18)})",
+                    f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 21)})",
                     [_job_row(job) for job in changes.new_jobs],
                 )
             if changes.jobs:
@@ -359,9 +361,10 @@ def _job_row(job: Job) -> tuple[Any, ...]:
     return (
         job.id, job.owner, job.name, job.submitted_at, job.priority, job.resources.cpus,
         job.resources.memory_mib, _dumps([list(r) for r in job.indices.ranges]), int(job.is_array),
-        job.max_running, _dumps(list(job.after_ok)), _spec_text(job.spec), job.fresh_from,
+        job.max_running, "[]", _spec_text(job.spec), job.fresh_from,  # after_ok: superseded (migration 0011)
         job.fresh_state.value, _dumps(sorted(job.fresh_skip)), job.ended_at,
-        job.state.value if job.state else None, job.end_reason,
+        job.state.value if job.state else None, job.end_reason, job.event_log_node,
+        _dependencies_text(job.dependencies), job.begin_at,
     )
 
 
@@ -370,11 +373,25 @@ def job_from_row(row: Sequence[Any]) -> Job:
         id=row[0], owner=row[1], name=row[2], submitted_at=row[3], priority=row[4],
         resources=Resources(row[5], row[6]),
         indices=TaskIndices(tuple(tuple(r) for r in json.loads(row[7]))),
-        is_array=bool(row[8]), max_running=row[9], after_ok=tuple(json.loads(row[10])),
+        is_array=bool(row[8]), max_running=row[9], dependencies=_dependencies(row[19]),
         spec=json.loads(row[11]), fresh_from=row[12], fresh_state=JobState(row[13]),
         fresh_skip=set(json.loads(row[14])), ended_at=row[15],
-        state=JobState(row[16]) if row[16] else None, end_reason=row[17],
+        state=JobState(row[16]) if row[16] else None, end_reason=row[17], event_log_node=row[18],
+        begin_at=row[20],
     )
+
+
+def _dependencies_text(dependencies: Dependencies) -> str | None:
+    if not dependencies:
+        return None
+    return _dumps({"any": dependencies.any, "on": [d.to_json() for d in dependencies.on]})
+
+
+def _dependencies(text: str | None) -> Dependencies:
+    if not text:
+        return Dependencies()
+    record = json.loads(text)
+    return Dependencies(tuple(Dependency.from_json(d) for d in record["on"]), bool(record.get("any")))
 
 
 def attempt_from_row(row: Sequence[Any]) -> Attempt:

@@ -120,13 +120,40 @@ def test_afterok_dependency_waits_and_never_runs_after_a_failure(cluster: LocalC
     assert cluster.drover_json("show", str(second))["pending_reason"] in ("dependency", None)
     assert cluster.drover("wait", str(second)).returncode == 0
     assert stamp.read_text() == "first\nsecond\n"
-    failing = cluster.submit("--", "false")
-    blocked = cluster.submit("--dependency", f"afterok:{failing}", "--", "true")
+    failing = cluster.submit("--", "bash", "-c", "sleep 0.3; false")
+    cancelled = cluster.submit("--dependency", f"afterok:{failing}", "--", "true")  # --kill-on-invalid-dep yes
+    blocked = cluster.submit("--dependency", f"afterok:{failing}", "--kill-on-invalid-dep", "no", "--", "true")
+    assert f"waiting for job {failing} (afterok) to complete" in cluster.drover("status").stdout
     cluster.drover("wait", str(failing), check=False)
     wait_until(lambda: cluster.drover_json("show", str(blocked))["pending_reason"] == "dependency_never_satisfied",
                describe="the dependent job to be marked never satisfiable")
-    assert "will not run" in cluster.drover("status").stdout
+    assert f"job {failing} (afterok) did not complete" in cluster.drover("status").stdout
+    shown = cluster.drover_json("show", str(cancelled))
+    assert shown["state"] == "cancelled" and shown["tasks"][0]["attempts"] == []
+    assert f"its dependency can never be met (job {failing} (afterok) did not complete)" in shown["end_reason"]
+    assert "dependency_never_satisfied" in cluster.drover("events", str(cancelled)).stdout
     cluster.drover("cancel", str(blocked))
+
+
+def test_begin_time_starts_the_job_when_it_comes_and_not_before(cluster: LocalCluster) -> None:
+    submitted = time.time()
+    job = cluster.submit("--begin", "now+2", "--", "true")
+    shown = cluster.drover_json("show", str(job))
+    assert shown["pending_reason"] == "begin_time" and shown["begin_at"] >= submitted + 1
+    assert "waiting for its begin time" in cluster.drover("status").stdout
+    assert cluster.drover("wait", str(job)).returncode == 0  # woken by the controller's timer, no other change
+    (attempt,) = cluster.drover_json("show", str(job))["tasks"][0]["attempts"]
+    assert attempt["dispatched_at"] >= shown["begin_at"]
+
+
+def test_singleton_jobs_of_one_name_run_one_at_a_time(cluster: LocalCluster) -> None:
+    spans = cluster.workdir / "spans"
+    script = f"echo start $(date +%s.%N) >> {spans}; sleep 0.4; echo end $(date +%s.%N) >> {spans}"
+    jobs = [cluster.submit("--name", "solo", "--dependency", "singleton", "--", "bash", "-c", script)
+            for _ in range(3)]
+    cluster.drover("wait", *map(str, jobs))
+    marks = [line.split()[0] for line in spans.read_text().splitlines()]
+    assert marks == ["start", "end"] * 3  # never two at once, on a node with room for two
 
 
 def test_higher_priority_starts_first(cluster: LocalCluster) -> None:

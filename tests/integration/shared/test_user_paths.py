@@ -247,8 +247,10 @@ def test_stage_out_reads_as_the_owner_never_through_a_link(shared: SystemCluster
 
 # -- the event log ----------------------------------------------------------------------------------
 
-def test_event_log_is_written_as_the_owner(shared: SystemCluster, users: tuple[str, str],
-                                           homes: tuple[Path, Path]) -> None:
+def test_event_log_is_written_as_the_owner(users: tuple[str, str], homes: tuple[Path, Path],
+                                           shared: SystemCluster) -> None:
+    """The execd writes it (the controller runs as its service user and cannot become anyone):
+    the users are asked for first, so the cluster stops first and its execd ends their writers."""
     attacker, victim = users
     mine, theirs = homes
     bashrc = Path(pwd.getpwnam(victim).pw_dir) / ".bashrc"

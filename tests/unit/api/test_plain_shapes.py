@@ -11,6 +11,7 @@ import pytest
 from drover.protocol.api import (
     ActionResult,
     AttemptInfo,
+    DependencyOn,
     JobInfo,
     JobSubmission,
     StagedFile,
@@ -19,6 +20,8 @@ from drover.protocol.api import (
 from drover.protocol.plain import (
     ActionOutcome,
     AttemptSummary,
+    DependencyRequest,
+    DependencySummary,
     JobRequest,
     JobSummary,
     StagedFileRequest,
@@ -34,9 +37,11 @@ def test_the_fields_and_the_required_ones_are_the_same() -> None:
     assert set(typing.get_type_hints(JobRequest)) == {f.name for f in msgspec.structs.fields(JobSubmission)}
     assert set(JobRequest.__required_keys__) == _required(JobSubmission)
     assert set(typing.get_type_hints(StagedFileRequest)) == {f.name for f in msgspec.structs.fields(StagedFile)}
+    assert set(typing.get_type_hints(DependencyRequest)) == {f.name for f in msgspec.structs.fields(DependencyOn)}
+    assert set(DependencyRequest.__required_keys__) == _required(DependencyOn)
 
 
-SUMMARIES = {JobSummary: JobInfo, TaskSummary: TaskInfo, AttemptSummary: AttemptInfo, ActionOutcome: ActionResult}
+SUMMARIES = {JobSummary: JobInfo, TaskSummary: TaskInfo, DependencySummary: DependencyOn, AttemptSummary: AttemptInfo, ActionOutcome: ActionResult}
 
 
 def _spelled(kind: object) -> str:
@@ -67,6 +72,8 @@ def test_a_request_with_every_field_is_a_valid_submission() -> None:
         "stage_out": ["*.out"], "prolog": "true", "epilog": "true", "epilog_sets_exit": True,
         "warn_signal": "SIGUSR1", "warn_before_s": 30, "checkpoint_signal": "SIGUSR2", "rerunnable": False,
         "pty": False, "queue": "default", "credential": "MUNGE:x:",
+        "dependencies": [{"kind": "afterany", "job": 2, "task": 3, "per_task": False}], "dependency_any": True,
+        "kill_on_invalid_dep": False, "begin_at": 1.5,
     }
     assert set(request) == set(typing.get_type_hints(JobRequest))
     submission = msgspec.json.decode(msgspec.json.encode(request), type=JobSubmission)

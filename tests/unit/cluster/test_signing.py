@@ -22,7 +22,7 @@ JOBS: list[dict[str, Any]] = [
     {"script": "echo hi\n", "workdir": "/tmp", "name": "n1", "output": "o-%j-%x.txt", "error": "e-%u-%N.txt",
      "environment": {"A": "1", "PATH": "/bin"}, "prolog": "true", "epilog": "echo done",
      "stage_in": [{"name": "in/data", "data": base64.b64encode(b"\x00\x01").decode(), "mode": 0o600}],
-     "stage_out": ["*.out", "res/*"]},
+     "stage_out": ["*.out", "res/*"], "event_log": "/tmp/events.jsonl"},
     {"script": "echo hi\n", "workdir": "/tmp", "array": "1-3", "name": "arr"},
     {"script": "echo hi\n", "workdir": "", "submit_dir": "/tmp", "output": "scratch.out"},  # scratch on the node
 ]
@@ -55,6 +55,8 @@ def test_what_is_signed_is_what_the_node_is_ordered_to_run(world: World, job: di
     ("stage_in", lambda o: o.stage_in.append(File(".bashrc", b"evil", 0o644))),
     ("stage_out", lambda o: o.config["stage_out"].append("*")),
     ("output pattern", lambda o: o.config.__setitem__("output_pattern", "../.profile")),
+    ("event log", lambda o: o.config.__setitem__("event_log", "/home/victim/.bashrc")),
+    ("no event log", lambda o: o.config.__setitem__("event_log", None)),
 ])
 def test_a_change_on_the_way_is_seen(world: World, field: str, change: Any) -> None:  # noqa: F811
     job = JOBS[1]
@@ -73,3 +75,31 @@ def test_an_output_file_elsewhere_than_its_pattern_says_is_seen(world: World) ->
     moved = copy.deepcopy(order)
     moved.config["stdout"] = "/home/someone/.bashrc"
     assert not outputs_as_signed(moved)
+
+
+def test_an_event_log_added_on_the_way_is_seen(world: World) -> None:  # noqa: F811
+    job = JOBS[0]
+    world.connect()
+    (order,) = _submitted(world, job)
+    changed = copy.deepcopy(order)
+    changed.config["event_log"] = "/home/victim/.bashrc"
+    assert job_digest(signed_order(changed)) != job_digest(signed_request(job))
+
+
+def test_a_job_without_an_event_log_signs_what_it_signed_before_the_event_log_was_covered() -> None:
+    """Jobs queued across the upgrade that made the event log part of the signature still run."""
+    signed = signed_request(JOBS[0])
+    assert "event_log" not in signed
+    assert signed_request({**JOBS[0], "event_log": None}) == signed
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_what_the_controller_sends_the_event_logs_node_is_what_the_owner_signed(world: World,  # noqa: F811
+                                                                                 job: dict[str, Any]) -> None:
+    """The node that writes a job's event log is sent the signed fields as the controller makes
+    them of the stored job (controller/event_log.py): the digest the owner's credential carries."""
+    world.connect(cpus=4)
+    _submitted(world, job)
+    stored = world.store.load_job(max(world.state.jobs))
+    assert stored is not None
+    assert job_digest(signed_request({**stored.spec, "name": stored.name})) == job_digest(signed_request(job))

@@ -4,7 +4,7 @@ signal, a cancelled one, one past its limit. Times are fixed; the tests run in U
 
 from __future__ import annotations
 
-from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo, Usage
+from drover.protocol.api import AttemptInfo, DependencyOn, JobInfo, TaskInfo, Usage
 
 T0 = 1_700_000_000.0  # 2023-11-14T22:13:20 UTC
 NOW = T0 + 3 * 3600 + 75
@@ -49,6 +49,6 @@ TIMED_OUT = job(id=45, name="slow", state="timeout", task_counts={"timeout": 1},
                 time_limit_s=3600,
                 tasks=[TaskInfo(index=0, state="timeout", state_since=T0 + 3610, stdout="/w/slurm-45.out",
                                 attempts=[attempt(end=T0 + 3610, signal=15, usage=USAGE)])])
-HELD = job(id=46, name="later", state="held", task_counts={"held": 1}, after_ok=[42],
+HELD = job(id=46, name="later", state="held", task_counts={"held": 1}, dependencies=[DependencyOn(kind="afterok", job=42)],
            pending_reason="dependency", tasks=[TaskInfo(index=0, state="held", state_since=T0)])
 ALL = [RUNNING, ARRAY, KILLED, CANCELLED, TIMED_OUT, HELD]

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from drover.compat.gridengine import qacct, qstat_detail, qstat_view
-from drover.protocol.api import AttemptInfo, JobInfo, NodeInfo, TaskInfo, Usage
+from drover.protocol.api import AttemptInfo, DependencyOn, JobInfo, NodeInfo, TaskInfo, Usage
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "data" / "gridengine"
 T0 = 1795000000.0  # Mon Nov 16 2026, in UTC
@@ -47,7 +47,7 @@ def jobs() -> list[JobInfo]:
         a_job(13, "sweep", array="1-10:1", tasks=[a_task(1, "running"), a_task(2, "running", node="node2")],
               counts={"running": 2, "pending": 8}, cpus=2),
         a_job(14, "held_one", counts={"held": 1}, state="held", priority=-10),
-        a_job(15, "after", counts={"pending": 1}, pending_reason="dependency", after_ok=[12]),
+        a_job(15, "after", counts={"pending": 1}, pending_reason="dependency", dependencies=[DependencyOn(kind="afterok", job=12)]),
         a_job(16, "a_very_long_job_name", counts={"held": 1},
               tasks=[TaskInfo(index=0, state="held", state_since=T0, exit_status=100)], owner="bob_with_a_long_name"),
     ]

@@ -21,7 +21,8 @@ def test_options_translate_to_a_drover_job(tmp_path: object) -> None:
                            "--no-requeue", "--export=NONE,KEEP=1", "-A", "proj"),
                  "#!/bin/bash\ntrue\n", "job.sh", environ={"HOME": "/h"})
     assert (job["name"], job["cpus"], job["memory_mib"], job["time_limit_s"]) == ("x", 4, 4096, 86400)
-    assert job["array"] == "1-4%2" and job["after_ok"] == [5, 6] and job["priority"] == -5
+    assert job["array"] == "1-4%2" and job["priority"] == -5
+    assert job["dependencies"] == [{"kind": "afterok", "job": 5}, {"kind": "afterok", "job": 6}]
     assert job["output"] == "o-%A_%a.%j.0000.out" and job["queue"] == "short" and job["rerunnable"] is False
     env = job["environment"]
     assert "HOME" not in env and env["KEEP"] == "1"
@@ -48,9 +49,11 @@ def test_bad_values_are_refused_as_sbatch_refuses_them() -> None:
     with pytest.raises(Refused, match="one node"):
         to_job(a_request("-N", "2-4"), "#!/bin/sh\n", "x", environ={})
     assert to_job(a_request("-N", "1-4"), "#!/bin/sh\n", "x", environ={})["cpus"] == 1
-    with pytest.raises(Refused, match="afterok:ID"):
-        dependencies("afterany:12")
-    assert dependencies("afterok:12:13_4,afterok:14+5") == [12, 13, 14]
+    with pytest.raises(OptionError, match="unknown kind 'afterwards'"):
+        dependencies("afterwards:12")
+    with pytest.raises(OptionError, match=r"\+TIME"):
+        dependencies("after:14+5")
+    assert dependencies("afterok:12:13_4?afterany:14").text == "afterok:12?afterok:13.4?afterany:14"
 
 
 def test_patterns() -> None:

@@ -69,6 +69,20 @@ def test_the_controllers_own_user_is_an_admin_of_its_shared_cluster() -> None:
     assert service_account.caller((1, 0, 0)).is_admin
 
 
+def test_a_shared_controller_run_as_its_service_user_admits_roots_execd_and_refuses_users() -> None:
+    """`drover up --system` runs the controller as the service user; the execd beside it is root's."""
+    service_account = Policy(owner_uid=OTHER, shared=True)
+    assert service_account.may_be_node((1, 0, 0))  # root's execd, on the local socket
+    assert service_account.may_be_node((1, OTHER, OTHER))
+    assert not service_account.may_be_node((1, 4242, 4242))  # a user
+    assert not service_account.caller((1, 4242, 4242)).is_admin
+
+
+def test_a_tls_peers_host_is_its_address_without_the_port() -> None:
+    assert TlsPeer("10.0.0.2:4000").host == "10.0.0.2"
+    assert TlsPeer("[fd00::2]:4000").host == "fd00::2"
+
+
 def test_a_listing_shows_a_users_own_jobs_and_refuses_asking_for_anothers() -> None:
     policy = Policy(owner_uid=0, shared=True)
     plain = policy.caller((1, OTHER, OTHER))

@@ -23,6 +23,7 @@ from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
+from drover.core.dependencies import Dependencies
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
@@ -201,7 +202,7 @@ def test_a_job_failed_while_it_runs_is_stopped_on_its_node_and_its_later_reports
 
 def test_a_poisoned_job_puts_back_what_it_did_to_its_node() -> None:
     """Pure: a handler that raised after putting the node in ERROR leaves the node as it was."""
-    job = Job(1, "alice", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, (), {})  # type: ignore[typeddict-item]
+    job = Job(1, "alice", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), {})  # type: ignore[typeddict-item]
     job.tasks[0] = Task(1, 0, JobState.COMPLETING, 0.0, attempt=1)
     node = Node("n1", 4, 8192, NodeState.UP, 0.0)
     state = ControllerState({1: job}, {(1, 0, 1): Attempt(1, 0, 1, "n1", (0,), 0.0)}, {"n1": node}, 2)
@@ -429,7 +430,7 @@ def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
     assert {f.name for f in dataclasses.fields(Changes)} == known
     changes = Changes()
     for job_id in (1, 2):
-        job = Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, (), {})  # type: ignore[typeddict-item]
+        job = Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), {})  # type: ignore[typeddict-item]
         changes.new_jobs.append(job)
         changes.job(job)
         changes.task(Task(job_id, 0, JobState.PENDING, 0.0))

@@ -7,7 +7,12 @@ import sys
 import time
 
 from drover.cli.common import client, parser
+from drover.cli.output_files import TaskOutput
 from drover.core.errors import BadRequest, NotFound
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -30,6 +35,9 @@ def run(command: str, argv: list[str]) -> int:
         path = task.stderr if args.stderr else task.stdout
         if path is None:
             raise BadRequest(f"job {job_id} joins stderr into {task.stdout}")
+        newest = task.attempts[-1] if task.attempts else None
+        if api.remote or (newest is not None and newest.node not in {n.name for n in api.nodes() if n.local}):
+            return _through_node(api, job_id, index, "stderr" if args.stderr else "stdout", args.follow)
         if not os.path.isabs(path) or (not os.path.exists(path) and job.state not in ("pending", "running")):
             # Not visible from here (a scratch directory on the node): the controller keeps a copy.
             while args.follow and not api.wait_json(job_id, 30)["ended"]:
@@ -47,6 +55,29 @@ def run(command: str, argv: list[str]) -> int:
             if reply["ended"]:
                 _copy(path, offset, must_exist=False)
                 break
+    return 0
+
+
+def _through_node(api: Client, job_id: int, index: int, stream: str, follow: bool) -> int:
+    """The task ran on another host: its file is read there, by its node, as its owner. Once
+    the node no longer has it (it ran in a scratch directory), the controller's copy."""
+    output = TaskOutput(api, job_id, index, stream, None)
+    while True:
+        output.copy_new(sys.stdout.buffer)
+        if not follow:
+            break
+        if api.wait_json(job_id, 0.25)["ended"]:
+            output.copy_new(sys.stdout.buffer)
+            break
+    if output.missing is not None and output.offset == 0:
+        job = api.job(job_id)
+        task = next(t for t in job.tasks if t.index == index)
+        name = task.stderr if stream == "stderr" else task.stdout
+        attempt = max((a.number for a in task.attempts), default=0)
+        data = api.staged_file(job_id, index, attempt, name or "") if job.state not in ("pending", "running") else None
+        if data is None:
+            raise NotFound(output.missing)
+        sys.stdout.buffer.write(data)
     return 0
 
 

@@ -32,7 +32,11 @@ def run(command: str, argv: list[str]) -> int:
                         + (format_duration(job.time_limit_s) if job.time_limit_s else "none")),
             ("array", f"{job.array}" + (f" (at most {job.max_running} at once)" if job.max_running else "")
              if job.array else "-"),
-            ("depends on", ", ".join(f"afterok:{d}" for d in job.after_ok) or "-"),
+            ("depends on", (" or " if job.dependency_any else ", ").join(
+                "singleton" if d.kind == "singleton" else
+                f"{'aftercorr' if d.per_task and d.kind == 'afterok' else d.kind}:{d.job}"
+                + (f".{d.task}" if d.task is not None else "") for d in job.dependencies) or "-"),
+            *([("begins", when(job.begin_at))] if job.begin_at else []),
             ("tasks", ", ".join(f"{n} {s}" for s, n in sorted(job.task_counts.items()))),
             ("waiting", job.pending_explanation or "-"),
             ("workdir", job.workdir),

@@ -37,7 +37,14 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("-a", "--array", help="array tasks: 1-100, 1-100:2, 1,3,5, with %%N to run at most N at once")
     p.add_argument("-H", "--hold", action="store_true", help="submit held; `drover release` lets it start")
     p.add_argument("-p", "--priority", default="0", help="higher starts first (-1023..1023, default 0)")
-    p.add_argument("-d", "--dependency", metavar="afterok:ID[:ID...]", help="start only after these jobs completed")
+    p.add_argument("-d", "--dependency", metavar="KIND:ID[:ID...][,...]",
+                   help="start only after other jobs: after, afterok, afternotok, afterany, aftercorr (ID: 12 or "
+                        "12.3), singleton; joined with ',' (all) or '?' (any)")
+    p.add_argument("--kill-on-invalid-dep", metavar="yes|no",
+                   help="cancel the job when its dependency can never be met (yes, the default), or let it wait")
+    p.add_argument("-b", "--begin", metavar="TIME",
+                   help="start no earlier than TIME: HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], now+N[minutes|hours|days], "
+                        "midnight, noon, teatime, today, tomorrow")
     p.add_argument("--mail-user", metavar="ADDRESS", help="where to send mail about the job")
     p.add_argument("--mail-type", metavar="TYPES", help="BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS or NONE "
                    "(comma-separated; default END,FAIL when --mail-user is given)")
@@ -165,7 +172,19 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
             check_pattern(args.error)
             base["error"] = args.error
     if args.dependency:
-        base["after_ok"] = dependencies(args.dependency)
+        from drover.core.dependencies import parse_dependencies, request_fields
+
+        base.update(request_fields(parse_dependencies(args.dependency)))  # type: ignore[typeddict-item]
+    if args.kill_on_invalid_dep is not None:
+        from drover.core.dependencies import kill_on_invalid
+
+        base["kill_on_invalid_dep"] = kill_on_invalid(args.kill_on_invalid_dep)
+    if args.begin is not None:
+        import time
+
+        from drover.core.begin_time import parse_begin
+
+        base["begin_at"] = parse_begin(args.begin, time.time())
     if args.mail_user or args.mail_type:
         from drover.mail import parse_mail_types
 
@@ -310,16 +329,3 @@ def environment(export: str, settings: list[str]) -> dict[str, str]:
             raise BadRequest(f"--env takes NAME=VALUE, not {setting!r}")
         env[name] = value
     return env
-
-
-def dependencies(text: str) -> list[int]:
-    kind, _, ids = text.partition(":")
-    if kind != "afterok" or not ids:
-        raise BadRequest(f"--dependency: only afterok:ID[:ID...] is supported, not {text!r}")
-    parts = [part for part in ids.replace(",", ":").split(":") if part]
-    if not all(part.isascii() and part.isdigit() for part in parts):
-        raise BadRequest(f"--dependency: job ids are numbers, not {ids!r}")
-    found = [int(part) for part in parts]
-    if not found or any(job_id <= 0 for job_id in found):
-        raise BadRequest(f"--dependency: job ids are positive numbers, not {ids!r}")
-    return found

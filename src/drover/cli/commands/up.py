@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from drover.cli.cluster import up
+from drover.cli.cluster import is_serving, up
 from drover.cli.common import parser, print_json, seconds, whole_number
-from drover.config import SYSTEM_STATE_DIR, Paths
+from drover.config import SERVICE_USER, SYSTEM_STATE_DIR, Paths
 from drover.core.errors import Forbidden
 from drover.core.limits import MAX_CPUS, MAX_MEMORY_MIB
 
@@ -18,8 +18,8 @@ def run(command: str, argv: list[str]) -> int:
                    help="memory the node offers (default: all)")
     p.add_argument("--kill-grace", type=seconds, metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
     p.add_argument("--system", action="store_true",
-                   help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); "
-                        "each user's jobs run as that user")
+                   help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); its controller "
+                        f"runs as the service user {SERVICE_USER} (made if missing), each user's jobs as that user")
     p.add_argument("--state-dir", help=f"where the cluster keeps its state (default: yours; with --system, {SYSTEM_STATE_DIR})")
     p.add_argument("--listen", metavar="ADDR:PORT",
                    help="also serve other hosts on TCP, with TLS only (`drover join` makes them nodes); "
@@ -35,16 +35,27 @@ def run(command: str, argv: list[str]) -> int:
     if args.system:
         controller_args.append("--system")
     initialized: list[str] = []
+    service_user = None
     if args.system or args.listen:
         # The cluster's CA and the controller's certificate, the first time (drover cluster init).
-        from drover.cli.commands.cluster import init_cluster
+        from drover.cli.commands.cluster import init_cluster, init_shared_cluster
         from drover.cluster.tls import parse_address
 
         hosts = [parse_address(args.listen, "--listen")[0]] if args.listen else []
-        initialized = init_cluster(paths, hosts).made
+        if not args.system:
+            initialized = init_cluster(paths, hosts).made
+        elif not is_serving(paths):
+            # The controller runs as the service user: made if missing, and given its files
+            # (moved from where an earlier Drover's root controller kept them) before it starts.
+            service_user, result = init_shared_cluster(paths, hosts)
+            initialized = result.made
+        else:
+            from drover.cli.service_account import service_user as existing_service_user
+
+            service_user = existing_service_user(paths.root)  # it serves: its files are in use
         if args.listen:
             controller_args += ["--listen", args.listen]
-    started = up(paths, controller_args, execd_args, shared=args.system)
+    started = up(paths, controller_args, execd_args, shared=args.system, service_user=service_user)
     if args.json:
         print_json({"state_dir": paths.root, "socket": paths.socket, "started": started, "made": initialized})
         return 0

@@ -49,7 +49,8 @@ def fields(job: JobInfo, uid: int | None, gid: int | None, group: str | None) ->
         ("hard_queue_list", queue_name(job) if job.queue != "default" else None),
         ("priority", str(job.priority)),
         ("parallel environment", f"smp range: {job.cpus}" if job.cpus > 1 else None),
-        ("jid_predecessor_list (req)", ",".join(map(str, job.after_ok)) or None),
+        ("jid_predecessor_list (req)", ",".join(str(d) for d in _predecessors(job, False)) or None),
+        ("ja_ad_predecessor_list (req)", ",".join(str(d) for d in _predecessors(job, True)) or None),
         ("job-array tasks", task_ranges(array_indices(job.array)) if job.array else None),
     ]
     return [(key, value) for key, value in rows if value is not None]
@@ -121,9 +122,9 @@ def xml(jobs: list[JobInfo], uid: int | None = None, gid: int | None = None, gro
         out += ["      <JB_ja_structure>", "        <task_id_range>", _element("RN_min", indices[0], 5),
                 _element("RN_max", indices[-1], 5), _element("RN_step", step, 5), "        </task_id_range>",
                 "      </JB_ja_structure>"]
-        if job.after_ok:
+        if _predecessors(job, False):
             out.append("      <JB_jid_predecessor_list>")
-            for predecessor in job.after_ok:
+            for predecessor in _predecessors(job, False):
                 out += ["        <job_predecessors>", _element("JRE_job_number", predecessor, 5),
                         "        </job_predecessors>"]
             out.append("      </JB_jid_predecessor_list>")
@@ -143,3 +144,8 @@ def xml_not_found(refs: list[str]) -> str:
     for ref in refs:
         out += ["  <>", _element("ST_name", ref, 2), "  </>"]
     return "\n".join([*out, "</unknown_jobs>"]) + "\n"
+
+
+def _predecessors(job: JobInfo, per_task: bool) -> list[int]:
+    """The jobs it waits for (-hold_jid, or -hold_jid_ad with `per_task`), of any kind."""
+    return sorted({d.job for d in job.dependencies if d.kind != "singleton" and d.per_task == per_task})

@@ -119,7 +119,12 @@ def _main(argv: list[str]) -> int:
 
     ensure_running()
     with Client(timeout_s=None) as client:
-        submission.job["after_ok"] = _dependencies(client, submission.hold_on)
+        # Grid Engine's holds end when the predecessor ends, however it ended (Slurm's afterany);
+        # -hold_jid_ad holds each task for the task of the same index.
+        submission.job["dependencies"] = [
+            {"kind": "afterany", "job": job_id, "per_task": per_task}
+            for names, per_task in ((submission.hold_on, False), (submission.hold_on_tasks, True))
+            for job_id in _dependencies(client, names)]
         try:
             (job_id,) = client.submit([submission.job])
         except DroverError as error:
@@ -167,8 +172,10 @@ def _dependencies(client: Client, hold_on: list[str]) -> list[int]:
             except NotFound:
                 pass
     if patterns:
-        for job in client.jobs():
-            if any(fnmatch.fnmatchcase(job.name, pattern) for pattern in patterns) and job.ended_at is None:
+        me = user_name()
+        for job in client.jobs():  # a name is the user's own jobs of that name (sge_types(1))
+            if (job.owner == me and any(fnmatch.fnmatchcase(job.name, pattern) for pattern in patterns)
+                    and job.ended_at is None):
                 ids.append(job.id)
     return sorted(set(ids))
 
@@ -220,6 +227,7 @@ def _show(submission: Submission) -> None:
             ("hard_queue_list", job.get("queue", "all.q")), ("job-array tasks", job.get("array")),
             ("h_rt", job.get("time_limit_s")), ("memory_mib", job.get("memory_mib")), ("slots", job["cpus"]),
             ("jid_predecessor_list", ",".join(submission.hold_on) or None),
+            ("ja_ad_predecessor_list", ",".join(submission.hold_on_tasks) or None),
             ("mail_list", job.get("mail_user")), ("hold", "user" if job["hold"] else None)]
     for key, value in rows:
         if value is not None:

@@ -13,12 +13,14 @@ import fnmatch
 import os
 import secrets
 import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drover.compat.gridengine.syntax import Given, yes_no
 from drover.compat.gridengine.values import memory_mib, task_range, time_s
 from drover.compat.optiontable import Mark
+from drover.core.begin_time import parse_sge_time
 from drover.core.errors import BadRequest
 from drover.protocol.plain import JobRequest
 
@@ -46,6 +48,7 @@ class Context:
 class Submission:
     job: JobRequest
     hold_on: list[str] = field(default_factory=list)  # -hold_jid: ids, names or patterns, resolved later
+    hold_on_tasks: list[str] = field(default_factory=list)  # -hold_jid_ad: the same, task by task
     sync: bool = False
     terse: bool = False
     verify: bool = False
@@ -129,11 +132,8 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
             approximate(f"-{key}: Drover has no {what}; ignored")
     if "now" in o and yes_no(o["now"]):
         approximate("-now y: the job is queued like any other, not scheduled immediately or refused")
-    if "hold_jid_ad" in o:
-        approximate("-hold_jid_ad: each task waits for the whole of each array, not only for its own task")
-    hold_on = every(given, "hold_jid", None) + every(given, "hold_jid_ad", None)
-    if hold_on:
-        approximate("-hold_jid: the job waits until those jobs complete successfully, not merely until they end")
+    if "a" in o:
+        job["begin_at"] = parse_sge_time(o["a"].value or "", time.time())
     shell = o["S"].value.split(",")[0].split(":")[-1] if "S" in o and o["S"].value else None
     if binary:
         job["script"] = _binary_script(script, arguments, shell, "shell" not in o or yes_no(o["shell"]))
@@ -142,7 +142,7 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
     for key in ("b", "sync", "shell"):
         if key in o:
             yes_no(o[key])  # a bad value is refused, as Grid Engine refuses it
-    return Submission(job, hold_on, sync="sync" in o and yes_no(o["sync"]), terse=terse,
+    return Submission(job, every(given, "hold_jid", None), every(given, "hold_jid_ad", None), sync="sync" in o and yes_no(o["sync"]), terse=terse,
                       verify="verify" in o, array=array)
 
 

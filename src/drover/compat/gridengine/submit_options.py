@@ -14,7 +14,7 @@ OK, APPROX, MEANINGLESS, REFUSED = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANI
 _COMMON = [
     Option(("-@",), R, OK, "more options, read from the file where it stands (`#` starts a comment)",
            "optionfile"),
-    Option(("-a",), R, REFUSED, "a deferred start: Drover starts a job as soon as it can", "date_time"),
+    Option(("-a",), R, OK, "the job waits until then (`[[CC]YY]MMDDhhmm[.SS]`, local time)", "date_time"),
     Option(("-ac",), R, APPROX, "the job context is not kept: ignored, with a warning", "variable[=value],..."),
     Option(("-ar",), R, REFUSED, "Drover has no advance reservations", "ar_id"),
     Option(("-A",), R, MEANINGLESS, "Drover keeps no accounts; qacct shows `sge`", "account_string"),
@@ -30,10 +30,10 @@ _COMMON = [
            "$USER $HOME $HOSTNAME`; a `host:` prefix is dropped", "[[hostname]:]path,..."),
     Option(("-hard",), N, OK, "the `-l` and `-q` requests after it must be met (the default)"),
     Option(("-help",), N, OK, "prints the usage"),
-    Option(("-hold_jid",), R, APPROX, "ids, names or name patterns; the job waits until they *complete* "
-           "(afterok), not merely end, with a warning", "wc_job_list"),
-    Option(("-hold_jid_ad",), R, APPROX, "task *i* waits for the whole of each array, not for its task *i*; "
-           "with a warning", "wc_job_list"),
+    Option(("-hold_jid",), R, OK, "ids, your jobs' names or name patterns; the job waits until they have ended, "
+           "in any way (Slurm's afterany)", "wc_job_list"),
+    Option(("-hold_jid_ad",), R, OK, "task *i* waits until task *i* of each array has ended, in any way",
+           "wc_job_list"),
     Option(("-i",), R, REFUSED, "a job's standard input is always /dev/null", "[[hostname]:]file,..."),
     Option(("-j",), R, OK, "y: stderr goes to the output file", "y[es]|n[o]"),
     Option(("-js",), R, MEANINGLESS, "no share tree: every job's share is the same", "job_share"),

@@ -35,7 +35,7 @@ FINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY
 ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING"})  # what squeue lists by default
 # The scheduler's reasons → Slurm's job_state_reason_string.
 PENDING_REASONS = {
-    "resources": "Resources", "priority": "Priority", "dependency": "Dependency",
+    "resources": "Resources", "priority": "Priority", "dependency": "Dependency", "begin_time": "BeginTime",
     "dependency_never_satisfied": "DependencyNeverSatisfied", "array_limit": "JobArrayTaskLimit",
     "no_nodes": "ReqNodeNotAvail", "too_big": "BadConstraints",
 }
@@ -166,9 +166,18 @@ class SlurmJob:
 
     @property
     def dependency(self) -> str:
-        return ",".join(f"afterok:{job}(unfulfilled)" for job in self.info.after_ok) if (
-            self.state == "PENDING" and self.info.pending_reason in ("dependency", "dependency_never_satisfied")
-        ) else ""
+        """Slurm's Dependency: while the job waits for them, each marked unfulfilled or failed."""
+        if self.state != "PENDING" or self.info.pending_reason not in ("dependency", "dependency_never_satisfied"):
+            return ""
+        mark = "(failed)" if self.info.pending_reason == "dependency_never_satisfied" else "(unfulfilled)"
+        return ("?" if self.info.dependency_any else ",").join(
+            f"{_slurm_dependency(d.kind, d.job, d.task, d.per_task)}{mark}" for d in self.info.dependencies)
+
+
+def _slurm_dependency(kind: str, job: int, task: int | None, per_task: bool) -> str:
+    if kind == "singleton":
+        return "singleton"
+    return f"{'aftercorr' if per_task else kind}:{job}{'' if task is None else f'_{task}'}"
 
 
 def slurm_jobs(info: JobInfo, now: float, split_pending: bool = False) -> list[SlurmJob]:

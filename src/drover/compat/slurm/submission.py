@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from drover.compat.slurm.request import OptionError, Refused, Request, warn
-from drover.core.errors import DroverError
+from drover.core.begin_time import parse_begin
+from drover.core.dependencies import (
+    Dependencies,
+    kill_on_invalid,
+    parse_dependencies,
+    request_fields,
+)
+from drover.core.errors import BadRequest, DroverError
 from drover.protocol.plain import JobRequest
 
 
@@ -112,21 +120,12 @@ def pattern(text: str, command: str) -> str:
     return _PATTERN.sub(one, text)
 
 
-def dependencies(text: str) -> list[int]:
-    """--dependency=afterok:ID[:ID...] (`,` between several); other kinds are refused by name."""
-    ids: list[int] = []
-    for part in re.split(r"[,?]", text):
-        if not part:
-            continue
-        kind, _, rest = part.partition(":")
-        if kind != "afterok" or not rest:
-            raise Refused(f"--dependency={text}: Drover knows afterok:ID[:ID...] only, not {kind or part!r}")
-        for word in rest.split(":"):
-            number = word.split("+")[0].split("_")[0]
-            if not (number.isascii() and number.isdigit()) or int(number) == 0:
-                raise OptionError(f"Invalid dependency specification: {text}")
-            ids.append(int(number))
-    return ids
+def dependencies(text: str) -> Dependencies:
+    """--dependency: every kind of sbatch(1)'s (core/dependencies.py), `,` or `?` between them."""
+    try:
+        return parse_dependencies(text)
+    except BadRequest as error:
+        raise OptionError(f"Invalid dependency specification: {text}: {error}") from None
 
 
 # The SLURM_* variables that describe a job or a step: the submitter's own (it may be a job
@@ -257,7 +256,16 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
         job["array"] = request.value("array")
     dependency = request.value("dependency")
     if dependency:
-        job["after_ok"] = dependencies(dependency)
+        job.update(request_fields(dependencies(dependency)))  # type: ignore[typeddict-item]
+    kill = request.value("kill-on-invalid-dep")
+    begin = request.value("begin")
+    try:
+        if kill:
+            job["kill_on_invalid_dep"] = kill_on_invalid(kill)
+        if begin:
+            job["begin_at"] = parse_begin(begin, time.time())
+    except BadRequest as error:
+        raise OptionError(str(error)) from None
     partition = request.value("partition")
     if partition:
         job["queue"] = partition.split(",")[0]

@@ -55,7 +55,8 @@ TABLE: tuple[Shared, ...] = (
     Shared(("--bbf",), REQUIRED, ALL, NO, "no burst buffers", "FILE_NAME"),
     Shared(("--bcast",), OPTIONAL, (SRUN,), NOOP, "the program is on the node already (one node)", "[=DEST_PATH]"),
     Shared(("--bcast-exclude",), REQUIRED, (SRUN,), NOOP, "nothing is broadcast", "PATHS"),
-    Shared(("-b", "--begin"), REQUIRED, ALL, NO, "no deferred start; `now` is accepted", "TIME"),
+    Shared(("-b", "--begin"), REQUIRED, ALL, OK, "`HH:MM[:SS]`, `YYYY-MM-DD[THH:MM[:SS]]`, `MM/DD[/YY]`, "
+           "`now+N[units]`, `midnight`, `noon`, `teatime`, `today`, `tomorrow`: the job waits (BeginTime)", "TIME"),
     Shared(("--bell",), NONE, (SALLOC,), NOOP, ""),
     Shared(("-D", "--chdir"), REQUIRED, ALL, OK, "", "DIRECTORY",
            only={SRUN: (OK, "inside a job: the step's working directory")}),
@@ -80,8 +81,9 @@ TABLE: tuple[Shared, ...] = (
     Shared(("--deadline",), REQUIRED, ALL, NO, "no deadlines", "TIME"),
     Shared(("--debugger-test",), NONE, (SRUN,), NOOP, ""),
     Shared(("--delay-boot",), REQUIRED, ALL, NOOP, "nodes are not rebooted", "MINUTES"),
-    Shared(("-d", "--dependency"), REQUIRED, ALL, OK, "`afterok:ID[:ID]...`; other kinds ✗", "LIST",
-           only={SRUN: (OK, "outside a job: `afterok:ID[:ID]...`")}),
+    Shared(("-d", "--dependency"), REQUIRED, ALL, OK, "after, afterok, afternotok, afterany, aftercorr, "
+           "singleton, joined with `,` or `?`; ids `12` or `12_3`; not `+TIME`", "LIST",
+           only={SRUN: (OK, "outside a job: as sbatch's")}),
     Shared(("-X", "--disable-status"), NONE, (SRUN,), NOOP, ""),
     Shared(("-m", "--distribution"), REQUIRED, ALL, NOOP, "one node: the tasks all run on it", "SPEC"),
     Shared(("--epilog",), REQUIRED, (SRUN,), NO, "", "EXECUTABLE"),
@@ -124,8 +126,9 @@ TABLE: tuple[Shared, ...] = (
     Shared(("-J", "--job-name"), REQUIRED, ALL, OK, "", "NAME"),
     Shared(("-K", "--kill-command"), OPTIONAL, (SALLOC,), OK, "the signal is sent to the command", "[=SIGNAL]"),
     Shared(("-K", "--kill-on-bad-exit"), OPTIONAL, (SRUN,), OK, "", "[=0|1]"),
-    Shared(("--kill-on-invalid-dep",), REQUIRED, (SBATCH,), APPROX,
-           "a job whose dependency failed waits (DependencyNeverSatisfied) until cancelled", "{yes|no}"),
+    Shared(("--kill-on-invalid-dep",), REQUIRED, (SBATCH,), OK,
+           "default yes (Slurm's kill_invalid_depend): cancelled, with the reason; no: it waits "
+           "(DependencyNeverSatisfied)", "{yes|no}"),
     Shared(("-l", "--label"), NONE, (SRUN,), OK, "`TASK: ` before each line"),
     Shared(("-L", "--licenses"), REQUIRED, ALL, APPROX, "ignored: no licenses are counted", "LICENSE"),
     Shared(("--mail-type",), REQUIRED, ALL, OK, "BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS, NONE", "TYPE"),

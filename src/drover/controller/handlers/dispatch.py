@@ -11,12 +11,15 @@ from drover.config_schema import QueueSection
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.state import ControllerState
+from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
+from drover.core.dependencies import Verdict
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
 from drover.scheduler.plan import Plan, Start, plan
+from drover.scheduler.reasons import Waiting
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
 from drover.store.base import Store
 from drover.store.faults import StoreFault
@@ -48,9 +51,11 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     if state.pending_reasons and not any(view.state.accepts_work and view.free.cpus for view in nodes):
         return outcome  # nothing can start; the reasons from the last cycle still hold
     work = []
-    for job in state.jobs.values():
+    lookup = ProgressLookup(state, store)
+    busy = _BusyNames(state)
+    for job in list(state.jobs.values()):
         try:
-            item = _pending_work(state, job, store)
+            item = _pending_work(state, outcome, job, lookup, busy, now)
         except StoreFault:
             raise
         except Exception as error:
@@ -60,9 +65,12 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
             work.append(item)
     if not work:
         state.pending_reasons = {}
+        state.wake_at = None
         return outcome
     decided = _plan(outcome, work, nodes, now)
-    state.pending_reasons = dict(decided.pending_reasons)
+    state.pending_reasons = {job: Waiting(reason, decided.details.get(job, ""))
+                             for job, reason in decided.pending_reasons.items()}
+    state.wake_at = decided.wake_at
     failed = {fault.job_id for fault in outcome.faults}
     for start in decided.starts:
         if start.job in failed:
@@ -113,25 +121,61 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     outcome.send(start.node, start_order(job, attempt, orders))
 
 
-def _pending_work(state: ControllerState, job: Job, store: Store) -> PendingWork | None:
+class _BusyNames:
+    """The owners and names of the jobs running now, for singleton dependencies; found only
+    when a pass meets one, since it walks every task of the working set."""
+
+    def __init__(self, state: ControllerState) -> None:
+        self.state = state
+        self._names: set[tuple[str, str]] | None = None
+
+    def running_other_than(self, job: Job) -> bool:
+        if self._names is None:
+            self._names = {(other.owner, other.name) for other in self.state.jobs.values()
+                           if any(task.state.is_active for task in other.tasks.values())}
+        if (job.owner, job.name) not in self._names:
+            return False
+        return any(other.id != job.id and other.owner == job.owner and other.name == job.name
+                   and any(task.state.is_active for task in other.tasks.values())
+                   for other in self.state.jobs.values())
+
+
+def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: ProgressLookup, busy: _BusyNames,
+                  now: float) -> PendingWork | None:
     requeued = tuple(sorted(index for index, task in job.tasks.items() if task.state is JobState.PENDING))
     fresh_held = job.fresh_state is not JobState.PENDING
+    pending = PendingIndices(requeued, job.indices, job.fresh_from, fresh_held, frozenset(job.fresh_skip))
     if not requeued and (fresh_held or not job.fresh_count):
+        if job.dependencies and job.fresh_state is JobState.HELD and job.fresh_count:
+            _cancel_if_hopeless(state, outcome, job, lookup, busy, None, now)  # a held job is cancelled too
         return None
-    met, failed = True, False
-    for dependency in job.after_ok:
-        ended = state.ended_state(dependency, store)
-        if ended is None:
-            met = False
-        elif ended != JobState.COMPLETED.value:
-            failed = True
+    wait: JobWait | None = JobWait(Verdict.MET)
+    if job.dependencies:
+        wait = _cancel_if_hopeless(state, outcome, job, lookup, busy, pending, now)
+    if wait is None:
+        return None
     return PendingWork(
         job=job.id, owner=job.owner, priority=job.priority, submitted_at=job.submitted_at,
-        resources=job.resources,
-        pending=PendingIndices(requeued, job.indices, job.fresh_from, fresh_held, frozenset(job.fresh_skip)),
+        resources=job.resources, pending=pending,
         running_count=sum(1 for task in job.tasks.values() if task.state.is_active),
-        max_running=job.max_running, dependencies_met=met, dependencies_failed=failed,
+        max_running=job.max_running, dependencies_met=wait.verdict is Verdict.MET,
+        dependencies_failed=wait.verdict is Verdict.NEVER, waiting_for=wait.text, blocked=wait.blocked,
+        begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
     )
+
+
+def _cancel_if_hopeless(state: ControllerState, outcome: Outcome, job: Job, lookup: ProgressLookup,
+                        busy: _BusyNames, pending: PendingIndices | None, now: float) -> JobWait | None:
+    """What the job's dependencies say; None when they can never be met and the job was
+    cancelled for it (its --kill-on-invalid-dep, yes by default)."""
+    free = not job.dependencies.singleton or not busy.running_other_than(job)
+    per_task = any(dependency.per_task for dependency in job.dependencies.on)
+    indices = pending.first(pending.count) if per_task and pending is not None else []  # read only task by task
+    wait = job_wait(job, indices, lookup, free)
+    if wait.verdict is Verdict.NEVER and job.spec.get("kill_on_invalid_dep", True):
+        cancel_for_dependency(state, outcome, job, wait.text, now)
+        return None
+    return wait
 
 
 def output_path(job: Job, index: int, pattern: str, node: str = "%N") -> str:
@@ -180,6 +224,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "credential": spec.get("credential"),
         "output_pattern": spec["output"],
         "error_pattern": spec["error"],
+        "event_log": spec.get("event_log"),  # covered by the owner's signature
         "epilog_sets_exit": spec.get("epilog_sets_exit", False),
         "warn_signal": spec.get("warn_signal"),
         "warn_before_s": spec.get("warn_before_s", 60),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import os
 import pwd
 import re
@@ -11,6 +12,7 @@ from typing import Any
 from drover.controller.effects import Outcome
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
+from drover.core.dependencies import KINDS, Dependencies, Dependency
 from drover.core.errors import BadRequest, NotFound
 from drover.core.job import Job, JobSpec
 from drover.core.job_state import JobState
@@ -34,10 +36,11 @@ from drover.store.base import Store
 
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
-    queues: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
+    queues: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None, event_log_node: str | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the configured queues besides "default", which always exists. Every job is
-    checked before any changes: a bad one refuses the whole request, which changes nothing."""
+    checked before any changes: a bad one refuses the whole request, which changes nothing.
+    `event_log_node`: the node that writes the event logs of these jobs, if not the controller."""
     limits = limits or Limits()
     if len(submissions) > limits.max_jobs_per_request:
         raise refuse(f"a request of {len(submissions)} jobs", limits.max_jobs_per_request, "max_jobs_per_request",
@@ -48,6 +51,8 @@ def submit(
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
     for job in jobs:
+        if job.spec["event_log"]:
+            job.event_log_node = event_log_node
         job.id = state.next_job_id
         state.next_job_id += 1
         state.add_job(job)
@@ -154,8 +159,9 @@ def _validated_job(
         raise bad(f"--priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
     if spec.mail_user is not None:
         check_mail_user(spec.mail_user, where)
-    for dependency in spec.after_ok:
-        bounded(dependency, 1, MAX_ID, where + "a --dependency job id")
+    dependencies = _dependencies(spec, where)
+    if spec.begin_at is not None and not math.isfinite(spec.begin_at):
+        raise bad("--begin must be a finite time")
     if spec.open_mode not in ("truncate", "append"):
         raise bad(f"the open mode must be 'truncate' or 'append', not {spec.open_mode!r}")
     for pattern in (spec.output, spec.error):
@@ -184,9 +190,10 @@ def _validated_job(
         indices, is_array, max_running = TaskIndices(), False, None
     resources = Resources(spec.cpus, spec.memory_mib)
     _check_fits_somewhere(state, resources, bad)
-    for dependency in spec.after_ok:
-        if dependency not in state.jobs and state.ended_state(dependency, store) is None:
-            raise NotFound(where + f"--dependency names job {dependency}, which does not exist")
+    for dependency in dependencies.on:
+        if dependency.kind != "singleton" and dependency.job not in state.jobs and (
+                state.ended_state(dependency.job, store) is None):
+            raise NotFound(where + f"--dependency names job {dependency.job}, which does not exist")
     job_spec: JobSpec = {
         "script": spec.script,
         "workdir": spec.workdir,
@@ -212,13 +219,37 @@ def _validated_job(
         "pty": spec.pty,
         "queue": spec.queue,
         "credential": spec.credential,
+        "kill_on_invalid_dep": spec.kill_on_invalid_dep,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
-        after_ok=tuple(spec.after_ok), spec=job_spec,
+        dependencies=dependencies, spec=job_spec, begin_at=spec.begin_at,
         fresh_state=JobState.HELD if spec.hold else JobState.PENDING,
     )
+
+
+def _dependencies(spec: JobSubmission, where: str) -> Dependencies:
+    """The request's dependencies, checked; `after_ok` (older clients) are afterok records."""
+    found = [Dependency("afterok", job) for job in spec.after_ok]
+    for given in spec.dependencies:
+        if given.kind not in KINDS:
+            raise BadRequest(f"{where}unknown dependency kind {given.kind!r}; known: {', '.join(KINDS)}")
+        if given.kind == "singleton":
+            found.append(Dependency("singleton"))
+            continue
+        if given.task is not None:
+            bounded(given.task, 0, MAX_ID, where + "a --dependency task index")
+        found.append(Dependency(given.kind, given.job, given.task, given.per_task))
+    for dependency in found:
+        if dependency.kind != "singleton":
+            bounded(dependency.job, 1, MAX_ID, where + "a --dependency job id")
+    if len(found) > MAX_DEPENDENCIES:
+        raise BadRequest(f"{where}at most {MAX_DEPENDENCIES} dependencies a job, not {len(found)}")
+    return Dependencies(tuple(found), spec.dependency_any)
+
+
+MAX_DEPENDENCIES = 1000  # each is evaluated on every planner pass while the job waits
 
 
 def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any) -> None:

@@ -1,0 +1,116 @@
+"""A job followed from the terminal that submitted it (`drover run`, qrsh, srun and salloc outside
+a job): its output streamed here as it is written, or its own terminal relayed to this one.
+
+Where the job runs on this host, its files and its terminal's socket are read here directly.
+Where it runs on another host (this host joined a cluster, or the cluster has nodes elsewhere),
+both are reached through the controller and the node (GET .../output and the .../terminal
+WebSocket), which read them as the job's owner.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import IO
+
+from drover.cli.output_files import TaskOutput, all_nodes_here
+from drover.client.client import Client
+from drover.protocol.plain import JobRequest, WaitReply
+
+
+def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = None,
+           on_interrupt: str | None = None, named_files: bool = False) -> WaitReply:
+    """Submit `job`, copy its stdout and stderr here until it ends (Ctrl-C cancels it), and
+    return the last wait reply. `on_start` is printed to stderr once it starts ({id} is its id),
+    `on_interrupt` on Ctrl-C. `named_files`: the job's output files are the user's choice, kept
+    where they said (and read through the node, which knows what their patterns made)."""
+    spool = None
+    if named_files:
+        pass
+    elif all_nodes_here(client):
+        spool = tempfile.mkdtemp(prefix=f"drover-{prefix}-")
+        os.chmod(spool, 0o755)  # the job may run as its owner under a root-run node daemon
+        job["output"], job["error"] = os.path.join(spool, "out"), os.path.join(spool, "err")
+    else:
+        # On another host this host's temporary directory does not exist: the files stay in the
+        # working directory there (hidden), and come here through the node.
+        job["output"], job["error"] = ".drover-run-%j.out", ".drover-run-%j.err"
+    try:
+        (job_id,) = client.submit([job])
+        streams: list[tuple[TaskOutput, IO[bytes]]] = [
+            (TaskOutput(client, job_id, 0, "stdout", job["output"] if spool else None), sys.stdout.buffer)]
+        if job.get("error"):
+            streams.append((TaskOutput(client, job_id, 0, "stderr", job["error"] if spool else None),
+                            sys.stderr.buffer))
+        started = on_start is None
+        try:
+            while True:
+                reply = client.wait_json(job_id, 0)
+                if not started and (reply["ended"] or _started(reply)):
+                    print(on_start.format(id=job_id), file=sys.stderr, flush=True)  # type: ignore[union-attr]
+                    started = True
+                for output, out in streams:
+                    output.copy_new(out)
+                if reply["ended"]:
+                    return reply
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            if on_interrupt:
+                print(on_interrupt.format(id=job_id), file=sys.stderr)
+            client.action_json("cancel", [str(job_id)])
+            while not (reply := client.wait_json(job_id, 60))["ended"]:
+                pass
+            for output, out in streams:
+                output.copy_new(out)
+            return reply
+    finally:
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)
+
+
+def on_terminal(client: Client, job: JobRequest, on_start: str | None = None) -> WaitReply:
+    """Submit `job` to run on a terminal of its own, relay it to this one until it ends (Ctrl-C
+    goes to the job, as a key), and return the last wait reply."""
+    from drover.cli.terminal import relay, relay_websocket
+
+    job["pty"], job["output"] = True, "/dev/null"
+    job.pop("error", None)
+    (job_id,) = client.submit([job])
+    attempt = None
+    while attempt is None:
+        reply = client.wait_json(job_id, 0)
+        if reply["ended"]:
+            return reply
+        attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]
+        attempt = attempts[-1] if attempts and attempts[-1].get("pty_socket") else None
+        if attempt is None:
+            time.sleep(0.02)
+    if on_start:
+        print(on_start.format(id=job_id), file=sys.stderr, flush=True)
+    try:
+        if not client.remote and attempt["node"] in _local_nodes(client):
+            relay(str(attempt["pty_socket"]))
+        else:
+            relay_websocket(client.terminal(job_id, 0))
+    except KeyboardInterrupt:
+        client.action_json("cancel", [str(job_id)])
+    while not (reply := client.wait_json(job_id, 30))["ended"]:
+        pass
+    return reply
+
+
+def _started(reply: WaitReply) -> bool:
+    return any(task["state"] not in ("pending", "held") for task in reply["job"]["tasks"])
+
+
+def _local_nodes(client: Client) -> set[str]:
+    return {node.name for node in client.nodes() if node.local}
+
+
+def exit_code(reply: WaitReply) -> int | None:
+    """The job's exit status as a shell shows it; None when it never ran to an exit."""
+    status = reply["job"]["exit_status"]
+    return None if status is None else int(status)
