@@ -382,7 +382,15 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
-BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8}
+def b9(repeat: int, quick: bool) -> dict[str, Any]:
+    """A job's output and terminal through its node (as from another host) against from here."""
+    import relays  # bench/relays.py
+
+    with cluster() as c:
+        return relays.run(c, 1 if quick else repeat)
+
+
+BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9}
 
 
 def print_table(results: dict[str, dict[str, Any]]) -> None:

@@ -49,6 +49,7 @@ class NodeRelays:
         self.send = send
         self._readers: dict[int | None, tuple[OwnerProcess, float]] = {}  # uid → reader, last used
         self._terminals: dict[int, asyncio.StreamWriter | None] = {}  # session → its connection
+        self._early: dict[int, list[bytes]] = {}  # input that came while the session was connecting
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- output files ---------------------------------------------------------------------------
@@ -130,17 +131,24 @@ class NodeRelays:
                 writer.close()
                 return
             self._terminals[order.session] = writer
+            for data in self._early.pop(order.session, []):
+                writer.write(data)
             while data := await reader.read(65536):
                 self.send(TerminalOutput(order.session, data))
         finally:
+            self._early.pop(order.session, None)
             writer_left = self._terminals.pop(order.session, None)
             if writer_left is not None:
                 writer_left.close()
             self.send(TerminalClosed(order.session, why))
 
     def terminal_input(self, message: TerminalInput) -> None:
-        writer = self._terminals.get(message.session)
-        if writer is not None:
+        if message.session not in self._terminals:
+            return
+        writer = self._terminals[message.session]
+        if writer is None:  # still connecting: kept, in order, for when it is
+            self._early.setdefault(message.session, []).append(message.data)
+        else:
             writer.write(message.data)
 
     def close_terminal(self, message: CloseTerminal) -> None:

@@ -52,3 +52,30 @@ def test_old_index_records_are_forgotten(tmp_path: Path) -> None:
     output_index.remember(str(tmp_path), "7.0.1", _config(tmp_path))
     assert output_index.forget_old(str(tmp_path), now=1e12) == 1
     assert output_index.lookup(str(tmp_path), "7.0.1") is None
+
+
+def test_keys_sent_while_the_terminal_is_connecting_are_not_lost(tmp_path: Path) -> None:
+    import asyncio
+
+    from drover.protocol.node_channel import OpenTerminal, TerminalInput
+
+    async def scenario() -> bytes:
+        (tmp_path / "7.0.1").mkdir()
+        received = asyncio.get_running_loop().create_future()
+
+        async def shepherd(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            received.set_result(await reader.readexactly(8))
+            writer.close()
+
+        server = await asyncio.start_unix_server(shepherd, str(tmp_path / "7.0.1" / "pty.sock"))
+        relays = NodeRelays(str(tmp_path), lambda message: None)
+        relays.open_terminal(OpenTerminal(1, "7.0.1"))
+        relays.terminal_input(TerminalInput(1, b"d\x00\x01a"))  # before the connection is made
+        relays.terminal_input(TerminalInput(1, b"d\x00\x01b"))
+        try:
+            return await asyncio.wait_for(received, 5)
+        finally:
+            server.close()
+            await relays.close()
+
+    assert asyncio.run(scenario()) == b"d\x00\x01ad\x00\x01b"
