@@ -7,6 +7,7 @@ limit). Median and min-max over the repetitions. See bench/README.md for what ea
     .venv/bin/python bench/run.py                 # everything, 3 repetitions
     .venv/bin/python bench/run.py B1 B3 --repeat 5
     .venv/bin/python bench/run.py --quick         # smaller B1, B2, B4, B7 and B8
+    .venv/bin/python bench/run.py B10 --repeat 1  # the planner alone, no cluster
 """
 
 from __future__ import annotations
@@ -390,7 +391,14 @@ def b9(repeat: int, quick: bool) -> dict[str, Any]:
         return relays.run(c, 1 if quick else repeat)
 
 
-BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9}
+def b10(repeat: int, quick: bool) -> dict[str, Any]:
+    """The planner alone on plain data: 100,000 pending tasks on 1,000 busy nodes (no cluster)."""
+    import planner  # bench/planner.py
+
+    return planner.run(repeat)
+
+
+BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10}
 
 
 def print_table(results: dict[str, dict[str, Any]]) -> None:
@@ -430,7 +438,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="*", metavar="B1..B8", help="which benchmarks (default: all)")
+    parser.add_argument("which", nargs="*", metavar="B1..B10", help="which benchmarks (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))

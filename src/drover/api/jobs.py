@@ -71,7 +71,7 @@ async def act(call: Call) -> Response:
         policy.may_touch(caller, owner, job_id, verb)
 
     return json_response(api.ActionReply(
-        results=call.controller.service.act(name, body.refs, may_touch, body.signal, body.priority)))
+        results=call.controller.service.act(name, body.refs, may_touch, body.signal, body.priority, caller.user)))
 
 
 async def history(call: Call) -> Response:

@@ -43,7 +43,7 @@ def change_task(
     return after
 
 
-def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float) -> int:
+def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float, **detail: Any) -> int:
     """Apply `trigger` to the job's never-dispatched tasks as a group; return how many there are."""
     count = job.fresh_count
     if count:
@@ -52,7 +52,7 @@ def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float) -> in
         outcome.changes.job(job)
         outcome.changes.event(
             now, EVENT_OF_TRIGGER[trigger], job.id, trigger=trigger.value, before=before.value,
-            after=job.fresh_state.value, tasks=count,
+            after=job.fresh_state.value, tasks=count, **detail,
         )
     return count
 

@@ -494,13 +494,13 @@ class ControllerService:
         return ids
 
     def act(self, action: str, refs: list[str], may_touch: MayTouch,
-            signal_name: str | None = None, priority: int | None = None) -> list[ActionResult]:
-        """`may_touch`: the caller's permission, asked of each job the refs name."""
+            signal_name: str | None = None, priority: int | None = None, by: str | None = None) -> list[ActionResult]:
+        """`may_touch`: the caller's permission, asked of each job the refs name; `by`: the caller."""
         results: list[ActionResult] = []
 
         def handler() -> Outcome:
             outcome, found = act(self.state, action, refs, may_touch, self.clock(), self.store, signal_name,
-                                 priority)
+                                 priority, by)
             results.extend(found)
             return outcome
 

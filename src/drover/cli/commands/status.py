@@ -28,15 +28,12 @@ def run(command: str, argv: list[str]) -> int:
         print_json(jobs)
         return 0
     from drover.cli.render import elapsed, table
+    from drover.cli.why import status_note
 
     rows = []
     for job in jobs:
-        tasks = job.task_counts
-        total = sum(tasks.values())
-        summary = ", ".join(f"{count} {state}" for state, count in sorted(tasks.items())) if job.array else ""
-        note = job.pending_explanation or ("" if not job.array else summary)
-        if job.array and job.pending_explanation:
-            note = f"{summary}; {job.pending_explanation}"
+        total = sum(job.task_counts.values())
+        note = status_note(job)
         rows.append((
             job.id, job.name, job.owner, job.state.upper(), total, job.cpus,
             f"{job.memory_mib}M" if job.memory_mib else "-",

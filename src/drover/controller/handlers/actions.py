@@ -27,10 +27,15 @@ MayTouch = Callable[[str, int, str], None]
 
 def act(
     state: ControllerState, action: str, refs: list[str], may_touch: MayTouch, now: float, store: Store,
-    signal_name: str | None = None, priority: int | None = None,
+    signal_name: str | None = None, priority: int | None = None, by: str | None = None,
 ) -> tuple[Outcome, list[ActionResult]]:
-    """Apply `action` to each ref the caller may touch; one ref's failure does not stop the others."""
+    """Apply `action` to each ref the caller may touch; one ref's failure does not stop the others.
+    `by`: the caller's user name, recorded in the events of a hold (`drover why` shows it)."""
     handler = _HANDLERS.get(action)
+    if action == "hold":
+        def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
+            return _hold(st, out, job, tasks, fresh, now, by)
+
     if action == "alter":
         def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
             return _alter(st, out, job, tasks, fresh, now, priority)
@@ -112,17 +117,17 @@ def _cancel(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task
 
 
 def _hold(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
-          now: float) -> str:
+          now: float, by: str | None = None) -> str:
     """Hold the waiting tasks, and those whose job has not started yet (DISPATCHED: the prolog
     runs): the node stops that attempt before the job starts, as for a requeue, and the task
     waits again, held, when the attempt reports (core/exit_status.classify_exit). A task whose
     job runs cannot be held, as in Slurm and Grid Engine: requeue it (drover requeue, scontrol
     requeuehold) or cancel it."""
-    held = change_fresh(outcome, job, Trigger.HOLD, now) if fresh and job.fresh_state is JobState.PENDING else 0
+    held = change_fresh(outcome, job, Trigger.HOLD, now, by=by) if fresh and job.fresh_state is JobState.PENDING else 0
     stopping = 0
     for task in tasks:
         if task.state is JobState.PENDING:
-            change_task(outcome, task, Trigger.HOLD, now)
+            change_task(outcome, task, Trigger.HOLD, now, by=by)
             held += 1
         elif task.state is JobState.DISPATCHED and not task.hold_requested and not task.cancel_requested:
             task.hold_requested = True

@@ -48,7 +48,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids())
         for node in state.nodes.values()
     ]
-    if state.pending_reasons and not any(view.state.accepts_work and view.free.cpus for view in nodes):
+    if (state.pending_reasons and not any(view.state.accepts_work and view.free.cpus for view in nodes)
+            and not _unplanned(state)):
         return outcome  # nothing can start; the reasons from the last cycle still hold
     work = []
     lookup = ProgressLookup(state, store)
@@ -81,6 +82,14 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
             failed.add(start.job)
             outcome.fault(start.job, error, f"starting task {start.job}.{start.index} on node {start.node}")
     return outcome
+
+
+def _unplanned(state: ControllerState) -> bool:
+    """Whether a job's never-dispatched tasks wait without a reason (one submitted or released
+    since the last pass): then a pass gives it one even when nothing can start."""
+    reasons = state.pending_reasons
+    return any(job.id not in reasons and job.fresh_state is JobState.PENDING and job.fresh_count
+               for job in state.jobs.values())
 
 
 def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float) -> Plan:
