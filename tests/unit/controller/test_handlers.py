@@ -168,6 +168,16 @@ def test_an_action_on_another_users_job_is_refused_naming_the_owner_and_changes_
     assert world.store.load_job(job).fresh_state.value == "held"  # type: ignore[union-attr]
 
 
+def test_another_users_ended_job_is_refused_as_theirs_before_saying_how_it_ended(world: World) -> None:
+    (job,) = world.submit()
+    world.act("cancel", str(job))
+    assert job not in world.state.jobs  # ended, and out of the working set
+    (theirs,) = world.act("cancel", str(job), user="bob")
+    assert theirs.message == f"job {job} belongs to alice; bob cannot cancel it"  # type: ignore[attr-defined]
+    (own,) = world.act("cancel", str(job))
+    assert own.message == f"job {job} has already ended (cancelled)"  # type: ignore[attr-defined]
+
+
 def test_cancel_of_one_never_dispatched_array_task_leaves_the_others_pending(world: World) -> None:
     (job,) = world.submit(array="1-5")
     (result,) = world.act("cancel", f"{job}.3")

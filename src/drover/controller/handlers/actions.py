@@ -53,7 +53,7 @@ def act(
     results: list[ActionResult] = []
     for ref in refs:
         try:
-            job, tasks, fresh, unrecorded = _resolve(state, ref, store)
+            job, tasks, fresh, unrecorded = _resolve(state, ref, store, may_touch, action)
             may_touch(job.owner, job.id, action)
             message = handler(state, outcome, job, tasks, fresh, now)
             if unrecorded is not None:
@@ -70,7 +70,7 @@ def act(
 
 
 def _resolve(
-    state: ControllerState, ref: str, store: Store
+    state: ControllerState, ref: str, store: Store, may_touch: MayTouch, action: str
 ) -> tuple[Job, list[Task], bool, Task | None]:
     """The job; the task records the ref names; whether it names the never-dispatched tasks as a
     group; and, for one never-dispatched task, the record it will get if the action holds."""
@@ -79,6 +79,9 @@ def _resolve(
         ended = state.ended_state(job_id, store)
         if ended is None:
             raise NotFound(f"job {job_id} does not exist")
+        ended_job = store.load_job(job_id)
+        if ended_job is not None:  # whose it was comes first: how another's job ended is theirs to know
+            may_touch(ended_job.owner, job_id, action)
         raise Conflict(f"job {job_id} has already ended ({ended})")
     job = state.jobs[job_id]
     if index is None:
