@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "logs": ("logs", "print a job's output; -f follows it"),
     "fetch": ("fetch", "copy back the files a job staged out"),
     "history": ("history", "ended jobs: exit status, times, CPU and memory used"),
+    "efficiency": ("efficiency", "what a job used against what it asked for (like seff)"),
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "node": ("nodes", "take a node out of service and back: drover node drain|resume NODE (admin)"),
     "events": ("events", "the event log of a job, or of the cluster"),
