@@ -155,6 +155,29 @@ class QueueSection(Section, frozen=True):
 
     prolog: Annotated[str | None, about("run as root before each job of the queue, after the node's prolog")] = None
     epilog: Annotated[str | None, about("run as root after each job of the queue, before the node's epilog")] = None
+    priority: Annotated[int, about("the queue's priority: its jobs' queue factor is this over the highest "
+                                   "queue priority, weighed by [scheduler] priority_weight_queue", ge=0)] = 0
+
+
+class SchedulerSection(Section, frozen=True):
+    """[scheduler]: the multifactor priority and backfill (docs/scheduling.md). With the default
+    weights a job's own priority decides, then its submission time."""
+
+    priority_weight_age: Annotated[float, about("weight of the age factor (time pending over priority_max_age_s, "
+                                                "at most 1)", ge=0)] = 0.0
+    priority_weight_fairshare: Annotated[float, about("weight of the fair-share factor (2^(-usage/shares), "
+                                                      "both normalised over all users)", ge=0)] = 0.0
+    priority_weight_queue: Annotated[float, about("weight of the queue factor (the queue's priority over the "
+                                                  "highest)", ge=0)] = 0.0
+    priority_weight_job: Annotated[float, about("weight of the job's own priority (not normalised)", ge=0)] = 1.0
+    priority_max_age_s: Annotated[float, about("pending this long, a job's age factor is 1 "
+                                               "(Slurm's PriorityMaxAge)")] = 7 * 86400.0
+    fairshare_half_life_s: Annotated[float, about("half-life of the users' usage (allocated CPU-seconds) "
+                                                  "for fair share (Slurm's PriorityDecayHalfLife)")] = 7 * 86400.0
+    shares: Annotated[dict[str, float], about("each user's shares ([scheduler.shares] alice = 2); "
+                                              "users not named have 1")] = {}
+    backfill: Annotated[bool, about("EASY backfill on time limits: jobs behind the first blocked one start "
+                                    "when they do not delay it")] = True
 
 
 class CompatSection(Section, frozen=True):
@@ -170,4 +193,5 @@ class DroverConfig(Section, frozen=True):
     controller: ControllerSection = ControllerSection()
     execd: ExecdSection = ExecdSection()
     queues: dict[str, QueueSection] = {}
+    scheduler: SchedulerSection = SchedulerSection()
     compat: CompatSection = CompatSection()

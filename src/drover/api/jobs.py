@@ -74,6 +74,11 @@ async def act(call: Call) -> Response:
         results=call.controller.service.act(name, body.refs, may_touch, body.signal, body.priority, caller.user)))
 
 
+async def priority(call: Call) -> Response:
+    owner = call.controller.policy.whose_jobs(call.user, call.request.query_params.get("user"))
+    return json_response(call.controller.reads.priority(owner))
+
+
 async def history(call: Call) -> Response:
     request = call.request
     params = request.query_params
@@ -105,6 +110,9 @@ ENDPOINTS = [
     Endpoint(Operation("POST", "/v1/jobs/actions/{action}", "cancel, hold, release, suspend, resume or signal jobs or tasks",
                        api.ActionRequest, api.ActionReply, path_parameters=(("action", {"enum": list(ACTIONS)}),)),
              Access.USER, act),
+    Endpoint(Operation("GET", "/v1/priority", "Pending jobs' priority, factor by factor (like sprio)",
+                       response=api.PriorityList, query=(("user", "string", "owner (admins only)"),)),
+             Access.USER, priority),
     Endpoint(Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
                        query=(("user", "string", "owner (admins only)"), ("limit", whole(0), "rows (0: 100)"),
                               ("since", {"type": "number", "minimum": 0, "exclusiveMaximum": 2**40}, "Unix time"),

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fetch": ("fetch", "copy back the files a job staged out"),
     "history": ("history", "ended jobs: exit status, times, CPU and memory used"),
     "efficiency": ("efficiency", "what a job used against what it asked for (like seff)"),
+    "priority": ("priority", "pending jobs' priority, factor by factor (like sprio)"),
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "node": ("nodes", "take a node out of service and back: drover node drain|resume NODE (admin)"),
     "events": ("events", "the event log of a job, or of the cluster"),

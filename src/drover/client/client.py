@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         NodeInfo,
         OutputChunk,
         Ping,
+        PriorityList,
         TokenCreated,
         TokenInfo,
     )
@@ -212,6 +213,12 @@ class Client:
                 break
             before = page.next_before
         return [row for page_rows in reversed(pages) for row in page_rows]
+
+    def priority(self, user: str | None = None) -> PriorityList:
+        """Pending jobs' priority factors, highest total first (a user's own; admins choose whose)."""
+        from drover.protocol.api import PriorityList
+
+        return self._get("/v1/priority", PriorityList, user=user)
 
     def nodes(self) -> list[NodeInfo]:
         from drover.protocol.api import NodeList

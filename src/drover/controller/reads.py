@@ -29,7 +29,15 @@ from drover.controller.read_worker import ReadWorker
 from drover.controller.service import ControllerService
 from drover.core.errors import NotFound
 from drover.core.views import job_state
-from drover.protocol.api import Event, FileInfo, JobInfo, NodeInfo
+from drover.protocol.api import (
+    Event,
+    FileInfo,
+    JobInfo,
+    NodeInfo,
+    PriorityInfo,
+    PriorityList,
+    PriorityWeights,
+)
 from drover.store.base import HistoryCursor, JobFilter, StoreReader
 
 MaySee = Callable[[str, int], None]  # (owner, job id): raises if the asker may not see the job
@@ -208,6 +216,31 @@ class Reads:
 
     def staged_file(self, job_id: int, index: int, attempt: int, name: str) -> bytes:
         return staged_files.read(self._service.settings.files_dir, job_id, index, attempt, name)
+
+    def priority(self, owner: str | None) -> PriorityList:
+        """Every pending job's priority factors (`owner`'s only, unless None), highest first."""
+        from drover.controller.handlers.dispatch import policy_of, queue_priority
+        from drover.core.job_state import JobState
+        from drover.scheduler.priority import Weigher
+
+        service = self._service
+        state, now = service.state, service.clock()
+        policy = policy_of(state, now, service.orders)
+        weigher = Weigher(policy, {job.owner for job in state.jobs.values()}, now)
+        rows = []
+        for job in state.jobs.values():
+            waiting = any(task.state is JobState.PENDING for task in job.tasks.values()) or (
+                job.fresh_state is JobState.PENDING and job.fresh_count > 0)
+            if not waiting or (owner is not None and job.owner != owner):
+                continue
+            factors = weigher.factors(job.owner, job.priority, queue_priority(job, service.orders), job.submitted_at)
+            rows.append(PriorityInfo(job_id=job.id, owner=job.owner, queue=job.spec.get("queue", "default"),
+                                     age=factors.age, fairshare=factors.fairshare, queue_factor=factors.queue,
+                                     job=factors.job, total=factors.total))
+        rows.sort(key=lambda row: (-row.total, state.jobs[row.job_id].submitted_at, row.job_id))
+        weights = policy.weights
+        return PriorityList(PriorityWeights(age=weights.age, fairshare=weights.fairshare, queue=weights.queue,
+                                            job=weights.job, max_age_s=weights.max_age_s), rows)
 
     def nodes(self) -> list[NodeInfo]:
         nodes = views.node_info(self._service.state)

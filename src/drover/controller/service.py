@@ -23,10 +23,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from drover.config_schema import QueueSection
+from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller import staged_files
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
+from drover.controller.fairshare import DecayedUsage
 from drover.controller.faults import NO_FAULTS, Faults
 from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
@@ -73,6 +74,7 @@ class Settings:
     limits: Limits = field(default_factory=Limits)  # what one request and one user may ask
     min_job_age_s: int = 300  # [compat]: how long the Slurm front ends still show an ended job
     heartbeat_s: float = 10.0  # how often nodes say they are there; silent for three, a node is DOWN
+    scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # priority weights, backfill
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +99,8 @@ class ControllerService:
         """`faults`: the fault-injection seam, for tests only (controller/faults.py)."""
         self.store = store
         self.settings = settings
-        self.orders = OrderOptions(settings.kill_grace_s, settings.queues)
+        self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler)
+        self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
         self.relays = Relays(self.channels)  # users' reads of output and terminals on nodes
@@ -120,6 +123,7 @@ class ControllerService:
 
     def _load(self) -> ControllerState:
         state = ControllerState.from_working_set(self.store.load_working_set())
+        state.usage = self.usage
         # No node is connected to a controller that just started; each says hello when it is.
         changes = Changes()
         for node in state.nodes.values():

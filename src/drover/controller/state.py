@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from drover.controller.fairshare import DecayedUsage
 from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
@@ -30,6 +31,8 @@ class ControllerState:
     # Attempts given up with their node (lose_attempt), by name → node: a report one of them
     # sends later, when its node comes back, is stale. In memory only, the newest LOST_KEPT.
     lost_attempts: dict[str, str] = field(default_factory=dict)
+    # Every user's decayed usage, for fair share (controller/fairshare.py); in memory only.
+    usage: DecayedUsage = field(default_factory=DecayedUsage)
 
     def lost(self, attempt: str, node: str) -> None:
         self.lost_attempts[attempt] = node

@@ -241,6 +241,33 @@ class NodeList(msgspec.Struct):
     nodes: list[NodeInfo]
 
 
+class PriorityInfo(msgspec.Struct, kw_only=True):
+    """A pending job's multifactor priority: each factor (0..1, the job's own priority as is)
+    and the weighted total the planner orders by (docs/scheduling.md)."""
+
+    job_id: int
+    owner: str
+    queue: str
+    age: float
+    fairshare: float
+    queue_factor: float
+    job: int
+    total: float
+
+
+class PriorityWeights(msgspec.Struct, kw_only=True):
+    age: float
+    fairshare: float
+    queue: float
+    job: float
+    max_age_s: float
+
+
+class PriorityList(msgspec.Struct):
+    weights: PriorityWeights
+    jobs: list[PriorityInfo]  # highest total first
+
+
 class Event(msgspec.Struct, kw_only=True):
     seq: int
     time: float

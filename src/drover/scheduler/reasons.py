@@ -15,6 +15,7 @@ class PendingReason(StrEnum):
     ARRAY_LIMIT = "array_limit"  # as many tasks run as %N allows
     NO_NODES = "no_nodes"  # no node is up
     TOO_BIG = "too_big"  # no node up is large enough, ever
+    RESERVED = "reserved"  # first in line: room is reserved for it when running tasks reach their limits
 
     @property
     def explanation(self) -> str:
@@ -30,6 +31,7 @@ _EXPLANATIONS = {
     PendingReason.ARRAY_LIMIT: "as many of its tasks are running as its %limit allows",
     PendingReason.NO_NODES: "no node is up",
     PendingReason.TOO_BIG: "no node that is up has that many CPUs or that much memory",
+    PendingReason.RESERVED: "first in line: it starts when running jobs reach their time limits, if not sooner",
 }
 
 

@@ -18,6 +18,9 @@ class NodeView:
     total: Resources
     free: Resources
     free_cpu_ids: frozenset[int]
+    # What the tasks running there hold and when it comes back: their start plus their run
+    # limit (math.inf for a task without a limit). Used only for backfill reservations.
+    releases: tuple[tuple[float, Resources], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +78,5 @@ class PendingWork:
     begin_at: float | None = None  # not started before this time
     name: str = ""
     singleton: bool = False  # at most one job of this owner and name runs at once
+    queue_priority: int = 0  # its queue's `priority` ([queues.NAME]), for the multifactor priority
+    run_limit_s: float | None = None  # how long a task of it runs at most (its time limit and kill grace)

@@ -52,6 +52,7 @@ def effective_settings(loaded: LoadedConfig) -> list[str]:
     if not config.queues:
         lines += ["", '# [queues.NAME]: none; every job runs in the queue "default", which has no methods',
                   f"# (a queue may set {', '.join(QueueSection.__struct_fields__)})"]
+    lines += _table(("scheduler",), config.scheduler, loaded.from_file)
     lines += _table(("compat",), config.compat, loaded.from_file)
     return lines
 

@@ -12,6 +12,8 @@ def run(command: str, argv: list[str]) -> int:
     ids = job_ids(args.jobs)
     with client() as api:
         jobs = [api.job(job_id) for job_id in ids]
+        waiting = any(job.state in ("pending", "held") for job in jobs) and not args.json
+        factors = {row.job_id: row for row in api.priority(None).jobs} if waiting else {}
     if args.json:
         print_json(jobs if len(jobs) > 1 else jobs[0])
         return 0
@@ -27,7 +29,10 @@ def run(command: str, argv: list[str]) -> int:
             ("submitted", when(job.submitted_at)),
             ("ended", when(job.ended_at)),
             *([("reason", job.end_reason)] if job.end_reason else []),
-            ("priority", job.priority),
+            ("priority", job.priority if job.id not in factors else (
+                f"{job.priority}; multifactor {factors[job.id].total:.2f} (age {factors[job.id].age:.2f}, "
+                f"fairshare {factors[job.id].fairshare:.2f}, queue {factors[job.id].queue_factor:.2f}: "
+                f"drover priority {job.id})")),
             ("request", f"{job.cpus} CPU(s), {job.memory_mib} MiB, time limit "
                         + (format_duration(job.time_limit_s) if job.time_limit_s else "none")),
             ("array", f"{job.array}" + (f" (at most {job.max_running} at once)" if job.max_running else "")

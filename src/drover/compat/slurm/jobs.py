@@ -38,6 +38,7 @@ PENDING_REASONS = {
     "resources": "Resources", "priority": "Priority", "dependency": "Dependency", "begin_time": "BeginTime",
     "dependency_never_satisfied": "DependencyNeverSatisfied", "array_limit": "JobArrayTaskLimit",
     "no_nodes": "ReqNodeNotAvail", "too_big": "BadConstraints",
+    "reserved": "Resources",  # Slurm shows the job backfill reserves for as waiting for resources
 }
 END_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "OUT_OF_MEMORY": "OutOfMemory",
                "NODE_FAIL": "NodeDown"}

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from drover.config_schema import QueueSection
+from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.state import ControllerState
@@ -16,9 +17,11 @@ from drover.core.dependencies import Verdict
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
+from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
 from drover.scheduler.plan import Plan, Start, plan
+from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import Waiting
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
 from drover.store.base import Store
@@ -30,7 +33,8 @@ class OrderOptions:
     """The cluster's settings that travel in every start order."""
 
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL
-    queues: Mapping[str, QueueSection] = field(default_factory=dict)  # name → its prolog/epilog
+    queues: Mapping[str, QueueSection] = field(default_factory=dict)  # name → its prolog/epilog, priority
+    scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # the priority's weights, backfill
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -44,19 +48,20 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     outcome = Outcome()
     for node in state.nodes.values():  # a draining node whose last attempt ended meanwhile
         drained_if_idle(outcome, node, now)
-    nodes = [
-        NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids())
-        for node in state.nodes.values()
-    ]
-    if (state.pending_reasons and not any(view.state.accepts_work and view.free.cpus for view in nodes)
+    if (state.pending_reasons and not any(node.state.accepts_work and node.free.cpus for node in state.nodes.values())
             and not _unplanned(state)):
         return outcome  # nothing can start; the reasons from the last cycle still hold
+    policy, releases = _policy(state, now, orders)
+    nodes = [
+        NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases.get(node.name, ())))
+        for node in state.nodes.values()
+    ]
     work = []
     lookup = ProgressLookup(state, store)
     busy = _BusyNames(state)
     for job in list(state.jobs.values()):
         try:
-            item = _pending_work(state, outcome, job, lookup, busy, now)
+            item = _pending_work(state, outcome, job, lookup, busy, now, orders)
         except StoreFault:
             raise
         except Exception as error:
@@ -68,7 +73,7 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         state.pending_reasons = {}
         state.wake_at = None
         return outcome
-    decided = _plan(outcome, work, nodes, now)
+    decided = _plan(outcome, work, nodes, now, policy)
     state.pending_reasons = {job: Waiting(reason, decided.details.get(job, ""))
                              for job, reason in decided.pending_reasons.items()}
     state.wake_at = decided.wake_at
@@ -92,25 +97,59 @@ def _unplanned(state: ControllerState) -> bool:
                for job in state.jobs.values())
 
 
-def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float) -> Plan:
+def policy_of(state: ControllerState, now: float, orders: OrderOptions) -> Policy:
+    """The priority's weights and what they weigh, as drover.toml and the working set have them."""
+    return _policy(state, now, orders, releases=False)[0]
+
+
+def _policy(state: ControllerState, now: float, orders: OrderOptions,
+            releases: bool = True) -> tuple[Policy, dict[str, list[tuple[float, Resources]]]]:
+    """The planner's policy (with every user's usage, running attempts counted), and each node's
+    releases: when what each active attempt holds comes back, at its start plus its time limit
+    and the kill grace (never, for an attempt without a limit; now, for one past it)."""
+    config = orders.scheduler
+    fairshare = config.priority_weight_fairshare > 0
+    held: dict[str, list[tuple[float, Resources]]] = {}
+    usage = state.usage.at(now) if fairshare else {}
+    if fairshare or (releases and config.backfill):
+        for attempt in state.attempts.values():
+            job = state.jobs.get(attempt.job_id)
+            task = job.tasks.get(attempt.index) if job is not None else None
+            if job is None or task is None or task.attempt != attempt.number or not task.state.is_active:
+                continue
+            began = attempt.started_at or attempt.dispatched_at
+            if fairshare and attempt.exit is None:
+                usage[job.owner] = usage.get(job.owner, 0.0) + len(attempt.cpu_ids) * max(now - began, 0.0)
+            if releases and config.backfill:
+                limit = job.spec.get("time_limit_s")
+                ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
+                held.setdefault(attempt.node, []).append(
+                    (ends, Resources(len(attempt.cpu_ids), job.resources.memory_mib)))
+    weights = Weights(config.priority_weight_age, config.priority_weight_fairshare, config.priority_weight_queue,
+                      config.priority_weight_job, config.priority_max_age_s)
+    top = max((queue.priority for queue in orders.queues.values()), default=0)
+    return Policy(weights, usage, dict(config.shares), top, config.backfill), held
+
+
+def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float, policy: Policy) -> Plan:
     """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
     then each job is planned alone to find which, those are set aside, and the others are
     planned again. An exception no one job causes alone is raised (the pass starts nothing)."""
     try:
-        return plan(work, nodes, now)
+        return plan(work, nodes, now, policy)
     except Exception as error:
         failure = error
     kept = []
     for item in work:
         try:
-            plan([item], nodes, now)
+            plan([item], nodes, now, policy)
         except Exception as error:
             outcome.fault(item.job, error, "planning it")
         else:
             kept.append(item)
     if len(kept) == len(work):
         raise failure
-    return plan(kept, nodes, now) if kept else Plan()
+    return plan(kept, nodes, now, policy) if kept else Plan()
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions) -> None:
@@ -150,7 +189,7 @@ class _BusyNames:
 
 
 def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: ProgressLookup, busy: _BusyNames,
-                  now: float) -> PendingWork | None:
+                  now: float, orders: OrderOptions) -> PendingWork | None:
     requeued = tuple(sorted(index for index, task in job.tasks.items() if task.state is JobState.PENDING))
     fresh_held = job.fresh_state is not JobState.PENDING
     pending = PendingIndices(requeued, job.indices, job.fresh_from, fresh_held, frozenset(job.fresh_skip))
@@ -170,7 +209,18 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         max_running=job.max_running, dependencies_met=wait.verdict is Verdict.MET,
         dependencies_failed=wait.verdict is Verdict.NEVER, waiting_for=wait.text, blocked=wait.blocked,
         begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
+        queue_priority=queue_priority(job, orders), run_limit_s=run_limit(job, orders),
     )
+
+
+def queue_priority(job: Job, orders: OrderOptions) -> int:
+    return orders.queues.get(job.spec.get("queue", "default"), NO_QUEUE_METHODS).priority
+
+
+def run_limit(job: Job, orders: OrderOptions) -> float | None:
+    """How long a task of the job holds its node at most: its time limit, then the kill grace."""
+    limit = job.spec.get("time_limit_s")
+    return float(limit) + orders.kill_grace_s if limit else None
 
 
 def _cancel_if_hopeless(state: ControllerState, outcome: Outcome, job: Job, lookup: ProgressLookup,

@@ -353,6 +353,10 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     attempt.usage = report.usage
     attempt.started_at = attempt.started_at or report.started_at
     attempt.ended_at = report.usage["ended_at"] if report.usage else now
+    owner = state.jobs[attempt.job_id].owner if attempt.job_id in state.jobs else None
+    if owner is not None:  # for fair share: the CPUs it held for as long as it ran
+        began = attempt.started_at or attempt.dispatched_at
+        state.usage.add(owner, len(attempt.cpu_ids) * max(attempt.ended_at - began, 0.0), attempt.ended_at)
     outcome.changes.attempt(attempt)
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
