@@ -17,7 +17,7 @@ import msgspec
 from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
-from drover.core.limits import Limits
+from drover.core.limits import MAX_TIME_LIMIT_S, Limits
 
 MIB = 1024 * 1024
 
@@ -157,6 +157,18 @@ class QueueSection(Section, frozen=True):
     epilog: Annotated[str | None, about("run as root after each job of the queue, before the node's epilog")] = None
     priority: Annotated[int, about("the queue's priority: its jobs' queue factor is this over the highest "
                                    "queue priority, weighed by [scheduler] priority_weight_queue", ge=0)] = 0
+    default_time_s: Annotated[int | None, about("the time limit of a job of the queue that names none (Slurm's "
+                                                "DefaultTime; default: max_time_s)")] = None
+    max_time_s: Annotated[int | None, about("the longest time limit a job of the queue may ask for; longer is "
+                                            "refused at submission (Slurm's MaxTime)")] = None
+
+    def __post_init__(self) -> None:
+        for key in ("default_time_s", "max_time_s"):
+            value = getattr(self, key)
+            if value is not None and not 1 <= value <= MAX_TIME_LIMIT_S:
+                raise ValueError(f"{key} must be between 1 and {MAX_TIME_LIMIT_S} seconds, not {value}")
+        if self.default_time_s is not None and self.max_time_s is not None and self.default_time_s > self.max_time_s:
+            raise ValueError(f"default_time_s ({self.default_time_s}) is over max_time_s ({self.max_time_s})")
 
 
 class SchedulerSection(Section, frozen=True):

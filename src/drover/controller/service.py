@@ -100,6 +100,7 @@ class ControllerService:
         self.store = store
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler)
+        self._queue_times = {name: (queue.default_time_s, queue.max_time_s) for name, queue in settings.queues.items()}
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -486,7 +487,7 @@ class ControllerService:
 
         def handler() -> Outcome:
             outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues),
-                                      self.settings.limits, event_log_node)
+                                      self.settings.limits, event_log_node, self._queue_times)
             ids.extend(new_ids)
             return outcome
 

@@ -298,3 +298,23 @@ def test_a_signal_for_a_task_whose_prolog_runs_goes_to_its_node(world: World) ->
     (held,) = world.submit(hold=True)
     (refused,) = world.act_signal("USR1", str(held))
     assert not refused.ok and "has no running or suspended task" in refused.message  # type: ignore[attr-defined]
+
+
+def test_a_queues_default_and_maximum_time_limit(world: World) -> None:
+    """Slurm's partition DefaultTime and MaxTime: a job naming no limit gets the default (or the
+    maximum), one over the maximum is refused with the queue's key."""
+    times = {"short": (60, 120), "capped": (None, 300)}
+
+    def submitted(**fields: object) -> int | None:
+        spec = JobSubmission(**{"script": "true\n", "workdir": "/tmp", **fields})  # type: ignore[arg-type]
+        outcome, (job,) = submit(world.state, [spec], "alice", world.now, world.store, {"short", "capped"},
+                                 queue_times=times)
+        world.run(outcome)
+        return world.state.jobs[job].spec["time_limit_s"]
+
+    assert submitted(queue="short") == 60
+    assert submitted(queue="short", time_limit_s=90) == 90
+    assert submitted(queue="capped") == 300
+    assert submitted() is None  # the default queue has neither
+    with pytest.raises(BadRequest, match="over queue short's limit of 02:00 \\(its max_time_s\\)"):
+        submitted(queue="short", time_limit_s=121)

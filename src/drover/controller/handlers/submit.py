@@ -7,6 +7,7 @@ import math
 import os
 import pwd
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.controller.effects import Outcome
@@ -29,24 +30,29 @@ from drover.core.limits import (
 from drover.core.patterns import check_pattern, default_output
 from drover.core.resources import Resources
 from drover.core.signals import job_signal
-from drover.core.units import parse_array
+from drover.core.units import format_duration, parse_array
 from drover.protocol.api import JobSubmission
 from drover.store.base import Store
+
+QueueTimes = tuple[int | None, int | None]  # a queue's default and maximum time limit, in seconds
 
 
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
     queues: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None, event_log_node: str | None = None,
+    queue_times: Mapping[str, QueueTimes] | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the configured queues besides "default", which always exists. Every job is
     checked before any changes: a bad one refuses the whole request, which changes nothing.
-    `event_log_node`: the node that writes the event logs of these jobs, if not the controller."""
+    `event_log_node`: the node that writes the event logs of these jobs, if not the controller.
+    `queue_times`: each queue's (default, maximum) time limit in seconds, either None."""
     limits = limits or Limits()
     if len(submissions) > limits.max_jobs_per_request:
         raise refuse(f"a request of {len(submissions)} jobs", limits.max_jobs_per_request, "max_jobs_per_request",
                      "jobs")
     outcome = Outcome(reschedule=True)
-    jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}, limits)
+    jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}, limits,
+                           (queue_times or {}).get(spec.queue, (None, None)))
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -92,9 +98,23 @@ def _check_pending_per_user(state: ControllerState, owner: str, new: list[Job], 
                      "max_pending_tasks_per_user", "tasks")
 
 
+def _queue_time_limit(asked: int | None, queue: str, times: QueueTimes,
+                      bad: Callable[[str], BadRequest]) -> int | None:
+    """The job's time limit under its queue's (Slurm's partition DefaultTime and MaxTime): a job
+    that names none gets the queue's default (or its maximum); one over the maximum is refused
+    at once rather than left waiting for ever."""
+    default, maximum = times
+    if asked is None:
+        return default if default is not None else maximum
+    if maximum is not None and asked > maximum:
+        raise bad(f"--time {format_duration(asked)} is over queue {queue}'s limit of {format_duration(maximum)} "
+                  "(its max_time_s)")
+    return asked
+
+
 def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
-    queues: set[str], limits: Limits,
+    queues: set[str], limits: Limits, queue_time: QueueTimes = (None, None),
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -154,6 +174,7 @@ def _validated_job(
     bounded(spec.memory_mib, 0, MAX_MEMORY_MIB, where + "--mem (MiB)")
     if spec.time_limit_s is not None:
         bounded(spec.time_limit_s, 1, MAX_TIME_LIMIT_S, where + "--time (seconds)")
+    time_limit_s = _queue_time_limit(spec.time_limit_s, spec.queue, queue_time, bad)
     bounded(spec.warn_before_s, 0, MAX_TIME_LIMIT_S, where + "--signal's warning time (seconds)")
     if spec.priority not in PRIORITY_RANGE:
         raise bad(f"--priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
@@ -181,7 +202,7 @@ def _validated_job(
     warn_signal = job_signal(spec.warn_signal, where + "--signal").name if spec.warn_signal is not None else None
     checkpoint_signal = (job_signal(spec.checkpoint_signal, where + "--checkpoint-signal").name
                          if spec.checkpoint_signal is not None else None)
-    if spec.warn_signal is not None and spec.time_limit_s is None:
+    if spec.warn_signal is not None and time_limit_s is None:
         raise bad("--signal warns before the time limit: it needs --time")
     if spec.array is not None:
         ranges, max_running = parse_array(spec.array, limits.max_array_size)
@@ -202,7 +223,7 @@ def _validated_job(
         "error": spec.error,
         "open_mode": spec.open_mode,
         "environment": spec.environment,
-        "time_limit_s": spec.time_limit_s,
+        "time_limit_s": time_limit_s,
         "mail_user": spec.mail_user,
         "mail_type": spec.mail_type,
         "keep_spool": spec.keep_spool,
