@@ -27,14 +27,12 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
     return the last wait reply. `on_start` is printed to stderr once it starts ({id} is its id),
     `on_interrupt` on Ctrl-C. `named_files`: the job's output files are the user's choice, kept
     where they said (and read through the node, which knows what their patterns made)."""
-    spool = None
-    if named_files:
-        pass
-    elif all_nodes_here(client):
+    spool = None  # set: the job's files are here, in this temporary directory, read directly
+    if not named_files and all_nodes_here(client):
         spool = tempfile.mkdtemp(prefix=f"drover-{prefix}-")
         os.chmod(spool, 0o755)  # the job may run as its owner under a root-run node daemon
         job["output"], job["error"] = os.path.join(spool, "out"), os.path.join(spool, "err")
-    else:
+    elif not named_files:
         # On another host this host's temporary directory does not exist: the files stay in the
         # working directory there (hidden), and come here through the node.
         job["output"], job["error"] = ".drover-run-%j.out", ".drover-run-%j.err"

@@ -6,35 +6,18 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
-import select
 import struct
 import sys
 import termios
-import time
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.terminal import read_until
 
 SCRIPT = (
     "read -p 'name? ' name; echo \"hi $name\"; "
     "trap 'echo size $(stty size)' WINCH; trap 'echo got-int; exit 7' INT; "
     "echo ready; while :; do sleep 0.1; done"
 )
-
-
-def read_until(fd: int, marker: bytes, timeout: float = 30) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"never saw {marker!r}; saw {seen!r}")
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                break
-    return seen
 
 
 def test_a_prompt_ctrl_c_and_a_resize_round_trip(cluster: LocalCluster) -> None:

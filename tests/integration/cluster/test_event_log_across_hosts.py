@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.munge import Munged, MungeUnavailable
-from tests.helpers.netns import Hosts, why_not_available
+from tests.helpers.munge_cluster import hosts_with_munge
+from tests.helpers.netns import Hosts
 from tests.helpers.system_install import SystemInstall
 from tests.helpers.users import LOGIN_PATH, run_as_user
 from tests.helpers.wait import wait_until
@@ -28,27 +28,8 @@ from drover.config import SERVICE_USER
 
 @pytest.fixture
 def hosts(users: tuple[str, str], system_install: SystemInstall) -> Iterator[Hosts]:
-    why_not = why_not_available()
-    if why_not:
-        pytest.skip(why_not)
-    with Hosts(python=system_install.python) as made:
-        os.chmod(made.root, 0o711)
-        try:
-            munged = Munged(made.root / "munge")
-        except MungeUnavailable as why:
-            pytest.skip(str(why))
-        try:
-            made.add_node("node1")
-            made.start_controller(f'[controller]\nshared = true\nmunge_socket = "{munged.socket}"\n',
-                                  service_user=True)
-            made.join("node1", made.token(), "--munge-socket", munged.socket)
-            yield made
-        except BaseException:
-            print(made.logs())
-            raise
-        finally:
-            munged.stop()
-        print(made.logs())
+    with hosts_with_munge(["node1"], python=system_install.python, service_user=True) as (made, _):
+        yield made
 
 
 def test_the_submitting_hosts_node_writes_the_event_log_as_its_owner_and_only_the_signed_one(

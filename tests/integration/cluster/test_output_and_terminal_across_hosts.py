@@ -11,48 +11,28 @@ import json
 import os
 import pty
 import pwd
-import select
 import struct
 import subprocess
 import termios
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.munge import Munged, MungeUnavailable
-from tests.helpers.netns import Hosts, why_not_available
+from tests.helpers.munge_cluster import hosts_with_munge
+from tests.helpers.netns import Hosts
 from tests.helpers.system_install import SystemInstall
+from tests.helpers.terminal import read_until
 from tests.helpers.users import LOGIN_PATH, run_as_user, user_command
 from tests.helpers.wait import wait_until
 
 
 @pytest.fixture
 def two_hosts(users: tuple[str, str], system_install: SystemInstall) -> Iterator[Hosts]:
-    why_not = why_not_available()
-    if why_not:
-        pytest.skip(why_not)
-    with Hosts(python=system_install.python) as hosts:  # the nodes run the installed Drover, as users can
-        os.chmod(hosts.root, 0o711)
-        try:
-            munged = Munged(hosts.root / "munge")
-        except MungeUnavailable as why:
-            pytest.skip(str(why))
-        try:
-            hosts.add_node("node1")
-            hosts.add_node("node2")
-            hosts.start_controller(f'[controller]\nshared = true\nmunge_socket = "{munged.socket}"\n')
-            for node in ("node1", "node2"):
-                hosts.join(node, hosts.token(), "--munge-socket", munged.socket)
-            wait_until(lambda: _states(hosts) == {"node1": "up", "node2": "up"}, describe="both nodes up")
-            hosts.ctl.drover("node", "drain", "node1", "--reason", "the user's own host: jobs go to node2")
-            yield hosts
-        except BaseException:
-            print(hosts.logs())
-            raise
-        finally:
-            munged.stop()
-        print(hosts.logs())
+    # the nodes run the installed Drover, as the jobs' owners can
+    with hosts_with_munge(["node1", "node2"], python=system_install.python) as (hosts, _):
+        wait_until(lambda: _states(hosts) == {"node1": "up", "node2": "up"}, describe="both nodes up")
+        hosts.ctl.drover("node", "drain", "node1", "--reason", "the user's own host: jobs go to node2")
+        yield hosts
 
 
 def _states(hosts: Hosts) -> dict[str, str]:
@@ -87,7 +67,7 @@ def test_logs_follow_and_run_from_another_host(two_hosts: Hosts, users: tuple[st
                                 start_new_session=True)
     try:
         assert follower.stdout is not None
-        seen = _read_until(follower.stdout.fileno(), b"on ")
+        seen = read_until(follower.stdout.fileno(), b"on ")
         assert b"one\n" in seen
         # bob, on the same host, cannot read it through the node
         refused = _on_node1(hosts, system_install, bob, "drover", "logs", job)
@@ -119,25 +99,6 @@ def _live_spools(hosts: Hosts, node: str) -> list[Path]:
     return [p for p in (hosts.nodes[node].state_dir / "spool").glob("[0-9]*") if p.is_dir()]
 
 
-def _read_until(fd: int, marker: bytes, timeout: float = 60) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while marker not in seen:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"never saw {marker!r}; saw {seen!r}")
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-    return seen
-
-
 SCRIPT = (
     "read -p 'name? ' name; echo \"hi $name on $(hostname -I)\"; "
     "trap 'echo size $(stty size)' WINCH; trap 'echo got-int; exit 7' INT; "
@@ -154,9 +115,9 @@ def test_a_terminal_on_another_host(two_hosts: Hosts, users: tuple[str, str], sy
     if pid == 0:  # alice's terminal on node1
         os.execvpe(command[0], command, env)
     try:
-        _read_until(fd, b"name? ")
+        read_until(fd, b"name? ")
         os.write(fd, b"alice\r")
-        greeting = _read_until(fd, b"ready")
+        greeting = read_until(fd, b"ready")
         assert b"hi alice on 10.213.1.2" in greeting, greeting  # typed here, answered on node2
         # bob cannot attach to alice's terminal
         jobs = json.loads(hosts.ctl.drover("status", "--all", "--json").stdout)
@@ -166,9 +127,9 @@ def test_a_terminal_on_another_host(two_hosts: Hosts, users: tuple[str, str], sy
                             prefix=hosts.nodes["node1"].command(), env=_user_env(hosts, system_install))
         assert probe.returncode == 0 and f"belongs to {alice}" in probe.stdout, (probe.stdout, probe.stderr)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))  # alice resizes
-        _read_until(fd, b"size 40 100")
+        read_until(fd, b"size 40 100")
         os.write(fd, b"\x03")  # Ctrl-C
-        _read_until(fd, b"got-int")
+        read_until(fd, b"got-int")
     finally:
         _, status = os.waitpid(pid, 0)
         os.close(fd)

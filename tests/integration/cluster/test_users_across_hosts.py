@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.munge import Munged, MungeUnavailable
-from tests.helpers.netns import Hosts, why_not_available
+from tests.helpers.munge import Munged
+from tests.helpers.munge_cluster import hosts_with_munge
+from tests.helpers.netns import Hosts
 from tests.helpers.system_install import SystemInstall
 from tests.helpers.users import LOGIN_PATH, run_as_user
 from tests.helpers.wait import wait_until
@@ -25,26 +26,8 @@ from tests.helpers.wait import wait_until
 
 @pytest.fixture
 def across(users: tuple[str, str], system_install: SystemInstall) -> Iterator[tuple[Hosts, Munged]]:
-    why_not = why_not_available()
-    if why_not:
-        pytest.skip(why_not)
-    with Hosts() as hosts:
-        os.chmod(hosts.root, 0o711)
-        try:
-            munged = Munged(hosts.root / "munge")
-        except MungeUnavailable as why:
-            pytest.skip(str(why))
-        try:
-            hosts.add_node("node1")
-            hosts.start_controller(f'[controller]\nshared = true\nmunge_socket = "{munged.socket}"\n')
-            hosts.join("node1", hosts.token(), "--munge-socket", munged.socket)
-            yield hosts, munged
-        except BaseException:
-            print(hosts.logs())
-            raise
-        finally:
-            munged.stop()
-        print(hosts.logs())
+    with hosts_with_munge(["node1"]) as made:
+        yield made
 
 
 def as_user_on(hosts: Hosts, install: SystemInstall, host: str) -> Callable[..., subprocess.CompletedProcess[str]]:

@@ -4,12 +4,11 @@ messages and exit statuses; on a terminal, the command gets one of its own."""
 from __future__ import annotations
 
 import os
-import select
 import subprocess
-import time
 from pathlib import Path
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.terminal import read_until
 from tests.helpers.wait import wait_until
 
 
@@ -64,18 +63,3 @@ def test_on_a_terminal_the_command_gets_a_terminal(cluster: LocalCluster) -> Non
         if process.poll() is None:
             process.kill()
             process.wait()
-
-
-def read_until(fd: int, marker: bytes, timeout_s: float = 60) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout_s
-    while marker not in seen:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"never saw {marker!r}; saw {seen!r}")
-        if select.select([fd], [], [], remaining)[0]:
-            try:
-                seen += os.read(fd, 4096)
-            except OSError:
-                break
-    return seen

@@ -1,0 +1,45 @@
+"""A cluster of hosts in network namespaces whose users prove themselves with MUNGE: the
+controller's host, the named nodes joined with the private munged's socket, each logged on a
+failure. Skips with the reason where namespaces or munged cannot be had."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import pytest
+
+from tests.helpers.munge import Munged, MungeUnavailable
+from tests.helpers.netns import Hosts, why_not_available
+
+
+@contextmanager
+def hosts_with_munge(nodes: Sequence[str], python: str = sys.executable,
+                     service_user: bool = False) -> Iterator[tuple[Hosts, Munged]]:
+    """`python`: what runs Drover on every host (an installed Drover's where jobs' owners must run
+    it too); `service_user`: the controller as the `drover` user, as `drover up --system` runs it."""
+    why_not = why_not_available()
+    if why_not:
+        pytest.skip(why_not)
+    with Hosts(python=python) as hosts:
+        os.chmod(hosts.root, 0o711)
+        try:
+            munged = Munged(hosts.root / "munge")
+        except MungeUnavailable as why:
+            pytest.skip(str(why))
+        try:
+            for node in nodes:
+                hosts.add_node(node)
+            hosts.start_controller(f'[controller]\nshared = true\nmunge_socket = "{munged.socket}"\n',
+                                   service_user=service_user)
+            for node in nodes:
+                hosts.join(node, hosts.token(), "--munge-socket", munged.socket)
+            yield hosts, munged
+        except BaseException:
+            print(hosts.logs())
+            raise
+        finally:
+            munged.stop()
+        print(hosts.logs())
