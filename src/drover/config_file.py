@@ -99,7 +99,8 @@ def _check_table(table: dict[str, object], schema: type[Section], where: KeyPath
             if not isinstance(value, dict):
                 raise refuse(here, f"{_name(here)} must be a table ([{_name(here)}]), not {toml_value(value)}")
             _check_table(value, kind, here, from_file, refuse)
-        elif typing.get_origin(kind) is dict:  # [queues.NAME]: a table of tables, named freely
+        elif typing.get_origin(kind) is dict and _is_section(typing.get_args(kind)[1]):
+            # [queues.NAME]: a table of tables, named freely
             item_schema = typing.get_args(kind)[1]
             if not isinstance(value, dict):
                 raise refuse(here, f"{_name(here)} must be a table ([{_name(here)}.NAME]), not {toml_value(value)}")
@@ -108,6 +109,15 @@ def _check_table(table: dict[str, object], schema: type[Section], where: KeyPath
                     named = (*here, name)
                     raise refuse(named, f"{_name(named)} must be a table ([{_name(named)}]), not {toml_value(item)}")
                 _check_table(item, item_schema, (*here, name), from_file, refuse)
+        elif typing.get_origin(kind) is dict and isinstance(value, dict):  # [licenses]: NAME = value
+            item_type = typing.get_args(kind)[1]
+            for name, item in value.items():
+                try:
+                    msgspec.convert(item, item_type)
+                except msgspec.ValidationError:
+                    raise refuse((*here, name), f"[{_name(here)}] {toml_key(name)} must be {describe(item_type)}, "
+                                                f"not {toml_value(item)}") from None
+                from_file.add((*here, name))
         else:
             try:
                 msgspec.convert(value, info.type)
@@ -115,6 +125,10 @@ def _check_table(table: dict[str, object], schema: type[Section], where: KeyPath
                 raise refuse(here, f"[{_name(where)}] {toml_key(key)} must be {describe(info.type)}, "
                                    f"not {toml_value(value)}") from None
             from_file.add(here)
+
+
+def _is_section(kind: object) -> bool:
+    return isinstance(kind, type) and issubclass(kind, Section)
 
 
 def _unknown(key: str, known: list[str], where: KeyPath) -> str:

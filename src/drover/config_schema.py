@@ -111,6 +111,11 @@ class ExecdSection(Section, frozen=True):
     tls_ca: Annotated[str | None, about("the cluster's CA, which the controller's certificate must chain to (PEM)")] = None
     cpus: Annotated[int | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
     memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
+    gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "
+                                            "[\"gpu:a100:2\", \"gpu:v100:1\", \"nic:1\"] (unset: its "
+                                            "NVIDIA GPUs, from nvidia-smi or /dev/nvidia*)")] = None
+    features: Annotated[list[str], about("the node's features, which jobs ask for with --constraint "
+                                         "(it always has arch=<Grid Engine's architecture name>)")] = []
     spool: Annotated[str | None, about("the attempts' spool directory (unset: on tmpfs when there is one)")] = None
     exit_hook: Annotated[str | None, about("a site script run as root after each attempt, "
                                            "given its final record on stdin")] = None
@@ -206,4 +211,7 @@ class DroverConfig(Section, frozen=True):
     execd: ExecdSection = ExecdSection()
     queues: dict[str, QueueSection] = {}
     scheduler: SchedulerSection = SchedulerSection()
+    licenses: Annotated[dict[str, int], about("[licenses]: counters of the whole cluster (software licences), "
+                                              "`matlab = 4`; a task asking --licenses matlab:2 holds 2 "
+                                              "while it runs")] = {}
     compat: CompatSection = CompatSection()

@@ -60,6 +60,9 @@ class AttemptOrder(TypedDict):
     output_pattern: NotRequired[str]  # what `stdout` and `stderr` were made from, as the owner signed them
     error_pattern: NotRequired[str | None]
     event_log: NotRequired[str | None]  # the job's --event-log: here for the owner's signature only
+    # The generic resources the attempt was given: name → device indices on the node
+    # ({"gpu": [0, 2]}), for CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS and SGE_HGR_<name>.
+    gres: NotRequired[dict[str, list[int]]]
 
 
 class NodeOptions(TypedDict):

@@ -75,6 +75,7 @@ class Settings:
     min_job_age_s: int = 300  # [compat]: how long the Slurm front ends still show an ended job
     heartbeat_s: float = 10.0  # how often nodes say they are there; silent for three, a node is DOWN
     scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # priority weights, backfill
+    licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: the cluster's counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,7 @@ class ControllerService:
         """`faults`: the fault-injection seam, for tests only (controller/faults.py)."""
         self.store = store
         self.settings = settings
-        self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler)
+        self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses)
         self._queue_times = {name: (queue.default_time_s, queue.max_time_s) for name, queue in settings.queues.items()}
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
@@ -487,7 +488,8 @@ class ControllerService:
 
         def handler() -> Outcome:
             outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues),
-                                      self.settings.limits, event_log_node, self._queue_times)
+                                      self.settings.limits, event_log_node, self._queue_times,
+                                      self.settings.licenses)
             ids.extend(new_ids)
             return outcome
 

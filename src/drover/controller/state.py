@@ -51,6 +51,7 @@ class ControllerState:
         """Derive what each node holds (CPUs, memory, attempts) from the active tasks again."""
         for node in self.nodes.values():
             node.used_cpu_ids.clear()
+            node.used_devices.clear()
             node.used_memory_mib = node.running = 0
         for job in self.jobs.values():
             for task in job.tasks.values():
@@ -58,7 +59,7 @@ class ControllerState:
                     attempt = self.attempts.get((job.id, task.index, task.attempt))
                     holder = self.nodes.get(attempt.node) if attempt else None
                     if attempt is not None and holder is not None:
-                        holder.take(attempt.cpu_ids, job.resources.memory_mib)
+                        holder.take(attempt.cpu_ids, job.resources.memory_mib, attempt.gres)
 
     def add_job(self, job: Job) -> None:
         self.jobs[job.id] = job
@@ -101,6 +102,7 @@ class ControllerState:
     def check_invariants(self) -> None:
         """Raise AssertionError if the working set contradicts itself (tests call this)."""
         used: dict[str, set[int]] = {name: set() for name in self.nodes}
+        devices: dict[str, set[tuple[str, int]]] = {}
         for job in self.jobs.values():
             for task in job.tasks.values():
                 if task.state.is_active:
@@ -109,6 +111,10 @@ class ControllerState:
                     overlap = used.setdefault(attempt.node, set()) & set(attempt.cpu_ids)
                     assert not overlap, f"CPUs {overlap} of {attempt.node} used twice"
                     used[attempt.node].update(attempt.cpu_ids)
+                    held = {(name, index) for name, indices in attempt.gres.items() for index in indices}
+                    twice = devices.setdefault(attempt.node, set()) & held
+                    assert not twice, f"devices {sorted(twice)} of {attempt.node} given twice"
+                    devices[attempt.node].update(held)
                 assert task.state is not JobState.DISPATCHED or task.attempt > 0
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"

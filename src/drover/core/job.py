@@ -10,7 +10,7 @@ tasks start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
@@ -59,6 +59,12 @@ class JobSpec(TypedDict):
     # A dependency that can never be met cancels the job (sbatch --kill-on-invalid-dep=yes, the
     # default); False: it stays pending with reason DependencyNeverSatisfied.
     kill_on_invalid_dep: bool
+    # What each task needs beyond CPUs and memory (controller/resource_requests.py): generic
+    # resources ("gpu:a100:1", canonical), licences, node features, a node to itself.
+    gres: NotRequired[list[str]]
+    licenses: NotRequired[dict[str, int]]
+    constraint: NotRequired[str | None]
+    exclusive: NotRequired[bool]
 
 
 @dataclass(slots=True)
@@ -96,6 +102,7 @@ class Attempt:
     usage: Usage | None = None
     cleanup: CleanupProgress | None = None  # as far as the node's cleanup pipeline got
     pty_socket: str | None = None  # an interactive attempt's terminal relay (kept in memory only)
+    gres: dict[str, tuple[int, ...]] = field(default_factory=dict)  # the devices it holds: name → indices
 
     @property
     def name(self) -> str:

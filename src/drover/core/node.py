@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from drover.core.gres import Device
 from drover.core.node_state import NodeState, NodeTrigger, next_node_state
 from drover.core.resources import Resources
 
@@ -18,7 +20,10 @@ class Node:
     last_seen: float | None = None
     reason: str | None = None  # why the node is in ERROR (or drained)
     drain: str | None = None  # an operator drained it, and why: kept across disconnects until resumed
+    devices: tuple[Device, ...] = ()  # its generic resources (GPUs...), as its hello said
+    features: frozenset[str] = frozenset()  # what --constraint matches, as its hello said
     used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
+    used_devices: set[Device] = field(default_factory=set)
     used_memory_mib: int = 0
     running: int = 0
     # From the node's heartbeats, in memory only: how busy its host is, and when it last spoke.
@@ -43,12 +48,23 @@ class Node:
     def free_cpu_ids(self) -> frozenset[int]:
         return frozenset(range(self.cpus)) - self.used_cpu_ids
 
-    def take(self, cpu_ids: tuple[int, ...], memory_mib: int) -> None:
+    def free_devices(self) -> frozenset[Device]:
+        return frozenset(self.devices) - self.used_devices
+
+    def devices_of(self, gres: Mapping[str, Sequence[int]]) -> set[Device]:
+        """The node's devices an attempt holds, from its name → indices."""
+        return {device for device in self.devices if device.index in gres.get(device.name, ())} if gres else set()
+
+    def take(self, cpu_ids: tuple[int, ...], memory_mib: int, gres: Mapping[str, Sequence[int]] | None = None) -> None:
         self.used_cpu_ids.update(cpu_ids)
         self.used_memory_mib += memory_mib
         self.running += 1
+        if gres:
+            self.used_devices.update(self.devices_of(gres))
 
-    def give_back(self, cpu_ids: tuple[int, ...], memory_mib: int) -> None:
+    def give_back(self, cpu_ids: tuple[int, ...], memory_mib: int, gres: Mapping[str, Sequence[int]] | None = None) -> None:
         self.used_cpu_ids.difference_update(cpu_ids)
         self.used_memory_mib = max(self.used_memory_mib - memory_mib, 0)
         self.running = max(self.running - 1, 0)
+        if gres:
+            self.used_devices.difference_update(self.devices_of(gres))

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from drover.config_schema import ExecdSection
     from drover.execd.cleanup import CleanupSettings
     from drover.execd.forkserver import ForkServer
+    from drover.execd.gres_inventory import NodeInventory
     from drover.records import NodeOptions
 
 
@@ -45,19 +46,20 @@ def serve(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
     # A controller on another host: the node's TLS files are checked before anything starts.
     tls = node_tls(options) if options.controller and not args.socket else None
+    inventory = node_inventory(options)  # before the fork server: nvidia-smi may run
 
     from drover.execd.forkserver import ForkServer
 
     fork_server = ForkServer.start()
     try:
-        eventloop.run(_run(args, paths, options, fork_server, tls))
+        eventloop.run(_run(args, paths, options, fork_server, tls, inventory))
     finally:
         fork_server.close()
     return 0
 
 
 async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer,
-               tls: ssl.SSLContext | None) -> None:
+               tls: ssl.SSLContext | None, inventory: NodeInventory) -> None:
     from drover.execd import output_index
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
@@ -110,7 +112,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
 
     channel = ControllerChannel(
         args.socket or options.controller or api_socket(paths),
-        hello=lambda: Hello(node, cpus, memory, attempts.known()),
+        hello=lambda: Hello(node, cpus, memory, attempts.known(), gres=list(inventory.gres),
+                            features=list(inventory.features)),
         on_connect=on_connect,
         tls=tls,
         heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),
@@ -125,8 +128,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     channel.on(AppendEventLog, event_logs.append)
     attempts.recover()
     logging.getLogger("drover.execd").info(
-        "node %s: %d CPUs, %d MiB, spool %s, %d attempts re-attached",
-        node, cpus, memory, spool_root, len(attempts.live),
+        "node %s: %d CPUs, %d MiB, gres %s, features %s, spool %s, %d attempts re-attached",
+        node, cpus, memory, inventory.described, ",".join(inventory.features), spool_root, len(attempts.live),
     )
 
     stop = asyncio.Event()
@@ -141,6 +144,16 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     attempts.close()
     await relays.close()
     await event_logs.close()
+
+
+def node_inventory(options: ExecdSection) -> NodeInventory:
+    """The node's devices and features; a bad [execd] gres or features stops the node daemon."""
+    from drover.execd.gres_inventory import NodeInventory
+
+    try:
+        return NodeInventory.of(options.gres, options.features)
+    except ValueError as error:
+        raise SystemExit(f"drover execd: {error}") from None
 
 
 def node_tls(options: ExecdSection) -> ssl.SSLContext:

@@ -65,6 +65,13 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     rerunnable: bool = True  # requeued as a new attempt when its shepherd dies (--no-requeue: failed)
     pty: bool = False  # run under a pseudo-terminal, relayed to `drover run --pty`
     queue: str = "default"  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
+    gres: list[str] = []  # generic resources each task needs on its node: "gpu:2", "gpu:a100:1" (core/gres.py)
+    licenses: dict[str, int] = {}  # cluster-wide counters each task holds while it runs ([licenses])
+    constraint: str | None = None  # node features it needs: "avx512&bigmem", "a|b" (core/constraints.py)
+    exclusive: bool = False  # each task has its node to itself (all its CPUs), as jobd's soleaccess
+    # Grid Engine's -l NAME=VALUE beyond time and memory: the controller reads each as a licence,
+    # a generic resource or a node feature, by what the cluster has of that name.
+    resource_requests: dict[str, str] = {}
     # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
     # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None

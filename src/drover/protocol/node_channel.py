@@ -23,6 +23,10 @@ class Hello(msgspec.Struct, tag="hello"):
     cpus: int
     memory_mib: int
     attempts: list[KnownAttempt] = []
+    # Its generic resources, one string per device in index order within each name:
+    # "gpu:a100" (device gpu N of type a100), "nic" (untyped); and its features.
+    gres: list[str] = []
+    features: list[str] = []
 
 
 class Started(msgspec.Struct, tag="started"):

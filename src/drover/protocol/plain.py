@@ -60,6 +60,11 @@ class JobRequest(TypedDict, total=False):
     rerunnable: bool
     pty: bool
     queue: str
+    gres: list[str]
+    licenses: dict[str, int]
+    constraint: str | None
+    exclusive: bool
+    resource_requests: dict[str, str]
     credential: str | None
 
 

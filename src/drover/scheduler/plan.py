@@ -16,13 +16,20 @@ Contract:
   would take the room the earlier job is waiting for). Jobs that cannot start for other
   reasons (dependencies, their array limit, too big for any node) never block the jobs behind
   them.
-- A node is never over-committed, and only nodes that accept work get tasks.
+- A node is never over-committed (CPUs, memory, devices), nor a licence, and only nodes that
+  accept work get tasks. A task goes to the least-loaded node where it fits (placement.py), among
+  its queue's nodes that have the features its constraint asks for; an --exclusive task takes a
+  node that runs nothing, all its CPUs, and keeps it to itself.
+- A job's queue decides whether it starts at all (stopped: QUEUE_STOPPED; outside its time
+  window: QUEUE_WINDOW, and `wake_at` is when it opens) and how many of its tasks may run (the
+  queue's and each user's limits). Licences are cluster-wide counters: a job short of them
+  waits with LICENSES and does not block the jobs behind it (licences are not reserved).
 - Every job with pending tasks that it does not start completely gets a `PendingReason`, and
   `details` says what exactly it waits for when there is more to say (which jobs, what time).
 - No task starts before its job's `begin_at` or while its dependencies are not met; of the
   singleton jobs of one owner and name, at most one starts in a pass, and none if another job
-  of that name started in it. `wake_at` is the earliest begin time still to come: the
-  controller plans again then.
+  of that name started in it. `wake_at` is the earliest begin time or window opening still
+  to come: the controller plans again then.
 """
 
 from __future__ import annotations
@@ -32,10 +39,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from drover.core.resources import Resources
+from drover.core.gres import describe
+from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, reserve
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, PendingWork
+from drover.scheduler.snapshot import NodeView, PendingWork, QueueView
+
+__all__ = ["Plan", "Reservation", "Start", "order_key", "ordered", "plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +54,7 @@ class Start:
     index: int
     node: str
     cpu_ids: tuple[int, ...]
+    gres: tuple[tuple[str, tuple[int, ...]], ...] = ()  # the devices it gets: name → indices on the node
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,28 +62,9 @@ class Plan:
     starts: tuple[Start, ...] = ()
     pending_reasons: Mapping[int, PendingReason] = field(default_factory=dict)
     details: Mapping[int, str] = field(default_factory=dict)  # job → what it waits for, in words
-    wake_at: float | None = None  # the earliest begin time after `now` of a job that waits for it
+    wake_at: float | None = None  # the earliest begin time or window opening after `now` that a job waits for
     reservation: Reservation | None = None  # the first blocked job's, when backfill could make one
     backfilled: tuple[int, ...] = ()  # jobs that started ahead of the reserved one, in start order
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    job: int
-    node: str
-    at: float  # the time its next task can start there at the latest
-    resources: Resources
-
-
-@dataclass(slots=True)
-class _Room:
-    """A node's free room during one cycle (the planner's own scratch copy)."""
-
-    name: str
-    free: Resources
-    free_cpu_ids: list[int]
-    total: Resources
-    releases: list[tuple[float, Resources]]  # when what its tasks hold comes back (inf: never)
 
 
 def order_key(work: PendingWork) -> tuple[int, float, int]:
@@ -89,138 +81,192 @@ def ordered(work: Sequence[PendingWork], now: float, policy: Policy = DEFAULT_PO
         item.submitted_at, item.job))
 
 
-def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float,
-         policy: Policy = DEFAULT_POLICY) -> Plan:
-    rooms = [
-        _Room(node.name, node.free, sorted(node.free_cpu_ids), node.total, list(node.releases))
-        for node in sorted(nodes, key=lambda node: node.name)
-        if node.state.accepts_work
-    ]
-    largest = [node.total for node in nodes if node.state.accepts_work]
-    starts: list[Start] = []
-    reasons: dict[int, PendingReason] = {}
-    details: dict[int, str] = {}
-    wake_at: float | None = None
+OPEN_QUEUE = QueueView("default")
+
+
+class _Pass:
+    """The state of one planning pass: what is left of the nodes, the licences and the queues'
+    limits, and what has been decided so far."""
+
+    def __init__(self, rooms: Rooms, licenses: Mapping[str, int], queues: Mapping[str, QueueView]) -> None:
+        self.rooms = rooms
+        self.licenses = dict(licenses)
+        self.queues = queues
+        self.queue_running = {name: queue.running for name, queue in queues.items()}
+        self.user_running: dict[tuple[str, str], int] = {
+            (name, user): count for name, queue in queues.items() for user, count in queue.running_by_user.items()}
+        self.starts: list[Start] = []
+        self.reasons: dict[int, PendingReason] = {}
+        self.details: dict[int, str] = {}
+        self.wake_at: float | None = None
+        self._eligible: dict[object, tuple[frozenset[str] | None, PendingReason | None, str]] = {}
+
+    def wait(self, job: int, reason: PendingReason, detail: str = "") -> None:
+        self.reasons[job] = reason
+        if detail:
+            self.details[job] = detail
+
+    def wake(self, moment: float) -> None:
+        self.wake_at = moment if self.wake_at is None else min(self.wake_at, moment)
+
+    def queue(self, item: PendingWork) -> QueueView:
+        return self.queues.get(item.queue, OPEN_QUEUE)
+
+    def eligible(self, item: PendingWork, need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
+        """The nodes the job's tasks may use (None: any), or why none ever could, found once a
+        pass for each kind of request."""
+        queue = self.queue(item)
+        key = (item.queue, item.constraint, need)
+        found = self._eligible.get(key)
+        if found is None:
+            found = self._eligible[key] = _eligible(self.rooms, queue, item, need)
+        return found
+
+    def allowed(self, item: PendingWork) -> tuple[int, PendingReason | None, str]:
+        """How many of the job's pending tasks its limits let start now, and which limit binds."""
+        allowed, reason, detail = item.pending.count, None, ""
+        if item.max_running is not None and item.max_running - item.running_count < allowed:
+            allowed, reason = max(item.max_running - item.running_count, 0), PendingReason.ARRAY_LIMIT
+        queue = self.queue(item)
+        if queue.max_running is not None:
+            room = max(queue.max_running - self.queue_running.get(item.queue, 0), 0)
+            if room < allowed:
+                allowed, reason = room, PendingReason.QUEUE_LIMIT
+                detail = f"queue {item.queue} runs {queue.max_running} tasks at most (max_running)"
+        if queue.max_running_per_user is not None:
+            room = max(queue.max_running_per_user - self.user_running.get((item.queue, item.owner), 0), 0)
+            if room < allowed:
+                allowed, reason = room, PendingReason.USER_LIMIT
+                detail = (f"{item.owner} runs {queue.max_running_per_user} tasks at most in queue {item.queue} "
+                          "(max_running_per_user)")
+        for name, count in item.licenses:
+            free = self.licenses.get(name, 0)
+            if free // count < allowed:
+                allowed, reason = free // count, PendingReason.LICENSES
+                detail = (f"waiting for licences: {count} {name} a task, {free} free" if name in self.licenses
+                          else f"the cluster has no licence {name} ([licenses] in drover.toml)")
+        return allowed, reason, detail
+
+    def started(self, item: PendingWork, start: Start) -> None:
+        self.starts.append(start)
+        self.queue_running[item.queue] = self.queue_running.get(item.queue, 0) + 1
+        self.user_running[item.queue, item.owner] = self.user_running.get((item.queue, item.owner), 0) + 1
+        for name, count in item.licenses:
+            self.licenses[name] -= count
+
+
+def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
+              need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
+    names: frozenset[str] | None = None
+    if queue.nodes is not None:
+        names = frozenset(name for name in rooms.all if name in queue.nodes)
+        if not names:
+            return names, PendingReason.NO_NODE_MATCHES, f"no node of queue {queue.name} is up"
+    constraint = item.constraint
+    if constraint is not None:
+        candidates = names if names is not None else frozenset(rooms.all)
+        names = frozenset(name for name in candidates if constraint.matches(rooms.all[name].features))
+        if not names:
+            return names, PendingReason.NO_NODE_MATCHES, (
+                f"no node that is up has the features {constraint.text} "
+                f"({'; '.join(f'{name} {constraint.unmet(rooms.all[name].features)}' for name in sorted(candidates)[:3])})")
+    pool = [rooms.all[name] for name in names] if names is not None else list(rooms.all.values())
+    if need.gres and not any(room.could_ever_hold(Need(room.total, need.gres)) for room in pool):
+        return names, PendingReason.NO_NODE_MATCHES, f"no node that is up has {describe(need.gres)}"
+    if not any(room.could_ever_hold(need) for room in pool):
+        return names, PendingReason.TOO_BIG, ""
+    return names, None, ""
+
+
+def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
+         licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None) -> Plan:
+    """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
+    (a queue not named there is open, on every node, without limits)."""
+    decided = _Pass(Rooms(nodes), licenses or {}, queues or {})
     started_names: set[tuple[str, str]] = set()  # owner and name of the jobs started in this pass
     blocked = False
     reservation: Reservation | None = None
-    spare: Resources | None = None  # what the reserved node has at the reservation beyond its need
+    spare: Spare | None = None  # what the reserved node has at the reservation beyond its need
     backfilled: list[int] = []
     for item in ordered(work, now, policy):
         if item.pending.count == 0:
             continue
         if item.dependencies_failed or not item.dependencies_met:
             never = item.dependencies_failed
-            reasons[item.job] = PendingReason.DEPENDENCY_NEVER_SATISFIED if never else PendingReason.DEPENDENCY
-            if item.waiting_for:
-                details[item.job] = item.waiting_for
+            decided.wait(item.job, PendingReason.DEPENDENCY_NEVER_SATISFIED if never else PendingReason.DEPENDENCY,
+                         item.waiting_for)
             continue
         if item.begin_at is not None and item.begin_at > now:
-            reasons[item.job] = PendingReason.BEGIN_TIME
-            details[item.job] = "waiting for its begin time, " + _local_time(item.begin_at)
-            wake_at = item.begin_at if wake_at is None else min(wake_at, item.begin_at)
+            decided.wait(item.job, PendingReason.BEGIN_TIME, "waiting for its begin time, " + _local_time(item.begin_at))
+            decided.wake(item.begin_at)
+            continue
+        queue = decided.queue(item)
+        if not queue.starting:
+            decided.wait(item.job, PendingReason.QUEUE_STOPPED, f"queue {item.queue} is stopped: no job of it starts")
+            continue
+        if queue.opens_at is not None:
+            decided.wait(item.job, PendingReason.QUEUE_WINDOW,
+                         f"queue {item.queue} starts jobs only in its time window, which opens {_local_time(queue.opens_at)}")
+            decided.wake(queue.opens_at)
             continue
         if item.singleton and (item.owner, item.name) in started_names:
-            reasons[item.job] = PendingReason.DEPENDENCY
-            details[item.job] = "waiting for the job of the same name (singleton) started now to end"
+            decided.wait(item.job, PendingReason.DEPENDENCY,
+                         "waiting for the job of the same name (singleton) started now to end")
             continue
-        if not rooms:
-            reasons[item.job] = PendingReason.NO_NODES
+        if not decided.rooms:
+            decided.wait(item.job, PendingReason.NO_NODES)
             continue
-        if not any(item.resources.fits_in(total) for total in largest):
-            reasons[item.job] = PendingReason.TOO_BIG
+        need = Need(item.resources, item.gres, item.exclusive)
+        allowed_nodes, unmatched, why = decided.eligible(item, need)
+        if unmatched is not None:
+            decided.wait(item.job, unmatched, why)
             continue
         if blocked:
-            reasons[item.job] = PendingReason.PRIORITY
+            decided.wait(item.job, PendingReason.PRIORITY)
             continue
-        allowed = item.pending.count
-        if item.max_running is not None:
-            allowed = min(allowed, max(item.max_running - item.running_count, 0))
+        allowed, limit, limit_detail = decided.allowed(item)
         started = 0
         indices = item.pending.first(allowed + len(item.blocked))
         ends = now + item.run_limit_s if item.run_limit_s is not None else math.inf
         for index in [index for index in indices if index not in item.blocked][:allowed]:
-            if reservation is None:
-                room = _place(item.resources, rooms)
-            else:
-                room = _place(item.resources, rooms, reservation, ends, spare)
-            if room is None:
+            found = place(need, decided.rooms, allowed_nodes, reservation, ends, spare)
+            if found is None:
                 if reservation is not None:
-                    fits = _place(item.resources, rooms) is not None
-                    reasons[item.job] = PendingReason.PRIORITY if fits else PendingReason.RESOURCES
-                    if fits:
-                        details[item.job] = (f"would delay job {reservation.job}, reserved to start by "
-                                             f"{_local_time(reservation.at)} on {reservation.node}")
+                    fits = place(need, decided.rooms, allowed_nodes, None, ends, None) is not None
+                    decided.wait(item.job, PendingReason.PRIORITY if fits else PendingReason.RESOURCES,
+                                 f"would delay job {reservation.job}, reserved to start by "
+                                 f"{_local_time(reservation.at)} on {reservation.node}" if fits else "")
                     break
-                found = _reserve(item.job, item.resources, rooms, now) if policy.backfill else None
-                if found is None:
-                    reasons[item.job] = PendingReason.RESOURCES
+                made = reserve(item.job, need, decided.rooms, allowed_nodes, now) if policy.backfill else None
+                if made is None:
+                    decided.wait(item.job, PendingReason.RESOURCES)
                     blocked = True
                 else:
-                    reservation, spare = found
-                    reasons[item.job] = PendingReason.RESERVED
-                    details[item.job] = f"reserved: starts by {_local_time(reservation.at)} on {reservation.node}"
+                    reservation, spare = made
+                    decided.wait(item.job, PendingReason.RESERVED,
+                                 f"reserved: starts by {_local_time(reservation.at)} on {reservation.node}")
                 break
+            room, gres = found
+            key = room.key
+            cpu_ids, taken, devices = room.take(need, gres, ends)
+            decided.rooms.placed(room, key)
             if reservation is not None:
                 if room.name == reservation.node and ends > reservation.at:
                     assert spare is not None
-                    spare = spare - item.resources
+                    spare.take(taken, devices)
                 if not backfilled or backfilled[-1] != item.job:
                     backfilled.append(item.job)
-            cpu_ids = tuple(room.free_cpu_ids[: item.resources.cpus])
-            del room.free_cpu_ids[: item.resources.cpus]
-            room.free = room.free - item.resources
-            room.releases.append((ends, item.resources))
-            starts.append(Start(item.job, index, room.name, cpu_ids))
+            decided.started(item, Start(item.job, index, room.name, cpu_ids, tuple(sorted(gres.items()))))
             started_names.add((item.owner, item.name))
             started += 1
         else:
             if started < item.pending.count and item.blocked and started < allowed:
-                reasons[item.job] = PendingReason.DEPENDENCY  # the tasks left wait for their own
-                if item.waiting_for:
-                    details[item.job] = item.waiting_for
-            elif started < item.pending.count:
-                reasons[item.job] = PendingReason.ARRAY_LIMIT
-    return Plan(tuple(starts), reasons, details, wake_at, reservation, tuple(backfilled))
+                decided.wait(item.job, PendingReason.DEPENDENCY, item.waiting_for)  # the tasks left wait for their own
+            elif started < item.pending.count and limit is not None:
+                decided.wait(item.job, limit, limit_detail)
+    return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
+                tuple(backfilled))
 
 
 def _local_time(moment: float) -> str:
     return datetime.fromtimestamp(moment).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _place(need: Resources, rooms: list[_Room], reservation: Reservation | None = None, ends: float = 0.0,
-           spare: Resources | None = None) -> _Room | None:
-    """First fit, nodes in name order. Behind a reservation, a task that would still run at its
-    start may use the reserved node only within what the reserved task leaves there (`spare`)."""
-    for room in rooms:
-        if need.fits_in(room.free) and len(room.free_cpu_ids) >= need.cpus:
-            if (reservation is not None and room.name == reservation.node and ends > reservation.at
-                    and (spare is None or not need.fits_in(spare))):
-                continue
-            return room
-    return None
-
-
-def _reserve(job: int, need: Resources, rooms: list[_Room], now: float) -> tuple[Reservation, Resources] | None:
-    """The earliest time and node (then name order) at which `need` fits, as the tasks there end
-    at their limits; with what that node has beyond `need` then. None if no node ever has room."""
-    best: tuple[float, _Room, Resources] | None = None
-    for room in rooms:
-        if not need.fits_in(room.total):
-            continue
-        free = Resources(len(room.free_cpu_ids), room.free.memory_mib)
-        at = now
-        for ends, held in sorted(room.releases, key=lambda release: release[0]):
-            if need.fits_in(free):
-                break
-            if ends == math.inf:
-                break
-            free, at = free + held, max(ends, now)
-        if not need.fits_in(free):
-            continue
-        if best is None or at < best[0]:
-            best = (at, room, free - need)
-    if best is None:
-        return None
-    at, room, spare = best
-    return Reservation(job, room.name, at, need), spare

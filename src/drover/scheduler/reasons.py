@@ -16,6 +16,12 @@ class PendingReason(StrEnum):
     NO_NODES = "no_nodes"  # no node is up
     TOO_BIG = "too_big"  # no node up is large enough, ever
     RESERVED = "reserved"  # first in line: room is reserved for it when running tasks reach their limits
+    NO_NODE_MATCHES = "no_node_matches"  # no node up has the features, devices or queue it asks for
+    LICENSES = "licenses"  # not enough of a licence it asks for is free
+    QUEUE_STOPPED = "queue_stopped"  # its queue is stopped
+    QUEUE_WINDOW = "queue_window"  # its queue's time window is closed
+    QUEUE_LIMIT = "queue_limit"  # its queue runs as many tasks as its max_running allows
+    USER_LIMIT = "user_limit"  # its owner runs as many tasks in the queue as max_running_per_user allows
 
     @property
     def explanation(self) -> str:
@@ -32,6 +38,12 @@ _EXPLANATIONS = {
     PendingReason.NO_NODES: "no node is up",
     PendingReason.TOO_BIG: "no node that is up has that many CPUs or that much memory",
     PendingReason.RESERVED: "first in line: it starts when running jobs reach their time limits, if not sooner",
+    PendingReason.NO_NODE_MATCHES: "no node that is up has the features, devices or queue it asks for",
+    PendingReason.LICENSES: "waiting for licences to be given back",
+    PendingReason.QUEUE_STOPPED: "its queue is stopped: no job of it starts until an operator starts it",
+    PendingReason.QUEUE_WINDOW: "its queue starts jobs only in its time window",
+    PendingReason.QUEUE_LIMIT: "its queue runs as many tasks as it allows at once",
+    PendingReason.USER_LIMIT: "its owner runs as many tasks in its queue as it allows one user",
 }
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from drover.core.arrays import TaskIndices
+from drover.core.constraints import Constraint
+from drover.core.gres import Device, GresNeed
 from drover.core.node_state import NodeState
 from drover.core.resources import Resources
 
@@ -20,7 +23,36 @@ class NodeView:
     free_cpu_ids: frozenset[int]
     # What the tasks running there hold and when it comes back: their start plus their run
     # limit (math.inf for a task without a limit). Used only for backfill reservations.
-    releases: tuple[tuple[float, Resources], ...] = ()
+    releases: tuple[Release, ...] = ()
+    devices: tuple[Device, ...] = ()  # all its generic resources (GPUs...)
+    free_devices: frozenset[Device] = frozenset()  # those no task holds
+    features: frozenset[str] = frozenset()  # what --constraint matches
+    running: int = 0  # tasks holding room there (an --exclusive task needs a node with none)
+    load: float = 0.0  # its load average, from its heartbeats: breaks ties between equally used nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What a running task holds on a node, and when it gives it back at the latest."""
+
+    at: float  # its start plus its run limit; math.inf without a limit
+    resources: Resources
+    devices: frozenset[Device] = frozenset()
+    whole_node: bool = False  # an --exclusive task: the node takes nothing else until it ends
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """A queue as the planner sees it in one cycle: may it start jobs, where, and how many."""
+
+    name: str
+    starting: bool = True  # False: stopped (`drover queue stop`): jobs wait, none start
+    opens_at: float | None = None  # its time window is closed now and opens then
+    nodes: frozenset[str] | None = None  # the nodes its jobs may run on; None: every node
+    max_running: int | None = None  # tasks of the queue running at once
+    max_running_per_user: int | None = None  # tasks of one user in the queue running at once
+    running: int = 0  # tasks of the queue running now
+    running_by_user: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +112,8 @@ class PendingWork:
     singleton: bool = False  # at most one job of this owner and name runs at once
     queue_priority: int = 0  # its queue's `priority` ([queues.NAME]), for the multifactor priority
     run_limit_s: float | None = None  # how long a task of it runs at most (its time limit and kill grace)
+    queue: str = "default"
+    gres: tuple[GresNeed, ...] = ()  # generic resources each task needs on its node
+    licenses: tuple[tuple[str, int], ...] = ()  # cluster-wide counters each task holds while it runs
+    constraint: Constraint | None = None  # node features its nodes must have
+    exclusive: bool = False  # each task has a node to itself

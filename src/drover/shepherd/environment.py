@@ -10,6 +10,7 @@ import re
 import time
 
 from drover.records import AttemptConfig
+from drover.spool.architecture import architecture
 
 # The site's scripts (node and queue prolog and epilog, PE start and stop) run with this PATH and
 # the attempt's facts, never with the job's environment: the job chose its LD_PRELOAD, BASH_ENV,
@@ -94,12 +95,6 @@ def _requested(env: dict[str, str], name: str, cpus: int) -> int | None:
     return int(text)
 
 
-def _architecture() -> str:
-    """Grid Engine's architecture name of this node (ARC, SGE_ARCH), e.g. lx-amd64."""
-    machine = os.uname().machine
-    return "lx-" + {"x86_64": "amd64", "aarch64": "arm64", "i686": "x86", "ppc64le": "ppc64le"}.get(machine, machine)
-
-
 def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dict[str, str]:
     """The facts of the attempt, under Drover's, Grid Engine's and Slurm's names: for Grid
     Engine, submit(1)'s ENVIRONMENTAL VARIABLES; for Slurm, sbatch(1)'s OUTPUT ENVIRONMENT
@@ -134,8 +129,8 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "NQUEUES": "1",
         "RESTARTED": restarted,
         "TMP": tmpdir,
-        "ARC": _architecture(),
-        "SGE_ARCH": _architecture(),
+        "ARC": architecture(),
+        "SGE_ARCH": architecture(),
         "SGE_TASK_ID": index if config["is_array"] else "undefined",
         "SGE_TASK_FIRST": "undefined", "SGE_TASK_LAST": "undefined", "SGE_TASK_STEPSIZE": "undefined",
         "SGE_O_WORKDIR": config["submit_dir"],
@@ -188,6 +183,7 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config["cpu_ids"])
     if config["cpus"] > 1:
         facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
+    facts.update(_gres_facts(config.get("gres", {})))
     if config["is_array"]:
         first, last, step, count = (
             str(config["array_first"]), str(config["array_last"]),
@@ -202,4 +198,23 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
             "SLURM_ARRAY_TASK_MIN": first, "SLURM_ARRAY_TASK_MAX": last,
             "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
         })
+    return facts
+
+
+def _gres_facts(gres: dict[str, list[int]]) -> dict[str, str]:
+    """The devices the attempt was given, as Slurm and Grid Engine say it: for GPUs, the CUDA and
+    Grid Engine ordinals and Slurm's SLURM_JOB_GPUS; for every resource, Univa Grid Engine's
+    SGE_HGR_<name> (RSMAP ids, space-separated); and all of them in DROVER_GRES,
+    "gpu:0,2;nic:0"."""
+    given = {name: sorted(indices) for name, indices in sorted(gres.items()) if indices}
+    if not given:
+        return {}
+    facts = {f"SGE_HGR_{name}": " ".join(str(index) for index in indices) for name, indices in given.items()}
+    facts["DROVER_GRES"] = ";".join(f"{name}:{','.join(str(index) for index in indices)}"
+                                    for name, indices in given.items())
+    gpus = given.get("gpu")
+    if gpus:
+        ids = ",".join(str(index) for index in gpus)
+        facts.update({"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "SLURM_JOB_GPUS": ids,
+                      "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
     return facts

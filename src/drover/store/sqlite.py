@@ -17,6 +17,7 @@ from typing import Any
 
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies, Dependency
+from drover.core.gres import devices_from_hello, hello_form
 from drover.core.job import Attempt, Job, JobSpec, Task, with_given_up
 from drover.core.job_state import JobState
 from drover.core.membership import TokenRecord
@@ -122,12 +123,13 @@ class SqliteStore:
                 )
             if changes.attempts:
                 db.executemany(
-                    "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO attempts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (a.job_id, a.index, a.number, a.node, _dumps(list(a.cpu_ids)), a.dispatched_at,
                          a.started_at, a.ended_at, _dumps(a.exit) if a.exit is not None else None,
                          _dumps(a.usage) if a.usage is not None else None,
-                         _dumps(a.cleanup) if a.cleanup is not None else None)
+                         _dumps(a.cleanup) if a.cleanup is not None else None,
+                         _dumps(a.gres) if a.gres else None)
                         for a in changes.attempts.values()
                     ],
                 )
@@ -141,9 +143,11 @@ class SqliteStore:
             if changes.nodes:
                 db.executemany(
                     "INSERT OR REPLACE INTO nodes (name, cpus, memory_mib, state, registered_at, last_seen, reason, "
-                    "drain) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "drain, gres, features) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen, n.reason, n.drain)
+                        (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen, n.reason, n.drain,
+                         _dumps(hello_form(n.devices)) if n.devices else None,
+                         _dumps(sorted(n.features)) if n.features else None)
                         for n in changes.nodes.values()
                     ],
                 )
@@ -195,9 +199,11 @@ class SqliteStore:
 
     def _nodes(self) -> dict[str, Node]:
         return {
-            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6], row[7])
+            row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6], row[7],
+                         devices=devices_from_hello(json.loads(row[8])) if row[8] else (),
+                         features=frozenset(json.loads(row[9])) if row[9] else frozenset())
             for row in self.db.execute(
-                "SELECT name, cpus, memory_mib, state, registered_at, last_seen, reason, drain FROM nodes")
+                "SELECT name, cpus, memory_mib, state, registered_at, last_seen, reason, drain, gres, features FROM nodes")
         }
 
     @translated
@@ -400,4 +406,5 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
         dispatched_at=row[5], started_at=row[6], ended_at=row[7],
         exit=json.loads(row[8]) if row[8] else None, usage=json.loads(row[9]) if row[9] else None,
         cleanup=json.loads(row[10]) if row[10] else None,
+        gres={name: tuple(indices) for name, indices in json.loads(row[11]).items()} if len(row) > 11 and row[11] else {},
     )

@@ -63,8 +63,8 @@ def test_outputs_and_exit_statuses_are_sbatchs(cluster: LocalCluster) -> None:
     assert unknown.returncode == 255
     assert unknown.stderr == "sbatch: unrecognized option '--bogus'\nTry \"sbatch --help\" for more information\n"
     assert sbatch(cluster, bin_dir, "-t", "soon", "--wrap", "true").returncode == 255
-    refused = sbatch(cluster, bin_dir, "--gpus=1", "--wrap", "true", env={"SLURM_EXIT_ERROR": "7"})
-    assert refused.returncode == 7 and "--gpus=1 is not supported by Drover" in refused.stderr
+    refused = sbatch(cluster, bin_dir, "--container=x", "--wrap", "true", env={"SLURM_EXIT_ERROR": "7"})
+    assert refused.returncode == 7 and "--container=x is not supported by Drover" in refused.stderr
     strict = sbatch(cluster, bin_dir, "--strict", "--qos=high", "--wrap", "true")
     assert strict.returncode == 1 and "refused under --strict" in strict.stderr
     missing = sbatch(cluster, bin_dir, "nosuch.sh")

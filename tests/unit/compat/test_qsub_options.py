@@ -142,3 +142,65 @@ def test_resources_are_per_slot_and_the_environment_carries_sge_o() -> None:
     assert job["environment"]["A"] == "a" and job["environment"]["B"] == "2"
     assert job["environment"]["SGE_O_WORKDIR"] == "/work/here" and job["environment"]["SGE_O_HOST"] == "node1"
     assert job["mail_user"] == "me" and job["mail_type"] == ["END", "FAIL"]
+
+
+def _job_with(*argv: str) -> dict[str, object]:
+    given = parse(list(argv), QSUB_OPTIONS).given
+    return dict(build(given, "true\n", [], "job.sh", False, CONTEXT, pytest.fail).job)
+
+
+@pytest.mark.parametrize(("requests", "expected"), [
+    (["gpu=2"], {"gres": ["gpu:2"]}),
+    (["gpus=1"], {"gres": ["gpu:1"]}),
+    (["gpu=1", "gpu=3"], {"gres": ["gpu:3"]}),  # a later request of the same name wins
+    (["arch=lx-amd64"], {"constraint": "arch=lx-amd64"}),
+    (["a=lx-arm64"], {"constraint": "arch=lx-arm64"}),
+    (["arch=lx-amd64|lx-arm64"], {"constraint": "(arch=lx-amd64|arch=lx-arm64)"}),
+    (["exclusive=true"], {"exclusive": True}), (["exclusive=TRUE"], {"exclusive": True}),
+    (["excl=1"], {"exclusive": True}), (["exclusive"], {"exclusive": True}),
+    (["exclusive=true", "exclusive=false"], {"exclusive": False}),
+    (["matlab=2"], {"resource_requests": {"matlab": "2"}}),
+    (["bigmem=TRUE,scratch=100G"], {"resource_requests": {"bigmem": "TRUE", "scratch": "100G"}}),
+    (["infiniband"], {"resource_requests": {"infiniband": "TRUE"}}),
+    (["h_rt=60,gpu=1,arch=x86_64,exclusive=1,matlab=1"],
+     {"time_limit_s": 60, "gres": ["gpu:1"], "constraint": "arch=x86_64", "exclusive": True,
+      "resource_requests": {"matlab": "1"}}),
+])
+def test_hard_resource_requests_are_sent(requests: list[str], expected: dict[str, object]) -> None:
+    job = _job_with(*[word for item in requests for word in ("-l", item)])
+    assert {key: job.get(key) for key in expected} == expected
+    fields = {"gres", "constraint", "exclusive", "resource_requests"} - set(expected)
+    assert not fields & set(job), fields & set(job)
+
+
+def test_soft_resource_requests_stay_preferences() -> None:
+    job = _job_with("-soft", "-l", "gpu=2,arch=x86_64,exclusive=true,matlab=1", "-hard", "-l", "h_rt=60")
+    assert job["time_limit_s"] == 60
+    assert not {"gres", "constraint", "exclusive", "resource_requests"} & set(job)
+
+
+@pytest.mark.parametrize(("request_", "message"), [
+    ("gpu=0", "-l gpu=0: 'gpu:0': the count must be 1 or more"),
+    ("gpu=two", "-l gpu=two: expected a number of GPUs"),
+    ("gpus=", "-l gpus=: expected a number of GPUs"),
+    ("gpu=99999999", "the count must be at most"),
+    ("arch=lx*", "-l arch=lx\\*: expected an architecture"),
+    ("arch=", "expected an architecture"),
+    ("arch=a||b", "expected an architecture"),
+    ("exclusive=maybe", "-l exclusive=maybe: expected true or false"),
+    ("=3", "-l =3: expected resource=value"),
+])
+def test_bad_resource_values_are_refused(request_: str, message: str) -> None:
+    with pytest.raises(BadRequest, match=message):
+        _job_with("-l", request_)
+
+
+def test_qrsh_sends_gpus_arch_and_exclusive_and_warns_about_the_rest(capsys: pytest.CaptureFixture[str]) -> None:
+    from drover.compat.gridengine.qrsh import drover_run_arguments
+    from drover.compat.gridengine.submit_options import QRSH_OPTIONS
+
+    given = parse(["-l", "gpu=2,arch=x86_64,exclusive=true,matlab=1"], QRSH_OPTIONS, Operands.SCRIPT).given
+    argv = drover_run_arguments(given, ["hostname"], on_terminal=False)
+    assert argv[argv.index("--gres") + 1] == "gpu:2" and argv[argv.index("--constraint") + 1] == "arch=x86_64"
+    assert "--exclusive" in argv and argv[-2:] == ["--", "hostname"]
+    assert "-l matlab: qrsh on Drover sends only" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from drover.core.resources import Resources
 from drover.scheduler.plan import Plan, plan
 from drover.scheduler.priority import Policy, Weigher, Weights
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
+from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, Release
 
 NOW = 1000.0
 
@@ -23,7 +23,7 @@ def node(name: str = "n1", cpus: int = 4, memory_mib: int = 0,
          running: tuple[tuple[int, float | None], ...] = ()) -> NodeView:
     """A node with tasks running on it: (their CPUs, when they reach their limit; None: no limit)."""
     used = sum(c for c, _ in running)
-    releases = tuple((math.inf if ends is None else ends, Resources(c, 0)) for c, ends in running)
+    releases = tuple(Release(math.inf if ends is None else ends, Resources(c, 0)) for c, ends in running)
     return NodeView(name, NodeState.UP, Resources(cpus, memory_mib), Resources(cpus - used, memory_mib),
                     frozenset(range(used, cpus)), releases)
 
@@ -55,8 +55,9 @@ def test_a_long_job_may_use_other_nodes_or_what_the_reservation_leaves() -> None
     nodes = [node("n1", 4, running=((3, NOW + 100),)), node("n2", 2, running=((2, None),)),
              node("n3", 1)]
     result = plan([job(1, cpus=3), job(2, cpus=1, limit=500), job(3, cpus=1)], nodes, NOW)
-    # n1 has 1 CPU now, 4 at NOW+100: the reserved job needs 3, so 1 CPU may stay busy past then.
-    assert started(result) == [(2, "n1"), (3, "n3")]
+    # Job 2 goes to the least-loaded node, n3. n1 has 1 CPU now, 4 at NOW+100: the reserved job
+    # needs 3, so 1 CPU may stay busy past then, and job 3 (no limit) may take it.
+    assert started(result) == [(2, "n3"), (3, "n1")]
     assert result.pending_reasons == {1: PendingReason.RESERVED}
 
 
@@ -141,7 +142,7 @@ def test_backfill_never_overcommits_nor_delays_the_reserved_job(work: list[Pendi
     # Every task on the reserved node, old or started now, runs to its limit: at the reserved
     # time, what is still held leaves room for the reserved task.
     view = next(v for v in nodes if v.name == reservation.node)
-    held = [(ends, r.cpus) for ends, r in view.releases]
+    held = [(release.at, release.resources.cpus) for release in view.releases]
     for s in result.starts:
         if s.node == view.name:
             limit = by_job[s.job].run_limit_s
@@ -167,7 +168,7 @@ def test_a_wide_job_is_not_starved_by_a_stream_of_narrow_ones(narrow: list[tuple
         queue.append(job(step + 2, cpus=min(c, cpus), limit=limit, submitted_at=step + 1))
         used = sum(r[0] for r in running)
         view = NodeView("n1", NodeState.UP, Resources(cpus, 0), Resources(cpus - used, 0),
-                        frozenset(range(used, cpus)), tuple((r[1], Resources(r[0], 0)) for r in running))
+                        frozenset(range(used, cpus)), tuple(Release(r[1], Resources(r[0], 0)) for r in running))
         result = plan(queue, [view], now)
         assert promised is None or now <= promised
         for s in result.starts:

@@ -61,10 +61,12 @@ def test_no_node_up_means_nothing_starts() -> None:
     assert started(result) == [] and result.pending_reasons == {1: PendingReason.NO_NODES}
 
 
-def test_first_fit_in_node_name_order_with_the_lowest_free_cpus_and_memory_counted() -> None:
+def test_the_least_loaded_node_that_fits_then_name_order_with_the_lowest_free_cpus() -> None:
     nodes = [a_node("n2", cpus=4), a_node("n1", cpus=4, used_cpus=(0, 2), memory_mib=1000)]
-    result = plan([pending(1, cpus=2, memory_mib=600), pending(2, cpus=1, memory_mib=600)], nodes, now=0)
-    assert [(s.node, s.cpu_ids) for s in result.starts] == [("n1", (1, 3)), ("n2", (0,))]
+    result = plan([pending(1, cpus=2, memory_mib=600), pending(2, cpus=1, memory_mib=600),
+                   pending(3, cpus=1, memory_mib=600)], nodes, now=0)
+    # Job 1 takes the idle n2; then both are half used: n1 first by name, until its memory runs out.
+    assert [(s.node, s.cpu_ids) for s in result.starts] == [("n2", (0, 1)), ("n1", (1,)), ("n2", (2,))]
 
 
 def test_array_tasks_start_in_index_order_up_to_their_limit() -> None:
@@ -82,7 +84,7 @@ def test_requeued_tasks_start_before_fresh_ones_and_held_fresh_ones_do_not_start
 
 def test_a_hundred_thousand_task_array_plans_only_what_fits() -> None:
     result = plan([pending(1, array=(1, 100_000, 1))], [a_node("n1"), a_node("n2")], now=0)
-    assert started(result) == [(1, 1, "n1"), (1, 2, "n1"), (1, 3, "n2"), (1, 4, "n2")]
+    assert started(result) == [(1, 1, "n1"), (1, 2, "n2"), (1, 3, "n1"), (1, 4, "n2")]
     assert result.pending_reasons == {1: PendingReason.RESOURCES}
 
 

@@ -30,6 +30,16 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--open-mode", choices=("truncate", "append"), default="truncate")
     p.add_argument("-c", "--cpus", default="1", help="CPUs per task (default 1)")
     p.add_argument("--mem", help="memory per task, e.g. 512M, 4G (default: none reserved)")
+    p.add_argument("--gres", action="append", default=[], type=_gres, metavar="LIST",
+                   help="generic resources per task, name[:type][:count],... e.g. gpu:2, gpu:a100:1,nic:1 "
+                        "(repeatable)")
+    p.add_argument("--gpus", type=_gpus, metavar="[TYPE:]N", help="GPUs per task: the same as --gres gpu[:TYPE]:N")
+    p.add_argument("-C", "--constraint", type=_constraint, metavar="EXPR",
+                   help="node features the job needs: a feature, or features joined by & (all) or | (any), "
+                        "e.g. avx512&bigmem")
+    p.add_argument("--exclusive", action="store_true", help="each task gets a whole node (all its CPUs) to itself")
+    p.add_argument("-L", "--licenses", type=_licenses, metavar="LIST",
+                   help="licences each task holds while it runs, NAME[:COUNT],... e.g. matlab:2,fluent")
     p.add_argument("-t", "--time", help="time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 10m, 2h")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set a variable (repeatable)")
     p.add_argument("--export", default="ALL", metavar="ALL|NONE|NAMES",
@@ -155,6 +165,20 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
     }
     if args.queue:
         base["queue"] = args.queue
+    gres = [text for text in (*args.gres, args.gpus) if text]
+    if gres:
+        from drover.core.gres import describe, parse_requests
+
+        try:
+            base["gres"] = [describe(parse_requests(gres))]
+        except ValueError as error:
+            raise BadRequest(str(error)) from None
+    if args.licenses:
+        base["licenses"] = args.licenses
+    if args.constraint is not None:
+        base["constraint"] = args.constraint
+    if args.exclusive:
+        base["exclusive"] = True
     if args.mem is not None:
         base["memory_mib"] = parse_memory_mib(args.mem)
     if args.time is not None:
@@ -294,6 +318,50 @@ def _job_name(text: str) -> str:
 
         raise argparse.ArgumentTypeError("a job name must not be empty")
     return text
+
+
+def _gres(text: str) -> str:
+    """--gres: checked now, sent in its canonical form ("gpu:a100:1,nic:1"); "" for `none`."""
+    import argparse
+
+    from drover.core.gres import describe, parse_request
+
+    try:
+        return describe(parse_request(text, option="--gres"))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--gres ")) from None
+
+
+def _gpus(text: str) -> str:
+    """--gpus [TYPE:]N: the generic resource gpu[:TYPE]:N."""
+    import argparse
+
+    from drover.core.gres import describe, parse_gpus
+
+    try:
+        return describe(parse_gpus(text, option="--gpus"))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix("--gpus ")) from None
+
+
+def _licenses(text: str) -> dict[str, int]:
+    import argparse
+
+    from drover.core.licenses import parse_licenses
+
+    try:
+        return parse_licenses(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _constraint(text: str) -> str:
+    """The expression as given (the controller reads it against the nodes' features); not empty."""
+    if not text.strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError("a constraint must name at least one node feature")
+    return text.strip()
 
 
 def _integer(text: str, option: str, minimum: int | None = None) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import pwd
 import socket
 import sys
@@ -81,6 +80,6 @@ def queue_name(job: JobInfo) -> str:
 
 def arch() -> str:
     """Grid Engine's name for this machine's architecture: lx-amd64 and the like."""
-    machine = platform.machine()
-    return {"x86_64": "lx-amd64", "aarch64": "lx-arm64", "i686": "lx-x86", "ppc64le": "lx-ppc64le"}.get(
-        machine, f"lx-{machine}")
+    from drover.spool.architecture import architecture
+
+    return architecture()

@@ -9,7 +9,16 @@ import sys
 from drover.compat.gridengine.common import approximator, is_strict
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.qsub import read_text
-from drover.compat.gridengine.submission import every, last
+from drover.compat.gridengine.submission import (
+    ARCH,
+    EXCLUSIVE,
+    GPUS,
+    arch_constraint,
+    boolean_value,
+    every,
+    gpus_request,
+    last,
+)
 from drover.compat.gridengine.submit_options import QRSH_OPTIONS
 from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse, yes_no
 from drover.compat.gridengine.values import memory_mib, time_s
@@ -66,8 +75,16 @@ def drover_run_arguments(given: list[Given], command: list[str], on_terminal: bo
                 out += ["--time", f"{limit}s"]
         elif key in ("h_vmem", "s_vmem", "mem_free", "virtual_free", "mem"):
             out += ["--mem", f"{memory_mib(value) * slots}M"]
+        elif key in GPUS:
+            out += ["--gres", gpus_request(key, value)]
+        elif key in ARCH:
+            out += ["--constraint", arch_constraint(key, value)]
+        elif key in EXCLUSIVE:
+            if boolean_value(key, value or "TRUE"):
+                out.append("--exclusive")
         else:
-            approximate(f"-l {key}: not a resource Drover schedules; ignored")
+            approximate(f"-l {key}: qrsh on Drover sends only time, memory, gpu, arch and exclusive requests; "
+                        "ignored")
     queue = last(given, "q")
     if queue is not None and queue.value and not queue.soft:
         name_only = queue.value.split(",")[0].split("@")[0]

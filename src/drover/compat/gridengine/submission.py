@@ -28,6 +28,9 @@ TIME_LIMITS = ("h_rt", "s_rt")
 # Memory requests and their complex shortcuts (vf, mf); m_mem_free is Univa's, which tools send too.
 MEMORY = ("h_vmem", "s_vmem", "mem_free", "mf", "virtual_free", "vf", "mem", "h_data", "s_data", "mem_req",
           "m_mem_free")
+GPUS = ("gpu", "gpus")  # a count of GPUs: the generic resource gpu
+ARCH = ("arch", "a")  # the node's architecture (complex shortcut `a`): the node feature arch=VALUE
+EXCLUSIVE = ("exclusive", "excl")  # the exclusive complex (shortcut `excl`): the whole node
 DEFAULT_QUEUE = "all.q"  # Grid Engine's default cluster queue: Drover's "default"
 SHELLS_RUN_DIRECTLY = ("bash", "sh")  # a job script is run by bash on Drover
 
@@ -174,9 +177,19 @@ def _slots(pe: Given | None, approximate: Callable[[str], None]) -> int:
 
 
 def _resources(given: list[Given], job: JobRequest, slots: int, approximate: Callable[[str], None]) -> None:
-    """The hard `-l` requests; soft ones are preferences Grid Engine may leave unmet, as Drover does."""
+    """The hard `-l` requests; soft ones are preferences Grid Engine may leave unmet, as Drover does.
+    Time and memory, GPUs, the architecture and the exclusive complex are Drover's own fields;
+    any other NAME=VALUE is sent as it is, for the controller to read as a licence, a generic
+    resource or a node feature (and refuse if the cluster has no such resource, as Grid Engine
+    does). A later request of the same name wins."""
+    arch: str | None = None
     for item in every(given, "l"):
-        key, _, value = item.partition("=")
+        key, equals, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not key:
+            raise BadRequest(f"-l {item}: expected resource=value")
+        if not equals and key not in TIME_LIMITS and key not in MEMORY:
+            value = "TRUE"  # a boolean complex named alone asks for TRUE, as in Grid Engine
         if key in TIME_LIMITS:
             limit = time_s(value)
             if limit is not None:
@@ -185,8 +198,48 @@ def _resources(given: list[Given], job: JobRequest, slots: int, approximate: Cal
         elif key in MEMORY:
             # Grid Engine's memory requests are per slot; Drover's is the whole job's.
             job["memory_mib"] = max(memory_mib(value) * slots, job.get("memory_mib", 0))
+        elif key in GPUS:
+            job["gres"] = [gpus_request(key, value)]
+        elif key in ARCH:
+            arch = arch_constraint(key, value)
+        elif key in EXCLUSIVE:
+            job["exclusive"] = boolean_value(key, value)
         else:
-            approximate(f"-l {key}: not a resource Drover schedules; ignored")
+            job.setdefault("resource_requests", {})[key] = value
+    constraints = [arch] if arch else []
+    if constraints:
+        job["constraint"] = "&".join(constraints)
+
+
+def gpus_request(key: str, value: str) -> str:
+    """-l gpu=N: N GPUs, the generic resource gpu:N."""
+    from drover.core.gres import describe, parse_request
+
+    if not value.isascii() or not value.isdigit():
+        raise BadRequest(f"-l {key}={value}: expected a number of GPUs")
+    try:
+        return describe(parse_request(f"gpu:{value}", option=f"-l {key}={value}:"))
+    except ValueError as error:
+        raise BadRequest(str(error)) from None
+
+
+def arch_constraint(key: str, value: str) -> str:
+    """-l arch=VALUE: nodes whose feature arch=VALUE is set; `a|b` is either."""
+    names = [name.strip() for name in value.split("|")]
+    if not all(names) or any(char in value for char in "*?[]!&()"):
+        raise BadRequest(f"-l {key}={value}: expected an architecture, or several joined by |; "
+                         "patterns are not matched")
+    features = [f"arch={name}" for name in dict.fromkeys(names)]
+    return features[0] if len(features) == 1 else "(" + "|".join(features) + ")"
+
+
+def boolean_value(key: str, value: str) -> bool:
+    """A BOOL complex's value as Grid Engine reads it: TRUE/true/1, FALSE/false/0."""
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    raise BadRequest(f"-l {key}={value}: expected true or false")
 
 
 def _queue(queue: Given, approximate: Callable[[str], None]) -> str:

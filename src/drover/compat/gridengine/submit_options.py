@@ -38,8 +38,10 @@ _COMMON = [
     Option(("-j",), R, OK, "y: stderr goes to the output file", "y[es]|n[o]"),
     Option(("-js",), R, MEANINGLESS, "no share tree: every job's share is the same", "job_share"),
     Option(("-l",), R, OK, "`h_rt`, `s_rt` (the time limit), `h_vmem`, `s_vmem`, `mem_free`, `virtual_free`, "
-           "`mem` (memory for the whole job: × slots as in GE's per-slot requests); other resources ≈ ignored "
-           "with a warning; `-soft` requests are preferences: ignored", "resource=value,..."),
+           "`mem` (memory for the whole job: × slots as in GE's per-slot requests); `gpu=N` (`gpus`) N GPUs; "
+           "`arch=VALUE` (`a`, `a|b` either) nodes with that feature; `exclusive=true` (`excl`) the whole node; "
+           "any other `NAME=VALUE` is a licence, generic resource or node feature of the cluster's, else refused "
+           "(unknown resource); `-soft` requests are preferences: ignored", "resource=value,..."),
     Option(("-m",), R, OK, "`b`, `e`, `a` mail at begin, end, abort; `s` ≈ (no mail on suspend); `n` none",
            "b|e|a|s|n,..."),
     Option(("-M",), R, OK, "where the mail goes", "user[@host],..."),
@@ -116,7 +118,10 @@ _QRSH_HONOURED = {"@", "cwd", "hard", "help", "l", "N", "pe", "q", "soft", "v", 
 QRSH_OPTIONS = _in_man_order([
     *[option if option.key in _QRSH_HONOURED or option.mark is not OK else
       replace(option, mark=APPROX, note="ignored by qrsh on Drover, with a warning")
-      for option in _COMMON if option.key in _QRSH_TAKES],
+      for option in _COMMON if option.key in _QRSH_TAKES and option.key != "l"],
+    Option(("-l",), R, OK, "`h_rt`, `s_rt`, the memory requests, `gpu=N`, `arch=VALUE` and `exclusive=true` "
+           "as qsub's; other resources ≈ ignored with a warning; `-soft` requests are ignored",
+           "resource=value,..."),
     Option(("-b",), R, OK, "y (the default for qrsh): the command is run as given", "y[es]|n[o]"),
     Option(("-clear",), N, MEANINGLESS, "qrsh on Drover reads no sge_request files: there is nothing to clear"),
     Option(("-display",), R, MEANINGLESS, "DISPLAY is passed on with -v or -V like any variable",

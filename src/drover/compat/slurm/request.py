@@ -108,6 +108,11 @@ def parse(command: str, argv: list[str]) -> tuple[list[tuple[Option, str | None]
 _HARMLESS_VALUES = {"begin": ("now", "now+0"), "gres": ("none",), "input": ("/dev/null",), "relative": ("0",),
                     "mpi": ("none",)}
 
+# Values that make an honoured option approximated: key → (the values, what Drover does instead).
+_APPROXIMATED_VALUES = {
+    "exclusive": (("user", "mcs", "topo"), "ignored: the job gets the CPUs it asked for, on a node it may share"),
+}
+
 
 def apply_marks(request: Request, strict: bool) -> None:
     """Refuse the ✗ options, warn about the ≈ ones (refuse them under --strict), and under -v
@@ -120,6 +125,8 @@ def apply_marks(request: Request, strict: bool) -> None:
             continue
         spelled = request.spelled(key)
         note = given.option.note
+        if mark is Mark.SUPPORTED and value in _APPROXIMATED_VALUES.get(key, ((), ""))[0]:
+            mark, note = Mark.APPROXIMATED, _APPROXIMATED_VALUES[key][1]
         if mark is Mark.REFUSED:
             raise Refused(f"{spelled} is not supported by Drover" + (f": {note}" if note else ""))
         if mark is Mark.APPROXIMATED:

@@ -19,7 +19,8 @@ from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import Refused, Request, apply_marks, parse
 from drover.compat.slurm.step import Step, next_step_id, run
-from drover.compat.slurm.submission import check_nodes, shape, to_job
+from drover.compat.slurm.submission import add_node_requests, check_nodes, shape, to_job
+from drover.protocol.plain import JobRequest
 
 OPTIONS = submit_options.options_for("srun")
 # Set in the environment of the job srun makes outside an allocation: the srun inside it has
@@ -159,6 +160,17 @@ def _on_terminal(request: Request, command: list[str]) -> int:
         value = request.value(key)
         if value is not None:
             options.append(f"{option}={value}")
+    wanted: JobRequest = {"script": "", "workdir": ""}
+    add_node_requests(request, job_shape, wanted)
+    options += [f"--gres={gres}" for gres in wanted.get("gres", [])]
+    if wanted.get("constraint"):
+        options.append(f"--constraint={wanted['constraint']}")
+    if wanted.get("exclusive"):
+        options.append("--exclusive")
+    if wanted.get("licenses"):
+        from drover.core.licenses import describe_licenses
+
+        options.append(f"--licenses={describe_licenses(wanted['licenses'])}")
     return drover(["run", "--pty", *options, "--", *(command or [os.environ.get("SHELL", "/bin/sh")])])
 
 

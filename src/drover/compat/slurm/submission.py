@@ -287,6 +287,7 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
 
         job["mail_user"] = mail_user or environ.get("USER", "")
         job["mail_type"] = parse_mail_types(mail_type)
+    add_node_requests(request, job_shape, job)
     if request.has("no-requeue"):
         job["rerunnable"] = False
     elif request.has("requeue"):
@@ -295,6 +296,69 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
     env.update(described(request, job_shape, memory))
     job["environment"] = env
     return job
+
+
+def add_node_requests(request: Request, job_shape: Shape, job: JobRequest) -> None:
+    """What the job needs of its node and of the cluster besides CPUs and memory: generic
+    resources (--gres, --gpus...), node features (-C), the whole node (--exclusive), licences (-L)."""
+    gres = generic_resources(request, job_shape.ntasks or 1)
+    if gres:
+        job["gres"] = [gres]
+    constraint = (request.value("constraint") or "").strip()
+    if constraint:
+        job["constraint"] = constraint
+    if request.has("exclusive"):
+        value = (request.value("exclusive") or "").strip().lower()
+        if value not in ("", "exclusive", "oversubscribe", "user", "mcs", "topo"):
+            raise OptionError("Invalid --exclusive specification")
+        if value in ("", "exclusive"):
+            job["exclusive"] = True
+    licenses = request.value("licenses")
+    if licenses is not None:
+        from drover.core.licenses import parse_licenses
+
+        try:
+            job["licenses"] = parse_licenses(licenses)
+        except ValueError as error:
+            raise OptionError(f"Invalid license specification: {error}") from None
+
+
+# The GPU options, and what each count is multiplied by on the job's one node.
+_GPU_OPTIONS = ("gpus", "gpus-per-node", "gpus-per-task")
+
+
+def generic_resources(request: Request, ntasks: int) -> str:
+    """--gres, and the GPUs of --gpus, --gpus-per-node and --gpus-per-task (× the tasks), as one
+    canonical request ("gpu:a100:2,nic:1"); "" for none. GPU options that disagree are refused,
+    as Slurm refuses them."""
+    from drover.core.gres import GresNeed, describe, parse_gpus, parse_request
+
+    try:
+        text = request.value("gres")
+        needs = list(parse_request(text, option="--gres")) if text is not None else []
+        gpus: tuple[GresNeed, ...] | None = None
+        named = ""
+        for key in _GPU_OPTIONS:
+            value = request.value(key)
+            if value is None:
+                continue
+            factor = ntasks if key == "gpus-per-task" else 1
+            asked = tuple(GresNeed(need.name, need.type, need.count * factor)
+                          for need in parse_gpus(value, option="--" + key))
+            if gpus is not None and asked != gpus:
+                raise OptionError(f"{request.spelled(key)} and {named} ask for different GPUs")
+            gpus, named = asked, request.spelled(key)
+        if gpus is not None:
+            given = tuple(need for need in needs if need.name == "gpu")
+            if given and given != gpus:
+                raise OptionError(f"--gres={text} and {named} ask for different GPUs")
+            needs = [need for need in needs if need.name != "gpu"] + list(gpus)
+        canonical = describe(needs)
+        if canonical:
+            parse_request(canonical, option="the GPUs asked for")  # the multiplied counts within bounds
+        return canonical
+    except ValueError as error:
+        raise OptionError(f"Invalid generic resource (gres) specification: {error}") from None
 
 
 def _priority(request: Request) -> int | None:

@@ -37,7 +37,8 @@ class Shared:
 
 
 ONE_CLUSTER = "Drover is one cluster"
-NO_GPUS = "GPUs are not scheduled by Drover"
+NO_GPUS = "GPUs are counted per job (`--gpus`, `--gres`), not tied to CPUs, tasks, sockets or memory"
+IN_JOB_SHARES = "outside a job: as sbatch's; inside one, the step has the job's"
 NODE_SHAPE = "ignored: nodes are not described by sockets, cores and threads"
 NODE_BINDS = "the node confines the job to its CPUs already"
 STEP_ONLY = (NOOP, "")
@@ -50,7 +51,8 @@ TABLE: tuple[Shared, ...] = (
     Shared(("-a", "--array"), REQUIRED, (SBATCH,), OK, "with `%max`", "INDEXES"),
     Shared(("--async",), NONE, (SRUN,), NOOP, "nothing is broadcast (one node)"),
     Shared(("--autocomplete",), REQUIRED, ALL, NO, "no shell completion", "WORD"),
-    Shared(("--batch",), REQUIRED, (SBATCH,), APPROX, "ignored: nodes have no features", "LIST"),
+    Shared(("--batch",), REQUIRED, (SBATCH,), APPROX, "ignored: the batch script runs on the job's one node",
+           "LIST"),
     Shared(("--bb",), REQUIRED, ALL, NO, "no burst buffers", "SPEC"),
     Shared(("--bbf",), REQUIRED, ALL, NO, "no burst buffers", "FILE_NAME"),
     Shared(("--bcast",), OPTIONAL, (SRUN,), NOOP, "the program is on the node already (one node)", "[=DEST_PATH]"),
@@ -66,7 +68,9 @@ TABLE: tuple[Shared, ...] = (
     Shared(("--comment",), REQUIRED, ALL, APPROX, "not kept", "STRING"),
     Shared(("--compress",), OPTIONAL, (SRUN,), NOOP, "nothing is broadcast", "[=TYPE]"),
     Shared(("--consolidate-segments",), NONE, ALL, NOOP, "one node"),
-    Shared(("-C", "--constraint"), REQUIRED, ALL, APPROX, "ignored: nodes have no features", "LIST"),
+    Shared(("-C", "--constraint"), REQUIRED, ALL, OK, "node features: `a`, `a&b`, `a|b`, `a,b`, "
+           "parentheses; `[a|b]` and counts (`a*2`), which ask for a set of nodes, are refused", "LIST",
+           only={SRUN: (OK, IN_JOB_SHARES)}),
     Shared(("--container",), REQUIRED, ALL, NO, "no OCI containers", "PATH"),
     Shared(("--container-id",), REQUIRED, ALL, NO, "no OCI containers", "ID"),
     Shared(("--context",), REQUIRED, ALL, NO, "no SELinux contexts", "CONTEXT"),
@@ -90,26 +94,31 @@ TABLE: tuple[Shared, ...] = (
     Shared(("-e", "--error"), REQUIRED, (SBATCH, SRUN), OK, "see the patterns below", "PATTERN"),
     Shared(("--exact",), NONE, (SRUN,), APPROX, "the step's tasks share the job's CPUs"),
     Shared(("-x", "--exclude"), REQUIRED, ALL, APPROX, "ignored", "NODELIST"),
-    Shared(("--exclusive",), OPTIONAL, ALL, APPROX, "the CPUs asked for, not the whole node", "[={user|mcs|topo}]",
-           only={SRUN: (NOOP, "inside a job: steps share its CPUs, the node confines them")}),
+    Shared(("--exclusive",), OPTIONAL, ALL, OK, "the job's node is its own, all its CPUs; `=user`, `=mcs`, "
+           "`=topo` ≈: ignored, the job gets the CPUs it asked for", "[={user|mcs|topo}]",
+           only={SRUN: (OK, "outside a job: as sbatch's; inside one, steps share its CPUs")}),
     Shared(("--export",), REQUIRED, (SBATCH, SRUN), OK, "`ALL`, `NONE`, `NIL`, `[ALL,]NAME[=VALUE],...`",
            "{[ALL,]VARS|ALL|NONE}"),
     Shared(("--export-file",), REQUIRED, (SBATCH,), OK, "`NAME=VALUE` lines or NUL-separated", "FILE"),
     Shared(("--external",), NONE, (SBATCH,), NO, "no external jobs"),
     Shared(("--external-launcher",), OPTIONAL, (SRUN,), NOOP, "", "[=0|1]"),
-    Shared(("--extra",), REQUIRED, ALL, APPROX, "ignored: nodes have no features", "STRING"),
+    Shared(("--extra",), REQUIRED, ALL, APPROX, "ignored: nodes carry no extra data; use `--constraint`", "STRING"),
     Shared(("-B", "--extra-node-info"), REQUIRED, ALL, APPROX, NODE_SHAPE, "S[:C[:T]]"),
     Shared(("--get-user-env",), OPTIONAL, (SBATCH, SALLOC), APPROX,
            "the environment of the submission is used, not a login shell's", "[=TIMEOUT][MODE]"),
     Shared(("--gid",), REQUIRED, ALL, NO, "jobs run as their owner", "GROUP"),
     Shared(("--gpu-bind",), REQUIRED, ALL, NO, NO_GPUS, "TYPE"),
-    Shared(("--gpu-freq",), REQUIRED, ALL, NO, NO_GPUS, "SPEC"),
-    Shared(("-G", "--gpus"), REQUIRED, ALL, NO, NO_GPUS, "[TYPE:]NUMBER"),
-    Shared(("--gpus-per-node",), REQUIRED, ALL, NO, NO_GPUS, "[TYPE:]NUMBER"),
+    Shared(("--gpu-freq",), REQUIRED, ALL, NO, "GPU clocks are left alone", "SPEC"),
+    Shared(("-G", "--gpus"), REQUIRED, ALL, OK, "the job's one node gets them all: `--gres=gpu[:TYPE]:N`",
+           "[TYPE:]NUMBER", only={SRUN: (OK, IN_JOB_SHARES)}),
+    Shared(("--gpus-per-node",), REQUIRED, ALL, OK, "one node: the same as `--gpus`", "[TYPE:]NUMBER",
+           only={SRUN: (OK, IN_JOB_SHARES)}),
     Shared(("--gpus-per-socket",), REQUIRED, ALL, NO, NO_GPUS, "[TYPE:]NUMBER"),
-    Shared(("--gpus-per-task",), REQUIRED, ALL, NO, NO_GPUS, "[TYPE:]NUMBER"),
-    Shared(("--gres",), REQUIRED, ALL, NO, "generic resources are not scheduled; `none` is accepted", "LIST"),
-    Shared(("--gres-flags",), REQUIRED, ALL, NOOP, "no generic resources", "TYPE"),
+    Shared(("--gpus-per-task",), REQUIRED, ALL, OK, "× `--ntasks` on the job's one node", "[TYPE:]NUMBER",
+           only={SRUN: (OK, IN_JOB_SHARES)}),
+    Shared(("--gres",), REQUIRED, ALL, OK, "`name[:type][:count],...` on the job's one node; `none`: nothing",
+           "LIST", only={SRUN: (OK, IN_JOB_SHARES)}),
+    Shared(("--gres-flags",), REQUIRED, ALL, NOOP, "generic resources are not tied to sockets", "TYPE"),
     Shared(("--het-group",), REQUIRED, (SRUN,), NO, "no heterogeneous jobs", "EXPR"),
     Shared(("--hint",), REQUIRED, ALL, APPROX, "ignored: the job gets the CPUs it asked for", "TYPE"),
     Shared(("-H", "--hold"), NONE, ALL, OK, "", "",
@@ -130,7 +139,8 @@ TABLE: tuple[Shared, ...] = (
            "default yes (Slurm's kill_invalid_depend): cancelled, with the reason; no: it waits "
            "(DependencyNeverSatisfied)", "{yes|no}"),
     Shared(("-l", "--label"), NONE, (SRUN,), OK, "`TASK: ` before each line"),
-    Shared(("-L", "--licenses"), REQUIRED, ALL, APPROX, "ignored: no licenses are counted", "LICENSE"),
+    Shared(("-L", "--licenses"), REQUIRED, ALL, OK, "`NAME[:COUNT],...` (`NAME@SERVER` is a name); the job "
+           "waits until they are free; not `a|b`", "LICENSE", only={SRUN: (OK, IN_JOB_SHARES)}),
     Shared(("--mail-type",), REQUIRED, ALL, OK, "BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS, NONE", "TYPE"),
     Shared(("--mail-user",), REQUIRED, ALL, OK, "", "USER"),
     Shared(("--mcs-label",), REQUIRED, ALL, APPROX, "ignored", "MCS"),
@@ -173,7 +183,7 @@ TABLE: tuple[Shared, ...] = (
            only={SRUN: (NOOP, "")}),
     Shared(("-p", "--partition"), REQUIRED, ALL, OK, "a Drover queue", "PARTITION_NAMES"),
     Shared(("--power",), REQUIRED, ALL, NOOP, "no power management", "FLAGS"),
-    Shared(("--prefer",), REQUIRED, ALL, APPROX, "ignored: nodes have no features", "LIST"),
+    Shared(("--prefer",), REQUIRED, ALL, APPROX, "ignored: only `--constraint` features are matched", "LIST"),
     Shared(("-E", "--preserve-env"), NONE, (SRUN,), OK, ""),
     Shared(("--priority",), REQUIRED, ALL, OK, "above 0 for operators only", "VALUE"),
     Shared(("--profile",), REQUIRED, ALL, NOOP, "usage is measured when the job ends", "{all|none|...}"),

@@ -7,8 +7,10 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from drover.config_schema import QueueSection, SchedulerSection
+from drover.controller import resource_requests
 from drover.controller.effects import Outcome
 from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.state import ControllerState
@@ -23,7 +25,7 @@ from drover.records import AttemptOrder
 from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import Waiting
-from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
+from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, Release
 from drover.store.base import Store
 from drover.store.faults import StoreFault
 
@@ -35,6 +37,7 @@ class OrderOptions:
     kill_grace_s: float = 10.0  # between the warning signal and SIGKILL
     queues: Mapping[str, QueueSection] = field(default_factory=dict)  # name → its prolog/epilog, priority
     scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # the priority's weights, backfill
+    licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: each licence's count
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -53,7 +56,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         return outcome  # nothing can start; the reasons from the last cycle still hold
     policy, releases = _policy(state, now, orders)
     nodes = [
-        NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases.get(node.name, ())))
+        NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases.get(node.name, ())),
+                 node.devices, node.free_devices(), node.features, node.running, node.load or 0.0)
         for node in state.nodes.values()
     ]
     work = []
@@ -73,7 +77,7 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         state.pending_reasons = {}
         state.wake_at = None
         return outcome
-    decided = _plan(outcome, work, nodes, now, policy)
+    decided = _plan(outcome, work, nodes, now, policy, _free_licenses(state, orders))
     state.pending_reasons = {job: Waiting(reason, decided.details.get(job, ""))
                              for job, reason in decided.pending_reasons.items()}
     state.wake_at = decided.wake_at
@@ -97,19 +101,33 @@ def _unplanned(state: ControllerState) -> bool:
                for job in state.jobs.values())
 
 
+def _free_licenses(state: ControllerState, orders: OrderOptions) -> dict[str, int]:
+    """Each licence's count less what the active tasks hold (walked only where licences exist)."""
+    free = dict(orders.licenses)
+    if not free:
+        return free
+    for job in state.jobs.values():
+        held = resource_requests.of_job(job).licenses
+        if held:
+            active = sum(1 for task in job.tasks.values() if task.state.is_active)
+            for name, count in held:
+                free[name] = free.get(name, 0) - count * active
+    return free
+
+
 def policy_of(state: ControllerState, now: float, orders: OrderOptions) -> Policy:
     """The priority's weights and what they weigh, as drover.toml and the working set have them."""
     return _policy(state, now, orders, releases=False)[0]
 
 
 def _policy(state: ControllerState, now: float, orders: OrderOptions,
-            releases: bool = True) -> tuple[Policy, dict[str, list[tuple[float, Resources]]]]:
+            releases: bool = True) -> tuple[Policy, dict[str, list[Release]]]:
     """The planner's policy (with every user's usage, running attempts counted), and each node's
     releases: when what each active attempt holds comes back, at its start plus its time limit
     and the kill grace (never, for an attempt without a limit; now, for one past it)."""
     config = orders.scheduler
     fairshare = config.priority_weight_fairshare > 0
-    held: dict[str, list[tuple[float, Resources]]] = {}
+    held: dict[str, list[Release]] = {}
     usage = state.usage.at(now) if fairshare else {}
     if fairshare or (releases and config.backfill):
         for attempt in state.attempts.values():
@@ -123,33 +141,37 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
             if releases and config.backfill:
                 limit = job.spec.get("time_limit_s")
                 ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
+                node = state.nodes.get(attempt.node)
+                devices = frozenset(node.devices_of(attempt.gres)) if node is not None else frozenset()
                 held.setdefault(attempt.node, []).append(
-                    (ends, Resources(len(attempt.cpu_ids), job.resources.memory_mib)))
+                    Release(ends, Resources(len(attempt.cpu_ids), job.resources.memory_mib), devices,
+                            resource_requests.of_job(job).exclusive))
     weights = Weights(config.priority_weight_age, config.priority_weight_fairshare, config.priority_weight_queue,
                       config.priority_weight_job, config.priority_max_age_s)
     top = max((queue.priority for queue in orders.queues.values()), default=0)
     return Policy(weights, usage, dict(config.shares), top, config.backfill), held
 
 
-def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float, policy: Policy) -> Plan:
+def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
+          licenses: Mapping[str, int]) -> Plan:
     """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
     then each job is planned alone to find which, those are set aside, and the others are
     planned again. An exception no one job causes alone is raised (the pass starts nothing)."""
     try:
-        return plan(work, nodes, now, policy)
+        return plan(work, nodes, now, policy, licenses)
     except Exception as error:
         failure = error
     kept = []
     for item in work:
         try:
-            plan([item], nodes, now, policy)
+            plan([item], nodes, now, policy, licenses)
         except Exception as error:
             outcome.fault(item.job, error, "planning it")
         else:
             kept.append(item)
     if len(kept) == len(work):
         raise failure
-    return plan(kept, nodes, now, policy) if kept else Plan()
+    return plan(kept, nodes, now, policy, licenses) if kept else Plan()
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions) -> None:
@@ -161,10 +183,12 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
         task = job.tasks[start.index] = Task(job.id, start.index, JobState.PENDING, now)
         outcome.changes.job(job)
     state.attempts.pop((job.id, task.index, task.attempt), None)
-    change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids))
-    attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now)
+    gres = dict(start.gres)
+    detail: dict[str, Any] = {"gres": {name: list(indices) for name, indices in gres.items()}} if gres else {}
+    change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids), **detail)
+    attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres)
     state.attempts[job.id, task.index, task.attempt] = attempt
-    state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib)
+    state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib, gres)
     outcome.changes.attempt(attempt)
     outcome.send(start.node, start_order(job, attempt, orders))
 
@@ -202,6 +226,7 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         wait = _cancel_if_hopeless(state, outcome, job, lookup, busy, pending, now)
     if wait is None:
         return None
+    requests = resource_requests.of_job(job)
     return PendingWork(
         job=job.id, owner=job.owner, priority=job.priority, submitted_at=job.submitted_at,
         resources=job.resources, pending=pending,
@@ -210,6 +235,8 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         dependencies_failed=wait.verdict is Verdict.NEVER, waiting_for=wait.text, blocked=wait.blocked,
         begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
         queue_priority=queue_priority(job, orders), run_limit_s=run_limit(job, orders),
+        queue=job.spec.get("queue", "default"), gres=requests.gres, licenses=requests.licenses,
+        constraint=requests.constraint, exclusive=requests.exclusive,
     )
 
 
@@ -294,5 +321,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "queue_prolog": queue.prolog,
         "queue_epilog": queue.epilog,
     }
+    if attempt.gres:
+        config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

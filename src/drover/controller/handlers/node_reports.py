@@ -26,6 +26,7 @@ from drover.core.exit_status import (
     outcome_reason,
     shell_status,
 )
+from drover.core.gres import devices_from_hello
 from drover.core.ids import job_of_attempt
 from drover.core.job import Attempt, Job, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
@@ -53,13 +54,19 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     if node is None:
         node = state.nodes[hello.node] = Node(hello.node, hello.cpus, hello.memory_mib, NodeState.DOWN, now)
     node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
+    devices = devices_from_hello(hello.gres)
+    if devices != node.devices:  # what its attempts hold is counted again against its devices now
+        node.devices = devices
+        state.recount_nodes()
+    node.features = frozenset(hello.features)
     if node.state is NodeState.DOWN:
         node.apply(NodeTrigger.CONNECT)  # a node in ERROR stays so until an operator resumes it
         if node.drain is not None:  # drained before it went away: still drained
             node.apply(NodeTrigger.DRAIN)
             node.reason = node.drain
     outcome.changes.node(node)
-    outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib)
+    outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib,
+                          gres=hello.gres or None, features=hello.features or None)
     node.heard_at = now
     outcome.send(node.name, Welcome(node.name, heartbeat_s))
     known = {item.attempt: item.running for item in hello.attempts}

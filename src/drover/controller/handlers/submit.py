@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from drover.controller import resource_requests
 from drover.controller.effects import Outcome
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
@@ -40,19 +41,20 @@ QueueTimes = tuple[int | None, int | None]  # a queue's default and maximum time
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
     queues: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None, event_log_node: str | None = None,
-    queue_times: Mapping[str, QueueTimes] | None = None,
+    queue_times: Mapping[str, QueueTimes] | None = None, licenses: Mapping[str, int] | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the configured queues besides "default", which always exists. Every job is
     checked before any changes: a bad one refuses the whole request, which changes nothing.
     `event_log_node`: the node that writes the event logs of these jobs, if not the controller.
-    `queue_times`: each queue's (default, maximum) time limit in seconds, either None."""
+    `queue_times`: each queue's (default, maximum) time limit in seconds, either None.
+    `licenses`: the cluster's licences ([licenses]), each with its count."""
     limits = limits or Limits()
     if len(submissions) > limits.max_jobs_per_request:
         raise refuse(f"a request of {len(submissions)} jobs", limits.max_jobs_per_request, "max_jobs_per_request",
                      "jobs")
     outcome = Outcome(reschedule=True)
     jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}, limits,
-                           (queue_times or {}).get(spec.queue, (None, None)))
+                           (queue_times or {}).get(spec.queue, (None, None)), licenses or {})
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -114,7 +116,7 @@ def _queue_time_limit(asked: int | None, queue: str, times: QueueTimes,
 
 def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
-    queues: set[str], limits: Limits, queue_time: QueueTimes = (None, None),
+    queues: set[str], limits: Limits, queue_time: QueueTimes = (None, None), licenses: Mapping[str, int] | None = None,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -211,6 +213,7 @@ def _validated_job(
         indices, is_array, max_running = TaskIndices(), False, None
     resources = Resources(spec.cpus, spec.memory_mib)
     _check_fits_somewhere(state, resources, bad)
+    requests = resource_requests.checked(spec, licenses or {}, state.nodes.values(), where)
     for dependency in dependencies.on:
         if dependency.kind != "singleton" and dependency.job not in state.jobs and (
                 state.ended_state(dependency.job, store) is None):
@@ -241,6 +244,10 @@ def _validated_job(
         "queue": spec.queue,
         "credential": spec.credential,
         "kill_on_invalid_dep": spec.kill_on_invalid_dep,
+        "gres": [str(need) for need in requests.gres],
+        "licenses": dict(requests.licenses),
+        "constraint": requests.constraint.text if requests.constraint is not None else None,
+        "exclusive": requests.exclusive,
     }
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
