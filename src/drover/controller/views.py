@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 import msgspec
 
 from drover.controller.handlers.dispatch import output_path
 from drover.controller.state import ControllerState
 from drover.core.exit_status import shell_status
+from drover.core.gres import Device, GresNeed, describe
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.views import job_state
@@ -72,6 +76,8 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         dependencies=[DependencyOn(kind=d.kind, job=d.job, task=d.task, per_task=d.per_task)
                       for d in job.dependencies.on],
         dependency_any=job.dependencies.any, begin_at=job.begin_at,
+        gres=list(job.spec.get("gres") or []), licenses=dict(job.spec.get("licenses") or {}),
+        constraint=job.spec.get("constraint"), exclusive=bool(job.spec.get("exclusive", False)),
     )
 
 
@@ -107,6 +113,7 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         failure=record["failure"] if record else None, timed_out=bool(record and record["timed_out"]),
         terminated=bool(record and record["terminated"]), usage=usage_of(attempt), cleanup=attempt.cleanup,
         pty_socket=attempt.pty_socket if attempt.ended_at is None else None,
+        gres={name: list(indices) for name, indices in attempt.gres.items()},
     )
 
 
@@ -153,7 +160,33 @@ def node_info(state: ControllerState) -> list[NodeInfo]:
             name=node.name, state=node.state.value, cpus=node.cpus, memory_mib=node.memory_mib,
             cpus_used=len(node.used_cpu_ids), memory_mib_used=node.used_memory_mib,
             running=node.running, last_seen=node.last_seen, reason=node.reason, load=node.load,
-            memory_free_mib=node.memory_free_mib,
+            memory_free_mib=node.memory_free_mib, gres=devices_counted(node.devices),
+            gres_used=devices_held(node.used_devices), features=sorted(node.features),
         )
         for node in sorted(state.nodes.values(), key=lambda node: node.name)
     ]
+
+
+def devices_counted(devices: Iterable[Device]) -> str:
+    """"gpu:a100:2,nic:1": a node's devices, as Slurm's Gres= shows them."""
+    counts = Counter((device.name, device.type) for device in devices)
+    return describe(GresNeed(name, kind or None, count) for (name, kind), count in counts.items())
+
+
+def devices_held(devices: Iterable[Device]) -> str:
+    """"gpu:a100:1(IDX:0)": the devices in use, with their indices, as Slurm's GresUsed= shows them."""
+    by_kind: dict[tuple[str, str], list[int]] = {}
+    for device in devices:
+        by_kind.setdefault((device.name, device.type), []).append(device.index)
+    return ",".join(f"{name}:{kind + ':' if kind else ''}{len(indices)}(IDX:{_ranges(sorted(indices))})"
+                    for (name, kind), indices in sorted(by_kind.items()))
+
+
+def _ranges(indices: list[int]) -> str:
+    parts: list[str] = []
+    for index in indices:
+        if parts and parts[-1].split("-")[-1] == str(index - 1):
+            parts[-1] = f"{parts[-1].split('-')[0]}-{index}"
+        else:
+            parts.append(str(index))
+    return ",".join(parts)

@@ -121,6 +121,7 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     usage: Usage | None = None
     cleanup: CleanupProgress | None = None  # how far the node's cleanup pipeline got
     pty_socket: str | None = None  # where `drover run --pty` reaches a running interactive job
+    gres: dict[str, list[int]] = {}  # the devices it was given on its node: name → indices ({"gpu": [0, 2]})
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):
@@ -161,6 +162,10 @@ class JobInfo(msgspec.Struct, kw_only=True):
     dependencies: list[DependencyOn] = []
     dependency_any: bool = False
     begin_at: float | None = None
+    gres: list[str] = []  # what each task needs beyond CPUs and memory, as submitted (canonical)
+    licenses: dict[str, int] = {}
+    constraint: str | None = None
+    exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
 
 
@@ -242,6 +247,9 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     load: float | None = None  # the host's 1-minute load average, from the node's last heartbeat
     memory_free_mib: int | None = None  # memory available on the host, from the same
     local: bool = False  # its execd is on the controller's host (its channel is the local socket)
+    gres: str = ""  # its generic resources, counted: "gpu:a100:2,nic:1"
+    gres_used: str = ""  # those its tasks hold, with their indices: "gpu:a100:1(IDX:0)"
+    features: list[str] = []
 
 
 class NodeList(msgspec.Struct):

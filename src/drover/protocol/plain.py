@@ -123,6 +123,10 @@ class JobSummary(TypedDict):
     dependencies: list[DependencySummary]
     dependency_any: bool
     begin_at: float | None
+    gres: list[str]
+    licenses: dict[str, int]
+    constraint: str | None
+    exclusive: bool
     tasks: list[TaskSummary]
 
 

@@ -21,11 +21,17 @@ def run(command: str, argv: list[str]) -> int:
         return 0
     from drover.cli.render import table, when
 
+    # Generic resources and features only where some node has them: most clusters have neither.
+    gres = any(n.gres for n in nodes)
+    features = any(n.features for n in nodes)
     table(
-        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LOAD", "FREE", "LAST SEEN", "REASON"],
+        ["NODE", "STATE", "CPUS", "USED", "MEMORY", "USED", "RUNNING", "LOAD", "FREE",
+         *(["GRES", "GRES USED"] if gres else []), *(["FEATURES"] if features else []), "LAST SEEN", "REASON"],
         [(n.name, n.state.upper(), n.cpus, n.cpus_used, f"{n.memory_mib}M", f"{n.memory_mib_used}M",
           n.running, "" if n.load is None else f"{n.load:.2f}",
-          "" if n.memory_free_mib is None else f"{n.memory_free_mib}M", when(n.last_seen), n.reason or "")
+          "" if n.memory_free_mib is None else f"{n.memory_free_mib}M",
+          *([n.gres or "-", n.gres_used or "-"] if gres else []), *([",".join(n.features)] if features else []),
+          when(n.last_seen), n.reason or "")
          for n in nodes],
     )
     return 0

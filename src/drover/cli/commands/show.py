@@ -34,7 +34,12 @@ def run(command: str, argv: list[str]) -> int:
                 f"fairshare {factors[job.id].fairshare:.2f}, queue {factors[job.id].queue_factor:.2f}: "
                 f"drover priority {job.id})")),
             ("request", f"{job.cpus} CPU(s), {job.memory_mib} MiB, time limit "
-                        + (format_duration(job.time_limit_s) if job.time_limit_s else "none")),
+                        + (format_duration(job.time_limit_s) if job.time_limit_s else "none")
+                        + "".join(f", {item}" for item in job.gres)
+                        + (", a node to itself" if job.exclusive else "")),
+            *([("licenses", ",".join(f"{name}:{count}" for name, count in sorted(job.licenses.items())))]
+              if job.licenses else []),
+            *([("constraint", job.constraint)] if job.constraint else []),
             ("array", f"{job.array}" + (f" (at most {job.max_running} at once)" if job.max_running else "")
              if job.array else "-"),
             ("depends on", (" or " if job.dependency_any else ", ").join(
@@ -57,7 +62,9 @@ def run(command: str, argv: list[str]) -> int:
             status = f", exit status {task.exit_status}" if task.exit_status is not None else ""
             print(f"  task {label}: {task.state.upper()}{status}{extra}; output {task.stdout}")
             for attempt in task.attempts:
-                print(f"    attempt {attempt.number} on {attempt.node} (CPUs {','.join(map(str, attempt.cpu_ids))}): "
+                devices = "".join(f"; {name} {','.join(map(str, ids))}" for name, ids in sorted(attempt.gres.items()))
+                print(f"    attempt {attempt.number} on {attempt.node} (CPUs {','.join(map(str, attempt.cpu_ids))}"
+                      f"{devices}): "
                       f"dispatched {when(attempt.dispatched_at)}, started {when(attempt.started_at)}, "
                       f"ended {when(attempt.ended_at)}, ran {elapsed(attempt.started_at, attempt.ended_at)}")
                 outcome = []

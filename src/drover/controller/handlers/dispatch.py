@@ -295,7 +295,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
         "stderr": output_path(job, attempt.index, spec["error"], attempt.node) if spec["error"] else None,
         "open_mode": spec["open_mode"],
         "environment": spec["environment"],
-        "cpus": job.resources.cpus,
+        "cpus": len(attempt.cpu_ids) or job.resources.cpus,  # an --exclusive task has all of its node's
         "cpu_ids": list(attempt.cpu_ids),
         "memory_mib": job.resources.memory_mib,
         "time_limit_s": spec["time_limit_s"],

@@ -1,0 +1,120 @@
+"""GPUs, licences, node features and exclusive nodes on a personal cluster, from the CLI and the
+front ends. The node's GPUs are declared in drover.toml (fake: the jobs only read their
+variables)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster
+
+CONFIG = """
+[execd]
+gres = ["gpu:a100:2", "gpu:v100:1"]
+features = ["avx512", "bigmem"]
+
+[licenses]
+matlab = 2
+"""
+
+SHOW_GPUS = 'echo "$CUDA_VISIBLE_DEVICES|$SLURM_JOB_GPUS|$SGE_HGR_gpu|$DROVER_GRES"; sleep 2'
+
+
+def _output(cluster: LocalCluster, job: int) -> str:
+    info = cluster.drover_json("show", str(job))
+    return Path(info["tasks"][0]["stdout"]).read_text().strip()
+
+
+def test_each_job_gets_its_own_gpus_and_waits_for_them(tmp_path: Path) -> None:
+    cluster = LocalCluster(cpus=4, config_toml=CONFIG)
+    try:
+        cluster.start()
+        nodes = cluster.drover_json("nodes")
+        assert nodes[0]["gres"] == "gpu:a100:2,gpu:v100:1"
+        assert {"avx512", "bigmem"} <= set(nodes[0]["features"]) and any(
+            f.startswith("arch=lx-") for f in nodes[0]["features"])
+        first = cluster.submit("--gpus", "a100:1", "--", "sh", "-c", SHOW_GPUS, cwd=tmp_path)
+        second = cluster.submit("--gres", "gpu:a100:1", "--", "sh", "-c", SHOW_GPUS, cwd=tmp_path)
+        third = cluster.submit("--gpus", "a100:1", "--", "sh", "-c", SHOW_GPUS, cwd=tmp_path)  # waits for one
+        cluster.drover("wait", str(first), str(second), str(third), timeout=60)
+        seen = [_output(cluster, job) for job in (first, second, third)]
+        firsts = {line.split("|")[0] for line in seen[:2]}
+        assert firsts == {"0", "1"}, seen  # two jobs at once, each its own a100
+        for line in seen:
+            index = line.split("|")[0]
+            assert line == f"{index}|{index}|{index}|gpu:{index}", line
+        attempts = [cluster.drover_json("show", str(job))["tasks"][0]["attempts"][0] for job in (first, second, third)]
+        assert attempts[2]["dispatched_at"] >= min(attempts[0]["ended_at"], attempts[1]["ended_at"])  # it waited
+        show = cluster.drover("show", str(first)).stdout
+        assert "gpu:a100:1" in show and "; gpu " in show, show
+        too_many = cluster.submit("--gpus", "4", "--", "true", cwd=tmp_path)
+        info = cluster.drover_json("show", str(too_many))
+        assert info["pending_reason"] == "no_node_matches", info
+        assert "no node that is up has gpu:4" in info["pending_explanation"]
+        cluster.drover("cancel", str(too_many))
+    finally:
+        assert not cluster.stop()
+
+
+def test_licences_constraints_exclusive_and_grid_engine_requests(tmp_path: Path) -> None:
+    cluster = LocalCluster(cpus=4, config_toml=CONFIG)
+    try:
+        cluster.start()
+        marker = tmp_path / "licensed"
+        script = f'echo $$ >> {marker}; sleep 2; echo done'
+        jobs = [cluster.submit("--licenses", "matlab:1", "--", "sh", "-c", script, cwd=tmp_path) for _ in range(3)]
+        third = cluster.drover_json("show", str(jobs[2]))
+        assert third["pending_reason"] == "licenses" and third["licenses"] == {"matlab": 1}, third
+        cluster.drover("wait", *map(str, jobs), timeout=60)
+        assert len(marker.read_text().split()) == 3
+        unknown = cluster.drover("submit", "--licenses", "fortran", "--", "true", check=False, cwd=tmp_path)
+        assert unknown.returncode != 0 and "unknown licence 'fortran'; this cluster has matlab" in unknown.stderr
+        too_many = cluster.drover("submit", "-L", "matlab:3", "--", "true", check=False, cwd=tmp_path)
+        assert too_many.returncode != 0 and "the cluster has 2 matlab in all" in too_many.stderr
+
+        matched = cluster.submit("--constraint", "avx512&(bigmem|hugemem)", "--", "true", cwd=tmp_path)
+        cluster.drover("wait", str(matched), timeout=30)
+        unmatched = cluster.submit("-C", "hugemem", "--", "true", cwd=tmp_path)
+        info = cluster.drover_json("show", str(unmatched))
+        assert info["pending_reason"] == "no_node_matches" and "lacks hugemem" in info["pending_explanation"], info
+        cluster.drover("cancel", str(unmatched))
+        bad = cluster.drover("submit", "-C", "a*2", "--", "true", check=False, cwd=tmp_path)
+        assert bad.returncode != 0 and "not supported" in bad.stderr, bad.stderr
+
+        exclusive = cluster.submit("--exclusive", "--", "sh", "-c", "echo $DROVER_CPUS $SLURM_CPUS_ON_NODE",
+                                   cwd=tmp_path)
+        cluster.drover("wait", str(exclusive), timeout=30)
+        assert _output(cluster, exclusive) == "4 4"  # the whole node's CPUs
+
+        bin_dir = tmp_path / "bin"
+        cluster.drover("compat", "install", str(bin_dir))
+        env = cluster.env
+
+        qsub = subprocess.run([str(bin_dir / "qsub"), "-terse", "-cwd", "-b", "y", "-l", "gpu=1,arch=" + _arch(),
+                               "-l", "matlab=1", "sh", "-c", SHOW_GPUS],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=30)
+        assert qsub.returncode == 0, qsub.stderr
+        job = int(qsub.stdout.strip())
+        info = cluster.drover_json("show", str(job))
+        assert info["gres"] == ["gpu:1"] and info["licenses"] == {"matlab": 1}, info
+        assert info["constraint"] == f"arch={_arch()}"
+        cluster.drover("wait", str(job), timeout=30)
+        unknown_resource = subprocess.run([str(bin_dir / "qsub"), "-b", "y", "-l", "scratch=10", "true"],
+                                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=30)
+        assert unknown_resource.returncode != 0 and 'unknown resource "scratch"' in unknown_resource.stderr
+        sbatch = subprocess.run([str(bin_dir / "sbatch"), "--parsable", "--gpus-per-task=1", "-C", "bigmem",
+                                 "--wrap", SHOW_GPUS], capture_output=True, text=True, cwd=tmp_path, env=env,
+                                timeout=30)
+        assert sbatch.returncode == 0, sbatch.stderr
+        job = int(sbatch.stdout.strip())
+        cluster.drover("wait", str(job), timeout=30)
+        assert cluster.drover_json("show", str(job))["gres"] == ["gpu:1"]
+    finally:
+        assert not cluster.stop()
+
+
+def _arch() -> str:
+    from drover.spool.architecture import architecture
+
+    return architecture()
