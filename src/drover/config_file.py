@@ -125,6 +125,10 @@ def _check_table(table: dict[str, object], schema: type[Section], where: KeyPath
                 raise refuse(here, f"[{_name(where)}] {toml_key(key)} must be {describe(info.type)}, "
                                    f"not {toml_value(value)}") from None
             from_file.add(here)
+    try:  # what the table's own check says (a default over its maximum, a malformed window...)
+        msgspec.convert(table, schema)
+    except msgspec.ValidationError as error:
+        raise refuse(where, f"[{_name(where)}] {str(error).split(' - at `')[0]}") from None
 
 
 def _is_section(kind: object) -> bool:

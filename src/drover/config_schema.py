@@ -51,6 +51,8 @@ class ControllerSection(Section, frozen=True):
     smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
     smtp_port: Annotated[int, about("its port")] = 25
     requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False
+    user_queues: Annotated[bool, about("users may make queues of their own (`drover queue create`), which they "
+                                       "manage (jobd's personal queues)")] = False
     # TLS on TCP (`--listen`): unset, the cluster's own CA and certificate under <state>/tls/,
     # made by `drover cluster init`. The admin's own certificates are named all three together.
     tls_cert: Annotated[str | None, about("the controller's TLS certificate (PEM), instead of the cluster's own")] = None
@@ -166,6 +168,17 @@ class QueueSection(Section, frozen=True):
                                                 "DefaultTime; default: max_time_s)")] = None
     max_time_s: Annotated[int | None, about("the longest time limit a job of the queue may ask for; longer is "
                                             "refused at submission (Slurm's MaxTime)")] = None
+    owner: Annotated[str | None, about("a user who manages the queue (stop, start, drain, its limits and window) "
+                                       "besides the operators")] = None
+    nodes: Annotated[list[str] | None, about("the nodes its jobs may run on, names or patterns "
+                                             "([\"gpu*\", \"big1\"]; unset: every node)")] = None
+    max_running: Annotated[int | None, about("tasks of the queue running at once")] = None
+    max_running_per_user: Annotated[int | None, about("tasks of one user in the queue running at once")] = None
+    max_memory_mib: Annotated[int | None, about("the most memory a task of the queue may ask for, MiB; more is "
+                                                "refused at submission")] = None
+    nice: Annotated[int, about("added to the nice of the queue's jobs (0..19; jobd's queue nice)", ge=0)] = 0
+    window: Annotated[str | None, about("when the queue starts jobs: \"Mon-Fri 18:00-08:00; Sat,Sun\", "
+                                        "\"nights\", \"weekends\" (unset: always)")] = None
 
     def __post_init__(self) -> None:
         for key in ("default_time_s", "max_time_s"):
@@ -174,6 +187,16 @@ class QueueSection(Section, frozen=True):
                 raise ValueError(f"{key} must be between 1 and {MAX_TIME_LIMIT_S} seconds, not {value}")
         if self.default_time_s is not None and self.max_time_s is not None and self.default_time_s > self.max_time_s:
             raise ValueError(f"default_time_s ({self.default_time_s}) is over max_time_s ({self.max_time_s})")
+        for key in ("max_running", "max_running_per_user", "max_memory_mib"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ValueError(f"{key} must be 1 or more, not {value}")
+        if self.nice > 19:
+            raise ValueError(f"nice must be between 0 and 19, not {self.nice}")
+        if self.window is not None:
+            from drover.core.queue_windows import parse_window
+
+            parse_window(self.window)  # a malformed window is refused when the file is read
 
 
 class SchedulerSection(Section, frozen=True):

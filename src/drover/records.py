@@ -63,6 +63,7 @@ class AttemptOrder(TypedDict):
     # The generic resources the attempt was given: name → device indices on the node
     # ({"gpu": [0, 2]}), for CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS and SGE_HGR_<name>.
     gres: NotRequired[dict[str, list[int]]]
+    queue_nice: NotRequired[int]  # added to the job's nice: its queue's `nice` (jobd's)
 
 
 class NodeOptions(TypedDict):

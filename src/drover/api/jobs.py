@@ -71,7 +71,8 @@ async def act(call: Call) -> Response:
         policy.may_touch(caller, owner, job_id, verb)
 
     return json_response(api.ActionReply(
-        results=call.controller.service.act(name, body.refs, may_touch, body.signal, body.priority, caller.user)))
+        results=call.controller.service.act(name, body.refs, may_touch, body.signal, body.priority, caller.user,
+                                            body.queue)))
 
 
 async def priority(call: Call) -> Response:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         OutputChunk,
         Ping,
         PriorityList,
+        QueueInfo,
         TokenCreated,
         TokenInfo,
     )
@@ -181,12 +182,14 @@ class Client:
         return msgspec.convert(self.action_json("signal", refs, signal), list[ActionResult])
 
     def action_json(self, action: str, refs: list[str], signal: str | None = None,
-                    priority: int | None = None) -> list[ActionOutcome]:
+                    priority: int | None = None, queue: str | None = None) -> list[ActionOutcome]:
         body: dict[str, object] = {"refs": refs}
         if signal is not None:
             body["signal"] = signal
         if priority is not None:
             body["priority"] = priority
+        if queue is not None:
+            body["queue"] = queue
         reply = self.transport.call("POST", f"/v1/jobs/actions/{_segment(action)}", body)
         return list(reply["results"])
 
@@ -241,13 +244,13 @@ class Client:
     def shutdown(self) -> None:
         self.transport.call("POST", "/v1/shutdown")
 
-    def alter(self, refs: list[str], priority: int) -> list[ActionResult]:
-        """Change the priority of jobs that have tasks waiting."""
+    def alter(self, refs: list[str], priority: int | None = None, queue: str | None = None) -> list[ActionResult]:
+        """Change the priority or the queue of jobs that have tasks waiting."""
         import msgspec
 
         from drover.protocol.api import ActionResult
 
-        return msgspec.convert(self.action_json("alter", refs, priority=priority), list[ActionResult])
+        return msgspec.convert(self.action_json("alter", refs, priority=priority, queue=queue), list[ActionResult])
 
     def requeue(self, refs: list[str]) -> list[ActionResult]:
         """Stop running tasks and queue them again, as new attempts."""
@@ -270,6 +273,35 @@ class Client:
         from drover.protocol.api import History
 
         return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before)
+
+    # -- queues -------------------------------------------------------------------------------
+
+    def queues(self) -> list[QueueInfo]:
+        from drover.protocol.api import QueueList
+
+        return self._get("/v1/queues", QueueList).queues
+
+    def create_queue(self, name: str, settings: dict[str, str]) -> QueueInfo:
+        """A queue of one's own (where the cluster allows it), or any queue (operators)."""
+        from drover.protocol.api import QueueInfo
+
+        return self._post("/v1/queues", QueueInfo, {"name": name, "settings": settings})
+
+    def set_queue(self, name: str, settings: dict[str, str]) -> QueueInfo:
+        """Change a queue's settings (its owner or an operator); "" clears a change."""
+        from drover.protocol.api import QueueInfo
+
+        return self._post(f"/v1/queues/{_segment(name)}", QueueInfo, {"settings": settings})
+
+    def queue_action(self, name: str, action: str, reason: str = "") -> QueueInfo:
+        """stop (start nothing), start (open again), drain (take no new jobs)."""
+        from drover.protocol.api import QueueInfo
+
+        return self._post(f"/v1/queues/{_segment(name)}/{_segment(action)}", QueueInfo, {"reason": reason})
+
+    def delete_queue(self, name: str) -> None:
+        """Remove a queue made with create_queue, once no job of it waits or runs."""
+        self.transport.call("DELETE", f"/v1/queues/{_segment(name)}")
 
     def resume_node(self, name: str) -> None:
         """Clear a node's ERROR or drain: it takes work again (admins)."""

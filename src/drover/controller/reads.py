@@ -37,6 +37,7 @@ from drover.protocol.api import (
     PriorityInfo,
     PriorityList,
     PriorityWeights,
+    QueueInfo,
 )
 from drover.store.base import HistoryCursor, JobFilter, StoreReader
 
@@ -233,7 +234,7 @@ class Reads:
                 job.fresh_state is JobState.PENDING and job.fresh_count > 0)
             if not waiting or (owner is not None and job.owner != owner):
                 continue
-            factors = weigher.factors(job.owner, job.priority, queue_priority(job, service.orders), job.submitted_at)
+            factors = weigher.factors(job.owner, job.priority, queue_priority(state, job, service.orders), job.submitted_at)
             rows.append(PriorityInfo(job_id=job.id, owner=job.owner, queue=job.spec.get("queue", "default"),
                                      age=factors.age, fairshare=factors.fairshare, queue_factor=factors.queue,
                                      job=factors.job, total=factors.total))
@@ -241,6 +242,12 @@ class Reads:
         weights = policy.weights
         return PriorityList(PriorityWeights(age=weights.age, fairshare=weights.fairshare, queue=weights.queue,
                                             job=weights.job, max_age_s=weights.max_age_s), rows)
+
+    def queues(self) -> list[QueueInfo]:
+        from drover.controller.queue_load import queue_infos
+
+        service = self._service
+        return queue_infos(service.state, service.settings.queues, service.clock())
 
     def nodes(self) -> list[NodeInfo]:
         nodes = views.node_info(self._service.state)

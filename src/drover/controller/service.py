@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 
 from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller import staged_files
+from drover.controller.auth import Caller
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.fairshare import DecayedUsage
 from drover.controller.faults import NO_FAULTS, Faults
+from drover.controller.handlers import queues
 from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import (
@@ -76,6 +78,7 @@ class Settings:
     heartbeat_s: float = 10.0  # how often nodes say they are there; silent for three, a node is DOWN
     scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # priority weights, backfill
     licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: the cluster's counters
+    user_queues: bool = False  # users may make queues of their own
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,6 @@ class ControllerService:
         self.store = store
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses)
-        self._queue_times = {name: (queue.default_time_s, queue.max_time_s) for name, queue in settings.queues.items()}
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -262,6 +264,7 @@ class ControllerService:
         them, and count again what each node holds; False if the working set still contradicts
         itself afterwards (then only a full reload will do)."""
         state = self.state
+        state.queues, state.queues_in_effect = self.store.load_queues(), None  # a handful: always as stored
         ids = set(job_ids)
         if next_job_id is not None:
             ids.update(range(next_job_id, state.next_job_id))
@@ -352,6 +355,24 @@ class ControllerService:
 
     def drain_node(self, name: str, reason: str) -> None:
         self._run(lambda: drain_node(self.state, name, reason, self.clock()), Scope(nodes=frozenset({name})))
+
+    # -- queues (controller/handlers/queues.py) -------------------------------------------------
+
+    def switch_queue(self, name: str, action: str, reason: str, caller: Caller) -> None:
+        self._run(lambda: queues.switch(self.state, self.settings.queues, name, action, reason, caller.user,
+                                        caller.is_admin, self.clock()), Scope())
+
+    def change_queue(self, name: str, settings: Mapping[str, str], caller: Caller) -> None:
+        self._run(lambda: queues.change(self.state, self.settings.queues, name, settings, caller.user,
+                                        caller.is_admin, self.clock()), Scope())
+
+    def create_queue(self, name: str, settings: Mapping[str, str], caller: Caller) -> None:
+        self._run(lambda: queues.create(self.state, self.settings.queues, name, settings, caller.user,
+                                        caller.is_admin, self.settings.user_queues, self.clock()), Scope())
+
+    def delete_queue(self, name: str, caller: Caller) -> None:
+        self._run(lambda: queues.delete(self.state, self.settings.queues, name, caller.user, caller.is_admin,
+                                        self.clock()), Scope())
 
     def events_marker(self) -> asyncio.Event:
         """Set when the next events are committed. Taken before a read that runs off the loop,
@@ -487,9 +508,9 @@ class ControllerService:
         event_log_node = self.event_logs.node_for(owner, submitted_from) if any(j.event_log for j in jobs) else None
 
         def handler() -> Outcome:
-            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store, set(self.settings.queues),
-                                      self.settings.limits, event_log_node, self._queue_times,
-                                      self.settings.licenses)
+            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store,
+                                      queues.queues_in_effect(self.state, self.settings.queues),
+                                      self.settings.limits, event_log_node, self.settings.licenses)
             ids.extend(new_ids)
             return outcome
 
@@ -500,14 +521,16 @@ class ControllerService:
                 self._submitted.popitem(last=False)
         return ids
 
-    def act(self, action: str, refs: list[str], may_touch: MayTouch,
-            signal_name: str | None = None, priority: int | None = None, by: str | None = None) -> list[ActionResult]:
-        """`may_touch`: the caller's permission, asked of each job the refs name; `by`: the caller."""
+    def act(self, action: str, refs: list[str], may_touch: MayTouch, signal_name: str | None = None,
+            priority: int | None = None, by: str | None = None, queue: str | None = None) -> list[ActionResult]:
+        """`may_touch`: the caller's permission, asked of each job the refs name; `by`: the caller;
+        `queue`: where "alter" moves the jobs."""
         results: list[ActionResult] = []
+        moved_to = queues.queue_named(self.state, self.settings.queues, queue) if queue is not None else None
 
         def handler() -> Outcome:
             outcome, found = act(self.state, action, refs, may_touch, self.clock(), self.store, signal_name,
-                                 priority, by)
+                                 priority, by, moved_to)
             results.extend(found)
             return outcome
 

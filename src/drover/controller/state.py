@@ -10,6 +10,7 @@ from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
+from drover.core.queues import Queue, QueueRecord
 from drover.scheduler.reasons import Waiting
 from drover.store.base import Store, WorkingSet
 
@@ -33,6 +34,10 @@ class ControllerState:
     lost_attempts: dict[str, str] = field(default_factory=dict)
     # Every user's decayed usage, for fair share (controller/fairshare.py); in memory only.
     usage: DecayedUsage = field(default_factory=DecayedUsage)
+    # Queues' records: what changed of drover.toml's, and users' own (core/queues.py); and the
+    # queues in effect, made from them and drover.toml when first asked after a change.
+    queues: dict[str, QueueRecord] = field(default_factory=dict)
+    queues_in_effect: dict[str, Queue] | None = None
 
     def lost(self, attempt: str, node: str) -> None:
         self.lost_attempts[attempt] = node
@@ -41,7 +46,7 @@ class ControllerState:
 
     @classmethod
     def from_working_set(cls, working: WorkingSet) -> ControllerState:
-        state = cls({}, working.attempts, working.nodes, working.next_job_id)
+        state = cls({}, working.attempts, working.nodes, working.next_job_id, queues=dict(working.queues))
         for job in working.jobs.values():
             state.add_job(job)
         state.recount_nodes()

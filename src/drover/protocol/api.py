@@ -211,6 +211,7 @@ class ActionRequest(msgspec.Struct, forbid_unknown_fields=True):
     refs: list[str]  # "12" (the whole job) or "12.3" (one task)
     signal: str | None = None  # for the "signal" action: a name such as "USR1" or "SIGUSR1"
     priority: int | None = None  # for the "alter" action
+    queue: str | None = None  # for the "alter" action: move the job's waiting tasks to this queue
 
 
 class ActionResult(msgspec.Struct, kw_only=True):
@@ -254,6 +255,50 @@ class NodeInfo(msgspec.Struct, kw_only=True):
 
 class NodeList(msgspec.Struct):
     nodes: list[NodeInfo]
+
+
+class QueueInfo(msgspec.Struct, kw_only=True):
+    """A queue: where it comes from, its state, its settings in effect, and what it holds now."""
+
+    name: str
+    state: str  # open, stopped (takes jobs, starts none), draining (starts its jobs, takes no new), inactive (both)
+    reason: str | None = None  # why it was stopped or drained, and by whom
+    defined_in: str  # "drover.toml", or "drover queue create" (a user's own queue), or "built in" (default)
+    owner: str | None = None  # who manages it besides the cluster's operators
+    priority: int = 0
+    nice: int = 0  # added to its jobs' nice (jobd's queue nice)
+    nodes: list[str] | None = None  # name patterns of the nodes it may use; None: every node
+    node_names: list[str] = []  # the nodes those patterns match now
+    max_running: int | None = None  # tasks of the queue running at once
+    max_running_per_user: int | None = None  # tasks of one user in it running at once
+    max_memory_mib: int | None = None  # the most memory a task of it may ask for
+    default_time_s: int | None = None
+    max_time_s: int | None = None
+    window: str | None = None  # when it starts jobs (core/queue_windows.py): "Mon-Fri 18:00-08:00; Sat,Sun"
+    window_open: bool = True
+    opens_at: float | None = None  # its window is closed: when it opens next
+    pending: int = 0  # tasks waiting in it
+    running: int = 0  # tasks of it running
+    cpus: int = 0  # CPUs of its nodes that are up
+    cpus_used: int = 0
+    changed: dict[str, str] = {}  # settings changed with `drover queue set`, over drover.toml's
+
+
+class QueueList(msgspec.Struct):
+    queues: list[QueueInfo]
+
+
+class QueueRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Create a queue, or change one: each setting as text, as `drover queue set` takes it
+    (KEY=VALUE: priority, nice, nodes, max_running, max_running_per_user, max_memory, default_time,
+    max_time, window, owner); an empty value clears a change (back to drover.toml's)."""
+
+    name: str = ""  # the new queue's name (POST /v1/queues); empty when changing one
+    settings: dict[str, str] = {}
+
+
+class QueueStateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    reason: str = ""  # why it is stopped or drained, shown by `drover queue list`
 
 
 class PriorityInfo(msgspec.Struct, kw_only=True):

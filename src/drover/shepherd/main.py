@@ -162,7 +162,8 @@ def _run(spool: layout.SpoolDir) -> int:
             return _give_up(spool, containment, tmpdir, StartFailure(reason),
                             methods_run=([failed] if failed else []) + cleaned, terminated=stopped)
         # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
-        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}))
+        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
+                    config.get("queue_nice", 0))
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
         relay = None
         if config.get("pty"):

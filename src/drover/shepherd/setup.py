@@ -2,9 +2,10 @@
 "set limits according to queue/job configuration"), applied to the shepherd itself just before
 it starts the job, which inherits them: no Python runs in the job's process.
 
-- nice: nice(8 - priority), as the Accelerator does, clamped to 0..19 — a job of priority 0
-  runs at nice 8, one of priority 8 or more at nice 0, one of priority -11 or less at 19.
-  (Below 0 would need root, and batch jobs should yield to a laptop's interactive use.)
+- nice: nice(8 - priority), as the Accelerator does, plus the queue's nice (jobd's), clamped
+  to 0..19 — a job of priority 0 runs at nice 8, one of priority 8 or more at nice 0, one of
+  priority -11 or less at 19. (Below 0 would need root, and batch jobs should yield to a
+  laptop's interactive use.)
 - CPU affinity: the CPUs the scheduler gave the attempt, mapped onto the CPUs this process may
   use. Plain affinity can be widened again by the job; where a cpuset cgroup is writable, the
   containment pins them for good (containment.v1).
@@ -27,8 +28,8 @@ RLIMITS = {
 }
 
 
-def nice_for(priority: int) -> int:
-    return min(max(NICE_BASE - priority, 0), 19)
+def nice_for(priority: int, queue_nice: int = 0) -> int:
+    return min(max(NICE_BASE - priority + queue_nice, 0), 19)
 
 
 def physical_cpus(cpu_ids: list[int]) -> set[int]:
@@ -37,9 +38,9 @@ def physical_cpus(cpu_ids: list[int]) -> set[int]:
     return {usable[i] for i in cpu_ids if i < len(usable)} or set(usable)
 
 
-def apply(priority: int, cpu_ids: list[int], rlimits: dict[str, int]) -> None:
+def apply(priority: int, cpu_ids: list[int], rlimits: dict[str, int], queue_nice: int = 0) -> None:
     current = os.getpriority(os.PRIO_PROCESS, 0)
-    wanted = nice_for(priority)
+    wanted = nice_for(priority, queue_nice)
     if wanted > current or os.geteuid() == 0:
         os.setpriority(os.PRIO_PROCESS, 0, wanted)
     if cpu_ids:

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
+from drover.core.queues import QueueRecord
 from drover.records import ExitStatus, GivenUpStep, Usage
 
 
@@ -36,6 +37,7 @@ class Changes:
     # Cleanup steps a node gave up after the attempt left the working set (its job ended): added
     # to the stored attempt's cleanup record (core.job.with_given_up), which nothing else rewrites.
     given_up: dict[tuple[int, int, int], list[GivenUpStep]] = field(default_factory=dict)
+    queues: dict[str, QueueRecord | None] = field(default_factory=dict)  # None: the queue is removed
 
     def job(self, job: Job) -> None:
         self.jobs[job.id] = job
@@ -49,6 +51,9 @@ class Changes:
     def node(self, node: Node) -> None:
         self.nodes[node.name] = node
 
+    def queue(self, name: str, record: QueueRecord | None) -> None:
+        self.queues[name] = record
+
     def event(self, time: float, kind: str, job_id: int | None = None, index: int | None = None,
               attempt: int | None = None, **detail: Any) -> None:
         self.events.append(EventRecord(time, kind, job_id, index, attempt, detail))
@@ -58,7 +63,7 @@ class Changes:
 
     def __bool__(self) -> bool:
         return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events
-                    or self.given_up)
+                    or self.given_up or self.queues)
 
     # Every field that belongs to a job is named by the job's id in the three methods below (a
     # test holds each field to it): a job set aside must leave nothing behind.
@@ -81,7 +86,7 @@ class Changes:
     def by_job(self) -> tuple[Changes, dict[int, Changes]]:
         """The changes split in one part per job, and what belongs to no job (nodes, and the
         events of none): each part can be committed on its own."""
-        common = Changes(nodes=self.nodes)
+        common = Changes(nodes=self.nodes, queues=self.queues)
         parts: dict[int, Changes] = {}
 
         def part(job_id: int) -> Changes:
@@ -113,6 +118,7 @@ class WorkingSet:
     attempts: dict[tuple[int, int, int], Attempt]  # the latest attempt of every task with one
     nodes: dict[str, Node]
     next_job_id: int
+    queues: dict[str, QueueRecord] = field(default_factory=dict)  # what changed of drover.toml's, and users' own
 
 
 @dataclass(slots=True)
@@ -168,6 +174,9 @@ class Store(Protocol):
 
     def load_nodes(self) -> dict[str, Node]:
         """Every node as stored (what is derived from live attempts left empty)."""
+
+    def load_queues(self) -> dict[str, QueueRecord]:
+        """Every queue's record: its switches and changed settings, and the queues users made."""
 
     def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]: ...
 

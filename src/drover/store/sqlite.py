@@ -23,6 +23,7 @@ from drover.core.job_state import JobState
 from drover.core.membership import TokenRecord
 from drover.core.node import Node
 from drover.core.node_state import NodeState
+from drover.core.queues import QueueRecord
 from drover.core.resources import Resources
 from drover.protocol.canonical import canonical
 from drover.store.base import Changes, EventRecord, JobFilter, WorkingSet
@@ -151,6 +152,14 @@ class SqliteStore:
                         for n in changes.nodes.values()
                     ],
                 )
+            for name, queue in changes.queues.items():
+                if queue is None:
+                    db.execute("DELETE FROM queues WHERE name=?", (name,))
+                else:
+                    db.execute("INSERT OR REPLACE INTO queues (name, starting, accepting, reason, settings, created_by, "
+                               "changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                               (name, int(queue.starting), int(queue.accepting), queue.reason,
+                                _dumps(dict(queue.settings)), queue.created_by, queue.changed_at))
             first_seq = self._last_seq + 1
             if changes.events:
                 db.executemany(
@@ -190,12 +199,22 @@ class SqliteStore:
                         attempt = attempt_from_row(row)
                         attempts[attempt.job_id, attempt.index, attempt.number] = attempt
         nodes = self._nodes()
+        queues = self.load_queues()
         next_id = (self.db.execute("SELECT MAX(id) FROM jobs").fetchone()[0] or 0) + 1
-        return WorkingSet(jobs, attempts, nodes, next_id)
+        return WorkingSet(jobs, attempts, nodes, next_id, queues)
 
     @translated
     def load_nodes(self) -> dict[str, Node]:
         return self._nodes()
+
+    @translated
+    def load_queues(self) -> dict[str, QueueRecord]:
+        return {
+            row[0]: QueueRecord(row[0], bool(row[1]), bool(row[2]), row[3], json.loads(row[4]) if row[4] else {},
+                                row[5], row[6])
+            for row in self.db.execute(
+                "SELECT name, starting, accepting, reason, settings, created_by, changed_at FROM queues")
+        }
 
     def _nodes(self) -> dict[str, Node]:
         return {

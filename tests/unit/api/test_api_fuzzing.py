@@ -39,7 +39,10 @@ OPERATIONS = [(e.operation.method, e.operation.path.replace("{name:path}", "{nam
 NEGATABLE = [(e.operation.method, e.operation.path.replace("{name:path}", "{name}")) for e in ENDPOINTS
              if e.operation.request is not None or "{job_id}" in e.operation.path or "{action}" in e.operation.path
              or any(kind != "string" for _, kind, _ in e.operation.query)]
-CROSS_FIELD_RULES = {("POST", "/v1/jobs"), ("POST", "/v1/jobs/actions/{action}")}
+# Rules a schema cannot state: between fields, or of text with its own syntax (a queue's
+# settings are KEY=VALUE text, as `drover queue set` takes them, checked by core/queues.py).
+CROSS_FIELD_RULES = {("POST", "/v1/jobs"), ("POST", "/v1/jobs/actions/{action}"), ("POST", "/v1/queues"),
+                     ("POST", "/v1/queues/{name}")}
 CASES = [(m, p, GenerationMode.POSITIVE) for m, p in OPERATIONS] + [(m, p, GenerationMode.NEGATIVE) for m, p in NEGATABLE]
 
 

@@ -16,6 +16,11 @@ EXPECTED = {
     ("GET", "/v1/history"): (Access.USER, ""),
     ("GET", "/v1/priority"): (Access.USER, ""),
     ("GET", "/v1/nodes"): (Access.USER, ""),
+    ("GET", "/v1/queues"): (Access.USER, ""),
+    ("POST", "/v1/queues"): (Access.USER, ""),  # who may make or change a queue: controller/handlers/queues.py
+    ("POST", "/v1/queues/{name}"): (Access.USER, ""),
+    ("POST", "/v1/queues/{name}/{action}"): (Access.USER, ""),
+    ("DELETE", "/v1/queues/{name}"): (Access.USER, ""),
     ("POST", "/v1/nodes/{name}/resume"): (Access.ADMIN, "resume nodes"),
     ("POST", "/v1/nodes/{name}/drain"): (Access.ADMIN, "drain nodes"),
     ("GET", "/v1/events"): (Access.USER, ""),

@@ -15,6 +15,7 @@ from drover.controller.handlers.node_reports import on_node_connected, on_report
 from drover.controller.handlers.submit import submit
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest
+from drover.core.queues import Queue, QueueRecord
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
     Ack,
@@ -303,12 +304,12 @@ def test_a_signal_for_a_task_whose_prolog_runs_goes_to_its_node(world: World) ->
 def test_a_queues_default_and_maximum_time_limit(world: World) -> None:
     """Slurm's partition DefaultTime and MaxTime: a job naming no limit gets the default (or the
     maximum), one over the maximum is refused with the queue's key."""
-    times = {"short": (60, 120), "capped": (None, 300)}
+    queues = {name: Queue(name, QueueRecord(name), default_time_s=default, max_time_s=maximum)
+              for name, default, maximum in (("default", None, None), ("short", 60, 120), ("capped", None, 300))}
 
     def submitted(**fields: object) -> int | None:
         spec = JobSubmission(**{"script": "true\n", "workdir": "/tmp", **fields})  # type: ignore[arg-type]
-        outcome, (job,) = submit(world.state, [spec], "alice", world.now, world.store, {"short", "capped"},
-                                 queue_times=times)
+        outcome, (job,) = submit(world.state, [spec], "alice", world.now, world.store, queues)
         world.run(outcome)
         return world.state.jobs[job].spec["time_limit_s"]
 

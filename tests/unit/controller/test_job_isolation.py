@@ -28,6 +28,7 @@ from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.node_state import NodeState
+from drover.core.queues import QueueRecord
 from drover.core.resources import Resources
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
@@ -426,7 +427,7 @@ def test_a_job_that_fails_when_its_node_says_hello_again_is_failed_and_the_node_
 
 def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
     """A field added to Changes must be named in job_ids, drop_jobs and by_job."""
-    known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up"}
+    known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up", "queues"}
     assert {f.name for f in dataclasses.fields(Changes)} == known
     changes = Changes()
     for job_id in (1, 2):
@@ -438,15 +439,17 @@ def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
         changes.given_up_step(job_id, 0, 1, {"step": "mail", "tries": 5, "error": "down"})
         changes.event(0.0, "x", job_id)
     changes.node(Node("n1", 1, 1, NodeState.UP, 0.0))
+    changes.queue("night", QueueRecord("night", starting=False))
     changes.events.append(EventRecord(0.0, "node_connected"))
     assert changes.job_ids() == {1, 2}
     common, parts = changes.by_job()
     assert set(parts) == {1, 2} and common.nodes == changes.nodes and [e.kind for e in common.events] == ["node_connected"]
+    assert common.queues == changes.queues  # a queue is no job's: it stays whatever job is set aside
     for job_id, part in parts.items():
-        assert part.job_ids() == {job_id} and not part.nodes
+        assert part.job_ids() == {job_id} and not part.nodes and not part.queues
         assert len(part.new_jobs) == len(part.jobs) == len(part.tasks) == len(part.attempts) == len(part.given_up) == 1
     changes.drop_jobs({1})
-    assert changes.job_ids() == {2} and changes.nodes and len(changes.events) == 2
+    assert changes.job_ids() == {2} and changes.nodes and changes.queues and len(changes.events) == 2
 
 
 def test_dropping_a_job_drops_its_orders_acknowledgements_mail_and_end() -> None:

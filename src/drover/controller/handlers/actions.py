@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from drover.controller.effects import Outcome
+from drover.controller.handlers.submit import check_queue_takes
 from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, DroverError, NotFound
@@ -12,6 +13,7 @@ from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.limits import PRIORITY_RANGE
+from drover.core.queues import DEFAULT, Queue
 from drover.core.signals import job_signal
 from drover.protocol.api import ActionResult
 from drover.protocol.node_channel import SignalAttempt
@@ -27,10 +29,11 @@ MayTouch = Callable[[str, int, str], None]
 
 def act(
     state: ControllerState, action: str, refs: list[str], may_touch: MayTouch, now: float, store: Store,
-    signal_name: str | None = None, priority: int | None = None, by: str | None = None,
+    signal_name: str | None = None, priority: int | None = None, by: str | None = None, queue: Queue | None = None,
 ) -> tuple[Outcome, list[ActionResult]]:
     """Apply `action` to each ref the caller may touch; one ref's failure does not stop the others.
-    `by`: the caller's user name, recorded in the events of a hold (`drover why` shows it)."""
+    `by`: the caller's user name, recorded in the events of a hold (`drover why` shows it).
+    `queue`: for "alter", the queue the jobs move to."""
     handler = _HANDLERS.get(action)
     if action == "hold":
         def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
@@ -38,7 +41,7 @@ def act(
 
     if action == "alter":
         def handler(st: ControllerState, out: Outcome, job: Job, tasks: list[Task], fresh: bool, now: float) -> str:
-            return _alter(st, out, job, tasks, fresh, now, priority)
+            return _alter(st, out, job, tasks, fresh, now, priority, queue)
 
     if action == "signal":
         order = _signal_order(signal_name)
@@ -232,17 +235,42 @@ def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
 
 
 def _alter(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
-           now: float, priority: int | None = None) -> str:
-    """Change what may still change: the priority of a job that has tasks waiting."""
-    if priority is None:
-        raise BadRequest("nothing to change: give a priority")
-    if priority not in PRIORITY_RANGE:
+           now: float, priority: int | None = None, queue: Queue | None = None) -> str:
+    """Change what may still change of a job that has tasks waiting: its priority, and its
+    queue while none of its tasks has started (qalter -q, scontrol update Partition=)."""
+    if priority is None and queue is None:
+        raise BadRequest("nothing to change: give a priority or a queue")
+    if priority is not None and priority not in PRIORITY_RANGE:
         raise BadRequest(f"the priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
-    job.priority = priority
+    done = []
+    if queue is not None and queue.name != job.spec.get("queue", DEFAULT):
+        if not fresh and tasks:
+            raise BadRequest(f"a queue is a whole job's: name job {job.id}, not one of its tasks")
+        _check_move(job, queue)
+        job.spec["queue"] = queue.name
+        done.append(f"queue {queue.name}")
+    if priority is not None:
+        job.priority = priority
+        done.append(f"priority {priority}")
     outcome.changes.job(job)
-    outcome.changes.event(now, "altered", job.id, priority=priority)
+    outcome.changes.event(now, "altered", job.id, priority=priority, queue=queue.name if queue is not None else None)
     outcome.reschedule = True
-    return f"priority {priority}"
+    return ", ".join(done) or f"already in queue {job.spec.get('queue', DEFAULT)}"
+
+
+def _check_move(job: Job, queue: Queue) -> None:
+    """A job moves only whole, before any task of it started, into a queue that would have
+    taken it: one that takes new jobs, within its memory and time limits."""
+    if any(task.attempt for task in job.tasks.values()):
+        raise Conflict(f"job {job.id} has tasks that started: only a job none of whose tasks ran moves to another queue")
+
+    def bad(message: str) -> BadRequest:
+        return BadRequest(f"job {job.id}: {message}")
+
+    check_queue_takes(queue, job.resources.memory_mib, bad)
+    limit = job.spec.get("time_limit_s")
+    if limit is not None and queue.max_time_s is not None and limit > queue.max_time_s:
+        raise bad(f"its time limit is over queue {queue.name}'s max_time_s ({queue.max_time_s} s)")
 
 
 def _checkpoint(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,

@@ -12,20 +12,23 @@ from typing import Any
 from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller import resource_requests
 from drover.controller.effects import Outcome
+from drover.controller.handlers.queues import queues_in_effect
 from drover.controller.lifecycle import change_task, drained_if_idle
+from drover.controller.queue_load import planner_views
 from drover.controller.state import ControllerState
 from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
 from drover.core.dependencies import Verdict
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
+from drover.core.queues import DEFAULT
 from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
 from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import Waiting
-from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, Release
+from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, QueueView, Release
 from drover.store.base import Store
 from drover.store.faults import StoreFault
 
@@ -77,7 +80,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         state.pending_reasons = {}
         state.wake_at = None
         return outcome
-    decided = _plan(outcome, work, nodes, now, policy, _free_licenses(state, orders))
+    decided = _plan(outcome, work, nodes, now, policy, _free_licenses(state, orders),
+                    planner_views(state, orders.queues, now))
     state.pending_reasons = {job: Waiting(reason, decided.details.get(job, ""))
                              for job, reason in decided.pending_reasons.items()}
     state.wake_at = decided.wake_at
@@ -148,30 +152,30 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
                             resource_requests.of_job(job).exclusive))
     weights = Weights(config.priority_weight_age, config.priority_weight_fairshare, config.priority_weight_queue,
                       config.priority_weight_job, config.priority_max_age_s)
-    top = max((queue.priority for queue in orders.queues.values()), default=0)
+    top = max((queue.priority for queue in queues_in_effect(state, orders.queues).values()), default=0)
     return Policy(weights, usage, dict(config.shares), top, config.backfill), held
 
 
 def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
-          licenses: Mapping[str, int]) -> Plan:
+          licenses: Mapping[str, int], queues: Mapping[str, QueueView]) -> Plan:
     """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
     then each job is planned alone to find which, those are set aside, and the others are
     planned again. An exception no one job causes alone is raised (the pass starts nothing)."""
     try:
-        return plan(work, nodes, now, policy, licenses)
+        return plan(work, nodes, now, policy, licenses, queues)
     except Exception as error:
         failure = error
     kept = []
     for item in work:
         try:
-            plan([item], nodes, now, policy, licenses)
+            plan([item], nodes, now, policy, licenses, queues)
         except Exception as error:
             outcome.fault(item.job, error, "planning it")
         else:
             kept.append(item)
     if len(kept) == len(work):
         raise failure
-    return plan(kept, nodes, now, policy, licenses) if kept else Plan()
+    return plan(kept, nodes, now, policy, licenses, queues) if kept else Plan()
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions) -> None:
@@ -190,7 +194,7 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     state.attempts[job.id, task.index, task.attempt] = attempt
     state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib, gres)
     outcome.changes.attempt(attempt)
-    outcome.send(start.node, start_order(job, attempt, orders))
+    outcome.send(start.node, start_order(job, attempt, orders, queue_nice(state, job, orders)))
 
 
 class _BusyNames:
@@ -234,14 +238,15 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         max_running=job.max_running, dependencies_met=wait.verdict is Verdict.MET,
         dependencies_failed=wait.verdict is Verdict.NEVER, waiting_for=wait.text, blocked=wait.blocked,
         begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
-        queue_priority=queue_priority(job, orders), run_limit_s=run_limit(job, orders),
+        queue_priority=queue_priority(state, job, orders), run_limit_s=run_limit(job, orders),
         queue=job.spec.get("queue", "default"), gres=requests.gres, licenses=requests.licenses,
         constraint=requests.constraint, exclusive=requests.exclusive,
     )
 
 
-def queue_priority(job: Job, orders: OrderOptions) -> int:
-    return orders.queues.get(job.spec.get("queue", "default"), NO_QUEUE_METHODS).priority
+def queue_priority(state: ControllerState, job: Job, orders: OrderOptions) -> int:
+    queue = queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
+    return queue.priority if queue is not None else 0
 
 
 def run_limit(job: Job, orders: OrderOptions) -> float | None:
@@ -271,8 +276,14 @@ def output_path(job: Job, index: int, pattern: str, node: str = "%N") -> str:
     return os.path.join(job.spec["workdir"], path)
 
 
-def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttempt:
-    """The order that tells a node to run an attempt: everything its shepherd needs."""
+def queue_nice(state: ControllerState, job: Job, orders: OrderOptions) -> int:
+    queue = queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
+    return queue.nice if queue is not None else 0
+
+
+def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0) -> StartAttempt:
+    """The order that tells a node to run an attempt: everything its shepherd needs; `nice`:
+    its queue's."""
     spec = job.spec
     queue = orders.queues.get(spec.get("queue", "default"), NO_QUEUE_METHODS)
     ranges = job.indices.sorted_ranges()
@@ -323,5 +334,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions) -> StartAttemp
     }
     if attempt.gres:
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
+    if nice:
+        config["queue_nice"] = nice
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

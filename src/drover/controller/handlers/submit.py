@@ -29,32 +29,30 @@ from drover.core.limits import (
     refuse,
 )
 from drover.core.patterns import check_pattern, default_output
+from drover.core.queues import DEFAULT, Queue, QueueRecord
 from drover.core.resources import Resources
 from drover.core.signals import job_signal
 from drover.core.units import format_duration, parse_array
 from drover.protocol.api import JobSubmission
 from drover.store.base import Store
 
-QueueTimes = tuple[int | None, int | None]  # a queue's default and maximum time limit, in seconds
-
 
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
-    queues: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None, event_log_node: str | None = None,
-    queue_times: Mapping[str, QueueTimes] | None = None, licenses: Mapping[str, int] | None = None,
+    queues: Mapping[str, Queue] | None = None, limits: Limits | None = None, event_log_node: str | None = None,
+    licenses: Mapping[str, int] | None = None,
 ) -> tuple[Outcome, list[int]]:
-    """`queues`: the configured queues besides "default", which always exists. Every job is
-    checked before any changes: a bad one refuses the whole request, which changes nothing.
-    `event_log_node`: the node that writes the event logs of these jobs, if not the controller.
-    `queue_times`: each queue's (default, maximum) time limit in seconds, either None.
-    `licenses`: the cluster's licences ([licenses]), each with its count."""
+    """`queues`: the queues in effect (controller/handlers/queues.py; None: "default" alone).
+    Every job is checked before any changes: a bad one refuses the whole request, which changes
+    nothing. `event_log_node`: the node that writes the event logs of these jobs, if not the
+    controller. `licenses`: the cluster's licences ([licenses]), each with its count."""
     limits = limits or Limits()
     if len(submissions) > limits.max_jobs_per_request:
         raise refuse(f"a request of {len(submissions)} jobs", limits.max_jobs_per_request, "max_jobs_per_request",
                      "jobs")
     outcome = Outcome(reschedule=True)
-    jobs = [_validated_job(state, spec, owner, now, store, n, {"default", *queues}, limits,
-                           (queue_times or {}).get(spec.queue, (None, None)), licenses or {})
+    queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
+    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {})
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -100,23 +98,32 @@ def _check_pending_per_user(state: ControllerState, owner: str, new: list[Job], 
                      "max_pending_tasks_per_user", "tasks")
 
 
-def _queue_time_limit(asked: int | None, queue: str, times: QueueTimes,
-                      bad: Callable[[str], BadRequest]) -> int | None:
+def queue_time_limit(asked: int | None, queue: Queue, bad: Callable[[str], BadRequest]) -> int | None:
     """The job's time limit under its queue's (Slurm's partition DefaultTime and MaxTime): a job
     that names none gets the queue's default (or its maximum); one over the maximum is refused
     at once rather than left waiting for ever."""
-    default, maximum = times
+    default, maximum = queue.default_time_s, queue.max_time_s
     if asked is None:
         return default if default is not None else maximum
     if maximum is not None and asked > maximum:
-        raise bad(f"--time {format_duration(asked)} is over queue {queue}'s limit of {format_duration(maximum)} "
+        raise bad(f"--time {format_duration(asked)} is over queue {queue.name}'s limit of {format_duration(maximum)} "
                   "(its max_time_s)")
     return asked
 
 
+def check_queue_takes(queue: Queue, memory_mib: int, bad: Callable[[str], BadRequest]) -> None:
+    """A draining queue takes no new job; one over the queue's max_memory is refused at once."""
+    if not queue.record.accepting:
+        reason = f" ({queue.record.reason})" if queue.record.reason else ""
+        raise bad(f"queue {queue.name} is {queue.state.value}{reason}: it takes no new jobs")
+    if queue.max_memory_mib is not None and memory_mib > queue.max_memory_mib:
+        raise bad(f"--mem {memory_mib}M is over queue {queue.name}'s limit of {queue.max_memory_mib}M "
+                  "(its max_memory_mib)")
+
+
 def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
-    queues: set[str], limits: Limits, queue_time: QueueTimes = (None, None), licenses: Mapping[str, int] | None = None,
+    queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -128,8 +135,10 @@ def _validated_job(
 
     if not spec.script.strip():
         raise bad("the job script is empty")
-    if spec.queue not in queues:
+    queue = queues.get(spec.queue)
+    if queue is None:
         raise bad(f"unknown queue {spec.queue!r}; this cluster has {', '.join(sorted(queues))}")
+    check_queue_takes(queue, spec.memory_mib, bad)
     if len(spec.script.encode()) > limits.max_script_bytes:
         raise over("the job script", limits.max_script_bytes, "max_script_bytes", "bytes")
     for option, path in (("the working directory", spec.workdir), ("the submit directory", spec.submit_dir),
@@ -176,7 +185,7 @@ def _validated_job(
     bounded(spec.memory_mib, 0, MAX_MEMORY_MIB, where + "--mem (MiB)")
     if spec.time_limit_s is not None:
         bounded(spec.time_limit_s, 1, MAX_TIME_LIMIT_S, where + "--time (seconds)")
-    time_limit_s = _queue_time_limit(spec.time_limit_s, spec.queue, queue_time, bad)
+    time_limit_s = queue_time_limit(spec.time_limit_s, queue, bad)
     bounded(spec.warn_before_s, 0, MAX_TIME_LIMIT_S, where + "--signal's warning time (seconds)")
     if spec.priority not in PRIORITY_RANGE:
         raise bad(f"--priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
