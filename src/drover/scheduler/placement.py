@@ -149,9 +149,13 @@ def place(need: Need, rooms: Rooms, allowed: frozenset[str] | None, reservation:
         gres = room.fits(need)
         if gres is None:
             continue
-        if (reservation is not None and room.name == reservation.node and ends > reservation.at
-                and (spare is None or not spare.holds(need))):
-            continue
+        if reservation is not None and room.name == reservation.node and ends > reservation.at:
+            if spare is None or not spare.holds(need):
+                continue
+            # Its devices come from those the reserved task leaves, not just the lowest free.
+            gres = allocate(need.gres, room.free_devices & spare.devices)
+            if gres is None:
+                continue
         return room, gres
     return None
 
