@@ -166,7 +166,20 @@ def pending_reason(job: JobInfo, nodes: Sequence[NodeInfo] | None = None, now: f
         return [said or "waiting behind jobs of higher priority or submitted earlier",
                 f"it starts after the jobs ahead of it (priority {job.priority}); an operator can "
                 f"raise it with drover alter --priority N {job.id}"]
-    return [said or reason]
+    move = f"or move it to another queue: drover alter --queue QUEUE {job.id}"
+    remedies = {
+        "reserved": "room is kept for it on that node: it starts when the jobs there end, at their time "
+                    "limits at the latest",
+        "no_node_matches": "it starts when a node with what it asks for is up (drover nodes shows each node's "
+                           f"generic resources and features); or cancel it and ask for what the nodes have; {move}",
+        "licenses": "it starts when running jobs give licences back",
+        "queue_stopped": f"it starts once queue {job.queue} is started again (drover queue start {job.queue}, by its "
+                         f"owner or an operator); {move}",
+        "queue_window": f"it starts when queue {job.queue}'s window opens (drover queue show {job.queue}); {move}",
+        "queue_limit": f"the next starts when one of queue {job.queue}'s running tasks ends; {move}",
+        "user_limit": f"the next starts when one of its owner's running tasks in queue {job.queue} ends; {move}",
+    }
+    return [said or reason, *([remedies[reason]] if reason in remedies else [])]
 
 
 def explain(job: JobInfo, events: Sequence[Event] = (), nodes: Sequence[NodeInfo] | None = None,

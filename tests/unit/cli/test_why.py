@@ -123,3 +123,17 @@ def test_begin_time_array_limit_and_never_satisfied_say_what_changes() -> None:
     assert limited[-1] == "  at most 2 of its tasks run at once: the next starts when one of the 2 running ends"
     never = explain(job(pending_reason="dependency_never_satisfied", pending_explanation="job 9 failed"))
     assert never[-1].startswith("  it will never run: cancel it with drover cancel 12")
+
+
+def test_why_says_what_would_start_a_job_its_queue_or_the_nodes_hold_back() -> None:
+    stopped = explain(job(queue="night", pending_reason="queue_stopped",
+                          pending_explanation="queue night is stopped: no job of it starts"))
+    assert stopped[2] == "  queue night is stopped: no job of it starts"
+    assert "drover queue start night" in stopped[3] and "drover alter --queue QUEUE 12" in stopped[3]
+    window = explain(job(queue="night", pending_reason="queue_window",
+                         pending_explanation="queue night starts jobs only in its time window, which opens x"))
+    assert "when queue night's window opens" in window[3]
+    unmatched = explain(job(pending_reason="no_node_matches", pending_explanation="no node that is up has gpu:4"))
+    assert unmatched[2:] == ["  no node that is up has gpu:4", unmatched[3]] and "features" in unmatched[3]
+    assert "give licences back" in explain(job(pending_reason="licenses"))[3]
+    assert explain(job(pending_reason="something_new", pending_explanation="a new reason"))[2:] == ["  a new reason"]
