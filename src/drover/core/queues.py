@@ -110,6 +110,9 @@ SETTINGS = {
 # What the owner of a queue may change on it; the rest (where its jobs run, how they weigh
 # against everyone else's, what they may ask for) stays the operators'.
 OWNER_SETTINGS = frozenset({"nice", "max_running", "max_running_per_user", "default_time", "window"})
+# Limits a change may lift altogether (Slurm's MaxTime=UNLIMITED).
+UNLIMITED_SETTINGS = frozenset({"max_running", "max_running_per_user", "max_memory", "default_time", "max_time"})
+UNLIMITED = frozenset({"UNLIMITED", "INFINITE", "NONE"})
 
 
 def parse_setting(key: str, text: str) -> object:
@@ -118,6 +121,8 @@ def parse_setting(key: str, text: str) -> object:
     if key not in SETTINGS:
         raise ValueError(f"unknown queue setting {key!r}; known: {', '.join(SETTINGS)}")
     text = text.strip()
+    if key in UNLIMITED_SETTINGS and text.upper() in UNLIMITED:
+        return None  # no limit, whatever drover.toml says
     if key == "priority":
         return _whole(key, text, 0, 1_000_000)
     if key == "nice":
@@ -167,9 +172,9 @@ def effective(name: str, section: object | None, record: QueueRecord | None) -> 
         values["nodes"] = tuple(nodes) if nodes is not None else None
         window = getattr(section, "window", None)
         values["window"] = parse_window(window) if window else None
-    for key, text in record.settings.items():
-        values[SETTINGS[key]] = parse_setting(key, text)
     values = {key: value for key, value in values.items() if value is not None}
+    for key, text in record.settings.items():
+        values[SETTINGS[key]] = parse_setting(key, text)  # None: a limit lifted
     defined_in = ("drover queue create" if record.created_by is not None else
                   "drover.toml" if section is not None else "built in")
     if record.created_by is not None and "owner" not in record.settings:

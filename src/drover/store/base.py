@@ -38,9 +38,12 @@ class Changes:
     # to the stored attempt's cleanup record (core.job.with_given_up), which nothing else rewrites.
     given_up: dict[tuple[int, int, int], list[GivenUpStep]] = field(default_factory=dict)
     queues: dict[str, QueueRecord | None] = field(default_factory=dict)  # None: the queue is removed
+    specs: set[int] = field(default_factory=set)  # of `jobs`, those whose spec changed too (a move to another queue)
 
-    def job(self, job: Job) -> None:
+    def job(self, job: Job, spec: bool = False) -> None:
         self.jobs[job.id] = job
+        if spec:
+            self.specs.add(job.id)
 
     def task(self, task: Task) -> None:
         self.tasks[task.job_id, task.index] = task
@@ -71,7 +74,7 @@ class Changes:
     def job_ids(self) -> set[int]:
         """Every job these changes touch."""
         return ({job.id for job in self.new_jobs} | set(self.jobs) | {key[0] for key in self.tasks}
-                | {key[0] for key in self.attempts} | {key[0] for key in self.given_up}
+                | {key[0] for key in self.attempts} | {key[0] for key in self.given_up} | self.specs
                 | {event.job_id for event in self.events if event.job_id is not None})
 
     def drop_jobs(self, job_ids: Set[int]) -> None:
@@ -81,6 +84,7 @@ class Changes:
         self.tasks = {key: task for key, task in self.tasks.items() if key[0] not in job_ids}
         self.attempts = {key: attempt for key, attempt in self.attempts.items() if key[0] not in job_ids}
         self.given_up = {key: steps for key, steps in self.given_up.items() if key[0] not in job_ids}
+        self.specs = self.specs - job_ids
         self.events = [event for event in self.events if event.job_id not in job_ids]
 
     def by_job(self) -> tuple[Changes, dict[int, Changes]]:
@@ -105,6 +109,8 @@ class Changes:
             part(attempt_key[0]).attempts[attempt_key] = attempt
         for step_key, steps in self.given_up.items():
             part(step_key[0]).given_up[step_key] = steps
+        for job_id in self.specs:
+            part(job_id).specs.add(job_id)
         for event in self.events:
             (common if event.job_id is None else part(event.job_id)).events.append(event)
         return common, parts

@@ -113,6 +113,9 @@ class SqliteStore:
                         for job in changes.jobs.values()
                     ],
                 )
+            if changes.specs:
+                db.executemany("UPDATE jobs SET spec=? WHERE id=?",
+                               [(_spec_text(changes.jobs[job_id].spec), job_id) for job_id in changes.specs])
             if changes.tasks:
                 db.executemany(
                     "INSERT OR REPLACE INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -40,7 +40,7 @@ def test_qmod_suspends_resumes_and_clears_errors(cluster: LocalCluster) -> None:
     assert [line.split()[4] for line in table.splitlines()[2:]] == ["s"]
     assert run(cluster, bin_dir, "qmod", "-usj", sleeper).stdout.endswith(f"- unsuspended job {sleeper}\n")
     refused = run(cluster, bin_dir, "qmod", "-d", "all.q@node")
-    assert refused.returncode == 1 and "Drover's queues have no states" in refused.stderr
+    assert refused.returncode == 1 and "one state on all its nodes" in refused.stderr
     erring = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-b", "y", "exit 100").stdout.strip()
     wait_until(lambda: cluster.drover_json("show", erring)["state"] == "held", describe="the error state")
     cleared = run(cluster, bin_dir, "qmod", "-cj", erring)
@@ -79,6 +79,6 @@ def test_qacct_selections_and_qalter(cluster: LocalCluster) -> None:
     assert missing.returncode == 1 and missing.stderr == "error: job id 999999 not found\n"
     held = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-h", "-b", "y", "true").stdout.strip()
     refused = run(cluster, bin_dir, "qalter", "-l", "h_rt=10", held)
-    assert refused.returncode == 1 and "priority and holds" in refused.stderr
+    assert refused.returncode == 1 and "priority, queue and holds" in refused.stderr
     assert run(cluster, bin_dir, "qalter", "-h", "U", held).stdout == f"modified hold of job {held}\n"
     cluster.drover("wait", held)

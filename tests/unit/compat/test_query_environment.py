@@ -16,7 +16,7 @@ from tests.unit.compat.slurm_fixtures import job
 from drover.compat.optiontable import Arity
 from drover.compat.slurm import scancel, sinfo, squeue
 from drover.compat.slurm.common import current_user, environment_defaults
-from drover.protocol.api import ActionResult, AttemptInfo, JobInfo, NodeInfo, TaskInfo
+from drover.protocol.api import ActionResult, AttemptInfo, JobInfo, NodeInfo, QueueInfo, TaskInfo
 
 ME = current_user()
 OTHER = "nobody" if ME != "nobody" else "root"
@@ -84,6 +84,12 @@ class FakeCluster:
 
     def nodes(self) -> list[NodeInfo]:
         return NODES
+
+    def queues(self) -> list[QueueInfo]:
+        """`default` and the queues the jobs name, each on every node."""
+        names = sorted({"default", *(j.queue for j in JOBS)})
+        return [QueueInfo(name=name, state="open", defined_in="drover.toml", node_names=[n.name for n in NODES])
+                for name in names]
 
     def cancel(self, refs: list[str]) -> list[ActionResult]:
         self.cancelled += refs

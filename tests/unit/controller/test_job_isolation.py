@@ -427,13 +427,13 @@ def test_a_job_that_fails_when_its_node_says_hello_again_is_failed_and_the_node_
 
 def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
     """A field added to Changes must be named in job_ids, drop_jobs and by_job."""
-    known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up", "queues"}
+    known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up", "queues", "specs"}
     assert {f.name for f in dataclasses.fields(Changes)} == known
     changes = Changes()
     for job_id in (1, 2):
         job = Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), {})  # type: ignore[typeddict-item]
         changes.new_jobs.append(job)
-        changes.job(job)
+        changes.job(job, spec=True)
         changes.task(Task(job_id, 0, JobState.PENDING, 0.0))
         changes.attempt(Attempt(job_id, 0, 1, "n1", (0,), 0.0))
         changes.given_up_step(job_id, 0, 1, {"step": "mail", "tries": 5, "error": "down"})
@@ -448,6 +448,7 @@ def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
     for job_id, part in parts.items():
         assert part.job_ids() == {job_id} and not part.nodes and not part.queues
         assert len(part.new_jobs) == len(part.jobs) == len(part.tasks) == len(part.attempts) == len(part.given_up) == 1
+        assert part.specs == {job_id}
     changes.drop_jobs({1})
     assert changes.job_ids() == {2} and changes.nodes and changes.queues and len(changes.events) == 2
 

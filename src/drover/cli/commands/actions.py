@@ -14,7 +14,7 @@ _DESCRIPTIONS = {
     "suspend": "Suspend running jobs or tasks: the whole attempt is frozen (its cgroup where there is one).",
     "resume": "Resume suspended jobs or tasks.",
     "requeue": "Stop running jobs or tasks (SIGTERM, grace, SIGKILL) and put them back in the queue.",
-    "alter": "Change the priority of jobs that have tasks waiting.",
+    "alter": "Change the priority or the queue of jobs that have tasks waiting (give --priority, --queue or both).",
     "checkpoint": "Deliver the checkpoint signal the jobs were submitted with (--checkpoint-signal).",
     "signal": ("Send a signal (e.g. USR1, or a number) to running jobs or tasks (one whose prolog runs gets it "
                "once its job has started): drover signal JOB... SIGNAL"),
@@ -26,9 +26,13 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("refs", nargs="+", metavar="JOB", help="a job id (12) or a task (12.3)")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     if command == "alter":
-        p.add_argument("--priority", type=whole_number(-1023, 1023), required=True,
-                       help="the new priority (-1023..1023)")
+        p.add_argument("--priority", type=whole_number(-1023, 1023), help="the new priority (-1023..1023)")
+        p.add_argument("--queue", help="move the waiting tasks to this queue (drover queue list shows them)")
     args = p.parse_args(argv)
+    if command == "alter" and args.priority is None and args.queue is None:
+        p.error("give --priority N, --queue QUEUE or both")
+    if command == "alter" and args.queue is not None and not args.queue.strip():
+        p.error("--queue needs a queue name")
     from drover.core.ids import parse_job_ref
 
     signal_name = None
@@ -39,7 +43,8 @@ def run(command: str, argv: list[str]) -> int:
     for ref in args.refs:
         parse_job_ref(ref)  # a malformed id is refused before anything is sent
     with client() as api:
-        results = api.action_json(command, args.refs, signal_name, getattr(args, "priority", None))
+        results = api.action_json(command, args.refs, signal_name, getattr(args, "priority", None),
+                                  getattr(args, "queue", None))
     failed = [result for result in results if not result["ok"]]
     if args.json:
         print_json(results)

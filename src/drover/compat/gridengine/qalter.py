@@ -1,5 +1,5 @@
-"""qalter: change jobs that wait. Drover can change their priority (-p) and user holds (-h);
-every other option of qalter is refused with a clear error, never silently dropped."""
+"""qalter: change jobs that wait. Drover can change their priority (-p), their queue (-q) and
+user holds (-h); every other option of qalter is refused with a clear error, never silently dropped."""
 
 from __future__ import annotations
 
@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _alter(parsed: Parsed) -> int:
     priority = next((g.value for g in reversed(parsed.given) if g.key == "p"), None)
+    queue_given = next((g.value for g in reversed(parsed.given) if g.key == "q"), None)
+    queue = None if queue_given is None else target_queue(queue_given)
+    if queue_given is not None and queue is None:
+        print(f"qalter: -q {queue_given}: give one queue by name (Drover matches no queue patterns)",
+              file=sys.stderr)
+        return 1
     hold = next((g.value for g in reversed(parsed.given) if g.key == "h"), None)
     if hold is not None and (not hold or set(hold) - set(HOLDS)):
         print(f"qalter: -h {hold}: Drover has user holds only (-h u, U or n)", file=sys.stderr)
@@ -49,8 +55,8 @@ def _alter(parsed: Parsed) -> int:
         print(usage("qalter", OPTIONS), file=sys.stderr)
         print("ERROR! no option argument", file=sys.stderr)
         return 1
-    if priority is None and hold is None:
-        print("qalter: no change requested (Drover changes -p and -h)", file=sys.stderr)
+    if priority is None and hold is None and queue is None:
+        print("qalter: no change requested (Drover changes -p, -q and -h)", file=sys.stderr)
         return 1
     if priority is not None and not (priority.isascii() and priority.lstrip("-").isdigit()):
         print(f'qalter: ERROR! invalid option argument "-p {priority}"', file=sys.stderr)
@@ -73,6 +79,13 @@ def _alter(parsed: Parsed) -> int:
                 status = status or (1 if failed else 0)
                 if not failed:
                     print(f"modified priority of job {target.job.id}")
+            if queue is not None:
+                failed = [] if verify else [r for r in client.alter(refs, queue=queue) if not r.ok]
+                for result in failed:
+                    print(f"qalter: {result.message}", file=sys.stderr)
+                status = status or (1 if failed else 0)
+                if not failed:
+                    print(f"modified hard queue list of job {target.job.id}")
             if hold is not None:
                 act = client.hold if HOLDS[hold[-1]] == "hold" else client.release
                 results = [] if verify else act(refs)
@@ -85,6 +98,18 @@ def _alter(parsed: Parsed) -> int:
                 if not failed:
                     print(f"modified hold of job {target.job.id}")
     return status
+
+
+def target_queue(text: str) -> str | None:
+    """-q's queue as Drover names it: `all.q` is `default`, `q@host` is `q`; None for a list of
+    several queues or a pattern, which cannot name the one queue a job moves to."""
+    names = [item for item in text.split(",") if item]
+    if len(names) != 1:
+        return None
+    name = names[0].partition("@")[0]
+    if not name or any(char in name for char in "*?[]"):
+        return None
+    return "default" if name == "all.q" else name
 
 
 if __name__ == "__main__":

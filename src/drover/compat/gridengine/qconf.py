@@ -1,5 +1,6 @@
 """qconf, read-only: the cluster's configuration as Grid Engine shows it, from what Drover has.
-Drover's queue `default` is Grid Engine's `all.q`; its nodes are the execution hosts, all in the
+Drover's queues are its cluster queues (`default` is Grid Engine's `all.q`; compat/gridengine/queues.py);
+its nodes are the execution hosts, all in the
 host group @allhosts; a parallel environment `smp` stands for CPUs on one node. Every option that
 would change the configuration is refused: Drover is configured in drover.toml."""
 
@@ -15,7 +16,7 @@ from drover.core.errors import DroverError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from drover.protocol.api import NodeInfo
+    from drover.protocol.api import NodeInfo, QueueInfo
 
 # qconf(1)'s options that change the configuration: name and how many words follow.
 _CHANGES = ["-Aattr", "3", "-Acal", "1", "-Ackpt", "1", "-Aconf", "1", "-Ae", "1", "-Ahgrp", "1", "-Arqs", "1", "-Ap", "1", "-Aprj", "1", "-Aq", "1", "-Au", "1", "-cb", "0", "-Dattr", "3", "-Mattr", "3", "-Mc", "1", "-Mcal", "1", "-Mckpt", "1", "-Mconf", "1", "-Me", "1", "-Mhgrp", "1", "-Mrqs", "1", "-Mp", "1", "-Mprj", "1", "-Mq", "1", "-Mstree", "1", "-Mu", "1", "-Muser", "1", "-Rattr", "3", "-aattr", "4", "-acal", "1", "-ackpt", "1", "-aconf", "1", "-ae", "0", "-ah", "1", "-ahgrp", "1", "-arqs", "0", "-am", "1", "-ao", "1", "-ap", "1", "-at", "1", "-aprj", "0", "-aq", "0", "-as", "1", "-astnode", "1", "-astree", "0", "-Astree", "1", "-au", "2", "-Auser", "1", "-auser", "0", "-clearusage", "0", "-cq", "1", "-dattr", "4", "-dcal", "1", "-dckpt", "1", "-dconf", "1", "-de", "1", "-dh", "1", "-dhgrp", "1", "-drqs", "1", "-dm", "1", "-do", "1", "-dp", "1", "-dprj", "1", "-dq", "1", "-ds", "1", "-dstnode", "1", "-dstree", "0", "-du", "2", "-dul", "1", "-duser", "1", "-km", "0", "-ks", "0", "-ke", "1", "-kej", "1", "-kt", "1", "-kec", "1", "-mattr", "4", "-mc", "0", "-mcal", "1", "-mckpt", "1", "-mconf", "0", "-me", "1", "-mhgrp", "1", "-mrqs", "0", "-mp", "1", "-mprj", "1", "-mq", "1", "-msconf", "0", "-mstnode", "1", "-mstree", "0", "-mu", "1", "-muser", "1", "-purge", "3", "-rattr", "4", "-rsstnode", "1", "-tsm", "0"]
@@ -41,9 +42,9 @@ _SHOWS = [
     Option(("-sobjl",), R, REFUSED, "object queries are not supported", "obj_spec attr_name val"),
     Option(("-sp",), R, OK, "`smp`: slots are CPUs on one node", "pe_name"), Option(("-spl",), N, OK, "smp"),
     Option(("-sprj",), R, REFUSED, _NOTHING, "project"), Option(("-sprjl",), N, OK, _NOTHING),
-    Option(("-sq",), OPT, OK, "a queue's configuration (slots per node)", "[wc_queue_list]"),
-    Option(("-sql",), N, APPROX, "all.q, and the queues of the jobs Drover knows (drover.toml's other queues "
-           "are not visible to clients)"),
+    Option(("-sq",), OPT, OK, "a queue's configuration: its nodes, slots per node, nice as `priority`, window as "
+           "`calendar`, limits as h_rt and h_vmem", "[wc_queue_list]"),
+    Option(("-sql",), N, OK, "the queues (`default` is all.q)"),
     Option(("-ss",), N, OK, "this host"), Option(("-ssconf",), N, OK, "the scheduler configuration"),
     Option(("-sstnode",), R, REFUSED, _NOTHING, "node_path"), Option(("-sstree",), N, OK, _NOTHING),
     Option(("-sst",), N, OK, _NOTHING), Option(("-sss",), N, OK, "the controller's host"),
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Client() as client:
             nodes = sorted(client.nodes(), key=lambda n: n.name)
-            queues = sorted({"all.q", *("all.q" if j.queue == "default" else j.queue for j in client.jobs())})
+            queues = client.queues() if first.key in ("sq", "sql") else []
     except DroverError as error:
         print(f"qconf: {error}", file=sys.stderr)
         return error.exit_code
@@ -83,18 +84,25 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def show(given: Given, nodes: list[NodeInfo], queues: list[str]) -> tuple[str, int]:
+def show(given: Given, nodes: list[NodeInfo], queues: list[QueueInfo]) -> tuple[str, int]:
     """What qconf prints for one show option, and its exit status. Pure."""
+    from drover.compat.gridengine.queues import ge_name, queue_conf
+
     names = [node.name for node in nodes]
+    by_name = {ge_name(queue.name): queue for queue in sorted(queues, key=lambda q: ge_name(q.name))}
     key = given.key
     if key == "sql":
-        return "\n".join(queues) + "\n", 0
+        return "\n".join(by_name) + "\n", 0
     if key == "sq":
-        wanted = (given.value or ",".join(queues)).split(",")
-        unknown = [q for q in wanted if q not in queues]
-        if unknown:
-            return f"No cluster queue or queue instance matches the phrase \"{unknown[0]}\"", 1
-        return "".join(_queue(q, nodes) for q in wanted), 0
+        from fnmatch import fnmatchcase
+
+        wanted = []
+        for pattern in (given.value or ",".join(by_name)).split(","):
+            matched = [name for name in by_name if fnmatchcase(name, pattern.partition("@")[0])]
+            if not matched:
+                return f"No cluster queue or queue instance matches the phrase \"{pattern}\"", 1
+            wanted += [name for name in matched if name not in wanted]
+        return "".join(_pairs(queue_conf(by_name[name], nodes)) for name in wanted), 0
     if key == "sel":
         return "\n".join(names) + "\n", 0
     if key == "se":
@@ -157,23 +165,6 @@ def show(given: Given, nodes: list[NodeInfo], queues: list[str]) -> tuple[str, i
 def _pairs(rows: list[tuple[str, str]]) -> str:
     """qconf's object layout: the key padded to 24 characters, then the value."""
     return "".join(f"{key:<24}{value}\n" for key, value in rows)
-
-
-def _queue(name: str, nodes: list[NodeInfo]) -> str:
-    slots = ",".join(["1", *(f"[{n.name}={n.cpus}]" for n in nodes)])
-    return _pairs([("qname", name), ("hostlist", "@allhosts"), ("seq_no", "0"), ("load_thresholds", "NONE"),
-                   ("suspend_thresholds", "NONE"), ("nsuspend", "1"), ("suspend_interval", "00:05:00"),
-                   ("priority", "0"), ("min_cpu_interval", "00:05:00"), ("processors", "UNDEFINED"),
-                   ("qtype", "BATCH INTERACTIVE"), ("ckpt_list", "NONE"), ("pe_list", "smp"), ("rerun", "TRUE"),
-                   ("slots", slots), ("tmpdir", "/tmp"), ("shell", "/bin/bash"), ("prolog", "NONE"),
-                   ("epilog", "NONE"), ("shell_start_mode", "posix_compliant"), ("starter_method", "NONE"),
-                   ("suspend_method", "NONE"), ("resume_method", "NONE"), ("terminate_method", "NONE"),
-                   ("notify", "00:01:00"), ("owner_list", "NONE"), ("user_lists", "NONE"),
-                   ("xuser_lists", "NONE"), ("subordinate_list", "NONE"), ("complex_values", "NONE"),
-                   ("projects", "NONE"), ("xprojects", "NONE"), ("calendar", "NONE"), ("initial_state", "default"),
-                   *((limit, "INFINITY") for limit in ("s_rt", "h_rt", "s_cpu", "h_cpu", "s_fsize", "h_fsize",
-                                                       "s_data", "h_data", "s_stack", "h_stack", "s_core", "h_core",
-                                                       "s_rss", "h_rss", "s_vmem", "h_vmem"))])
 
 
 def _complexes() -> str:

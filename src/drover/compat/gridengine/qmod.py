@@ -1,5 +1,7 @@
-"""qmod: suspend, resume, clear the error state of, and reschedule jobs. Drover's queues have no
-states of their own, so the queue forms (-sq, -usq, -d, -e, -cq, -rq) are refused."""
+"""qmod: suspend, resume, clear the error state of, and reschedule jobs; disable (-d) and enable
+(-e) queues, as `drover queue stop` and `drover queue start` (a disabled queue keeps its jobs and
+starts none). A Drover queue has one state on all its nodes, so a queue instance (`all.q@node`) is
+refused, and so are the queue forms Drover has nothing for (-sq, -usq, -cq, -rq)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,16 @@ if TYPE_CHECKING:
 
 N = Arity.NONE
 OK, MEANINGLESS, REFUSED = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
-_NO_QUEUE_STATES = "Drover's queues have no states to change: every queue runs jobs on every node it has"
+_NO_QUEUE_STATES = "Drover suspends, clears and reschedules jobs, not queues: give job ids (-sj, -cj, -rj)"
+_INSTANCE = ("a Drover queue has one state on all its nodes: give the queue (all.q), or take the node out "
+             "with drover node drain")
 OPTIONS = [
     Option(("-c",), N, OK, "on jobs, as `-cj`; on queues ✗"),
     Option(("-cj",), N, OK, "clears the error state (Eqw after exit 100): the job waits again"),
     Option(("-cq",), N, REFUSED, _NO_QUEUE_STATES),
-    Option(("-d",), N, REFUSED, _NO_QUEUE_STATES),
-    Option(("-e",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-d",), N, OK, "disables queues (drover queue stop): they keep their jobs and start none; "
+           "`queue@host` ✗"),
+    Option(("-e",), N, OK, "enables queues again (drover queue start)"),
     Option(("-f",), N, MEANINGLESS, "Drover acts the same with or without it"),
     Option(("-help",), N, OK, "prints the usage"),
     Option(("-r",), N, OK, "on jobs, as `-rj`; on queues ✗"),
@@ -67,8 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"qmod: {refused[0].option.names[0]}: {refused[0].option.note}", file=sys.stderr)
         return 1
     actions = {ACTIONS[g.key] for g in parsed.given if g.key in ACTIONS}
+    states = {g.key for g in parsed.given if g.key in ("d", "e")}
+    if states and (actions or len(states) > 1):
+        print("qmod: give one of -d and -e, with queue names", file=sys.stderr)
+        return 1
+    if states:
+        return queue_state("qmod", "stop" if states == {"d"} else "start", parsed.operands)
     if len(actions) != 1:
-        print("qmod: give one of -sj, -usj, -cj, -rj (or -s, -us, -c, -r) and job ids", file=sys.stderr)
+        print("qmod: give one of -sj, -usj, -cj, -rj (or -s, -us, -c, -r) and job ids, or -d or -e and "
+              "queue names", file=sys.stderr)
         return 1
     (action,) = actions
     queues = [word for word in parsed.operands if not word.split(".")[0].isdigit()]
@@ -76,6 +88,47 @@ def main(argv: list[str] | None = None) -> int:
         print(f"qmod: {queues[0]}: {_NO_QUEUE_STATES}", file=sys.stderr)
         return 1
     return run("qmod", parsed, CALLS[action], _report(action))
+
+
+def queue_state(command: str, action: str, words: list[str]) -> int:
+    """qmod -d (action `stop`) or -e (`start`) on cluster queues named or matched by patterns."""
+    from fnmatch import fnmatchcase
+
+    from drover.compat.gridengine.common import user_name
+    from drover.compat.gridengine.queues import ge_name
+    from drover.core.errors import DroverError
+
+    if not words:
+        print("ERROR! no option argument", file=sys.stderr)
+        return 1
+    instances = [word for word in words if "@" in word]
+    if instances:
+        print(f"{command}: {instances[0]}: {_INSTANCE}", file=sys.stderr)
+        return 1
+    from drover.client.client import Client
+
+    status = 0
+    me, host = user_name(), host_name()
+    word = "disabled" if action == "stop" else "enabled"
+    try:
+        with Client() as client:
+            queues = {ge_name(q.name): q for q in client.queues()}
+            for pattern in words:
+                matched = [name for name in queues if fnmatchcase(name, pattern)]
+                if not matched:
+                    print(f'invalid queue "{pattern}"', file=sys.stderr)
+                    status = 1
+                for name in matched:
+                    state = queues[name].state
+                    if state in ("stopped", "inactive") if action == "stop" else state == "open":
+                        print(f'Queue instance "{name}" is already in the specified state: {word}')
+                        continue
+                    client.queue_action(queues[name].name, action)
+                    print(f'{me}@{host} changed state of "{name}" ({word})')
+    except DroverError as error:
+        print(f"{command}: {error}", file=sys.stderr)
+        return error.exit_code
+    return status
 
 
 if __name__ == "__main__":

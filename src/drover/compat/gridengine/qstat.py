@@ -22,7 +22,8 @@ OPTIONS = [
     Option(("-ext",), N, APPROX, "the plain table, with a warning (no tickets, projects or usage columns)"),
     Option(("-f",), N, OK, "each queue instance (queue@node) with its jobs, then the waiting jobs"),
     Option(("-F",), Arity.OPTIONAL, APPROX, "as `-f`; no resource values, with a warning", "[resource_name,...]"),
-    Option(("-g",), R, OK, "`d`: a line per array task; `c`, `t` ≈ the plain table, with a warning", "{c|d|t}[+]"),
+    Option(("-g",), R, OK, "`c`: the cluster queue summary; `d`: a line per array task; `t` ≈ the plain table, "
+           "with a warning", "{c|d|t}[+]"),
     Option(("-help",), N, OK, "prints the usage"),
     Option(("-j",), OPT, OK, "the jobs in detail; none exists: `Following jobs do not exist`, exit 1",
            "[job_list]"),
@@ -79,6 +80,8 @@ def _main(all_given: list[Given], given: dict[str, Given]) -> int:
     with Client() as client:
         if "j" in given:
             return _detail(client, given["j"].value, "xml" in given)
+        if "g" in given and "c" in (given["g"].value or ""):
+            return _summary(client, given)
         users = [u for g in all_given if g.key == "u" and g.value for u in g.value.split(",")] or [user_name()]
         jobs = _jobs(client, users)
         each_task = "g" in given and "d" in (given["g"].value or "")
@@ -105,6 +108,20 @@ def _main(all_given: list[Given], given: dict[str, Given]) -> int:
             if "r" in given and text:
                 text = _with_requests(text, rows, jobs)
             print(text, end="")
+    return 0
+
+
+def _summary(client: Client, given: dict[str, Given]) -> int:
+    """-g c: a line per cluster queue (-q: those named or matched)."""
+    from fnmatch import fnmatchcase
+
+    from drover.compat.gridengine.queues import cluster_summary, ge_name
+
+    queues = client.queues()
+    if "q" in given:
+        patterns = [q.split("@")[0] for q in (given["q"].value or "").split(",") if q]
+        queues = [q for q in queues if any(fnmatchcase(ge_name(q.name), p) for p in patterns)]
+    print(cluster_summary(queues, client.nodes()), end="")
     return 0
 
 

@@ -98,10 +98,12 @@ def _in_man_order(options: list[Option]) -> list[Option]:
 
 QSUB_OPTIONS = _in_man_order([*_COMMON, *_QSUB_ONLY.values()])
 
-# qalter changes a job that waits; Drover can change its priority and its holds, nothing else.
-_CANNOT_CHANGE = "Drover changes only a waiting job's priority and holds"
+# qalter changes a job that waits; Drover can change its priority, its queue and its holds, nothing else.
+_CANNOT_CHANGE = "Drover changes only a waiting job's priority, queue and holds"
 QALTER_OPTIONS = _in_man_order([
     *[option if option.key in ("@", "help", "p", "w", "hard", "soft") else
+      replace(option, note="moves the job's waiting tasks to one queue (`all.q` is Drover's default; "
+                           "`queue@host` ≈ any node of that queue)") if option.key == "q" else
       replace(option, mark=REFUSED, note=_CANNOT_CHANGE) for option in _COMMON if option.key != "verify"],
     Option(("-h",), R, OK, "`u` holds, `U` and `n` release; `s`, `o`, `S`, `O` (operator and system holds) ✗",
            "{u|s|o|n|U|O|S}..."),

@@ -1,5 +1,6 @@
 """scontrol: show job|node|partition|hostnames|hostlist, hold, uhold, release, requeue,
-requeuehold, suspend, resume, update JobId=N Priority=P, ping, version. Options as
+requeuehold, suspend, resume, update JobId=N Priority=P|Nice=N|Partition=Q, update PartitionName=Q
+State=UP|DOWN|DRAIN|INACTIVE|MaxTime=…|DefaultTime=…|Nodes=…|PriorityJobFactor=…, ping, version. Options as
 src/scontrol/scontrol.c reads them; the others of its commands are refused with a clear error."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from drover.core.errors import DroverError, NotFound
 
 if TYPE_CHECKING:
     from drover.client.client import Client
-    from drover.protocol.api import TaskInfo
+    from drover.protocol.api import QueueInfo, TaskInfo
 
 S, M, R = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -221,7 +222,8 @@ def show_nodes(name: str | None, out: Output) -> int:
         nodes = [node for node in nodes if node.name in wanted]
         if not nodes:
             raise Refused(f"Node {name} not found")
-    sys.stdout.write("".join(layout(node_record(node, queues, boot), out.one_liner) for node in nodes))
+    sys.stdout.write("".join(layout(node_record(node, [q.name for q in queues if node.name in q.node_names], boot),
+                                    out.one_liner) for node in nodes))
     return 0
 
 
@@ -232,21 +234,16 @@ def show_partitions(name: str | None, out: Output) -> int:
         nodes = client.nodes()
         queues = _queues(client)
     if name is not None:
-        if name not in queues:
+        queues = [queue for queue in queues if queue.name == name]
+        if not queues:
             raise Refused(f"Partition {name} not found")
-        queues = [name]
-    sys.stdout.write("".join(layout(partition_record(queue, nodes, queue == "default"), out.one_liner)
-                             for queue in queues))
+    sys.stdout.write("".join(layout(partition_record(queue, nodes), out.one_liner) for queue in queues))
     return 0
 
 
-def _queues(client: object) -> list[str]:
-    """The queues Drover's API shows: `default`, and every queue a job known now names."""
-    from drover.client.client import Client
-
-    assert isinstance(client, Client)
-    names = {"default"} | {job.queue for job in client.jobs(include_ended=True, limit=1000)}
-    return sorted(names, key=lambda queue: (queue != "default", queue))
+def _queues(client: Client) -> list[QueueInfo]:
+    """Drover's queues, `default` first."""
+    return sorted(client.queues(), key=lambda queue: (queue.name != "default", queue.name))
 
 
 def job_action(command: str, words: list[str], out: Output) -> int:
@@ -318,6 +315,13 @@ def _waits(client: Client, ref: str) -> bool:
     return any(task.state in ("pending", "held") for task in _tasks(client, ref))
 
 
+# scontrol update PartitionName=Q: its keys → `drover queue set`'s settings.
+PARTITION_SETTINGS = {"maxtime": "max_time", "defaulttime": "default_time", "nodes": "nodes",
+                      "priorityjobfactor": "priority"}
+# State=… → the queue actions that reach it (stop on a draining queue leaves it inactive).
+PARTITION_STATES = {"up": ["start"], "down": ["stop"], "drain": ["drain"], "inactive": ["drain", "stop"]}
+
+
 def update(words: list[str], out: Output) -> int:
     settings: dict[str, str] = {}
     for word in words:
@@ -325,24 +329,80 @@ def update(words: list[str], out: Output) -> int:
         if not equals:
             raise Refused(f"scontrol: error: Invalid input: {word}\nRequest aborted")
         settings[key.lower()] = value
+    if "partitionname" in settings:
+        return update_partition(settings)
     target = settings.pop("jobid", None) or settings.pop("job", None)
     if target is None:
-        raise Refused("scontrol: error: update: only jobs can be updated on Drover (JobId=...)")
-    unsupported = sorted(set(settings) - {"priority", "nice"})
+        raise Refused("scontrol: error: update: only jobs (JobId=...) and partitions (PartitionName=...) can be "
+                      "updated on Drover")
+    unsupported = sorted(set(settings) - {"priority", "nice", "partition"})
     if unsupported:
         raise Refused(f"scontrol: error: update {unsupported[0]} is not supported by Drover "
-                      "(supported: Priority, Nice)")
+                      "(supported: Priority, Nice, Partition)")
     if "priority" in settings and "nice" in settings:
         raise Refused("scontrol: error: update: Priority and Nice together")
+    priority: int | None = None
     try:
-        priority = int(settings["priority"]) if "priority" in settings else -int(settings["nice"])
+        if "priority" in settings or "nice" in settings:
+            priority = int(settings["priority"]) if "priority" in settings else -int(settings["nice"])
     except ValueError:
         raise Refused("scontrol: error: Invalid priority value") from None
+    queue = settings.get("partition")
+    if queue is not None and (not queue or "," in queue):
+        raise Refused("scontrol: error: Invalid partition name specified" if not queue else
+                      "scontrol: error: update Partition: a Drover job waits in one partition")
     from drover.client.client import Client
 
     ref = slurm_ref(target)
     with Client() as client:
-        refusals = act(client, lambda refs: client.alter(refs, priority=priority), [ref], {ref: target})
+        refusals = act(client, lambda refs: client.alter(refs, priority=priority, queue=queue), [ref], {ref: target})
     for refusal in refusals:
         out.error(f"{refusal.reason} for job {refusal.slurm_id}")
     return 1 if refusals else 0
+
+
+def partition_changes(settings: dict[str, str]) -> tuple[str, dict[str, str], list[str], str]:
+    """`scontrol update PartitionName=Q KEY=VALUE...` as Drover's calls: the queue, the settings
+    for set_queue, the queue actions for State=, and the reason. Keys are lower case. Pure."""
+    rest = dict(settings)
+    name = rest.pop("partitionname")
+    if not name:
+        raise Refused("scontrol: error: Invalid partition name specified")
+    state = rest.pop("state", None)
+    reason = rest.pop("reason", "")
+    unsupported = sorted(set(rest) - set(PARTITION_SETTINGS))
+    if unsupported:
+        raise Refused(f"scontrol: error: update {unsupported[0]} of a partition is not supported by Drover "
+                      "(supported: State, Reason, MaxTime, DefaultTime, Nodes, PriorityJobFactor)")
+    actions: list[str] = []
+    if state is not None:
+        if state.lower() not in PARTITION_STATES:
+            raise Refused(f"scontrol: error: Invalid input: State={state}\n"
+                          "Acceptable State values are UP, DOWN, DRAIN and INACTIVE")
+        actions = PARTITION_STATES[state.lower()]
+    elif reason:
+        raise Refused("scontrol: error: update: Reason goes with State=DOWN, DRAIN or INACTIVE")
+    changes = {}
+    for key, value in rest.items():
+        if key == "nodes":
+            value = "*" if value.upper() in ("ALL", "") else ",".join(expand(value))  # `*`: every node
+        elif key in ("maxtime", "defaulttime") and value.upper() in ("INFINITE", "UNLIMITED"):
+            value = "UNLIMITED"
+        elif key == "priorityjobfactor" and not (value.isascii() and value.isdigit()):
+            raise Refused(f"scontrol: error: Invalid input: PriorityJobFactor={value}")
+        changes[PARTITION_SETTINGS[key]] = value
+    if not changes and not actions:
+        raise Refused("scontrol: error: update PartitionName: nothing to change")
+    return name, changes, actions, reason
+
+
+def update_partition(settings: dict[str, str]) -> int:
+    name, changes, actions, reason = partition_changes(settings)
+    from drover.client.client import Client
+
+    with Client() as client:
+        if changes:
+            client.set_queue(name, changes)
+        for action in actions:
+            client.queue_action(name, action, reason if action != "start" else "")
+    return 0

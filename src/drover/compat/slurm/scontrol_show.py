@@ -10,7 +10,7 @@ from drover.compat.slurm import timefmt
 from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.jobs import SlurmJob
 from drover.compat.slurm.squeue_columns import memory
-from drover.protocol.api import NodeInfo
+from drover.protocol.api import NodeInfo, QueueInfo
 
 Record = list[list[str]]  # lines of words
 
@@ -100,25 +100,34 @@ def node_record(node: NodeInfo, partitions: list[str], boot: float | None) -> Re
     return record
 
 
-def partition_record(name: str, nodes: list[NodeInfo], default: bool) -> Record:
-    cpus = sum(node.cpus for node in nodes)
-    mem = sum(node.memory_mib for node in nodes)
-    up = any(node_state(node) not in ("down", "drain", "drng") for node in nodes)
+def partition_record(queue: QueueInfo, nodes: list[NodeInfo]) -> Record:
+    """A queue as a partition: its nodes, state (UP, DOWN for stopped, DRAIN, INACTIVE), time
+    limits, priority as PriorityJobFactor, memory limit as MaxMemPerNode (a task runs on one node)."""
+    from drover.compat.slurm.hostlist import compress_hosts
+
+    names = set(queue.node_names)
+    mine = [node for node in nodes if node.name in names]
+    cpus = sum(node.cpus for node in mine)
+    mem = sum(node.memory_mib for node in mine)
+    most_cpus = max((node.cpus for node in mine), default=0)
+    state = {"open": "UP", "stopped": "DOWN", "draining": "DRAIN", "inactive": "INACTIVE"}.get(queue.state, "UP")
     return [
-        [f"PartitionName={name}"],
+        [f"PartitionName={queue.name}"],
         ["AllowGroups=ALL", "AllowAccounts=ALL", "AllowQos=ALL"],
-        ["AllocNodes=ALL", f"Default={'YES' if default else 'NO'}", "QoS=N/A"],
-        ["DefaultTime=NONE", "DisableRootJobs=NO", "ExclusiveUser=NO", "GraceTime=0", "Hidden=NO"],
-        ["MaxNodes=UNLIMITED", "MaxTime=UNLIMITED", "MinNodes=0", "LLN=NO", "MaxCPUsPerNode=UNLIMITED",
-         "MaxCPUsPerSocket=UNLIMITED"],
-        [f"Nodes={','.join(node.name for node in nodes) or '(null)'}"],
-        ["PriorityJobFactor=1", "PriorityTier=1", "RootOnly=NO", "ReqResv=NO", "OverSubscribe=NO"],
+        ["AllocNodes=ALL", f"Default={'YES' if queue.name == 'default' else 'NO'}", "QoS=N/A"],
+        [f"DefaultTime={'NONE' if queue.default_time_s is None else timefmt.hms(queue.default_time_s)}",
+         "DisableRootJobs=NO", "ExclusiveUser=NO", "GraceTime=0", "Hidden=NO"],
+        ["MaxNodes=UNLIMITED",
+         f"MaxTime={'UNLIMITED' if queue.max_time_s is None else timefmt.hms(queue.max_time_s)}", "MinNodes=0",
+         "LLN=NO", f"MaxCPUsPerNode={most_cpus or 'UNLIMITED'}", "MaxCPUsPerSocket=UNLIMITED"],
+        [f"Nodes={compress_hosts([node.name for node in mine]) if mine else '(null)'}"],
+        [f"PriorityJobFactor={queue.priority}", "PriorityTier=1", "RootOnly=NO", "ReqResv=NO", "OverSubscribe=NO"],
         ["OverTimeLimit=NONE", "PreemptMode=OFF"],
-        [f"State={'UP' if up else 'DOWN'}", f"TotalCPUs={cpus}", f"TotalNodes={len(nodes)}",
-         "SelectTypeParameters=NONE"],
+        [f"State={state}", f"TotalCPUs={cpus}", f"TotalNodes={len(mine)}", "SelectTypeParameters=NONE"],
         ["JobDefaults=(null)"],
-        ["DefMemPerNode=UNLIMITED", "MaxMemPerNode=UNLIMITED"],
-        [f"TRES=cpu={cpus},mem={memory(mem)},node={len(nodes)},billing={cpus}"],
+        ["DefMemPerNode=UNLIMITED",
+         f"MaxMemPerNode={'UNLIMITED' if queue.max_memory_mib is None else queue.max_memory_mib}"],
+        [f"TRES=cpu={cpus},mem={memory(mem)},node={len(mine)},billing={cpus}"],
     ]
 
 

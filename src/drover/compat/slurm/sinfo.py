@@ -1,4 +1,4 @@
-"""sinfo: the cluster's queues (Slurm's partitions) and nodes, every option of the real command
+"""sinfo: the cluster's queues (Slurm's partitions, with their state, time limit and nodes) and nodes, every option of the real command
 parsed as src/sinfo/opts.c does, every `-o` letter and `-O` name printed (sinfo_columns.py)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import os
 import string
 import sys
 import time
+from dataclasses import replace
 
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
@@ -127,7 +128,7 @@ def select(lines: list[Group], values: dict[str, str | None], flags: set[str]) -
     out = lines
     if values.get("nodes"):
         wanted = set(expand(values["nodes"] or ""))
-        out = [Group(g.partition, g.default, tuple(n for n in g.nodes if n.name in wanted), g.state) for g in out]
+        out = [replace(g, nodes=tuple(n for n in g.nodes if n.name in wanted)) for g in out]
         out = [g for g in out if g.nodes]
     if values.get("states"):
         words = set()
@@ -199,11 +200,10 @@ def print_once(values: dict[str, str | None], flags: set[str], environ: dict[str
 
     with Client() as client:
         nodes = client.nodes()
-        queues = sorted({"default"} | {job.queue for job in client.jobs(include_ended=False, limit=1000)},
-                        key=lambda queue: (queue != "default", queue))
+        queues = sorted(client.queues(), key=lambda queue: (queue.name != "default", queue.name))
     if values.get("partition"):
         wanted = split_list(values["partition"] or "")
-        queues = [queue for queue in queues if queue in wanted]
+        queues = [queue for queue in queues if queue.name in wanted]
     errors: list[str] = []
     chosen = specs(values, flags, environ, errors)
     for message in errors:
@@ -216,8 +216,8 @@ def print_once(values: dict[str, str | None], flags: set[str], environ: dict[str
         out.append(fmt.header(chosen))
     lines = select(groups(queues, nodes, per_node="Node" in flags, exact="exact" in flags), values, flags)
     if "summarize" in flags:
-        lines = [Group(q, q == "default", tuple(n for g in lines if g.partition == q for n in g.nodes), "idle")
-                 for q in queues if any(g.partition == q for g in lines)]
+        lines = [Group(q.name, q.name == "default", tuple(n for g in lines if g.partition == q.name for n in g.nodes),
+                       "idle", q) for q in queues if any(g.partition == q.name for g in lines)]
     default_format = not values.get("format") and not values.get("Format") and not (
         environ.get("SINFO_FORMAT") and not flags & {"summarize", "Node", "list-reasons"})
     if default_format and "list-reasons" not in flags:

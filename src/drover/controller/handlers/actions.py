@@ -252,7 +252,7 @@ def _alter(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task]
     if priority is not None:
         job.priority = priority
         done.append(f"priority {priority}")
-    outcome.changes.job(job)
+    outcome.changes.job(job, spec=queue is not None)
     outcome.changes.event(now, "altered", job.id, priority=priority, queue=queue.name if queue is not None else None)
     outcome.reschedule = True
     return ", ".join(done) or f"already in queue {job.spec.get('queue', DEFAULT)}"
