@@ -155,6 +155,8 @@ class ExecdSection(Section, frozen=True):
     signed_job_max_age_s: Annotated[float, about("how old a job's signature may be when an attempt of it "
                                                  "starts")] = 30 * 86400.0
     allow_root_jobs: Annotated[bool, about("with require_signed_jobs: run jobs signed by root")] = False
+    sample_s: Annotated[float, about("how often each running job's memory and CPU are sampled and sent to the "
+                                     "controller (`drover top`, `drover show`)")] = 10.0
 
 
 class QueueSection(Section, frozen=True):
@@ -218,6 +220,9 @@ class SchedulerSection(Section, frozen=True):
                                               "users not named have 1")] = {}
     backfill: Annotated[bool, about("EASY backfill on time limits: jobs behind the first blocked one start "
                                     "when they do not delay it")] = True
+    full_pass_s: Annotated[float, about("with over 1,000 waiting jobs, how often the full pass runs (backfill, "
+                                        "every job's reason); each event between runs the quick pass, up to "
+                                        "the first job that must wait for room (Slurm's bf_interval)")] = 5.0
 
 
 class CompatSection(Section, frozen=True):

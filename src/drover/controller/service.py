@@ -47,6 +47,7 @@ from drover.controller.handlers.submit import submit
 from drover.controller.lifecycle import fail_job
 from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.relays import Relays
+from drover.controller.samples import LiveSamples
 from drover.controller.state import ControllerState
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.ids import job_of_attempt, parse_job_ref
@@ -108,6 +109,7 @@ class ControllerService:
         self.clock = clock
         self.channels = NodeChannels()
         self.relays = Relays(self.channels)  # users' reads of output and terminals on nodes
+        self.samples = LiveSamples()  # what running attempts use now (`drover top`); in memory only
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._submitted: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # request keys
@@ -191,6 +193,7 @@ class ControllerService:
         changes = outcome.changes
         if not changes:
             return None
+        self.state.changed(changes)
         try:
             self.store.commit(changes)
         except StoreFault:
@@ -238,6 +241,7 @@ class ControllerService:
         """Put back as the store has them the jobs and nodes `scope` names, and those `outcome`
         changed. Only if the working set still contradicts itself is it reloaded whole (and
         False returned)."""
+        self.state.work.rebuild_all()  # whatever is put back, the planner builds its work again
         jobs, nodes = set(scope.jobs), set(scope.nodes or ())
         if outcome is not None:
             jobs |= outcome.changes.job_ids()
@@ -573,6 +577,7 @@ class ControllerService:
         self._heard(node, messages)
         self.relays.take(node, messages)  # answers to users' reads and their terminals
         self.event_logs.take(node, messages)  # answers to event log appends
+        self.samples.take(node, messages)  # what its running attempts use, and which of them ended
         reports: list[Report] = [m for m in messages if isinstance(m, Report) and self._kept(m)]
         unsaved = self._unsaved.pop(node, None)
         if unsaved:
@@ -652,6 +657,7 @@ class ControllerService:
         if not self.channels.detach(channel):
             return
         self.relays.node_gone(channel.node)
+        self.samples.node_gone(channel.node)
         self.event_logs.node_gone(channel.node)
         self._unsaved.pop(channel.node, None)  # its next hello rebuilds what they said
         retry = self._unsaved_retry.pop(channel.node, None)

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from drover.controller.fairshare import DecayedUsage
+from drover.controller.work_cache import WorkCache
 from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.queues import Queue, QueueRecord
 from drover.scheduler.reasons import Waiting
-from drover.store.base import Store, WorkingSet
+from drover.store.base import Changes, Store, WorkingSet
 
 LOST_KEPT = 10_000
 
@@ -38,6 +39,16 @@ class ControllerState:
     # queues in effect, made from them and drover.toml when first asked after a change.
     queues: dict[str, QueueRecord] = field(default_factory=dict)
     queues_in_effect: dict[str, Queue] | None = None
+    # The planner's input kept between passes (work_cache.py): what changed is built again.
+    work: WorkCache = field(default_factory=WorkCache)
+
+    def changed(self, changes: Changes) -> None:
+        """A handler's changes, as they are committed: the planner builds again the work of the
+        jobs they touch (work_cache.py); a queue's change can move every job."""
+        if changes.queues:
+            self.work.rebuild_all()
+        else:
+            self.work.touched(changes.job_ids())
 
     def lost(self, attempt: str, node: str) -> None:
         self.lost_attempts[attempt] = node
@@ -129,3 +140,4 @@ class ControllerState:
             owner[0] += 1
             owner[1] += job.indices.count
         assert {k: v for k, v in self.owner_load.items() if v != [0, 0]} == load, "per-owner load is off"
+        self.work.check()

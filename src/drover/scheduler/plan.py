@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from drover.core.gres import describe
+from drover.core.resources import Resources
 from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, reserve
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.reasons import PendingReason
@@ -65,6 +66,7 @@ class Plan:
     wake_at: float | None = None  # the earliest begin time or window opening after `now` that a job waits for
     reservation: Reservation | None = None  # the first blocked job's, when backfill could make one
     backfilled: tuple[int, ...] = ()  # jobs that started ahead of the reserved one, in start order
+    reached: int | None = None  # a quick pass that stopped early: how many jobs (in order) it walked
 
 
 def order_key(work: PendingWork) -> tuple[int, float, int]:
@@ -100,6 +102,7 @@ class _Pass:
         self.details: dict[int, str] = {}
         self.wake_at: float | None = None
         self._eligible: dict[object, tuple[frozenset[str] | None, PendingReason | None, str]] = {}
+        self._sizes: dict[tuple[int, int], PendingReason | None] = {}
 
     def wait(self, job: int, reason: PendingReason, detail: str = "") -> None:
         self.reasons[job] = reason
@@ -111,6 +114,14 @@ class _Pass:
 
     def queue(self, item: PendingWork) -> QueueView:
         return self.queues.get(item.queue, OPEN_QUEUE)
+
+    def too_big(self, resources: Resources) -> PendingReason | None:
+        """TOO_BIG if no node that takes work could ever hold a task of this size."""
+        key = (resources.cpus, resources.memory_mib)
+        if key not in self._sizes:
+            fits = any(resources.fits_in(room.total) for room in self.rooms.all.values())
+            self._sizes[key] = None if fits else PendingReason.TOO_BIG
+        return self._sizes[key]
 
     def eligible(self, item: PendingWork, need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
         """The nodes the job's tasks may use (None: any), or why none ever could, found once a
@@ -179,16 +190,28 @@ def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
 
 
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
-         licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None) -> Plan:
+         licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None,
+         quick: bool = False, presorted: bool = False) -> Plan:
     """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
-    (a queue not named there is open, on every node, without limits)."""
+    (a queue not named there is open, on every node, without limits).
+
+    `quick`: the pass an event asks for on a long queue (Slurm's main scheduler, as against its
+    backfill scheduler): it walks the jobs in order only up to the first that must wait for
+    room, which gets RESOURCES and no reservation, and stops there. Jobs it did not reach get no
+    reason (`Plan.reached` says how many it walked); the full pass gives them theirs.
+    `presorted`: `work` is already in the planner's order (order_key; plain weights only)."""
     decided = _Pass(Rooms(nodes), licenses or {}, queues or {})
     started_names: set[tuple[str, str]] = set()  # owner and name of the jobs started in this pass
     blocked = False
     reservation: Reservation | None = None
     spare: Spare | None = None  # what the reserved node has at the reservation beyond its need
     backfilled: list[int] = []
-    for item in ordered(work, now, policy):
+    walk = work if presorted and policy.weights.plain else ordered(work, now, policy)
+    reached = 0
+    for item in walk:
+        if quick and blocked:
+            break
+        reached += 1
         if item.pending.count == 0:
             continue
         if item.dependencies_failed or not item.dependencies_met:
@@ -200,11 +223,11 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
             decided.wait(item.job, PendingReason.BEGIN_TIME, "waiting for its begin time, " + _local_time(item.begin_at))
             decided.wake(item.begin_at)
             continue
-        queue = decided.queue(item)
-        if not queue.starting:
+        queue = decided.queues.get(item.queue)  # None: open, on every node, without limits
+        if queue is not None and not queue.starting:
             decided.wait(item.job, PendingReason.QUEUE_STOPPED, f"queue {item.queue} is stopped: no job of it starts")
             continue
-        if queue.opens_at is not None:
+        if queue is not None and queue.opens_at is not None:
             decided.wait(item.job, PendingReason.QUEUE_WINDOW,
                          f"queue {item.queue} starts jobs only in its time window, which opens {_local_time(queue.opens_at)}")
             decided.wake(queue.opens_at)
@@ -216,14 +239,22 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         if not decided.rooms:
             decided.wait(item.job, PendingReason.NO_NODES)
             continue
-        need = Need(item.resources, item.gres, item.exclusive)
-        allowed_nodes, unmatched, why = decided.eligible(item, need)
+        if not item.gres and item.constraint is None and not item.exclusive and (queue is None or queue.nodes is None):
+            # The common request, CPUs and memory anywhere: whether any node could ever hold it
+            # is asked once a pass for each size (most jobs of a long queue are behind the block).
+            allowed_nodes, unmatched, why = None, decided.too_big(item.resources), ""
+            need = None
+        else:
+            need = Need(item.resources, item.gres, item.exclusive)
+            allowed_nodes, unmatched, why = decided.eligible(item, need)
         if unmatched is not None:
             decided.wait(item.job, unmatched, why)
             continue
         if blocked:
             decided.wait(item.job, PendingReason.PRIORITY)
             continue
+        if need is None:
+            need = Need(item.resources)
         allowed, limit, limit_detail = decided.allowed(item)
         started = 0
         indices = item.pending.first(allowed + len(item.blocked))
@@ -237,7 +268,7 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                                  f"would delay job {reservation.job}, reserved to start by "
                                  f"{_local_time(reservation.at)} on {reservation.node}" if fits else "")
                     break
-                made = reserve(item.job, need, decided.rooms, allowed_nodes, now) if policy.backfill else None
+                made = reserve(item.job, need, decided.rooms, allowed_nodes, now) if policy.backfill and not quick else None
                 if made is None:
                     decided.wait(item.job, PendingReason.RESOURCES)
                     blocked = True
@@ -265,7 +296,7 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
             elif started < item.pending.count and limit is not None:
                 decided.wait(item.job, limit, limit_detail)
     return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
-                tuple(backfilled))
+                tuple(backfilled), reached if quick and blocked else None)
 
 
 def _local_time(moment: float) -> str:

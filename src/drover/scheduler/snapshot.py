@@ -68,16 +68,17 @@ class PendingIndices:
     fresh_from: int = 0  # ascending position in `indices` of the first never-dispatched task
     fresh_held: bool = False  # the never-dispatched rest is held (user hold on the whole job)
     fresh_skip: frozenset[int] = frozenset()  # indices past fresh_from that have records already
+    # How many tasks wait: computed once (the planner asks for it of every job, every pass).
+    count: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "count", len(self.requeued) + self.fresh_count)
 
     @property
     def fresh_count(self) -> int:
         if self.fresh_held:
             return 0
         return max(self.indices.count - self.fresh_from - len(self.fresh_skip), 0)
-
-    @property
-    def count(self) -> int:
-        return len(self.requeued) + self.fresh_count
 
     def first(self, n: int) -> list[int]:
         out = list(self.requeued[:n])

@@ -40,6 +40,7 @@ class Cluster:
     def run(self, outcome: Outcome) -> Outcome:
         if outcome.changes:
             self.store.commit(outcome.changes)
+            self.state.changed(outcome.changes)
         self.state.check_invariants()
         return outcome
 

@@ -51,6 +51,7 @@ class Cluster:
         changes = getattr(outcome, "changes", None)
         if changes:
             self.store.commit(changes)
+            self.service.state.changed(changes)  # type: ignore[arg-type]
         self.now += 1
         return [e.message for e in getattr(outcome, "effects", []) if isinstance(getattr(e, "message", None), StartAttempt)]
 

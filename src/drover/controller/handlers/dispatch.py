@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller import resource_requests
@@ -17,6 +17,7 @@ from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.queue_load import planner_views
 from drover.controller.state import ControllerState
 from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
+from drover.controller.work_cache import WorkCache
 from drover.core.dependencies import Verdict
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
@@ -54,37 +55,29 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     outcome = Outcome()
     for node in state.nodes.values():  # a draining node whose last attempt ended meanwhile
         drained_if_idle(outcome, node, now)
-    if (state.pending_reasons and not any(node.state.accepts_work and node.free.cpus for node in state.nodes.values())
-            and not _unplanned(state)):
-        return outcome  # nothing can start; the reasons from the last cycle still hold
+    cache = state.work
+    full_due = cache.partial and now >= cache.last_full + orders.scheduler.full_pass_s
+    if (state.pending_reasons and not cache.dirty and not cache.everything and not full_due
+            and not any(node.state.accepts_work and node.free.cpus for node in state.nodes.values())):
+        return outcome  # nothing changed and nothing can start: the reasons from the last pass hold
+    full = cache.everything  # a working set just loaded: every job gets its reason at once
+    _refresh(state, outcome, store, now, orders)
+    if not cache.items:
+        state.pending_reasons = {}
+        state.wake_at = None
+        return outcome
+    full = full or len(cache.items) <= QUICK_ABOVE or now - cache.last_full >= orders.scheduler.full_pass_s
     policy, releases = _policy(state, now, orders)
     nodes = [
         NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases.get(node.name, ())),
                  node.devices, node.free_devices(), node.features, node.running, node.load or 0.0)
         for node in state.nodes.values()
     ]
-    work = []
-    lookup = ProgressLookup(state, store)
-    busy = _BusyNames(state)
-    for job in list(state.jobs.values()):
-        try:
-            item = _pending_work(state, outcome, job, lookup, busy, now, orders)
-        except StoreFault:
-            raise
-        except Exception as error:
-            outcome.fault(job.id, error, "reading what it waits for")
-            continue
-        if item is not None:
-            work.append(item)
-    if not work:
-        state.pending_reasons = {}
-        state.wake_at = None
-        return outcome
+    presorted = policy.weights.plain
+    work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
     decided = _plan(outcome, work, nodes, now, policy, _free_licenses(state, orders),
-                    planner_views(state, orders.queues, now))
-    state.pending_reasons = {job: Waiting(reason, decided.details.get(job, ""))
-                             for job, reason in decided.pending_reasons.items()}
-    state.wake_at = decided.wake_at
+                    planner_views(state, orders.queues, now), quick=not full, presorted=presorted)
+    _record_reasons(state, decided, work, now, orders)
     failed = {fault.job_id for fault in outcome.faults}
     for start in decided.starts:
         if start.job in failed:
@@ -97,12 +90,80 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     return outcome
 
 
-def _unplanned(state: ControllerState) -> bool:
-    """Whether a job's never-dispatched tasks wait without a reason (one submitted or released
-    since the last pass): then a pass gives it one even when nothing can start."""
-    reasons = state.pending_reasons
-    return any(job.id not in reasons and job.fresh_state is JobState.PENDING and job.fresh_count
-               for job in state.jobs.values())
+QUICK_ABOVE = 1000  # waiting jobs: above this many, an event's pass is the quick one (between full passes)
+
+
+class InOrder(Sequence[PendingWork]):
+    """The cached work in the planner's order, read without copying it (a quick pass reads a
+    few jobs of a long queue)."""
+
+    def __init__(self, cache: WorkCache) -> None:
+        self._items, self._order = cache.items, cache.order
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, at: int) -> PendingWork: ...
+
+    @overload
+    def __getitem__(self, at: slice) -> Sequence[PendingWork]: ...
+
+    def __getitem__(self, at: int | slice) -> PendingWork | Sequence[PendingWork]:
+        if isinstance(at, slice):
+            return [self._items[key[2]] for key in self._order[at]]
+        return self._items[self._order[at][2]]
+
+    def __iter__(self) -> Iterator[PendingWork]:
+        items = self._items
+        return (items[key[2]] for key in self._order)
+
+
+def _refresh(state: ControllerState, outcome: Outcome, store: Store, now: float, orders: OrderOptions) -> None:
+    """Build again the pending work of the jobs that changed since the last pass (work_cache.py)."""
+    lookup = ProgressLookup(state, store)
+    busy = _BusyNames(state)
+
+    def build(job_id: int) -> tuple[PendingWork | None, frozenset[int], bool]:
+        job = state.jobs.get(job_id)
+        if job is None:
+            return None, frozenset(), False
+        depends_on = frozenset(d.job for d in job.dependencies.on if d.kind != "singleton")
+        try:
+            item = _pending_work(state, outcome, job, lookup, busy, now, orders)
+        except StoreFault:
+            raise
+        except Exception as error:
+            outcome.fault(job.id, error, "reading what it waits for")
+            item = None
+        return item, depends_on, job.dependencies.singleton
+
+    try:
+        state.work.refresh(list(state.jobs), build)
+    except StoreFault:
+        state.work.rebuild_all()  # part of it was built: build it all next time
+        raise
+
+
+def _record_reasons(state: ControllerState, decided: Plan, work: Sequence[PendingWork], now: float,
+                    orders: OrderOptions) -> None:
+    """The pass's reasons. A full pass gives every waiting job its reason; a quick one that
+    stopped early gives those it reached theirs, and the others keep what the last pass said
+    until the next full pass, which `wake_at` asks for."""
+    cache = state.work
+    reasons = {job: Waiting(reason, decided.details.get(job, "")) for job, reason in decided.pending_reasons.items()}
+    if decided.reached is None:
+        state.pending_reasons = reasons
+        state.wake_at = decided.wake_at
+        cache.last_full, cache.partial = now, False
+        return
+    cache.partial = True
+    for item in work[:decided.reached]:
+        state.pending_reasons.pop(item.job, None)
+    state.pending_reasons.update(reasons)
+    next_full = cache.last_full + orders.scheduler.full_pass_s
+    state.wake_at = min((moment for moment in (decided.wake_at, state.wake_at, next_full)
+                         if moment is not None and moment > now), default=None)
 
 
 def _free_licenses(state: ControllerState, orders: OrderOptions) -> dict[str, int]:
@@ -156,13 +217,15 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
     return Policy(weights, usage, dict(config.shares), top, config.backfill), held
 
 
-def _plan(outcome: Outcome, work: list[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
-          licenses: Mapping[str, int], queues: Mapping[str, QueueView]) -> Plan:
+def _plan(outcome: Outcome, work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
+          licenses: Mapping[str, int], queues: Mapping[str, QueueView], quick: bool = False,
+          presorted: bool = False) -> Plan:
     """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
     then each job is planned alone to find which, those are set aside, and the others are
-    planned again. An exception no one job causes alone is raised (the pass starts nothing)."""
+    planned again (in a full pass). An exception no one job causes alone is raised (the pass
+    starts nothing)."""
     try:
-        return plan(work, nodes, now, policy, licenses, queues)
+        return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted)
     except Exception as error:
         failure = error
     kept = []
