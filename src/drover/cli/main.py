@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run a command as a job, streaming its output; exit with its status (like srun)"),
     "status": ("status", "list jobs and their states"),
     "show": ("show", "everything about a job: its tasks and every attempt"),
+    "top": ("top", "the running jobs' CPU and memory against what they reserved, refreshed like top"),
     "why": ("why", "why a job's pending or held tasks do not run, and what would change that"),
     "cancel": ("actions", "cancel jobs or tasks (running ones get SIGTERM, then SIGKILL)"),
     "hold": ("actions", "keep pending jobs or tasks from starting"),

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         HistoryRow,
         JobInfo,
         JobList,
+        JobSamples,
         JobSubmission,
         JoinReply,
         LeaveReply,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         QueueInfo,
         TokenCreated,
         TokenInfo,
+        TopList,
     )
     from drover.protocol.plain import ActionOutcome, JobRequest, WaitReply
 
@@ -227,6 +229,18 @@ class Client:
         from drover.protocol.api import NodeList
 
         return self._get("/v1/nodes", NodeList).nodes
+
+    def samples(self, job_id: int) -> JobSamples:
+        """What the job's running attempts use now and recently (nothing once they ended)."""
+        from drover.protocol.api import JobSamples
+
+        return self._get(f"/v1/jobs/{_segment(job_id)}/samples", JobSamples)
+
+    def top(self, user: str | None = None) -> TopList:
+        """Every running attempt the caller may see, the busiest CPU first."""
+        from drover.protocol.api import TopList
+
+        return self._get("/v1/top", TopList, user=user)
 
     def events(self, job_id: int | None = None, after: int = 0, limit: int = 1000, wait_s: int = 0) -> list[Event]:
         """Events after sequence number `after`; with `wait_s`, wait that long for new ones."""

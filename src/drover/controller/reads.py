@@ -33,11 +33,13 @@ from drover.protocol.api import (
     Event,
     FileInfo,
     JobInfo,
+    JobSamples,
     NodeInfo,
     PriorityInfo,
     PriorityList,
     PriorityWeights,
     QueueInfo,
+    TopList,
 )
 from drover.store.base import HistoryCursor, JobFilter, StoreReader
 
@@ -248,6 +250,17 @@ class Reads:
 
         service = self._service
         return queue_infos(service.state, service.settings.queues, service.clock())
+
+    def samples(self, job_id: int) -> JobSamples:
+        """What the job's running attempts use now, as their nodes sampled it (in memory only)."""
+        from drover.controller.usage_views import job_samples
+
+        return job_samples(self._service.state, self._service.samples, job_id)
+
+    def top(self, owner: str | None) -> TopList:
+        from drover.controller.usage_views import top
+
+        return top(self._service.state, self._service.samples, owner, self._service.clock())
 
     def nodes(self) -> list[NodeInfo]:
         nodes = views.node_info(self._service.state)

@@ -68,6 +68,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     from drover.execd.faults import Faults
     from drover.execd.host import host_cpus, host_memory_mib, host_name, host_status
     from drover.execd.relays import NodeRelays
+    from drover.execd.sampling import Sampler
     from drover.protocol.node_channel import (
         Ack,
         AppendEventLog,
@@ -127,6 +128,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     channel.on(CloseTerminal, relays.close_terminal)
     channel.on(AppendEventLog, event_logs.append)
     attempts.recover()
+    sampler = Sampler(attempts.live, send, options.sample_s)  # what each running job uses, every sample_s
     logging.getLogger("drover.execd").info(
         "node %s: %d CPUs, %d MiB, gres %s, features %s, spool %s, %d attempts re-attached",
         node, cpus, memory, inventory.described, ",".join(inventory.features), spool_root, len(attempts.live),
@@ -137,9 +139,11 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     runner = loop.create_task(channel.run_forever())
+    sampling = loop.create_task(sampler.run_forever())
     await stop.wait()
     # Running jobs go on: their shepherds do not depend on this process, and the next execd
     # re-attaches to them from the spool.
+    sampling.cancel()
     runner.cancel()
     attempts.close()
     await relays.close()

@@ -235,6 +235,69 @@ class OutputChunk(msgspec.Struct, kw_only=True):
     size: int | None  # the file's size when it was read; None: it does not exist (yet)
 
 
+class SampleInfo(msgspec.Struct, kw_only=True):
+    """What a running attempt used at `at`, as its node sampled it (execd/sampling.py)."""
+
+    at: float
+    memory_bytes: int  # its cgroup's charge where it has one, else its processes' RSS
+    rss_bytes: int
+    cpu: float  # cores used since the sample before
+    processes: int
+    threads: int
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    cmd: str = ""  # its biggest process's command line, truncated
+
+
+class AttemptSamples(msgspec.Struct, kw_only=True):
+    """A running attempt's latest sample, its peak and averages, and its recent samples (oldest
+    first), which `drover show` draws as sparklines."""
+
+    task: int
+    attempt: int
+    node: str
+    latest: SampleInfo
+    peak_bytes: int
+    memory_average_bytes: int
+    cpu_average: float  # cores, on average since the job started
+    history: list[SampleInfo] = []
+
+
+class JobSamples(msgspec.Struct, kw_only=True):
+    job_id: int
+    attempts: list[AttemptSamples] = []  # only running attempts have samples; kept in memory, never stored
+
+
+class TopRow(msgspec.Struct, kw_only=True):
+    """One running attempt in `drover top`: what it reserved against what it uses now."""
+
+    job_id: int
+    task: int
+    is_array: bool  # the task is named JOB.TASK
+    attempt: int
+    name: str
+    owner: str
+    node: str
+    state: str
+    cpus: int  # reserved
+    cpu: float  # used now, in cores
+    cpu_average: float
+    memory_bytes: int  # used now
+    peak_bytes: int
+    memory_mib: int  # requested; 0: none asked for
+    started_at: float | None
+    runtime_s: float
+    processes: int
+    threads: int
+    cmd: str
+    sampled_at: float
+
+
+class TopList(msgspec.Struct, kw_only=True):
+    at: float
+    rows: list[TopRow] = []  # the busiest CPU first
+
+
 class NodeInfo(msgspec.Struct, kw_only=True):
     name: str
     state: str

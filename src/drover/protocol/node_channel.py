@@ -129,6 +129,32 @@ class Heartbeat(msgspec.Struct, tag="heartbeat"):
     attempts: int  # attempts the node runs or is cleaning up after
 
 
+class Sample(msgspec.Struct, kw_only=True):
+    """What one running attempt used at `at`: from its cgroup where it has one (memory then
+    counts the page cache it dirtied), else summed over its processes."""
+
+    attempt: str
+    at: float  # Unix time
+    memory_bytes: int  # the cgroup's charge where there is one, else the processes' RSS
+    rss_bytes: int  # the processes' resident sets, summed
+    peak_bytes: int  # the most `memory_bytes` (or the cgroup's own peak) seen since the job started
+    cpu: float  # cores used since the previous sample (1.0: one core, all the time)
+    cpu_average: float  # cores used on average since the job started
+    memory_average_bytes: int  # the mean of the samples taken so far
+    processes: int
+    threads: int
+    read_bytes: int | None = None  # summed over its processes, where the node may read them
+    write_bytes: int | None = None
+    cmd: str = ""  # the command line of its biggest process (by resident memory), truncated
+
+
+class Samples(msgspec.Struct, tag="samples"):
+    """Every `sample_s`: the latest sample of each attempt the node runs, in one message. An
+    attempt of this node missing from it is no longer running. In memory only, never stored."""
+
+    samples: list[Sample]
+
+
 # -- a user's view of an attempt on its node: output files and the terminal -----------------------
 # `drover logs`, `drover run` and `drover run --pty` of a user on any host reach the node that runs
 # the job through the controller, over this channel (the node is never reached by users directly).
@@ -210,7 +236,7 @@ class EventLogAppended(msgspec.Struct, tag="event_log_appended"):
     error: str | None = None  # why nothing was appended (the node's refusal, or the writer's)
 
 
-NodeMessage = (Hello | Heartbeat | Started | Suspended | Exiting | Progress | StagedOut | Exited
+NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Progress | StagedOut | Exited
                | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended)
 ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack
                      | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog)

@@ -27,6 +27,8 @@ EXPECTED = {
     ("GET", "/v1/jobs/{job_id}/files"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/files/{task}/{attempt}/{name:path}"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/tasks/{task}/output"): (Access.JOB, ""),
+    ("GET", "/v1/jobs/{job_id}/samples"): (Access.JOB, ""),
+    ("GET", "/v1/top"): (Access.USER, ""),
     ("POST", "/v1/shutdown"): (Access.ADMIN, "stop a shared cluster"),
     ("GET", "/v1/cluster/ca"): (Access.ANYONE, ""),
     ("POST", "/v1/cluster/join"): (Access.ANYONE, ""),

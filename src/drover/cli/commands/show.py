@@ -14,6 +14,8 @@ def run(command: str, argv: list[str]) -> int:
         jobs = [api.job(job_id) for job_id in ids]
         waiting = any(job.state in ("pending", "held") for job in jobs) and not args.json
         factors = {row.job_id: row for row in api.priority(None).jobs} if waiting else {}
+        # What running attempts use now, from their nodes' samples (kept only while they run).
+        samples = {job.id: api.samples(job.id) for job in jobs if "running" in job.task_counts and not args.json}
     if args.json:
         print_json(jobs if len(jobs) > 1 else jobs[0])
         return 0
@@ -89,6 +91,13 @@ def run(command: str, argv: list[str]) -> int:
                 for given_up in (cleanup.get("given_up") or []) if cleanup else []:
                     print(f"      cleanup: step {given_up['step']} given up after {given_up['tries']} "
                           f"failed tries: {given_up['error']}")
+                sampled = next((a for a in samples[job.id].attempts if (a.task, a.attempt) == (
+                    task.index, attempt.number)), None) if job.id in samples else None
+                if sampled is not None:
+                    from drover.cli.usage_render import show_lines
+
+                    for line in show_lines(sampled, job.cpus):
+                        print(f"      {line}")
                 if attempt.usage:
                     u = attempt.usage
                     print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "

@@ -1,0 +1,83 @@
+"""Watching a running job: a job that allocates 200 MiB in steps while two processes spin shows
+its memory rising and about two CPUs in `drover top --json` and in its samples, `drover show`
+draws sparklines, and the job leaves `drover top` when it ends."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from tests.helpers.cluster import LocalCluster
+
+MIB = 1 << 20
+# Two spinning processes (threads would share one core under the GIL), and one that takes 40 MiB
+# every 1.5 s up to 200 MiB, written so every page is resident.
+JOB = """python3 -c 'while True: pass' & a=$!
+python3 -c 'while True: pass' & b=$!
+python3 -c "
+import time
+blocks = []
+for _ in range(5):
+    blocks.append(b'x' * (40 << 20))
+    time.sleep(1.5)
+time.sleep(8)
+"
+kill $a $b
+"""
+
+
+@pytest.fixture
+def sampled_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """A personal cluster whose node samples its jobs every second."""
+    local = LocalCluster(config_toml="[execd]\nsample_s = 1.0\n")
+    try:
+        local.start()
+    except BaseException:
+        print(local.logs())
+        local.stop()
+        raise
+    yield local
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(local.logs())
+    problems = local.stop()
+    assert not problems, "; ".join(problems)
+
+
+def test_a_running_jobs_memory_and_cpu_are_watched(sampled_cluster: LocalCluster) -> None:
+    cluster = sampled_cluster
+    job = cluster.submit("--cpus", "2", "--mem", "512M", "--", "sh", "-c", JOB)
+    memory: list[int] = []
+    cpu: list[float] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not memory or memory[-1] < 190 * MIB):
+        rows = [row for row in cluster.drover_json("top") if row["job_id"] == job]
+        if rows:
+            assert rows[0]["cpus"] == 2 and rows[0]["memory_mib"] == 512 and rows[0]["node"]
+            if not memory or rows[0]["memory_bytes"] != memory[-1]:
+                memory.append(rows[0]["memory_bytes"])
+                cpu.append(rows[0]["cpu"])
+        time.sleep(0.4)
+    assert memory and memory[-1] >= 190 * MIB, memory
+    steps = [after - before for before, after in zip(memory, memory[1:], strict=False) if after - before > 20 * MIB]
+    assert len(steps) >= 2, memory  # seen rising in steps, not only at its peak
+    assert max(cpu) >= 1.4, cpu  # two spinning processes: about two CPUs
+
+    samples = cluster.client().samples(job)
+    assert len(samples.attempts) == 1
+    attempt = samples.attempts[0]
+    assert attempt.peak_bytes >= 190 * MIB and attempt.latest.processes >= 3 and len(attempt.history) >= 3
+    # About two: at most the two reserved, and near them at some point (other processes on a
+    # two-core test host may take some of them).
+    assert all(s.cpu <= 2.3 for s in attempt.history) and max(s.cpu for s in attempt.history) >= 1.4, attempt
+    assert "python3" in attempt.latest.cmd  # the biggest process: the one holding the memory
+
+    shown = cluster.drover("show", str(job)).stdout
+    assert "memory: now" in shown and any(bar in shown for bar in "▂▃▄▅▆▇█"), shown
+    frame = cluster.drover("top", "--once").stdout
+    assert "JOB" in frame and "/2" in frame and str(job) in frame, frame
+
+    assert cluster.drover("wait", str(job)).returncode == 0
+    assert not [row for row in cluster.drover_json("top") if row["job_id"] == job]
+    assert cluster.client().samples(job).attempts == []
