@@ -315,14 +315,14 @@ def throughput(controller: Controller, nodes: Nodes, jobs: int, per_beat_s: floa
 
 def node_loss(controller: Controller, nodes: Nodes, heartbeat_s: float, node_timeout_s: float) -> dict[str, float]:
     """A node holding running jobs goes silent: how long until they ran again elsewhere."""
-    # First fit fills nodes in name order: the first of the largest nodes gets its share of a
-    # batch as large as the CPUs of the nodes before it and its own, and more (to other nodes).
+    # A batch of as many jobs as the cluster has CPUs fills every node in the first pass (each
+    # task goes to the least loaded node that fits, until none has room): the victim, one of
+    # the largest nodes, gets as many as it has CPUs, and holds them; the others end theirs.
     order = sorted((name, cpus) for process in nodes.processes for name, cpus in process.names.items())
     most = max(cpus for _, cpus in order)
     victim = next(name for name, cpus in order if cpus == most)
-    before = sum(cpus for name, cpus in order if name < victim)
     its = nodes.of(victim)
-    others = before + 2 * most
+    others = sum(cpus for _, cpus in order) - most
     workdir = str(controller.root)
     its.ask("hold", node=victim)
     nodes.events()

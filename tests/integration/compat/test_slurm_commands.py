@@ -111,10 +111,10 @@ def test_dependencies_through_sbatch_and_qsub(cluster: LocalCluster) -> None:
     bin_dir = install(cluster)
     order = cluster.workdir / "order"
     first = run(cluster, bin_dir, "sbatch", "--parsable", "--wrap", f"sleep 0.3; echo first >> {order}").stdout.strip()
-    second = run(cluster, bin_dir, "sbatch", "--parsable", f"--dependency=afterok:{first}",
+    second = run(cluster, bin_dir, "sbatch", "--parsable", "-J", "step-two", f"--dependency=afterok:{first}",
                  "--wrap", f"echo second >> {order}").stdout.strip()
-    # qsub -b y joins the command's words for the shell, as Grid Engine does.
-    third = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-hold_jid", second, "-b", "y",
+    # qsub -b y joins the command's words for the shell, as Grid Engine does; -hold_jid by name.
+    third = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-hold_jid", "step-two", "-b", "y",
                 f"echo third >> {order}").stdout.strip()
     cluster.drover("wait", first, second, third)
     assert order.read_text() == "first\nsecond\nthird\n"

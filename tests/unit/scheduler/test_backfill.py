@@ -203,3 +203,41 @@ def test_multifactor_order_is_deterministic_and_never_mutates() -> None:
     policy = Policy(Weights(age=10, fairshare=10), usage={"a": 5})
     assert plan(work, [node("n1", 2)], NOW, policy) == plan(work, [node("n1", 2)], NOW, policy)
     assert work == before
+
+
+def test_fair_share_converges_to_the_configured_shares() -> None:
+    """A simulation, not wall-clock: alice (2 shares) and bob (1) each keep 20 one-CPU jobs of
+    100 s waiting on 8 CPUs, bob's submitted first. With fair share weighing most, the CPU time
+    each gets over a long run comes to their shares (2:1), whoever asked first (without fair
+    share, the order of submission gives them 1:1)."""
+    from drover.controller.fairshare import DecayedUsage
+
+    usage = DecayedUsage(half_life_s=3600.0)
+    shares = {"alice": 2.0, "bob": 1.0}
+    weights = Weights(age=0, fairshare=1000, queue=0, job=1)
+    running: list[tuple[str, float]] = []  # (owner, ends at)
+    got = {"alice": 0.0, "bob": 0.0}
+    number, now = 0, 0.0
+    waiting: list[PendingWork] = []
+    for _ in range(600):  # 600 steps of 10 s: 100 minutes
+        for owner in ("bob", "alice"):
+            while sum(1 for w in waiting if w.owner == owner) < 20:
+                number += 1
+                waiting.append(job(number, owner=owner, submitted_at=now))
+        used = {owner: sum(1 for o, _ in running if o == owner) * 10.0 for owner in got}
+        current = usage.at(now)
+        for owner, seconds in used.items():  # what runs counts as it runs, as the dispatcher counts it
+            current[owner] = current.get(owner, 0.0) + seconds
+        free = 8 - len(running)
+        result = plan(waiting, [node("n1", free)] if free else [], now, Policy(weights, current, shares))
+        for start in result.starts:
+            started_job = next(w for w in waiting if w.job == start.job)
+            waiting.remove(started_job)
+            running.append((started_job.owner, now + 100))
+        now += 10
+        for owner, ends in list(running):
+            got[owner] += 10
+            if ends <= now:
+                running.remove((owner, ends))
+                usage.add(owner, 100.0, now)
+    assert 1.8 <= got["alice"] / got["bob"] <= 2.2, got
