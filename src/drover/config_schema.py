@@ -157,6 +157,23 @@ class ExecdSection(Section, frozen=True):
     allow_root_jobs: Annotated[bool, about("with require_signed_jobs: run jobs signed by root")] = False
     sample_s: Annotated[float, about("how often each running job's memory and CPU are sampled and sent to the "
                                      "controller (`drover top`, `drover show`)")] = 10.0
+    enforce_cpu: Annotated[Literal["auto", "on", "off"], about(
+        "renice a job whose CPU use stays over its CPUs (auto: only where no cpuset or CPU quota "
+        "holds it)")] = "auto"
+    enforce_memory: Annotated[Literal["auto", "on", "off"], about(
+        "renice and warn a job over its memory request, and end it as OUT_OF_MEMORY over "
+        "memory_hard_factor times it (auto: only where no cgroup memory limit acts)")] = "auto"
+    cpu_tolerance: Annotated[float, about("how far over its CPUs a job may go before it is reniced "
+                                          "(0.25: 25 %), over the mean of its last three samples")] = 0.25
+    memory_hard_factor: Annotated[float, about("where no cgroup memory limit acts, a job over its request times "
+                                               "this ends as OUT_OF_MEMORY (0: never, warn only); between the "
+                                               "request and this it is warned and reniced")] = 1.5
+
+    def __post_init__(self) -> None:
+        if self.cpu_tolerance < 0:
+            raise ValueError(f"cpu_tolerance must be 0 or more, not {self.cpu_tolerance}")
+        if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
+            raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
 
 
 class QueueSection(Section, frozen=True):
@@ -181,6 +198,10 @@ class QueueSection(Section, frozen=True):
     nice: Annotated[int, about("added to the nice of the queue's jobs (0..19; jobd's queue nice)", ge=0)] = 0
     window: Annotated[str | None, about("when the queue starts jobs: \"Mon-Fri 18:00-08:00; Sat,Sun\", "
                                         "\"nights\", \"weekends\" (unset: always)")] = None
+    enforce_cpu: Annotated[Literal["auto", "on", "off"] | None, about(
+        "the node's [execd] enforce_cpu for the queue's jobs (unset: the node's)")] = None
+    enforce_memory: Annotated[Literal["auto", "on", "off"] | None, about(
+        "the node's [execd] enforce_memory for the queue's jobs (unset: the node's)")] = None
 
     def __post_init__(self) -> None:
         for key in ("default_time_s", "max_time_s"):

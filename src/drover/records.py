@@ -64,6 +64,10 @@ class AttemptOrder(TypedDict):
     # ({"gpu": [0, 2]}), for CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS and SGE_HGR_<name>.
     gres: NotRequired[dict[str, list[int]]]
     queue_nice: NotRequired[int]  # added to the job's nice: its queue's `nice` (jobd's)
+    # Its queue's "auto", "on" or "off" for the node's checks of use against reservation
+    # (execd/enforcement.py); absent: the node's own [execd] setting.
+    enforce_cpu: NotRequired[str]
+    enforce_memory: NotRequired[str]
 
 
 class NodeOptions(TypedDict):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
+from drover.api.accounting import FILTERS, history_filter
 from drover.api.endpoint import Call, Endpoint
-from drover.api.http import encoded_json_response, int_query, json_response, unix_time
+from drover.api.http import encoded_json_response, int_query, json_response
 from drover.api.openapi import Operation, whole
 from drover.controller.auth import Access, TlsPeer
 from drover.controller.handlers.actions import ACTIONS
@@ -82,12 +83,10 @@ async def priority(call: Call) -> Response:
 
 async def history(call: Call) -> Response:
     request = call.request
-    params = request.query_params
-    since, before = params.get("since"), params.get("before")
+    before = request.query_params.get("before")
     page = await call.controller.reads.history(
-        call.controller.policy.whose_jobs(call.user, params.get("user")), int_query(request, "limit", 100) or 100,
-        unix_time(since, "query parameter since") if since is not None else None,
-        history_cursor(before) if before is not None else None,
+        None, int_query(request, "limit", 100) or 100, None,
+        history_cursor(before) if before is not None else None, history_filter(call),
     )
     return encoded_json_response(page)
 
@@ -115,8 +114,7 @@ ENDPOINTS = [
                        response=api.PriorityList, query=(("user", "string", "owner (admins only)"),)),
              Access.USER, priority),
     Endpoint(Operation("GET", "/v1/history", "Ended attempts with their usage", response=api.History,
-                       query=(("user", "string", "owner (admins only)"), ("limit", whole(0), "rows (0: 100)"),
-                              ("since", {"type": "number", "minimum": 0, "exclusiveMaximum": 2**40}, "Unix time"),
+                       query=(*FILTERS, ("limit", whole(0), "rows (0: 100)"),
                               ("before", {"type": "string", "pattern": HISTORY_TOKEN},
                                "only older rows: pass a page's next_before for the next, older page"),
                               )), Access.USER, history),

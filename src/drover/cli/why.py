@@ -218,6 +218,24 @@ def explain(job: JobInfo, events: Sequence[Event] = (), nodes: Sequence[NodeInfo
     return lines
 
 
+ENFORCED_EVENTS = frozenset({"reniced", "memory_warning", "killed_over_memory"})
+
+
+def enforced_line(event: Event) -> str:
+    """One action of the node on an attempt over its reservation, with its figures and why."""
+    d = event.detail
+    if event.kind == "reniced" and d.get("reason") == "cpu":
+        why = f"it used {d.get('cpu')} CPUs on average, over its {d.get('cpus')} reserved (limit {d.get('limit')})"
+    elif event.kind == "reniced":
+        why = f"it used {d.get('memory_mib')} MiB of memory, over the {d.get('requested_mib')} MiB it requested"
+    if event.kind == "reniced":
+        return f"reniced from {d.get('nice_from')} to {d.get('nice_to')}: {why}"
+    if event.kind == "memory_warning":
+        return f"memory warning: it used {d.get('memory_mib')} MiB, over the {d.get('requested_mib')} MiB it requested"
+    return (f"killed over its memory: {d.get('memory_mib')} MiB, over its limit of {d.get('limit_mib')} MiB "
+            f"(requested {d.get('requested_mib')} MiB)")
+
+
 def _duration(seconds: float) -> str:
     whole = int(seconds)
     if whole < 120:

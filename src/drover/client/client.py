@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         FileInfo,
         History,
         HistoryRow,
+        HistorySummary,
         JobInfo,
         JobList,
         JobSamples,
@@ -205,19 +206,29 @@ class Client:
     # -- the rest -----------------------------------------------------------------------------
 
     def history(self, user: str | None = None, limit: int = 100, since: float | None = None,
-                before: str | None = None) -> list[HistoryRow]:
+                before: str | None = None, **filters: Any) -> list[HistoryRow]:
         """Ended attempts, newest last: the newest `limit` (ended at `since` or later, and older
-        than the page token `before`, if set). More than a page is read page by page."""
+        than the page token `before`, if set) of those `filters` select (queue, node, state
+        as a comma list, name as a glob, job, until: as GET /v1/history takes them). More than a
+        page is read page by page."""
         pages: list[list[HistoryRow]] = []
         wanted = limit
         while True:
-            page = self.history_page(user, min(wanted, self.page_rows), since, before)
+            page = self.history_page(user, min(wanted, self.page_rows), since, before, **filters)
             pages.append(page.rows)
             wanted -= len(page.rows)
             if page.next_before is None or wanted <= 0:
                 break
             before = page.next_before
         return [row for page_rows in reversed(pages) for row in page_rows]
+
+    def history_summary(self, by: str = "user", user: str | None = None, since: float | None = None,
+                        **filters: Any) -> HistorySummary:
+        """The ended attempts the filters select (as history's), summarised per user, queue,
+        node or day by the controller."""
+        from drover.protocol.api import HistorySummary
+
+        return self._get("/v1/history/summary", HistorySummary, by=by, user=user, since=since, **filters)
 
     def priority(self, user: str | None = None) -> PriorityList:
         """Pending jobs' priority factors, highest total first (a user's own; admins choose whose)."""
@@ -281,12 +292,12 @@ class Client:
         )
 
     def history_page(self, user: str | None = None, limit: int = 100, since: float | None = None,
-                     before: str | None = None) -> History:
+                     before: str | None = None, **filters: Any) -> History:
         """One page of the history, newest last; its `next_before`, if set, asks for the next,
         older page."""
         from drover.protocol.api import History
 
-        return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before)
+        return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before, **filters)
 
     # -- queues -------------------------------------------------------------------------------
 

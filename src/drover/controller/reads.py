@@ -41,7 +41,7 @@ from drover.protocol.api import (
     QueueInfo,
     TopList,
 )
-from drover.store.base import HistoryCursor, JobFilter, StoreReader
+from drover.store.base import HistoryCursor, HistoryFilter, JobFilter, StoreReader
 
 MaySee = Callable[[str, int], None]  # (owner, job id): raises if the asker may not see the job
 READS_AT_ONCE = 4  # listings worked on at once; with 2 reading threads, one can wait ready
@@ -171,19 +171,35 @@ class Reads:
         return _job_page([(job_id, page[job_id]) for job_id in newest], query.limit)
 
     async def history(self, owner: str | None, limit: int, since: float | None,
-                      before: HistoryCursor | None = None) -> bytes:
+                      before: HistoryCursor | None = None, where: HistoryFilter | None = None) -> bytes:
         """The JSON of an api.History: ended attempts, the newest `limit` (older than `before`,
-        if set), newest last; `owner` None for everyone's."""
+        if set) of those `where` selects, newest last; `owner` None for everyone's (`owner` and
+        `since`, if set, narrow `where`)."""
+        from drover.controller.history_views import history_row
 
         def page(reader: StoreReader) -> bytes:
-            records = reader.history(owner, limit, since, before)
-            rows = [msgspec.Raw(_encode(views.history_row(record))) for record in reversed(records)]
+            records = reader.history(owner, limit, since, before, where)
+            rows = [msgspec.Raw(_encode(history_row(record))) for record in reversed(records)]
             last = records[-1] if len(records) == limit else None
             cursor = history_token((last.ended_at, last.job_id, last.index, last.attempt)) if last else None
             return _encode(HistoryPage(rows=rows, next_before=cursor))
 
         async with self._slots:
             return await self._worker.run(page)
+
+    async def history_summary(self, by: str, where: HistoryFilter) -> bytes:
+        """The JSON of an api.HistorySummary: the ended attempts `where` selects, grouped by
+        user, queue, node or day, by the store (its indexes choose the rows); only the groups
+        are sent."""
+        from drover.controller.history_views import history_group
+        from drover.protocol.api import HistorySummary
+
+        def summary(reader: StoreReader) -> bytes:
+            groups = reader.history_summary(by, where)
+            return _encode(HistorySummary(by=by, groups=[history_group(group) for group in groups]))
+
+        async with self._slots:
+            return await self._worker.run(summary)
 
     async def events(self, job_id: int | None, after: int, limit: int, wait_s: float) -> bytes:
         """The JSON of an api.EventList: events after sequence number `after` (of one job, or

@@ -9,6 +9,7 @@ controller would refuse forever.
 from __future__ import annotations
 
 import logging
+import os
 from typing import TypeVar
 
 import msgspec
@@ -23,6 +24,8 @@ from drover.records import (
 )
 from drover.spool import layout
 
+OVER_MEMORY = "over_memory"  # written by the node before it kills an attempt over its memory
+
 log = logging.getLogger("drover.execd")
 
 T = TypeVar("T")
@@ -32,6 +35,8 @@ def exit_status(spool: layout.SpoolDir) -> ExitStatus:
     """How the attempt ended; a system failure naming the record when it cannot be read."""
     record, problem = _read(spool, layout.EXIT_STATUS, ExitStatus)
     if record is not None:
+        if not record["out_of_memory"] and os.path.exists(spool.record(OVER_MEMORY)):
+            record["out_of_memory"] = True  # the node ended it over its hard memory limit (execd/enforcement.py)
         return record
     return {"exit_code": None, "signal": None, "failure": f"the attempt's exit record {problem}",
             "timed_out": False, "terminated": False, "out_of_memory": False, "shepherd_lost": True}

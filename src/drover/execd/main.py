@@ -19,11 +19,22 @@ from drover.config import Paths, api_socket, cluster_tag, default_spool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from drover.config_schema import ExecdSection
     from drover.execd.cleanup import CleanupSettings
+    from drover.execd.enforcement import Enforcer
     from drover.execd.forkserver import ForkServer
     from drover.execd.gres_inventory import NodeInventory
     from drover.records import NodeOptions
+
+
+def enforcer(options: ExecdSection, send: Callable[[object], None]) -> Enforcer:
+    """What each running job uses against what it reserved, checked after each sampling round."""
+    from drover.execd.enforcement import Enforcer, Settings
+
+    return Enforcer(Settings(options.enforce_cpu, options.enforce_memory, options.cpu_tolerance,
+                             options.memory_hard_factor), send)
 
 
 def serve(argv: list[str]) -> int:
@@ -128,7 +139,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
     channel.on(CloseTerminal, relays.close_terminal)
     channel.on(AppendEventLog, event_logs.append)
     attempts.recover()
-    sampler = Sampler(attempts.live, send, options.sample_s)  # what each running job uses, every sample_s
+    sampler = Sampler(attempts.live, send, options.sample_s, enforcer=enforcer(options, send))  # every sample_s
     logging.getLogger("drover.execd").info(
         "node %s: %d CPUs, %d MiB, gres %s, features %s, spool %s, %d attempts re-attached",
         node, cpus, memory, inventory.described, ",".join(inventory.features), spool_root, len(attempts.live),

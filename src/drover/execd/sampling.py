@@ -20,6 +20,7 @@ from typing import Any
 from drover.execd import attempt_records
 from drover.execd.attempts import LiveAttempt
 from drover.execd.cgroup_usage import CgroupFigures, read_cgroup
+from drover.execd.enforcement import Enforcer
 from drover.execd.process_usage import descendants, parents, read_processes
 from drover.execd.sample_history import SampleHistory
 from drover.protocol.node_channel import Sample, Samples
@@ -38,18 +39,21 @@ class Tracked:
     containment: ContainmentRecord | None = None  # read until the shepherd has written it, then kept
     last: tuple[float, float] | None = None  # (wall time, CPU seconds) at the previous sample
     history: SampleHistory = field(default_factory=SampleHistory)
+    pids: list[int] = field(default_factory=list)  # its processes at the latest sample
 
 
 class Sampler:
     def __init__(self, live: Mapping[str, LiveAttempt], send: Callable[[Any], None], period_s: float,
-                 clock: Callable[[], float] = time.time) -> None:
-        """`live`: the node's running attempts (Attempts.live), read at each round."""
+                 clock: Callable[[], float] = time.time, enforcer: Enforcer | None = None) -> None:
+        """`live`: the node's running attempts (Attempts.live), read at each round. `enforcer`:
+        checks each sampled attempt's use against its reservation after the round."""
         self.live = live
         self.send = send
         self.period_s = max(period_s, MIN_PERIOD_S)
         self.clock = clock
         self.tracked: dict[str, Tracked] = {}
         self._sent_any = False
+        self.enforcer = enforcer
 
     async def run_forever(self) -> None:
         while True:
@@ -63,6 +67,8 @@ class Sampler:
         """Sample every running attempt once, send the batch, and return it."""
         for name in [name for name in self.tracked if name not in self.live]:
             del self.tracked[name]  # ended: its rings go with it
+            if self.enforcer is not None:
+                self.enforcer.forget(name)
         started = [live for live in self.live.values() if live.started_sent]
         parent_of = parents() if any(self._without_cgroup(live) for live in started) else {}
         samples = [sample for live in started if (sample := self.sample(live, parent_of)) is not None]
@@ -71,7 +77,20 @@ class Sampler:
         if samples or self._sent_any:
             self.send(Samples(samples))
         self._sent_any = bool(samples)
+        if self.enforcer is not None:
+            self._enforce(started, {sample.attempt for sample in samples})
         return samples
+
+    def _enforce(self, started: list[LiveAttempt], sampled: set[str]) -> None:
+        assert self.enforcer is not None
+        for live in started:
+            tracked = self.tracked.get(live.spool.name)
+            if tracked is None or live.spool.name not in sampled:
+                continue
+            try:
+                self.enforcer.check(live.spool, tracked.containment, tracked.history.short, tracked.pids)
+            except Exception:  # this attempt only: the others are checked all the same
+                log.exception("checking attempt %s against its reservation failed", live.spool.name)
 
     def sample(self, live: LiveAttempt, parent_of: Mapping[int, int]) -> Sample | None:
         tracked = self._tracked(live)
@@ -91,6 +110,7 @@ class Sampler:
             # Clamped: the CPU of a process that ended unseen by a listed parent leaves the sum.
             cpu = max(cpu_s - cpu_then, 0.0) / max(now - wall_then, 1e-3)
         tracked.last = (now, cpu_s)
+        tracked.pids = pids
         history = tracked.history
         sample = Sample(
             attempt=live.spool.name, at=now, memory_bytes=memory, rss_bytes=processes.rss_bytes,

@@ -200,11 +200,54 @@ class HistoryRow(msgspec.Struct, kw_only=True):
     started_at: float | None
     ended_at: float | None
     usage: Usage | None
+    # The accounting record (docs/accounting.md): where and as whom it ran, what it asked for and
+    # what it used. `group` is the owner's primary group as the controller's host resolves it.
+    group: str = ""
+    queue: str = "default"
+    priority: int = 0
+    eligible_at: float | None = None  # the later of submission, begin time and the previous attempt's end
+    wait_s: float | None = None  # start - eligible
+    wall_s: float | None = None  # end - start
+    exit_code: int | None = None
+    signal: int | None = None
+    reason: str | None = None  # why it ended so: TimeLimit, OutOfMemory, Cancelled, NonZeroExitCode...
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+    cpu_s: float | None = None  # the cgroup's CPU time where one measured it, else user + system
+    max_rss_kib: int | None = None
+    cgroup_peak_bytes: int | None = None
+    read_bytes: int | None = None  # where the node recorded them
+    write_bytes: int | None = None
+    cpus: int = 1  # requested
+    memory_mib: int = 0  # requested; 0: none
+    time_limit_s: int | None = None  # requested
+    cpu_efficiency: float | None = None  # cpu_s / (cpus × wall_s)
+    memory_efficiency: float | None = None  # peak / memory requested
+    time_efficiency: float | None = None  # wall_s / time_limit_s
 
 
 class History(msgspec.Struct):
     rows: list[HistoryRow]  # newest last
     next_before: str | None = None  # a full page: pass this as `before` for the next, older page
+
+
+class HistoryGroup(msgspec.Struct, kw_only=True):
+    """One group of a history summary (GET /v1/history/summary)."""
+
+    key: str  # the user, queue, node, or day (YYYY-MM-DD, the controller's local time)
+    jobs: int
+    attempts: int
+    cpu_hours: float
+    wall_hours: float
+    wait_p50_s: float | None = None
+    wait_p90_s: float | None = None
+    cpu_efficiency_p50: float | None = None
+    memory_efficiency_p50: float | None = None
+
+
+class HistorySummary(msgspec.Struct, kw_only=True):
+    by: str  # user, queue, node or day
+    groups: list[HistoryGroup]  # in the order of their keys
 
 
 class ActionRequest(msgspec.Struct, forbid_unknown_fields=True):

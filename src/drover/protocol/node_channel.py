@@ -155,6 +155,16 @@ class Samples(msgspec.Struct, tag="samples"):
     samples: list[Sample]
 
 
+class Enforced(msgspec.Struct, tag="enforced"):
+    """The node acted on an attempt that used more than it reserved (execd/enforcement.py):
+    "reniced" (its nice raised), "memory_warning" or "killed_over_memory", with the figures.
+    Said once; the controller records it as an event of the job."""
+
+    attempt: str
+    action: str
+    detail: dict[str, str | int | float | None] = {}
+
+
 # -- a user's view of an attempt on its node: output files and the terminal -----------------------
 # `drover logs`, `drover run` and `drover run --pty` of a user on any host reach the node that runs
 # the job through the controller, over this channel (the node is never reached by users directly).
@@ -237,7 +247,7 @@ class EventLogAppended(msgspec.Struct, tag="event_log_appended"):
 
 
 NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Progress | StagedOut | Exited
-               | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended)
+               | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended)
 ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack
                      | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog)
 

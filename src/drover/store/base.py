@@ -6,6 +6,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from drover.core.accounting import AccountingFacts, GroupSummary
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
@@ -165,6 +166,30 @@ class HistoryRecord:
     submitted_at: float
     task_state: JobState
     task_attempt: int  # the task's latest attempt: an earlier one was requeued
+    # The accounting record (migration 0014): what the job asked for and where it ran, as it was
+    # when the attempt ended. `state` is the attempt's own: its task's, or "requeued".
+    state: str = ""
+    queue: str = "default"
+    eligible_at: float | None = None  # the later of submission, begin time and the previous attempt's end
+    cpus: int = 1
+    memory_mib: int = 0
+    time_limit_s: int | None = None
+    priority: int = 0
+    end_reason: str | None = None  # why the controller ended the job itself
+
+
+@dataclass(slots=True, frozen=True)
+class HistoryFilter:
+    """Which ended attempts a history query reads; every field None or empty matches all."""
+
+    owner: str | None = None
+    queue: str | None = None
+    node: str | None = None
+    states: tuple[str, ...] = ()  # the attempt's state: a final task state, or "requeued"
+    name: str | None = None  # a glob (`*`, `?`, `[...]`), matched case-sensitively
+    since: float | None = None  # ended at or after
+    until: float | None = None  # ended before
+    job_id: int | None = None
 
 
 HistoryCursor = tuple[float, int, int, int]  # (ended_at, job id, task index, attempt): where a page ends
@@ -207,7 +232,14 @@ class StoreReader(Protocol):
     def ended_jobs(self, job_ids: Sequence[int]) -> list[EndedJobRecord]: ...
 
     def history(self, owner: str | None, limit: int, since: float | None,
-                before: HistoryCursor | None = None) -> list[HistoryRecord]: ...
+                before: HistoryCursor | None = None, where: HistoryFilter | None = None) -> list[HistoryRecord]:
+        """Ended attempts, newest first; `owner` and `since`, if set, narrow `where`."""
+
+    def accounting_facts(self, where: HistoryFilter) -> list[AccountingFacts]:
+        """Every ended attempt `where` selects, as a summary reads it (from the indexes)."""
+
+    def history_summary(self, by: str, where: HistoryFilter) -> list[GroupSummary]:
+        """The ended attempts `where` selects, summarised per user, queue, node or day."""
 
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]: ...
 

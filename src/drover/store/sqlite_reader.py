@@ -12,14 +12,23 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 import msgspec
 
+from drover.core.accounting import AccountingFacts, GroupSummary
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
-from drover.store.base import EndedJobRecord, EventRecord, HistoryCursor, HistoryRecord, JobFilter
+from drover.store.base import (
+    EndedJobRecord,
+    EventRecord,
+    HistoryCursor,
+    HistoryFilter,
+    HistoryRecord,
+    JobFilter,
+)
 from drover.store.faults import fault, translated
 from drover.store.sqlite import (
     JOB_COLUMNS,
@@ -120,36 +129,85 @@ class SqliteReader:
 
     @translated
     def history(self, owner: str | None, limit: int, since: float | None,
-                before: HistoryCursor | None = None) -> list[HistoryRecord]:
+                before: HistoryCursor | None = None, where: HistoryFilter | None = None) -> list[HistoryRecord]:
         """Ended attempts, newest first (by end time, then job, task and attempt): at most
-        `limit`, all older than `before` if it is set."""
-        sql = (
-            "SELECT a.job_id, a.idx, a.number, a.node, a.exit, a.usage, a.started_at, a.ended_at, "
-            "j.is_array, j.name, j.owner, j.submitted_at, t.state, t.attempt "
-            "FROM attempts a JOIN jobs j ON j.id = a.job_id JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx "
-            "WHERE a.ended_at IS NOT NULL"
-        )
-        args: list[Any] = []
-        if owner:
-            sql += " AND j.owner=?"
-            args.append(owner)
-        if since is not None:
-            sql += " AND a.ended_at >= ?"
-            args.append(since)
+        `limit`, all older than `before` if it is set, those `where` selects (`owner` and
+        `since`, if set, narrow it). Read from the accounting table's indexes: a page costs its
+        rows, whatever the length of the history."""
+        where = _narrowed(where, owner, since)
+        conditions, args = _conditions(where)
         if before is not None:
-            sql += " AND (a.ended_at, a.job_id, a.idx, a.number) < (?, ?, ?, ?)"
+            conditions.append("(c.ended_at, c.job_id, c.idx, c.number) < (?, ?, ?, ?)")
             args.extend(before)
-        sql += " ORDER BY a.ended_at DESC, a.job_id DESC, a.idx DESC, a.number DESC LIMIT ?"
+        sql = (
+            "SELECT c.job_id, c.idx, c.number, c.node, a.exit, a.usage, c.started_at, c.ended_at, "
+            "j.is_array, c.name, c.owner, c.submitted_at, t.state, t.attempt, c.state, c.queue, c.eligible_at, "
+            "c.cpus, c.memory_mib, c.time_limit_s, j.priority, j.end_reason "
+            "FROM accounting c "
+            "JOIN attempts a ON a.job_id = c.job_id AND a.idx = c.idx AND a.number = c.number "
+            "JOIN jobs j ON j.id = c.job_id JOIN tasks t ON t.job_id = c.job_id AND t.idx = c.idx"
+            + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
+            + " ORDER BY c.ended_at DESC, c.job_id DESC, c.idx DESC, c.number DESC LIMIT ?"
+        )
         args.append(limit)
         return [
             HistoryRecord(
                 job_id=row[0], index=row[1], attempt=row[2], node=row[3],
                 exit=_decode(row[4]) if row[4] else None, usage=_decode(row[5]) if row[5] else None,
                 started_at=row[6], ended_at=row[7], is_array=bool(row[8]), name=row[9], owner=row[10],
-                submitted_at=row[11], task_state=JobState(row[12]), task_attempt=row[13],
+                submitted_at=row[11], task_state=JobState(row[12]), task_attempt=row[13], state=row[14],
+                queue=row[15], eligible_at=row[16], cpus=row[17], memory_mib=row[18], time_limit_s=row[19],
+                priority=row[20], end_reason=row[21],
             )
             for row in self.db.execute(sql, args)
         ]
+
+    @translated
+    def accounting_facts(self, where: HistoryFilter) -> list[AccountingFacts]:
+        """Every ended attempt `where` selects, as a summary reads it: from the accounting table
+        alone (its indexes choose the rows), a few numbers each."""
+        conditions, args = _conditions(where)
+        sql = (
+            "SELECT c.job_id, c.owner, c.queue, c.node, c.ended_at, c.started_at - c.eligible_at, "
+            "COALESCE(c.ended_at - c.started_at, 0), c.cpus, c.cpu_s, c.peak_bytes, c.memory_mib FROM accounting c"
+            + (f" WHERE {' AND '.join(conditions)}" if conditions else "")
+        )
+        return [AccountingFacts(*row) for row in self.db.execute(sql, args)]
+
+    @translated
+    def history_summary(self, by: str, where: HistoryFilter) -> list[GroupSummary]:
+        """The ended attempts `where` selects, grouped per user, queue, node or day (the local
+        day each ended), in one statement: core/accounting.py's summarise() says what each
+        figure is (nearest-rank percentiles), and this gives the same figures from SQL."""
+        key = _GROUP_KEYS.get(by)
+        if key is None:
+            raise ValueError(f"cannot group by {by!r}")
+        conditions, args = _conditions(where)
+        sql = f"""
+            WITH f AS (
+                SELECT {key} AS k, c.job_id, c.cpu_s, COALESCE(c.ended_at - c.started_at, 0) AS wall,
+                       MAX(c.started_at - c.eligible_at, 0) AS wait,
+                       CASE WHEN c.cpu_s IS NOT NULL AND c.cpus > 0 AND c.ended_at > c.started_at
+                            THEN c.cpu_s / (c.cpus * (c.ended_at - c.started_at)) END AS ce,
+                       CASE WHEN c.peak_bytes IS NOT NULL AND c.memory_mib > 0
+                            THEN c.peak_bytes / (c.memory_mib * 1048576.0) END AS me
+                FROM accounting c {"WHERE " + " AND ".join(conditions) if conditions else ""}
+            ), r AS (
+                SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY wait NULLS LAST) AS wr,
+                       COUNT(wait) OVER (PARTITION BY k) AS wn,
+                       ROW_NUMBER() OVER (PARTITION BY k ORDER BY ce NULLS LAST) AS cr,
+                       COUNT(ce) OVER (PARTITION BY k) AS cn,
+                       ROW_NUMBER() OVER (PARTITION BY k ORDER BY me NULLS LAST) AS mr,
+                       COUNT(me) OVER (PARTITION BY k) AS mn
+                FROM f
+            )
+            SELECT k, COUNT(DISTINCT job_id), COUNT(*), TOTAL(cpu_s) / 3600, TOTAL(wall) / 3600,
+                   MIN(CASE WHEN wait IS NOT NULL AND wr * 100 >= 50 * wn THEN wait END),
+                   MIN(CASE WHEN wait IS NOT NULL AND wr * 100 >= 90 * wn THEN wait END),
+                   MIN(CASE WHEN ce IS NOT NULL AND cr * 100 >= 50 * cn THEN ce END),
+                   MIN(CASE WHEN me IS NOT NULL AND mr * 100 >= 50 * mn THEN me END)
+            FROM r GROUP BY k ORDER BY k"""
+        return [GroupSummary(*row) for row in self.db.execute(sql, args)]
 
     @translated
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]:
@@ -170,3 +228,42 @@ class SqliteReader:
     def attempts_of(self, job_id: int) -> list[Attempt]:
         return [attempt_from_row(row) for row in self.db.execute(
             "SELECT * FROM attempts WHERE job_id=? ORDER BY idx, number", (job_id,))]
+
+
+# Each grouping's key, as SQL: a day is the local calendar day the attempt ended on.
+_GROUP_KEYS = {"user": "c.owner", "queue": "c.queue", "node": "c.node",
+               "day": "date(c.ended_at, 'unixepoch', 'localtime')"}
+
+
+def _narrowed(where: HistoryFilter | None, owner: str | None, since: float | None) -> HistoryFilter:
+    """`where` with the owner and the lower time bound given on their own, if set."""
+    where = where if where is not None else HistoryFilter()
+    if owner:
+        where = replace(where, owner=owner)
+    if since is not None:
+        where = replace(where, since=since if where.since is None else max(since, where.since))
+    return where
+
+
+def _conditions(where: HistoryFilter) -> tuple[list[str], list[Any]]:
+    """The WHERE terms (on the accounting table, as `c`) and their arguments."""
+    conditions: list[str] = []
+    args: list[Any] = []
+    for column, value in (("owner", where.owner), ("queue", where.queue), ("node", where.node),
+                          ("job_id", where.job_id)):
+        if value is not None and value != "":
+            conditions.append(f"c.{column} = ?")
+            args.append(value)
+    if where.states:
+        conditions.append(f"c.state IN ({', '.join('?' * len(where.states))})")
+        args.extend(where.states)
+    if where.name:
+        conditions.append("c.name GLOB ?")
+        args.append(where.name)
+    if where.since is not None:
+        conditions.append("c.ended_at >= ?")
+        args.append(where.since)
+    if where.until is not None:
+        conditions.append("c.ended_at < ?")
+        args.append(where.until)
+    return conditions, args

@@ -14,6 +14,7 @@ EXPECTED = {
     ("GET", "/v1/jobs/{job_id}/wait"): (Access.JOB, ""),
     ("POST", "/v1/jobs/actions/{action}"): (Access.USER, ""),
     ("GET", "/v1/history"): (Access.USER, ""),
+    ("GET", "/v1/history/summary"): (Access.USER, ""),
     ("GET", "/v1/priority"): (Access.USER, ""),
     ("GET", "/v1/nodes"): (Access.USER, ""),
     ("GET", "/v1/queues"): (Access.USER, ""),

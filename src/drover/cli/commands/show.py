@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from drover.cli.common import client, job_ids, parser, print_json
+from drover.cli.why import ENFORCED_EVENTS, enforced_line
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -16,6 +17,9 @@ def run(command: str, argv: list[str]) -> int:
         factors = {row.job_id: row for row in api.priority(None).jobs} if waiting else {}
         # What running attempts use now, from their nodes' samples (kept only while they run).
         samples = {job.id: api.samples(job.id) for job in jobs if "running" in job.task_counts and not args.json}
+        # What the node did to attempts over their reservation (reniced, warned, killed): events.
+        enforced = {job.id: [e for e in api.events(job.id) if e.kind in ENFORCED_EVENTS] for job in jobs
+                    if not args.json and job.state in ("running", "completing", "out_of_memory")}
     if args.json:
         print_json(jobs if len(jobs) > 1 else jobs[0])
         return 0
@@ -91,6 +95,9 @@ def run(command: str, argv: list[str]) -> int:
                 for given_up in (cleanup.get("given_up") or []) if cleanup else []:
                     print(f"      cleanup: step {given_up['step']} given up after {given_up['tries']} "
                           f"failed tries: {given_up['error']}")
+                for event in enforced.get(job.id, []):
+                    if (event.index, event.attempt) == (task.index, attempt.number):
+                        print(f"      {when(event.time)} {enforced_line(event)}")
                 sampled = next((a for a in samples[job.id].attempts if (a.task, a.attempt) == (
                     task.index, attempt.number)), None) if job.id in samples else None
                 if sampled is not None:

@@ -9,6 +9,7 @@ import fnmatch
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from drover.compat.gridengine.common import ctime, queue_name
 from drover.compat.gridengine.jobaction import usage
@@ -44,7 +45,7 @@ OPTIONS = [
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.client.client import Client
-    from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo
+    from drover.protocol.api import AttemptInfo, HistoryRow, JobInfo, TaskInfo
 
 
 @dataclass(frozen=True)
@@ -105,22 +106,55 @@ def _main(given: dict[str, Given]) -> int:
         if key in given:
             print(f"qacct: warning: -{key}: not a selection on Drover; ignored", file=sys.stderr)
     with Client() as client:
-        jobs, missing = _jobs(client, given)
-        records = [r for job in jobs for r in _records(job)]
-        records = _selected(records, given)
         if "j" in given:
+            jobs, missing = _jobs(client, given)
+            records = _selected([r for job in jobs for r in _records(job)], given)
             if not records:
                 print(f"error: {missing}", file=sys.stderr)
                 return 1
             for record in records:
                 print(showjob(record, _group(record.job.owner)), end="")
             return 0
-        print(totals(records, by_owner="o" in given and given["o"].value is None), end="")
+        rows = _rows_selected(client.history(limit=1_000_000, **_server_filters(given)), given)
+    print(totals(rows, [key for key in ("h", "q", "o") if key in given]), end="")
     return 0
 
 
+def _server_filters(given: dict[str, Given]) -> dict[str, Any]:
+    """What the controller can select itself, from its accounting indexes: the owner, an exact
+    queue and host, and the earliest end (a job that started at -b or -d ended after it)."""
+    found: dict[str, Any] = {}
+    since = _since(given)
+    if since is not None:
+        found["since"] = since
+    owner = given["o"].value if "o" in given else None
+    if owner:
+        found["user"] = owner
+    queue = given["q"].value if "q" in given else None
+    if queue and not _is_pattern(queue):
+        found["queue"] = "default" if queue == "all.q" else queue
+    host = given["h"].value if "h" in given else None
+    if host and not _is_pattern(host):
+        found["node"] = host
+    return found
+
+
+def _is_pattern(text: str) -> bool:
+    return any(mark in text for mark in "*?[")
+
+
+def _since(given: dict[str, Given]) -> float | None:
+    since = None
+    if "d" in given:
+        since = time.time() - float(given["d"].value or 0) * 86400
+    if "b" in given:
+        since = max(since or 0, ge_time(given["b"].value or ""))
+    return since
+
+
 def _jobs(client: Client, given: dict[str, Given]) -> tuple[list[JobInfo], str]:
-    """The jobs -j names (or every job the history knows), and qacct's words when none is found."""
+    """The jobs -j names (those of the history the controller selects by name, owner and time),
+    and qacct's words when none is found."""
     wanted = given["j"].value if "j" in given else None
     if wanted is not None and wanted.isascii() and wanted.isdigit():
         message = f"job id {wanted} not found"
@@ -128,21 +162,40 @@ def _jobs(client: Client, given: dict[str, Given]) -> tuple[list[JobInfo], str]:
             return [client.job(int(wanted))], message
         except NotFound:
             return [], message
-    since = None
-    if "d" in given:
-        since = time.time() - float(given["d"].value or 0) * 86400
-    if "b" in given:
-        since = max(since or 0, ge_time(given["b"].value or ""))
-    owner = given["o"].value if "o" in given else None
-    rows = client.history(user=owner, limit=1_000_000, since=since)
-    ids = sorted({row.job_id for row in rows if wanted is None or fnmatch.fnmatchcase(row.name, wanted)})
+    filters = _server_filters(given)
+    if wanted:
+        filters["name"] = wanted
+    rows = client.history(limit=1_000_000, **filters)
     jobs = []
-    for job_id in ids:
+    for job_id in sorted({row.job_id for row in rows}):
         try:
             jobs.append(client.job(job_id))
         except NotFound:
             continue
     return jobs, f"job name {wanted} not found"
+
+
+def _rows_selected(rows: list[HistoryRow], given: dict[str, Given]) -> list[HistoryRow]:
+    """What the controller could not select: patterns, slots, and the start time window."""
+    if "o" in given and given["o"].value:
+        rows = [r for r in rows if r.owner == given["o"].value]
+    if "h" in given and given["h"].value:
+        rows = [r for r in rows if fnmatch.fnmatchcase(r.node, given["h"].value or "")]
+    if "q" in given and given["q"].value:
+        rows = [r for r in rows if fnmatch.fnmatchcase(_queue(r.queue), given["q"].value or "")]
+    if "slots" in given and given["slots"].value:
+        rows = [r for r in rows if str(r.cpus) == given["slots"].value]
+    since = _since(given)
+    if since is not None:
+        rows = [r for r in rows if (r.started_at or r.ended_at or 0) >= since]
+    if "e" in given:
+        until = ge_time(given["e"].value or "")
+        rows = [r for r in rows if (r.started_at or r.ended_at or 0) < until]
+    return rows
+
+
+def _queue(name: str) -> str:
+    return "all.q" if name == "default" else name
 
 
 def _records(job: JobInfo) -> list[Record]:
@@ -239,22 +292,45 @@ def showjob(record: Record, group: str) -> str:
     return "=" * 62 + "\n" + "".join(f"{key[:12]:<13}{value}\n" for key, value in rows)
 
 
-def totals(records: list[Record], by_owner: bool = False) -> str:
-    """qacct without -j: the usage summed, as a table (per owner with a bare -o)."""
+# The columns of qacct's summary that name a group, in its order: -h, -q, -o.
+_GROUP_COLUMNS = {"h": ("HOST", 30), "q": ("CLUSTER QUEUE", 15), "o": ("OWNER", 12)}
+
+
+def totals(rows: list[HistoryRow], by: list[str] | None = None) -> str:
+    """qacct without -j: the usage summed, as a table; with -h, -q or -o, one line per host,
+    queue or owner (or each combination of those given), their names first. MEMORY is the
+    integral in GB·s that qacct shows, estimated as peak memory × CPU time; IO is the GB read and
+    written where the node recorded them; IOW is not measured (0)."""
+    keys = by or []
     title = f"{'WALLCLOCK':>13} {'UTIME':>13} {'STIME':>13} {'CPU':>13} {'MEMORY':>18} {'IO':>18} {'IOW':>18}"
 
-    def line(rows: list[Record]) -> str:
-        wall = sum((r.attempt.ended_at or 0) - (r.attempt.started_at or r.attempt.ended_at or 0) for r in rows)
-        user_s = sum(r.attempt.usage.user_cpu_s for r in rows if r.attempt.usage)
-        sys_s = sum(r.attempt.usage.sys_cpu_s for r in rows if r.attempt.usage)
-        return f"{wall:13.0f} {user_s:13.3f} {sys_s:13.3f} {user_s + sys_s:13.3f} {0:18.3f} {0:18.3f} {0:18.3f}"
+    def line(chosen: list[HistoryRow]) -> str:
+        wall = sum(r.wall_s or 0.0 for r in chosen)
+        user_s = sum(r.cpu_user_s or 0.0 for r in chosen)
+        sys_s = sum(r.cpu_sys_s or 0.0 for r in chosen)
+        memory = sum(_peak_gb(r) * ((r.cpu_user_s or 0.0) + (r.cpu_sys_s or 0.0)) for r in chosen)
+        io = sum(((r.read_bytes or 0) + (r.write_bytes or 0)) / 1e9 for r in chosen)
+        return (f"{wall:13.0f} {user_s:13.3f} {sys_s:13.3f} {user_s + sys_s:13.3f} {memory:18.3f} {io:18.3f} "
+                f"{0:18.3f}")
 
-    if by_owner:
-        owners = sorted({r.job.owner for r in records})
-        head = f"{'OWNER':<12}" + title
-        body = [f"{owner:<12}" + line([r for r in records if r.job.owner == owner]) for owner in owners]
-        return "\n".join([head, "=" * len(head), *body]) + "\n"
-    return "\n".join(["Total System Usage", title, "=" * len(title), line(records)]) + "\n"
+    if not keys:
+        return "\n".join(["Total System Usage", title, "=" * len(title), line(rows)]) + "\n"
+
+    def group(row: HistoryRow) -> tuple[str, ...]:
+        return tuple({"h": row.node, "q": _queue(row.queue), "o": row.owner}[key] for key in keys)
+
+    head = "".join(f"{_GROUP_COLUMNS[key][0]:<{_GROUP_COLUMNS[key][1]}}" for key in keys) + title
+    groups: dict[tuple[str, ...], list[HistoryRow]] = {}
+    for row in rows:
+        groups.setdefault(group(row), []).append(row)
+    body = ["".join(f"{name:<{_GROUP_COLUMNS[key][1]}}" for key, name in zip(keys, names, strict=True))
+            + line(groups[names]) for names in sorted(groups)]
+    return "\n".join([head, "=" * len(head), *body]) + "\n"
+
+
+def _peak_gb(row: HistoryRow) -> float:
+    peak = max((row.max_rss_kib or 0) * 1024, row.cgroup_peak_bytes or 0)
+    return peak / 2**30
 
 
 if __name__ == "__main__":

@@ -22,6 +22,12 @@ from drover.compat.slurm.printfields import Field, Printer, UnknownField, choose
 from drover.compat.slurm.sacct_columns import FIELDS, Line, Units
 from drover.compat.slurm.sacct_select import Selection, lines_of
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from drover.client.client import Client
+
 S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
 ONE_CLUSTER = "Drover is one cluster"
@@ -178,6 +184,8 @@ def _run(found: list[tuple[Option, str | None]], operands: list[str], environ: d
 
     with Client() as client:
         ids = sorted({ref.job_id for ref in selection.refs}) if selection.refs else None
+        if ids is None and ran_states(selection):
+            ids = _candidates(client, selection)
         infos = load_jobs(client, ids, include_ended=True, keep=selection.may_want)
     units = Units(keep="noconvert" in keys, target=values["units"][-1] if "units" in values else None)
     rows = [row for info in infos for row in lines_of(info, selection, now, units)]
@@ -189,6 +197,37 @@ def _run(found: list[tuple[Option, str | None]], operands: list[str], environ: d
     if text:
         print("\n".join(text))
     return 0
+
+
+# Final states only a job that ran can end in (a job cancelled while it waited has no attempt,
+# so CANCELLED is not one): Slurm's name → Drover's.
+RAN_STATES = {"COMPLETED": "completed", "FAILED": "failed", "TIMEOUT": "timeout", "OUT_OF_MEMORY": "out_of_memory",
+              "NODE_FAIL": "node_fail"}
+
+
+def ran_states(selection: Selection) -> list[str]:
+    """Drover's names of the states -s asks for, when each is one only an ended attempt has
+    (then the controller finds the jobs in its accounting records); else none."""
+    if not selection.states or not selection.states <= RAN_STATES.keys():
+        return []
+    return sorted(RAN_STATES[state] for state in selection.states)
+
+
+def _candidates(client: Client, selection: Selection) -> list[int]:
+    """The jobs that may have a line when -s asks for final states only: the live ones (their
+    state may be final by the time they are read), and those whose attempts ended in the window
+    in those states, as the controller selects them from its accounting records (by end time,
+    state, and the user or partition when only one is asked for)."""
+    filters: dict[str, Any] = {"since": selection.start, "state": ",".join(ran_states(selection))}
+    if selection.end:
+        filters["until"] = selection.end + 1  # the window's end is inclusive, to the second
+    if selection.users is not None and len(selection.users) == 1:
+        filters["user"] = next(iter(selection.users))
+    if selection.partitions is not None and len(selection.partitions) == 1:
+        filters["queue"] = selection.partitions[0]
+    ended = {row.job_id for row in client.history(limit=10_000_000, **filters)}
+    live = {job.id for job in client.jobs(include_ended=False, limit=100000)}
+    return sorted(ended | live)
 
 
 def _users(values: dict[str, list[str]], keys: list[str]) -> set[str] | None:

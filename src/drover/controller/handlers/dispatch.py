@@ -399,5 +399,9 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
     if nice:
         config["queue_nice"] = nice
+    if queue.enforce_cpu is not None:
+        config["enforce_cpu"] = queue.enforce_cpu
+    if queue.enforce_memory is not None:
+        config["enforce_memory"] = queue.enforce_memory
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -7,6 +7,7 @@ never brings back a cancelled task, and never lets a second attempt run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers.actions import stop_reason
@@ -34,6 +35,7 @@ from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
 from drover.protocol.node_channel import (
     Ack,
+    Enforced,
     Exited,
     Exiting,
     Hello,
@@ -169,7 +171,7 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
     return outcome
 
 
-Report = Started | Suspended | Exiting | Progress | StagedOut | Exited
+Report = Started | Suspended | Exiting | Progress | StagedOut | Exited | Enforced
 # How one report is handled (handle_report); the fault-injection seam wraps it when it is on
 # (controller/faults.py). on_reports isolates each job's reports around it.
 ReportHandler = Callable[[ControllerState, Outcome, Report, float, bool], None]
@@ -221,6 +223,8 @@ def handle_report(state: ControllerState, outcome: Outcome, report: Report, now:
         _progress(state, outcome, report, now)
     elif isinstance(report, StagedOut):
         _staged_out(state, outcome, report, now)
+    elif isinstance(report, Enforced):
+        _enforced(state, outcome, report, now)
     else:
         _exited(state, outcome, report, now, requeue_held)
 
@@ -399,6 +403,23 @@ def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: f
     if error and key is not None:
         outcome.changes.event(now, "cleanup_failed", *key, step=report.step, tries=report.tries, error=error,
                               **({"given_up": True} if given_up else {}))
+
+
+ENFORCED_ACTIONS = frozenset({"reniced", "memory_warning", "killed_over_memory"})
+EVENT_FIELDS = frozenset({"time", "kind", "job_id", "index", "attempt", "node"})  # the event's own, not the node's
+
+
+def _enforced(state: ControllerState, outcome: Outcome, report: Enforced, now: float) -> None:
+    """The node acted on an attempt over its reservation (execd/enforcement.py): an event of the
+    job with the figures, for `drover show` and `drover why`. Nothing else changes: an attempt
+    killed over its memory ends as its exit report says (OUT_OF_MEMORY)."""
+    key = _attempt_name(report.attempt)
+    if key is None or report.action not in ENFORCED_ACTIONS or key[0] not in state.jobs:
+        return  # not an attempt's name, an action this controller does not know, or a job gone
+    _, _, attempt = _current(state, report.attempt)
+    node = attempt.node if attempt is not None else None
+    detail: dict[str, Any] = {name: value for name, value in report.detail.items() if name not in EVENT_FIELDS}
+    outcome.changes.event(now, report.action, *key, node=node, **detail)
 
 
 def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now: float) -> None:
