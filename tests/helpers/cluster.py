@@ -3,6 +3,7 @@ in their own process groups with logs in the cluster's state directory."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from drover.client import Client
+from drover.config import Paths, cluster_tag
 from drover.spool import layout
 from drover.spool.process import is_alive, read_pid_record
 from tests.helpers.wait import wait_until
@@ -148,6 +150,7 @@ class LocalCluster:
             process.wait()
             setattr(self, name, None)
         self.kill_leftover_jobs()
+        remove_cluster_cgroups(cluster_tag(Paths(str(self.state_dir))))
         shutil.rmtree(self.root, ignore_errors=True)
         return problems
 
@@ -166,3 +169,27 @@ class LocalCluster:
                     os.kill(record[0], signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            # What the node does for a shepherd it lost: every process of the attempt's cgroups
+            # killed (a cgroup the shepherd froze to kill it and died before thawing included),
+            # then the cgroups removed.
+            from drover.execd.lost_shepherd import end_attempt
+
+            end_attempt(spool)
+
+
+CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", *(f"/sys/fs/cgroup/{c}" for c in
+                                                             ("freezer", "memory", "cpuacct", "cpuset", "cpu,cpuacct")))
+
+
+def remove_cluster_cgroups(tag: str) -> None:
+    """The cluster's parent cgroups (drover-TAG in each hierarchy), once its attempts' are gone:
+    a test leaves no cgroup behind. Only empty ones are removed (rmdir refuses the others)."""
+    for root in CGROUP_ROOTS:
+        top = Path(root) / f"drover-{tag}"
+        if not top.is_dir():
+            continue
+        for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        with contextlib.suppress(OSError):
+            top.rmdir()

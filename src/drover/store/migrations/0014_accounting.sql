@@ -37,7 +37,13 @@ CREATE INDEX accounting_queue ON accounting (queue, ended_at, node, state, start
 CREATE INDEX accounting_node ON accounting (node, ended_at, queue, state, started_at, eligible_at, cpus, cpu_s,
                                             peak_bytes, memory_mib);
 
+-- The store rewrites an attempt's row whole as its cleanup goes on (INSERT OR REPLACE): the row
+-- here is made again only when what it is made of changed (its end, start, or usage arriving),
+-- not for every step of the cleanup, which would read the job's spec each time.
 CREATE TRIGGER accounting_attempt_written AFTER INSERT ON attempts WHEN NEW.ended_at IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM accounting a WHERE a.job_id = NEW.job_id AND a.idx = NEW.idx
+                    AND a.number = NEW.number AND a.ended_at = NEW.ended_at AND a.started_at IS NEW.started_at
+                    AND (a.cpu_s IS NOT NULL) = (NEW.usage IS NOT NULL))
 BEGIN
     INSERT OR REPLACE INTO accounting
     SELECT NEW.job_id, NEW.idx, NEW.number, NEW.ended_at, j.owner, COALESCE(json_extract(j.spec, '$.queue'), 'default'),
