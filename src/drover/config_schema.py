@@ -53,6 +53,9 @@ class ControllerSection(Section, frozen=True):
     requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False
     user_queues: Annotated[bool, about("users may make queues of their own (`drover queue create`), which they "
                                        "manage (jobd's personal queues)")] = False
+    history_days: Annotated[int, about("ended jobs, with their attempts, accounting records and events, are "
+                                       "forgotten this many days after they ended (0: kept for ever); looked "
+                                       "for hourly, 1,000 a transaction", ge=0)] = 365
     # TLS on TCP (`--listen`): unset, the cluster's own CA and certificate under <state>/tls/,
     # made by `drover cluster init`. The admin's own certificates are named all three together.
     tls_cert: Annotated[str | None, about("the controller's TLS certificate (PEM), instead of the cluster's own")] = None

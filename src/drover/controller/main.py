@@ -77,7 +77,7 @@ def serve(argv: list[str]) -> int:
             smtp_host=section.smtp_host, smtp_port=section.smtp_port, requeue_held=section.requeue_held,
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
             heartbeat_s=section.heartbeat_s, scheduler=drover_toml.scheduler, licenses=drover_toml.licenses,
-            user_queues=section.user_queues,
+            user_queues=section.user_queues, history_days=section.history_days,
             min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
         )
         from drover.controller.faults import Faults
@@ -119,12 +119,14 @@ def serve(argv: list[str]) -> int:
                      tls.cert, tls.ca, spaced(tls.fingerprint()))
         service.request_schedule()
         watcher = asyncio.get_running_loop().create_task(service.watch_nodes())
+        purger = asyncio.get_running_loop().create_task(service.purge_history())
         try:
             await asyncio.gather(servers[0].serve(sockets=sockets),
                                  *(server.serve(sockets=tcp_sockets) for server in servers[1:]))
         finally:
             reads.close()  # the reading threads' connections go before the store's own
         watcher.cancel()
+        purger.cancel()
         await service.channels.close_all()
         await service.event_logs.close()
 

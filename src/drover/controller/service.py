@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -62,6 +63,8 @@ log = logging.getLogger("drover.controller")
 REMEMBERED_SUBMISSIONS = 10_000  # request keys kept (in memory: a controller restart forgets them)
 UNSAVED_REPORTS = 10_000  # per node: reports kept while the store refuses them (the oldest go first)
 REASON_CHARS = 1000  # of an internal error's reason, as kept with the job
+PURGE_EVERY_S = 3600.0  # how often ended jobs older than history_days are looked for
+PURGE_BATCH = 1000  # jobs forgotten in one transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class Settings:
     scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # priority weights, backfill
     licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: the cluster's counters
     user_queues: bool = False  # users may make queues of their own
+    history_days: int = 365  # ended jobs are forgotten after this many days (0: never)
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,6 +466,36 @@ class ControllerService:
                           Scope(per_job=True))
             except Exception:
                 log.exception("checking for lost nodes failed")
+
+    async def purge_history(self, every_s: float = PURGE_EVERY_S) -> None:
+        """Every `every_s` (first at start): forget jobs that ended more than history_days ago,
+        PURGE_BATCH at a time, each batch its own transaction, the loop free between batches."""
+        while True:
+            if self.settings.history_days > 0:
+                await self.purge_once()
+            await asyncio.sleep(every_s)
+
+    async def purge_once(self) -> int:
+        """One round of purging (every batch due now); the number of jobs forgotten."""
+        before = self.clock() - self.settings.history_days * 86400.0
+        forgotten = 0
+        while True:
+            try:
+                ids = self.store.purge_ended(before, PURGE_BATCH)
+            except Exception:
+                log.exception("purging the history failed; it is tried again later")
+                return forgotten
+            for job_id in ids:
+                self.state.ended_states.pop(job_id, None)
+                for directory in staged_files.attempt_dirs(self.settings.files_dir, job_id):
+                    shutil.rmtree(directory, ignore_errors=True)
+            forgotten += len(ids)
+            if len(ids) < PURGE_BATCH:
+                if forgotten:
+                    log.info("history: %d jobs that ended before %s forgotten (history_days = %d)", forgotten,
+                             time.strftime("%Y-%m-%d %H:%M", time.localtime(before)), self.settings.history_days)
+                return forgotten
+            await asyncio.sleep(0.05)  # other work runs between batches
 
     def request_schedule(self) -> None:
         """Plan once at the end of this loop turn, however many changes asked for it."""

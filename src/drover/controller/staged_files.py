@@ -14,6 +14,15 @@ def attempt_dir(files_dir: str, job_id: int, index: int, attempt: int) -> str:
     return os.path.join(files_dir, f"{job_id}.{index}.{attempt}")
 
 
+def attempt_dirs(files_dir: str, job_id: int) -> list[str]:
+    """The directories of every attempt of the job that has files kept."""
+    prefix = f"{job_id}."
+    try:
+        return [entry.path for entry in os.scandir(files_dir) if entry.name.startswith(prefix) and entry.is_dir()]
+    except FileNotFoundError:
+        return []
+
+
 def keep(files_dir: str, report: StagedOut) -> None:
     """Write every file durably; rewriting them on a repeated report changes nothing."""
     directory = os.path.join(files_dir, report.attempt)

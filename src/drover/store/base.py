@@ -209,6 +209,10 @@ class Store(Protocol):
     def load_queues(self) -> dict[str, QueueRecord]:
         """Every queue's record: its switches and changed settings, and the queues users made."""
 
+    def purge_ended(self, before: float, limit: int) -> list[int]:
+        """Forget at most `limit` jobs ended before `before` (oldest first) with everything of
+        them, in one transaction; returns their ids."""
+
     def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]: ...
 
     def list_ended_jobs(self, query: JobFilter) -> list[Job]: ...

@@ -348,6 +348,29 @@ class SqliteStore:
             self.db.execute("UPDATE node_certificates SET revoked_at=? WHERE node=? AND revoked_at IS NULL", (now, node))
             self.db.execute("DELETE FROM nodes WHERE name=?", (node,))
 
+    @translated
+    def purge_ended(self, before: float, limit: int) -> list[int]:
+        """Forget at most `limit` jobs that ended before `before`, the oldest first, with their
+        tasks, attempts (and so their accounting rows), and events; and as many events of no
+        job from before then. One transaction; returns the jobs forgotten. The newest event is
+        never removed: the next event's number follows it, so readers that follow the log by
+        number miss nothing."""
+        with _transaction(self.db):
+            ids = [row[0] for row in self.db.execute(
+                "SELECT id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT ?",
+                (before, limit))]
+            newest = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0]
+            for part in range(0, len(ids), 500):  # SQLite's bound on a statement's parameters
+                chunk = ids[part:part + 500]
+                marks = ", ".join("?" * len(chunk))
+                self.db.execute(f"DELETE FROM events WHERE job_id IN ({marks}) AND seq < ?", (*chunk, newest))
+                self.db.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
+                self.db.execute(f"DELETE FROM tasks WHERE job_id IN ({marks})", chunk)
+                self.db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
+            self.db.execute("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE job_id IS NULL AND time < ? "
+                            "AND seq < ? ORDER BY seq LIMIT ?)", (before, newest, limit))
+        return ids
+
 
 def tasks_of(db: sqlite3.Connection, job_id: int) -> dict[int, Task]:
     return {
