@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
 
 MIB = 1 << 20
 # Two spinning processes (threads would share one core under the GIL), and one that takes 40 MiB
@@ -81,3 +82,23 @@ def test_a_running_jobs_memory_and_cpu_are_watched(sampled_cluster: LocalCluster
     assert cluster.drover("wait", str(job)).returncode == 0
     assert not [row for row in cluster.drover_json("top") if row["job_id"] == job]
     assert cluster.client().samples(job).attempts == []
+
+
+def test_a_node_daemon_killed_while_sampling_loses_samples_never_the_accounting_record(
+        sampled_cluster: LocalCluster) -> None:
+    """kill -9 of the execd (and its fork server) while a job runs and is sampled: the samples it
+    had not sent are lost, and the job, which runs on under its shepherd, ends recorded once,
+    with its usage, in the accounting records."""
+    cluster = sampled_cluster
+    hold = "python3 -c 'import time; block = b\"x\" * (40 << 20); time.sleep(4)'"
+    job = cluster.submit("--name", "sampled", "--", "sh", "-c", hold)
+    wait_until(lambda: any(row["job_id"] == job for row in cluster.drover_json("top")), timeout=30,
+               describe="the job's first sample")
+    cluster.kill("execd")
+    cluster.start_execd()
+    cluster.drover("wait", str(job), timeout=60)
+    (record,) = [r for r in cluster.drover_json("history", "--name", "sampled") if r["job_id"] == job]
+    assert record["state"] == "completed" and record["attempt"] == 1, record
+    peak = max(record["cgroup_peak_bytes"] or 0, (record["max_rss_kib"] or 0) * 1024)
+    assert peak >= 40 * MIB and record["wall_s"] >= 3, record
+    assert not any(row["job_id"] == job for row in cluster.drover_json("top"))  # gone once it ended
