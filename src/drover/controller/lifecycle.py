@@ -64,7 +64,8 @@ def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
         return
     node = state.nodes.get(attempt.node)
     if node is not None:
-        node.give_back(attempt.cpu_ids, job.resources.memory_mib, attempt.gres)
+        node.give_back(attempt.cpu_ids, job.resources.memory_mib, attempt.gres,
+                       (attempt.job_id, attempt.index, attempt.number))
 
 
 def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:

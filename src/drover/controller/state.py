@@ -68,6 +68,7 @@ class ControllerState:
         for node in self.nodes.values():
             node.used_cpu_ids.clear()
             node.used_devices.clear()
+            node.holders.clear()
             node.used_memory_mib = node.running = 0
         for job in self.jobs.values():
             for task in job.tasks.values():
@@ -75,7 +76,8 @@ class ControllerState:
                     attempt = self.attempts.get((job.id, task.index, task.attempt))
                     holder = self.nodes.get(attempt.node) if attempt else None
                     if attempt is not None and holder is not None:
-                        holder.take(attempt.cpu_ids, job.resources.memory_mib, attempt.gres)
+                        holder.take(attempt.cpu_ids, job.resources.memory_mib, attempt.gres,
+                                    (attempt.job_id, attempt.index, attempt.number))
 
     def add_job(self, job: Job) -> None:
         self.jobs[job.id] = job
@@ -132,8 +134,15 @@ class ControllerState:
                     assert not twice, f"devices {sorted(twice)} of {attempt.node} given twice"
                     devices[attempt.node].update(held)
                 assert task.state is not JobState.DISPATCHED or task.attempt > 0
+        holders: dict[str, set[tuple[int, int, int]]] = {}
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                attempt = self.latest_attempt(task) if task.state.is_active else None
+                if attempt is not None:
+                    holders.setdefault(attempt.node, set()).add((job.id, task.index, attempt.number))
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"
+            assert node.holders == holders.get(name, set()), f"node {name}'s attempts are off"
         load: dict[str, list[int]] = {}
         for job in self.jobs.values():
             owner = load.setdefault(job.owner, [0, 0])

@@ -60,6 +60,17 @@ class TaskIndices:
         for first, last, step in self.sorted_ranges():
             yield from range(first, last + 1, step)
 
+    def from_position(self, start: int) -> Iterator[int]:
+        """The indices from ascending position `start` on, one at a time (a planner pass that
+        starts two tasks of a 100,000-task array reads two)."""
+        for first, last, step in self.sorted_ranges():
+            size = (last - first) // step + 1
+            if start >= size:
+                start -= size
+                continue
+            yield from range(first + start * step, last + 1, step)
+            start = 0
+
     def __contains__(self, index: object) -> bool:
         return isinstance(index, int) and any(
             first <= index <= last and (index - first) % step == 0 for first, last, step in self.ranges

@@ -24,6 +24,9 @@ class Node:
     features: frozenset[str] = frozenset()  # what --constraint matches, as its hello said
     used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
     used_devices: set[Device] = field(default_factory=set)
+    # The attempts holding room here, (job, task, attempt): what a planning pass walks for their
+    # ends and usage, rather than every attempt of the working set.
+    holders: set[tuple[int, int, int]] = field(default_factory=set)
     used_memory_mib: int = 0
     running: int = 0
     # From the node's heartbeats, in memory only: how busy its host is, and when it last spoke.
@@ -55,14 +58,20 @@ class Node:
         """The node's devices an attempt holds, from its name → indices."""
         return {device for device in self.devices if device.index in gres.get(device.name, ())} if gres else set()
 
-    def take(self, cpu_ids: tuple[int, ...], memory_mib: int, gres: Mapping[str, Sequence[int]] | None = None) -> None:
+    def take(self, cpu_ids: tuple[int, ...], memory_mib: int, gres: Mapping[str, Sequence[int]] | None = None,
+             holder: tuple[int, int, int] | None = None) -> None:
+        if holder is not None:
+            self.holders.add(holder)
         self.used_cpu_ids.update(cpu_ids)
         self.used_memory_mib += memory_mib
         self.running += 1
         if gres:
             self.used_devices.update(self.devices_of(gres))
 
-    def give_back(self, cpu_ids: tuple[int, ...], memory_mib: int, gres: Mapping[str, Sequence[int]] | None = None) -> None:
+    def give_back(self, cpu_ids: tuple[int, ...], memory_mib: int, gres: Mapping[str, Sequence[int]] | None = None,
+                  holder: tuple[int, int, int] | None = None) -> None:
+        if holder is not None:
+            self.holders.discard(holder)
         self.used_cpu_ids.difference_update(cpu_ids)
         self.used_memory_mib = max(self.used_memory_mib - memory_mib, 0)
         self.running = max(self.running - 1, 0)

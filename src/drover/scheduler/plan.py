@@ -34,6 +34,7 @@ Contract:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -257,9 +258,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
             need = Need(item.resources)
         allowed, limit, limit_detail = decided.allowed(item)
         started = 0
-        indices = item.pending.first(allowed + len(item.blocked))
         ends = now + item.run_limit_s if item.run_limit_s is not None else math.inf
-        for index in [index for index in indices if index not in item.blocked][:allowed]:
+        candidates = (index for index in item.pending.iterate() if index not in item.blocked)
+        for index in itertools.islice(candidates, allowed):
             found = place(need, decided.rooms, allowed_nodes, reservation, ends, spare)
             if found is None:
                 if reservation is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from drover.core.arrays import TaskIndices
@@ -79,6 +79,15 @@ class PendingIndices:
         if self.fresh_held:
             return 0
         return max(self.indices.count - self.fresh_from - len(self.fresh_skip), 0)
+
+    def iterate(self) -> Iterator[int]:
+        """Every pending index in start order, lazily: the requeued, then the never-dispatched."""
+        yield from self.requeued
+        if not self.fresh_held:
+            skip = self.fresh_skip
+            for index in self.indices.from_position(self.fresh_from):
+                if index not in skip:
+                    yield index
 
     def first(self, n: int) -> list[int]:
         out = list(self.requeued[:n])

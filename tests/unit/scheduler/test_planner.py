@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -167,3 +169,17 @@ def test_plans_never_overcommit_and_always_explain(work: list[PendingWork], node
     assert len({(owner, name) for owner, name, _ in singletons}) == len(singletons)  # one a name and owner
     waiting = [w.begin_at for w in work if result.pending_reasons.get(w.job) is PendingReason.BEGIN_TIME]
     assert result.wake_at == min(waiting, default=None)  # type: ignore[type-var]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 30), st.integers(1, 4)), min_size=1, max_size=4),
+       st.integers(0, 80), st.lists(st.integers(0, 200), max_size=10), st.lists(st.integers(0, 200), max_size=5),
+       st.booleans(), st.integers(0, 120))
+def test_pending_indices_read_lazily_are_the_first_ones(ranges: list[tuple[int, int, int]], fresh_from: int,
+                                                        skip: list[int], requeued: list[int], held: bool,
+                                                        n: int) -> None:
+    """A pass reads a job's pending indices one at a time (iterate) and stops when one does not
+    fit; the indices it reads are those `first` lists, in the same order."""
+    indices = TaskIndices(tuple((first, first + length, step) for first, length, step in ranges))
+    pending = PendingIndices(tuple(requeued), indices, fresh_from, held, frozenset(skip))
+    assert list(itertools.islice(pending.iterate(), n)) == pending.first(n)

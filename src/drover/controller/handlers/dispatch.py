@@ -195,7 +195,10 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
     held: dict[str, list[Release]] = {}
     usage = state.usage.at(now) if fairshare else {}
     if fairshare or (releases and config.backfill):
-        for attempt in state.attempts.values():
+        held_now = [state.attempts.get(key) for node in state.nodes.values() for key in node.holders]
+        for attempt in held_now:
+            if attempt is None:
+                continue
             job = state.jobs.get(attempt.job_id)
             task = job.tasks.get(attempt.index) if job is not None else None
             if job is None or task is None or task.attempt != attempt.number or not task.state.is_active:
@@ -255,7 +258,7 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids), **detail)
     attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres)
     state.attempts[job.id, task.index, task.attempt] = attempt
-    state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib, gres)
+    state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib, gres, (job.id, task.index, task.attempt))
     outcome.changes.attempt(attempt)
     outcome.send(start.node, start_order(job, attempt, orders, queue_nice(state, job, orders)))
 
