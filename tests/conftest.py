@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import psutil
 import pytest
 
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.system_install import InstallUnavailable, SystemInstall
 
@@ -17,19 +17,7 @@ from tests.helpers.system_install import InstallUnavailable, SystemInstall
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     """A controller and an execd with 2 CPUs, started as users start them."""
-    local = LocalCluster()
-    try:
-        local.start()
-    except BaseException:
-        print(local.logs())
-        local.stop()
-        raise
-    yield local
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(local.logs())
-    problems = local.stop()
-    assert not problems, "; ".join(problems)
+    yield from serve(request, LocalCluster())
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -193,3 +194,21 @@ def remove_cluster_cgroups(tag: str) -> None:
                 directory.rmdir()
         with contextlib.suppress(OSError):
             top.rmdir()
+
+
+def serve(request: Any, local: LocalCluster, start: Callable[[LocalCluster], None] | None = None
+          ) -> Iterator[LocalCluster]:
+    """A fixture's body: start `local` (as `start` says, else both daemons), yield it, stop it
+    and fail on what was left alive; its daemons' logs printed when the set-up or the test failed."""
+    try:
+        (start or LocalCluster.start)(local)
+    except BaseException:
+        print(local.logs())
+        local.stop()
+        raise
+    yield local
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        print(local.logs())
+    problems = local.stop()
+    assert not problems, "; ".join(problems)

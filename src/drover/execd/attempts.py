@@ -56,6 +56,10 @@ class Spawner(Protocol):
         """How a shepherd it started ended, if it can tell."""
 
 
+STARTED_LOOK_S = 0.2  # after a shepherd starts, its records are first looked at this soon...
+STARTED_LOOK_MAX_S = 5.0  # ...then twice as late each time, up to this
+
+
 @dataclass(slots=True)
 class LiveAttempt:
     spool: layout.SpoolDir
@@ -252,6 +256,20 @@ class Attempts:
         self._loop.add_reader(live.pidfd, self._shepherd_gone, spool.name)
         if os.path.exists(spool.record(layout.JOB_PID)):
             self._report_started(live)
+        else:
+            self._loop.call_later(STARTED_LOOK_S, self._look_for_start, spool.name, STARTED_LOOK_S)
+
+    def _look_for_start(self, name: str, delay: float) -> None:
+        """The shepherd's "started" hint is a datagram, and a burst of them overflows the
+        socket's queue (net.unix.max_dgram_qlen, 10 by default: with 100 jobs starting at once,
+        86 hints were lost and those jobs showed as dispatched while they ran). So the records
+        are looked at too, less and less often, until the job has started or its shepherd is gone."""
+        live = self.live.get(name)
+        if live is None or live.started_sent:
+            return
+        self._report_started(live)
+        if not live.started_sent:
+            self._loop.call_later(delay, self._look_for_start, name, min(delay * 2, STARTED_LOOK_MAX_S))
 
     def _on_notify(self) -> None:
         while True:

@@ -59,7 +59,7 @@ def read_v1(paths: dict[str, str]) -> CgroupFigures:
     )
 
 
-def _read(path: str) -> str | None:
+def read_file(path: str) -> str | None:
     # The cgroup is removed when the attempt ends, possibly between two reads of a round.
     try:
         with open(path) as file:
@@ -69,7 +69,7 @@ def _read(path: str) -> str | None:
 
 
 def _number(path: str) -> int | None:
-    text = _read(path)
+    text = read_file(path)
     if text is None:
         return None
     text = text.strip()
@@ -77,7 +77,7 @@ def _number(path: str) -> int | None:
 
 
 def _stat_value(path: str, key: str) -> int | None:
-    for line in (_read(path) or "").splitlines():
+    for line in (read_file(path) or "").splitlines():
         word, _, value = line.partition(" ")
         if word == key and value.strip().isdigit():
             return int(value)
@@ -85,7 +85,7 @@ def _stat_value(path: str, key: str) -> int | None:
 
 
 def _pids(path: str) -> list[int] | None:
-    text = _read(path)
+    text = read_file(path)
     if text is None:
         return None
     return [int(word) for word in text.split() if word.isdigit()]

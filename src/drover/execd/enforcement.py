@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from drover.execd import attempt_records
 from drover.execd.attempt_records import OVER_MEMORY
+from drover.execd.cgroup_usage import read_file
 from drover.owner_process import OwnerProcess
 from drover.protocol.node_channel import Enforced, Sample
 from drover.records import AttemptConfig, ContainmentRecord
@@ -162,16 +163,16 @@ def limits(record: ContainmentRecord | None) -> tuple[bool, bool]:
     cgroups = {name: path for name, path in record["cgroups"].items() if path.startswith("/sys/fs/cgroup/")}
     if record["backend"] == "cgroup-v2" and "" in cgroups:
         path = cgroups[""]
-        memory = (_read(os.path.join(path, "memory.max")) or "max").strip()
-        quota = (_read(os.path.join(path, "cpu.max")) or "max").split()[:1]
-        cpuset = (_read(os.path.join(path, "cpuset.cpus")) or "").strip()
+        memory = (read_file(os.path.join(path, "memory.max")) or "max").strip()
+        quota = (read_file(os.path.join(path, "cpu.max")) or "max").split()[:1]
+        cpuset = (read_file(os.path.join(path, "cpuset.cpus")) or "").strip()
         return quota != ["max"] or bool(cpuset), memory != "max"
     if record["backend"] == "cgroup-v1":
         memory_limit = None
         if "memory" in cgroups:
-            text = (_read(os.path.join(cgroups["memory"], "memory.limit_in_bytes")) or "").strip()
+            text = (read_file(os.path.join(cgroups["memory"], "memory.limit_in_bytes")) or "").strip()
             memory_limit = int(text) if text.isdigit() else None
-        cfs_quota = (_read(os.path.join(cgroups["cpu"], "cpu.cfs_quota_us")) or "-1").strip() if "cpu" in cgroups else "-1"
+        cfs_quota = (read_file(os.path.join(cgroups["cpu"], "cpu.cfs_quota_us")) or "-1").strip() if "cpu" in cgroups else "-1"
         return "cpuset" in cgroups or cfs_quota not in ("-1", ""), memory_limit is not None and memory_limit < UNLIMITED_V1
     return False, False
 
@@ -217,14 +218,6 @@ def _threads(pid: int) -> list[int]:
 def _nice(tid: int) -> int | None:
     try:
         return os.getpriority(os.PRIO_PROCESS, tid)
-    except OSError:
-        return None
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as file:
-            return file.read()
     except OSError:
         return None
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.integration.compat.test_slurm_commands import install, run
 
 CONFIG = """[queues.q2]
@@ -20,19 +20,7 @@ priority = 1
 
 @pytest.fixture
 def two_queues(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
-    local = LocalCluster(config_toml=CONFIG)
-    try:
-        local.start()
-    except BaseException:
-        print(local.logs())
-        local.stop()
-        raise
-    yield local
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(local.logs())
-    problems = local.stop()
-    assert not problems, "; ".join(problems)
+    yield from serve(request, LocalCluster(config_toml=CONFIG))
 
 
 def test_history_summaries_and_the_front_ends_agree_with_the_records(two_queues: LocalCluster) -> None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
 
 MIB = 1 << 20
@@ -31,19 +31,7 @@ kill $a $b
 @pytest.fixture
 def sampled_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     """A personal cluster whose node samples its jobs every second."""
-    local = LocalCluster(config_toml="[execd]\nsample_s = 1.0\n")
-    try:
-        local.start()
-    except BaseException:
-        print(local.logs())
-        local.stop()
-        raise
-    yield local
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(local.logs())
-    problems = local.stop()
-    assert not problems, "; ".join(problems)
+    yield from serve(request, LocalCluster(config_toml="[execd]\nsample_s = 1.0\n"))
 
 
 def test_a_running_jobs_memory_and_cpu_are_watched(sampled_cluster: LocalCluster) -> None:

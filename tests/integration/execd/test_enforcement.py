@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from tests.helpers.attempts import kill_all, processes_with_argument
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
 
 CONFIG = """[execd]
@@ -36,20 +36,11 @@ def lenient_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
 
 
 def started(request: pytest.FixtureRequest, config: str) -> Iterator[LocalCluster]:
-    local = LocalCluster(config_toml=config)
-    try:
+    def start(local: LocalCluster) -> None:
         local.start_controller()
         local.start_execd(DROVER_CONTAINMENT="subreaper")  # no cgroup: nothing else holds the job
-    except BaseException:
-        print(local.logs())
-        local.stop()
-        raise
-    yield local
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        print(local.logs())
-    problems = local.stop()
-    assert not problems, "; ".join(problems)
+
+    yield from serve(request, LocalCluster(config_toml=config), start)
 
 
 def nice_of(pid: int) -> int:
