@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
 
