@@ -252,16 +252,10 @@ def b4(repeat: int, quick: bool) -> dict[str, Any]:
 
 
 def b5(repeat: int, quick: bool) -> dict[str, Any]:
-    """Decay: B1's array ten times back to back in one cluster, over a growing history."""
-    n = 300 if quick else 1000
-    rates = []
-    with cluster() as c, c.client() as client:
-        for _ in range(10):
-            began = time.perf_counter()
-            (job,) = client.submit([c.job("/bin/true\n", array=f"1-{n}")])
-            client.wait(job)
-            rates.append(n / (time.perf_counter() - began))
-    return {"jobs per run": n, "runs (jobs/s)": rates, "last/first": rates[-1] / rates[0]}
+    """A long history and sampling: 1,000,000 ended jobs against a fresh cluster; CPU with 100 running."""
+    import history_load  # bench/history_load.py
+
+    return history_load.run(repeat, quick)
 
 
 def b6(repeat: int, quick: bool) -> dict[str, Any]:

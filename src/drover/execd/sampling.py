@@ -21,7 +21,7 @@ from drover.execd import attempt_records
 from drover.execd.attempts import LiveAttempt
 from drover.execd.cgroup_usage import CgroupFigures, read_cgroup
 from drover.execd.enforcement import Enforcer
-from drover.execd.process_usage import descendants, parents, read_processes
+from drover.execd.process_usage import ProcessFigures, descendants, parents, read_processes
 from drover.execd.sample_history import SampleHistory
 from drover.protocol.node_channel import Sample, Samples
 from drover.records import ContainmentRecord
@@ -29,6 +29,9 @@ from drover.spool import layout
 
 log = logging.getLogger("drover.execd")
 MIN_PERIOD_S = 0.1  # a smaller sample_s would keep the node busy sampling
+
+
+PROCESSES_EVERY = 5  # samples between two reads of a cgroup-counted attempt's processes
 
 
 @dataclass(slots=True)
@@ -40,6 +43,8 @@ class Tracked:
     last: tuple[float, float] | None = None  # (wall time, CPU seconds) at the previous sample
     history: SampleHistory = field(default_factory=SampleHistory)
     pids: list[int] = field(default_factory=list)  # its processes at the latest sample
+    processes: ProcessFigures | None = None  # its processes as last read, one by one
+    rounds: int = 0  # samples taken
 
 
 class Sampler:
@@ -100,7 +105,16 @@ class Sampler:
         cgroup = read_cgroup(tracked.containment)
         pids = cgroup.pids if cgroup is not None and cgroup.pids is not None else descendants(
             live.shepherd_pid, parent_of)
-        processes = read_processes(pids)
+        # Where a cgroup counts the memory and CPU, the processes are read one by one (for their
+        # threads, I/O and the biggest one's command) only every PROCESSES_EVERY samples, or when
+        # they changed: reading each through /proc was most of the node's cost of sampling.
+        counted = cgroup is not None and cgroup.memory_bytes is not None and cgroup.cpu_s is not None
+        if (counted and tracked.processes is not None and pids == tracked.pids
+                and tracked.rounds % PROCESSES_EVERY):
+            processes = tracked.processes
+        else:
+            processes = tracked.processes = read_processes(pids)
+        tracked.rounds += 1
         cpu_s = cgroup.cpu_s if cgroup is not None and cgroup.cpu_s is not None else processes.cpu_s
         memory = _memory(cgroup, processes.rss_bytes)
         if tracked.last is None:  # the first sample: CPU since the job started
