@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import history_store  # bench/history_store.py
-from run import DROVER, Cluster, cpu_seconds, summary  # bench/run.py
+from run import DROVER, Cluster, cpu_seconds, remove_spool, summary  # bench/run.py
 
 SAMPLING = "[execd]\nsample_s = 1.0\n"
 NO_SAMPLING = "[execd]\nsample_s = 86400.0\n"
@@ -53,6 +53,7 @@ def configured_cluster(config: str, cpus: int = 2, store: Path | None = None) ->
         yield made
     finally:
         made.drover("down", check=False)
+        remove_spool(root / "state")
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -102,7 +102,16 @@ def cluster() -> Iterator[Cluster]:
         yield made
     finally:
         made.drover("down", check=False)
+        remove_spool(root / "state")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_spool(state_dir: Path) -> None:
+    """The cluster's spool (on tmpfs, outside its state directory: `drover down` keeps it for
+    the jobs that go on running); every benchmark's jobs have ended by then."""
+    from drover.config import Paths, default_spool
+
+    shutil.rmtree(default_spool(Paths(str(state_dir))), ignore_errors=True)
 
 
 @contextmanager

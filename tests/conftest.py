@@ -116,3 +116,24 @@ def no_leftover_processes() -> Iterator[None]:
         for process in alive:
             process.kill()
         pytest.fail(f"the test left processes behind: {[(p.pid, p.name()) for p in alive]}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_spool_left_behind() -> Iterator[None]:
+    """A personal cluster started with `drover up` keeps its attempts' spool on tmpfs, outside its
+    state directory (`drover down` leaves it there for the jobs that go on running): the spools
+    the session's clusters made go when it ends, so a test run leaves no memory taken."""
+    import os
+    import shutil
+    import tempfile
+
+    from drover.config import Paths, default_spool
+
+    base = os.path.dirname(default_spool(Paths(tempfile.gettempdir())))
+    if not os.path.basename(base).startswith("drover"):  # no tmpfs here: spools are in state directories
+        yield
+        return
+    before = set(os.listdir(base)) if os.path.isdir(base) else set()
+    yield
+    for name in (set(os.listdir(base)) if os.path.isdir(base) else set()) - before:
+        shutil.rmtree(os.path.join(base, name), ignore_errors=True)
