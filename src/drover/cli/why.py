@@ -196,6 +196,10 @@ def explain(job: JobInfo, events: Sequence[Event] = (), nodes: Sequence[NodeInfo
     active = sum(job.task_counts.get(state, 0) for state in ACTIVE_STATES)
     if active:
         lines.append(f"{active} task(s) running or starting")
+        for event in events:  # what the node did to running tasks over their reservation
+            if event.kind in ENFORCED_EVENTS:
+                label = f"task {job.id}.{event.index}" if job.array and event.index is not None else "it"
+                lines.append(f"  {label}: {enforced_line(event)}")
     if not pending and not held:
         lines.append("no task waits" + ("; it is running" if active else ""))
         return lines

@@ -83,6 +83,8 @@ def test_a_job_over_its_cpus_is_reniced(cluster: LocalCluster) -> None:
         shown = cluster.drover("show", str(job)).stdout
         assert f"reniced from {detail['nice_from']} to {detail['nice_to']}: it used" in shown
         assert "over its 1 reserved" in shown
+        why = cluster.drover("why", str(job)).stdout
+        assert f"it: reniced from {detail['nice_from']} to {detail['nice_to']}: it used" in why, why
     finally:
         cluster.drover("cancel", str(job))
         cluster.drover("wait", str(job), check=False, timeout=60)

@@ -137,3 +137,13 @@ def test_why_says_what_would_start_a_job_its_queue_or_the_nodes_hold_back() -> N
     assert unmatched[2:] == ["  no node that is up has gpu:4", unmatched[3]] and "features" in unmatched[3]
     assert "give licences back" in explain(job(pending_reason="licenses"))[3]
     assert explain(job(pending_reason="something_new", pending_explanation="a new reason"))[2:] == ["  a new reason"]
+
+
+def test_why_says_what_the_node_did_to_a_running_job_over_its_reservation() -> None:
+    running = job(state="running", task_counts={"running": 1})
+    reniced = event(3, "reniced", index=0, attempt=1, nice_from=8, nice_to=13, reason="cpu", cpu=2.43, cpus=1,
+                    limit=1.25)
+    lines = explain(running, [event(1, "submitted"), reniced])
+    assert lines[1:] == ["1 task(s) running or starting",
+                         "  it: reniced from 8 to 13: it used 2.43 CPUs on average, over its 1 reserved (limit 1.25)",
+                         "no task waits; it is running"]

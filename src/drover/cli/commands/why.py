@@ -18,7 +18,7 @@ def run(command: str, argv: list[str]) -> int:
     ids = job_ids(args.jobs)
     import time
 
-    from drover.cli.why import HOLD_EVENTS, explain
+    from drover.cli.why import ACTIVE_STATES, ENFORCED_EVENTS, HOLD_EVENTS, explain
 
     reports = []
     with client() as api:
@@ -26,11 +26,15 @@ def run(command: str, argv: list[str]) -> int:
         for job_id in ids:
             job = api.job(job_id)
             events: list[Event] = []
-            if job.task_counts.get("held"):
+            # Holds say why held tasks wait; the node's actions on running ones (reniced, warned)
+            # say why they run slower than they might.
+            wanted = (HOLD_EVENTS if job.task_counts.get("held") else ()) + (
+                tuple(ENFORCED_EVENTS) if any(job.task_counts.get(state) for state in ACTIVE_STATES) else ())
+            if wanted:
                 after = 0
                 for _ in range(EVENT_PAGES):
                     page = api.events(job_id, after=after, limit=1000)
-                    events.extend(event for event in page if event.kind in HOLD_EVENTS)
+                    events.extend(event for event in page if event.kind in wanted)
                     if len(page) < 1000:
                         break
                     after = page[-1].seq
