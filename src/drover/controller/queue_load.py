@@ -23,20 +23,23 @@ class Load:
 
 
 def queue_loads(state: ControllerState, pending: bool = False) -> dict[str, Load]:
-    """Each queue's running tasks (and, with `pending`, its waiting ones): one walk of the
-    working set's tasks."""
+    """Each queue's running tasks, from the attempts holding the nodes (a planning pass asks);
+    with `pending` (`drover queue list`), its waiting ones too, a walk of every task."""
     loads: dict[str, Load] = {}
-    for job in state.jobs.values():
+    for job, _ in state.held():
         load = loads.setdefault(job.spec.get("queue", DEFAULT), Load())
-        for task in job.tasks.values():
-            if task.state.is_active:
-                load.running += 1
-                load.by_user[job.owner] = load.by_user.get(job.owner, 0) + 1
-            elif pending and task.state in (JobState.PENDING, JobState.HELD):
-                load.pending += 1
-        if pending and job.fresh_state in (JobState.PENDING, JobState.HELD):
-            load.pending += job.fresh_count
+        load.running += 1
+        load.by_user[job.owner] = load.by_user.get(job.owner, 0) + 1
+    if pending:
+        for job in state.jobs.values():
+            load = loads.setdefault(job.spec.get("queue", DEFAULT), Load())
+            load.pending += sum(1 for task in job.tasks.values() if task.state in WAITING)
+            if job.fresh_state in WAITING:
+                load.pending += job.fresh_count
     return loads
+
+
+WAITING = (JobState.PENDING, JobState.HELD)
 
 
 def planner_views(state: ControllerState, sections: Mapping[str, QueueSection], now: float) -> dict[str, QueueView]:

@@ -93,6 +93,17 @@ class ControllerState:
             load[1] -= job.indices.count
         return job
 
+    def held(self) -> list[tuple[Job, Attempt]]:
+        """The attempts holding room on a node now, with their jobs: what the nodes' holders
+        name, so a planning pass reads the running tasks without walking every task."""
+        found = []
+        for node in self.nodes.values():
+            for key in node.holders:
+                job, attempt = self.jobs.get(key[0]), self.attempts.get(key)
+                if job is not None and attempt is not None:
+                    found.append((job, attempt))
+        return found
+
     def job(self, job_id: int) -> Job:
         try:
             return self.jobs[job_id]

@@ -20,14 +20,6 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path / "drover.db")
 
 
-def running(world: World) -> tuple[int, str]:
-    world.connect()
-    (job,) = world.submit()
-    (order,) = world.schedule()
-    world.started(order.attempt)
-    return job, order.attempt
-
-
 def report(world: World, *messages: object) -> list[object]:
     before = len(world.sent)
     world.run(on_reports(world.state, "n1", list(messages), world.now))  # type: ignore[arg-type]
@@ -41,7 +33,7 @@ def stored_cleanup(world: World, job: int) -> dict[str, object]:
 
 
 def test_a_step_given_up_before_the_report_survives_the_report(world: World) -> None:
-    job, name = running(world)
+    job, name = world.running()
     replies = report(world, Progress(name, ["exit_hook"], "exit_hook", 2, HOOK["error"], given_up=True))
     assert Ack([name], "given_up:exit_hook") in replies
     report(world, Exited(name, dict(OK), done=["exit_hook", "stage_out", "record", "report"],  # type: ignore[arg-type]
@@ -57,14 +49,14 @@ def test_a_step_given_up_before_the_report_survives_the_report(world: World) -> 
 
 
 def test_a_step_given_up_whose_progress_was_lost_arrives_with_the_report(world: World) -> None:
-    job, name = running(world)
+    job, name = world.running()
     report(world, Exited(name, dict(OK), done=["exit_hook", "stage_out", "record", "report"],  # type: ignore[arg-type]
                          given_up=[HOOK]))
     assert stored_cleanup(world, job)["given_up"] == [HOOK]
 
 
 def test_a_step_given_up_after_the_job_ended_is_kept_with_the_stored_attempt(world: World) -> None:
-    job, name = running(world)
+    job, name = world.running()
     report(world, Exited(name, dict(OK), done=["exit_hook", "stage_out", "record", "report"]))  # type: ignore[arg-type]
     assert world.ended == [job] and world.state.attempt_by_name(name) is None
     remove = "cannot remove the spool /spool/removing.1.0.1: /spool/removing.1.0.1/f: Operation not permitted"
@@ -80,7 +72,7 @@ def test_a_step_given_up_after_the_job_ended_is_kept_with_the_stored_attempt(wor
 
 
 def test_a_failed_try_shows_while_the_pipeline_waits_and_is_cleared_by_the_report(world: World) -> None:
-    job, name = running(world)
+    job, name = world.running()
     report(world, Progress(name, [], "exit_hook", 1, "the exit hook exited with status 3: no"))
     attempt = world.state.attempt_by_name(name)
     assert attempt is not None and attempt.cleanup is not None

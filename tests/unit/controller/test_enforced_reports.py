@@ -19,16 +19,8 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path / "drover.db")
 
 
-def running(world: World) -> tuple[int, str]:
-    world.connect()
-    (job,) = world.submit()
-    (order,) = world.schedule()
-    world.started(order.attempt)
-    return job, order.attempt
-
-
 def test_each_action_is_an_event_of_the_job_with_its_figures(world: World) -> None:
-    job, name = running(world)
+    job, name = world.running()
     reniced = Enforced(name, "reniced", {"reason": "cpu", "cpu": 2.1, "cpus": 1, "limit": 1.25, "nice_from": 0,
                                          "nice_to": 5})
     warned = Enforced(name, "memory_warning", {"reason": "memory", "memory_mib": 150.0, "requested_mib": 100})
@@ -42,7 +34,7 @@ def test_each_action_is_an_event_of_the_job_with_its_figures(world: World) -> No
 
 
 def test_an_unknown_action_or_attempt_changes_nothing_and_the_events_own_fields_stay_its_own(world: World) -> None:
-    job, name = running(world)
+    job, name = world.running()
     before = world.event_kinds(job)
     world.run(on_reports(world.state, "n1", [Enforced(name, "rebooted", {}), Enforced("99.0.1", "reniced", {})],
                          world.now))

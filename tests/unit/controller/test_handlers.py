@@ -94,6 +94,14 @@ class World:
         self.run(outcome)
         return results
 
+    def running(self) -> tuple[int, str]:
+        """One job submitted, dispatched to node n1 and started: its id and attempt's name."""
+        self.connect()
+        (job,) = self.submit()
+        (order,) = self.schedule()
+        self.started(order.attempt)
+        return job, order.attempt
+
     def reload(self) -> None:
         self.store.close()
         self.__init__(self.path)  # type: ignore[misc]

@@ -171,12 +171,9 @@ def _free_licenses(state: ControllerState, orders: OrderOptions) -> dict[str, in
     free = dict(orders.licenses)
     if not free:
         return free
-    for job in state.jobs.values():
-        held = resource_requests.of_job(job).licenses
-        if held:
-            active = sum(1 for task in job.tasks.values() if task.state.is_active)
-            for name, count in held:
-                free[name] = free.get(name, 0) - count * active
+    for job, _ in state.held():
+        for name, count in resource_requests.of_job(job).licenses:
+            free[name] = free.get(name, 0) - count
     return free
 
 
@@ -195,14 +192,7 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
     held: dict[str, list[Release]] = {}
     usage = state.usage.at(now) if fairshare else {}
     if fairshare or (releases and config.backfill):
-        held_now = [state.attempts.get(key) for node in state.nodes.values() for key in node.holders]
-        for attempt in held_now:
-            if attempt is None:
-                continue
-            job = state.jobs.get(attempt.job_id)
-            task = job.tasks.get(attempt.index) if job is not None else None
-            if job is None or task is None or task.attempt != attempt.number or not task.state.is_active:
-                continue
+        for job, attempt in state.held():
             began = attempt.started_at or attempt.dispatched_at
             if fairshare and attempt.exit is None:
                 usage[job.owner] = usage.get(job.owner, 0.0) + len(attempt.cpu_ids) * max(now - began, 0.0)

@@ -37,6 +37,23 @@ CREATE INDEX accounting_queue ON accounting (queue, ended_at, node, state, start
 CREATE INDEX accounting_node ON accounting (node, ended_at, queue, state, started_at, eligible_at, cpus, cpu_s,
                                             peak_bytes, memory_mib);
 
+-- What an ended attempt's accounting row is made of: the one definition the triggers and the
+-- back-fill below read (a trigger selects its attempt's row by key, which SQLite pushes down).
+CREATE VIEW accounting_source AS
+SELECT a.job_id, a.idx, a.number, a.ended_at, j.owner, COALESCE(json_extract(j.spec, '$.queue'), 'default'),
+       a.node, j.name,
+       CASE WHEN t.attempt > a.number OR t.state IN ('pending', 'held') THEN 'requeued' ELSE COALESCE(t.state, 'unknown') END,
+       j.submitted_at,
+       MAX(j.submitted_at, COALESCE(j.begin_at, 0), COALESCE((SELECT MAX(p.ended_at) FROM attempts p
+           WHERE p.job_id = a.job_id AND p.idx = a.idx AND p.number < a.number), 0)),
+       a.started_at, j.cpus, j.memory_mib, json_extract(j.spec, '$.time_limit_s'),
+       CASE WHEN a.usage IS NOT NULL THEN COALESCE(json_extract(a.usage, '$.cgroup_cpu_s'),
+           COALESCE(json_extract(a.usage, '$.user_cpu_s'), 0) + COALESCE(json_extract(a.usage, '$.sys_cpu_s'), 0)) END,
+       CASE WHEN a.usage IS NOT NULL THEN MAX(COALESCE(json_extract(a.usage, '$.cgroup_peak_memory_bytes'), 0),
+           COALESCE(json_extract(a.usage, '$.max_rss_kib'), 0) * 1024) END
+FROM attempts a JOIN jobs j ON j.id = a.job_id LEFT JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx
+WHERE a.ended_at IS NOT NULL;
+
 -- The store rewrites an attempt's row whole as its cleanup goes on (INSERT OR REPLACE): the row
 -- here is made again only when what it is made of changed (its end, start, or usage arriving),
 -- not for every step of the cleanup, which would read the job's spec each time.
@@ -46,40 +63,14 @@ CREATE TRIGGER accounting_attempt_written AFTER INSERT ON attempts WHEN NEW.ende
                     AND (a.cpu_s IS NOT NULL) = (NEW.usage IS NOT NULL))
 BEGIN
     INSERT OR REPLACE INTO accounting
-    SELECT NEW.job_id, NEW.idx, NEW.number, NEW.ended_at, j.owner, COALESCE(json_extract(j.spec, '$.queue'), 'default'),
-           NEW.node, j.name,
-           CASE WHEN t.attempt > NEW.number OR t.state IN ('pending', 'held') THEN 'requeued'
-                ELSE COALESCE(t.state, 'unknown') END,
-           j.submitted_at,
-           MAX(j.submitted_at, COALESCE(j.begin_at, 0), COALESCE((SELECT MAX(p.ended_at) FROM attempts p
-               WHERE p.job_id = NEW.job_id AND p.idx = NEW.idx AND p.number < NEW.number), 0)),
-           NEW.started_at, j.cpus, j.memory_mib, json_extract(j.spec, '$.time_limit_s'),
-           CASE WHEN NEW.usage IS NOT NULL THEN COALESCE(json_extract(NEW.usage, '$.cgroup_cpu_s'),
-               COALESCE(json_extract(NEW.usage, '$.user_cpu_s'), 0) + COALESCE(json_extract(NEW.usage, '$.sys_cpu_s'), 0)) END,
-           CASE WHEN NEW.usage IS NOT NULL THEN MAX(COALESCE(json_extract(NEW.usage, '$.cgroup_peak_memory_bytes'), 0),
-               COALESCE(json_extract(NEW.usage, '$.max_rss_kib'), 0) * 1024) END
-    FROM jobs j LEFT JOIN tasks t ON t.job_id = NEW.job_id AND t.idx = NEW.idx
-    WHERE j.id = NEW.job_id;
+    SELECT * FROM accounting_source WHERE job_id = NEW.job_id AND idx = NEW.idx AND number = NEW.number;
 END;
 
 CREATE TRIGGER accounting_attempt_changed AFTER UPDATE OF ended_at, started_at, exit, usage ON attempts
 WHEN NEW.ended_at IS NOT NULL
 BEGIN
     INSERT OR REPLACE INTO accounting
-    SELECT NEW.job_id, NEW.idx, NEW.number, NEW.ended_at, j.owner, COALESCE(json_extract(j.spec, '$.queue'), 'default'),
-           NEW.node, j.name,
-           CASE WHEN t.attempt > NEW.number OR t.state IN ('pending', 'held') THEN 'requeued'
-                ELSE COALESCE(t.state, 'unknown') END,
-           j.submitted_at,
-           MAX(j.submitted_at, COALESCE(j.begin_at, 0), COALESCE((SELECT MAX(p.ended_at) FROM attempts p
-               WHERE p.job_id = NEW.job_id AND p.idx = NEW.idx AND p.number < NEW.number), 0)),
-           NEW.started_at, j.cpus, j.memory_mib, json_extract(j.spec, '$.time_limit_s'),
-           CASE WHEN NEW.usage IS NOT NULL THEN COALESCE(json_extract(NEW.usage, '$.cgroup_cpu_s'),
-               COALESCE(json_extract(NEW.usage, '$.user_cpu_s'), 0) + COALESCE(json_extract(NEW.usage, '$.sys_cpu_s'), 0)) END,
-           CASE WHEN NEW.usage IS NOT NULL THEN MAX(COALESCE(json_extract(NEW.usage, '$.cgroup_peak_memory_bytes'), 0),
-               COALESCE(json_extract(NEW.usage, '$.max_rss_kib'), 0) * 1024) END
-    FROM jobs j LEFT JOIN tasks t ON t.job_id = NEW.job_id AND t.idx = NEW.idx
-    WHERE j.id = NEW.job_id;
+    SELECT * FROM accounting_source WHERE job_id = NEW.job_id AND idx = NEW.idx AND number = NEW.number;
 END;
 
 CREATE TRIGGER accounting_attempt_removed AFTER DELETE ON attempts
@@ -96,17 +87,4 @@ BEGIN
 END;
 
 -- The attempts that ended before this version.
-INSERT INTO accounting
-SELECT a.job_id, a.idx, a.number, a.ended_at, j.owner, COALESCE(json_extract(j.spec, '$.queue'), 'default'),
-       a.node, j.name,
-       CASE WHEN t.attempt > a.number OR t.state IN ('pending', 'held') THEN 'requeued' ELSE COALESCE(t.state, 'unknown') END,
-       j.submitted_at,
-       MAX(j.submitted_at, COALESCE(j.begin_at, 0), COALESCE((SELECT MAX(p.ended_at) FROM attempts p
-           WHERE p.job_id = a.job_id AND p.idx = a.idx AND p.number < a.number), 0)),
-       a.started_at, j.cpus, j.memory_mib, json_extract(j.spec, '$.time_limit_s'),
-       CASE WHEN a.usage IS NOT NULL THEN COALESCE(json_extract(a.usage, '$.cgroup_cpu_s'),
-           COALESCE(json_extract(a.usage, '$.user_cpu_s'), 0) + COALESCE(json_extract(a.usage, '$.sys_cpu_s'), 0)) END,
-       CASE WHEN a.usage IS NOT NULL THEN MAX(COALESCE(json_extract(a.usage, '$.cgroup_peak_memory_bytes'), 0),
-           COALESCE(json_extract(a.usage, '$.max_rss_kib'), 0) * 1024) END
-FROM attempts a JOIN jobs j ON j.id = a.job_id LEFT JOIN tasks t ON t.job_id = a.job_id AND t.idx = a.idx
-WHERE a.ended_at IS NOT NULL;
+INSERT INTO accounting SELECT * FROM accounting_source;
