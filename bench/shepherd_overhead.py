@@ -1,7 +1,14 @@
 """Per-attempt overhead of the shepherd: fork server → shepherd → `/bin/true` (job started,
-exit recorded in the spool), against starting the same command directly with posix_spawn.
+exit recorded in the spool), against starting the same job directly with posix_spawn.
 
     .venv/bin/python bench/shepherd_overhead.py [--runs 200] [--containment cgroup-v1|cgroup-v2|subreaper]
+                                                [--job command|script]
+
+`--job command` (the default) is what `drover submit -- /bin/true` stores, the line
+`exec /bin/true`, and its reference is posix_spawn of /bin/true; `--job script` is a script
+holding `/bin/true`, run by bash, and its reference is posix_spawn of bash on it. Wall time is
+from the fork server's order to the shepherd's end; CPU is what the shepherds and their jobs used
+(the fork server's children, from /proc), against what the references used.
 """
 
 from __future__ import annotations
@@ -18,11 +25,13 @@ from pathlib import Path
 
 from drover.execd.forkserver import ForkServer
 
+JOBS = {"command": "exec /bin/true\n", "script": "/bin/true\n"}
 
-def spool_for(root: Path, name: str) -> Path:
+
+def spool_for(root: Path, name: str, job: str = "command") -> Path:
     spool = root / name
     spool.mkdir()
-    (spool / "job_script").write_text("/bin/true\n")
+    (spool / "job_script").write_text(JOBS[job])
     config = {
         "attempt": name, "job_id": 1, "task_index": 0, "attempt_number": 1, "is_array": False,
         "array_first": None, "array_last": None, "array_step": None, "array_count": None, "name": "bench",
@@ -38,15 +47,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--containment", help="force a backend (default: the best this host has)")
+    parser.add_argument("--job", choices=sorted(JOBS), default="command",
+                        help="a command line (exec'd without bash) or a script run by bash")
     args = parser.parse_args()
     if args.containment:
         os.environ["DROVER_CONTAINMENT"] = args.containment
     root = Path(tempfile.mkdtemp(prefix="drover-shepherd-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     server = ForkServer.start()
     shepherd_ms, spawn_ms = [], []
+    server_children_cpu = _children_cpu_s(server.process.pid)
+    reference_cpu = 0.0
     try:
         for n in range(args.runs):
-            spool = spool_for(root, f"1.{n}.1")
+            spool = spool_for(root, f"1.{n}.1", args.job)
             began = time.perf_counter()
             pid = server.spawn(str(spool))
             fd = os.pidfd_open(pid)
@@ -54,9 +67,12 @@ def main() -> int:
             os.close(fd)
             shepherd_ms.append((time.perf_counter() - began) * 1000)
             assert (spool / "exit_status").exists()
+            argv = ["/bin/true"] if args.job == "command" else ["/bin/bash", str(spool / "job_script")]
             began = time.perf_counter()
-            os.waitpid(os.posix_spawn("/bin/bash", ["bash", str(spool / "job_script")], dict(os.environ)), 0)
+            _, _, usage = os.wait4(os.posix_spawn(argv[0], argv, dict(os.environ)), 0)
             spawn_ms.append((time.perf_counter() - began) * 1000)
+            reference_cpu += usage.ru_utime + usage.ru_stime
+        server_children_cpu = _children_cpu_s(server.process.pid) - server_children_cpu
     finally:
         server.close()
         shutil.rmtree(root, ignore_errors=True)
@@ -67,12 +83,21 @@ def main() -> int:
                 f"p5 {q[0]:6.2f}  p95 {q[-1]:6.2f}  min {min(samples):6.2f}  max {max(samples):6.2f}")
 
     backend = args.containment or "the best this host has"
-    print(f"containment: {backend}; {args.runs} attempts, one at a time")
+    print(f"containment: {backend}; job: {args.job}; {args.runs} attempts, one at a time")
     print(line("fork server -> shepherd -> job", shepherd_ms))
-    print(line("posix_spawn bash script (reference)", spawn_ms))
+    print(line("posix_spawn of the job (reference)", spawn_ms))
     print(f"overhead per attempt: {statistics.median(shepherd_ms) - statistics.median(spawn_ms):.2f} ms "
           f"({statistics.median(shepherd_ms) / statistics.median(spawn_ms):.1f}x the direct start)")
+    print(f"CPU per attempt: shepherd and job {server_children_cpu / args.runs * 1000:.2f} ms, "
+          f"the reference {reference_cpu / args.runs * 1000:.2f} ms")
     return 0
+
+
+def _children_cpu_s(pid: int) -> float:
+    """The CPU time of the waited-for children of `pid` (cutime + cstime of /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat", "rb") as file:
+        fields = file.read().rsplit(b")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,9 @@ def serve(argv: list[str]) -> int:
         eventloop.run(_run(args, paths, options, fork_server, tls, inventory))
     finally:
         fork_server.close()
+        from drover.shepherd.containment.common import remove_cluster_parents
+
+        remove_cluster_parents(cluster_tag(paths))  # where no attempt runs on
     return 0
 
 

@@ -8,7 +8,8 @@
     4. as the owner: open the working directory, stdout/stderr; stage files in  GE: redirection
                                                                                 VOV 16: chdir
                                                                                 HTCondor: input
-    5. start the job: bash SCRIPT, own process group, in its working directory  GE: start_child
+    5. start the job: bash SCRIPT (a command line: the command itself, launch),  GE: start_child
+       own process group, in its working directory
     6. record the job's pid; hint the execd                                     GE: job_pid
     7. supervise: forward signals, enforce the time limit                       GE: controls its child
     8. reap with wait4; kill what is left of the job's process group            GE: usage
@@ -47,7 +48,7 @@ from drover.records import (
     StagedOutRecord,
     Usage,
 )
-from drover.shepherd import setup
+from drover.shepherd import launch, setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -137,8 +138,13 @@ def _run(spool: layout.SpoolDir) -> int:
                 raise
     except StartFailure as failure:
         return _give_up(spool, containment, tmpdir, failure)
-    method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
-    site_options = _site_popen_options(config, stdout, stderr)
+    # How methods run, made only where one is configured: the site's environment looks up the
+    # node daemon's user in the password database (about half a millisecond).
+    if methods(config, BEFORE_JOB) or methods(config, AFTER_JOB):
+        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
+        site_options = _site_popen_options(config, stdout, stderr)
+    else:
+        method_options = site_options = {}
     ran: list[Method] = []
     try:
         # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run,
@@ -172,7 +178,7 @@ def _run(spool: layout.SpoolDir) -> int:
         containment.enter()
         try:
             with held_signals():
-                job = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
+                job_pid = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
         finally:
             containment.leave()
             if relay is not None:
@@ -185,24 +191,23 @@ def _run(spool: layout.SpoolDir) -> int:
 
     # 6. The job's pid, and a hint to the execd that it started; the environment it got
     # (GE's spool file "environment"; private: it may hold secrets).
-    write_atomically(spool.record(layout.JOB_PID), f"{job.pid}\n".encode())
+    write_atomically(spool.record(layout.JOB_PID), f"{job_pid}\n".encode())
     # Signals that came before the job existed: SIGKILL and SIGSTOP the execd kept in the spool
     # (read after the pid is recorded: from then on the execd sends them itself), now; the
     # job's own, which we kept, as soon as it is ready for each (supervise.py).
-    _send_kept(spool, job.pid)
+    _send_kept(spool, job_pid)
     before_start = inbox.drain()
     write_atomically(spool.record(layout.ENVIRONMENT),
                      "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
     _hint(spool, "started")
 
     # 7. Supervise until the job exits; 8. reap it.
-    ending = supervise(job.pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
+    ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
                        before_start=before_start)
-    job.returncode = 0  # reaped by wait4 in supervise; keep Popen from waiting again
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
-        os.killpg(job.pid, signal.SIGKILL)  # what the job left behind in its process group...
+        os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...
     except (ProcessLookupError, PermissionError):
         pass
     containment.kill_all()  # ...and everything that escaped it (setsid, double forks)
@@ -248,7 +253,7 @@ def _run(spool: layout.SpoolDir) -> int:
         "out_of_memory": ending.out_of_memory,
         "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in after],
     }
-    trace = [f"{started_at:.6f} job started (pid {job.pid}, containment {containment.name})",
+    trace = [f"{started_at:.6f} job started (pid {job_pid}, containment {containment.name})",
              f"{ended_at:.6f} job ended (wait status {status})"]
     trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
     write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
@@ -485,39 +490,70 @@ def _copy_into(source: int, path: str, at_most: int) -> int:
 
 
 def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
-           identity: Identity | None, workdir_fd: int, pty: int | None = None) -> subprocess.Popen[bytes]:
-    """Popen does the child's set-up in C: the process group, the working directory, setgid →
-    setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to their defaults); a
-    failed chdir, switch or exec comes back here as an exception. VOV 11: a failed identity
-    switch is retried."""
+           identity: Identity | None, workdir_fd: int, pty: int | None = None) -> int:
+    """Start the job; its pid. A job of the shepherd's own user is posix_spawn'ed (launch.py).
+    Otherwise Popen does the child's set-up in C: the process group, the working directory,
+    setgid → setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to
+    their defaults); a failed chdir, switch or exec comes back here as an exception. VOV 11: a
+    failed identity switch is retried. A job given as a command line is exec'd without bash
+    (launch.py); if that exec fails, bash runs the line and reports it as it always has."""
     tries = int(config.get("identity_tries", 3))
     pause = float(config.get("identity_retry_s", 10.0))
+    switching = identity is not None and identity.switches
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
-    for attempt in range(1, tries + 1):
+    script = spool.record(layout.JOB_SCRIPT)
+    command = launch.command_of(_read_script(script))
+    attempt = 0
+    while True:
+        argv, job_env = (command, launch.environment(env, config["workdir"])) if command else (["/bin/bash", script], env)
         try:
             if pty is not None:  # its own session, the terminal its controlling one
-                return subprocess.Popen(
-                    ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
-                    cwd=_entered(workdir_fd), env=env, stdin=pty, stdout=pty, stderr=pty,
+                process = subprocess.Popen(
+                    argv, cwd=_entered(workdir_fd), env=job_env, stdin=pty, stdout=pty, stderr=pty,
                     close_fds=True, start_new_session=True, restore_signals=True,
                     preexec_fn=_terminal_and_default_signals, user=user, group=group, extra_groups=extra_groups,
                 )
-            return subprocess.Popen(
-                ["/bin/bash", spool.record(layout.JOB_SCRIPT)],
-                cwd=_entered(workdir_fd), env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                close_fds=True, process_group=0, restore_signals=True, preexec_fn=reset_for_exec,
-                user=user, group=group, extra_groups=extra_groups,
-            )
+            elif not switching:
+                return launch.spawn_as_self(argv, job_env, workdir_fd, stdout, stderr)
+            else:
+                process = subprocess.Popen(
+                    argv, cwd=_entered(workdir_fd), env=job_env, stdin=subprocess.DEVNULL, stdout=stdout,
+                    stderr=stderr, close_fds=True, process_group=0, restore_signals=True,
+                    preexec_fn=reset_for_exec, user=user, group=group, extra_groups=extra_groups,
+                )
+            process.returncode = 0  # reaped by supervise's wait4, never by Popen
+            return process.pid
         except OSError as error:
+            if command is not None:  # bash takes over: it says why, or runs a file without #!
+                command = None
+                continue
+            attempt += 1
             # A failed chdir or exec names its file; a failed setgid, setgroups or setuid does not.
-            if identity is None or not identity.switches or error.filename is not None:
+            if not switching or error.filename is not None:
                 raise _start_failure(config, error) from None
-            if attempt == tries:
+            assert identity is not None
+            if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
                 details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
-    raise AssertionError("unreachable")
+
+
+SCRIPT_READ_LIMIT = 64 * 1024  # a longer script is no command line: it runs under bash unread
+
+
+def _read_script(path: str) -> bytes:
+    """The head of the job's script in the spool (the execd wrote it; the owner may only have
+    rewritten its content, which bash would run anyway): enough to recognise a command line."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""  # bash will say what is wrong with it
+    try:
+        head = os.read(fd, SCRIPT_READ_LIMIT + 1)
+    finally:
+        os.close(fd)
+    return head if len(head) <= SCRIPT_READ_LIMIT else b""
 
 
 def _terminal_and_default_signals() -> None:

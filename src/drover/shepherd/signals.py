@@ -21,17 +21,29 @@ an empty mask: `reset_for_exec` runs between fork and exec.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # the C module under `signal`; it has no stub
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+
+# The signal module's wrappers turn every number into an enum and back, and try to make one of
+# each handler (an exception for every function): ~3 µs a call, a tenth of that underneath. The
+# shepherd sets about 60 dispositions per attempt, and its child sets them back: the C functions
+# take plain ints (0.15 -> 0.014 ms for the 54 handled signals on this machine).
+_set_disposition: Callable[[int, object], object] = _signal.signal
+_set_mask: Callable[[int, Iterable[int]], set[int]] = _signal.pthread_sigmask
+_DEFAULT: object = _signal.SIG_DFL
 
 UNCATCHABLE = frozenset({signal.SIGKILL, signal.SIGSTOP})
 FAULTS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGTRAP, signal.SIGSYS})
 LEFT_DEFAULT = frozenset({signal.SIGCHLD})
 CATCHABLE = frozenset(signal.valid_signals()) - UNCATCHABLE
 HANDLED = CATCHABLE - FAULTS - LEFT_DEFAULT
+_HANDLED_NUMBERS = tuple(sorted(int(signum) for signum in HANDLED))
+_CATCHABLE_NUMBERS = tuple(sorted(int(signum) for signum in CATCHABLE))
+_FAULT_NUMBERS = tuple(sorted(int(signum) for signum in FAULTS))
 
 
 class SignalInbox:
@@ -41,11 +53,11 @@ class SignalInbox:
         self._read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._early: list[int] = []  # what came before the job started, kept for supervise
         signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)  # each signal's number lands here
-        for signum in HANDLED:
-            signal.signal(signum, _wake)  # a handler must exist for the wakeup fd to fire
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for signum in _HANDLED_NUMBERS:
+            _set_disposition(signum, _wake)  # a handler must exist for the wakeup fd to fire
+        _set_disposition(signal.SIGCHLD, _DEFAULT)
         # Last: what was blocked until now (the fork server forks with all blocked) arrives now.
-        signal.pthread_sigmask(signal.SIG_SETMASK, FAULTS)
+        _set_mask(signal.SIG_SETMASK, _FAULT_NUMBERS)
 
     def fileno(self) -> int:
         return self._read_fd
@@ -85,14 +97,14 @@ def reset_for_exec() -> None:
     """In a child between fork and exec (Popen's preexec_fn): every disposition to its default
     and an empty mask, so the job, prolog and epilog inherit nothing of the shepherd's."""
     signal.set_wakeup_fd(-1)
-    for signum in CATCHABLE:
-        signal.signal(signum, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    for signum in _CATCHABLE_NUMBERS:
+        _set_disposition(signum, _DEFAULT)
+    _set_mask(signal.SIG_SETMASK, ())
 
 
 def block_all() -> set[int]:
     """Block every catchable signal; the mask as it was (the fork server forks in between)."""
-    return signal.pthread_sigmask(signal.SIG_BLOCK, CATCHABLE)
+    return _set_mask(signal.SIG_BLOCK, _CATCHABLE_NUMBERS)
 
 
 @contextmanager
@@ -104,7 +116,7 @@ def held_signals() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        _set_mask(signal.SIG_SETMASK, before)
 
 
 def _wake(signum: int, frame: object) -> None:

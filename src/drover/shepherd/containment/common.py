@@ -10,14 +10,14 @@ import time
 
 from drover.records import ContainmentRecord
 
+_own_lines: list[str] | None = None
+
 
 def own_cgroup(controller: str) -> str | None:
-    """The caller's cgroup path in the v1 hierarchy of `controller`, or in v2 for ""."""
-    try:
-        with open("/proc/self/cgroup") as file:
-            lines = file.read().splitlines()
-    except OSError:
-        return None
+    """The caller's cgroup path in the v1 hierarchy of `controller`, or in v2 for "".
+    /proc/self/cgroup is read once per process, before the shepherd moves: the fork server reads
+    it (`remember_own_cgroups`) and every shepherd it forks starts where the server is."""
+    lines = remember_own_cgroups()
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controller == "" and controllers == "" and line.startswith("0::"):
@@ -25,6 +25,17 @@ def own_cgroup(controller: str) -> str | None:
         if controller and controller in controllers.split(","):
             return path
     return None
+
+
+def remember_own_cgroups() -> list[str]:
+    global _own_lines
+    if _own_lines is None:
+        try:
+            with open("/proc/self/cgroup") as file:
+                _own_lines = file.read().splitlines()
+        except OSError:
+            _own_lines = []
+    return _own_lines
 
 
 def write(path: str, value: str) -> None:
@@ -68,7 +79,8 @@ REMOVE_PATIENCE_S = 2.0
 
 
 def remove_dir(path: str) -> None:
-    """rmdir the attempt's cgroup (and its cluster's parent if that emptied)."""
+    """rmdir the attempt's cgroup. Its cluster's parent stays for the next attempt (made once,
+    not once per attempt; the node daemon removes it when it stops: `remove_cluster_parents`)."""
     deadline = time.monotonic() + REMOVE_PATIENCE_S
     while True:
         try:
@@ -78,8 +90,25 @@ def remove_dir(path: str) -> None:
             if error.errno != errno.EBUSY or time.monotonic() > deadline:
                 return
             time.sleep(0.005)
-    with contextlib.suppress(OSError):  # busy while other attempts of the cluster run: kept
-        os.rmdir(os.path.dirname(path))
+
+
+HIERARCHIES = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer", "/sys/fs/cgroup/memory",
+               "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset")
+
+
+def remove_cluster_parents(cluster: str) -> None:
+    """The cluster's parent cgroups (drover-<cluster> under the caller's own cgroup, in every
+    hierarchy), where no attempt is left in them: rmdir refuses a cgroup that has children, so
+    the attempts of jobs that go on running keep theirs."""
+    parent = os.path.dirname(group_name(cluster, "attempt"))
+    for line in remember_own_cgroups():
+        _, controllers, own = line.split(":", 2)
+        names = controllers.split(",") if controllers else [""]
+        for mount in HIERARCHIES:
+            name = os.path.basename(mount)
+            if (controllers == "" and name in ("cgroup", "unified")) or (controllers and name in names):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(mount, own.lstrip("/"), parent))
 
 
 def describe(backend: str, cgroups: dict[str, str]) -> ContainmentRecord:

@@ -107,17 +107,25 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> Cgro
 
 def _pin(path: str, home: str, cpu_ids: list[int]) -> bool:
     """A cpuset the job cannot widen: the attempt's CPUs (all of the node's if none were given),
-    and the memory nodes of the parent. A cpuset must have both before a task can join."""
+    and the memory nodes of the parent. A cpuset must have both before a task can join. The
+    cluster's cpuset (drover-<cluster>/, kept between attempts) takes its parent's once, and
+    hands them to each attempt's as it is made (cgroup.clone_children)."""
     from drover.shepherd.setup import physical_cpus
 
     try:
-        for directory in (os.path.dirname(path), path):  # drover-<cluster>/ and the attempt inherit nothing
-            parent = os.path.dirname(directory)
-            for name in ("cpuset.cpus", "cpuset.mems"):
-                if not (read(os.path.join(directory, name)) or "").strip():
-                    write(os.path.join(directory, name), (read(os.path.join(parent, name)) or "").strip())
+        cluster = os.path.dirname(path)
+        if not (read(os.path.join(cluster, "cpuset.mems")) or "").strip():
+            _inherit(cluster, home)
+            write(os.path.join(cluster, "cgroup.clone_children"), "1")
+        if not (read(os.path.join(path, "cpuset.mems")) or "").strip():  # made before that was set
+            _inherit(path, cluster)
         if cpu_ids:
             write(os.path.join(path, "cpuset.cpus"), ",".join(str(c) for c in sorted(physical_cpus(cpu_ids))))
         return True
     except OSError:
         return False
+
+
+def _inherit(directory: str, parent: str) -> None:
+    for name in ("cpuset.cpus", "cpuset.mems"):
+        write(os.path.join(directory, name), (read(os.path.join(parent, name)) or "").strip())
