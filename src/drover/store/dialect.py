@@ -21,6 +21,7 @@ class Dialect:
     # The other columns of each job's lowest-index unfinished task: SQLite takes them from the row
     # of a MIN() aggregate; PostgreSQL says so with DISTINCT ON. {} is the list of job ids.
     first_unfinished: str
+    binary_order: str  # sorts text by its bytes, as SQLite does ({} is the column)
 
     def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
         """Insert a whole row, or replace the one with the same key."""
@@ -45,6 +46,7 @@ SQLITE = Dialect(
     total="TOTAL({})",
     first_unfinished=("SELECT job_id, MIN(idx), state, exit_status FROM tasks WHERE job_id IN ({}) "
                       "AND state != 'completed' GROUP BY job_id"),
+    binary_order="{}",
 )
 
 POSTGRES = Dialect(
@@ -58,6 +60,7 @@ POSTGRES = Dialect(
     total="CAST(COALESCE(SUM({}), 0) AS DOUBLE PRECISION)",
     first_unfinished=("SELECT DISTINCT ON (job_id) job_id, idx, state, exit_status FROM tasks "
                       "WHERE job_id IN ({}) AND state != 'completed' ORDER BY job_id, idx"),
+    binary_order='{} COLLATE "C"',
 )
 
 

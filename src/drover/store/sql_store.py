@@ -34,6 +34,10 @@ from drover.store.rows import (
     tasks_from_rows,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.store.sql_reader import SqlReader
+
 NODE_COLUMNS = ("name", "cpus", "memory_mib", "state", "registered_at", "last_seen", "reason", "drain", "gres",
                 "features")
 QUEUE_COLUMNS = ("name", "starting", "accepting", "reason", "settings", "created_by", "changed_at")
@@ -84,6 +88,10 @@ class SqlStore:
         raise NotImplementedError
 
     def close(self) -> None:
+        raise NotImplementedError
+
+    def reader(self) -> SqlReader:
+        """A read-only view of the same store for the calling thread alone."""
         raise NotImplementedError
 
     @contextlib.contextmanager

@@ -9,10 +9,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from tests.helpers.stores import RawDatabase
 
 from drover.core.accounting import summarise
 from drover.store.base import HistoryFilter, StoreReader, open_store
+from drover.store.database import Database as RawDatabase
 from drover.store.sql_store import Db, SqlStore
 
 DAY = 86400.0
