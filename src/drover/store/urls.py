@@ -33,5 +33,5 @@ def shown(url: str) -> str:
     if "@" in netloc:
         userinfo, host = netloc.rsplit("@", 1)
         netloc = f"{userinfo.split(':', 1)[0]}@{host}"
-    query = urlencode([(key, value) for key, value in parse_qsl(parts.query) if key.lower() != "password"])
+    query = urlencode([(key, value) for key, value in parse_qsl(parts.query) if key.lower() != "password"], safe="/")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
