@@ -83,13 +83,16 @@ class PrivateServer:
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             raise Unavailable(f"{argv[0]} failed: {result.stderr.strip() or result.stdout.strip()} {tail}")
 
-    def start(self) -> PrivateServer:
-        # Trust on the local socket and loopback only; no fsync: a test server's data need not
-        # survive a crash, and the tests run faster (bench/store_commit.py measures with it on).
+    def start(self, durable: bool = False) -> PrivateServer:
+        """Trust on its own socket and loopback only. Not `durable` (for tests): no fsync, since
+        a test server's data need not survive a crash and the tests run faster; durable, the
+        server's defaults, as bench/store_commit.py measures."""
         self._run("initdb", "-D", str(self.data), "-U", ROLE, "--auth=trust", "--no-sync", "-E", "UTF8",
                   "--locale=C.UTF-8")
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
+                   "-c max_connections=50")
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options, "-w",
                   "start")
         return self
