@@ -16,11 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.helpers.postgres import PrivateServer  # noqa: E402
+
 from drover.core.job import Task  # noqa: E402
 from drover.core.job_state import JobState  # noqa: E402
 from drover.store.base import Changes, Store, open_store  # noqa: E402
 from drover.store.sqlite import SqliteStore  # noqa: E402
-from tests.helpers.postgres import PrivateServer  # noqa: E402
 
 
 def commits_per_second(store: Store, commits: int) -> float:

@@ -80,8 +80,9 @@ def glob_to_regex(pattern: str) -> str:
             body = pattern[i + 1:end]
             negated = body.startswith("^")
             body = body[1:] if negated else body
-            # Inside a bracket expression only `\` is special to PostgreSQL's regular expressions.
-            out.append("[" + ("^" if negated else "") + body.replace("\\", "\\\\") + "]")
+            # Inside a bracket expression PostgreSQL's regular expressions read `\` as an escape, and
+            # `[` before `.`, `:` or `=` as the start of a collating element or class: both escaped.
+            out.append("[" + ("^" if negated else "") + body.replace("\\", "\\\\").replace("[", "\\[") + "]")
             i = end
         else:
             out.append(char if char.isalnum() or char in " _-/,:=@" else "\\" + char)

@@ -30,7 +30,14 @@ from drover.store.base import (
 from drover.store.dialect import Dialect
 from drover.store.faults import StoreFault, translated
 from drover.store.rows import JOB_COLUMNS, job_from_row
-from drover.store.sql_store import IDS_PER_STATEMENT, Db, attempts_of, events_of, tasks_of
+from drover.store.sql_store import (
+    IDS_PER_STATEMENT,
+    Db,
+    attempts_of,
+    ended_jobs_where,
+    events_of,
+    tasks_of,
+)
 
 _decode = msgspec.json.decode
 
@@ -63,24 +70,8 @@ class SqlReader:
     def ended_job_keys(self, query: JobFilter) -> list[tuple[int, float]]:
         """(id, ended_at) of the ended jobs that match, newest first: at most `query.limit`, all
         below `query.before` if it is set. Answered from the listing indexes alone."""
-        where = ["ended_at IS NOT NULL"]
-        args: list[Any] = []
-        if query.owner:
-            where.append("owner=?")
-            args.append(query.owner)
-        if query.name:
-            where.append("name=?")
-            args.append(query.name)
-        if query.states:  # an ended job matches by its final state
-            where.append(f"state IN ({', '.join('?' * len(query.states))})")
-            args.extend(query.states)
-        if query.ended_since is not None:
-            where.append("ended_at >= ?")
-            args.append(query.ended_since)
-        if query.before is not None:
-            where.append("id < ?")
-            args.append(query.before)
-        sql = f"SELECT id, ended_at FROM jobs WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
+        where, args = ended_jobs_where(query)
+        sql = f"SELECT id, ended_at FROM jobs WHERE {where} ORDER BY id DESC LIMIT ?"
         return [(row[0], row[1]) for row in self.db.execute(sql, [*args, query.limit])]
 
     @translated

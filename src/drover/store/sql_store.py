@@ -235,26 +235,9 @@ class SqlStore:
 
     @translated
     def list_ended_jobs(self, query: JobFilter) -> list[Job]:
-        sql = f"SELECT {JOB_COLUMNS} FROM jobs WHERE ended_at IS NOT NULL"
-        args: list[Any] = []
-        if query.owner:
-            sql += " AND owner=?"
-            args.append(query.owner)
-        if query.name:
-            sql += " AND name=?"
-            args.append(query.name)
-        if query.states:
-            sql += f" AND state IN ({', '.join('?' * len(query.states))})"
-            args.extend(query.states)
-        if query.ended_since is not None:
-            sql += " AND ended_at >= ?"
-            args.append(query.ended_since)
-        if query.before is not None:
-            sql += " AND id < ?"
-            args.append(query.before)
-        sql += " ORDER BY id DESC LIMIT ?"
-        args.append(query.limit)
-        jobs = [job_from_row(row) for row in self.db.execute(sql, args)]
+        where, args = ended_jobs_where(query)
+        jobs = [job_from_row(row) for row in self.db.execute(
+            f"SELECT {JOB_COLUMNS} FROM jobs WHERE {where} ORDER BY id DESC LIMIT ?", [*args, query.limit])]
         for job in jobs:
             job.tasks = tasks_of(self.db, job.id)
         return list(reversed(jobs))
@@ -343,6 +326,27 @@ class SqlStore:
             db.execute("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE job_id IS NULL AND time < ? "
                        "AND seq < ? ORDER BY seq LIMIT ?)", (before, newest, limit))
         return ids
+
+
+def ended_jobs_where(query: JobFilter) -> tuple[str, list[Any]]:
+    """The WHERE clause (on `jobs`) that selects the ended jobs `query` asks for, and its arguments:
+    what the listing indexes of migration 0005 answer."""
+    where = ["ended_at IS NOT NULL"]
+    args: list[Any] = []
+    for column, value in (("owner", query.owner), ("name", query.name)):
+        if value:
+            where.append(f"{column}=?")
+            args.append(value)
+    if query.states:  # an ended job matches by its final state
+        where.append(f"state IN ({', '.join('?' * len(query.states))})")
+        args.extend(query.states)
+    if query.ended_since is not None:
+        where.append("ended_at >= ?")
+        args.append(query.ended_since)
+    if query.before is not None:
+        where.append("id < ?")
+        args.append(query.before)
+    return " AND ".join(where), args
 
 
 def tasks_of(db: Db, job_id: int) -> dict[int, Task]:
