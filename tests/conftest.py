@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.postgres import postgres_server, postgres_url, store_url  # noqa: F401 (fixtures)
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.system_install import InstallUnavailable, SystemInstall
 

@@ -256,6 +256,18 @@ class CompatSection(Section, frozen=True):
                                                "(Slurm's MinJobAge; unset: Slurm's default, 300)")] = None
 
 
+class StoreSection(Section, frozen=True):
+    """[store]: where the controller keeps its jobs (docs/store.md)."""
+
+    url: Annotated[str | None, about("the store's URL: sqlite:///PATH, or postgresql://USER@HOST:PORT/DATABASE "
+                                     "for a PostgreSQL server (needs drover[postgres]; a password is better "
+                                     "kept in ~/.pgpass than here); unset: SQLite in the state directory")] = None
+
+    def __post_init__(self) -> None:
+        if self.url is not None and not self.url.startswith(("sqlite://", "postgresql://", "postgres://")):
+            raise ValueError("url must start with sqlite:// or postgresql://")
+
+
 class DroverConfig(Section, frozen=True):
     """The whole drover.toml; a missing file or section means every default."""
 
@@ -267,3 +279,4 @@ class DroverConfig(Section, frozen=True):
                                               "`matlab = 4`; a task asking --licenses matlab:2 holds 2 "
                                               "while it runs")] = {}
     compat: CompatSection = CompatSection()
+    store: StoreSection = StoreSection()

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "token": ("token", "join tokens for new hosts: drover token create|list|revoke (admin)"),
     "join": ("join", "join this host to a cluster as a node: drover join https://ADDR:PORT --token T"),
     "leave": ("leave", "take this node out of its cluster: stop its execd, remove its certificate"),
+    "store": ("store", "the job store: drover store migrate|check|copy (SQLite or PostgreSQL)"),
     "controller": ("daemons", "run the controller daemon in the foreground"),
     "execd": ("daemons", "run the node daemon in the foreground"),
 }

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from drover.cluster.setup import ControllerTls
     from drover.config_schema import ControllerSection
-    from drover.store.sqlite import SqliteStore
+    from drover.store.sql_store import SqlStore
 
 
 def serve(argv: list[str]) -> int:
@@ -61,7 +61,7 @@ def serve(argv: list[str]) -> int:
     from drover.controller.service import ControllerService, Settings
 
     kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
-    store = _open_store(own.database, section.sqlite_synchronous)
+    store = _open_store(drover_toml.store.url or f"sqlite://{own.database}", section.sqlite_synchronous)
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs, munge_socket=section.munge_socket)
@@ -114,7 +114,7 @@ def serve(argv: list[str]) -> int:
             loop.add_signal_handler(signum, shutdown)
         log = logging.getLogger("drover.controller")
         log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
-                 own.database, store.schema_version)
+                 store.path, store.schema_version)
         if tcp_sockets and tls is not None:
             from drover.cluster.ca import spaced
 
@@ -209,16 +209,22 @@ def _tcp_socket(address: tuple[str, int]) -> socket.socket:
     return tcp
 
 
-def _open_store(path: str, synchronous: str) -> SqliteStore:
-    """The store, or an exit with one line that names the file, what is wrong and what to do
-    (a traceback helps no operator)."""
+def _open_store(url: str, synchronous: str) -> SqlStore:
+    """The store, or an exit with one line that names the file or server, what is wrong and
+    what to do (a traceback helps no operator). A PostgreSQL store says itself why it cannot
+    be opened (unreachable, refused, psycopg missing), as a StoreFault."""
     import sqlite3
 
+    from drover.store.base import open_store
     from drover.store.faults import StoreFault, fault
-    from drover.store.sqlite import SqliteStore
+    from drover.store.sql_store import SqlStore
+    from drover.store.urls import backend_of, shown, sqlite_path
 
+    path = sqlite_path(url) if backend_of(url) == "sqlite" else shown(url)
     try:
-        return SqliteStore(path, synchronous=synchronous)
+        store = open_store(url, sqlite_synchronous=synchronous)
+        assert isinstance(store, SqlStore)  # the backends' common base: membership, schema_version
+        return store
     except StoreFault as error:
         message = str(error)
     except sqlite3.Error as error:

@@ -1,4 +1,4 @@
-"""The store interface in domain terms. The SQLite backend implements it; PostgreSQL will too."""
+"""The store interface in domain terms. The SQLite and PostgreSQL backends implement it."""
 
 from __future__ import annotations
 
@@ -254,11 +254,15 @@ class StoreReader(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(url: str) -> Store:
-    """`sqlite:///path/to/db` (the default backend). Imported lazily, by name."""
-    scheme, _, rest = url.partition("://")
-    if scheme == "sqlite":
+def open_store(url: str, sqlite_synchronous: str = "NORMAL") -> Store:
+    """`sqlite:///path/to/db` (the default backend) or `postgresql://user@host:port/database`.
+    Each backend is imported lazily, by name: psycopg only when a PostgreSQL store is opened."""
+    from drover.store.urls import backend_of, sqlite_path
+
+    if backend_of(url) == "sqlite":
         from drover.store.sqlite import SqliteStore
 
-        return SqliteStore(rest if rest.startswith("/") else rest.lstrip("/"))
-    raise ValueError(f"unknown store {url!r}: supported is sqlite:///PATH")
+        return SqliteStore(sqlite_path(url), synchronous=sqlite_synchronous)
+    from drover.store.postgres import PostgresStore
+
+    return PostgresStore(url)

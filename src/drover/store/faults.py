@@ -57,12 +57,16 @@ class HasPath(Protocol):
 
     def reopen(self) -> None: ...
 
+    def fault(self, error: Exception) -> StoreFault | None:
+        """The failure as an operator reads it, or None if it is not the store's (a bug); sets
+        needs_reopen when the connection cannot be used again."""
+
 
 S = TypeVar("S", bound=HasPath)
 
 
 def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
-    """A store method whose SQLite failures become a StoreFault naming the store's file."""
+    """A store method whose database failures become a StoreFault naming the store."""
 
     @functools.wraps(method)
     def wrapper(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -71,10 +75,20 @@ def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
                 store.reopen()
                 store.needs_reopen = False
             return method(store, *args, **kwargs)
-        except sqlite3.Error as error:
-            name = getattr(error, "sqlite_errorname", "") or ""
-            if "_".join(name.split("_")[:2]) in REOPEN_AFTER:
-                store.needs_reopen = True
-            raise fault(store.path, error) from error
+        except Exception as error:
+            found = store.fault(error)
+            if found is None:
+                raise
+            raise found from error
 
     return wrapper
+
+
+def sqlite_fault(store: HasPath, error: Exception) -> StoreFault | None:
+    """SQLite's failures, for SqliteStore.fault and SqliteReader.fault."""
+    if not isinstance(error, sqlite3.Error):
+        return None
+    name = getattr(error, "sqlite_errorname", "") or ""
+    if "_".join(name.split("_")[:2]) in REOPEN_AFTER:
+        store.needs_reopen = True
+    return fault(store.path, error)

@@ -4,14 +4,14 @@ a use is taken once, in the same transaction as the certificate it pays for."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from drover.cluster.tokens import new_token, parse_token, parse_ttl
 from drover.core.errors import BadRequest, Forbidden
 from drover.core.membership import TokenRecord, check_token, secret_hash, token_refusal
-from drover.store.sqlite import SqliteStore
+from drover.store.base import open_store
+from drover.store.sql_store import SqlStore
 
 FINGERPRINT = "ab" * 32
 
@@ -61,8 +61,9 @@ def test_ttls() -> None:
             parse_ttl(bad)
 
 
-def test_the_store_takes_each_use_once_with_the_certificate_it_pays_for(tmp_path: Path) -> None:
-    store = SqliteStore(str(tmp_path / "drover.db"))
+def test_the_store_takes_each_use_once_with_the_certificate_it_pays_for(store_url: str) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, SqlStore)
     store.add_join_token(record(uses_left=2))
     assert store.join_token("0123456789ab") == record(uses_left=2)
     assert store.node_joined("0123456789ab", "n1", "aa01", 150.0, 999.0)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,7 @@ from drover.protocol.node_channel import (
     StartAttempt,
     Started,
 )
-from drover.store.sqlite import SqliteStore
+from drover.store.base import open_store
 
 SHARED = Policy(owner_uid=0, shared=True)
 
@@ -43,9 +43,10 @@ OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "term
 class World:
     """A store, the state loaded from it, and a clock; every outcome is committed as the service does."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.store = SqliteStore(str(path))
+    def __init__(self, where: str | Path) -> None:
+        """`where`: a store URL, or the path of an SQLite file."""
+        self.url = where if isinstance(where, str) else f"sqlite://{where}"
+        self.store = open_store(self.url)
         self.state = ControllerState.from_working_set(self.store.load_working_set())
         self.now = 1000.0
         self.sent: list[SendToNode] = []
@@ -104,15 +105,17 @@ class World:
 
     def reload(self) -> None:
         self.store.close()
-        self.__init__(self.path)  # type: ignore[misc]
+        self.__init__(self.url)  # type: ignore[misc]
 
     def event_kinds(self, job: int) -> list[str]:
         return [e.kind for _, e in self.store.events_of(job, 0, 1000)]
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> World:
-    return World(tmp_path / "drover.db")
+def world(store_url: str) -> Iterator[World]:
+    made = World(store_url)
+    yield made
+    made.store.close()
 
 
 def test_submitted_job_is_dispatched_with_its_output_path_and_cpus(world: World) -> None:

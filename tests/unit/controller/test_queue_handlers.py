@@ -4,7 +4,7 @@ turn and change them, users' own queues, moving jobs, and what the planner makes
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,7 +20,7 @@ from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import Hello, StartAttempt
-from drover.store.sqlite import SqliteStore
+from drover.store.base import open_store
 
 SECTIONS = {
     "short": QueueSection(max_running=1, max_running_per_user=1, owner="carol", nice=5),
@@ -31,9 +31,9 @@ ORDERS = OrderOptions(1.0, SECTIONS)
 
 
 class Cluster:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.store = SqliteStore(str(path))
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.store = open_store(url)
         self.state = ControllerState.from_working_set(self.store.load_working_set())
         self.now = time.mktime((2026, 11, 25, 12, 0, 0, 0, 0, -1))  # noon: the night queue is closed
 
@@ -69,8 +69,10 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Cluster:
-    return Cluster(tmp_path / "drover.db")
+def cluster(store_url: str) -> Iterator[Cluster]:
+    made = Cluster(store_url)
+    yield made
+    made.store.close()
 
 
 def test_a_stopped_queue_takes_jobs_and_starts_none_until_started(cluster: Cluster) -> None:
@@ -188,7 +190,7 @@ def test_queue_records_outlive_the_controller(cluster: Cluster) -> None:
     cluster.switch("night", "stop", reason="broken")
     cluster.change("gpu", nodes="g1,g2")
     cluster.run(queues.create(cluster.state, SECTIONS, "mine", {}, "alice", False, True, cluster.now))
-    again = Cluster(cluster.path)
+    again = Cluster(cluster.url)
     found = queues.queues_in_effect(again.state, SECTIONS)
     assert found["night"].state.value == "stopped" and found["night"].record.reason == "broken (root)"
     assert found["gpu"].nodes == ("g1", "g2") and found["mine"].owner == "alice"

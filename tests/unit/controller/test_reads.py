@@ -23,9 +23,15 @@ from drover.controller.views import job_info
 from drover.core.errors import BadRequest, NotFound
 from drover.protocol.api import EventList, History, JobInfo, JobList, JobSubmission
 from drover.protocol.node_channel import Exited, Hello, StartAttempt, Started
-from drover.store.base import EndedJobRecord, HistoryCursor, HistoryRecord, JobFilter
+from drover.store.base import (
+    EndedJobRecord,
+    HistoryCursor,
+    HistoryRecord,
+    JobFilter,
+    StoreReader,
+    open_store,
+)
 from drover.store.faults import StoreFault
-from drover.store.sqlite import SqliteStore
 from drover.store.sqlite_reader import SqliteReader
 
 OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False, "out_of_memory": False}
@@ -35,15 +41,15 @@ class Cluster:
     """A store and a service over it, driven through the real handlers on a fake clock; the
     node n1 (64 CPUs) runs whatever is dispatched until told how it ended."""
 
-    def __init__(self, path: Path) -> None:
-        self.store = SqliteStore(str(path))
+    def __init__(self, url: str) -> None:
+        self.store = open_store(url)
         self.now = 1000.0
         self.service = ControllerService(self.store, Settings(), clock=lambda: self.now)
         self.reader_threads: set[int] = set()
         self.reads = Reads(self.service, ReadWorker(self._reader))
         self._commit(on_node_connected(self.service.state, Hello("n1", 64, 100_000, []), self.now, OrderOptions(1.0)))
 
-    def _reader(self) -> SqliteReader:
+    def _reader(self) -> StoreReader:
         self.reader_threads.add(threading.get_ident())
         return self.store.reader()
 
@@ -89,8 +95,8 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    made = Cluster(tmp_path / "drover.db")
+def cluster(store_url: str) -> Iterator[Cluster]:
+    made = Cluster(store_url)
     yield made
     made.reads.close()
     made.store.close()
@@ -167,12 +173,18 @@ def test_ended_entries_are_built_once_and_the_store_is_read_on_reading_threads_o
     cluster.run()
     calls: list[int] = []
 
-    class CountingReader(SqliteReader):
+    class CountingReader:
+        def __init__(self, reader: StoreReader) -> None:
+            self.reader = reader
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.reader, name)
+
         def ended_jobs(self, job_ids: object) -> list[EndedJobRecord]:
             calls.append(threading.get_ident())
-            return super().ended_jobs(job_ids)  # type: ignore[arg-type]
+            return self.reader.ended_jobs(job_ids)  # type: ignore[arg-type]
 
-    reads = Reads(cluster.service, ReadWorker(lambda: CountingReader(cluster.store.path)))
+    reads = Reads(cluster.service, ReadWorker(lambda: CountingReader(cluster.store.reader())))  # type: ignore[arg-type, return-value]
     try:
         for _ in range(3):
             asyncio.run(reads.jobs(JobFilter(include_ended=True)))
@@ -245,15 +257,18 @@ def test_events_are_read_off_the_loop_and_a_long_poll_wakes_on_the_next_commit(c
     assert cluster.reader_threads and threading.get_ident() not in cluster.reader_threads
 
 
-def test_a_reader_cannot_write_and_its_failures_name_the_file(tmp_path: Path) -> None:
-    store = SqliteStore(str(tmp_path / "drover.db"))
+def test_a_reader_cannot_write(store_url: str) -> None:
+    store = open_store(store_url)
     reader = store.reader()
     try:
         with pytest.raises(Exception, match="readonly|read-only"):
-            reader.db.execute("DELETE FROM jobs")
+            reader.db.execute("DELETE FROM jobs")  # type: ignore[attr-defined]
     finally:
         reader.close()
         store.close()
+
+
+def test_a_readers_failures_name_the_file(tmp_path: Path) -> None:
     not_a_database = tmp_path / "junk.db"
     not_a_database.write_bytes(b"this is not SQLite" * 100)
     with pytest.raises(StoreFault, match=f"{not_a_database}.*not a Drover database"):
@@ -315,7 +330,7 @@ def test_a_commit_while_the_long_polls_first_read_runs_wakes_it_at_once(cluster:
     real_reader = cluster._reader
 
     class CommitDuringFirstRead:
-        def __init__(self, reader: SqliteReader, loop: asyncio.AbstractEventLoop) -> None:
+        def __init__(self, reader: StoreReader, loop: asyncio.AbstractEventLoop) -> None:
             self.reader, self.loop = reader, loop
 
         def __getattr__(self, name: str) -> object:

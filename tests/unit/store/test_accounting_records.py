@@ -1,4 +1,4 @@
-"""The accounting records on a temporary SQLite store with known attempts: each filter selects
+"""The accounting records on a temporary store (SQLite and PostgreSQL) with known attempts: each filter selects
 exactly its records, the SQL summaries give the figures core/accounting.py defines, records
 follow their task's state and go with their attempt, and the migration records the attempts
 that ended before it."""
@@ -6,17 +6,14 @@ that ended before it."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from drover.core.accounting import summarise
-from drover.store.base import HistoryFilter
-from drover.store.migrate import migrate_sqlite, migrations
-from drover.store.sqlite import SqliteStore
-from drover.store.sqlite_reader import SqliteReader
+from drover.store.base import HistoryFilter, StoreReader, open_store
+from drover.store.database import Database as RawDatabase
+from drover.store.sql_store import Db, SqlStore
 
 DAY = 86400.0
 T0 = 1_790_000_000.0
@@ -30,7 +27,7 @@ JOBS = {
 }
 
 
-def write(db: sqlite3.Connection, job_id: int) -> None:
+def write(db: Db, job_id: int) -> None:
     owner, queue, name, cpus, memory, state, attempts = JOBS[job_id]
     spec = json.dumps({"queue": queue, "time_limit_s": 7200, "script": "true\n"})
     db.execute("INSERT INTO jobs (id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, "
@@ -48,23 +45,23 @@ def write(db: sqlite3.Connection, job_id: int) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[tuple[SqliteStore, SqliteReader]]:
-    made = SqliteStore(str(tmp_path / "drover.db"))
-    with made.db:
-        made.db.execute("BEGIN")
+def store(store_url: str) -> Iterator[tuple[SqlStore, StoreReader]]:
+    made = open_store(store_url)
+    assert isinstance(made, SqlStore)
+    with made.transaction() as db:
         for job_id in JOBS:
-            write(made.db, job_id)
+            write(db, job_id)
     reader = made.reader()
     yield made, reader
     reader.close()
     made.close()
 
 
-def keys(reader: SqliteReader, **where: object) -> list[tuple[int, int]]:
+def keys(reader: StoreReader, **where: object) -> list[tuple[int, int]]:
     return [(r.job_id, r.attempt) for r in reader.history(None, 100, None, where=HistoryFilter(**where))]  # type: ignore[arg-type]
 
 
-def test_each_filter_selects_exactly_its_records(store: tuple[SqliteStore, SqliteReader]) -> None:
+def test_each_filter_selects_exactly_its_records(store: tuple[SqlStore, StoreReader]) -> None:
     _, reader = store
     assert keys(reader) == [(4, 1), (2, 1), (3, 2), (1, 1), (3, 1)]  # newest end first
     assert keys(reader, owner="alice") == [(2, 1), (1, 1)]
@@ -81,7 +78,7 @@ def test_each_filter_selects_exactly_its_records(store: tuple[SqliteStore, Sqlit
         owner="alice", since=T0 + DAY))
 
 
-def test_a_record_carries_what_was_asked_and_used(store: tuple[SqliteStore, SqliteReader]) -> None:
+def test_a_record_carries_what_was_asked_and_used(store: tuple[SqlStore, StoreReader]) -> None:
     _, reader = store
     (second, first) = reader.history(None, 100, None, where=HistoryFilter(job_id=3))
     assert (first.state, second.state) == ("requeued", "completed")
@@ -90,7 +87,7 @@ def test_a_record_carries_what_was_asked_and_used(store: tuple[SqliteStore, Sqli
     assert second.usage is not None and second.usage["max_rss_kib"] == 2000
 
 
-def test_summaries_in_sql_agree_with_their_definition(store: tuple[SqliteStore, SqliteReader]) -> None:
+def test_summaries_in_sql_agree_with_their_definition(store: tuple[SqlStore, StoreReader]) -> None:
     _, reader = store
     for by in ("user", "queue", "node", "day"):
         for where in (HistoryFilter(), HistoryFilter(queue="q2"), HistoryFilter(since=T0 + 100)):
@@ -112,30 +109,25 @@ def test_summaries_in_sql_agree_with_their_definition(store: tuple[SqliteStore, 
     assert bob.memory_efficiency_p50 is None  # asked for no memory
 
 
-def test_a_record_follows_its_task_and_goes_with_its_attempt(store: tuple[SqliteStore, SqliteReader]) -> None:
+def test_a_record_follows_its_task_and_goes_with_its_attempt(store: tuple[SqlStore, StoreReader]) -> None:
     made, reader = store
-    with made.db:
-        made.db.execute("BEGIN")
-        made.db.execute("INSERT OR REPLACE INTO tasks (job_id, idx, state, state_since, attempt) "
-                        "VALUES (1, 0, 'cancelled', 0, 1)")
+    with made.transaction() as db:
+        db.execute(made.dialect.upsert("tasks", ("job_id", "idx", "state", "state_since", "attempt"),
+                                       ("job_id", "idx")), (1, 0, "cancelled", 0, 1))
     assert [r.state for r in reader.history(None, 10, None, where=HistoryFilter(job_id=1))] == ["cancelled"]
-    with made.db:
-        made.db.execute("BEGIN")
-        made.db.execute("DELETE FROM attempts WHERE job_id = 4")
+    with made.transaction() as db:
+        db.execute("DELETE FROM attempts WHERE job_id = 4")
     assert keys(reader, owner="carol") == []
 
 
-def test_the_migration_records_attempts_that_ended_before_it(tmp_path: Path) -> None:
-    db = sqlite3.connect(str(tmp_path / "old.db"), isolation_level=None)
-    for version, sql in migrations():
-        if version < 14:
-            db.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
-    db.execute("BEGIN")
-    for job_id in JOBS:
-        write(db, job_id)
-    db.execute("COMMIT")
-    assert migrate_sqlite(db) >= 14
-    rows = db.execute("SELECT job_id, number, owner, queue, state FROM accounting ORDER BY job_id, number").fetchall()
+def test_the_migration_records_attempts_that_ended_before_it(store_url: str) -> None:
+    raw = RawDatabase(store_url)
+    assert raw.migrate(up_to=13) == 13
+    with raw.transaction() as db:
+        for job_id in JOBS:
+            write(db, job_id)
+    assert raw.migrate() >= 14
+    rows = raw.rows("SELECT job_id, number, owner, queue, state FROM accounting ORDER BY job_id, number")
     assert rows == [(1, 1, "alice", "default", "completed"), (2, 1, "alice", "q2", "failed"),
                     (3, 1, "bob", "q2", "requeued"), (3, 2, "bob", "q2", "completed"), (4, 1, "carol", "default", "timeout")]
-    db.close()
+    raw.close()

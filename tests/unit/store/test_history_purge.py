@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from drover.controller.service import ControllerService, Settings
-from drover.store.sqlite import SqliteStore
+from drover.store.base import open_store
+from drover.store.sql_store import Db, SqlStore
 
 DAY = 86400.0
 NOW = 1_790_000_000.0
 
 
-def job(db: sqlite3.Connection, job_id: int, ended_at: float | None) -> None:
+def job(db: Db, job_id: int, ended_at: float | None) -> None:
     """A job of one task and one attempt, ended at `ended_at` (None: still running), with events."""
     db.execute("INSERT INTO jobs (id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, "
                "after_ok, spec, ended_at, state) VALUES (?, 'alice', 'j', ?, 0, 1, 0, '[[0,0,1]]', 0, '[]', ?, ?, ?)",
@@ -34,25 +34,25 @@ def job(db: sqlite3.Connection, job_id: int, ended_at: float | None) -> None:
         db.execute("INSERT INTO events (time, job_id, kind) VALUES (?, ?, ?)", ((ended_at or NOW) - 10, job_id, kind))
 
 
-def filled(path: Path) -> SqliteStore:
-    store = SqliteStore(str(path))
-    with store.db:
-        store.db.execute("BEGIN")
+def filled(url: str) -> SqlStore:
+    store = open_store(url)
+    assert isinstance(store, SqlStore)
+    with store.transaction() as db:
         for job_id in range(1, 26):  # 25 jobs that ended 400 days ago, one a day older each
-            job(store.db, job_id, NOW - (400 + job_id) * DAY)
-        job(store.db, 26, NOW - 10 * DAY)  # recent
-        job(store.db, 27, None)  # still running
-        store.db.execute("INSERT INTO events (time, job_id, kind) VALUES (?, NULL, 'node_connected')", (NOW - 500 * DAY,))
-        store.db.execute("INSERT INTO events (time, job_id, kind) VALUES (?, NULL, 'node_connected')", (NOW - DAY,))
+            job(db, job_id, NOW - (400 + job_id) * DAY)
+        job(db, 26, NOW - 10 * DAY)  # recent
+        job(db, 27, None)  # still running
+        db.execute("INSERT INTO events (time, job_id, kind) VALUES (?, NULL, 'node_connected')", (NOW - 500 * DAY,))
+        db.execute("INSERT INTO events (time, job_id, kind) VALUES (?, NULL, 'node_connected')", (NOW - DAY,))
     return store
 
 
-def count(store: SqliteStore, table: str, where: str = "1") -> int:
+def count(store: SqlStore, table: str, where: str = "TRUE") -> int:
     return int(store.db.execute(f"SELECT COUNT(*) FROM {table} WHERE {where}").fetchone()[0])
 
 
-def test_the_purge_removes_exactly_what_ended_before_the_cut_off(tmp_path: Path) -> None:
-    store = filled(tmp_path / "drover.db")
+def test_the_purge_removes_exactly_what_ended_before_the_cut_off(store_url: str) -> None:
+    store = filled(store_url)
     assert count(store, "accounting") == 26
     newest = store.db.execute("SELECT MAX(seq) FROM events").fetchone()[0]
     first = store.purge_ended(NOW - 365 * DAY, 10)
@@ -68,12 +68,12 @@ def test_the_purge_removes_exactly_what_ended_before_the_cut_off(tmp_path: Path)
     store.close()
 
 
-def test_the_controller_purges_in_batches_with_the_files_it_kept(tmp_path: Path,
+def test_the_controller_purges_in_batches_with_the_files_it_kept(tmp_path: Path, store_url: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from drover.controller import service as service_module
 
     monkeypatch.setattr(service_module, "PURGE_BATCH", 10)  # 25 jobs: three transactions
-    store = filled(tmp_path / "drover.db")
+    store = filled(store_url)
     files = tmp_path / "files"
     for job_id in (3, 26):
         (files / f"{job_id}.0.1").mkdir(parents=True)

@@ -1,0 +1,2 @@
+-- As ../0003_node_reason.sql: why a node is in ERROR.
+ALTER TABLE nodes ADD COLUMN reason TEXT;
