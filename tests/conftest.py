@@ -4,13 +4,14 @@ real users, and `run_as` to run the installed commands as them."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 
 import psutil
 import pytest
 
 from tests.helpers.cluster import LocalCluster, serve
-from tests.helpers.postgres import postgres_server, postgres_url, store_url  # noqa: F401 (fixtures)
+from tests.helpers.postgres import postgres_server, postgres_url, server_processes, store_url  # noqa: F401 (fixtures)
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.system_install import InstallUnavailable, SystemInstall
 
@@ -111,12 +112,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def no_leftover_processes() -> Iterator[None]:
     """After each test, no process the test started may be left."""
     yield
-    me = psutil.Process()
-    alive = [p for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    spared = server_processes()  # the session's database server, shared by the tests
+    alive = [p for p in psutil.Process().children(recursive=True) if p.pid not in spared and _running(p)]
     if alive:
+        names = [(p.pid, _name(p)) for p in alive]
         for process in alive:
-            process.kill()
-        pytest.fail(f"the test left processes behind: {[(p.pid, p.name()) for p in alive]}")
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        pytest.fail(f"the test left processes behind: {names}")
+
+
+def _running(process: psutil.Process) -> bool:
+    """Not a zombie, and not gone since it was listed (a job's last process may be exiting)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _name(process: psutil.Process) -> str:
+    try:
+        return process.name()
+    except psutil.Error:
+        return "?"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -56,6 +56,27 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+RUNNING: set[PrivateServer] = set()  # started and not yet stopped: their processes outlive single tests
+
+
+def server_processes() -> set[int]:
+    """The pids of every running private server's processes (the postmaster and its children):
+    a session's server is not a process some test left behind (conftest.no_leftover_processes),
+    though it may be a child of the test process (a test that made that process a subreaper
+    inherits the daemonised postmaster)."""
+    import psutil
+
+    pids: set[int] = set()
+    for server in RUNNING:
+        try:
+            postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+            pids.add(postmaster)
+            pids.update(child.pid for child in psutil.Process(postmaster).children(recursive=True))
+        except (OSError, ValueError, IndexError, psutil.Error):
+            continue
+    return pids
+
+
 class PrivateServer:
     """`start()` it, `url(database)` to reach it, `stop()` removes everything it made."""
 
@@ -93,6 +114,7 @@ class PrivateServer:
                    "-c max_connections=50")
         if not durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        RUNNING.add(self)
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options, "-w",
                   "start")
         return self
@@ -123,6 +145,7 @@ class PrivateServer:
             if (self.data / "postmaster.pid").exists():
                 self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
         finally:
+            RUNNING.discard(self)
             shutil.rmtree(self.root, ignore_errors=True)
 
 

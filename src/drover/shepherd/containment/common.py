@@ -64,13 +64,19 @@ def group_name(cluster: str, attempt: str) -> str:
 
 
 def make_dir(parent: str, name: str) -> str | None:
-    """<parent>/<name> (see group_name), created; None if the hierarchy is not writable."""
+    """<parent>/<name> (see group_name), created; None if the hierarchy is not writable. The
+    cluster's directory is made if missing; a node daemon that stops removes it when it is empty
+    (remove_cluster_parents), which may happen between the two mkdirs: then once more."""
     path = os.path.join(parent, name)
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
-        return None
-    return path
+    for _ in range(3):
+        try:
+            os.makedirs(path, exist_ok=True)
+            return path
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+    return None
 
 
 # A cgroup whose last tasks were just killed can refuse rmdir (EBUSY) until those tasks have
