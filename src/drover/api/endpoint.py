@@ -38,6 +38,7 @@ class Controller:
     policy: Policy
     shutdown: Callable[[], None]
     membership: Membership | None = None  # joining and leaving: only with the cluster's TLS set up
+    address: str = ""  # where clients and nodes reach this controller (/v1/health says it)
 
 
 @dataclass(frozen=True, slots=True)
