@@ -94,6 +94,7 @@ def route(endpoint: Endpoint, controller: Controller) -> Route:
 
     async def checked(request: Request) -> Response:
         try:
+            controller.service.ready()  # nothing is answered from a working set that is not whole
             state = request.scope.get("state", {})
             peer = state.get("peer")
             if access is Access.ANYONE and peer is None:

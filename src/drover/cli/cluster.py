@@ -234,10 +234,10 @@ def _refuse_on_a_joined_node() -> None:
     from drover.config_file import ConfigError, read_config
 
     try:
-        controller = read_config(system.config_file).config.execd.controller
+        controllers = read_config(system.config_file).config.execd.controllers()
     except ConfigError:
         return
-    if controller:
-        raise Unavailable(f"this host is a node of the cluster at {controller}, but its {system.cluster_file} "
+    if controllers:
+        raise Unavailable(f"this host is a node of the cluster at {', '.join(controllers)}, but its {system.cluster_file} "
                           "cannot be read (`drover join` writes it); submit on the controller's host, or start "
                           "a personal cluster with `drover up`")

@@ -22,8 +22,10 @@ class Standing:
 
     def refusal(self) -> tuple[api.ErrorReply, int]:
         if self.taking_over:
+            # A standby's answer still (kind "standby"), naming no one: clients and nodes with
+            # several addresses try again in a moment, as while no controller is active.
             return api.ErrorReply(error=f"the controller at {self.address} is taking over as the active one and "
-                                        "loading the store; try again in a moment", kind="unavailable"), 503
+                                        "loading the store; try again in a moment", kind="standby"), 503
         if self.active is None:
             return api.ErrorReply(error=f"the controller at {self.address} is a standby, and no controller is "
                                         "active at the moment (one is taking over); try again in a moment",
