@@ -80,6 +80,7 @@ def serve(argv: list[str]) -> int:
     tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
     lost: list[str] = []  # why this controller stopped being the active one
+    fatal: list[str] = []  # why this controller could not become the active one
 
     async def main() -> None:
         from drover.api.standby import RoleSwitch, standby_app
@@ -115,7 +116,12 @@ def serve(argv: list[str]) -> int:
         if leadership is not None:
             log.info("standby on %s (store %s, advertised as %s): waiting for the leadership",
                      ", ".join(str(s.getsockname()) for s in [*sockets, *tcp_sockets]), shown_url(url), address)
-            led = await _lead(url, leadership, standing, serving)
+            try:
+                led = await _lead(url, leadership, standing, serving)
+            except RuntimeError as error:  # a store written by a newer Drover
+                fatal.append(f"the job store {shown_url(url)} cannot be used: {error}; upgrade Drover")
+                shutdown()
+                led = None
             if led is None:
                 await serving  # stopped while a standby
                 return
@@ -185,6 +191,9 @@ def serve(argv: list[str]) -> int:
             os.unlink(socket_path)
         except FileNotFoundError:
             pass
+    if fatal:
+        print(f"drover controller: {fatal[0]}", file=sys.stderr)
+        return 1
     if lost:
         print(f"drover controller: stopped, no longer the active controller: {lost[0]}", file=sys.stderr)
         return 1

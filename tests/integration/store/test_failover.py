@@ -18,6 +18,7 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,10 +103,10 @@ def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaClust
     assert failover_s < FAILOVER_LIMIT_S
     assert {job["id"] for job in json.loads(status.stdout)} >= {*running_jobs, *waiting}
     assert cluster.health("b")["role"] == "active"
+    # The jobs still run (4 s each), under the shepherds they had: nothing was restarted.
+    assert cluster.shepherds() == shepherds and all(Path(f"/proc/{pid}").exists() for pid in shepherds.values())
 
     cluster.drover("wait", *map(str, running_jobs + waiting), timeout=60)
-    assert {name: pid for name, pid in cluster.shepherds().items() if name in shepherds} == shepherds or \
-        not cluster.shepherds()  # the spools of ended attempts may be gone already; none was restarted
     for job in running_jobs:
         assert (cluster.workdir / f"drover-{job}.out").read_text() == "done\n"
     assert [cluster.json("show", str(job))["state"] for job in running_jobs + waiting] == ["completed"] * 4
@@ -113,8 +114,7 @@ def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaClust
     cluster.wait_node_up()
     later = cluster.submit("--", "true")
     cluster.drover("wait", str(later))
-    assert "joined the cluster as node node1" in cluster.log("node").split("controller channel to")[-1] or \
-        cluster.log("node").count("joined the cluster") >= 2
+    assert cluster.log("node").count("joined the cluster as node node1") == 2  # once to each controller
 
 
 def test_a_controller_cut_off_from_its_lock_stops_and_the_standby_takes_over(ha: HaCluster,
