@@ -8,6 +8,7 @@ limit). Median and min-max over the repetitions. See bench/README.md for what ea
     .venv/bin/python bench/run.py B1 B3 --repeat 5
     .venv/bin/python bench/run.py --quick         # smaller B1, B2, B4, B7 and B8
     .venv/bin/python bench/run.py B10 --repeat 1  # the planner alone, no cluster
+    .venv/bin/python bench/run.py B1 --postgres   # B1 also with the store on a private PostgreSQL
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from typing import Any
 BIN = Path(sys.executable).parent
 DROVER = str(BIN / "drover")
 RESULTS = Path(__file__).parent / "results"
+# --postgres: a private PostgreSQL server (durable: the server's defaults) for the clusters whose
+# store is on it, beside those on SQLite in the same run.
+POSTGRES: list[Any] = []
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -94,9 +98,15 @@ class Cluster:
 
 
 @contextmanager
-def cluster() -> Iterator[Cluster]:
+def cluster(store: str = "sqlite") -> Iterator[Cluster]:
+    """`store`: "sqlite" (the default store), or "postgresql": a database of its own on the
+    run's private server (--postgres)."""
     root = Path(tempfile.mkdtemp(prefix="drvb-", dir="/tmp"))
     made = Cluster(root)
+    if store == "postgresql":
+        server = POSTGRES[0]
+        (root / "state").mkdir()
+        (root / "state" / "drover.toml").write_text(f'[store]\nurl = "{server.url(server.create_database())}"\n')
     try:
         made.drover("up", "--cpus", "2")
         yield made
@@ -154,21 +164,25 @@ TRUE_COMMAND = "exec /bin/true\n"
 def b1(repeat: int, quick: bool) -> dict[str, Any]:
     """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished."""
     n = 300 if quick else 1000
-    array, singles, controller_ms = [], [], []
+    stores = ["sqlite", *(["postgresql"] if POSTGRES else [])]
+    array: dict[str, list[float]] = {store: [] for store in stores}
+    singles: dict[str, list[float]] = {store: [] for store in stores}
+    controller_ms: dict[str, list[float]] = {store: [] for store in stores}
     for _ in range(repeat):
-        with cluster() as c, c.client() as client:
-            controller = c.controller_pid()
-            cpu = cpu_seconds(controller)
-            began = time.perf_counter()
-            (job,) = client.submit([c.job(TRUE_COMMAND, array=f"1-{n}")])
-            client.wait(job)
-            array.append(n / (time.perf_counter() - began))
-            controller_ms.append((cpu_seconds(controller) - cpu) / n * 1000)
-            began = time.perf_counter()
-            ids = [client.submit([c.job(TRUE_COMMAND)])[0] for _ in range(n)]
-            for job in ids:
+        for store in stores:  # side by side in each repetition: the machine's noise is shared
+            with cluster(store) as c, c.client() as client:
+                controller = c.controller_pid()
+                cpu = cpu_seconds(controller)
+                began = time.perf_counter()
+                (job,) = client.submit([c.job(TRUE_COMMAND, array=f"1-{n}")])
                 client.wait(job)
-            singles.append(n / (time.perf_counter() - began))
+                array[store].append(n / (time.perf_counter() - began))
+                controller_ms[store].append((cpu_seconds(controller) - cpu) / n * 1000)
+                began = time.perf_counter()
+                ids = [client.submit([c.job(TRUE_COMMAND)])[0] for _ in range(n)]
+                for job in ids:
+                    client.wait(job)
+                singles[store].append(n / (time.perf_counter() - began))
     refs: dict[str, list[float]] = {"parallel -j2": [], "tsp -S 2": [], "xargs -P2": []}
     for _ in range(repeat):
         if need("parallel", "parallel"):
@@ -178,8 +192,14 @@ def b1(repeat: int, quick: bool) -> dict[str, Any]:
                 refs["tsp -S 2"].append(n / timed(lambda: tsp_run_all(env, [["/bin/true"]] * n)))
         refs["xargs -P2"].append(n / timed(lambda: subprocess.run(
             ["xargs", "-P2", "-n1", "/bin/true"], input="x\n" * n, text=True, check=True)))
-    return {"jobs": n, "drover array": summary(array), "drover array: controller CPU per job (ms)": summary(controller_ms),
-            "drover singles (client)": summary(singles),
+    on_postgres = {
+        "drover array, PostgreSQL store": summary(array["postgresql"]),
+        "drover array, PostgreSQL store: controller CPU per job (ms)": summary(controller_ms["postgresql"]),
+        "drover singles (client), PostgreSQL store": summary(singles["postgresql"]),
+    } if POSTGRES else {}
+    return {"jobs": n, "drover array": summary(array["sqlite"]),
+            "drover array: controller CPU per job (ms)": summary(controller_ms["sqlite"]),
+            "drover singles (client)": summary(singles["sqlite"]), **on_postgres,
             **{name: summary(v) if v else None for name, v in refs.items()}}
 
 
@@ -428,6 +448,9 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
         ratios.append(f"B1 array / tsp: {b1r['drover array']['median'] / b1r['tsp -S 2']['median']:.2f}x")
     if b1r and b1r.get("parallel -j2"):
         ratios.append(f"B1 singles / parallel: {b1r['drover singles (client)']['median'] / b1r['parallel -j2']['median']:.2f}x")
+    if b1r and b1r.get("drover array, PostgreSQL store"):
+        ratios.append(f"B1 array on PostgreSQL / on SQLite: "
+                      f"{b1r['drover array, PostgreSQL store']['median'] / b1r['drover array']['median']:.2f}x")
     b3r = results.get("B3")
     if b3r and b3r.get("tsp true; tsp -w (ms)"):
         ratios.append(f"B3 client latency / tsp: {b3r['drover client submit->finished (ms)']['median'] / b3r['tsp true; tsp -w (ms)']['median']:.2f}x")
@@ -450,6 +473,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))
+    parser.add_argument("--postgres", action="store_true",
+                        help="B1 also with the cluster's store on a private PostgreSQL server (needs its "
+                             "binaries and psycopg, as the store's tests do)")
     args = parser.parse_args()
     unknown = [name for name in args.which if name not in BENCHMARKS]
     if unknown:
@@ -459,9 +485,18 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).parent.parent / "src")],
                    capture_output=True)
     results: dict[str, dict[str, Any]] = {}
-    for name in args.which or list(BENCHMARKS):
-        print(f"running {name} ...", file=sys.stderr, flush=True)
-        results[name] = BENCHMARKS[name](args.repeat, args.quick)
+    if args.postgres:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.helpers.postgres import PrivateServer
+
+        POSTGRES.append(PrivateServer().start(durable=True))
+    try:
+        for name in args.which or list(BENCHMARKS):
+            print(f"running {name} ...", file=sys.stderr, flush=True)
+            results[name] = BENCHMARKS[name](args.repeat, args.quick)
+    finally:
+        for server in POSTGRES:
+            server.stop()
     print_table(results)
     out = Path(args.json_out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,9 @@ SYSTEM_STATE_DIR = "/var/lib/drover"  # a shared cluster's (`drover up --system`
 # On a host that joined a cluster as a node: where its users' commands find the cluster (written
 # by `drover join`, readable by all; this variable names another).
 CLUSTER_FILE_VARIABLE = "DROVER_CLUSTER_FILE"
+# The controllers of that cluster, https://ADDR:PORT separated by commas, instead of those the
+# cluster file names (a standby controller added since the host joined).
+CONTROLLER_VARIABLE = "DROVER_CONTROLLER"
 MUNGE_SOCKET = "/run/munge/munge.socket.2"  # munged's own default: where users and daemons find it
 # A shared cluster's controller runs as this unprivileged system user (as slurmctld runs as
 # SlurmUser); only the execds are root. `drover up --system` makes it if it is missing.
@@ -62,7 +65,8 @@ _FILES = {
 
 class RemoteCluster:
     """A cluster whose controller is on another host, as `drover join` wrote it down for this
-    host's users: its address, the CA its certificate chains to, and this host's munged."""
+    host's users: its address (or several, separated by commas: controllers sharing one store,
+    one of them active), the CA its certificate chains to, and this host's munged."""
 
     def __init__(self, controller: str, ca_pem: str, munge_socket: str) -> None:
         self.controller, self.ca_pem, self.munge_socket = controller, ca_pem, munge_socket
@@ -85,7 +89,11 @@ def _read_remote_cluster(path: str) -> RemoteCluster | None:
             import json
 
             found = json.load(file)
-        return RemoteCluster(str(found["controller"]), str(found["ca_pem"]), str(found["munge_socket"]))
+        controller = found["controller"]
+        if isinstance(controller, list):
+            controller = ",".join(map(str, controller))
+        return RemoteCluster(os.environ.get(CONTROLLER_VARIABLE) or str(controller), str(found["ca_pem"]),
+                             str(found["munge_socket"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -131,9 +139,11 @@ def cluster_tag(paths: Paths) -> str:
 
 
 def api_socket(paths: Paths | None = None) -> str:
-    """The cluster the commands talk to: $DROVER_SOCKET; else your personal cluster's socket;
-    else, when there is none, the machine's shared cluster's, if one runs; else, on a host that
-    joined a cluster as a node, that cluster's controller (https://ADDR:PORT)."""
+    """The cluster the commands talk to: $DROVER_SOCKET (one socket, or several separated by
+    commas: controllers sharing one store); else your personal cluster's socket; else, when
+    there is none, the machine's shared cluster's, if one runs; else, on a host that joined a
+    cluster as a node, that cluster's controllers (https://ADDR:PORT, separated by commas;
+    $DROVER_CONTROLLER names others)."""
     explicit = os.environ.get(SOCKET_VARIABLE)
     if explicit:
         return explicit

@@ -109,8 +109,9 @@ class ExecdSection(Section, frozen=True):
     """[execd]: the node daemon, its attempts' cleanup, and what each shepherd is told."""
 
     node_name: Annotated[str | None, about("this node's name (unset: the host name)")] = None
-    controller: Annotated[str | None, about("the controller on another host, https://ADDR:PORT "
-                                            "(unset: the local socket); written by `drover join`")] = None
+    controller: Annotated[str | list[str] | None, about(
+        "the controller on another host, https://ADDR:PORT, or a list of them (controllers sharing one "
+        "PostgreSQL store: the node follows the active one); unset: the local socket; written by `drover join`")] = None
     tls_cert: Annotated[str | None, about("this node's certificate, naming the node (PEM), for `controller`")] = None
     tls_key: Annotated[str | None, about("its private key (PEM)")] = None
     tls_ca: Annotated[str | None, about("the cluster's CA, which the controller's certificate must chain to (PEM)")] = None
@@ -172,7 +173,15 @@ class ExecdSection(Section, frozen=True):
                                                "this ends as OUT_OF_MEMORY (0: never, warn only); between the "
                                                "request and this it is warned and reniced")] = 1.5
 
+    def controllers(self) -> list[str]:
+        """`controller` as a list (empty: the local socket)."""
+        if self.controller is None:
+            return []
+        return [self.controller] if isinstance(self.controller, str) else list(self.controller)
+
     def __post_init__(self) -> None:
+        if isinstance(self.controller, list) and not self.controller:
+            raise ValueError("controller must name at least one controller, or be left unset")
         if self.cpu_tolerance < 0:
             raise ValueError(f"cpu_tolerance must be 0 or more, not {self.cpu_tolerance}")
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:

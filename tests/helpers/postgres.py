@@ -114,10 +114,19 @@ class PrivateServer:
                    "-c max_connections=50")
         if not durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        self.options = options
         RUNNING.add(self)
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", options, "-w",
-                  "start")
+        self.resume()
         return self
+
+    def pause(self) -> None:
+        """Stop the server as an operator's restart does (fast: sessions are ended), keeping its data."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start it (again), on the same port and socket."""
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-o", self.options, "-w",
+                  "start")
 
     def url(self, database: str = "postgres") -> str:
         """Over the Unix socket in the server's directory."""

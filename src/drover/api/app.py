@@ -33,12 +33,13 @@ ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOIN
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],
-               reads: Reads | None = None, membership: Membership | None = None) -> Starlette:
+               reads: Reads | None = None, membership: Membership | None = None, address: str = "") -> Starlette:
     """`policy` says who a request's peer is and what they may do (controller/auth.py);
     `shutdown` stops the server; `reads` answers the queries (its reading threads are the
     caller's to stop: Reads.close); `membership` serves hosts joining and leaving, and nodes
-    over TLS."""
-    controller = Controller(service, reads if reads is not None else Reads(service), policy, shutdown, membership)
+    over TLS; `address`: where clients and nodes reach this controller."""
+    controller = Controller(service, reads if reads is not None else Reads(service), policy, shutdown, membership,
+                            address)
     routes: list[Any] = [cluster.openapi_route(openapi_document([e.operation for e in ENDPOINTS]))]
     routes += [route(endpoint, controller) for endpoint in ENDPOINTS]
     routes.append(node_channel_route(service, policy, membership))

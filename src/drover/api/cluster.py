@@ -1,4 +1,4 @@
-"""The cluster as a whole: who serves the API (/v1/ping), its OpenAPI document (/openapi.json),
+"""The cluster as a whole: who serves the API (/v1/ping, /v1/health), its OpenAPI document (/openapi.json),
 stopping the controller (/v1/shutdown), and its membership: the CA's certificate, hosts joining
 by token and nodes leaving (over TLS), and the join tokens admins make (/v1/cluster/...)."""
 
@@ -26,6 +26,12 @@ async def ping(call: Call) -> Response:
     return json_response(api.Ping(version=__version__, api="v1", user=user,
                                   started_at=call.controller.service.started_at,
                                   min_job_age_s=call.controller.service.settings.min_job_age_s))
+
+
+async def health(call: Call) -> Response:
+    """The active controller's answer; a standby gives its own (api/standby.py)."""
+    address = call.controller.address
+    return json_response(api.Health(role="active", address=address, active=address))
 
 
 async def shutdown(call: Call) -> Response:
@@ -83,6 +89,8 @@ def openapi_route(document: dict[str, Any]) -> Route:
 
 ENDPOINTS = [
     Endpoint(Operation("GET", "/v1/ping", "Who serves this API, and as whom", response=api.Ping), Access.ANYONE, ping),
+    Endpoint(Operation("GET", "/v1/health", "Whether this controller is the active one or a standby, and where "
+                       "the active one is", response=api.Health), Access.ANYONE, health),
     Endpoint(Operation("POST", "/v1/shutdown", "Stop the controller gracefully"), Access.ADMIN, shutdown,
              admin_action="stop a shared cluster"),
     Endpoint(Operation("GET", "/v1/cluster/ca", "The cluster's CA certificate and its SHA-256 fingerprint",

@@ -38,6 +38,7 @@ class Controller:
     policy: Policy
     shutdown: Callable[[], None]
     membership: Membership | None = None  # joining and leaving: only with the cluster's TLS set up
+    address: str = ""  # where clients and nodes reach this controller (/v1/health says it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,7 @@ def route(endpoint: Endpoint, controller: Controller) -> Route:
 
     async def checked(request: Request) -> Response:
         try:
+            controller.service.ready()  # nothing is answered from a working set that is not whole
             state = request.scope.get("state", {})
             peer = state.get("peer")
             if access is Access.ANYONE and peer is None:

@@ -9,7 +9,7 @@ import sys
 import time
 
 from drover.config import SOCKET_VARIABLE, SYSTEM_STATE_DIR, Paths
-from drover.core.errors import DroverError, Unavailable
+from drover.core.errors import DroverError, Standby, Unavailable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,7 +156,15 @@ def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     try:
         while True:
-            nodes = transport.call("GET", "/v1/nodes")["nodes"]
+            try:
+                nodes = transport.call("GET", "/v1/nodes")["nodes"]
+            except Standby:
+                # A controller on a PostgreSQL store serves its socket as a standby until it
+                # holds the store's leadership and has loaded it; one that waits behind an
+                # active controller elsewhere stays so, and the last answer says where that is.
+                if time.monotonic() > deadline:
+                    raise
+                nodes = []
             if any(node["state"] == "up" for node in nodes):
                 return
             if execd is not None:
@@ -234,10 +242,10 @@ def _refuse_on_a_joined_node() -> None:
     from drover.config_file import ConfigError, read_config
 
     try:
-        controller = read_config(system.config_file).config.execd.controller
+        controllers = read_config(system.config_file).config.execd.controllers()
     except ConfigError:
         return
-    if controller:
-        raise Unavailable(f"this host is a node of the cluster at {controller}, but its {system.cluster_file} "
+    if controllers:
+        raise Unavailable(f"this host is a node of the cluster at {', '.join(controllers)}, but its {system.cluster_file} "
                           "cannot be read (`drover join` writes it); submit on the controller's host, or start "
                           "a personal cluster with `drover up`")

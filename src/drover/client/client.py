@@ -15,7 +15,7 @@ from drover.config import MUNGE_SOCKET
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TypeVar
 
     T = TypeVar("T")
@@ -53,10 +53,11 @@ if TYPE_CHECKING:
 class Client:
     page_rows = 5000  # rows asked for in one request; a longer listing is read page by page
 
-    def __init__(self, address: str | None = None, timeout_s: float | None = 60.0,
+    def __init__(self, address: str | Sequence[str] | None = None, timeout_s: float | None = 60.0,
                  tls: ssl.SSLContext | None = None) -> None:
-        """`address`: a Unix socket path, or https://HOST:PORT with `tls`; default: the personal
-        cluster's socket."""
+        """`address`: a Unix socket path, or https://HOST:PORT with `tls`, or several (a list, or
+        separated by commas: controllers sharing one store, of which the client uses the active
+        one); default: the personal cluster's socket."""
         sign = None
         self.remote = False  # a user of a host that joined the cluster: the controller is elsewhere
         # Where munged runs, each job is signed by its owner (cluster/signing.py): this host's

@@ -3,20 +3,29 @@
 The `drover` command starts in a few tens of milliseconds because this imports only `socket` and
 `json`; http.client alone would cost more than the rest of `drover submit` on a small machine.
 It speaks the subset of HTTP the controller uses: one request at a time on a kept-alive
-connection, bodies with Content-Length or chunked encoding.
+connection, bodies with Content-Length or chunked encoding. Given several controllers' addresses
+it goes to the active one and follows it when it changes (client/addresses.py).
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import time
 
-from drover.core.errors import ERROR_KINDS, BadRequest, DroverError, Unavailable
+from drover.client.addresses import (
+    FAIL_OVER_S,
+    FIRST_WAIT_S,
+    LONGEST_WAIT_S,
+    Addresses,
+    standby_answer,
+)
+from drover.core.errors import ERROR_KINDS, BadRequest, DroverError, Standby, Unavailable
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 CREDENTIAL_HEADER = "X-Drover-Credential"  # the same name as cluster/munge.py's, which this must not import
@@ -29,42 +38,65 @@ class ConnectionLost(Unavailable):
 
 
 class Transport:
-    def __init__(self, address: str, timeout_s: float | None = 60.0, tls: ssl.SSLContext | None = None,
-                 sign: Callable[[str, str, bytes], str] | None = None) -> None:
+    def __init__(self, address: str | Sequence[str], timeout_s: float | None = 60.0,
+                 tls: ssl.SSLContext | None = None, sign: Callable[[str, str, bytes], str] | None = None) -> None:
         """`address`: a Unix socket path, or https://HOST:PORT with `tls` (a controller on
-        another host, which serves TCP with TLS only). `sign(method, target, body)`: the user's
-        credential for one request, sent with it (a user on another host than the controller's)."""
-        self.address = address
+        another host, which serves TCP with TLS only); or several, as a list or separated by
+        commas (controllers sharing one store: the active one is used). `sign(method, target,
+        body)`: the user's credential for one request, sent with it (a user on another host
+        than the controller's)."""
+        self.addresses = Addresses(address, may_reach=tls is not None)
         self.timeout_s = timeout_s
         self.tls = tls
         self.sign = sign
         self._sock: socket.socket | None = None
         self._buffer = b""
 
+    @property
+    def address(self) -> str:
+        """The controller in use."""
+        return self.addresses.current
+
     def _connect(self) -> socket.socket:
+        """A connection to the address in use, or else to the next that answers, in order."""
+        failures: list[DroverError] = []
+        for index in self.addresses.order():
+            try:
+                sock = self._connect_to(self.addresses.all[index])
+            except (Unavailable, BadRequest) as error:
+                failures.append(error)
+                continue
+            self.addresses.use(index)
+            self._buffer = b""
+            return sock
+        if len(failures) == 1:
+            raise failures[0]
+        raise Unavailable("no controller of the Drover cluster answers: " + "; ".join(map(str, failures)))
+
+    def _connect_to(self, address: str) -> socket.socket:
         try:
-            if self.address.startswith("https://"):
+            if address.startswith("https://"):
                 if self.tls is None:  # DROVER_SOCKET=https://...: users have no certificate to go with it
-                    raise BadRequest(f"{self.address} is a controller on another host, which serves nodes and "
+                    raise BadRequest(f"{address} is a controller on another host, which serves nodes and "
                                      "joining hosts only; users talk to their cluster through its local socket")
-                host, _, port = self.address[8:].rstrip("/").rpartition(":")
+                host, _, port = address[8:].rstrip("/").rpartition(":")
                 host = host.removeprefix("[").removesuffix("]")
                 sock = socket.create_connection((host, int(port)), timeout=self.timeout_s)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                sock = self.tls.wrap_socket(sock, server_hostname=host)
-            else:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                return self.tls.wrap_socket(sock, server_hostname=host)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
                 sock.settimeout(self.timeout_s)
-                sock.connect(self.address)
+                sock.connect(address)
+            except BaseException:
+                sock.close()
+                raise
+            return sock
         except (FileNotFoundError, ConnectionRefusedError):
-            raise Unavailable(
-                f"no Drover cluster answers at {self.address}; start one with `drover up`"
-            ) from None
+            raise Unavailable(f"no Drover cluster answers at {address}; start one with `drover up`") from None
         except OSError as error:  # ssl.SSLError included: a certificate that does not verify says why
-            raise Unavailable(f"cannot reach the Drover cluster at {self.address}: "
+            raise Unavailable(f"cannot reach the Drover cluster at {address}: "
                               f"{getattr(error, 'reason', None) and str(error) or error.strerror or error}") from None
-        self._buffer = b""
-        return sock
 
     def close(self) -> None:
         if self._sock is not None:
@@ -73,8 +105,37 @@ class Transport:
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 timeout_s: float | None = None) -> tuple[int, bytes]:
-        """One request and its answer. A GET is sent again once if a kept-alive connection turns
-        out closed; anything else never is (see ConnectionLost)."""
+        """One request and its answer, from the active controller. With several addresses, a
+        standby's answer, or no controller answering, sends the request on to the active one or
+        the next (a standby did nothing with it), for at most FAIL_OVER_S; a GET whose
+        connection was lost goes on too. Anything else whose connection was lost is never sent
+        again here (see ConnectionLost)."""
+        deadline = time.monotonic() + FAIL_OVER_S
+        wait = 0.0
+        while True:
+            try:
+                status, data = self._request_once(method, path, body, timeout_s)
+            except ConnectionLost:
+                if method != "GET" or not self.addresses.several or time.monotonic() > deadline:
+                    raise
+                self.addresses.follow(None)
+            except Unavailable:  # no address answered
+                if not self.addresses.several or time.monotonic() > deadline:
+                    raise
+            else:
+                standby, active = standby_answer(status, data)
+                if not standby or time.monotonic() > deadline:
+                    return status, data
+                self.close()
+                if not self.addresses.follow(active):
+                    return status, data  # a standby, and nowhere else to go: its answer says where
+            time.sleep(wait)  # the first move is at once: the active controller is usually there
+            wait = min(max(wait * 2, FIRST_WAIT_S), LONGEST_WAIT_S)
+
+    def _request_once(self, method: str, path: str, body: bytes | None,
+                      timeout_s: float | None) -> tuple[int, bytes]:
+        """One request to the controller in use. A GET is sent again once if a kept-alive
+        connection turns out closed."""
         for tries_left in (1, 0) if method == "GET" else (0,):
             if self._sock is not None and _closed_by_peer(self._sock):
                 self.close()  # the controller let the idle connection go: a new one, before sending
@@ -161,6 +222,8 @@ class Transport:
         if status >= 400:
             try:
                 reply = json.loads(data)
+                if reply.get("kind") == "standby":
+                    raise Standby(reply["error"], reply.get("active"))
                 error_class = ERROR_KINDS.get(reply.get("kind", ""), DroverError)
                 raise error_class(reply["error"])
             except (ValueError, KeyError, AttributeError):

@@ -13,9 +13,11 @@ import socket
 import ssl
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from drover import eventloop
 from drover.config import Paths
+from drover.store.urls import shown as shown_url
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 
     from drover.cluster.setup import ControllerTls
     from drover.config_schema import ControllerSection
+    from drover.controller.standing import Standing
+    from drover.store.leadership import Leadership
     from drover.store.sql_store import SqlStore
 
 
@@ -61,17 +65,69 @@ def serve(argv: list[str]) -> int:
     from drover.controller.service import ControllerService, Settings
 
     kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
-    store = _open_store(drover_toml.store.url or f"sqlite://{own.database}", section.sqlite_synchronous)
+    url = drover_toml.store.url or f"sqlite://{own.database}"
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs, munge_socket=section.munge_socket)
     listen = _address(args.listen) if args.listen else None
+    socket_path = args.socket or own.socket
+    # On PostgreSQL, other controllers may share the store: this one serves as the active one
+    # only once it holds the leadership (controller/leadership.py), a standby until then. On
+    # SQLite it is the only one, and active at once.
+    leadership = _leadership(url, listen, socket_path)
+    opened: list[SqlStore] = [] if leadership is not None else [_open_store(url, section.sqlite_synchronous)]
     tls, tls_context = _tls(paths.root, section, listen is not None)
     tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
-    socket_path = args.socket or own.socket
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
+    lost: list[str] = []  # why this controller stopped being the active one
+    fatal: list[str] = []  # why this controller could not become the active one
 
     async def main() -> None:
+        from drover.api.standby import RoleSwitch, standby_app
+        from drover.controller.standing import Standing
+
+        log = logging.getLogger("drover.controller")
+        address = leadership.address if leadership is not None else socket_path
+        standing = Standing(address)
+        switch = RoleSwitch(standby_app(standing))
+        servers: list[uvicorn.Server] = []
+
+        def shutdown() -> None:
+            for server in servers:
+                server.should_exit = True
+
+        def config(context: ssl.SSLContext | None) -> uvicorn.Config:
+            # No per-message deflate on WebSockets: the node channel's messages are small and
+            # many, and compressing each cost more of the controller's CPU than anything else
+            # per job (0.5 ms a frame, profiled on B1); a cluster's links are not the limit.
+            return uvicorn.Config(switch, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
+                                  http=peer_credentials_protocol(), ws_per_message_deflate=False,
+                                  ssl_context_factory=(lambda _config, _default: context) if context else None)
+
+        # The local socket and TCP are served apart: TLS on TCP only, the Unix socket as ever.
+        servers.append(_server(config(None)))
+        if tcp_sockets:
+            servers.append(_server(config(tls_context)))
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, shutdown)
+        serving = asyncio.gather(servers[0].serve(sockets=sockets),
+                                 *(server.serve(sockets=tcp_sockets) for server in servers[1:]))
+        if leadership is not None:
+            log.info("standby on %s (store %s, advertised as %s): waiting for the leadership",
+                     ", ".join(str(s.getsockname()) for s in [*sockets, *tcp_sockets]), shown_url(url), address)
+            try:
+                led = await _lead(url, leadership, standing, serving)
+            except RuntimeError as error:  # a store written by a newer Drover
+                fatal.append(f"the job store {shown_url(url)} cannot be used: {error}; upgrade Drover")
+                shutdown()
+                led = None
+            if led is None:
+                await serving  # stopped while a standby
+                return
+            opened.append(led)
+        store = opened[0]
+
         settings = Settings(
             kill_grace_s=kill_grace, files_dir=os.path.join(own.root, "files"),
             smtp_host=section.smtp_host, smtp_port=section.smtp_port, requeue_held=section.requeue_held,
@@ -84,35 +140,14 @@ def serve(argv: list[str]) -> int:
 
         faults = Faults.from_environment()
         if faults:
-            logging.getLogger("drover.controller").warning("fault injection for testing is on: %s", faults.describe())
+            log.warning("fault injection for testing is on: %s", faults.describe())
         service = ControllerService(store, settings, faults=faults)
-        servers: list[uvicorn.Server] = []
-
-        def shutdown() -> None:
-            for server in servers:
-                server.should_exit = True
 
         from drover.controller.membership import Membership
 
         reads = Reads(service)
-        app = create_app(service, policy, shutdown, reads, Membership(service, store, tls) if tls is not None else None)
-
-        def config(context: ssl.SSLContext | None) -> uvicorn.Config:
-            # No per-message deflate on WebSockets: the node channel's messages are small and
-            # many, and compressing each cost more of the controller's CPU than anything else
-            # per job (0.5 ms a frame, profiled on B1); a cluster's links are not the limit.
-            return uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
-                                  http=peer_credentials_protocol(), ws_per_message_deflate=False,
-                                  ssl_context_factory=(lambda _config, _default: context) if context else None)
-
-        # The local socket and TCP are served apart: TLS on TCP only, the Unix socket as ever.
-        servers.append(_server(config(None)))
-        if tcp_sockets:
-            servers.append(_server(config(tls_context)))
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, shutdown)
-        log = logging.getLogger("drover.controller")
+        switch.become(create_app(service, policy, shutdown, reads,
+                                 Membership(service, store, tls) if tls is not None else None, address))
         log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
                  store.path, store.schema_version)
         if tcp_sockets and tls is not None:
@@ -121,29 +156,87 @@ def serve(argv: list[str]) -> int:
             log.info("serving TLS on %s (certificate %s, CA %s, SHA-256 %s)", tcp_sockets[0].getsockname(),
                      tls.cert, tls.ca, spaced(tls.fingerprint()))
         service.request_schedule()
-        watcher = asyncio.get_running_loop().create_task(service.watch_nodes())
-        purger = asyncio.get_running_loop().create_task(service.purge_history())
+        tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
+        if leadership is not None:
+            from drover.controller.leadership import watch
+            from drover.store.postgres import PostgresStore
+
+            assert isinstance(store, PostgresStore)
+
+            def step_down(why: Exception) -> None:
+                # Fenced: the store refuses this controller from now on (nothing is committed,
+                # so nothing is acknowledged or dispatched); it stops serving, which closes
+                # the nodes' channels, and they go to the active controller.
+                lost.append(str(why))
+                shutdown()
+
+            tasks.append(loop.create_task(watch(store, step_down)))
         try:
-            await asyncio.gather(servers[0].serve(sockets=sockets),
-                                 *(server.serve(sockets=tcp_sockets) for server in servers[1:]))
+            await serving
         finally:
             reads.close()  # the reading threads' connections go before the store's own
-        watcher.cancel()
-        purger.cancel()
+        for task in tasks:
+            task.cancel()
         await service.channels.close_all()
         await service.event_logs.close()
 
     try:
         eventloop.run(main())
     finally:
-        store.close()
+        for store in opened:
+            store.close()
         for sock in [*sockets, *tcp_sockets]:
             sock.close()
         try:
             os.unlink(socket_path)
         except FileNotFoundError:
             pass
+    if fatal:
+        print(f"drover controller: {fatal[0]}", file=sys.stderr)
+        return 1
+    if lost:
+        print(f"drover controller: stopped, no longer the active controller: {lost[0]}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _leadership(url: str, listen: tuple[str, int] | None, socket_path: str) -> Leadership | None:
+    """For a PostgreSQL store, this controller's side of the leadership, once the store was
+    reached (else an exit with one line that says why, as for a store that cannot be opened)."""
+    from drover.store.urls import backend_of
+
+    if backend_of(url) != "postgresql":
+        return None
+    from drover.controller.leadership import advertised
+    from drover.store.faults import StoreFault
+    from drover.store.leadership import Leadership
+    from drover.store.postgres import connect
+
+    try:
+        connect(url, "drover-controller").close()
+    except StoreFault as error:
+        raise SystemExit(f"drover controller: {error}") from None
+    return Leadership(advertised(listen, socket_path))
+
+
+async def _lead(url: str, leadership: Leadership, standing: Standing,
+                serving: asyncio.Future[Any]) -> SqlStore | None:
+    """Wait as a standby until this controller holds the leadership (its store, opened), or
+    until it stops serving (None)."""
+    from drover.controller.leadership import name_the_active, wait_to_lead
+
+    namer = asyncio.get_running_loop().create_task(name_the_active(url, standing))
+    waiter = asyncio.get_running_loop().create_task(wait_to_lead(url, leadership, standing))
+    try:
+        await asyncio.wait({waiter, serving}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        namer.cancel()
+    if waiter.done():
+        return waiter.result()
+    waiter.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await waiter
+    return None
 
 
 def _own_files(paths: Paths) -> Paths:

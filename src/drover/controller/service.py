@@ -120,6 +120,7 @@ class ControllerService:
         self._schedule_requested = False
         self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
         self._new_events = asyncio.Event()
+        self._reload_due = False  # the working set is not whole: reloaded from the store before anything
         self._report_handler = faults.report_handler(handle_report)
         # Reports a node sends once (started, suspended, exiting, progress) that the store could
         # not take: tried again with the node's next frame, or on a timer (`_keep_unsaved`).
@@ -153,6 +154,7 @@ class ControllerService:
         aside. A failure puts back what `scope` and the outcome name, as the store has them, and
         is raised; a store fault among the parts of a per-job commit is raised once what was
         committed has been carried out."""
+        self.ready()
         try:
             outcome = handler()
         except DroverError as refusal:
@@ -261,11 +263,26 @@ class ControllerService:
         log.error("reloading the working set from the store; every node is asked to say hello again")
         try:
             self.state = self._load()
-        except Exception:
-            log.exception("reloading the working set failed")
+        except Exception as error:
+            # The store is away (a restart of its server): what is in memory may lack the jobs
+            # being restored, so nothing is done or answered from it until the store gives the
+            # whole working set again (`ready`, tried before every handler and request).
+            log.error("reloading the working set failed (%s); it is reloaded once the store answers", error)
+            self._reload_due = True
             return False
         self._reconnect_nodes()
         return False
+
+    def ready(self) -> None:
+        """Raise a StoreFault while the working set is not whole: it could not be reloaded from
+        the store after a failure, and the store still does not give it."""
+        if not self._reload_due:
+            return
+        self.state = self._load()  # a StoreFault while the store is away
+        self._reload_due = False
+        log.info("the working set is reloaded from the store; every node is asked to say hello again")
+        self._reconnect_nodes()
+        self.request_schedule()
 
     def _restore(self, job_ids: Iterable[int], next_job_id: int | None = None, nodes: Iterable[str] = ()) -> bool:
         """Put these jobs (and those added from `next_job_id` on) and nodes back as the store has
@@ -348,6 +365,7 @@ class ControllerService:
     def _events_committed(self, changes: Changes) -> None:
         self._new_events.set()
         self._new_events = asyncio.Event()
+        self._reload_due = False  # the working set is not whole: reloaded from the store before anything
         jobs = {job.id: job for job in changes.new_jobs} | changes.jobs
         by_job: dict[int, list[EventRecord]] = {}
         for event in changes.events:
@@ -464,6 +482,8 @@ class ControllerService:
             try:
                 self._run(lambda: on_nodes_lost(self.state, self.clock(), self.settings.node_timeout_s),
                           Scope(per_job=True))
+            except StoreFault as fault:
+                log.warning("checking for lost nodes: %s", fault)
             except Exception:
                 log.exception("checking for lost nodes failed")
 

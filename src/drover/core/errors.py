@@ -49,6 +49,18 @@ class Unavailable(DroverError):
     kind = "unavailable"
 
 
+class Standby(Unavailable):
+    """This controller is a standby (several share one PostgreSQL store, one of them active):
+    it serves nothing but its health. `active` is where the active one is, if known."""
+
+    kind = "standby"
+
+    def __init__(self, message: str, active: str | None = None) -> None:
+        super().__init__(message)
+        self.active = active
+
+
 ERROR_KINDS: dict[str, type[DroverError]] = {
-    cls.kind: cls for cls in (DroverError, BadRequest, PayloadTooLarge, NotFound, Conflict, Forbidden, Unavailable)
+    cls.kind: cls for cls in (DroverError, BadRequest, PayloadTooLarge, NotFound, Conflict, Forbidden, Unavailable,
+                              Standby)
 }

@@ -56,7 +56,7 @@ def serve(argv: list[str]) -> int:
         raise SystemExit(f"drover execd: {error}") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
     # A controller on another host: the node's TLS files are checked before anything starts.
-    tls = node_tls(options) if options.controller and not args.socket else None
+    tls = node_tls(options) if options.controllers() and not args.socket else None
     inventory = node_inventory(options)  # before the fork server: nvidia-smi may run
 
     from drover.execd.forkserver import ForkServer
@@ -126,7 +126,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
         cleanup.trigger_all()
 
     channel = ControllerChannel(
-        args.socket or options.controller or api_socket(paths),
+        [args.socket] if args.socket else options.controllers() or [api_socket(paths)],
         hello=lambda: Hello(node, cpus, memory, attempts.known(), gres=list(inventory.gres),
                             features=list(inventory.features)),
         on_connect=on_connect,
@@ -179,8 +179,10 @@ def node_tls(options: ExecdSection) -> ssl.SSLContext:
     cluster's CA to verify the controller with (all three are written by `drover join`)."""
     from drover.cluster.tls import node_context
 
-    if not options.controller or not options.controller.startswith("https://"):
-        raise SystemExit(f"drover execd: [execd] controller must be https://ADDR:PORT, not {options.controller!r}")
+    for controller in options.controllers():
+        if not controller.startswith("https://"):
+            raise SystemExit(f"drover execd: [execd] controller must be https://ADDR:PORT (or a list of them), "
+                             f"not {controller!r}")
     missing = [key for key in ("tls_cert", "tls_key", "tls_ca") if not getattr(options, key)]
     if missing:
         raise SystemExit(f"drover execd: [execd] controller is on another host, and {', '.join(missing)} "

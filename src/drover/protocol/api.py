@@ -458,9 +458,18 @@ class Ping(msgspec.Struct, kw_only=True):
     min_job_age_s: int = 300
 
 
+class Health(msgspec.Struct, kw_only=True):
+    """What a controller says of itself to anyone (/v1/health), active or standby."""
+
+    role: str  # "active", "standby", or "taking_over" (it holds the lead and is loading the store)
+    address: str  # where clients and nodes reach this controller
+    active: str | None = None  # where the active controller is, as far as this one knows
+
+
 class ErrorReply(msgspec.Struct):
     error: str
     kind: str
+    active: str | None = None  # kind "standby": the active controller's address, if known
 
 
 # -- many hosts: join tokens, joining and leaving ------------------------------------------------

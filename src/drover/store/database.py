@@ -17,8 +17,9 @@ from drover.store.migrate import migrate_postgres, migrate_sqlite, postgres_vers
 from drover.store.sql_store import Db
 from drover.store.urls import backend_of, shown, sqlite_path
 
-# Drover's own bookkeeping, which no copy or comparison takes: PostgreSQL's schema version.
-BOOKKEEPING = frozenset({"drover_schema"})
+# Drover's own bookkeeping, which no copy or comparison takes: PostgreSQL's schema version, and
+# which controller is the active one (store/leadership.py).
+BOOKKEEPING = frozenset({"drover_schema", "drover_leader"})
 
 
 class Database:

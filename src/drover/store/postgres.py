@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from drover.store.dialect import POSTGRES, to_format_style
-from drover.store.faults import StoreFault
+from drover.store.faults import StoreFault, translated
 from drover.store.migrate import migrate_postgres
 from drover.store.postgres_faults import fault, postgres_fault, psycopg_missing
 from drover.store.sql_store import Cursor, SqlStore
@@ -23,6 +23,7 @@ from drover.store.urls import shown
 if TYPE_CHECKING:
     import psycopg
 
+    from drover.store.leadership import Leadership
     from drover.store.postgres_reader import PostgresReader
 
     Connection = psycopg.Connection[tuple[Any, ...]]
@@ -94,13 +95,20 @@ def local_time_zone() -> str | None:
 class PostgresStore(SqlStore):
     dialect = POSTGRES
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, leadership: Leadership | None = None) -> None:
+        """`leadership`: first wait until this connection holds the active controller's lock
+        (store/leadership.py), and keep it on every new connection; only then is the schema
+        migrated and the store read (the newest event number included), so that what is read
+        is what the previous active controller left."""
         self.url = url
         self.path = shown(url)
         self.needs_reopen = False
+        self.leadership = leadership
         self.connection = connect(url, "drover-controller")
         self.db = PgDb(self.connection)
         try:
+            if leadership is not None:
+                leadership.take(self.connection)
             self.schema_version = migrate_postgres(self.connection)
             super().__init__()
         except Exception as error:
@@ -117,11 +125,25 @@ class PostgresStore(SqlStore):
         """A new connection once the old one was lost (a server restart, a network cut).
         Nothing was acknowledged that was not committed; the event numbers go on from the
         store's, whether or not the last commit reached it."""
+        if self.leadership is not None and self.leadership.lost is not None:
+            raise self.leadership.lost  # never the lock again in this process
         connection = connect(self.url, "drover-controller")
+        if self.leadership is not None:
+            try:
+                self.leadership.take_again(connection)
+            except BaseException:
+                connection.close()
+                raise
         self.connection.close()
         self.connection = connection
         self.db = PgDb(connection)
         self._last_seq = self._newest_seq()
+
+    @translated
+    def check(self) -> None:
+        """One round trip on the store's connection: a lost connection shows here (and is opened
+        again, the leadership retaken, on the next call) rather than on the next commit."""
+        self.db.execute("SELECT 1")
 
     def _rollback(self) -> None:
         import psycopg

@@ -8,6 +8,7 @@ from drover.controller.auth import Access
 
 EXPECTED = {
     ("GET", "/v1/ping"): (Access.ANYONE, ""),
+    ("GET", "/v1/health"): (Access.ANYONE, ""),
     ("POST", "/v1/jobs"): (Access.USER, ""),
     ("GET", "/v1/jobs"): (Access.USER, ""),
     ("GET", "/v1/jobs/{job_id}"): (Access.JOB, ""),

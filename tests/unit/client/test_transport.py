@@ -137,3 +137,44 @@ def test_a_controller_on_another_host_is_not_for_users() -> None:
 
     with pytest.raises(BadRequest, match="serves nodes and joining hosts only"):
         Transport("https://10.213.0.1:7443").call("GET", "/v1/jobs")
+
+
+STANDBY = (b'{"error":"the controller at B is a standby; the active controller is at A","kind":"standby",'
+           b'"active":"%s"}')
+
+
+def refusal(body: bytes) -> bytes:
+    return b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def test_several_controllers_a_standby_sends_the_request_to_the_active_one(tmp_path: Path) -> None:
+    """The first address is gone, the second a standby that names the third: the POST is sent
+    there, once; a client given the standby alone gets its error, naming the active one."""
+    active_path, standby_path = tmp_path / "active.sock", tmp_path / "standby.sock"
+    active = Server(active_path, lambda connection, _: connection.sendall(answer(b'{"ids":[7]}')))
+    standby = Server(standby_path, lambda connection, _: connection.sendall(refusal(STANDBY % str(active_path).encode())))
+    try:
+        transport = Transport(f"{tmp_path / 'gone.sock'},{standby_path},{active_path}", timeout_s=5)
+        assert transport.call("POST", "/v1/jobs", {"jobs": []}) == {"ids": [7]}
+        assert transport.address == str(active_path) and len(active.requests) == 1
+        transport.close()
+
+        from drover.core.errors import Standby
+
+        with pytest.raises(Standby, match="is a standby; the active controller is at") as refused:
+            Transport(str(standby_path), timeout_s=5).call("GET", "/v1/jobs")
+        assert refused.value.active == str(active_path)
+    finally:
+        active.close()
+        standby.close()
+
+
+def test_several_controllers_none_answering_is_one_error_naming_each(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from drover.client import addresses
+    from drover.core.errors import Unavailable
+
+    monkeypatch.setattr(addresses, "FAIL_OVER_S", 0.3)
+    monkeypatch.setattr("drover.client.transport.FAIL_OVER_S", 0.3)
+    with pytest.raises(Unavailable, match=r"no controller of the Drover cluster answers: .*a\.sock.*b\.sock"):
+        Transport(f"{tmp_path / 'a.sock'},{tmp_path / 'b.sock'}", timeout_s=5).call("GET", "/v1/ping")

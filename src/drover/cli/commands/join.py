@@ -34,7 +34,9 @@ EXECD_UNIT_PATH = f"/etc/systemd/system/{EXECD_UNIT}"
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Join this host to a cluster as a node (as root): verify the controller by the "
                         "token's fingerprint, get the node's certificate, write its drover.toml, start its execd.")
-    p.add_argument("controller", metavar="https://ADDR:PORT", help="the controller, as `drover up --listen` serves it")
+    p.add_argument("controller", metavar="https://ADDR:PORT",
+                   help="the controller, as `drover up --listen` serves it; several separated by commas where "
+                        "controllers share one PostgreSQL store (the node follows the active one)")
     p.add_argument("--token", required=True, help="a join token from `drover token create` on the controller's host")
     p.add_argument("--name", help="the node's name (default: this host's name)")
     p.add_argument("--state-dir", help=f"the node's state directory (default: {SYSTEM_STATE_DIR})")
@@ -54,8 +56,11 @@ def run(command: str, argv: list[str]) -> int:
     from drover.cluster.tokens import parse_token
 
     token = parse_token(args.token)
-    host, port = parse_address(args.controller, "the controller's address")
-    url = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    urls = []
+    for given in args.controller.split(","):
+        host, port = parse_address(given.strip(), "the controller's address")
+        urls.append(f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}")
+    url = ",".join(urls)  # the client goes to the active one of them
     node = check_node_name(args.name or socket.gethostname().split(".")[0])  # as the execd names its node
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else SYSTEM_STATE_DIR)
     files = TlsFiles.of(paths.root)
@@ -84,7 +89,7 @@ def run(command: str, argv: list[str]) -> int:
     # controller cannot make it run anything as anyone (cluster/signing.py).
     munge_socket = args.munge_socket or MUNGE_SOCKET
     signed = bool(args.munge_socket) or os.path.exists(MUNGE_SOCKET)
-    config = _node_config(url, reply.node, files, args.cpus, args.memory, munge_socket if signed else None)
+    config = _node_config(urls, reply.node, files, args.cpus, args.memory, munge_socket if signed else None)
     write_private(paths.config_file, config.encode(), 0o644)
     # For this host's users: where the cluster is, the CA to verify it by, and the munged that
     # vouches for them (their commands send a MUNGE credential with each request).
@@ -153,11 +158,12 @@ def _pinned_ca(url: str, pinned: str) -> bytes:
     return shown
 
 
-def _node_config(url: str, node: str, files: TlsFiles, cpus: int | None, memory: int | None,
+def _node_config(urls: list[str], node: str, files: TlsFiles, cpus: int | None, memory: int | None,
                  munge_socket: str | None) -> str:
-    """The node's drover.toml: TOML's basic strings read JSON's escapes, so json.dumps quotes them."""
+    """The node's drover.toml: TOML's basic strings read JSON's escapes, so json.dumps quotes
+    them (and a list of strings is the same in both)."""
     lines = [f"{JOINED_MARK} on {time.strftime('%Y-%m-%d %H:%M:%S')}: this node's controller and TLS files.",
-             "[execd]", f"controller = {json.dumps(url)}", f"node_name = {json.dumps(node)}",
+             "[execd]", f"controller = {json.dumps(urls[0] if len(urls) == 1 else urls)}", f"node_name = {json.dumps(node)}",
              f"tls_cert = {json.dumps(files.node_cert)}", f"tls_key = {json.dumps(files.node_key)}",
              f"tls_ca = {json.dumps(files.ca_cert)}"]
     if munge_socket:

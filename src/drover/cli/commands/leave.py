@@ -35,7 +35,7 @@ def run(command: str, argv: list[str]) -> int:
 
     told = True
     try:
-        with Client(execd.controller, timeout_s=30, tls=node_context(execd.tls_ca, execd.tls_cert, execd.tls_key)) as api:
+        with Client(execd.controllers(), timeout_s=30, tls=node_context(execd.tls_ca, execd.tls_cert, execd.tls_key)) as api:
             node = api.leave().node
     except NotFound:
         node = execd.node_name or "?"  # the controller had forgotten it already
@@ -66,7 +66,7 @@ def run(command: str, argv: list[str]) -> int:
     if args.json:
         print_json({"node": node, "controller_told": told, "stopped": stopped, "removed": removed})
         return 0
-    print(f"node {node} left {execd.controller}" + ("" if told else " (the controller was not told: it could not be reached)"))
+    print(f"node {node} left {', '.join(execd.controllers())}" + ("" if told else " (the controller was not told: it could not be reached)"))
     if stopped:
         print("stopped " + ", ".join(stopped))
     for path in removed:

@@ -1,0 +1,202 @@
+"""Two controllers on one PostgreSQL store, one node (tests/helpers/ha_cluster.py): the cluster
+outlives its active controller.
+
+- kill -9 of the active controller while jobs run and wait: the standby serves within 10 s; the
+  running jobs go on under the same shepherds and finish; every exit is recorded once; the
+  waiting jobs start; users' commands and the node follow the new active controller.
+- A standby answers a user who reaches it alone with an error that names the active one.
+- Fencing: the active controller whose lock's session is ended from outside stops (exit 1),
+  acknowledges nothing more, and the standby takes over.
+- The PostgreSQL server restarted while jobs run: commands get clear errors meanwhile, and
+  afterwards one controller goes on with every job, none lost, none recorded twice.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.helpers.ha_cluster import HaCluster
+from tests.helpers.postgres import PrivateServer, Unavailable
+from tests.helpers.wait import wait_until
+
+FAILOVER_LIMIT_S = 10.0
+
+
+@contextmanager
+def _cluster(request: pytest.FixtureRequest, url: str) -> Iterator[HaCluster]:
+    with HaCluster(url) as cluster:
+        try:
+            cluster.start_controller("a")
+            cluster.wait_role("a", "active")
+            cluster.start_controller("b")
+            cluster.wait_role("b", "standby")
+            cluster.start_execd()
+            cluster.wait_node_up()
+            yield cluster
+        finally:
+            report = getattr(request.node, "rep_call", None)
+            if report is None or report.failed:
+                print(cluster.logs())
+
+
+@pytest.fixture
+def ha(request: pytest.FixtureRequest, postgres_url: str) -> Iterator[HaCluster]:
+    with _cluster(request, postgres_url) as cluster:
+        yield cluster
+
+
+def store_rows(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as connection:
+        return [tuple(row) for row in connection.execute(sql, args)]
+
+
+def assert_recorded_once(url: str, jobs: list[int]) -> None:
+    """One attempt per job, with its exit recorded; no attempt's end logged twice."""
+    attempts = store_rows(url, "SELECT job_id, number, exit IS NOT NULL FROM attempts WHERE job_id = ANY(%s) "
+                               "ORDER BY job_id", jobs)
+    assert [(job, 1, True) for job in sorted(jobs)] == attempts
+    twice = store_rows(url, "SELECT job_id, idx, attempt, kind, COUNT(*) FROM events WHERE job_id = ANY(%s) "
+                            "AND kind IN ('exited', 'completed', 'failed', 'job_ended') "
+                            "GROUP BY job_id, idx, attempt, kind HAVING COUNT(*) > 1", jobs)
+    assert twice == []
+    seqs = [row[0] for row in store_rows(url, "SELECT seq FROM events ORDER BY seq")]
+    assert seqs == list(range(1, len(seqs) + 1))  # numbered on, without a gap or a repeat, across controllers
+
+
+def running(cluster: HaCluster, jobs: list[int]) -> bool:
+    return all(cluster.json("show", str(job))["state"] == "running" for job in jobs)
+
+
+def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaCluster, postgres_url: str) -> None:
+    """1. Two jobs run (one CPU each, the node has two), two wait. 2. The standby, asked alone,
+    names the active controller. 3. kill -9 the active one. 4. `drover status` with both
+    sockets answers within 10 s. 5. The same shepherds run the same jobs; all four finish, each
+    recorded once; the node is back on the new controller; a new submission runs."""
+    cluster = ha
+    running_jobs = [cluster.submit("--", "sh", "-c", "sleep 4; echo done") for _ in range(2)]
+    wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
+    waiting = [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
+    shepherds = cluster.shepherds()
+    assert len(shepherds) == 2
+
+    refused = cluster.drover("status", sockets=cluster.socket("b"), check=False)
+    assert refused.returncode == 2
+    assert f"the controller at {cluster.url('b')} is a standby; the active controller is at {cluster.url('a')}" \
+        in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert cluster.health("b") == {"role": "standby", "address": cluster.url("b"), "active": cluster.url("a")}
+
+    killed_at = time.monotonic()
+    cluster.kill("a")
+    status = cluster.drover("status", "--json")  # both sockets: it finds the new active controller
+    failover_s = time.monotonic() - killed_at
+    print(f"failover: drover status answered {failover_s:.2f}s after kill -9")
+    assert failover_s < FAILOVER_LIMIT_S
+    assert {job["id"] for job in json.loads(status.stdout)} >= {*running_jobs, *waiting}
+    assert cluster.health("b")["role"] == "active"
+    # The jobs still run (4 s each), under the shepherds they had: nothing was restarted.
+    assert cluster.shepherds() == shepherds and all(Path(f"/proc/{pid}").exists() for pid in shepherds.values())
+
+    cluster.drover("wait", *map(str, running_jobs + waiting), timeout=60)
+    for job in running_jobs:
+        assert (cluster.workdir / f"drover-{job}.out").read_text() == "done\n"
+    assert [cluster.json("show", str(job))["state"] for job in running_jobs + waiting] == ["completed"] * 4
+    assert_recorded_once(postgres_url, running_jobs + waiting)
+    cluster.wait_node_up()
+    later = cluster.submit("--", "true")
+    cluster.drover("wait", str(later))
+    assert cluster.log("node").count("joined the cluster as node node1") == 2  # once to each controller
+
+
+def test_a_controller_cut_off_from_its_lock_stops_and_the_standby_takes_over(ha: HaCluster,
+                                                                              postgres_url: str) -> None:
+    """1. A job takes the whole node, another waits. 2. The active controller's lock session
+    is ended (pg_terminate_backend). 3. It exits 1 and says why; what it acknowledged is in the
+    store. 4. The standby serves; the running job goes on and finishes, the waiting one starts
+    once, on the new controller."""
+    cluster = ha
+    first = cluster.submit("-c", "2", "--", "sh", "-c", "sleep 3")
+    wait_until(lambda: running(cluster, [first]), describe="the first job running")
+    second = cluster.submit("-c", "2", "--", "true")
+    shepherds = cluster.shepherds()
+
+    (holder,) = store_rows(postgres_url, "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                                         "AND classid = 1685221238 AND objid = 1")
+    store_rows(postgres_url, "SELECT pg_terminate_backend(%s)", holder[0])
+    # Whatever controller "a" still acknowledges from now on must be in the store.
+    acknowledged = []
+    for _ in range(5):
+        result = cluster.drover("submit", "--parsable", "--", "true", sockets=cluster.socket("a"), check=False)
+        if result.returncode == 0:
+            acknowledged.append(int(result.stdout.split()[0]))
+        else:
+            assert "Traceback" not in result.stderr and result.returncode == 2
+    process = cluster.processes["a"]
+    assert process.wait(timeout=15) == 1
+    assert "no longer the active controller" in cluster.log("a")
+    cluster.processes.pop("a")
+    cluster.wait_role("b", "active")
+    for job in acknowledged:
+        assert store_rows(postgres_url, "SELECT id FROM jobs WHERE id = %s", job) == [(job,)]
+
+    cluster.drover("wait", str(first), str(second), *map(str, acknowledged), timeout=60)
+    assert {name: pid for name, pid in cluster.shepherds().items() if name in shepherds} in (shepherds, {})
+    assert_recorded_once(postgres_url, [first, second, *acknowledged])
+
+
+@pytest.fixture
+def own_server() -> Iterator[PrivateServer]:
+    """A PostgreSQL server of this test's own: it is stopped and started under load."""
+    try:
+        server = PrivateServer().start()
+    except Unavailable as why:
+        pytest.skip(f"no private PostgreSQL server: {why}")
+    yield server
+    server.stop()
+
+
+def test_the_store_restarted_under_load_loses_nothing(request: pytest.FixtureRequest,
+                                                     own_server: PrivateServer) -> None:
+    """1. Jobs run and wait. 2. The server stops: a submission gets a clear error (exit 2, no
+    traceback), a status is answered or refused as clearly. 3. It starts again: a controller is active (the same, or the standby), every
+    job finishes, each recorded once."""
+    url = own_server.url(own_server.create_database())
+    with _cluster(request, url) as cluster:
+        jobs = [cluster.submit("--", "sh", "-c", "sleep 2") for _ in range(6)]
+        wait_until(lambda: cluster.json("show", str(jobs[0]))["state"] == "running", describe="a job running")
+        own_server.pause()
+        try:
+            # A status is read from the active controller's memory, still the truth (no other
+            # controller can take over while the store is away); a submission cannot be committed.
+            status = cluster.drover("status", check=False, timeout=90)
+            assert "Traceback" not in status.stderr and status.returncode in (0, 2), status.stderr
+            refused = cluster.drover("submit", "--", "true", check=False, timeout=90)
+            assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+            assert "PostgreSQL" in refused.stderr, refused.stderr
+            time.sleep(2)  # jobs end while the store is away: their reports wait on the node
+        finally:
+            own_server.resume()
+        wait_until(lambda: cluster.drover("status", check=False).returncode == 0, timeout=30,
+                   describe="a controller serving again")
+        cluster.drover("wait", *map(str, jobs), timeout=90)
+        assert_recorded_once(url, jobs)
+        later = cluster.submit("--", "true")
+        cluster.drover("wait", str(later))
+        actives = [name for name in ("a", "b") if name in cluster.processes
+                   and cluster.processes[name].poll() is None and cluster.health(name)["role"] == "active"]
+        assert len(actives) == 1
+        for name in ("a", "b"):  # a controller that stopped did so saying why, never by crashing
+            process = cluster.processes.get(name)
+            if process is not None and process.poll() is not None:
+                assert process.returncode == 1 and "no longer the active controller" in cluster.log(name)
+                cluster.processes.pop(name)
+        cluster.kill("node", signal.SIGTERM)
