@@ -94,14 +94,22 @@ class SqlStore:
         """A read-only view of the same store for the calling thread alone."""
         raise NotImplementedError
 
+    def _batched(self) -> contextlib.AbstractContextManager[object]:
+        """Around a whole transaction: how a backend sends its statements together (PostgreSQL's
+        pipeline: one round trip from BEGIN to COMMIT). SQLite runs in this process: nothing."""
+        return contextlib.nullcontext()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Db]:
         """One write transaction on the store's connection, rolled back on any failure: for the
-        store's own writes, for `drover store copy`, and for tests that write rows directly."""
-        self.db.execute(self.dialect.begin_write)
+        store's own writes, for `drover store copy`, and for tests that write rows directly.
+        A batched backend may report a statement's failure only at the end of the batch, so
+        the rollback covers that too."""
         try:
-            yield self.db
-            self.db.execute("COMMIT")
+            with self._batched():
+                self.db.execute(self.dialect.begin_write)
+                yield self.db
+                self.db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
