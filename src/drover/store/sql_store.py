@@ -100,13 +100,14 @@ class SqlStore:
         return contextlib.nullcontext()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[Db]:
+    def transaction(self, batched: bool = False) -> Iterator[Db]:
         """One write transaction on the store's connection, rolled back on any failure: for the
         store's own writes, for `drover store copy`, and for tests that write rows directly.
-        A batched backend may report a statement's failure only at the end of the batch, so
-        the rollback covers that too."""
+        `batched`: its statements are sent together (`_batched`), for a body that reads no
+        row count (a batched statement's result comes only when the batch is sent); a
+        statement's failure may then show only at the end, which the rollback covers too."""
         try:
-            with self._batched():
+            with self._batched() if batched else contextlib.nullcontext():
                 self.db.execute(self.dialect.begin_write)
                 yield self.db
                 self.db.execute("COMMIT")
@@ -119,7 +120,7 @@ class SqlStore:
     @translated
     def commit(self, changes: Changes) -> None:
         first_seq = self._last_seq + 1
-        with self.transaction() as db:
+        with self.transaction(batched=True) as db:
             self._write(db, changes, first_seq)
         for n, event in enumerate(changes.events):
             event.seq = first_seq + n
