@@ -8,6 +8,7 @@ limit). Median and min-max over the repetitions. See bench/README.md for what ea
     .venv/bin/python bench/run.py B1 B3 --repeat 5
     .venv/bin/python bench/run.py --quick         # smaller B1, B2, B4, B7 and B8
     .venv/bin/python bench/run.py B10 --repeat 1  # the planner alone, no cluster
+    .venv/bin/python bench/run.py B1 --array-only # B1's array alone (its controller CPU per job)
 """
 
 from __future__ import annotations
@@ -146,8 +147,9 @@ def parallel_run(lines: list[str]) -> None:
 # -- the benchmarks --------------------------------------------------------------------------
 
 
-def b1(repeat: int, quick: bool) -> dict[str, Any]:
-    """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished."""
+def b1(repeat: int, quick: bool, array_only: bool = False) -> dict[str, Any]:
+    """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished.
+    `array_only`: the array alone, without the single submissions and the references."""
     n = 300 if quick else 1000
     array, singles, controller_ms = [], [], []
     for _ in range(repeat):
@@ -159,11 +161,16 @@ def b1(repeat: int, quick: bool) -> dict[str, Any]:
             client.wait(job)
             array.append(n / (time.perf_counter() - began))
             controller_ms.append((cpu_seconds(controller) - cpu) / n * 1000)
+            if array_only:
+                continue
             began = time.perf_counter()
             ids = [client.submit([c.job("/bin/true\n")])[0] for _ in range(n)]
             for job in ids:
                 client.wait(job)
             singles.append(n / (time.perf_counter() - began))
+    if array_only:
+        return {"jobs": n, "drover array": summary(array),
+                "drover array: controller CPU per job (ms)": summary(controller_ms)}
     refs: dict[str, list[float]] = {"parallel -j2": [], "tsp -S 2": [], "xargs -P2": []}
     for _ in range(repeat):
         if need("parallel", "parallel"):
@@ -445,6 +452,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))
+    parser.add_argument("--array-only", action="store_true",
+                        help="B1: the array alone (no single submissions, no reference tools)")
     args = parser.parse_args()
     unknown = [name for name in args.which if name not in BENCHMARKS]
     if unknown:
@@ -456,7 +465,10 @@ def main() -> int:
     results: dict[str, dict[str, Any]] = {}
     for name in args.which or list(BENCHMARKS):
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        results[name] = BENCHMARKS[name](args.repeat, args.quick)
+        if name == "B1" and args.array_only:
+            results[name] = b1(args.repeat, args.quick, array_only=True)
+        else:
+            results[name] = BENCHMARKS[name](args.repeat, args.quick)
     print_table(results)
     out = Path(args.json_out)
     out.parent.mkdir(parents=True, exist_ok=True)
