@@ -9,6 +9,7 @@ limit). Median and min-max over the repetitions. See bench/README.md for what ea
     .venv/bin/python bench/run.py --quick         # smaller B1, B2, B4, B7 and B8
     .venv/bin/python bench/run.py B10 --repeat 1  # the planner alone, no cluster
     .venv/bin/python bench/run.py B1 --postgres   # B1 also with the store on a private PostgreSQL
+    .venv/bin/python bench/run.py B1 --array-only # B1's array alone (its controller CPU per job)
 """
 
 from __future__ import annotations
@@ -161,8 +162,9 @@ def parallel_run(lines: list[str]) -> None:
 TRUE_COMMAND = "exec /bin/true\n"
 
 
-def b1(repeat: int, quick: bool) -> dict[str, Any]:
-    """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished."""
+def b1(repeat: int, quick: bool, array_only: bool = False) -> dict[str, Any]:
+    """Throughput: N x /bin/true on 2 slots, first submission to last recorded finished.
+    `array_only`: the array alone, without the single submissions and the references."""
     n = 300 if quick else 1000
     stores = ["sqlite", *(["postgresql"] if POSTGRES else [])]
     array: dict[str, list[float]] = {store: [] for store in stores}
@@ -178,11 +180,18 @@ def b1(repeat: int, quick: bool) -> dict[str, Any]:
                 client.wait(job)
                 array[store].append(n / (time.perf_counter() - began))
                 controller_ms[store].append((cpu_seconds(controller) - cpu) / n * 1000)
+                if array_only:
+                    continue
                 began = time.perf_counter()
                 ids = [client.submit([c.job(TRUE_COMMAND)])[0] for _ in range(n)]
                 for job in ids:
                     client.wait(job)
                 singles[store].append(n / (time.perf_counter() - began))
+    if array_only:
+        return {"jobs": n, **{f"drover array{'' if store == 'sqlite' else ', PostgreSQL store'}": summary(array[store])
+                              for store in stores},
+                **{f"drover array{'' if store == 'sqlite' else ', PostgreSQL store'}: controller CPU per job (ms)":
+                   summary(controller_ms[store]) for store in stores}}
     refs: dict[str, list[float]] = {"parallel -j2": [], "tsp -S 2": [], "xargs -P2": []}
     for _ in range(repeat):
         if need("parallel", "parallel"):
@@ -476,6 +485,8 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true",
                         help="B1 also with the cluster's store on a private PostgreSQL server (needs its "
                              "binaries and psycopg, as the store's tests do)")
+    parser.add_argument("--array-only", action="store_true",
+                        help="B1: the array alone (no single submissions, no reference tools)")
     args = parser.parse_args()
     unknown = [name for name in args.which if name not in BENCHMARKS]
     if unknown:
@@ -493,7 +504,10 @@ def main() -> int:
     try:
         for name in args.which or list(BENCHMARKS):
             print(f"running {name} ...", file=sys.stderr, flush=True)
-            results[name] = BENCHMARKS[name](args.repeat, args.quick)
+            if name == "B1" and args.array_only:
+                results[name] = b1(args.repeat, args.quick, array_only=True)
+            else:
+                results[name] = BENCHMARKS[name](args.repeat, args.quick)
     finally:
         for server in POSTGRES:
             server.stop()

@@ -66,6 +66,27 @@ class Outcome:
         the acknowledgements of its reports this outcome was to send."""
         self.faults.append(JobFault(job_id, error, where, acks))
 
+    def merge(self, later: Outcome) -> set[int]:
+        """Add a later handler's outcome, as if one handler had done both: its changes
+        (Changes.merge), then its effects after this one's. The jobs `later` set aside are set
+        aside here too: what this outcome did to them is dropped as well, and the
+        acknowledgements dropped with it go with their failure. Return those jobs (for the
+        shell to put back as the store has them)."""
+        later.set_aside()
+        faulted = {fault.job_id for fault in later.faults}
+        if faulted:
+            acks: dict[int | None, list[SendToNode]] = {}
+            for ack in self.drop_jobs(faulted):
+                acks.setdefault(job_of_attempt(ack.message.attempts[0]), []).append(ack)
+            later.faults = [replace(fault, acks=(*fault.acks, *acks.pop(fault.job_id))) if fault.job_id in acks
+                            else fault for fault in later.faults]
+        self.changes.merge(later.changes)
+        self.effects.extend(later.effects)
+        self.reschedule = self.reschedule or later.reschedule
+        self.faults.extend(later.faults)
+        self.aside |= later.aside
+        return faulted
+
     def set_aside(self) -> None:
         """Drop what the faulted jobs changed, and every effect of theirs: all at once, so that
         many faults cost one pass over the outcome."""

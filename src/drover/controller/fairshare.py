@@ -29,3 +29,10 @@ class DecayedUsage:
 
     def at(self, now: float) -> dict[str, float]:
         return {owner: self._decayed(value, since, now) for owner, (value, since) in self._used.items()}
+
+    def saved(self) -> dict[str, tuple[float, float]]:
+        """The usage as it is now, to put back (`restore`) if what was added since is undone."""
+        return dict(self._used)
+
+    def restore(self, saved: dict[str, tuple[float, float]]) -> None:
+        self._used = dict(saved)

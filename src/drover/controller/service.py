@@ -1,11 +1,14 @@
 """The controller's shell: runs handlers, commits their changes, then carries out their effects.
 
-Every state change reaches the store (one transaction per handler) before any reply, order or
-notification leaves. If a handler or a commit fails half way, what it may have changed is put
-back as the store has it, which holds only whole transactions: the jobs it named (and the ones it
-was adding), the jobs and nodes its outcome changed; never the whole working set, and no node's
-channel is closed for it. Only if the working set still contradicts itself afterwards is it
-reloaded whole (and every node asked to say hello again).
+Every state change reaches the store before any reply, order or notification leaves: one
+transaction per handler, except for the nodes' reports: the frames of them that come in one loop
+turn, and the planner's pass they ask for, are handled at the turn's end and committed in one
+transaction (group commit, `_handle_group`), with the same guarantees. If a handler or a commit
+fails half way, what it may have changed is put back as the store has it, which holds only whole
+transactions: the jobs it named (and the ones it was adding), the jobs and nodes its outcome
+changed; never the whole working set, and no node's channel is closed for it. Only if the
+working set still contradicts itself afterwards is it reloaded whole (and every node asked to
+say hello again).
 
 Handlers that work through many jobs (a node's reports, the planner's starts, a lost node's
 attempts, a node's hello) handle each job apart: an exception while handling one job sets that
@@ -86,6 +89,29 @@ class Settings:
     history_days: int = 365  # ended jobs are forgotten after this many days (0: never)
 
 
+class _Reloaded(Exception):
+    """The working set was reloaded from the store while a group was handled: the group's
+    outcome names what is gone, and is dropped."""
+
+
+class _Redo(Exception):
+    """The planner set aside a job that the reports before it changed: its group is put back
+    whole, and its reports handled again, committed without the pass."""
+
+    def __init__(self, faulted: set[int], jobs: set[int]) -> None:
+        super().__init__()
+        self.faulted = faulted
+        self.jobs = jobs  # every job the pass changed, and those it set aside
+
+
+@dataclass(slots=True)
+class _Memory:
+    """What a group's handlers change in memory beyond its jobs and nodes, as it was before."""
+
+    usage: dict[str, tuple[float, float]]  # fair share: an attempt's usage is added when it ends
+    lost: dict[str, str] = field(default_factory=dict)  # the attempts given up that its reports name
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """What a handler may change beyond what its outcome names. If the handler or its commit
@@ -117,7 +143,12 @@ class ControllerService:
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._submitted: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # request keys
-        self._schedule_requested = False
+        self._schedule_requested = False  # a planner pass is asked for: run with this turn's group
+        self._group_queued = False  # the group of this loop turn is due (`_group`)
+        # Nodes' frames of reports handled at the end of this loop turn, in the order they came
+        # (one node's frames in a row as one), and committed with the pass they ask for.
+        self._frames: list[tuple[str, list[Report]]] = []
+        self._grouping = False  # handling a group now: the handlers it runs (`_fail`) do not settle
         self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
         self._new_events = asyncio.Event()
         self._reload_due = False  # the working set is not whole: reloaded from the store before anything
@@ -153,8 +184,10 @@ class ControllerService:
         """Run `handler`, commit its changes, carry out its effects, and fail the jobs it set
         aside. A failure puts back what `scope` and the outcome name, as the store has them, and
         is raised; a store fault among the parts of a per-job commit is raised once what was
-        committed has been carried out."""
+        committed has been carried out. The nodes' reports waiting for this turn's group are
+        handled and committed first, so that handlers run in the order their causes came."""
         self.ready()
+        self._settle()
         try:
             outcome = handler()
         except DroverError as refusal:
@@ -190,16 +223,17 @@ class ControllerService:
             raise store_fault
         return outcome
 
-    def _commit(self, outcome: Outcome, scope: Scope) -> StoreFault | None:
+    def _commit(self, outcome: Outcome, scope: Scope, touched: bool = False) -> StoreFault | None:
         """Commit the outcome's changes in one transaction. If that fails for something in the
         changes (not the store's own fault: a number too large for it, say) and the scope's jobs
         are independent, commit them job by job: a job whose part fails is set aside, to be
         failed; after a store fault the parts not yet committed are put back, and the fault is
-        returned for the caller to raise."""
+        returned for the caller to raise. `touched`: the planner was told of the changes already."""
         changes = outcome.changes
         if not changes:
             return None
-        self.state.changed(changes)
+        if not touched:
+            self.state.changed(changes)
         try:
             self.store.commit(changes)
         except StoreFault:
@@ -365,7 +399,6 @@ class ControllerService:
     def _events_committed(self, changes: Changes) -> None:
         self._new_events.set()
         self._new_events = asyncio.Event()
-        self._reload_due = False  # the working set is not whole: reloaded from the store before anything
         jobs = {job.id: job for job in changes.new_jobs} | changes.jobs
         by_job: dict[int, list[EventRecord]] = {}
         for event in changes.events:
@@ -518,13 +551,139 @@ class ControllerService:
             await asyncio.sleep(0.05)  # other work runs between batches
 
     def request_schedule(self) -> None:
-        """Plan once at the end of this loop turn, however many changes asked for it."""
-        if not self._schedule_requested:
-            self._schedule_requested = True
-            asyncio.get_running_loop().call_soon(self._schedule)
+        """Plan once at the end of this loop turn, however many changes asked for it; the pass
+        is committed with the reports handled then (`_group`)."""
+        self._schedule_requested = True
+        self._queue_group()
 
-    def _schedule(self) -> None:
-        self._schedule_requested = False
+    def _queue_group(self) -> None:
+        if not self._group_queued:
+            self._group_queued = True
+            asyncio.get_running_loop().call_soon(self._group)
+
+    # -- group commit: the nodes' reports of a loop turn and the pass they ask for ------------
+
+    def _group(self) -> None:
+        """At the end of a loop turn: the nodes' frames of reports that came in it, then the
+        planner's pass if anything asked for one, committed in one transaction."""
+        self._group_queued = False
+        plan, self._schedule_requested = self._schedule_requested, False
+        try:
+            self._handle_group(plan)
+        except Exception:
+            log.exception("handling the nodes' reports and planning failed")
+        self._wake_for_begin_time()
+
+    def _settle(self) -> None:
+        """Before any other handler: the reports waiting for this turn's group are handled and
+        committed now, in the order they came; the pass they ask for stays for the turn's end."""
+        if self._frames and not self._grouping:
+            try:
+                self._handle_group(plan=False, may_plan=False)
+            except Exception:
+                log.exception("handling the nodes' reports failed")
+
+    def _handle_group(self, plan: bool, may_plan: bool = True) -> None:
+        """Handle the waiting frames of reports, in the order they came, then run a planner pass
+        if `plan` or the reports ask for one (and `may_plan`; else it is asked for the turn's
+        end); commit everything they changed in one transaction, and only then carry out what
+        they ask (acknowledgements, orders, waiters woken, events published).
+
+        The guarantees are those of each handler run on its own (`_run`): if the store refuses
+        the commit, every job and node of the group is put back as the store has it and nothing
+        of it is acknowledged (the nodes send their reports again; what they say once is kept
+        and tried again, `_keep_unsaved`); a commit that fails for something one job's changes
+        hold is tried job by job (`_commit`), and that job failed alone. A frame whose reports
+        set a job aside ends its group: what it and the frames before it changed is committed
+        and the job failed before the next frames are handled and the pass runs, as when each
+        frame had a transaction of its own. The pass is never committed in part (its starts may
+        take what a report freed): if a group with one is refused for something its changes
+        hold, nothing of it was committed and all of it is put back; its frames are handled
+        again, committed without the pass (job by job if need be), and the pass runs after."""
+        try:
+            self.ready()  # nothing is handled on a working set that is not whole
+        except StoreFault as fault:  # the store is still away: the reports wait for it
+            log.error("%s", fault)
+            frames, self._frames = self._frames, []
+            self._keep_unsaved_frames(frames)
+            return
+        self._grouping = True
+        alone = False  # the frames are handled again, without the pass: a group with it was refused
+        try:
+            while self._frames or plan:
+                group, named, frames = Outcome(), set[int](), list[tuple[str, list[Report]]]()
+                memory = _Memory(self.state.usage.saved())
+                may_pass, alone, with_pass = may_plan and not alone, False, False
+                try:
+                    while self._frames and not group.faults:
+                        node, reports = self._frames.pop(0)
+                        frames.append((node, reports))
+                        self._handle_frame(group, named, memory, node, reports)
+                    if group.reschedule:
+                        group.reschedule = False
+                        if may_plan:
+                            plan = True
+                        else:
+                            self.request_schedule()
+                    if plan and may_pass and not self._frames and not group.faults:
+                        plan = self._schedule_requested = False  # this pass answers every call for one so far
+                        with_pass = self._plan(group, named)
+                except StoreFault as fault:  # a read of the store failed half way
+                    log.error("%s", fault)
+                    self._put_back(Scope(frozenset(named), per_job=True), group)
+                    self._forget(memory)
+                    self._keep_unsaved_frames(frames)
+                    continue
+                except _Reloaded:
+                    log.error("the working set was reloaded from the store: nothing of the reports handled with "
+                              "the failed ones is acknowledged (every node says hello again)")
+                    continue
+                except _Redo as redo:
+                    # Put back as one: the pass's job, restored alone, could take again what the
+                    # pass gave others.
+                    log.error("the planner set aside job(s) %s, which reports of the same turn changed; the reports "
+                              "are handled again, committed without the pass", sorted(redo.faulted))
+                    self._put_back(Scope(frozenset(named | redo.jobs), per_job=True), group)
+                    self._forget(memory)
+                    alone = True
+                else:
+                    alone = self._commit_group(group, frozenset(named), frames, memory, with_pass)
+                if alone:
+                    self._frames[:0] = frames
+                    plan = True
+        finally:
+            self._grouping = False
+            if self._frames:  # left by an exception: the next turn takes them
+                self._queue_group()
+
+    def _handle_frame(self, group: Outcome, named: set[int], memory: _Memory, node: str,
+                      reports: list[Report]) -> None:
+        jobs = frozenset(job_id for report in reports if (job_id := job_of_attempt(report.attempt)) is not None)
+        named |= jobs  # put back with the group if the store refuses it
+        lost = self.state.lost_attempts
+        if lost:  # what handling the reports forgets, should they be handled again
+            memory.lost.update((report.attempt, lost[report.attempt]) for report in reports if report.attempt in lost)
+        try:
+            outcome = on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held,
+                                 self._report_handler)
+        except StoreFault:
+            raise
+        except Exception:
+            # Not a job's fault (those are set aside one by one): the jobs the frame names are put
+            # back as the store has them, with what earlier frames of the group did to them, and
+            # none of it is acknowledged; the reports that need it come again.
+            log.exception("handling a frame of reports of node %s failed; the jobs it names were restored "
+                          "from the store", node)
+            group.drop_jobs(jobs)
+            if not self._put_back(Scope(jobs), None):
+                raise _Reloaded from None
+            return
+        self.state.changed(outcome.changes)  # the planner builds again the work of what they touched
+        self._merge(group, outcome)
+
+    def _plan(self, group: Outcome, named: set[int]) -> bool:
+        """A planner pass over the working set as the group left it, added to the group; True if
+        it changed anything. `named`: the jobs the group's reports name."""
         # A pass builds the planner's view of every job with pending work, all of it alive until
         # the pass ends, then freed by reference counting. With the cyclic collector on, so many
         # objects are promoted to its oldest generation during the pass that they set off full
@@ -533,13 +692,84 @@ class ControllerService:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            self._run(lambda: schedule(self.state, self.clock(), self.store, self.orders), Scope(per_job=True))
-        except Exception:
-            log.exception("scheduling failed")
+            outcome = schedule(self.state, self.clock(), self.store, self.orders)
+        except Exception as error:
+            # A StoreFault ends the pass before it changes anything; anything else escaped the
+            # planner's job-by-job isolation. The reports before it are committed all the same.
+            if isinstance(error, StoreFault):
+                log.error("scheduling failed: %s", error)
+            else:
+                log.exception("scheduling failed")
+            if not self._put_back(Scope(per_job=True), None):
+                raise _Reloaded from None
+            return False
         finally:
             if collecting:
                 gc.enable()
-        self._wake_for_begin_time()
+        if outcome.faults:
+            faulted = {fault.job_id for fault in outcome.faults}
+            if faulted & (named | group.changes.job_ids()):
+                raise _Redo(faulted, faulted | outcome.changes.job_ids())
+        self.state.changed(outcome.changes)
+        self._merge(group, outcome)
+        return bool(outcome.changes)
+
+    def _merge(self, group: Outcome, outcome: Outcome) -> None:
+        """Add a handler's outcome to the group; the jobs it set aside are put back as the store
+        has them, with what the group did to them before."""
+        set_aside = group.merge(outcome)
+        if set_aside and not self._put_back(Scope(frozenset(set_aside), nodes=frozenset()), None):
+            raise _Reloaded
+
+    def _commit_group(self, group: Outcome, named: frozenset[int], frames: list[tuple[str, list[Report]]],
+                      memory: _Memory, with_pass: bool) -> bool:
+        """Commit the group, then carry out its effects and fail the jobs it set aside. True if
+        it held a pass and was refused for something its changes hold: then nothing of it was
+        committed, all of it is put back, and its frames are to be handled again without the
+        pass."""
+        whole = with_pass and bool(frames)  # all or nothing
+        scope = Scope(named, per_job=not whole)
+        try:
+            store_fault = self._commit(group, scope, touched=True)
+        except StoreFault as fault:
+            log.error("%s", fault)
+            self._put_back(scope, group)
+            self._forget(memory)
+            self._keep_unsaved_frames(frames)
+            return False
+        except Exception:
+            if whole:
+                log.exception("a commit of reports with the planner's pass failed; the reports are handled again, "
+                              "committed without the pass")
+            else:
+                log.exception("a commit failed; what it changed was restored from the store")
+            self._put_back(scope, group)
+            self._forget(memory)
+            return whole
+        self._carry_out(group)
+        for job_fault in group.faults:
+            self._fail(job_fault)
+        if store_fault is not None:
+            self._keep_unsaved_frames(frames)
+            return False
+        for node in {node for node, _ in frames}:
+            retry = self._unsaved_retry.pop(node, None)
+            if retry is not None:
+                retry[0].cancel()
+        return False
+
+    def _forget(self, memory: _Memory) -> None:
+        """Undo what the group's handlers changed in memory beyond its jobs and nodes (a group
+        that is not committed): its reports are handled again, as if for the first time."""
+        self.state.usage.restore(memory.usage)
+        self.state.lost_attempts.update(memory.lost)
+
+    def _keep_unsaved_frames(self, frames: list[tuple[str, list[Report]]]) -> None:
+        by_node: dict[str, list[Report]] = {}
+        for node, reports in frames:
+            by_node.setdefault(node, []).extend(reports)
+        for node, reports in by_node.items():
+            self._keep_unsaved(node, reports)
 
     def _wake_for_begin_time(self) -> None:
         """Plan again when the earliest begin time of a waiting job comes (sbatch --begin): the
@@ -616,6 +846,7 @@ class ControllerService:
     def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
         """A failure here (the store refuses the hello) is raised: the channel closes, and the
         node connects and says hello again."""
+        self._settle()  # what the node said on its previous channel comes first
         previous = self.channels.attach(channel)
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
@@ -623,11 +854,13 @@ class ControllerService:
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
-        """A frame of reports from a node. Nothing here closes the node's channel: a job whose
-        reports cannot be handled is failed alone (`_fail`), and while the store refuses the
-        frame, nothing of it is acknowledged. The node sends its final reports (exited) and
-        files (staged_out) again until they are; what it says once (started, suspended,
-        exiting, progress) is kept here and tried again (`_keep_unsaved`)."""
+        """A frame of reports from a node: handled at the end of this loop turn, with the other
+        nodes' frames and the pass they ask for (`_handle_group`); anything else the node says
+        is taken now. Nothing here closes the node's channel: a job whose reports cannot be
+        handled is failed alone (`_fail`), and while the store refuses the frame, nothing of it
+        is acknowledged. The node sends its final reports (exited) and files (staged_out) again
+        until they are; what it says once (started, suspended, exiting, progress) is kept here
+        and tried again (`_keep_unsaved`)."""
         self._heard(node, messages)
         self.relays.take(node, messages)  # answers to users' reads and their terminals
         self.event_logs.take(node, messages)  # answers to event log appends
@@ -638,19 +871,13 @@ class ControllerService:
             reports = [*unsaved, *reports]
         if not reports:
             return
-        jobs = frozenset(job_id for report in reports if (job_id := job_of_attempt(report.attempt)) is not None)
-        try:
-            self._run(lambda: on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held,
-                                         self._report_handler),
-                      Scope(jobs, per_job=True))
-        except StoreFault:
-            self._keep_unsaved(node, reports)
-            return
-        except Exception:
-            return  # logged, and put back as the store has it: the reports that need it come again
-        retry = self._unsaved_retry.pop(node, None)
-        if retry is not None:
-            retry[0].cancel()
+        # Handled and committed with the other frames of this loop turn and the pass they ask
+        # for, in one transaction (`_group`).
+        if self._frames and self._frames[-1][0] == node:
+            self._frames[-1][1].extend(reports)
+        else:
+            self._frames.append((node, reports))
+        self._queue_group()
 
     def _keep_unsaved(self, node: str, reports: list[Report]) -> None:
         """Keep what the node will not send again, and try it again with back-off (0.5 s,
@@ -708,6 +935,7 @@ class ControllerService:
             return False
 
     def node_disconnected(self, channel: NodeChannel) -> None:
+        self._settle()  # what it said before it went is handled (and acknowledged) first
         if not self.channels.detach(channel):
             return
         self.relays.node_gone(channel.node)
@@ -729,6 +957,7 @@ class ControllerService:
         """A node that left the cluster: refused while it runs attempts. `forget_in_store`
         removes it from the store (and revokes its certificates) before the working set forgets
         it and its channel is closed."""
+        self._settle()
         node = self.state.nodes.get(name)
         if node is None:
             raise NotFound(f"no node named {name} (`drover nodes` lists them)")

@@ -69,8 +69,23 @@ class Changes:
         return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events
                     or self.given_up or self.queues)
 
+    def merge(self, later: Changes) -> None:
+        """Add what a later handler changed, as if one handler had made both: of a record both
+        name, the later one is written; events keep their order; steps given up add up."""
+        self.new_jobs.extend(later.new_jobs)
+        self.jobs.update(later.jobs)
+        self.tasks.update(later.tasks)
+        self.attempts.update(later.attempts)
+        self.nodes.update(later.nodes)
+        self.events.extend(later.events)
+        for key, steps in later.given_up.items():
+            self.given_up[key] = [*self.given_up.get(key, ()), *steps]
+        self.queues.update(later.queues)
+        self.specs |= later.specs
+
     # Every field that belongs to a job is named by the job's id in the three methods below (a
-    # test holds each field to it): a job set aside must leave nothing behind.
+    # test holds each field to it): a job set aside must leave nothing behind. Every field is
+    # merged by `merge` above.
 
     def job_ids(self) -> set[int]:
         """Every job these changes touch."""

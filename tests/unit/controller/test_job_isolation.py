@@ -426,7 +426,8 @@ def test_a_job_that_fails_when_its_node_says_hello_again_is_failed_and_the_node_
 
 
 def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
-    """A field added to Changes must be named in job_ids, drop_jobs and by_job."""
+    """A field added to Changes must be named in job_ids, drop_jobs and by_job (and merged:
+    test_group_commit.py)."""
     known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up", "queues", "specs"}
     assert {f.name for f in dataclasses.fields(Changes)} == known
     changes = Changes()
