@@ -17,7 +17,9 @@
     9. record usage, then exit_status (last: its presence means done)           GE: exit_status
 
 Identity switching, limits, containment in cgroups, prolog and epilog slot in between these
-steps. Every record is written with spool.atomic.
+steps. Nice, CPU affinity and rlimits (VOV 8 and 13, which come before the precmd, VOV 20) are
+set in each of the job's processes, its own prolog and epilog too, and in none of the site's
+(setup.py). Every record is written with spool.atomic.
 
 Every file operation on the owner's behalf (the working directory, the output files, staged
 files in and out) happens with the owner's effective ids (identity.acting_as), beneath its
@@ -39,6 +41,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 from drover.records import (
     AttemptConfig,
@@ -140,9 +143,12 @@ def _run(spool: layout.SpoolDir) -> int:
         return _give_up(spool, containment, tmpdir, failure)
     # How methods run, made only where one is configured: the site's environment looks up the
     # node daemon's user in the password database (about half a millisecond).
+    # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py).
+    limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
+                               config.get("queue_nice", 0))
     if methods(config, BEFORE_JOB) or methods(config, AFTER_JOB):
-        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
-        site_options = _site_popen_options(config, stdout, stderr)
+        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
+        site_options = _site_popen_options(config, stdout, stderr, setup.saved(limits))
     else:
         method_options = site_options = {}
     ran: list[Method] = []
@@ -167,9 +173,6 @@ def _run(spool: layout.SpoolDir) -> int:
                 reason = f"stopped before the job started (a {_stopped_by(spool)} came {'during its prolog' if ran else 'first'})"
             return _give_up(spool, containment, tmpdir, StartFailure(reason),
                             methods_run=([failed] if failed else []) + cleaned, terminated=stopped)
-        # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
-        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
-                    config.get("queue_nice", 0))
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
         relay = None
         if config.get("pty"):
@@ -178,7 +181,8 @@ def _run(spool: layout.SpoolDir) -> int:
         containment.enter()
         try:
             with held_signals():
-                job_pid = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
+                job_pid = _start(spool, config, env, stdout, stderr, identity, workdir_fd, limits,
+                                 relay.slave if relay else None)
         finally:
             containment.leave()
             if relay is not None:
@@ -282,24 +286,44 @@ def _signal_number(name: object) -> int | None:
 
 
 def _popen_options(workdir_fd: int, env: dict[str, str], stdout: int, stderr: int,
-                   identity: Identity | None) -> dict[str, object]:
-    """How the job's own methods (its --prolog and --epilog) run: as the job does."""
+                   identity: Identity | None, limits: setup.Setup) -> dict[str, object]:
+    """How the job's own methods (its --prolog and --epilog: VOV's precmd and postcmd) run: as
+    the job does, with its nice, CPUs and rlimits (VOV 8 and 13 come before VOV 20)."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     return {"cwd": _entered(workdir_fd), "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
             "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": reset_for_exec,
+            "preexec_fn": _set_up(reset_for_exec, limits),
             "user": user, "group": group, "extra_groups": extra_groups}
 
 
-def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int) -> dict[str, object]:
+def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None]:
+    """A preexec function for one of the job's processes: `first`, then its nice, CPUs and
+    rlimits (the hard ones too where the shepherd is root: the owner cannot raise them again)."""
+    lock_hard = os.geteuid() == 0
+
+    def preexec() -> None:
+        first()
+        setup.apply(limits, lock_hard)
+
+    return preexec
+
+
+def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before: setup.Saved) -> dict[str, object]:
     """How the site's methods (node and queue prolog and epilog, PE start and stop) run: as the
     node daemon's user (root on a shared node, like Slurm's Prolog and Epilog), in /, with a
     clean environment (environment.site_environment), so nothing of the job's changes how
     they load or run, and the job's owner can neither signal nor trip them: their failure is
-    the node's, and puts it in ERROR. Their output still goes to the job's files."""
+    the node's, and puts it in ERROR. Their output still goes to the job's files. They run
+    without the job's nice, CPUs and rlimits: with what the shepherd had before (`before`),
+    should it have taken the job's to start it (setup.py)."""
+
+    def preexec() -> None:
+        reset_for_exec()
+        setup.restore(before)
+
     return {"cwd": "/", "env": site_environment(config), "stdin": subprocess.DEVNULL,
             "stdout": stdout, "stderr": stderr, "close_fds": True, "process_group": 0,
-            "restore_signals": True, "preexec_fn": reset_for_exec}
+            "restore_signals": True, "preexec_fn": preexec}
 
 
 def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
@@ -490,11 +514,12 @@ def _copy_into(source: int, path: str, at_most: int) -> int:
 
 
 def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
-           identity: Identity | None, workdir_fd: int, pty: int | None = None) -> int:
+           identity: Identity | None, workdir_fd: int, limits: setup.Setup, pty: int | None = None) -> int:
     """Start the job; its pid. A job of the shepherd's own user is posix_spawn'ed (launch.py).
     Otherwise Popen does the child's set-up in C: the process group, the working directory,
     setgid → setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to
-    their defaults); a failed chdir, switch or exec comes back here as an exception. VOV 11: a
+    their defaults) and the job's set-up (VOV 8/13, setup.py), or, for a job posix_spawn'ed, the
+    shepherd takes the job's set-up first; a failed chdir, switch or exec comes back here as an exception. VOV 11: a
     failed identity switch is retried. A job given as a command line is exec'd without bash
     (launch.py); if that exec fails, bash runs the line and reports it as it always has."""
     tries = int(config.get("identity_tries", 3))
@@ -511,15 +536,17 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
                 process = subprocess.Popen(
                     argv, cwd=_entered(workdir_fd), env=job_env, stdin=pty, stdout=pty, stderr=pty,
                     close_fds=True, start_new_session=True, restore_signals=True,
-                    preexec_fn=_terminal_and_default_signals, user=user, group=group, extra_groups=extra_groups,
+                    preexec_fn=_set_up(_terminal_and_default_signals, limits), user=user, group=group,
+                    extra_groups=extra_groups,
                 )
-            elif not switching:
+            elif not switching:  # no code of ours runs in between: the job inherits the shepherd's set-up
+                setup.apply(limits, lock_hard=os.geteuid() == 0)
                 return launch.spawn_as_self(argv, job_env, workdir_fd, stdout, stderr)
             else:
                 process = subprocess.Popen(
                     argv, cwd=_entered(workdir_fd), env=job_env, stdin=subprocess.DEVNULL, stdout=stdout,
                     stderr=stderr, close_fds=True, process_group=0, restore_signals=True,
-                    preexec_fn=reset_for_exec, user=user, group=group, extra_groups=extra_groups,
+                    preexec_fn=_set_up(reset_for_exec, limits), user=user, group=group, extra_groups=extra_groups,
                 )
             process.returncode = 0  # reaped by supervise's wait4, never by Popen
             return process.pid
