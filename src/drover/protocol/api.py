@@ -58,7 +58,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     stage_out: list[str] = []  # glob patterns in the working directory, copied back after it exits
     prolog: str | None = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
     epilog: str | None = None  # the job's own epilog (postcmd)
-    epilog_sets_exit: bool = False  # Accelerator's semantics: the epilog's exit status is the job's
+    # Accelerator's postcmd (firing sequence step 22): the exit status of the job's own epilog is
+    # the job's; False keeps the job's own (`drover submit --no-epilog-sets-exit`).
+    epilog_sets_exit: bool = True
     warn_signal: str | None = None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
     warn_before_s: int = 60  # ...this long before the time limit
     checkpoint_signal: str | None = None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")

@@ -68,8 +68,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                         "`drover fetch JOB` brings them to you")
     p.add_argument("--prolog", metavar="COMMAND", help="run before the job (as you); if it fails, the job does not run")
     p.add_argument("--epilog", metavar="COMMAND", help="run after the job (as you)")
-    p.add_argument("--epilog-sets-exit", action="store_true",
-                   help="the epilog's exit status becomes the job's (Accelerator's postcmd semantics)")
+    p.add_argument("--epilog-sets-exit", action=_boolean_option(), default=None,
+                   help="the epilog's exit status becomes the job's, as the Accelerator's postcmd's does (the "
+                        "default); --no-epilog-sets-exit keeps the job's own")
     p.add_argument("--signal", metavar="SIG[@SECONDS]",
                    help="send SIG to the job SECONDS (default 60) before its time limit (Slurm's --signal)")
     p.add_argument("--checkpoint-signal", metavar="SIG", help="what `drover checkpoint JOB` sends the job, e.g. USR2")
@@ -224,10 +225,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["prolog"] = args.prolog
     if args.epilog:
         base["epilog"] = args.epilog
-    if args.epilog_sets_exit:
-        if not args.epilog:
-            raise BadRequest("--epilog-sets-exit needs --epilog")
-        base["epilog_sets_exit"] = True
+    if args.epilog_sets_exit is not None:
+        base["epilog_sets_exit"] = args.epilog_sets_exit
     if args.signal:
         base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
     if args.checkpoint_signal:
@@ -258,6 +257,13 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         script = _read(args.script) if script is None else script
         name = args.name or os.path.basename(args.script)
     return [{**base, "script": script, "name": name}]
+
+
+def _boolean_option() -> type[argparse.Action]:
+    """--NAME and --no-NAME (argparse imported only when the parser is built)."""
+    import argparse
+
+    return argparse.BooleanOptionalAction
 
 
 def warning_signal(text: str) -> tuple[str, int]:
