@@ -87,6 +87,13 @@ class NodeOptions(TypedDict):
     method_timeout_s: float
     rlimits: dict[str, int]  # RLIMIT_<NAME> (lower case, without the prefix) → soft = hard limit
     stage_out_limit_bytes: int  # per attempt; what is over is named, not sent
+    # VOV 14: who runs the diagnostics scripts, "not as root, but as the owner" of the system:
+    # [execd] diagnostics_user, else the service account. None: the shepherd's own user, or,
+    # when that is root, nobody (the scripts do not run).
+    diagnostics_identity: NotRequired[IdentityRecord | None]
+    # VOV 10 (VOV_DEBUG_TASKER): the shepherd waits this long right after recording its pid, for a
+    # debugger to attach ([execd] debug_shepherd_s, or DROVER_DEBUG_SHEPHERD in the execd's environment).
+    debug_pause_s: NotRequired[float]
 
 
 class IdentityRecord(TypedDict):

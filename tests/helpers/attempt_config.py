@@ -24,7 +24,8 @@ def attempt_config(root: str, name: str = "7.0.1", **overrides: Any) -> AttemptC
         "cluster": "", "identity_tries": 2, "identity_retry_s": 0.05, "diagnostics_setuid": None,
         "chdir_tries": 2, "chdir_retry_s": 0.05, "diagnostics_chdir": None, "node_prolog": None,
         "node_epilog": None, "node_pe_start": None, "node_pe_stop": None, "method_timeout_s": 60.0,
-        "rlimits": {}, "stage_out_limit_bytes": 64 * 1024 * 1024, "identity": None, "scratch": False,
+        "rlimits": {}, "stage_out_limit_bytes": 64 * 1024 * 1024, "diagnostics_identity": None, "debug_pause_s": 0.0,
+        "identity": None, "scratch": False,
     }
     unknown = set(overrides) - set(config)
     assert not unknown, f"not keys of AttemptConfig: {sorted(unknown)}"

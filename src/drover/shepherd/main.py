@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -101,6 +102,10 @@ def _run(spool: layout.SpoolDir) -> int:
     # 2. The attempt's config, as the execd wrote it.
     with open(spool.record(layout.CONFIG), "rb") as file:
         config: AttemptConfig = json.loads(file.read())
+    # VOV 10: "If VOV_DEBUG_TASKER is set, the subtasker sleeps ... (to allow connection of a
+    # debugger)": DROVER_DEBUG_SHEPHERD, which the node put in the config.
+    if config.get("debug_pause_s"):
+        _pause_for_debugger(spool, pid, inbox, float(config.get("debug_pause_s", 0)))
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
@@ -264,6 +269,21 @@ def _run(spool: layout.SpoolDir) -> int:
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")
     return 0
+
+
+MAX_DEBUG_PAUSE_S = 3600.0
+
+
+def _pause_for_debugger(spool: layout.SpoolDir, pid: int, inbox: SignalInbox, seconds: float) -> None:
+    """Say our pid in the node's log (our stderr is the execd's) and wait, at most an hour; a
+    stop (SIGTERM: a cancel, requeue or hold) ends the wait, and is acted on as usual after it."""
+    seconds = min(max(seconds, 0.0), MAX_DEBUG_PAUSE_S)
+    print(f"drover shepherd {spool.name}: pid {pid} waits {seconds:g}s for a debugger (DROVER_DEBUG_SHEPHERD)",
+          file=sys.stderr, flush=True)
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0 and not inbox.stop_requested():
+        select.select([inbox], [], [], left)
+    print(f"drover shepherd {spool.name}: pid {pid} goes on", file=sys.stderr, flush=True)
 
 
 def _warning(config: AttemptConfig) -> tuple[int, float] | None:
@@ -561,7 +581,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
             assert identity is not None
             if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
+                                          config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -602,7 +623,8 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
+                                          config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -631,7 +653,7 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
             if attempt == tries:
                 reason = f"cannot enter {workdir}: {error.strerror}"
                 details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,
-                                          identity.user if identity else "", reason)
+                                          identity.user if identity else "", reason, config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")
