@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
     p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
-                   "#DROVER lines at its top give options, which the command line overrides")
+                   "#DROVER lines at its top give options, which the command line overrides; lines #NEXT "
+                   "or #NEXTSCRIPT separate jobs of one file, submitted together")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
@@ -91,10 +92,13 @@ def run(command: str, argv: list[str]) -> int:
     parser = build_parser(command)
     args = parser.parse_args(argv)
     script = None
+    parts: list[tuple[int, str]] = []
     if args.script and not command_argv and not args.each_line:
         script = _read(args.script)
-        args = _with_directives(parser, args, argv, script)
-    jobs = jobs_from_arguments(args, command_argv, script)
+        parts = script_parts(script)
+        if len(parts) == 1:
+            args = _with_directives(parser, args, argv, script)
+    jobs = _jobs_of_parts(parser, args, argv, parts) if len(parts) > 1 else jobs_from_arguments(args, command_argv, script)
 
     from drover.cli.cluster import ensure_running
     from drover.cli.common import client
@@ -119,14 +123,22 @@ def run(command: str, argv: list[str]) -> int:
 def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
                      script: str) -> argparse.Namespace:
     """The options of the script's #DROVER lines, then the command line's, which win."""
+    words = _directive_words(parser, args.script, script)
+    return parser.parse_args(words + argv) if words else args
+
+
+def _directive_words(parser: argparse.ArgumentParser, source: str, script: str, first_line: int = 1) -> list[str]:
+    """The words of the #DROVER lines at the top of `script` (which starts at line `first_line`
+    of the file `source`), each line checked on its own so that its errors name it."""
     import shlex
 
     from drover.cli.common import parse_from
     from drover.cli.directives import PREFIX, directives
 
     words: list[str] = []
-    for number, line_words in directives(script, args.script):
-        where = f"{args.script}: line {number}: {PREFIX} {shlex.join(line_words)}"
+    for number, line_words in directives(script, source):
+        number += first_line - 1
+        where = f"{source}: line {number}: {PREFIX} {shlex.join(line_words)}"
         parse_from(parser, where)  # its errors name the line
         try:
             given, unknown = parser.parse_known_args(line_words)
@@ -134,9 +146,48 @@ def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, 
             parse_from(parser, None)
         if unknown or given.script:
             bad = unknown[0] if unknown else given.script
-            raise BadRequest(f"{args.script}: line {number}: {PREFIX} {bad}: not an option of drover submit")
+            raise BadRequest(f"{source}: line {number}: {PREFIX} {bad}: not an option of drover submit")
         words += line_words
-    return parser.parse_args(words + argv) if words else args
+    return words
+
+
+NEXT_MARKERS = ("#NEXT", "#NEXTSCRIPT")
+
+
+def script_parts(script: str) -> list[tuple[int, str]]:
+    """jobd: "it is possible for a user to submit many jobs in one script file (each job is
+    separated by the line "#NEXT" or "#NEXTSCRIPT" in the script file)". The parts, in order,
+    each with the number of its first line in the file; a part of blank lines only is no job."""
+    parts: list[tuple[int, str]] = []
+    first, lines = 1, list[str]()
+    for number, line in enumerate(script.splitlines(keepends=True), start=1):
+        if line.strip() in NEXT_MARKERS:
+            parts.append((first, "".join(lines)))
+            first, lines = number + 1, []
+        else:
+            lines.append(line)
+    parts.append((first, "".join(lines)))
+    kept = [(first, text if text.endswith("\n") else text + "\n") for first, text in parts if text.strip()]
+    return kept or [(1, script)]
+
+
+def _jobs_of_parts(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
+                   parts: list[tuple[int, str]]) -> list[JobRequest]:
+    """One job per part of a script (script_parts), for one request: the #DROVER lines at the
+    top of the file apply to every part, a later part's own add to them, and the command line
+    wins over both. All of them go into one queue, as jobd's entries of one queue."""
+    source = args.script
+    common = _directive_words(parser, source, parts[0][1])
+    jobs: list[JobRequest] = []
+    for index, (first, text) in enumerate(parts):
+        own = _directive_words(parser, source, text, first) if index else []
+        part_args = parser.parse_args(common + own + argv)
+        (job,) = jobs_from_arguments(part_args, [], text)
+        if jobs and job.get("queue") != jobs[0].get("queue"):
+            raise BadRequest(f"{source}: line {first}: the jobs of one script go into one queue: this one names "
+                             f"{job.get('queue', 'default')}, the first {jobs[0].get('queue', 'default')}")
+        jobs.append(job)
+    return jobs
 
 
 def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None = None) -> list[JobRequest]:
