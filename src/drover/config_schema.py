@@ -208,6 +208,8 @@ class QueueSection(Section, frozen=True):
     max_running_per_user: Annotated[int | None, about("tasks of one user in the queue running at once")] = None
     max_memory_mib: Annotated[int | None, about("the most memory a task of the queue may ask for, MiB; more is "
                                                 "refused at submission")] = None
+    mail_finished: Annotated[bool, about("mail when the last job of the queue finishes (jobd's mailfinished): to "
+                                         "the queue's owner, else to that job's --mail-user, else its owner")] = False
     nice: Annotated[int, about("added to the nice of the queue's jobs (0..19; jobd's queue nice)", ge=0)] = 0
     window: Annotated[str | None, about("when the queue starts jobs: \"Mon-Fri 18:00-08:00; Sat,Sun\", "
                                         "\"nights\", \"weekends\" (unset: always)")] = None

@@ -68,6 +68,13 @@ class AttemptOrder(TypedDict):
     # (execd/enforcement.py); absent: the node's own [execd] setting.
     enforce_cpu: NotRequired[str]
     enforce_memory: NotRequired[str]
+    # jobd's options, for the shepherd at the job's end, as the owner: remove the output files
+    # (zapthisjob); move the output to `done_output` (absolute; doneoutput), made of the pattern
+    # the owner signed; copy it into the spool for the end-of-job mail (mailoutput).
+    zap: NotRequired[bool]
+    done_output: NotRequired[str]
+    done_output_pattern: NotRequired[str]
+    mail_output: NotRequired[bool]
 
 
 class NodeOptions(TypedDict):

@@ -52,7 +52,7 @@ from drover.records import (
     StagedOutRecord,
     Usage,
 )
-from drover.shepherd import launch, setup
+from drover.shepherd import launch, outputs, setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -172,6 +172,7 @@ def _run(spool: layout.SpoolDir) -> int:
             containment.kill_all()
             cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
             _close(stdout, stderr)
+            outputs.finish(spool, config, identity)
             if failed is not None:
                 reason = f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"
             else:
@@ -196,6 +197,7 @@ def _run(spool: layout.SpoolDir) -> int:
         containment.kill_all()
         cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
         _close(stdout, stderr)
+        outputs.finish(spool, config, identity)
         return _give_up(spool, containment, tmpdir, failure, methods_run=cleaned)
 
     # 6. The job's pid, and a hint to the execd that it started; the environment it got
@@ -233,6 +235,8 @@ def _run(spool: layout.SpoolDir) -> int:
     # it ran in a scratch directory; the execd's cleanup sends it on from the spool.
     _stage_out(spool, config, workdir_fd, identity)
     os.close(workdir_fd)
+    # jobd's --mail-output, --done-output and --zap, as the owner (outputs.py).
+    unfinished = outputs.finish(spool, config, identity)
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
@@ -265,6 +269,7 @@ def _run(spool: layout.SpoolDir) -> int:
     trace = [f"{started_at:.6f} job started (pid {job_pid}, containment {containment.name})",
              f"{ended_at:.6f} job ended (wait status {status})"]
     trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
+    trace += [f"{ended_at:.6f} {problem}" for problem in unfinished]
     write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")

@@ -60,6 +60,14 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--mail-type", metavar="TYPES", help="BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS or NONE "
                    "(comma-separated; default END,FAIL when --mail-user is given)")
     p.add_argument("--keep-spool", action="store_true", help="keep the attempt's spool directory on the node")
+    p.add_argument("--zap", action="store_true",
+                   help="remove the job's output files when it ends (after --mail-output read them), as jobd's "
+                        "zapthisjob")
+    p.add_argument("--done-output", metavar="FILE",
+                   help="put the job's output, stdout and stderr together, in FILE when it is done (patterns as "
+                        "for --output); meanwhile it goes to the --output file")
+    p.add_argument("--mail-output", action="store_true",
+                   help="send the job's output with its end mail (to --mail-user, by default you)")
     p.add_argument("--event-log", metavar="FILE", help="also append the job's events to FILE (JSON lines)")
     p.add_argument("--stage-in", action="append", default=[], metavar="FILE",
                    help="copy FILE to the job's working directory on its node before it starts (repeatable); "
@@ -261,6 +269,10 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         from drover.core.begin_time import parse_begin
 
         base["begin_at"] = parse_begin(args.begin, time.time())
+    if args.mail_output and not args.mail_user:
+        import getpass
+
+        args.mail_user = getpass.getuser()  # jobd mails the job's owner
     if args.mail_user or args.mail_type:
         from drover.mail import parse_mail_types
 
@@ -268,6 +280,23 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
             raise BadRequest("--mail-type needs --mail-user (where to send the mail)")
         base["mail_user"] = args.mail_user
         base["mail_type"] = parse_mail_types(args.mail_type or "END,FAIL")
+        if args.mail_output and not {"END", "FAIL"} & set(base["mail_type"]):
+            base["mail_type"] = [*base["mail_type"], "END"]  # the output goes with the end mail
+    if args.mail_output:
+        base["mail_output"] = True
+    if args.zap:
+        if args.keep_spool:
+            raise BadRequest("--zap removes what the job leaves on its node, --keep-spool keeps it: give one of them")
+        base["zap"] = True
+    if args.done_output is not None:
+        from drover.core.patterns import check_pattern
+
+        if args.error is not None:
+            raise BadRequest("--done-output holds stdout and stderr together: leave out --error")
+        if args.zap:
+            raise BadRequest("--zap removes the job's output, --done-output keeps it: give one of them")
+        check_pattern(args.done_output)
+        base["done_output"] = args.done_output
     if args.keep_spool:
         base["keep_spool"] = True
     if args.event_log:
