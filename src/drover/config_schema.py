@@ -20,6 +20,7 @@ from drover.config import MUNGE_SOCKET
 from drover.core.limits import MAX_TIME_LIMIT_S, Limits
 
 MIB = 1024 * 1024
+MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
 
 
 def about(description: str, ge: int | None = None) -> Meta:
@@ -145,6 +146,13 @@ class ExecdSection(Section, frozen=True):
     chdir_retry_s: Annotated[float, about("seconds between those tries")] = 2.0
     diagnostics_chdir: Annotated[str | None, about(
         "a site script run when the working directory cannot be entered")] = None
+    diagnostics_user: Annotated[str | None, about(
+        "the user the diagnostics scripts run as, never root (unset: the service account drover where it "
+        "exists, else nobody)")] = None
+    debug_shepherd_s: Annotated[float, about(
+        "each shepherd waits this many seconds right after it starts, its pid in the node's log, for a "
+        "debugger to attach (at most 3600; DROVER_DEBUG_SHEPHERD in the execd's environment overrides it)",
+        ge=0)] = 0.0
     prolog: Annotated[str | None, about("the node's prolog, run as root before every job")] = None
     epilog: Annotated[str | None, about("the node's epilog, run as root after every job")] = None
     pe_start: Annotated[str | None, about("the parallel environment's start, run before every job")] = None
@@ -184,6 +192,8 @@ class ExecdSection(Section, frozen=True):
             raise ValueError("controller must name at least one controller, or be left unset")
         if self.cpu_tolerance < 0:
             raise ValueError(f"cpu_tolerance must be 0 or more, not {self.cpu_tolerance}")
+        if self.debug_shepherd_s > MAX_DEBUG_PAUSE_S:
+            raise ValueError(f"debug_shepherd_s must be at most {MAX_DEBUG_PAUSE_S}, not {self.debug_shepherd_s}")
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
 
@@ -207,6 +217,8 @@ class QueueSection(Section, frozen=True):
     max_running_per_user: Annotated[int | None, about("tasks of one user in the queue running at once")] = None
     max_memory_mib: Annotated[int | None, about("the most memory a task of the queue may ask for, MiB; more is "
                                                 "refused at submission")] = None
+    mail_finished: Annotated[bool, about("mail when the last job of the queue finishes (jobd's mailfinished): to "
+                                         "the queue's owner, else to that job's --mail-user, else its owner")] = False
     nice: Annotated[int, about("added to the nice of the queue's jobs (0..19; jobd's queue nice)", ge=0)] = 0
     window: Annotated[str | None, about("when the queue starts jobs: \"Mon-Fri 18:00-08:00; Sat,Sun\", "
                                         "\"nights\", \"weekends\" (unset: always)")] = None

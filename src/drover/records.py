@@ -68,6 +68,13 @@ class AttemptOrder(TypedDict):
     # (execd/enforcement.py); absent: the node's own [execd] setting.
     enforce_cpu: NotRequired[str]
     enforce_memory: NotRequired[str]
+    # jobd's options, for the shepherd at the job's end, as the owner: remove the output files
+    # (zapthisjob); move the output to `done_output` (absolute; doneoutput), made of the pattern
+    # the owner signed; copy it into the spool for the end-of-job mail (mailoutput).
+    zap: NotRequired[bool]
+    done_output: NotRequired[str]
+    done_output_pattern: NotRequired[str]
+    mail_output: NotRequired[bool]
 
 
 class NodeOptions(TypedDict):
@@ -87,6 +94,13 @@ class NodeOptions(TypedDict):
     method_timeout_s: float
     rlimits: dict[str, int]  # RLIMIT_<NAME> (lower case, without the prefix) → soft = hard limit
     stage_out_limit_bytes: int  # per attempt; what is over is named, not sent
+    # VOV 14: who runs the diagnostics scripts, "not as root, but as the owner" of the system:
+    # [execd] diagnostics_user, else the service account. None: the shepherd's own user, or,
+    # when that is root, nobody (the scripts do not run).
+    diagnostics_identity: NotRequired[IdentityRecord | None]
+    # VOV 10 (VOV_DEBUG_TASKER): the shepherd waits this long right after recording its pid, for a
+    # debugger to attach ([execd] debug_shepherd_s, or DROVER_DEBUG_SHEPHERD in the execd's environment).
+    debug_pause_s: NotRequired[float]
 
 
 class IdentityRecord(TypedDict):

@@ -4,6 +4,7 @@ every key the node writes, so a test runs the shepherd and the cleanup on the co
 from __future__ import annotations
 
 import os
+import typing
 from typing import Any
 
 from drover.records import AttemptConfig
@@ -24,9 +25,10 @@ def attempt_config(root: str, name: str = "7.0.1", **overrides: Any) -> AttemptC
         "cluster": "", "identity_tries": 2, "identity_retry_s": 0.05, "diagnostics_setuid": None,
         "chdir_tries": 2, "chdir_retry_s": 0.05, "diagnostics_chdir": None, "node_prolog": None,
         "node_epilog": None, "node_pe_start": None, "node_pe_stop": None, "method_timeout_s": 60.0,
-        "rlimits": {}, "stage_out_limit_bytes": 64 * 1024 * 1024, "identity": None, "scratch": False,
+        "rlimits": {}, "stage_out_limit_bytes": 64 * 1024 * 1024, "diagnostics_identity": None, "debug_pause_s": 0.0,
+        "identity": None, "scratch": False,
     }
-    unknown = set(overrides) - set(config)
+    unknown = set(overrides) - set(config) - set(typing.get_type_hints(AttemptConfig))  # its optional keys too
     assert not unknown, f"not keys of AttemptConfig: {sorted(unknown)}"
     config.update(overrides)  # type: ignore[typeddict-item]  # checked against the keys just above
     return config

@@ -47,6 +47,7 @@ class Signed(TypedDict):
     # Only for a job that has one: a job without signs what it signed before the event log was
     # covered, so jobs queued across that upgrade still run.
     event_log: NotRequired[str]
+    done_output: NotRequired[str]  # the same: the pattern of --done-output, where the node writes as the owner
 
 
 def job_digest(signed: Mapping[str, Any]) -> bytes:
@@ -72,6 +73,8 @@ def signed_request(job: Mapping[str, Any]) -> Signed:
     }
     if job.get("event_log"):
         signed["event_log"] = job["event_log"]
+    if job.get("done_output"):
+        signed["done_output"] = job["done_output"]
     return signed
 
 
@@ -89,6 +92,9 @@ def signed_order(order: StartAttempt) -> Signed:
     event_log = config.get("event_log")
     if event_log:
         signed["event_log"] = event_log
+    done_output = config.get("done_output_pattern")
+    if done_output:
+        signed["done_output"] = done_output
     return signed
 
 
@@ -101,5 +107,7 @@ def outputs_as_signed(order: StartAttempt) -> bool:
                                                       name=config["name"], user=config["owner"], node=config["node"]))
 
     error = config.get("error_pattern")
+    done = config.get("done_output_pattern")
     return config["stdout"] == made(config.get("output_pattern", "")) and \
-        config["stderr"] == (made(error) if error is not None else None)
+        config["stderr"] == (made(error) if error is not None else None) and \
+        config.get("done_output") == (made(done) if done else None)

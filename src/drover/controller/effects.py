@@ -20,6 +20,12 @@ class SendToNode:
 @dataclass(frozen=True, slots=True)
 class JobEnded:
     job_id: int
+    # What the shell needs when the job was the last of its queue (jobd's mailfinished).
+    queue: str = ""
+    owner: str = ""
+    mail_user: str | None = None
+    name: str = ""
+    state: str = ""
 
 
 @dataclass(frozen=True, slots=True)

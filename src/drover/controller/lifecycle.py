@@ -110,7 +110,8 @@ def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: flo
         state.attempts.pop((job.id, task.index, task.attempt), None)
     state.ended_states[job.id] = job.state.value
     state.pending_reasons.pop(job.id, None)
-    outcome.effects.append(JobEnded(job.id))
+    outcome.effects.append(JobEnded(job.id, job.spec.get("queue", "default"), job.owner, job.spec.get("mail_user"),
+                                    job.name, job.state.value))
     _mail_array_end(outcome, job)
     outcome.reschedule = True  # jobs that depend on this one may now start (or never)
 

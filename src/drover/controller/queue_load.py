@@ -88,7 +88,7 @@ def queue_infos(state: ControllerState, sections: Mapping[str, QueueSection], no
             max_running_per_user=queue.max_running_per_user, max_memory_mib=queue.max_memory_mib,
             default_time_s=queue.default_time_s, max_time_s=queue.max_time_s,
             window=queue.window.text if queue.window is not None else None, window_open=opens_at is None,
-            opens_at=opens_at, pending=load.pending, running=load.running,
+            opens_at=opens_at, mail_finished=queue.mail_finished, pending=load.pending, running=load.running,
             cpus=sum(node.cpus for node in up), cpus_used=sum(len(node.used_cpu_ids) for node in up),
             changed=dict(queue.record.settings),
         ))

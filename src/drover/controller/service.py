@@ -446,6 +446,7 @@ class ControllerService:
             pass
 
     def _carry_out(self, outcome: Outcome) -> None:
+        emptied: set[str] = set()
         for effect in outcome.effects:
             if isinstance(effect, SendToNode):
                 self.channels.send(effect.node, effect.message)
@@ -455,8 +456,27 @@ class ControllerService:
                 for waiter in self._waiters.pop(effect.job_id, []):
                     if not waiter.done():
                         waiter.set_result(None)
+                if effect.queue and effect.queue not in emptied and self._mail_if_queue_finished(effect):
+                    emptied.add(effect.queue)
         if outcome.reschedule:
             self.request_schedule()
+
+    def _mail_if_queue_finished(self, ended: JobEnded) -> bool:
+        """jobd's mailfinished ("mail should be sent when last job in queue finishes
+        computation"): a queue with `mail_finished` that holds no job once `ended` has ended
+        (its changes are committed) is mailed about, to its owner, else to the job's --mail-user,
+        else to the job's owner. Only such queues pay for the look at the working set."""
+        queue = queues.queues_in_effect(self.state, self.settings.queues).get(ended.queue)
+        if queue is None or not queue.mail_finished:
+            return False
+        if any(job.spec.get("queue", "default") == ended.queue for job in self.state.jobs.values()):
+            return False
+        to = queue.owner or ended.mail_user or ended.owner
+        subject = f"Drover queue {ended.queue}: its last job finished"
+        body = (f"The last job of queue {ended.queue}, {ended.job_id} ({ended.name}) of {ended.owner}, "
+                f"ended {ended.state}.\nThe queue holds no more jobs.\n")
+        asyncio.get_running_loop().create_task(self._mail(SendMail(ended.job_id, to, subject, body)))
+        return True
 
     async def _mail(self, message: SendMail) -> None:
         """Send in a thread, retrying with back-off; the outcome becomes an event. At most

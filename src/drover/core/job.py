@@ -65,6 +65,11 @@ class JobSpec(TypedDict):
     licenses: NotRequired[dict[str, int]]
     constraint: NotRequired[str | None]
     exclusive: NotRequired[bool]
+    # jobd's: remove the output files when the job ends (zapthisjob); its output, stdout and
+    # stderr, in this file (a pattern) once it is done (doneoutput); mailed with its end (mailoutput).
+    zap: NotRequired[bool]
+    done_output: NotRequired[str | None]
+    mail_output: NotRequired[bool]
 
 
 @dataclass(slots=True)

@@ -84,6 +84,7 @@ class Queue:
     window: Window | None = None
     prolog: str | None = None
     epilog: str | None = None
+    mail_finished: bool = False  # jobd's: mail when its last job finishes
     defined_in: str = "built in"
 
     @property
@@ -106,10 +107,11 @@ SETTINGS = {
     "priority": "priority", "nice": "nice", "nodes": "nodes", "max_running": "max_running",
     "max_running_per_user": "max_running_per_user", "max_memory": "max_memory_mib",
     "default_time": "default_time_s", "max_time": "max_time_s", "window": "window", "owner": "owner",
+    "mail_finished": "mail_finished",
 }
 # What the owner of a queue may change on it; the rest (where its jobs run, how they weigh
 # against everyone else's, what they may ask for) stays the operators'.
-OWNER_SETTINGS = frozenset({"nice", "max_running", "max_running_per_user", "default_time", "window"})
+OWNER_SETTINGS = frozenset({"nice", "max_running", "max_running_per_user", "default_time", "window", "mail_finished"})
 # Limits a change may lift altogether (Slurm's MaxTime=UNLIMITED).
 UNLIMITED_SETTINGS = frozenset({"max_running", "max_running_per_user", "max_memory", "default_time", "max_time"})
 UNLIMITED = frozenset({"UNLIMITED", "INFINITE", "NONE"})
@@ -146,6 +148,10 @@ def parse_setting(key: str, text: str) -> object:
         if not patterns or any(any(c in pattern for c in " \t\n/") for pattern in patterns):
             raise ValueError(f"nodes takes node names or patterns (node*, gpu[1-4]), comma separated, not {text!r}")
         return patterns
+    if key == "mail_finished":
+        if text.lower() not in ("yes", "no", "true", "false", "on", "off"):
+            raise ValueError(f"mail_finished takes yes or no, not {text!r}")
+        return text.lower() in ("yes", "true", "on")
     if key == "owner":
         if not text or any(c in text for c in " \t\n:/"):
             raise ValueError(f"owner takes a user name, not {text!r}")
@@ -166,7 +172,7 @@ def effective(name: str, section: object | None, record: QueueRecord | None) -> 
     values: dict[str, object] = {}
     if section is not None:
         for key in ("owner", "priority", "nice", "max_running", "max_running_per_user", "max_memory_mib",
-                    "default_time_s", "max_time_s", "prolog", "epilog"):
+                    "default_time_s", "max_time_s", "prolog", "epilog", "mail_finished"):
             values[key] = getattr(section, key, None)
         nodes = getattr(section, "nodes", None)
         values["nodes"] = tuple(nodes) if nodes is not None else None

@@ -380,8 +380,10 @@ class Cleanup:
              "failure": exit_status["failure"], "node": config["node"],
              "attempt": config["attempt_number"], "wall time": _seconds(usage, "wall_s"),
              "user CPU": _seconds(usage, "user_cpu_s"), "max RSS KiB": usage["max_rss_kib"] if usage else None,
-             "output": config["stdout"]},
+             "output": config.get("done_output") or config["stdout"]},
         )
+        if config.get("mail_output"):  # jobd's mailoutput: the shepherd copied it as the owner
+            body += _mailed_output(spool)
         host, port, to = self.settings.smtp_host, self.settings.smtp_port, config["mail_user"]
         relay = f"{host}:{port}"
         try:
@@ -520,6 +522,17 @@ def _final_record(spool: layout.SpoolDir) -> FinalRecord:
     outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
     return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,
             "outcome": outcome, "recorded_at": time.time()}
+
+
+def _mailed_output(spool: layout.SpoolDir) -> str:
+    """The job's output for its end mail: what the shepherd read of it, as its owner, into the
+    spool (shepherd/outputs.py); the node reads only its own spool."""
+    try:
+        with open(spool.record(layout.MAIL_OUTPUT), "rb") as file:
+            text = file.read().decode(errors="replace")
+    except FileNotFoundError:
+        return "\nThe job's output could not be read (its trace says why).\n"
+    return "\nThe job's output:\n\n" + (text if text else "(empty)\n")
 
 
 def _dumps(value: Any) -> bytes:

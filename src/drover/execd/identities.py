@@ -8,6 +8,7 @@ import os
 import pwd
 import time
 
+from drover.config import SERVICE_USER
 from drover.records import IdentityRecord
 
 CACHE_S = 300.0
@@ -31,10 +32,36 @@ class Identities:
             entry = pwd.getpwnam(owner)
         except KeyError:
             return None, f"user {owner} does not exist on this node"
-        identity: IdentityRecord = {
-            "user": owner, "uid": entry.pw_uid, "gid": entry.pw_gid,
-            "groups": sorted(set(os.getgrouplist(owner, entry.pw_gid))),
-            "home": entry.pw_dir, "shell": entry.pw_shell or "/bin/sh",
-        }
+        identity = _record(owner, entry)
         self._cache[owner] = (time.monotonic(), identity)
         return identity, None
+
+
+def _record(name: str, entry: pwd.struct_passwd) -> IdentityRecord:
+    return {"user": name, "uid": entry.pw_uid, "gid": entry.pw_gid,
+            "groups": sorted(set(os.getgrouplist(name, entry.pw_gid))),
+            "home": entry.pw_dir, "shell": entry.pw_shell or "/bin/sh"}
+
+
+def diagnostics_identity(configured: str | None) -> IdentityRecord | None:
+    """Who runs the site's diagnostics scripts (Accelerator step 14: "not as root, but as the
+    owner of Accelerator"): the user [execd] diagnostics_user names; unset, the service account
+    a shared cluster's controller runs as (config.SERVICE_USER) where it exists, else nobody.
+    None on a node whose execd is not root (its shepherds run the scripts as its own user, the
+    cluster's owner), and where neither account exists (the scripts then do not run). Raises
+    ValueError for a configured user who is root or is not found."""
+    if os.geteuid() != 0:
+        return None
+    for name in [configured] if configured else [SERVICE_USER, "nobody"]:
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            if configured:
+                raise ValueError(f"[execd] diagnostics_user: no user {name} on this node") from None
+            continue
+        if entry.pw_uid == 0:
+            if configured:
+                raise ValueError(f"[execd] diagnostics_user: {name} is root; the diagnostics scripts never run as root")
+            continue
+        return _record(name, entry)
+    return None

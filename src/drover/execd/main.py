@@ -19,7 +19,7 @@ from drover.config import Paths, api_socket, cluster_tag, default_spool
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from drover.config_schema import ExecdSection
     from drover.execd.cleanup import CleanupSettings
@@ -58,12 +58,13 @@ def serve(argv: list[str]) -> int:
     # A controller on another host: the node's TLS files are checked before anything starts.
     tls = node_tls(options) if options.controllers() and not args.socket else None
     inventory = node_inventory(options)  # before the fork server: nvidia-smi may run
+    node_options = shepherd_options(options, cluster_tag(paths))  # refused here, before anything starts
 
     from drover.execd.forkserver import ForkServer
 
     fork_server = ForkServer.start()
     try:
-        eventloop.run(_run(args, paths, options, fork_server, tls, inventory))
+        eventloop.run(_run(args, paths, options, node_options, fork_server, tls, inventory))
     finally:
         fork_server.close()
         from drover.shepherd.containment.common import remove_cluster_parents
@@ -72,8 +73,8 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fork_server: ForkServer,
-               tls: ssl.SSLContext | None, inventory: NodeInventory) -> None:
+async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, node_options: NodeOptions,
+               fork_server: ForkServer, tls: ssl.SSLContext | None, inventory: NodeInventory) -> None:
     from drover.execd import output_index
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
@@ -115,8 +116,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, fo
         from drover.execd.signatures import SignedJobs
 
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
-    attempts = Attempts(spool_root, fork_server, send, cleanup, shepherd_options(options, cluster_tag(paths)),
-                        signed_jobs)
+    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs)
     relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals
     output_index.forget_old(spool_root)
     event_logs = NodeEventLogs(send, signed_jobs)  # jobs' event logs, for a controller that cannot be their owners
@@ -207,9 +207,16 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     )
 
 
-def shepherd_options(options: ExecdSection, cluster: str = "") -> NodeOptions:
+def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[str, str] = os.environ) -> NodeOptions:
     """The [execd] options that travel to each shepherd in its attempt's config; `cluster` is
-    the cluster's tag, part of the name of each attempt's cgroup."""
+    the cluster's tag, part of the name of each attempt's cgroup. Raises SystemExit, saying
+    why, for a diagnostics user or a debug pause the node cannot use."""
+    from drover.execd.identities import diagnostics_identity
+
+    try:
+        diagnostics = diagnostics_identity(options.diagnostics_user)
+    except ValueError as error:
+        raise SystemExit(f"drover execd: {error}") from None
     return {
         "cluster": cluster,
         "identity_tries": options.identity_tries,
@@ -227,4 +234,27 @@ def shepherd_options(options: ExecdSection, cluster: str = "") -> NodeOptions:
         "rlimits": options.rlimits.set(),
         # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
         "stage_out_limit_bytes": options.stage_out_limit_bytes,
+        "diagnostics_identity": diagnostics,
+        "debug_pause_s": debug_pause_s(options, environ),
     }
+
+
+def debug_pause_s(options: ExecdSection, environ: Mapping[str, str]) -> float:
+    """VOV 10 (VOV_DEBUG_TASKER): how long each shepherd waits for a debugger after it started;
+    DROVER_DEBUG_SHEPHERD=SECONDS in the execd's environment, else [execd] debug_shepherd_s."""
+    from drover.config_schema import MAX_DEBUG_PAUSE_S
+
+    text = environ.get("DROVER_DEBUG_SHEPHERD", "").strip()
+    if not text:
+        return options.debug_shepherd_s
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_DEBUG_PAUSE_S:  # NaN too
+        raise SystemExit(f"drover execd: DROVER_DEBUG_SHEPHERD must be a number of seconds from 0 to "
+                         f"{MAX_DEBUG_PAUSE_S}, not {text!r}")
+    if seconds:
+        logging.getLogger("drover.execd").warning(
+            "DROVER_DEBUG_SHEPHERD=%s: every shepherd waits %gs for a debugger after it starts", text, seconds)
+    return seconds

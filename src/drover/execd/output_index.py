@@ -29,7 +29,8 @@ def remember(root: str, name: str, config: AttemptConfig) -> None:
         return
     directory = os.path.join(root, DIRECTORY)
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    record: OutputRecord = {"stdout": config["stdout"], "stderr": config.get("stderr") or None,
+    # --done-output moved the output where the job asked, once it was done.
+    record: OutputRecord = {"stdout": config.get("done_output") or config["stdout"], "stderr": config.get("stderr") or None,
                             "identity": config.get("identity")}
     write_json(os.path.join(directory, name), record)
 

@@ -54,11 +54,18 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     mail_type: list[str] = []  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
     keep_spool: bool = False  # keep the attempt's spool directory on the node after cleanup
     event_log: str | None = None  # append every event of the job to this file, as JSON lines
+    # jobd's zapthisjob, doneoutput and mailoutput: remove the job's output files when it ends;
+    # put its output (stdout and stderr) in this file (a pattern) when it is done; mail it.
+    zap: bool = False
+    done_output: str | None = None
+    mail_output: bool = False
     stage_in: list[StagedFile] = []  # copied into the job's working directory before it starts
     stage_out: list[str] = []  # glob patterns in the working directory, copied back after it exits
     prolog: str | None = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
     epilog: str | None = None  # the job's own epilog (postcmd)
-    epilog_sets_exit: bool = False  # Accelerator's semantics: the epilog's exit status is the job's
+    # Accelerator's postcmd (firing sequence step 22): the exit status of the job's own epilog is
+    # the job's; False keeps the job's own (`drover submit --no-epilog-sets-exit`).
+    epilog_sets_exit: bool = True
     warn_signal: str | None = None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
     warn_before_s: int = 60  # ...this long before the time limit
     checkpoint_signal: str | None = None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
@@ -383,6 +390,7 @@ class QueueInfo(msgspec.Struct, kw_only=True):
     window: str | None = None  # when it starts jobs (core/queue_windows.py): "Mon-Fri 18:00-08:00; Sat,Sun"
     window_open: bool = True
     opens_at: float | None = None  # its window is closed: when it opens next
+    mail_finished: bool = False  # mail when its last job finishes (jobd's mailfinished)
     pending: int = 0  # tasks waiting in it
     running: int = 0  # tasks of it running
     cpus: int = 0  # CPUs of its nodes that are up

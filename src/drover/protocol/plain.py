@@ -49,6 +49,9 @@ class JobRequest(TypedDict, total=False):
     mail_type: list[str]
     keep_spool: bool
     event_log: str | None
+    zap: bool
+    done_output: str | None
+    mail_output: bool
     stage_in: list[StagedFileRequest]
     stage_out: list[str]
     prolog: str | None

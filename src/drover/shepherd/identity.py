@@ -4,7 +4,8 @@ When the shepherd runs as root, the job runs as its owner: setgid, then the supp
 then setuid, in that order (the reverse fails with EPERM). Popen does the switch in C between
 fork and exec (`group=`, `extra_groups=`, `user=`), so no Python runs as a half-switched process.
 A switch that fails is retried (3 tries, 10 s apart by default); then a diagnostics script of the
-site's runs, and the attempt fails with the reason. The owner's groups were looked up by the
+site's runs (step 14: "not as root, but as the owner of Accelerator": as the node's
+diagnostics user, see records.NodeOptions), and the attempt fails with the reason. The owner's groups were looked up by the
 execd before the fork (step 6), so a slow directory service is asked once per user, not per job.
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from drover.records import AttemptConfig
+from drover.records import AttemptConfig, IdentityRecord
 from drover.shepherd.environment import SITE_PATH
 
 
@@ -73,14 +74,24 @@ def acting_as(identity: Identity | None) -> Iterator[None]:
         os.setgroups(saved_groups)
 
 
-def run_diagnostics(script: str | None, attempt: str, user: str, reason: str) -> str:
-    """VOV 14: the site's diagnostics script, given the attempt, the user and the reason; its
-    output (a little of it) goes into the attempt's error record."""
+def run_diagnostics(script: str | None, attempt: str, user: str, reason: str,
+                    runs_as: IdentityRecord | None = None) -> str:
+    """VOV 14: the site's diagnostics script, given the attempt, the user and the reason, run
+    "not as root, but as the owner" of the system: as `runs_as` (the node's diagnostics user)
+    when the shepherd is root, and never as root; its output (a little of it) goes into the
+    attempt's error record."""
     if not script:
         return ""
+    uid = gid = groups = None
+    if os.geteuid() == 0:
+        if runs_as is None or runs_as["uid"] == 0:
+            return (f"(the diagnostics script {script} was not run: this node has no user to run it as "
+                    "but root; set [execd] diagnostics_user)")
+        uid, gid, groups = runs_as["uid"], runs_as["gid"], list(runs_as["groups"])
     try:
         result = subprocess.run([script, attempt, user, reason], capture_output=True, text=True, timeout=60,
-                                env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/")
+                                env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/", user=uid, group=gid,
+                                extra_groups=groups)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"(the diagnostics script {script} failed: {error})"
     return (result.stdout + result.stderr)[-4000:]

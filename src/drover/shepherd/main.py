@@ -17,7 +17,9 @@
     9. record usage, then exit_status (last: its presence means done)           GE: exit_status
 
 Identity switching, limits, containment in cgroups, prolog and epilog slot in between these
-steps. Every record is written with spool.atomic.
+steps. Nice, CPU affinity and rlimits (VOV 8 and 13, which come before the precmd, VOV 20) are
+set in each of the job's processes, its own prolog and epilog too, and in none of the site's
+(setup.py). Every record is written with spool.atomic.
 
 Every file operation on the owner's behalf (the working directory, the output files, staged
 files in and out) happens with the owner's effective ids (identity.acting_as), beneath its
@@ -32,6 +34,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -39,6 +42,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 from drover.records import (
     AttemptConfig,
@@ -48,7 +52,7 @@ from drover.records import (
     StagedOutRecord,
     Usage,
 )
-from drover.shepherd import launch, setup
+from drover.shepherd import launch, outputs, setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -98,6 +102,10 @@ def _run(spool: layout.SpoolDir) -> int:
     # 2. The attempt's config, as the execd wrote it.
     with open(spool.record(layout.CONFIG), "rb") as file:
         config: AttemptConfig = json.loads(file.read())
+    # VOV 10: "If VOV_DEBUG_TASKER is set, the subtasker sleeps ... (to allow connection of a
+    # debugger)": DROVER_DEBUG_SHEPHERD, which the node put in the config.
+    if config.get("debug_pause_s"):
+        _pause_for_debugger(spool, pid, inbox, float(config.get("debug_pause_s", 0)))
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
@@ -140,9 +148,12 @@ def _run(spool: layout.SpoolDir) -> int:
         return _give_up(spool, containment, tmpdir, failure)
     # How methods run, made only where one is configured: the site's environment looks up the
     # node daemon's user in the password database (about half a millisecond).
+    # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py).
+    limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
+                               config.get("queue_nice", 0))
     if methods(config, BEFORE_JOB) or methods(config, AFTER_JOB):
-        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity)
-        site_options = _site_popen_options(config, stdout, stderr)
+        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
+        site_options = _site_popen_options(config, stdout, stderr, setup.saved(limits))
     else:
         method_options = site_options = {}
     ran: list[Method] = []
@@ -161,15 +172,13 @@ def _run(spool: layout.SpoolDir) -> int:
             containment.kill_all()
             cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
             _close(stdout, stderr)
+            outputs.finish(spool, config, identity)
             if failed is not None:
                 reason = f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"
             else:
                 reason = f"stopped before the job started (a {_stopped_by(spool)} came {'during its prolog' if ran else 'first'})"
             return _give_up(spool, containment, tmpdir, StartFailure(reason),
                             methods_run=([failed] if failed else []) + cleaned, terminated=stopped)
-        # VOV 5/8/13, GE limits: nice, CPU affinity, rlimits, inherited by the job.
-        setup.apply(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
-                    config.get("queue_nice", 0))
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
         relay = None
         if config.get("pty"):
@@ -178,7 +187,8 @@ def _run(spool: layout.SpoolDir) -> int:
         containment.enter()
         try:
             with held_signals():
-                job_pid = _start(spool, config, env, stdout, stderr, identity, workdir_fd, relay.slave if relay else None)
+                job_pid = _start(spool, config, env, stdout, stderr, identity, workdir_fd, limits,
+                                 relay.slave if relay else None)
         finally:
             containment.leave()
             if relay is not None:
@@ -187,6 +197,7 @@ def _run(spool: layout.SpoolDir) -> int:
         containment.kill_all()
         cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
         _close(stdout, stderr)
+        outputs.finish(spool, config, identity)
         return _give_up(spool, containment, tmpdir, failure, methods_run=cleaned)
 
     # 6. The job's pid, and a hint to the execd that it started; the environment it got
@@ -224,6 +235,8 @@ def _run(spool: layout.SpoolDir) -> int:
     # it ran in a scratch directory; the execd's cleanup sends it on from the spool.
     _stage_out(spool, config, workdir_fd, identity)
     os.close(workdir_fd)
+    # jobd's --mail-output, --done-output and --zap, as the owner (outputs.py).
+    unfinished = outputs.finish(spool, config, identity)
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
@@ -256,10 +269,26 @@ def _run(spool: layout.SpoolDir) -> int:
     trace = [f"{started_at:.6f} job started (pid {job_pid}, containment {containment.name})",
              f"{ended_at:.6f} job ended (wait status {status})"]
     trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
+    trace += [f"{ended_at:.6f} {problem}" for problem in unfinished]
     write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")
     return 0
+
+
+MAX_DEBUG_PAUSE_S = 3600.0
+
+
+def _pause_for_debugger(spool: layout.SpoolDir, pid: int, inbox: SignalInbox, seconds: float) -> None:
+    """Say our pid in the node's log (our stderr is the execd's) and wait, at most an hour; a
+    stop (SIGTERM: a cancel, requeue or hold) ends the wait, and is acted on as usual after it."""
+    seconds = min(max(seconds, 0.0), MAX_DEBUG_PAUSE_S)
+    print(f"drover shepherd {spool.name}: pid {pid} waits {seconds:g}s for a debugger (DROVER_DEBUG_SHEPHERD)",
+          file=sys.stderr, flush=True)
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0 and not inbox.stop_requested():
+        select.select([inbox], [], [], left)
+    print(f"drover shepherd {spool.name}: pid {pid} goes on", file=sys.stderr, flush=True)
 
 
 def _warning(config: AttemptConfig) -> tuple[int, float] | None:
@@ -282,24 +311,44 @@ def _signal_number(name: object) -> int | None:
 
 
 def _popen_options(workdir_fd: int, env: dict[str, str], stdout: int, stderr: int,
-                   identity: Identity | None) -> dict[str, object]:
-    """How the job's own methods (its --prolog and --epilog) run: as the job does."""
+                   identity: Identity | None, limits: setup.Setup) -> dict[str, object]:
+    """How the job's own methods (its --prolog and --epilog: VOV's precmd and postcmd) run: as
+    the job does, with its nice, CPUs and rlimits (VOV 8 and 13 come before VOV 20)."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     return {"cwd": _entered(workdir_fd), "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
             "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": reset_for_exec,
+            "preexec_fn": _set_up(reset_for_exec, limits),
             "user": user, "group": group, "extra_groups": extra_groups}
 
 
-def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int) -> dict[str, object]:
+def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None]:
+    """A preexec function for one of the job's processes: `first`, then its nice, CPUs and
+    rlimits (the hard ones too where the shepherd is root: the owner cannot raise them again)."""
+    lock_hard = os.geteuid() == 0
+
+    def preexec() -> None:
+        first()
+        setup.apply(limits, lock_hard)
+
+    return preexec
+
+
+def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before: setup.Saved) -> dict[str, object]:
     """How the site's methods (node and queue prolog and epilog, PE start and stop) run: as the
     node daemon's user (root on a shared node, like Slurm's Prolog and Epilog), in /, with a
     clean environment (environment.site_environment), so nothing of the job's changes how
     they load or run, and the job's owner can neither signal nor trip them: their failure is
-    the node's, and puts it in ERROR. Their output still goes to the job's files."""
+    the node's, and puts it in ERROR. Their output still goes to the job's files. They run
+    without the job's nice, CPUs and rlimits: with what the shepherd had before (`before`),
+    should it have taken the job's to start it (setup.py)."""
+
+    def preexec() -> None:
+        reset_for_exec()
+        setup.restore(before)
+
     return {"cwd": "/", "env": site_environment(config), "stdin": subprocess.DEVNULL,
             "stdout": stdout, "stderr": stderr, "close_fds": True, "process_group": 0,
-            "restore_signals": True, "preexec_fn": reset_for_exec}
+            "restore_signals": True, "preexec_fn": preexec}
 
 
 def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
@@ -490,11 +539,12 @@ def _copy_into(source: int, path: str, at_most: int) -> int:
 
 
 def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
-           identity: Identity | None, workdir_fd: int, pty: int | None = None) -> int:
+           identity: Identity | None, workdir_fd: int, limits: setup.Setup, pty: int | None = None) -> int:
     """Start the job; its pid. A job of the shepherd's own user is posix_spawn'ed (launch.py).
     Otherwise Popen does the child's set-up in C: the process group, the working directory,
     setgid → setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to
-    their defaults); a failed chdir, switch or exec comes back here as an exception. VOV 11: a
+    their defaults) and the job's set-up (VOV 8/13, setup.py), or, for a job posix_spawn'ed, the
+    shepherd takes the job's set-up first; a failed chdir, switch or exec comes back here as an exception. VOV 11: a
     failed identity switch is retried. A job given as a command line is exec'd without bash
     (launch.py); if that exec fails, bash runs the line and reports it as it always has."""
     tries = int(config.get("identity_tries", 3))
@@ -511,15 +561,17 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
                 process = subprocess.Popen(
                     argv, cwd=_entered(workdir_fd), env=job_env, stdin=pty, stdout=pty, stderr=pty,
                     close_fds=True, start_new_session=True, restore_signals=True,
-                    preexec_fn=_terminal_and_default_signals, user=user, group=group, extra_groups=extra_groups,
+                    preexec_fn=_set_up(_terminal_and_default_signals, limits), user=user, group=group,
+                    extra_groups=extra_groups,
                 )
-            elif not switching:
+            elif not switching:  # no code of ours runs in between: the job inherits the shepherd's set-up
+                setup.apply(limits, lock_hard=os.geteuid() == 0)
                 return launch.spawn_as_self(argv, job_env, workdir_fd, stdout, stderr)
             else:
                 process = subprocess.Popen(
                     argv, cwd=_entered(workdir_fd), env=job_env, stdin=subprocess.DEVNULL, stdout=stdout,
                     stderr=stderr, close_fds=True, process_group=0, restore_signals=True,
-                    preexec_fn=reset_for_exec, user=user, group=group, extra_groups=extra_groups,
+                    preexec_fn=_set_up(reset_for_exec, limits), user=user, group=group, extra_groups=extra_groups,
                 )
             process.returncode = 0  # reaped by supervise's wait4, never by Popen
             return process.pid
@@ -534,7 +586,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
             assert identity is not None
             if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
+                                          config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -575,7 +628,8 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason)
+                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
+                                          config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -604,7 +658,7 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
             if attempt == tries:
                 reason = f"cannot enter {workdir}: {error.strerror}"
                 details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,
-                                          identity.user if identity else "", reason)
+                                          identity.user if identity else "", reason, config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")

@@ -57,6 +57,7 @@ SIGNAL = "signal"
 STAGED_OUT = "staged_out"
 RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"
+MAIL_OUTPUT = "mail_output"  # the job's output, copied by the shepherd as its owner, for the end mail
 NOTIFY_SOCKET = "execd.sock"
 
 

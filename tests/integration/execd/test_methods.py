@@ -75,13 +75,33 @@ def test_a_failing_node_epilog_sets_the_node_to_error_and_the_job_keeps_its_stat
         assert not cluster.stop()
 
 
-def test_with_epilog_sets_exit_the_epilogs_status_is_the_jobs(cluster: LocalCluster) -> None:
-    failing = cluster.submit("--epilog", "exit 4", "--epilog-sets-exit", "--", "true")
-    assert cluster.drover("wait", str(failing), check=False).returncode == 4
-    rescued = cluster.submit("--epilog", "exit 0", "--epilog-sets-exit", "--", "bash", "-c", "exit 3")
-    assert cluster.drover("wait", str(rescued)).returncode == 0
-    plain = cluster.submit("--epilog", "exit 4", "--", "true")
-    assert cluster.drover("wait", str(plain)).returncode == 0
+def test_accelerator_step_22_the_postcmds_exit_status_is_the_jobs_by_default(tmp_path: Path) -> None:
+    """Accelerator step 22: "The exit status of the postcmd is used as exit status of the job".
+
+    1. a job that succeeds with an epilog that exits 4 fails with status 4;
+    2. a job that exits 3 with an epilog that exits 0 succeeds;
+    3. --no-epilog-sets-exit (on the command line, or in a #DROVER line) keeps the job's own;
+    4. the node's epilog does not set the job's status (it puts the node in ERROR instead)."""
+    cluster = cluster_with(tmp_path, epilog="exit 0")
+    try:
+        cluster.start()
+        failing = cluster.submit("--epilog", "exit 4", "--", "true")
+        assert cluster.drover("wait", str(failing), check=False).returncode == 4
+        shown = cluster.drover_json("show", str(failing))
+        assert shown["state"] == "failed" and shown["tasks"][0]["exit_status"] == 4
+        rescued = cluster.submit("--epilog", "exit 0", "--", "bash", "-c", "exit 3")
+        assert cluster.drover("wait", str(rescued)).returncode == 0
+        assert cluster.drover_json("show", str(rescued))["state"] == "completed"
+        asked = cluster.submit("--epilog", "exit 0", "--epilog-sets-exit", "--", "bash", "-c", "exit 3")
+        assert cluster.drover("wait", str(asked)).returncode == 0
+        plain = cluster.submit("--epilog", "exit 4", "--no-epilog-sets-exit", "--", "true")
+        assert cluster.drover("wait", str(plain)).returncode == 0
+        script = cluster.workdir / "keeps.sh"
+        script.write_text("#!/bin/bash\n#DROVER --epilog 'exit 4' --no-epilog-sets-exit\nexit 0\n")
+        directive = cluster.submit(str(script))
+        assert cluster.drover("wait", str(directive)).returncode == 0
+    finally:
+        assert not cluster.stop()
 
 
 def test_a_cancel_during_the_prolog_means_the_job_never_starts(tmp_path: Path) -> None:

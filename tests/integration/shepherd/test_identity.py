@@ -6,7 +6,6 @@ import json
 import os
 import pwd
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -66,37 +65,68 @@ def test_the_job_runs_as_its_owner_with_the_owners_environment_and_files(tmp_pat
     assert Path(f"/tmp/{alice}-work/made-by-job").stat().st_uid == entry.pw_uid
 
 
+def diagnostics_script(root: Path, line: str) -> Path:
+    """A diagnostics script any user may run (it runs as the node's diagnostics user)."""
+    script = root / "diag.sh"
+    script.write_text(f"#!/bin/bash\n{line}\n")
+    script.chmod(0o755)
+    return script
+
+
 def test_a_directory_the_owner_cannot_enter_fails_after_retries_and_runs_the_diagnostics(
     tmp_path: Path, users: tuple[str, str]
 ) -> None:
-    alice, _ = users
+    alice, bob = users
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o700)
-    diagnostics = tmp_path / "diag.sh"
-    diagnostics.write_text("#!/bin/bash\necho \"diagnosed $1 $2\"\n")
-    diagnostics.chmod(diagnostics.stat().st_mode | stat.S_IXUSR)
-    spool = spool_for(tmp_path, alice, "true\n", diagnostics_chdir=str(diagnostics))
+    diagnostics = diagnostics_script(tmp_path, 'echo "diagnosed $1 $2 as $(id -un)"')
+    spool = spool_for(tmp_path, alice, "true\n", diagnostics_chdir=str(diagnostics),
+                      diagnostics_identity=identity_of(bob))
     config = (spool / "config").read_text().replace(f"/tmp/{alice}-work\"", f"{locked}\"", 1)
     (spool / "config").write_text(config)
     subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30)
     record = exit_status(spool)
     assert record["failure"] == f"cannot enter {locked}: Permission denied"
-    assert f"diagnosed {spool.name} {alice}" in (spool / "error").read_text()
+    assert f"diagnosed {spool.name} {alice} as {bob}" in (spool / "error").read_text()
 
 
-def test_a_switch_that_keeps_failing_is_retried_then_diagnosed(tmp_path: Path, users: tuple[str, str]) -> None:
-    """A group id the kernel refuses makes setgroups fail every time."""
-    alice, _ = users
-    diagnostics = tmp_path / "diag.sh"
-    diagnostics.write_text("#!/bin/bash\necho \"setuid diagnosed $2: $3\"\n")
-    diagnostics.chmod(diagnostics.stat().st_mode | stat.S_IXUSR)
+def test_accelerator_step_14_the_setuid_diagnostics_run_as_the_nodes_diagnostics_user_not_root(
+    tmp_path: Path, users: tuple[str, str]
+) -> None:
+    """Accelerator step 14: "If the switch of user identity fails, the system calls the
+    diagnostics script vov_diagnistics_setuid (not as root, but as the owner of Accelerator)".
+    A group id the kernel refuses makes setgroups fail every time: the switch is retried, then
+    the script runs as the node's diagnostics user (here bob), with that user's groups."""
+    alice, bob = users
+    diagnostics = diagnostics_script(tmp_path, 'echo "setuid diagnosed $2: $3"; echo "uid $(id -u) gid $(id -g)"')
     spool = spool_for(tmp_path, alice, "true\n", diagnostics_setuid=str(diagnostics), identity_tries=3,
-                      identity_retry_s=0.05)
+                      identity_retry_s=0.05, diagnostics_identity=identity_of(bob))
     config = json.loads((spool / "config").read_text())
     config["identity"]["groups"] = [4294967295]  # (gid_t) -1: never a valid group
     (spool / "config").write_text(json.dumps(config))
     subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30)
     record = exit_status(spool)
     assert record["failure"].startswith(f"cannot switch to user {alice}: ")
-    assert f"setuid diagnosed {alice}" in (spool / "error").read_text()
+    error = (spool / "error").read_text()
+    assert f"setuid diagnosed {alice}" in error
+    entry = pwd.getpwnam(bob)
+    assert f"uid {entry.pw_uid} gid {entry.pw_gid}" in error
     assert not (spool / "job_pid").exists()
+
+
+def test_accelerator_step_14_without_a_diagnostics_user_a_root_shepherd_does_not_run_the_script(
+    tmp_path: Path, users: tuple[str, str]
+) -> None:
+    """Never as root: a node with no account to run the diagnostics as says so in the error."""
+    alice, _ = users
+    ran = tmp_path / "ran"
+    diagnostics = diagnostics_script(tmp_path, f"touch {ran}")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o700)
+    spool = spool_for(tmp_path, alice, "true\n", diagnostics_chdir=str(diagnostics), diagnostics_identity=None)
+    config = (spool / "config").read_text().replace(f"/tmp/{alice}-work\"", f"{locked}\"", 1)
+    (spool / "config").write_text(config)
+    subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30)
+    assert exit_status(spool)["failure"] == f"cannot enter {locked}: Permission denied"
+    assert "was not run: this node has no user to run it as but root" in (spool / "error").read_text()
+    assert not ran.exists()

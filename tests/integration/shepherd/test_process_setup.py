@@ -4,8 +4,11 @@ the warning signal before the time limit."""
 from __future__ import annotations
 
 import os
+import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,68 @@ def test_the_warning_signal_comes_before_the_time_limit(tmp_path: Path) -> None:
     record = exit_status(spool)
     assert (tmp_path / "out.txt").read_text() == "warned\n"
     assert record["exit_code"] == 0 and not record["timed_out"]
+
+
+REPORT = "echo {label} $(ps -o ni= -p $$) $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(ulimit -n)"
+
+
+def _own_cpus_allowed() -> str:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split()[-1]
+    raise AssertionError("no Cpus_allowed_list")
+
+
+def test_accelerator_step_13_nice_applies_to_precmd_job_and_postcmd_not_to_the_sites_methods(
+    users: tuple[str, str]
+) -> None:
+    """Accelerator steps 8 and 13 (affinity, nice) come before the precmd (step 20): the job's
+    own prolog, the job and its own epilog run niced, pinned and limited; the node's prolog and
+    epilog, which run as root before and after them, run as the shepherd does.
+
+    1. a job of a user's, of priority 3 (nice 5), on the node's second CPU, nofile 512, with a
+       node prolog, a job prolog, a job epilog and a node epilog, each reporting its nice, CPUs
+       and nofile;
+    2. the job's three run at nice 5 on that CPU with 512 open files; the node's at the
+       shepherd's own nice, on all its CPUs, with its own nofile. (Without a cgroup: where a
+       cpuset holds the attempt, every process of it, the site's methods too, stays on its CPUs.)"""
+    from tests.integration.shepherd.test_identity import spool_for
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs to show the pinning")
+    alice, _ = users
+    pinned = str(sorted(os.sched_getaffinity(0))[1])
+    root = Path(tempfile.mkdtemp(prefix="drv-spool-", dir="/tmp"))
+    try:
+        os.chmod(root, 0o711)
+        spool = spool_for(root, alice, REPORT.format(label="job") + "\n", priority=3, cpu_ids=[1],
+                          rlimits={"nofile": 512}, node_prolog=REPORT.format(label="node_prolog"),
+                          job_prolog=REPORT.format(label="job_prolog"), job_epilog=REPORT.format(label="job_epilog"),
+                          node_epilog=REPORT.format(label="node_epilog"))
+        run(spool, DROVER_CONTAINMENT="subreaper")
+        assert exit_status(spool)["exit_code"] == 0
+        out = Path(f"/tmp/{alice}-work/out.txt").read_text()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    lines = {line.split()[0]: line.split()[1:] for line in out.splitlines()}
+    assert list(lines) == ["node_prolog", "job_prolog", "job", "job_epilog", "node_epilog"]
+    for label in ("job_prolog", "job", "job_epilog"):
+        assert lines[label] == ["5", pinned, "512"], label
+    own = [str(os.getpriority(os.PRIO_PROCESS, 0)), _own_cpus_allowed(),
+           str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])]
+    for label in ("node_prolog", "node_epilog"):
+        assert lines[label] == own, label
+
+
+def test_accelerator_step_8_affinity_applies_to_the_precmd_even_when_it_fails(tmp_path: Path) -> None:
+    """Accelerator step 8 before step 20: a precmd that fails ran pinned all the same, and the
+    job did not run."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs to show the pinning")
+    pinned = str(sorted(os.sched_getaffinity(0))[1])
+    spool = make_spool(tmp_path, "echo the job ran\n", cpu_ids=[1],
+                       job_prolog=REPORT.format(label="job_prolog") + "; exit 3")
+    run(spool)
+    record = exit_status(spool)
+    assert record["failure"] == "the job prolog exited with status 3; the job did not run"
+    assert (tmp_path / "out.txt").read_text().split()[:3] == ["job_prolog", "8", pinned]

@@ -67,7 +67,7 @@ def test_a_request_with_every_field_is_a_valid_submission() -> None:
         "script": "echo hi\n", "name": "j", "workdir": "/tmp", "submit_dir": "/tmp", "output": "o", "error": None,
         "open_mode": "append", "environment": {"A": "1"}, "cpus": 2, "memory_mib": 10, "time_limit_s": 60,
         "array": "1-3", "hold": True, "priority": 1, "after_ok": [1], "mail_user": "ann", "mail_type": ["END"],
-        "keep_spool": True, "event_log": "/tmp/e", "stage_in": [{"name": "f", "data": base64.b64encode(b"x").decode(),
+        "keep_spool": True, "event_log": "/tmp/e", "zap": False, "done_output": "d", "mail_output": True, "stage_in": [{"name": "f", "data": base64.b64encode(b"x").decode(),
                                                                    "mode": 0o600}],
         "stage_out": ["*.out"], "prolog": "true", "epilog": "true", "epilog_sets_exit": True,
         "warn_signal": "SIGUSR1", "warn_before_s": 30, "checkpoint_signal": "SIGUSR2", "rerunnable": False,

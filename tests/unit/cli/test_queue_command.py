@@ -76,7 +76,7 @@ def test_show_marks_what_was_changed_at_runtime() -> None:
     assert by_label["owner"] == "alice"
     assert by_label["max time"] == "-"
     assert "changed" not in by_label["nice"]
-    assert show_lines(queue())[-1].split() == ["window", "always"]
+    assert show_lines(queue())[-2:] == ["  window       always", "  mail at end  no"]
 
 
 def _never(*args: object, **kwargs: object) -> None:

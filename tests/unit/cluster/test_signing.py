@@ -25,6 +25,8 @@ JOBS: list[dict[str, Any]] = [
      "stage_out": ["*.out", "res/*"], "event_log": "/tmp/events.jsonl"},
     {"script": "echo hi\n", "workdir": "/tmp", "array": "1-3", "name": "arr"},
     {"script": "echo hi\n", "workdir": "", "submit_dir": "/tmp", "output": "scratch.out"},  # scratch on the node
+    {"script": "echo hi\n", "workdir": "/tmp", "done_output": "done-%j.txt", "mail_output": True,
+     "mail_user": "ann@example.org"},
 ]
 
 
@@ -75,6 +77,25 @@ def test_an_output_file_elsewhere_than_its_pattern_says_is_seen(world: World) ->
     moved = copy.deepcopy(order)
     moved.config["stdout"] = "/home/someone/.bashrc"
     assert not outputs_as_signed(moved)
+
+
+def test_a_done_output_file_changed_or_added_on_the_way_is_seen(world: World) -> None:  # noqa: F811
+    """--done-output names where the node writes as the owner: its pattern is signed, and the
+    file the order names must be what the pattern makes."""
+    job = JOBS[4]
+    world.connect()
+    (order,) = _submitted(world, job)
+    assert outputs_as_signed(order)
+    moved = copy.deepcopy(order)
+    moved.config["done_output"] = "/home/victim/.bashrc"
+    assert not outputs_as_signed(moved)
+    repatterned = copy.deepcopy(order)
+    repatterned.config["done_output_pattern"] = "../.bashrc"
+    assert job_digest(signed_order(repatterned)) != job_digest(signed_request(job))
+    (plain,) = _submitted(world, JOBS[0])
+    added = copy.deepcopy(plain)
+    added.config["done_output"] = "/home/victim/.bashrc"
+    assert not outputs_as_signed(added)
 
 
 def test_an_event_log_added_on_the_way_is_seen(world: World) -> None:  # noqa: F811

@@ -109,6 +109,48 @@ def test_the_execd_builds_its_settings_from_the_section() -> None:
     assert options["rlimits"] == {"nofile": 64} and options["stage_out_limit_bytes"] == 64 << 20
 
 
+def test_accelerator_step_14_the_diagnostics_user_is_the_service_account_else_nobody_never_root() -> None:
+    import os
+    import pwd
+
+    from drover.config import SERVICE_USER
+
+    if os.geteuid() != 0:
+        assert shepherd_options(parse_config("").config.execd)["diagnostics_identity"] is None
+        return
+    chosen = shepherd_options(parse_config("").config.execd)["diagnostics_identity"]
+    expected = next((name for name in (SERVICE_USER, "nobody") if _exists(name)), None)
+    assert (chosen["user"] if chosen else None) == expected
+    if chosen is not None:
+        assert chosen["uid"] == pwd.getpwnam(chosen["user"]).pw_uid != 0
+    named = shepherd_options(parse_config('[execd]\ndiagnostics_user = "nobody"\n').config.execd)
+    assert named["diagnostics_identity"] is not None and named["diagnostics_identity"]["user"] == "nobody"
+    with pytest.raises(SystemExit, match="root; the diagnostics scripts never run as root"):
+        shepherd_options(parse_config('[execd]\ndiagnostics_user = "root"\n').config.execd)
+    with pytest.raises(SystemExit, match="no user no-such-user-here on this node"):
+        shepherd_options(parse_config('[execd]\ndiagnostics_user = "no-such-user-here"\n').config.execd)
+
+
+def _exists(name: str) -> bool:
+    import pwd
+
+    try:
+        return pwd.getpwnam(name).pw_uid != 0
+    except KeyError:
+        return False
+
+
+def test_accelerator_step_10_the_debug_pause_comes_from_the_environment_or_the_file_bounded() -> None:
+    execd = parse_config("[execd]\ndebug_shepherd_s = 5\n").config.execd
+    assert shepherd_options(execd, environ={})["debug_pause_s"] == 5
+    assert shepherd_options(execd, environ={"DROVER_DEBUG_SHEPHERD": "12"})["debug_pause_s"] == 12
+    assert shepherd_options(parse_config("").config.execd, environ={})["debug_pause_s"] == 0
+    for bad in ("3601", "-1", "soon", "nan"):
+        with pytest.raises(SystemExit, match="DROVER_DEBUG_SHEPHERD must be a number of seconds from 0 to 3600"):
+            shepherd_options(execd, environ={"DROVER_DEBUG_SHEPHERD": bad})
+    assert refusal("[execd]\ndebug_shepherd_s = 4000\n").endswith("debug_shepherd_s must be at most 3600, not 4000.0")
+
+
 def test_the_schema_holds_every_limit_and_every_rlimit_the_shepherd_sets() -> None:
     assert set(Limits.KEYS) <= set(ControllerSection.__struct_fields__)
     names = {info.encode_name for info in msgspec.structs.fields(RlimitsSection)}

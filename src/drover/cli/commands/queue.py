@@ -25,6 +25,7 @@ SETTINGS: dict[str, str] = {
     "max_time": "the longest time limit a job may ask for (same forms)",
     "window": "when it starts jobs: e.g. 'Mon-Fri 18:00-08:00; Sat,Sun', nights, weekends, always",
     "owner": "the user who manages it besides the operators",
+    "mail_finished": "yes: mail when its last job finishes (to its owner, else that job's --mail-user or owner)",
 }
 ACTIONS = {
     "stop": "Stop a queue: it takes jobs but starts none (Slurm's State=DOWN, Grid Engine's qmod -d).",
@@ -130,7 +131,7 @@ LIST_COLUMNS = ("QUEUE", "STATE", "PRIORITY", "NODES", "RUNNING", "PENDING", "LI
 # A field `show` prints → the setting that changes it.
 _FIELD_SETTING = {"priority": "priority", "nice": "nice", "nodes": "nodes", "max running": "max_running",
                   "per user": "max_running_per_user", "max memory": "max_memory", "default time": "default_time",
-                  "max time": "max_time", "window": "window", "owner": "owner"}
+                  "max time": "max_time", "window": "window", "owner": "owner", "mail at end": "mail_finished"}
 
 
 def show_lines(queue: QueueInfo) -> list[str]:
@@ -152,6 +153,7 @@ def show_lines(queue: QueueInfo) -> list[str]:
         ("default time", time_text(queue.default_time_s)),
         ("max time", time_text(queue.max_time_s)),
         ("window", window_text(queue) if queue.window else "always"),
+        ("mail at end", "yes" if queue.mail_finished else "no"),
     ]
     lines = [f"Queue {queue.name}"]
     for label, value in fields:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 def build_parser(command: str) -> argparse.ArgumentParser:
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
     p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
-                   "#DROVER lines at its top give options, which the command line overrides")
+                   "#DROVER lines at its top give options, which the command line overrides; lines #NEXT "
+                   "or #NEXTSCRIPT separate jobs of one file, submitted together")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
@@ -59,6 +60,14 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--mail-type", metavar="TYPES", help="BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS or NONE "
                    "(comma-separated; default END,FAIL when --mail-user is given)")
     p.add_argument("--keep-spool", action="store_true", help="keep the attempt's spool directory on the node")
+    p.add_argument("--zap", action="store_true",
+                   help="remove the job's output files when it ends (after --mail-output read them), as jobd's "
+                        "zapthisjob")
+    p.add_argument("--done-output", metavar="FILE",
+                   help="put the job's output, stdout and stderr together, in FILE when it is done (patterns as "
+                        "for --output); meanwhile it goes to the --output file")
+    p.add_argument("--mail-output", action="store_true",
+                   help="send the job's output with its end mail (to --mail-user, by default you)")
     p.add_argument("--event-log", metavar="FILE", help="also append the job's events to FILE (JSON lines)")
     p.add_argument("--stage-in", action="append", default=[], metavar="FILE",
                    help="copy FILE to the job's working directory on its node before it starts (repeatable); "
@@ -68,8 +77,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                         "`drover fetch JOB` brings them to you")
     p.add_argument("--prolog", metavar="COMMAND", help="run before the job (as you); if it fails, the job does not run")
     p.add_argument("--epilog", metavar="COMMAND", help="run after the job (as you)")
-    p.add_argument("--epilog-sets-exit", action="store_true",
-                   help="the epilog's exit status becomes the job's (Accelerator's postcmd semantics)")
+    p.add_argument("--epilog-sets-exit", action=_boolean_option(), default=None,
+                   help="the epilog's exit status becomes the job's, as the Accelerator's postcmd's does (the "
+                        "default); --no-epilog-sets-exit keeps the job's own")
     p.add_argument("--signal", metavar="SIG[@SECONDS]",
                    help="send SIG to the job SECONDS (default 60) before its time limit (Slurm's --signal)")
     p.add_argument("--checkpoint-signal", metavar="SIG", help="what `drover checkpoint JOB` sends the job, e.g. USR2")
@@ -90,10 +100,13 @@ def run(command: str, argv: list[str]) -> int:
     parser = build_parser(command)
     args = parser.parse_args(argv)
     script = None
+    parts: list[tuple[int, str]] = []
     if args.script and not command_argv and not args.each_line:
         script = _read(args.script)
-        args = _with_directives(parser, args, argv, script)
-    jobs = jobs_from_arguments(args, command_argv, script)
+        parts = script_parts(script)
+        if len(parts) == 1:
+            args = _with_directives(parser, args, argv, script)
+    jobs = _jobs_of_parts(parser, args, argv, parts) if len(parts) > 1 else jobs_from_arguments(args, command_argv, script)
 
     from drover.cli.cluster import ensure_running
     from drover.cli.common import client
@@ -118,14 +131,22 @@ def run(command: str, argv: list[str]) -> int:
 def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
                      script: str) -> argparse.Namespace:
     """The options of the script's #DROVER lines, then the command line's, which win."""
+    words = _directive_words(parser, args.script, script)
+    return parser.parse_args(words + argv) if words else args
+
+
+def _directive_words(parser: argparse.ArgumentParser, source: str, script: str, first_line: int = 1) -> list[str]:
+    """The words of the #DROVER lines at the top of `script` (which starts at line `first_line`
+    of the file `source`), each line checked on its own so that its errors name it."""
     import shlex
 
     from drover.cli.common import parse_from
     from drover.cli.directives import PREFIX, directives
 
     words: list[str] = []
-    for number, line_words in directives(script, args.script):
-        where = f"{args.script}: line {number}: {PREFIX} {shlex.join(line_words)}"
+    for number, line_words in directives(script, source):
+        number += first_line - 1
+        where = f"{source}: line {number}: {PREFIX} {shlex.join(line_words)}"
         parse_from(parser, where)  # its errors name the line
         try:
             given, unknown = parser.parse_known_args(line_words)
@@ -133,9 +154,48 @@ def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, 
             parse_from(parser, None)
         if unknown or given.script:
             bad = unknown[0] if unknown else given.script
-            raise BadRequest(f"{args.script}: line {number}: {PREFIX} {bad}: not an option of drover submit")
+            raise BadRequest(f"{source}: line {number}: {PREFIX} {bad}: not an option of drover submit")
         words += line_words
-    return parser.parse_args(words + argv) if words else args
+    return words
+
+
+NEXT_MARKERS = ("#NEXT", "#NEXTSCRIPT")
+
+
+def script_parts(script: str) -> list[tuple[int, str]]:
+    """jobd: "it is possible for a user to submit many jobs in one script file (each job is
+    separated by the line "#NEXT" or "#NEXTSCRIPT" in the script file)". The parts, in order,
+    each with the number of its first line in the file; a part of blank lines only is no job."""
+    parts: list[tuple[int, str]] = []
+    first, lines = 1, list[str]()
+    for number, line in enumerate(script.splitlines(keepends=True), start=1):
+        if line.strip() in NEXT_MARKERS:
+            parts.append((first, "".join(lines)))
+            first, lines = number + 1, []
+        else:
+            lines.append(line)
+    parts.append((first, "".join(lines)))
+    kept = [(first, text if text.endswith("\n") else text + "\n") for first, text in parts if text.strip()]
+    return kept or [(1, script)]
+
+
+def _jobs_of_parts(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
+                   parts: list[tuple[int, str]]) -> list[JobRequest]:
+    """One job per part of a script (script_parts), for one request: the #DROVER lines at the
+    top of the file apply to every part, a later part's own add to them, and the command line
+    wins over both. All of them go into one queue, as jobd's entries of one queue."""
+    source = args.script
+    common = _directive_words(parser, source, parts[0][1])
+    jobs: list[JobRequest] = []
+    for index, (first, text) in enumerate(parts):
+        own = _directive_words(parser, source, text, first) if index else []
+        part_args = parser.parse_args(common + own + argv)
+        (job,) = jobs_from_arguments(part_args, [], text)
+        if jobs and job.get("queue") != jobs[0].get("queue"):
+            raise BadRequest(f"{source}: line {first}: the jobs of one script go into one queue: this one names "
+                             f"{job.get('queue', 'default')}, the first {jobs[0].get('queue', 'default')}")
+        jobs.append(job)
+    return jobs
 
 
 def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None = None) -> list[JobRequest]:
@@ -209,6 +269,10 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         from drover.core.begin_time import parse_begin
 
         base["begin_at"] = parse_begin(args.begin, time.time())
+    if args.mail_output and not args.mail_user:
+        import getpass
+
+        args.mail_user = getpass.getuser()  # jobd mails the job's owner
     if args.mail_user or args.mail_type:
         from drover.mail import parse_mail_types
 
@@ -216,6 +280,23 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
             raise BadRequest("--mail-type needs --mail-user (where to send the mail)")
         base["mail_user"] = args.mail_user
         base["mail_type"] = parse_mail_types(args.mail_type or "END,FAIL")
+        if args.mail_output and not {"END", "FAIL"} & set(base["mail_type"]):
+            base["mail_type"] = [*base["mail_type"], "END"]  # the output goes with the end mail
+    if args.mail_output:
+        base["mail_output"] = True
+    if args.zap:
+        if args.keep_spool:
+            raise BadRequest("--zap removes what the job leaves on its node, --keep-spool keeps it: give one of them")
+        base["zap"] = True
+    if args.done_output is not None:
+        from drover.core.patterns import check_pattern
+
+        if args.error is not None:
+            raise BadRequest("--done-output holds stdout and stderr together: leave out --error")
+        if args.zap:
+            raise BadRequest("--zap removes the job's output, --done-output keeps it: give one of them")
+        check_pattern(args.done_output)
+        base["done_output"] = args.done_output
     if args.keep_spool:
         base["keep_spool"] = True
     if args.event_log:
@@ -224,10 +305,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["prolog"] = args.prolog
     if args.epilog:
         base["epilog"] = args.epilog
-    if args.epilog_sets_exit:
-        if not args.epilog:
-            raise BadRequest("--epilog-sets-exit needs --epilog")
-        base["epilog_sets_exit"] = True
+    if args.epilog_sets_exit is not None:
+        base["epilog_sets_exit"] = args.epilog_sets_exit
     if args.signal:
         base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
     if args.checkpoint_signal:
@@ -258,6 +337,13 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         script = _read(args.script) if script is None else script
         name = args.name or os.path.basename(args.script)
     return [{**base, "script": script, "name": name}]
+
+
+def _boolean_option() -> type[argparse.Action]:
+    """--NAME and --no-NAME (argparse imported only when the parser is built)."""
+    import argparse
+
+    return argparse.BooleanOptionalAction
 
 
 def warning_signal(text: str) -> tuple[str, int]:

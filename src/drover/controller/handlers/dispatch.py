@@ -392,6 +392,14 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
     if nice:
         config["queue_nice"] = nice
+    if spec.get("zap"):
+        config["zap"] = True
+    done_output = spec.get("done_output")
+    if done_output:
+        config["done_output"] = output_path(job, attempt.index, done_output, attempt.node)
+        config["done_output_pattern"] = done_output
+    if spec.get("mail_output"):
+        config["mail_output"] = True
     if queue.enforce_cpu is not None:
         config["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:

@@ -196,7 +196,15 @@ def _validated_job(
         raise bad("--begin must be a finite time")
     if spec.open_mode not in ("truncate", "append"):
         raise bad(f"the open mode must be 'truncate' or 'append', not {spec.open_mode!r}")
-    for pattern in (spec.output, spec.error):
+    if spec.done_output is not None and spec.error is not None:
+        raise bad("--done-output holds stdout and stderr together: leave out --error")
+    if spec.zap and spec.done_output is not None:
+        raise bad("--zap removes the job's output, --done-output keeps it: give one of them")
+    if spec.zap and spec.keep_spool:
+        raise bad("--zap removes what the job leaves on its node, --keep-spool keeps it: give one of them")
+    if spec.mail_output and not spec.mail_user:
+        raise bad("--mail-output needs --mail-user (where to send the output)")
+    for pattern in (spec.output, spec.error, spec.done_output):
         if pattern is not None:
             if not pattern:
                 raise bad("an output file name must not be empty")
@@ -258,6 +266,12 @@ def _validated_job(
         "constraint": requests.constraint.text if requests.constraint is not None else None,
         "exclusive": requests.exclusive,
     }
+    if spec.zap:
+        job_spec["zap"] = True
+    if spec.done_output is not None:
+        job_spec["done_output"] = spec.done_output
+    if spec.mail_output:
+        job_spec["mail_output"] = True
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
