@@ -4,14 +4,14 @@ real users, and `run_as` to run the installed commands as them."""
 
 from __future__ import annotations
 
-import contextlib
+import os
 from collections.abc import Callable, Iterator
 
-import psutil
 import pytest
 
 from tests.helpers.cluster import LocalCluster, serve
-from tests.helpers.postgres import postgres_server, postgres_url, server_processes, store_url  # noqa: F401 (fixtures)
+from tests.helpers.leftovers import kill_all, left_behind
+from tests.helpers.postgres import postgres_server, postgres_url, store_url  # noqa: F401 (fixtures)
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.system_install import InstallUnavailable, SystemInstall
 
@@ -112,29 +112,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def no_leftover_processes() -> Iterator[None]:
     """After each test, no process the test started may be left."""
     yield
-    spared = server_processes()  # the session's database server, shared by the tests
-    alive = [p for p in psutil.Process().children(recursive=True) if p.pid not in spared and _running(p)]
-    if alive:
-        names = [(p.pid, _name(p)) for p in alive]
-        for process in alive:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-        pytest.fail(f"the test left processes behind: {names}")
-
-
-def _running(process: psutil.Process) -> bool:
-    """Not a zombie, and not gone since it was listed (a job's last process may be exiting)."""
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _name(process: psutil.Process) -> str:
-    try:
-        return process.name()
-    except psutil.Error:
-        return "?"
+    found = left_behind()
+    if found:
+        pytest.fail(f"the test left processes behind: {kill_all(found)}")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -155,4 +135,20 @@ def no_spool_left_behind() -> Iterator[None]:
     before = set(os.listdir(base)) if os.path.isdir(base) else set()
     yield
     for name in (set(os.listdir(base)) if os.path.isdir(base) else set()) - before:
-        shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        if not _node_listens(os.path.join(base, name)):  # another test run's cluster, still up
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+def _node_listens(spool: str) -> bool:
+    """Whether a live node daemon has the spool: its shepherds' notification socket takes a
+    datagram (every cluster this session started has stopped by now)."""
+    import socket
+
+    from drover.spool.layout import NOTIFY_SOCKET
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(os.path.join(spool, NOTIFY_SOCKET))
+        except OSError:
+            return False
+    return True

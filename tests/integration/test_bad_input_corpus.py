@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
-import psutil
 import pytest
 from tests.helpers import bad_inputs
 from tests.helpers.bad_inputs import Case
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.leftovers import kill_all, left_behind
 
 CORPUS = Path(__file__).parents[1] / "data" / "bad_inputs.tsv"
 CASES = bad_inputs.load_cases(CORPUS)
@@ -82,20 +82,10 @@ def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if "corpus" not in request.fixturenames:
         return
-    daemons = {p.pid for p in (request.getfixturevalue("corpus").cluster.controller,
-                               request.getfixturevalue("corpus").cluster.execd) if p is not None}
-    theirs: set[int] = set()
-    for pid in daemons:
-        try:
-            theirs |= {pid} | {child.pid for child in psutil.Process(pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
-    alive = [p for p in psutil.Process().children(recursive=True)
-             if p.pid not in theirs and p.status() != psutil.STATUS_ZOMBIE]
-    if alive:
-        for process in alive:
-            process.kill()
-        pytest.fail(f"the case left processes behind: {[(p.pid, p.name()) for p in alive]}")
+    cluster = request.getfixturevalue("corpus").cluster
+    found = left_behind(p.pid for p in (cluster.controller, cluster.execd) if p is not None)
+    if found:
+        pytest.fail(f"the case left processes behind: {kill_all(found)}")
 
 
 def test_the_corpus_is_large_and_covers_every_command() -> None:
