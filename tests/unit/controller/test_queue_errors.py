@@ -48,8 +48,8 @@ class Cluster:
     def connect(self, node: str) -> None:
         self.run(on_node_connected(self.state, Hello(node, 2, 4096), self.now, self.orders))
 
-    def submit(self, queue: str) -> int:
-        spec = JobSubmission(script="true\n", workdir="/tmp", queue=queue)
+    def submit(self, queue: str, cpus: int = 1) -> int:
+        spec = JobSubmission(script="true\n", workdir="/tmp", queue=queue, cpus=cpus)
         outcome, (job,) = submit(self.state, [spec], "alice", self.now, self.store,
                                  queues.queues_in_effect(self.state, SECTIONS))
         self.run(outcome)
@@ -122,6 +122,19 @@ def test_a_queue_in_error_on_one_node_runs_its_jobs_on_the_others(cluster: Clust
     cluster.connect("n2")
     (again,) = cluster.schedule()
     assert again.attempt == f"{job}.0.2" and cluster.state.attempt_by_name(again.attempt).node == "n2"  # type: ignore[union-attr]
+
+
+def test_a_job_that_waits_for_room_says_its_queue_is_in_error_where_there_is_room(cluster: Cluster) -> None:
+    cluster.connect("n1")
+    cluster.connect("n2")
+    cluster.state.nodes["n1"].queue_errors["fast"] = "the node epilog exited with status 1 (attempt 9.0.1)"
+    first = cluster.submit("fast", cpus=2)
+    (order,) = cluster.schedule()
+    assert order.attempt == f"{first}.0.1" and cluster.state.attempt_by_name(order.attempt).node == "n2"  # type: ignore[union-attr]
+    second = cluster.submit("fast", cpus=2)
+    assert cluster.schedule() == []
+    waiting = cluster.state.pending_reasons[second]
+    assert waiting.value == "resources" and "queue fast is in error on n1" in waiting.detail, waiting
 
 
 def test_an_operator_clears_one_queue_on_a_node_or_every_queue_with_the_node(cluster: Cluster) -> None:
