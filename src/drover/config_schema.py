@@ -51,7 +51,16 @@ class ControllerSection(Section, frozen=True):
                                        "on other hosts")] = MUNGE_SOCKET
     smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
     smtp_port: Annotated[int, about("its port")] = 25
-    requeue_held: Annotated[bool, about("a job requeued because its node failed (a failing prolog) is held")] = False
+    requeue_held: Annotated[bool, about("a job requeued for its node's failure (a failing prolog, which sets its "
+                                        "queue in error there, or a node that could not prepare it) is held")] = False
+    # Grid Engine's execd_params of the same names (sge_conf(5)), for the whole cluster: the
+    # controller decides what an exit means, and a job's 99 means the same on every node.
+    forbid_reschedule: Annotated[bool, about("a status 99 does not ask for a requeue: a job fails with it, a "
+                                             "prolog or epilog sets its queue in error (Grid Engine's "
+                                             "FORBID_RESCHEDULE)")] = False
+    forbid_apperror: Annotated[bool, about("a status 100 does not ask for an error hold: a job fails with it, a "
+                                           "prolog or epilog sets its queue in error (Grid Engine's "
+                                           "FORBID_APPERROR); with both, a job's 0 succeeds, anything else fails")] = False
     user_queues: Annotated[bool, about("users may make queues of their own (`drover queue create`), which they "
                                        "manage (jobd's personal queues)")] = False
     history_days: Annotated[int, about("ended jobs, with their attempts, accounting records and events, are "

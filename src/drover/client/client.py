@@ -333,6 +333,10 @@ class Client:
         """Clear a node's ERROR or drain: it takes work again (admins)."""
         self.transport.call("POST", f"/v1/nodes/{_segment(name)}/resume")
 
+    def clear_queue_error(self, name: str, queue: str) -> None:
+        """Clear a queue's error on a node (queue@node): its jobs start there again (admins)."""
+        self.transport.call("POST", f"/v1/nodes/{_segment(name)}/queues/{_segment(queue)}/clear")
+
     def drain_node(self, name: str, reason: str) -> None:
         """Drain a node: it starts nothing new, and is DRAINED once idle (admins)."""
         self.transport.call("POST", f"/v1/nodes/{_segment(name)}/drain", {"reason": reason})

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from drover.controller.effects import Outcome
 from drover.controller.handlers.node_reports import Report, ReportHandler, report_kind
 from drover.controller.state import ControllerState
+from drover.core.exit_status import ExitSemantics
 from drover.core.ids import job_of_attempt
 
 REPORT_RAISES = "DROVER_FAULT_REPORT_RAISES"
@@ -47,13 +48,13 @@ class Faults:
             return handle
         kind, name = self.report_raises
 
-        def raising(state: ControllerState, outcome: Outcome, report: Report, now: float, requeue_held: bool) -> None:
+        def raising(state: ControllerState, outcome: Outcome, report: Report, now: float, semantics: ExitSemantics) -> None:
             job_id = job_of_attempt(report.attempt)
             job = state.jobs.get(job_id) if job_id is not None else None
             if job is not None and job.name == name and kind in ("*", report_kind(report)):
                 raise RuntimeError(f"injected fault ({REPORT_RAISES}): the {report_kind(report)} report of "
                                    f"attempt {report.attempt}")
-            handle(state, outcome, report, now, requeue_held)
+            handle(state, outcome, report, now, semantics)
 
         return raising
 

@@ -63,6 +63,7 @@ def serve(argv: list[str]) -> int:
     from drover.controller.auth import Policy
     from drover.controller.reads import Reads
     from drover.controller.service import ControllerService, Settings
+    from drover.core.exit_status import ExitSemantics
 
     kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
     url = drover_toml.store.url or f"sqlite://{own.database}"
@@ -130,7 +131,9 @@ def serve(argv: list[str]) -> int:
 
         settings = Settings(
             kill_grace_s=kill_grace, files_dir=os.path.join(own.root, "files"),
-            smtp_host=section.smtp_host, smtp_port=section.smtp_port, requeue_held=section.requeue_held,
+            smtp_host=section.smtp_host, smtp_port=section.smtp_port,
+            exits=ExitSemantics(forbid_reschedule=section.forbid_reschedule, forbid_apperror=section.forbid_apperror,
+                                requeue_held=section.requeue_held),
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
             heartbeat_s=section.heartbeat_s, scheduler=drover_toml.scheduler, licenses=drover_toml.licenses,
             user_queues=section.user_queues, history_days=section.history_days,

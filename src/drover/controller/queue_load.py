@@ -10,6 +10,7 @@ from drover.config_schema import QueueSection
 from drover.controller.handlers.queues import queues_in_effect
 from drover.controller.state import ControllerState
 from drover.core.job_state import JobState
+from drover.core.node import Node
 from drover.core.queues import DEFAULT, Queue
 from drover.protocol.api import QueueInfo
 from drover.scheduler.snapshot import QueueView
@@ -47,18 +48,26 @@ def planner_views(state: ControllerState, sections: Mapping[str, QueueSection], 
     nodes only, with limits), as the planner takes them; an open queue without any is left out."""
     queues = queues_in_effect(state, sections)
     views: dict[str, QueueView] = {}
+    errors: dict[str, set[str]] = {}  # queue → the nodes where it is in error
+    for node in state.nodes.values():
+        for name in node.queue_errors:
+            errors.setdefault(name, set()).add(node.name)
     limited = [queue for queue in queues.values()
                if queue.max_running is not None or queue.max_running_per_user is not None]
     loads = queue_loads(state) if limited else {}
     for queue in queues.values():
         opens_at = _opens_at(queue, now)
+        failed = frozenset(errors.get(queue.name, ()))
         if (queue.record.starting and opens_at is None and queue.nodes is None and queue.max_running is None
-                and queue.max_running_per_user is None):
+                and queue.max_running_per_user is None and not failed):
             continue
         load = loads.get(queue.name, Load())
+        nodes = queue.node_names(state.nodes)
+        if failed:  # its instances in error take none of its jobs
+            nodes = frozenset(state.nodes if nodes is None else nodes) - failed
         views[queue.name] = QueueView(
-            queue.name, starting=queue.record.starting, opens_at=opens_at,
-            nodes=queue.node_names(state.nodes), max_running=queue.max_running,
+            queue.name, starting=queue.record.starting, opens_at=opens_at, in_error=failed,
+            nodes=nodes, max_running=queue.max_running,
             max_running_per_user=queue.max_running_per_user, running=load.running, running_by_user=load.by_user)
     return views
 
@@ -91,5 +100,11 @@ def queue_infos(state: ControllerState, sections: Mapping[str, QueueSection], no
             opens_at=opens_at, mail_finished=queue.mail_finished, pending=load.pending, running=load.running,
             cpus=sum(node.cpus for node in up), cpus_used=sum(len(node.used_cpu_ids) for node in up),
             changed=dict(queue.record.settings),
+            errors={node.name: node.queue_errors[queue.name] for node in sorted(state.nodes.values(), key=_name)
+                    if queue.name in node.queue_errors},
         ))
     return infos
+
+
+def _name(node: Node) -> str:
+    return node.name

@@ -54,6 +54,7 @@ from drover.controller.relays import Relays
 from drover.controller.samples import LiveSamples
 from drover.controller.state import ControllerState
 from drover.core.errors import Conflict, DroverError, NotFound
+from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.ids import job_of_attempt, parse_job_ref
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
@@ -78,7 +79,8 @@ class Settings:
     smtp_host: str = "localhost"
     smtp_port: int = 25
     mail_tries: int = 5
-    requeue_held: bool = False  # a job requeued for a node's failing prolog is held
+    # What an attempt's end means: [controller] requeue_held, forbid_reschedule, forbid_apperror
+    exits: ExitSemantics = GRID_ENGINE
     node_timeout_s: float = 300.0  # a node down this long has lost its running jobs (NODE_FAIL)
     limits: Limits = field(default_factory=Limits)  # what one request and one user may ask
     min_job_age_s: int = 300  # [compat]: how long the Slurm front ends still show an ended job
@@ -134,7 +136,8 @@ class ControllerService:
         """`faults`: the fault-injection seam, for tests only (controller/faults.py)."""
         self.store = store
         self.settings = settings
-        self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses)
+        self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses,
+                                   settings.exits)
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -409,8 +412,8 @@ class ControllerService:
             if job is not None and job.spec.get("event_log"):
                 self.event_logs.append(job, events)
 
-    def resume_node(self, name: str) -> None:
-        self._run(lambda: resume_node(self.state, name, self.clock()), Scope(nodes=frozenset({name})))
+    def resume_node(self, name: str, queue: str | None = None) -> None:
+        self._run(lambda: resume_node(self.state, name, self.clock(), queue), Scope(nodes=frozenset({name})))
 
     def drain_node(self, name: str, reason: str) -> None:
         self._run(lambda: drain_node(self.state, name, reason, self.clock()), Scope(nodes=frozenset({name})))
@@ -533,7 +536,8 @@ class ControllerService:
                 self.node_disconnected(channel)
                 await channel.close()
             try:
-                self._run(lambda: on_nodes_lost(self.state, self.clock(), self.settings.node_timeout_s),
+                self._run(lambda: on_nodes_lost(self.state, self.clock(), self.settings.node_timeout_s,
+                                                self.settings.exits),
                           Scope(per_job=True))
             except StoreFault as fault:
                 log.warning("checking for lost nodes: %s", fault)
@@ -684,7 +688,7 @@ class ControllerService:
         if lost:  # what handling the reports forgets, should they be handled again
             memory.lost.update((report.attempt, lost[report.attempt]) for report in reports if report.attempt in lost)
         try:
-            outcome = on_reports(self.state, node, reports, self.clock(), self.settings.requeue_held,
+            outcome = on_reports(self.state, node, reports, self.clock(), self.settings.exits,
                                  self._report_handler)
         except StoreFault:
             raise

@@ -162,6 +162,7 @@ def node_info(state: ControllerState) -> list[NodeInfo]:
             running=node.running, last_seen=node.last_seen, reason=node.reason, load=node.load,
             memory_free_mib=node.memory_free_mib, gres=devices_counted(node.devices),
             gres_used=devices_held(node.used_devices), features=sorted(node.features),
+            queue_errors=dict(sorted(node.queue_errors.items())),
         )
         for node in sorted(state.nodes.values(), key=lambda node: node.name)
     ]

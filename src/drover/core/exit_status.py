@@ -1,8 +1,12 @@
 """What an attempt's end means for its task: one table of exit meanings. Pure.
 
-Grid Engine's meanings are the default (see seeds/gridengine-shepherd-manpage.txt): a job that
-exits 99 is requeued as a new attempt; one that exits 100 is put in error hold. Other exit codes
-are the job's own business: 0 succeeds, anything else fails.
+Grid Engine's meanings are the default (see seeds/gridengine-shepherd-manpage.txt): EXIT_TABLE is
+its exit table, per method (the job, prolog, PE start, PE stop, epilog) and per exit status. A
+job that exits 99 is requeued as a new attempt; one that exits 100 is put in error hold. Other
+exit codes are the job's own business: 0 succeeds, anything else fails. A failing site method
+sets the job's queue in error on its node (the queue instance, queue@node) and, but for a PE
+stop, requeues the job. [controller] forbid_reschedule and forbid_apperror (ExitSemantics) take
+99 and 100 back to "Other", as Grid Engine's execd_params of the same names do.
 
 The order of the checks is the order of precedence: a cancelled job is CANCELLED whatever it
 exited with (as in Slurm); one held while its prolog ran waits again, held (a user's hold, not
@@ -22,7 +26,6 @@ again then ends NODE_FAIL, as in Slurm.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from drover.core.job_state import Trigger
 from drover.records import ExitStatus
@@ -34,26 +37,113 @@ ERROR_HOLD_EXIT_CODE = 100
 MAX_SYSTEM_FAILURE_ATTEMPT = 3
 
 
-class ExitSemantics(StrEnum):
-    GRID_ENGINE = "grid_engine"  # 99 requeues, 100 holds in error
-    PLAIN = "plain"  # 0 succeeds, anything else fails
+@dataclass(frozen=True, slots=True)
+class ExitSemantics:
+    """The cluster's switches on what an exit means ([controller] in drover.toml).
+
+    `forbid_reschedule` and `forbid_apperror` are Grid Engine's execd_params of the same names: with
+    the first, a status 99 (of the job, a prolog or an epilog) no longer requeues; with the second,
+    a status 100 no longer puts the job in error hold: either is then an "Other" status of the
+    table. With both, a job's status has its plain meaning: 0 succeeds, anything else fails
+    (PLAIN). `requeue_held`: a job requeued for its node's failure (a failing prolog) waits held."""
+
+    forbid_reschedule: bool = False
+    forbid_apperror: bool = False
+    requeue_held: bool = False
+
+    @property
+    def plain(self) -> bool:
+        return self.forbid_reschedule and self.forbid_apperror
 
 
-# What a failing prolog, epilog or parallel-environment method means (GE shepherd manpage:
-# "Prolog, epilog and parallel start: the queue is set to error state and the job is re-queued.
-# Parallel stop: the queue is set to error state, but the job is not re-queued"; Accelerator:
-# "if the precmd exits with a status that is not 0, the job is done and failed").
-# (step, level) → (what happens to the job, whether the node goes to ERROR)
-METHOD_FAILURES: dict[tuple[str, str], tuple[Trigger | None, bool]] = {
-    ("prolog", "node"): (Trigger.REQUEUE, True),
-    ("prolog", "queue"): (Trigger.REQUEUE, True),  # GE sets the queue instance (queue@node) in error
-    ("pe_start", "node"): (Trigger.REQUEUE, True),
-    ("prolog", "job"): (Trigger.FAIL, False),
-    ("pe_stop", "node"): (None, True),  # the job keeps its own exit status
-    ("epilog", "node"): (None, True),
-    ("epilog", "queue"): (None, True),
-    ("epilog", "job"): (None, False),  # unless the job asked that its epilog's status be its own
-}
+GRID_ENGINE = ExitSemantics()  # 99 requeues, 100 holds in error (the default)
+PLAIN = ExitSemantics(forbid_reschedule=True, forbid_apperror=True)  # 0 succeeds, anything else fails
+
+
+@dataclass(frozen=True, slots=True)
+class ExitRow:
+    """One row of Grid Engine's exit table: a method, a class of its exit status, what that does
+    to the job, and whether it sets the queue instance (queue@node) in error."""
+
+    method: str  # job, prolog, pe_start, pe_stop, epilog
+    status: str  # "0", "99" (the man page's 1), "100" (its 2), or "other"
+    job: Trigger | None  # None: nothing; the job's own status decides
+    queue_error: bool
+    seed: str  # the man page's words for the row
+
+
+_RESCHEDULE = ("1 - Job script, prolog and epilog: When FORBID_RESCHEDULE is not set in the configuration, "
+               "the job gets re-queued. Otherwise, see \"Other\".")
+_APPERROR = ("2 - Job script, prolog and epilog: When FORBID_APPERROR is not set in the configuration, "
+             "the job gets re-queued. Otherwise, see \"Other\".")
+_SUCCESS = "0 - All methods: Operation was executed successfully."
+_SET_UP = "Other - Prolog, epilog and parallel start: The queue is set to error state and the job is re-queued."
+
+# Grid Engine's exit table (seeds/gridengine-shepherd-manpage.txt, "The following exit values are
+# returned"), for the site's methods (the node's and the queue's) and the job; docs/seeds.md
+# quotes it. The man page's values 1 and 2 are the shepherd's own, for a method that asked to be
+# rescheduled (it exited 99) or to be put in error (it exited 100); a job "re-queued" in error
+# waits in Drover's error hold (Grid Engine's Eqw) until `drover release` or `qmod -cj`.
+EXIT_TABLE: tuple[ExitRow, ...] = (
+    ExitRow("job", "0", Trigger.SUCCEED, False, _SUCCESS),
+    ExitRow("job", "99", Trigger.REQUEUE, False, _RESCHEDULE),
+    ExitRow("job", "100", Trigger.ERROR_HOLD, False, _APPERROR),
+    ExitRow("job", "other", Trigger.FAIL, False,
+            "Other - Job script: This is the exit status of the job itself. No action is taken upon this exit "
+            "status because the meaning of this exit status is not known."),
+    ExitRow("prolog", "0", None, False, _SUCCESS),
+    ExitRow("prolog", "99", Trigger.REQUEUE, False, _RESCHEDULE),
+    ExitRow("prolog", "100", Trigger.ERROR_HOLD, False, _APPERROR),
+    ExitRow("prolog", "other", Trigger.REQUEUE, True, _SET_UP),
+    ExitRow("pe_start", "0", None, False, _SUCCESS),
+    ExitRow("pe_start", "other", Trigger.REQUEUE, True, _SET_UP),
+    ExitRow("pe_stop", "0", None, False, _SUCCESS),
+    ExitRow("pe_stop", "other", None, True,
+            "Other - Parallel stop: The queue is set to error state, but the job is not re-queued. It is assumed "
+            "that the job itself ran successfully and only the clean up script failed."),
+    ExitRow("epilog", "0", None, False, _SUCCESS),
+    ExitRow("epilog", "99", Trigger.REQUEUE, False, _RESCHEDULE),
+    ExitRow("epilog", "100", Trigger.ERROR_HOLD, False, _APPERROR),
+    ExitRow("epilog", "other", Trigger.REQUEUE, True, _SET_UP),
+)
+EXIT_ROWS: dict[tuple[str, str], ExitRow] = {(row.method, row.status): row for row in EXIT_TABLE}
+# The methods to which the man page gives the values 1 and 2 (99 and 100): for the others, any
+# status but 0 is "Other".
+ASKING_METHODS = frozenset({"job", "prolog", "epilog"})
+
+# The job's own prolog and epilog (--prolog, --epilog) are the Accelerator's precmd and postcmd,
+# not Grid Engine's methods: "if the precmd exits with a status that is not 0, the job is done
+# and failed"; the postcmd's status is the job's when the job asked for it (epilog_sets_exit), and
+# then the job's rows above read it. Neither ever sets a queue in error: they are the job's.
+JOB_METHODS: dict[str, Trigger | None] = {"prolog": Trigger.FAIL, "epilog": None}
+
+
+def status_class(method: str, code: int, semantics: ExitSemantics = GRID_ENGINE) -> str:
+    """Which row of the table a method's (or the job's) exit status falls in."""
+    if code == 0:
+        return "0"
+    if method in ASKING_METHODS:
+        if code == REQUEUE_EXIT_CODE and not semantics.forbid_reschedule:
+            return "99"
+        if code == ERROR_HOLD_EXIT_CODE and not semantics.forbid_apperror:
+            return "100"
+    return "other"
+
+
+def exit_row(method: str, code: int, semantics: ExitSemantics = GRID_ENGINE) -> ExitRow:
+    return EXIT_ROWS[method, status_class(method, code, semantics)]
+
+
+def method_meaning(step: str, level: str, code: int,
+                   semantics: ExitSemantics = GRID_ENGINE) -> tuple[Trigger | None, bool]:
+    """What a prolog, PE start, PE stop or epilog that exited `code` does: to the job (None:
+    nothing), and whether it sets the job's queue in error on the node. The site's methods (the
+    node's, configured in [execd], and the queue's) follow Grid Engine's table: the man page says
+    "the queue is set to error state" whichever configuration the script came from."""
+    if level == "job":
+        return (JOB_METHODS.get(step) if code != 0 else None), False
+    row = EXIT_ROWS.get((step, status_class(step, code, semantics)))
+    return (row.job, row.queue_error) if row is not None else (None, False)  # a step the table does not name
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +195,23 @@ def effective_exit_code(facts: ExitFacts) -> int | None:
 
 
 def node_failure(facts: ExitFacts) -> str | None:
-    """Why the node should go to ERROR (a node-level method failed, or it could not prepare the
-    attempt), or None."""
+    """Why the node should go to ERROR (it could not prepare the attempt), or None. A failing
+    method sets a queue instance in error instead (queue_failure)."""
     if facts.node_fault:
         return facts.failure or "the node could not prepare the attempt"
-    for step, level, code in facts.methods:
-        if code != 0 and METHOD_FAILURES.get((step, level), (None, False))[1]:
-            return f"the node's {step} exited with status {code}"
     return None
 
 
-def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRID_ENGINE) -> Trigger:
+def queue_failure(facts: ExitFacts, semantics: ExitSemantics = GRID_ENGINE) -> str | None:
+    """Why the job's queue should go to error on the node (a row of the table that says "the
+    queue is set to error state"), or None."""
+    for step, level, code in facts.methods:
+        if method_meaning(step, level, code, semantics)[1]:
+            return f"the {level} {step} exited with status {code}"
+    return None
+
+
+def classify_exit(facts: ExitFacts, semantics: ExitSemantics = GRID_ENGINE) -> Trigger:
     if facts.cancel_requested:
         return Trigger.CANCEL
     if facts.hold_requested:
@@ -128,10 +224,10 @@ def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRI
         return Trigger.REQUEUE if system_failure_requeues(facts) else Trigger.FAIL
     if facts.node_lost:  # Slurm requeues a batch job from a failed node; NODE_FAIL if it may not
         return Trigger.REQUEUE if system_failure_requeues(facts) else Trigger.LOSE_NODE
-    for step, level, code in facts.methods:
-        meaning = METHOD_FAILURES.get((step, level), (None, False))[0] if code != 0 else None
-        if meaning is Trigger.REQUEUE and facts.requeue_held:
-            return Trigger.ERROR_HOLD
+    for step, level, code in facts.methods:  # the first method that means something, in firing order
+        meaning, queue_error = method_meaning(step, level, code, semantics)
+        if meaning is Trigger.REQUEUE and queue_error and facts.requeue_held:
+            return Trigger.ERROR_HOLD  # requeued for the node's failure, and the cluster holds those
         if meaning is not None:
             return meaning
     if facts.timed_out:
@@ -141,12 +237,9 @@ def classify_exit(facts: ExitFacts, semantics: ExitSemantics = ExitSemantics.GRI
     exit_code = effective_exit_code(facts)
     if facts.failure is not None or exit_code is None:
         return Trigger.FAIL
-    if semantics is ExitSemantics.GRID_ENGINE:
-        if exit_code == REQUEUE_EXIT_CODE:
-            return Trigger.REQUEUE
-        if exit_code == ERROR_HOLD_EXIT_CODE:
-            return Trigger.ERROR_HOLD
-    return Trigger.SUCCEED if exit_code == 0 else Trigger.FAIL
+    meaning = exit_row("job", exit_code, semantics).job
+    assert meaning is not None  # every job row says what happens to the job
+    return meaning
 
 
 def system_failure_requeues(facts: ExitFacts) -> bool:

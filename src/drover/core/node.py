@@ -22,6 +22,10 @@ class Node:
     drain: str | None = None  # an operator drained it, and why: kept across disconnects until resumed
     devices: tuple[Device, ...] = ()  # its generic resources (GPUs...), as its hello said
     features: frozenset[str] = frozenset()  # what --constraint matches, as its hello said
+    # Its queue instances in error (Grid Engine's queue@node in state E): queue → why. A failing
+    # prolog, epilog or PE method of a job of that queue set it; its jobs start here no more,
+    # other queues' still do, until an operator clears it (`drover node resume NODE --queue Q`).
+    queue_errors: dict[str, str] = field(default_factory=dict)
     used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
     used_devices: set[Device] = field(default_factory=set)
     # The attempts holding room here, (job, task, attempt): what a planning pass walks for their

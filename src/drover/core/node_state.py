@@ -12,7 +12,7 @@ class NodeState(StrEnum):
     DOWN = "down"  # not connected
     DRAINING = "draining"  # connected, takes no new work, jobs still running
     DRAINED = "drained"  # connected, takes no new work, idle
-    ERROR = "error"  # a node-level failure (e.g. a prolog); takes no work until cleared
+    ERROR = "error"  # the node could not prepare an attempt; takes no work until cleared
 
     @property
     def accepts_work(self) -> bool:

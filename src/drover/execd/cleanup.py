@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from drover import mail
-from drover.core.exit_status import classify_exit, exit_facts
+from drover.core.exit_status import ExitSemantics, classify_exit, exit_facts
 from drover.core.job_state import Trigger
 from drover.execd import attempt_records, output_index
 from drover.execd.faults import NO_FAULTS, Faults
@@ -518,7 +518,9 @@ def _final_record(spool: layout.SpoolDir) -> FinalRecord:
                        epilog_sets_exit=bool(config and config["epilog_sets_exit"]),
                        rerunnable=config["rerunnable"] if config else True,
                        attempt_number=config["attempt_number"] if config else 1)
-    trigger = classify_exit(facts)
+    semantics = ExitSemantics(forbid_reschedule=bool(config and config.get("forbid_reschedule")),
+                              forbid_apperror=bool(config and config.get("forbid_apperror")))
+    trigger = classify_exit(facts, semantics)
     outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
     return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,
             "outcome": outcome, "recorded_at": time.time()}

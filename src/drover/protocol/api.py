@@ -364,6 +364,9 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     gres: str = ""  # its generic resources, counted: "gpu:a100:2,nic:1"
     gres_used: str = ""  # those its tasks hold, with their indices: "gpu:a100:1(IDX:0)"
     features: list[str] = []
+    # Its queue instances in error (queue@node, Grid Engine's state E): queue → why. The queue's
+    # jobs start here no more, other queues' still do, until an operator clears it.
+    queue_errors: dict[str, str] = {}
 
 
 class NodeList(msgspec.Struct):
@@ -396,6 +399,9 @@ class QueueInfo(msgspec.Struct, kw_only=True):
     cpus: int = 0  # CPUs of its nodes that are up
     cpus_used: int = 0
     changed: dict[str, str] = {}  # settings changed with `drover queue set`, over drover.toml's
+    # The nodes where it is in error (queue@node, Grid Engine's state E): node → why. Its jobs
+    # start there no more until an operator clears it (`drover node resume NODE --queue QUEUE`).
+    errors: dict[str, str] = {}
 
 
 class QueueList(msgspec.Struct):

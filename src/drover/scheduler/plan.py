@@ -173,7 +173,9 @@ def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
     if queue.nodes is not None:
         names = frozenset(name for name in rooms.all if name in queue.nodes)
         if not names:
-            return names, PendingReason.NO_NODE_MATCHES, f"no node of queue {queue.name} is up"
+            failed = in_error_note(queue, rooms.all)
+            return names, PendingReason.NO_NODE_MATCHES, (
+                f"{failed}; no other node of it is up" if failed else f"no node of queue {queue.name} is up")
     constraint = item.constraint
     if constraint is not None:
         candidates = names if names is not None else frozenset(rooms.all)
@@ -188,6 +190,17 @@ def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
     if not any(room.could_ever_hold(need) for room in pool):
         return names, PendingReason.TOO_BIG, ""
     return names, None, ""
+
+
+def in_error_note(queue: QueueView, up: Mapping[str, object]) -> str:
+    """"queue Q is in error on n1, n2 (...)": its instances in error among the nodes that are up,
+    which would take its jobs but for that (`drover why` says it), or ""."""
+    failed = sorted(name for name in queue.in_error if name in up)
+    if not failed:
+        return ""
+    shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    return (f"queue {queue.name} is in error on {shown} (a prolog, epilog or PE method failed there; "
+            f"drover node resume NODE --queue {queue.name} clears it)")
 
 
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
@@ -271,7 +284,7 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                     break
                 made = reserve(item.job, need, decided.rooms, allowed_nodes, now) if policy.backfill and not quick else None
                 if made is None:
-                    decided.wait(item.job, PendingReason.RESOURCES)
+                    decided.wait(item.job, PendingReason.RESOURCES, in_error_note(queue, decided.rooms.all) if queue else "")
                     blocked = True
                 else:
                     reservation, spare = made

@@ -11,7 +11,7 @@ environment. The site's (node and queue level, PE start and stop) run as the nod
 (root on a shared node, as Slurm runs its Prolog and Epilog), in /, with a clean environment of
 the attempt's facts (environment.site_environment): nothing the job set reaches them, and the
 job's owner cannot signal them, so their failure is the node's, not one user's doing. What a failure means
-is decided by the controller (core/exit_status.METHOD_FAILURES); the shepherd only records which
+is decided by the controller (core/exit_status.EXIT_TABLE); the shepherd only records which
 method failed and how: a failure before the job means the job does not run.
 
 When the job does not run (a method before it failed, a cancel, requeue or hold came before it

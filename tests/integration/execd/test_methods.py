@@ -42,35 +42,35 @@ def test_a_failing_job_prolog_means_the_job_does_not_run_and_fails(cluster: Loca
     assert cluster.drover_json("nodes")[0]["state"] == "up"
 
 
-def test_a_failing_node_prolog_sets_the_node_to_error_and_requeues_the_job(tmp_path: Path) -> None:
+def test_a_failing_node_prolog_sets_the_jobs_queue_in_error_on_the_node_and_requeues_the_job(tmp_path: Path) -> None:
     broken = tmp_path / "prolog-broken"
     broken.touch()
     cluster = cluster_with(tmp_path, prolog=f"test ! -e {broken}")
     try:
         cluster.start()
         job = cluster.submit("--", "echo", "ran")
-        wait_until(lambda: cluster.drover_json("nodes")[0]["state"] == "error", describe="the node in ERROR")
+        wait_until(lambda: cluster.drover_json("nodes")[0]["queue_errors"], describe="the queue in error")
         node = cluster.drover_json("nodes")[0]
-        assert "prolog exited with status 1" in node["reason"]
+        assert node["state"] == "up" and "prolog exited with status 1" in node["queue_errors"]["default"]
         shown = cluster.drover_json("show", str(job))
         assert shown["state"] == "pending" and len(shown["tasks"][0]["attempts"]) == 1
-        assert "ERROR" in cluster.drover("nodes").stdout
+        assert "queue default in error" in cluster.drover("nodes").stdout
         broken.unlink()
-        cluster.drover("nodes", "--resume", node["name"])
+        cluster.drover("nodes", "--resume", node["name"])  # clears the node's queues in error too
         assert cluster.drover("wait", str(job)).returncode == 0
         assert len(cluster.drover_json("show", str(job))["tasks"][0]["attempts"]) == 2
     finally:
         assert not cluster.stop()
 
 
-def test_a_failing_node_epilog_sets_the_node_to_error_and_the_job_keeps_its_status(tmp_path: Path) -> None:
+def test_a_failing_node_epilog_sets_the_jobs_queue_in_error_and_requeues_the_job(tmp_path: Path) -> None:
     cluster = cluster_with(tmp_path, epilog="exit 2")
     try:
         cluster.start()
         job = cluster.submit("--", "bash", "-c", "exit 0")
-        assert cluster.drover("wait", str(job)).returncode == 0
-        assert cluster.drover_json("show", str(job))["state"] == "completed"
-        wait_until(lambda: cluster.drover_json("nodes")[0]["state"] == "error", describe="the node in ERROR")
+        wait_until(lambda: cluster.drover_json("nodes")[0]["queue_errors"], describe="the queue in error")
+        assert cluster.drover_json("nodes")[0]["state"] == "up"
+        wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "pending", describe="the job requeued")
     finally:
         assert not cluster.stop()
 
@@ -81,7 +81,7 @@ def test_accelerator_step_22_the_postcmds_exit_status_is_the_jobs_by_default(tmp
     1. a job that succeeds with an epilog that exits 4 fails with status 4;
     2. a job that exits 3 with an epilog that exits 0 succeeds;
     3. --no-epilog-sets-exit (on the command line, or in a #DROVER line) keeps the job's own;
-    4. the node's epilog does not set the job's status (it puts the node in ERROR instead)."""
+    4. the node's epilog does not set the job's status (a failing one sets the job's queue in error)."""
     cluster = cluster_with(tmp_path, epilog="exit 0")
     try:
         cluster.start()

@@ -24,6 +24,7 @@ EXPECTED = {
     ("POST", "/v1/queues/{name}/{action}"): (Access.USER, ""),
     ("DELETE", "/v1/queues/{name}"): (Access.USER, ""),
     ("POST", "/v1/nodes/{name}/resume"): (Access.ADMIN, "resume nodes"),
+    ("POST", "/v1/nodes/{name}/queues/{queue}/clear"): (Access.ADMIN, "clear queue errors"),
     ("POST", "/v1/nodes/{name}/drain"): (Access.ADMIN, "drain nodes"),
     ("GET", "/v1/events"): (Access.USER, ""),
     ("GET", "/v1/jobs/{job_id}/files"): (Access.JOB, ""),

@@ -150,3 +150,13 @@ def test_the_subcommands_call_the_api(monkeypatch: pytest.MonkeyPatch, capsys: p
 
     with pytest.raises(NotFound, match="no queue named 'nosuch'"):
         command.run("queue", ["show", "nosuch"])
+
+
+def test_a_queue_in_error_on_nodes_says_where_in_list_and_show() -> None:
+    failed = queue(reason="maintenance (by root)", errors={"n1": "the node prolog exited with status 1 (attempt 3.0.1)",
+                                                          "n2": "the queue epilog exited with status 2 (attempt 4.0.1)"})
+    assert list_rows([failed])[0][-1] == "maintenance (by root); in error on n1, n2"
+    assert list_rows([queue(errors={"n1": "x"})])[0][-1] == "in error on n1"
+    assert show_lines(failed)[-2:] == [
+        "  in error on  n1: the node prolog exited with status 1 (attempt 3.0.1)",
+        "  in error on  n2: the queue epilog exited with status 2 (attempt 4.0.1)"]

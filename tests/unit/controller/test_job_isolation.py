@@ -208,7 +208,7 @@ def test_a_poisoned_job_puts_back_what_it_did_to_its_node() -> None:
     node = Node("n1", 4, 8192, NodeState.UP, 0.0)
     state = ControllerState({1: job}, {(1, 0, 1): Attempt(1, 0, 1, "n1", (0,), 0.0)}, {"n1": node}, 2)
 
-    def failing(state: ControllerState, outcome: Outcome, report: Any, now: float, requeue_held: bool) -> None:
+    def failing(state: ControllerState, outcome: Outcome, report: Any, now: float, semantics: Any) -> None:
         node.state, node.reason = NodeState.ERROR, "its prolog failed"
         outcome.changes.node(node)
         outcome.changes.event(now, "node_error", 1, 0, 1, node="n1")

@@ -7,7 +7,14 @@ import itertools
 import pytest
 
 from drover.core.errors import Conflict
-from drover.core.exit_status import ExitFacts, ExitSemantics, classify_exit, shell_status
+from drover.core.exit_status import (
+    GRID_ENGINE,
+    PLAIN,
+    ExitFacts,
+    ExitSemantics,
+    classify_exit,
+    shell_status,
+)
 from drover.core.job_state import (
     FINAL_STATES,
     TRANSITIONS,
@@ -100,7 +107,7 @@ def test_only_an_up_node_accepts_work_and_every_node_state_can_get_back_up() -> 
         assert NodeState.UP in reachable(start, NODE_TRANSITIONS)
 
 
-GE, PLAIN = ExitSemantics.GRID_ENGINE, ExitSemantics.PLAIN
+GE = GRID_ENGINE
 
 
 @pytest.mark.parametrize(
@@ -144,20 +151,27 @@ def test_shell_status_is_the_exit_code_or_128_plus_the_signal() -> None:
     assert shell_status(None, None) == 1
 
 
-from drover.core.exit_status import METHOD_FAILURES, effective_exit_code, node_failure  # noqa: E402
+from drover.core.exit_status import (  # noqa: E402
+    EXIT_TABLE,
+    effective_exit_code,
+    method_meaning,
+    queue_failure,
+)
 
 
-@pytest.mark.parametrize(("step", "level"), list(METHOD_FAILURES))
-def test_each_failing_method_means_what_the_table_says(step: str, level: str) -> None:
-    meaning, fails_node = METHOD_FAILURES[step, level]
-    facts = ExitFacts(0 if meaning is None else None, methods=((step, level, 3),))
-    assert classify_exit(facts) is (meaning or T.SUCCEED)
-    assert (node_failure(facts) is not None) is fails_node
-    if meaning is T.REQUEUE:
-        held = ExitFacts(None, methods=((step, level, 3),), requeue_held=True)
-        assert classify_exit(held) is T.ERROR_HOLD
-    passing = ExitFacts(0, methods=((step, level, 0),))
-    assert classify_exit(passing) is T.SUCCEED and node_failure(passing) is None
+@pytest.mark.parametrize(("step", "level"), [(row.method, level) for row in EXIT_TABLE if row.method != "job"
+                                             for level in ("node", "queue")])
+def test_each_site_method_means_what_the_exit_table_says(step: str, level: str) -> None:
+    """Every status of every site method, as its row of the table says (test_exit_table.py has
+    one test per row)."""
+    for code in (0, 1, 99, 100):
+        meaning, queue_error = method_meaning(step, level, code)
+        facts = ExitFacts(0 if meaning is None else None, methods=((step, level, code),))
+        assert classify_exit(facts) is (meaning or T.SUCCEED)
+        assert (queue_failure(facts) is not None) is queue_error
+        if meaning is T.REQUEUE and queue_error:
+            held = ExitFacts(None, methods=((step, level, code),), requeue_held=True)
+            assert classify_exit(held) is T.ERROR_HOLD
 
 
 def test_the_job_epilog_status_is_the_jobs_only_when_asked() -> None:
@@ -185,7 +199,7 @@ def test_a_hold_while_the_prolog_ran_holds_after_a_cancel_and_before_a_requeue()
     assert classify_exit(stopped) is T.HOLD
     assert classify_exit(ExitFacts(None, cancel_requested=True, hold_requested=True)) is T.CANCEL
     assert classify_exit(ExitFacts(None, hold_requested=True, requeue_requested=True)) is T.HOLD
-    # a failing node prolog still puts the node in ERROR; the task waits held all the same
+    # a failing node prolog still sets the queue in error on the node; the task waits held all the same
     prolog_failed = ExitFacts(None, methods=(("prolog", "node", 1),), hold_requested=True)
-    assert classify_exit(prolog_failed) is T.HOLD and node_failure(prolog_failed) is not None
+    assert classify_exit(prolog_failed) is T.HOLD and queue_failure(prolog_failed) is not None
     assert next_state(S.COMPLETING, T.HOLD) is S.HELD and next_state(S.HELD, T.RELEASE) is S.PENDING

@@ -123,7 +123,13 @@ def window_text(queue: QueueInfo) -> str:
 def list_rows(queues: list[QueueInfo]) -> list[tuple[str, ...]]:
     return [(q.name, q.state.upper(), str(q.priority) + (f" nice {q.nice}" if q.nice else ""),
              f"{nodes_text(q)} ({q.cpus_used}/{q.cpus} CPUs)", str(q.running), str(q.pending), limits_text(q),
-             window_text(q), q.reason or "") for q in queues]
+             window_text(q), reason_text(q)) for q in queues]
+
+
+def reason_text(queue: QueueInfo) -> str:
+    """Why it is stopped or drained, and the nodes where it is in error (queue@node)."""
+    errors = [f"in error on {', '.join(queue.errors)}"] if queue.errors else []
+    return "; ".join(([queue.reason] if queue.reason else []) + errors)
 
 
 LIST_COLUMNS = ("QUEUE", "STATE", "PRIORITY", "NODES", "RUNNING", "PENDING", "LIMITS", "WINDOW", "REASON")
@@ -155,6 +161,8 @@ def show_lines(queue: QueueInfo) -> list[str]:
         ("window", window_text(queue) if queue.window else "always"),
         ("mail at end", "yes" if queue.mail_finished else "no"),
     ]
+    if queue.errors:  # its instances in error (queue@node), each with why
+        fields += [("in error on", f"{node}: {why}") for node, why in queue.errors.items()]
     lines = [f"Queue {queue.name}"]
     for label, value in fields:
         setting = _FIELD_SETTING.get(label)

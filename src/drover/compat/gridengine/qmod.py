@@ -1,7 +1,9 @@
 """qmod: suspend, resume, clear the error state of, and reschedule jobs; disable (-d) and enable
 (-e) queues, as `drover queue stop` and `drover queue start` (a disabled queue keeps its jobs and
-starts none). A Drover queue has one state on all its nodes, so a queue instance (`all.q@node`) is
-refused, and so are the queue forms Drover has nothing for (-sq, -usq, -cq, -rq)."""
+starts none); clear the error state of queue instances (`-c all.q@node`, `-cq all.q`), as `drover
+node resume NODE --queue QUEUE`. A queue is enabled or disabled on all its nodes at once, so a
+queue instance is refused there, and so are the queue forms Drover has nothing for (-sq, -usq,
+-rq)."""
 
 from __future__ import annotations
 
@@ -20,13 +22,15 @@ if TYPE_CHECKING:
 
 N = Arity.NONE
 OK, MEANINGLESS, REFUSED = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
-_NO_QUEUE_STATES = "Drover suspends, clears and reschedules jobs, not queues: give job ids (-sj, -cj, -rj)"
+_NO_QUEUE_STATES = ("Drover suspends and reschedules jobs, not queues: give job ids (-sj, -usj, -rj); -cq clears a "
+                    "queue instance's error")
 _INSTANCE = ("a Drover queue has one state on all its nodes: give the queue (all.q), or take the node out "
              "with drover node drain")
 OPTIONS = [
-    Option(("-c",), N, OK, "on jobs, as `-cj`; on queues ✗"),
+    Option(("-c",), N, OK, "on jobs, as `-cj`; on queues and queue instances (`all.q@node`), as `-cq`"),
     Option(("-cj",), N, OK, "clears the error state (Eqw after exit 100): the job waits again"),
-    Option(("-cq",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-cq",), N, OK, "clears the error state of queue instances (`all.q@node`, or `all.q`: on every "
+           "node), set by a failing prolog, epilog or PE method (drover node resume NODE --queue QUEUE)"),
     Option(("-d",), N, OK, "disables queues (drover queue stop): they keep their jobs and start none; "
            "`queue@host` ✗"),
     Option(("-e",), N, OK, "enables queues again (drover queue start)"),
@@ -42,7 +46,7 @@ OPTIONS = [
     Option(("-usj",), N, OK, "resumes suspended jobs"),
     Option(("-usq",), N, REFUSED, _NO_QUEUE_STATES),
 ]
-ACTIONS = {"c": "clear", "cj": "clear", "r": "requeue", "rj": "requeue", "s": "suspend", "sj": "suspend",
+ACTIONS = {"c": "clear", "cj": "clear", "cq": "clear_queue", "r": "requeue", "rj": "requeue", "s": "suspend", "sj": "suspend",
            "us": "resume", "usj": "resume"}
 
 
@@ -83,11 +87,55 @@ def main(argv: list[str] | None = None) -> int:
               "queue names", file=sys.stderr)
         return 1
     (action,) = actions
+    if action == "clear_queue" or (action == "clear" and any(not word.split(".")[0].isdigit()
+                                                             for word in parsed.operands)):
+        return clear_queue_errors("qmod", parsed.operands)
     queues = [word for word in parsed.operands if not word.split(".")[0].isdigit()]
     if queues:
         print(f"qmod: {queues[0]}: {_NO_QUEUE_STATES}", file=sys.stderr)
         return 1
     return run("qmod", parsed, CALLS[action], _report(action))
+
+
+def clear_queue_errors(command: str, words: list[str]) -> int:
+    """qmod -cq (or -c with `queue@node`): clear the error state of queue instances, each named
+    `queue@node`, or every instance in error of a queue named alone."""
+    from drover.compat.gridengine.common import user_name
+    from drover.compat.gridengine.queues import drover_name
+    from drover.core.errors import DroverError
+
+    if not words:
+        print("ERROR! no option argument", file=sys.stderr)
+        return 1
+    jobs = [word for word in words if word.split(".")[0].isdigit()]
+    if jobs:
+        print(f"{command}: {jobs[0]}: give queue instances (all.q@node) to -cq, or job ids to -cj", file=sys.stderr)
+        return 1
+    from drover.client.client import Client
+
+    status = 0
+    me, host = user_name(), host_name()
+    try:
+        with Client() as client:
+            errors = {q.name: q.errors for q in client.queues()}
+            nodes = {n.name for n in client.nodes()}
+            for word in words:
+                queue_word, _, node = word.partition("@")
+                queue = drover_name(queue_word)
+                if queue not in errors or (node and node not in nodes):
+                    print(f'invalid queue "{word}"', file=sys.stderr)
+                    status = 1
+                    continue
+                for name in [node] if node else sorted(errors[queue]):
+                    if name not in errors[queue]:
+                        print(f'Queue instance "{queue_word}@{name}" is already in the specified state: no error')
+                        continue
+                    client.clear_queue_error(name, queue)
+                    print(f'{me}@{host} cleared error state of queue "{queue_word}@{name}"')
+    except DroverError as error:
+        print(f"{command}: {error}", file=sys.stderr)
+        return error.exit_code
+    return status
 
 
 def queue_state(command: str, action: str, words: list[str]) -> int:

@@ -33,7 +33,8 @@ OPTIONS = [
     Option(("-pe",), R, APPROX, "not a filter on Drover: every job is listed, with a warning", "pe_name,..."),
     Option(("-pri",), N, APPROX, "the plain table, with a warning (no priority columns)"),
     Option(("-q",), R, OK, "only jobs of these queues (`all.q` is Drover's default queue)", "wc_queue_list"),
-    Option(("-qs",), R, MEANINGLESS, "queue states: Drover's queues are never suspended or in error",
+    Option(("-qs",), R, MEANINGLESS, "not a filter on Drover: `-f` shows each instance's states (`u`, `d`, "
+           "and `E`: the node, or the queue on it, in error)",
            "{a|c|d|o|s|u|A|C|D|E|S}"),
     Option(("-r",), N, OK, "each job's full name, queue and requests under it"),
     Option(("-s",), R, OK, "`p` waiting, `r` running, `s` suspended, `h`/`hu`/`hj` held, `a` all; `z` lists "

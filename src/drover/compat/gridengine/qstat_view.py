@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 from drover.compat.gridengine.common import fresh_state, queue_name, task_state, when
+from drover.compat.gridengine.queues import drover_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -172,6 +173,8 @@ def full(all_rows: list[Row], nodes: list[NodeInfo], queues: list[str], arch: st
             here = [r for r in running if r.queue == name]
             used = sum(r.slots for r in here)
             states = {"down": "u", "drained": "d", "draining": "d", "error": "E"}.get(node.state, "")
+            if drover_name(queue) in node.queue_errors and "E" not in states:  # the instance alone in error
+                states += "E"
             out.append("-" * 81)
             out.append(queue_line(name, "BIP", f"0/{used}/{node.cpus} ", "-NA- ", f"{arch} ", states))
             out += [line(r, with_queue=False) for r in here]

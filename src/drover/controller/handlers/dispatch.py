@@ -19,6 +19,7 @@ from drover.controller.state import ControllerState
 from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
 from drover.controller.work_cache import WorkCache
 from drover.core.dependencies import Verdict
+from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
@@ -42,6 +43,9 @@ class OrderOptions:
     queues: Mapping[str, QueueSection] = field(default_factory=dict)  # name → its prolog/epilog, priority
     scheduler: SchedulerSection = field(default_factory=SchedulerSection)  # the priority's weights, backfill
     licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: each licence's count
+    # [controller] forbid_reschedule, forbid_apperror, requeue_held: what an attempt's end means
+    # (the node's final record and end mail read the first two from the order)
+    exits: ExitSemantics = GRID_ENGINE
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -390,6 +394,10 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
     }
     if attempt.gres:
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
+    if orders.exits.forbid_reschedule:
+        config["forbid_reschedule"] = True
+    if orders.exits.forbid_apperror:
+        config["forbid_apperror"] = True
     if nice:
         config["queue_nice"] = nice
     if spec.get("zap"):

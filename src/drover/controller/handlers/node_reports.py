@@ -20,11 +20,14 @@ from drover.controller.lifecycle import (
 )
 from drover.controller.state import ControllerState
 from drover.core.exit_status import (
+    GRID_ENGINE,
+    ExitSemantics,
     classify_exit,
     effective_exit_code,
     exit_facts,
     node_failure,
     outcome_reason,
+    queue_failure,
     shell_status,
 )
 from drover.core.gres import devices_from_hello
@@ -33,6 +36,7 @@ from drover.core.job import Attempt, Job, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
+from drover.core.queues import DEFAULT as DEFAULT_QUEUE
 from drover.protocol.node_channel import (
     Ack,
     Enforced,
@@ -102,7 +106,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, kn
                 # The order never arrived (or the node lost it before starting): send it again.
                 outcome.send(node.name, start_order(job, attempt, orders, queue_nice(state, job, orders)))
             else:
-                lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt")
+                lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
+                             orders.exits)
                 continue
         elif known[attempt.name] and task.state is JobState.DISPATCHED:
             attempt.started_at = attempt.started_at or now
@@ -112,7 +117,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, kn
             outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
 
 
-def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outcome:
+def on_nodes_lost(state: ControllerState, now: float, timeout_s: float,
+                  semantics: ExitSemantics = GRID_ENGINE) -> Outcome:
     """Nodes down for longer than `timeout_s`: their attempts are lost (NODE_FAIL), their CPUs
     freed. A node that comes back later is told to stop what it still runs of them."""
     outcome = Outcome()
@@ -128,7 +134,7 @@ def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outco
             for task in list(job.tasks.values()):
                 attempt = state.latest_attempt(task)
                 if attempt is not None and attempt.node in lost and task.state.is_active:
-                    lose_attempt(state, outcome, job, task, attempt, now, f"node {attempt.node} was lost")
+                    lose_attempt(state, outcome, job, task, attempt, now, f"node {attempt.node} was lost", semantics)
         except Exception as error:  # this job only: the shell fails it; the others go on
             outcome.fault(job.id, error, f"failing its attempts on lost node(s) {', '.join(sorted(lost))}")
     if outcome.changes or outcome.faults:
@@ -137,7 +143,7 @@ def on_nodes_lost(state: ControllerState, now: float, timeout_s: float) -> Outco
 
 
 def lose_attempt(state: ControllerState, outcome: Outcome, job: Job, task: Task, attempt: Attempt, now: float,
-                 why: str) -> None:
+                 why: str, semantics: ExitSemantics = GRID_ENGINE) -> None:
     """An attempt whose node is gone (or came back without it): ended here, since its node
     cannot say how. One whose job had already exited (COMPLETING: its cleanup was under way) is
     decided from the exit it reported, so a job that ran is never run again; one still running
@@ -145,7 +151,7 @@ def lose_attempt(state: ControllerState, outcome: Outcome, job: Job, task: Task,
     MAX_SYSTEM_FAILURE_ATTEMPT), else NODE_FAIL. Fencing: the node is told to stop the attempt
     if it ever comes back (on_node_connected), and its late report is stale (_exited)."""
     if task.state is JobState.COMPLETING and attempt.exit is not None:
-        _decide(state, outcome, job, task, attempt, attempt.exit, now, why=f"{why} during the job's cleanup")
+        _decide(state, outcome, job, task, attempt, attempt.exit, now, semantics, why=f"{why} during the job's cleanup")
         return
     lost: ExitStatus = {
         "exit_code": None, "signal": None, "failure": why, "timed_out": False, "terminated": False,
@@ -157,7 +163,7 @@ def lose_attempt(state: ControllerState, outcome: Outcome, job: Job, task: Task,
     state.lost(attempt.name, attempt.node)
     if task.state is not JobState.COMPLETING:
         change_task(outcome, task, Trigger.EXIT, now, failure=why)
-    _decide(state, outcome, job, task, attempt, lost, now)
+    _decide(state, outcome, job, task, attempt, lost, now, semantics)
 
 
 def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outcome:
@@ -174,11 +180,11 @@ def on_node_disconnected(state: ControllerState, name: str, now: float) -> Outco
 Report = Started | Suspended | Exiting | Progress | StagedOut | Exited | Enforced
 # How one report is handled (handle_report); the fault-injection seam wraps it when it is on
 # (controller/faults.py). on_reports isolates each job's reports around it.
-ReportHandler = Callable[[ControllerState, Outcome, Report, float, bool], None]
+ReportHandler = Callable[[ControllerState, Outcome, Report, float, ExitSemantics], None]
 
 
 def on_reports(state: ControllerState, node: str, reports: list[Report], now: float,
-               requeue_held: bool = False, handle: ReportHandler | None = None) -> Outcome:
+               semantics: ExitSemantics = GRID_ENGINE, handle: ReportHandler | None = None) -> Outcome:
     """One frame of reports from a node: handled job by job, and committed together.
 
     An exception while handling one job's reports sets that job aside (Outcome.fault): the
@@ -195,10 +201,10 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
             report = group[0]
             try:
                 for report in group:
-                    handle(state, outcome, report, now, requeue_held)
+                    handle(state, outcome, report, now, semantics)
             except Exception as error:
-                for held, node_state, reason in touched:
-                    held.state, held.reason = node_state, reason
+                for held, node_state, reason, queue_errors in touched:
+                    held.state, held.reason, held.queue_errors = node_state, reason, queue_errors
                 where = f"handling the {report_kind(report)} report of attempt {report.attempt} from node {node}"
                 outcome.fault(job_id, error, where, _acks(node, group))
                 continue
@@ -212,7 +218,7 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
 
 
 def handle_report(state: ControllerState, outcome: Outcome, report: Report, now: float,
-                  requeue_held: bool = False) -> None:
+                  semantics: ExitSemantics = GRID_ENGINE) -> None:
     if isinstance(report, Started):
         _started(state, outcome, report, now)
     elif isinstance(report, Suspended):
@@ -226,7 +232,7 @@ def handle_report(state: ControllerState, outcome: Outcome, report: Report, now:
     elif isinstance(report, Enforced):
         _enforced(state, outcome, report, now)
     else:
-        _exited(state, outcome, report, now, requeue_held)
+        _exited(state, outcome, report, now, semantics)
 
 
 def ack_kind(report: Report) -> str | None:
@@ -258,29 +264,48 @@ def _by_job(reports: list[Report]) -> dict[int | None, list[Report]]:
     return groups
 
 
-def _node_states(state: ControllerState, reports: list[Report]) -> list[tuple[Node, NodeState, str | None]]:
-    """The nodes the reports' attempts ran on, with what handling them may change (a failing
-    prolog puts a node in ERROR), to put back if the handling fails."""
+def _node_states(state: ControllerState,
+                 reports: list[Report]) -> list[tuple[Node, NodeState, str | None, dict[str, str]]]:
+    """The nodes the reports' attempts ran on, with what handling them may change (a node that
+    could not prepare an attempt goes to ERROR, a failing prolog sets a queue in error there), to
+    put back if the handling fails."""
     nodes = {attempt.node for report in reports if (attempt := state.attempt_by_name(report.attempt))}
-    return [(node, node.state, node.reason) for name in nodes if (node := state.nodes.get(name))]
+    return [(node, node.state, node.reason, dict(node.queue_errors))
+            for name in nodes if (node := state.nodes.get(name))]
 
 
-def resume_node(state: ControllerState, name: str, now: float) -> Outcome:
+def resume_node(state: ControllerState, name: str, now: float, queue: str | None = None) -> Outcome:
     """An operator clears a node's ERROR, or ends its drain: it takes work again (a node that
-    is down keeps no drain for when it comes back)."""
+    is down keeps no drain for when it comes back); the queue instances in error on it are
+    cleared too. With `queue`, only that queue's error on the node is cleared (Grid Engine's
+    `qmod -c queue@node`)."""
     from drover.core.errors import Conflict
 
     node = _node_named(state, name)
+    outcome = Outcome(reschedule=True)
+    if queue is not None:
+        if queue not in node.queue_errors:
+            in_error = ", ".join(sorted(node.queue_errors)) or "none"
+            raise Conflict(f"queue {queue} is not in error on node {name} (queues in error there: {in_error})")
+        del node.queue_errors[queue]
+        outcome.changes.node(node)
+        outcome.changes.event(now, "queue_error_cleared", node=name, queue=queue)
+        return outcome
+    cleared = sorted(node.queue_errors)
     if node.state is NodeState.DOWN and node.drain is not None:
         node.drain = node.reason = None
     elif can_node(node.state, NodeTrigger.RESUME):
         node.apply(NodeTrigger.RESUME)
         node.drain = node.reason = None
-    else:
-        raise Conflict(f"node {name} is {node.state.value}; only a node in error, draining or drained can be resumed")
-    outcome = Outcome(reschedule=True)
+    elif not cleared:
+        raise Conflict(f"node {name} is {node.state.value}; only a node in error, draining or drained, or with "
+                       "a queue in error, can be resumed")
+    node.queue_errors.clear()
     outcome.changes.node(node)
-    outcome.changes.event(now, "node_resumed", node=name)
+    if cleared:
+        outcome.changes.event(now, "node_resumed", node=name, queues=cleared)
+    else:
+        outcome.changes.event(now, "node_resumed", node=name)
     return outcome
 
 
@@ -454,7 +479,7 @@ def _record_cleanup(outcome: Outcome, attempt: Attempt, done: list[str], now: fl
 
 
 def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float,
-            requeue_held: bool = False) -> None:
+            semantics: ExitSemantics = GRID_ENGINE) -> None:
     """Cleanup step 5, the final report: the task's outcome is decided here, exactly once."""
     _exiting(state, outcome, report, now)
     job, task, attempt = _current(state, report.attempt)
@@ -474,14 +499,15 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
         return  # stale too, from before a controller restart: counted nowhere
     if job is None or task is None or attempt is None or task.state is not JobState.COMPLETING:
         return  # decided already (or the task moved on): acknowledge again only
-    _decide(state, outcome, job, task, attempt, attempt.exit or report.exit_status, now, requeue_held)
+    _decide(state, outcome, job, task, attempt, attempt.exit or report.exit_status, now, semantics)
 
 
 def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, attempt: Attempt, record: ExitStatus,
-            now: float, requeue_held: bool = False, why: str | None = None) -> None:
-    """The task's outcome from its COMPLETING attempt's exit record, once: its new state, the
-    node's ERROR if a node-level step failed, and the job's end."""
-    facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), requeue_held,
+            now: float, semantics: ExitSemantics = GRID_ENGINE, why: str | None = None) -> None:
+    """The task's outcome from its COMPLETING attempt's exit record, once: its new state (Grid
+    Engine's exit table, core/exit_status.EXIT_TABLE), its queue's error on the node if a method
+    failed, the node's ERROR if it could not prepare the attempt, and the job's end."""
+    facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), semantics.requeue_held,
                        task.requeue_requested, rerunnable=bool(job.spec.get("rerunnable", True)),
                        attempt_number=attempt.number, hold_requested=task.hold_requested)
     reason = node_failure(facts)
@@ -492,7 +518,13 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
         outcome.changes.node(node)
         outcome.changes.event(now, "node_error", attempt.job_id, attempt.index, attempt.number,
                               node=node.name, reason=node.reason)
-    trigger = classify_exit(facts)
+    queue, failed = job.spec.get("queue", DEFAULT_QUEUE), queue_failure(facts, semantics)
+    if failed and node is not None and queue not in node.queue_errors:
+        node.queue_errors[queue] = f"{failed} (attempt {attempt.name})"
+        outcome.changes.node(node)
+        outcome.changes.event(now, "queue_error", attempt.job_id, attempt.index, attempt.number,
+                              node=node.name, queue=queue, reason=node.queue_errors[queue])
+    trigger = classify_exit(facts, semantics)
     why = outcome_reason(facts, trigger) or why
     after = change_task(outcome, task, trigger, now, reason=why) if why else change_task(outcome, task, trigger, now)
     release_attempt(state, job, task)
