@@ -162,7 +162,7 @@ from drover.core.exit_status import (  # noqa: E402
 @pytest.mark.parametrize(("step", "level"), [(row.method, level) for row in EXIT_TABLE if row.method != "job"
                                              for level in ("node", "queue")])
 def test_each_site_method_means_what_the_exit_table_says(step: str, level: str) -> None:
-    """Every status of every site method, as its row of the table says (test_exit_table.py has
+    """Every status of every site method, as its row of the table says (tests/unit/core/test_exit_table.py has
     one test per row)."""
     for code in (0, 1, 99, 100):
         meaning, queue_error = method_meaning(step, level, code)
