@@ -4,6 +4,7 @@ checksums; the copy opens as the same cluster; a non-empty target is refused unl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,9 @@ def test_drover_store_copy_and_check_print_their_figures(tmp_path: Path, postgre
     assert "every table's rows and checksum agree" in copied.stdout and "jobs" in copied.stdout
     checked = drover("check", "--url", postgres_url)
     assert checked.returncode == 0 and "current" in checked.stdout and "jobs" in checked.stdout
+    for args in (("--json", "check", "--url", postgres_url), ("check", "--url", postgres_url, "--json")):
+        as_json = drover(*args)  # --json before the action or after it, as with every command
+        assert as_json.returncode == 0 and json.loads(as_json.stdout)["counts"]["jobs"] == 5, as_json.stderr
     again = drover("copy", "--from", source, "--to", postgres_url)
     assert again.returncode == 1 and "--force" in again.stderr and "Traceback" not in again.stderr
 
