@@ -87,6 +87,24 @@ def test_controller_restart_keeps_pending_held_and_array_jobs(cluster: LocalClus
     assert cluster.drover_json("show", str(held))["state"] == "cancelled"
 
 
+def test_a_submission_sent_again_after_a_controller_kill_gets_the_same_ids(cluster: LocalCluster) -> None:
+    """1. A submission of two held jobs with a request key, through the client API. 2. kill -9
+    the controller, start it again. 3. The same request again: the same ids, no new job."""
+    body = {"jobs": [{"script": "#!/bin/sh\ntrue\n", "workdir": str(cluster.workdir), "hold": True}] * 2,
+            "request_key": "retried-0123456789"}
+    with cluster.client() as client:
+        first = client.transport.call("POST", "/v1/jobs", body)["ids"]
+    cluster.kill("controller")
+    cluster.start_controller()
+    with cluster.client() as client:
+        again = client.transport.call("POST", "/v1/jobs", body)["ids"]
+        assert again == first and len(first) == 2
+        assert sorted(job.id for job in client.jobs(include_ended=True)) == first
+        other = client.transport.call("POST", "/v1/jobs", {**body, "request_key": "another-0123456789"})["ids"]
+    assert other == [first[-1] + 1, first[-1] + 2]  # another key: another submission
+    cluster.drover("cancel", *map(str, first + other))
+
+
 def test_event_log_file_has_every_event_once_across_a_controller_kill(cluster: LocalCluster) -> None:
     import json
 

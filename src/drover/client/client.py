@@ -106,15 +106,16 @@ class Client:
         payload = [job if isinstance(job, dict) else _to_builtins(job) for job in jobs]
         if self.munge_socket is not None:
             payload = [_signed(job, self.munge_socket) for job in payload]
-        # A key of this submission's own: sent again after a lost connection (below), it gets
-        # the first one's ids.
+        # A key of this submission's own: sent again after a lost connection (below, and by the
+        # transport to the next controller when there are several), it gets the first one's ids.
         body = {"jobs": payload, "request_key": os.urandom(12).hex()}
         try:
-            return list(self.transport.call("POST", "/v1/jobs", body)["ids"])
+            return list(self.transport.call("POST", "/v1/jobs", body, repeatable=True)["ids"])
         except ConnectionLost:
             # The same request again, with the same key: the controller answers with the first
-            # one's ids if it had taken it, and makes no second copy of the jobs.
-            return list(self.transport.call("POST", "/v1/jobs", body)["ids"])
+            # one's ids if it had taken it (any controller of the cluster: the key is committed
+            # with the jobs), and makes no second copy of the jobs.
+            return list(self.transport.call("POST", "/v1/jobs", body, repeatable=True)["ids"])
 
     def job(self, job_id: int) -> JobInfo:
         from drover.protocol.api import JobInfo

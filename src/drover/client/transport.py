@@ -104,19 +104,21 @@ class Transport:
             self._sock = None
 
     def request(self, method: str, path: str, body: bytes | None = None,
-                timeout_s: float | None = None) -> tuple[int, bytes]:
+                timeout_s: float | None = None, repeatable: bool = False) -> tuple[int, bytes]:
         """One request and its answer, from the active controller. With several addresses, a
         standby's answer, or no controller answering, sends the request on to the active one or
         the next (a standby did nothing with it), for at most FAIL_OVER_S; a GET whose
-        connection was lost goes on too. Anything else whose connection was lost is never sent
-        again here (see ConnectionLost)."""
+        connection was lost goes on too, and so does a `repeatable` request (a submission with
+        its request key): the controller that lost it may have died, and the next to be active
+        answers it. Anything else whose connection was lost is never sent again here (see
+        ConnectionLost)."""
         deadline = time.monotonic() + FAIL_OVER_S
         wait = 0.0
         while True:
             try:
                 status, data = self._request_once(method, path, body, timeout_s)
             except ConnectionLost:
-                if method != "GET" or not self.addresses.several or time.monotonic() > deadline:
+                if (method != "GET" and not repeatable) or not self.addresses.several or time.monotonic() > deadline:
                     raise
                 self.addresses.follow(None)
             except Unavailable:  # no address answered
@@ -215,10 +217,12 @@ class Transport:
             self.close()
         return status, body
 
-    def call(self, method: str, path: str, payload: Any = None, timeout_s: float | None = None) -> Any:
-        """Send JSON, return the decoded JSON reply; an error reply raises the matching DroverError."""
+    def call(self, method: str, path: str, payload: Any = None, timeout_s: float | None = None,
+             repeatable: bool = False) -> Any:
+        """Send JSON, return the decoded JSON reply; an error reply raises the matching DroverError.
+        `repeatable`: the request may be sent again after a lost connection (see `request`)."""
         body = None if payload is None else json.dumps(payload, separators=(",", ":")).encode()
-        status, data = self.request(method, path, body, timeout_s)
+        status, data = self.request(method, path, body, timeout_s, repeatable)
         if status >= 400:
             try:
                 reply = json.loads(data)

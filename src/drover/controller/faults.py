@@ -9,6 +9,11 @@ DROVER_FAULT_REPORT_RAISES=KIND:NAME
     progress, staged_out, exited; or * for any) about an attempt of a job named NAME raises
     RuntimeError("injected fault: …"). A job that the controller failed has ended, so its later
     reports are not handled again (tests/integration/faults/test_internal_errors.py).
+
+DROVER_FAULT_EXIT_AFTER_SUBMIT=1
+    The controller exits (status 1) as soon as it has committed a submission, before it answers:
+    a controller that dies at the worst moment for a submission, which its client sends again
+    with its request key (tests/integration/store/test_failover.py).
 """
 
 from __future__ import annotations
@@ -24,23 +29,29 @@ from drover.core.exit_status import ExitSemantics
 from drover.core.ids import job_of_attempt
 
 REPORT_RAISES = "DROVER_FAULT_REPORT_RAISES"
+EXIT_AFTER_SUBMIT = "DROVER_FAULT_EXIT_AFTER_SUBMIT"
 
 
 @dataclass(frozen=True, slots=True)
 class Faults:
     report_raises: tuple[str, str] | None = None  # (kind or "*", job name)
+    exit_after_submit: bool = False
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Faults:
         value = environ.get(REPORT_RAISES) or ""
         kind, colon, name = value.partition(":")
-        return cls(report_raises=(kind, name) if colon and kind and name else None)
+        return cls(report_raises=(kind, name) if colon and kind and name else None,
+                   exit_after_submit=environ.get(EXIT_AFTER_SUBMIT) == "1")
 
     def __bool__(self) -> bool:
-        return self.report_raises is not None
+        return self.report_raises is not None or self.exit_after_submit
 
     def describe(self) -> str:
-        return f"{REPORT_RAISES}={':'.join(self.report_raises)}" if self.report_raises else "none"
+        found = [f"{REPORT_RAISES}={':'.join(self.report_raises)}"] if self.report_raises else []
+        if self.exit_after_submit:
+            found.append(f"{EXIT_AFTER_SUBMIT}=1")
+        return ", ".join(found) or "none"
 
     def report_handler(self, handle: ReportHandler) -> ReportHandler:
         """`handle` itself when off; when on, `handle` behind the injected fault."""

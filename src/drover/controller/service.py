@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import shutil
 import time
 from collections import OrderedDict
@@ -33,7 +34,7 @@ from drover.controller.auth import Caller
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.fairshare import DecayedUsage
-from drover.controller.faults import NO_FAULTS, Faults
+from drover.controller.faults import EXIT_AFTER_SUBMIT, NO_FAULTS, Faults
 from drover.controller.handlers import queues
 from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
@@ -60,11 +61,13 @@ from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
 from drover.protocol.node_channel import Exited, Heartbeat, Hello, NodeMessage, StagedOut
-from drover.store.base import Changes, EventRecord, JobFilter, Store
+from drover.store.base import Changes, EventRecord, JobFilter, Store, SubmissionKey
 from drover.store.faults import StoreFault
 
 log = logging.getLogger("drover.controller")
-REMEMBERED_SUBMISSIONS = 10_000  # request keys kept (in memory: a controller restart forgets them)
+# Request keys remembered: in memory, and in the store with their submissions (loaded by a
+# controller that starts or takes over; the older ones are pruned with the hourly purge).
+REMEMBERED_SUBMISSIONS = 10_000
 UNSAVED_REPORTS = 10_000  # per node: reports kept while the store refuses them (the oldest go first)
 REASON_CHARS = 1000  # of an internal error's reason, as kept with the job
 PURGE_EVERY_S = 3600.0  # how often ended jobs older than history_days are looked for
@@ -156,12 +159,17 @@ class ControllerService:
         self._new_events = asyncio.Event()
         self._reload_due = False  # the working set is not whole: reloaded from the store before anything
         self._report_handler = faults.report_handler(handle_report)
+        self._exit_after_submit = faults.exit_after_submit
         # Reports a node sends once (started, suspended, exiting, progress) that the store could
         # not take: tried again with the node's next frame, or on a timer (`_keep_unsaved`).
         self._unsaved: dict[str, list[Report]] = {}
         self._unsaved_retry: dict[str, tuple[asyncio.TimerHandle, float]] = {}
         self.event_logs = EventLogFiles(self.channels, self._event_log_refused)
         self.state = self._load()
+        # A submission sent again after the controller that took it restarted or was replaced
+        # gets the ids it got then: its key was committed with its jobs.
+        for submission in store.recent_submissions(REMEMBERED_SUBMISSIONS):
+            self._submitted[submission.owner, submission.key] = submission.job_ids
         recently = clock() - CATCH_UP_ENDED_WITHIN_S
         self.event_logs.catch_up(store, [*self.state.jobs.values(),
                                          *store.list_ended_jobs(JobFilter(ended_since=recently, limit=100_000))])
@@ -546,11 +554,22 @@ class ControllerService:
 
     async def purge_history(self, every_s: float = PURGE_EVERY_S) -> None:
         """Every `every_s` (first at start): forget jobs that ended more than history_days ago,
-        PURGE_BATCH at a time, each batch its own transaction, the loop free between batches."""
+        PURGE_BATCH at a time, each batch its own transaction, the loop free between batches;
+        and the request keys of all but the newest REMEMBERED_SUBMISSIONS submissions."""
         while True:
+            self.prune_submissions()
             if self.settings.history_days > 0:
                 await self.purge_once()
             await asyncio.sleep(every_s)
+
+    def prune_submissions(self) -> int:
+        """Forget the stored request keys this controller no longer remembers (it remembers the
+        newest REMEMBERED_SUBMISSIONS); the number forgotten."""
+        try:
+            return self.store.prune_submissions(REMEMBERED_SUBMISSIONS)
+        except Exception:
+            log.exception("pruning the submissions' request keys failed; it is tried again later")
+            return 0
 
     async def purge_once(self) -> int:
         """One round of purging (every batch due now); the number of jobs forgotten."""
@@ -820,13 +839,20 @@ class ControllerService:
         event_log_node = self.event_logs.node_for(owner, submitted_from) if any(j.event_log for j in jobs) else None
 
         def handler() -> Outcome:
-            outcome, new_ids = submit(self.state, jobs, owner, self.clock(), self.store,
+            now = self.clock()
+            outcome, new_ids = submit(self.state, jobs, owner, now, self.store,
                                       queues.queues_in_effect(self.state, self.settings.queues),
                                       self.settings.limits, event_log_node, self.settings.licenses)
             ids.extend(new_ids)
+            if request_key is not None:  # committed with the jobs: known to any controller from then on
+                outcome.changes.submissions.append(SubmissionKey(owner, request_key, tuple(new_ids), now))
             return outcome
 
         self._run(handler, Scope(next_job_id=self.state.next_job_id))
+        if self._exit_after_submit:
+            log.error("injected fault (%s): exiting with jobs %s committed, before answering", EXIT_AFTER_SUBMIT,
+                      ids)
+            os._exit(1)
         if request_key is not None:
             self._submitted[owner, request_key] = tuple(ids)
             while len(self._submitted) > REMEMBERED_SUBMISSIONS:

@@ -25,6 +25,17 @@ class EventRecord:
     seq: int = 0  # the event log's sequence number, set by the store when it commits the event
 
 
+@dataclass(frozen=True, slots=True)
+class SubmissionKey:
+    """A client's name for one submission (its request key), with the ids the submission got:
+    the same key from the same owner again gets these ids, whichever controller answers."""
+
+    owner: str
+    key: str
+    job_ids: tuple[int, ...]
+    submitted_at: float
+
+
 @dataclass(slots=True)
 class Changes:
     """What one handler changed: written in one transaction, before anyone is told."""
@@ -40,6 +51,10 @@ class Changes:
     given_up: dict[tuple[int, int, int], list[GivenUpStep]] = field(default_factory=dict)
     queues: dict[str, QueueRecord | None] = field(default_factory=dict)  # None: the queue is removed
     specs: set[int] = field(default_factory=set)  # of `jobs`, those whose spec changed too (a move to another queue)
+    # The request keys of the submissions among `new_jobs`: committed with their jobs, so that a
+    # submission sent again after its answer was lost makes no second copy, even once the
+    # controller that took it is gone.
+    submissions: list[SubmissionKey] = field(default_factory=list)
 
     def job(self, job: Job, spec: bool = False) -> None:
         self.jobs[job.id] = job
@@ -67,7 +82,7 @@ class Changes:
 
     def __bool__(self) -> bool:
         return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events
-                    or self.given_up or self.queues)
+                    or self.given_up or self.queues or self.submissions)
 
     def merge(self, later: Changes) -> None:
         """Add what a later handler changed, as if one handler had made both: of a record both
@@ -82,16 +97,20 @@ class Changes:
             self.given_up[key] = [*self.given_up.get(key, ()), *steps]
         self.queues.update(later.queues)
         self.specs |= later.specs
+        self.submissions.extend(later.submissions)
 
     # Every field that belongs to a job is named by the job's id in the three methods below (a
     # test holds each field to it): a job set aside must leave nothing behind. Every field is
-    # merged by `merge` above.
+    # merged by `merge` above. A submission's key belongs to all its jobs: a submission is all or
+    # nothing (its scope is not per job), so its jobs are never parted; were one of them set
+    # aside, the key would go with it, and were they split, it goes with the first.
 
     def job_ids(self) -> set[int]:
         """Every job these changes touch."""
         return ({job.id for job in self.new_jobs} | set(self.jobs) | {key[0] for key in self.tasks}
                 | {key[0] for key in self.attempts} | {key[0] for key in self.given_up} | self.specs
-                | {event.job_id for event in self.events if event.job_id is not None})
+                | {event.job_id for event in self.events if event.job_id is not None}
+                | {job_id for submission in self.submissions for job_id in submission.job_ids})
 
     def drop_jobs(self, job_ids: Set[int]) -> None:
         """Forget what these jobs changed; the nodes' and the jobless events stay."""
@@ -102,6 +121,8 @@ class Changes:
         self.given_up = {key: steps for key, steps in self.given_up.items() if key[0] not in job_ids}
         self.specs = self.specs - job_ids
         self.events = [event for event in self.events if event.job_id not in job_ids]
+        self.submissions = [submission for submission in self.submissions
+                            if job_ids.isdisjoint(submission.job_ids)]
 
     def by_job(self) -> tuple[Changes, dict[int, Changes]]:
         """The changes split in one part per job, and what belongs to no job (nodes, and the
@@ -129,6 +150,8 @@ class Changes:
             part(job_id).specs.add(job_id)
         for event in self.events:
             (common if event.job_id is None else part(event.job_id)).events.append(event)
+        for submission in self.submissions:
+            (part(submission.job_ids[0]) if submission.job_ids else common).submissions.append(submission)
         return common, parts
 
 
@@ -227,6 +250,13 @@ class Store(Protocol):
     def purge_ended(self, before: float, limit: int) -> list[int]:
         """Forget at most `limit` jobs ended before `before` (oldest first) with everything of
         them, in one transaction; returns their ids."""
+
+    def recent_submissions(self, limit: int) -> list[SubmissionKey]:
+        """The request keys of the newest `limit` submissions that had one, the oldest first."""
+
+    def prune_submissions(self, keep: int) -> int:
+        """Forget the request keys of all but the newest `keep` submissions (those submitted at
+        the same instant as the oldest kept one stay too); returns how many went."""
 
     def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]: ...
 

@@ -32,6 +32,7 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("queues", ("name",)),
     ("join_tokens", ("id",)),
     ("node_certificates", ("serial",)),
+    ("submission_keys", ("owner", "request_key")),
 )
 BATCH = 1000
 _canonical = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode

@@ -15,7 +15,7 @@ from drover.core.membership import TokenRecord
 from drover.core.node import Node
 from drover.core.node_state import NodeState
 from drover.core.queues import QueueRecord
-from drover.store.base import Changes, EventRecord, JobFilter, WorkingSet
+from drover.store.base import Changes, EventRecord, JobFilter, SubmissionKey, WorkingSet
 from drover.store.dialect import Dialect
 from drover.store.faults import StoreFault, translated
 from drover.store.rows import (
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 NODE_COLUMNS = ("name", "cpus", "memory_mib", "state", "registered_at", "last_seen", "reason", "drain", "gres",
                 "features", "queue_errors")
 QUEUE_COLUMNS = ("name", "starting", "accepting", "reason", "settings", "created_by", "changed_at")
+SUBMISSION_COLUMNS = ("owner", "request_key", "job_ids", "submitted_at")
 IDS_PER_STATEMENT = 500  # well below SQLite's bound on a statement's parameters
 
 
@@ -181,6 +182,10 @@ class SqlStore:
                 [(first_seq + n, e.time, e.job_id, e.index, e.attempt, e.kind, dumps(e.detail))
                  for n, e in enumerate(changes.events)],
             )
+        if changes.submissions:
+            # A key seen again once it was no longer remembered names the newer submission.
+            db.executemany(upsert("submission_keys", SUBMISSION_COLUMNS, ("owner", "request_key")),
+                           [(s.owner, s.key, dumps(list(s.job_ids)), s.submitted_at) for s in changes.submissions])
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -204,6 +209,20 @@ class SqlStore:
         queues = self.load_queues()
         next_id = (self.db.execute("SELECT MAX(id) FROM jobs", ()).fetchone()[0] or 0) + 1
         return WorkingSet(jobs, attempts, nodes, next_id, queues)
+
+    @translated
+    def recent_submissions(self, limit: int) -> list[SubmissionKey]:
+        rows = self.db.execute(f"SELECT {', '.join(SUBMISSION_COLUMNS)} FROM submission_keys "
+                               "ORDER BY submitted_at DESC, owner DESC, request_key DESC LIMIT ?", (limit,))
+        return [SubmissionKey(row[0], row[1], tuple(json.loads(row[2])), row[3]) for row in reversed(list(rows))]
+
+    @translated
+    def prune_submissions(self, keep: int) -> int:
+        """One statement: the index on submitted_at finds the oldest kept key, and what is older goes."""
+        with self.transaction() as db:
+            return int(db.execute(
+                "DELETE FROM submission_keys WHERE submitted_at < (SELECT submitted_at FROM submission_keys "
+                "ORDER BY submitted_at DESC LIMIT 1 OFFSET ?)", (max(keep, 1) - 1,)).rowcount)
 
     @translated
     def load_nodes(self) -> dict[str, Node]:

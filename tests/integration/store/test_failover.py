@@ -9,6 +9,9 @@ outlives its active controller.
   acknowledges nothing more, and the standby takes over.
 - The PostgreSQL server restarted while jobs run: commands get clear errors meanwhile, and
   afterwards one controller goes on with every job, none lost, none recorded twice.
+- A submission the active controller committed and never answered (it died first), sent again
+  by `drover submit` with its request key, gets the same ids from the new active controller:
+  its jobs exist once. The same through the client API after a kill -9 of the active one.
 """
 
 from __future__ import annotations
@@ -26,14 +29,21 @@ from tests.helpers.ha_cluster import HaCluster
 from tests.helpers.postgres import PrivateServer, Unavailable
 from tests.helpers.wait import wait_until
 
+from drover.client import Client
+from drover.controller.faults import EXIT_AFTER_SUBMIT
+
 FAILOVER_LIMIT_S = 10.0
 
 
 @contextmanager
-def _cluster(request: pytest.FixtureRequest, url: str) -> Iterator[HaCluster]:
+def _cluster(request: pytest.FixtureRequest, url: str, faults_of_a: dict[str, str] | None = None) -> Iterator[HaCluster]:
+    """`faults_of_a`: the first controller's fault injection (drover/controller/faults.py)."""
     with HaCluster(url) as cluster:
         try:
+            cluster.env.update(faults_of_a or {})
             cluster.start_controller("a")
+            for name in faults_of_a or {}:
+                del cluster.env[name]
             cluster.wait_role("a", "active")
             cluster.start_controller("b")
             cluster.wait_role("b", "standby")
@@ -151,6 +161,53 @@ def test_a_controller_cut_off_from_its_lock_stops_and_the_standby_takes_over(ha:
     cluster.drover("wait", str(first), str(second), *map(str, acknowledged), timeout=60)
     assert {name: pid for name, pid in cluster.shepherds().items() if name in shepherds} in (shepherds, {})
     assert_recorded_once(postgres_url, [first, second, *acknowledged])
+
+
+def test_a_submission_committed_by_a_controller_that_died_before_answering_is_made_once(
+        request: pytest.FixtureRequest, postgres_url: str) -> None:
+    """1. The active controller commits a submission of an array of three tasks and exits before
+    it answers (an injected fault). 2. `drover submit`, its connection lost, sends the request
+    again with its request key; the standby takes over and answers with the id the first one
+    committed. 3. The store holds that one job, which runs its three tasks once."""
+    with _cluster(request, postgres_url, {EXIT_AFTER_SUBMIT: "1"}) as cluster:
+        marks = cluster.workdir / "marks"
+        job = cluster.submit("--array", "0-2", "--", "sh", "-c", f"echo $DROVER_ARRAY_TASK_ID >> {marks}")
+        assert cluster.processes["a"].wait(timeout=30) == 1
+        assert "injected fault" in cluster.log("a")
+        cluster.processes.pop("a")
+        assert cluster.health("b")["role"] == "active"
+        assert store_rows(postgres_url, "SELECT id FROM jobs") == [(job,)]
+        assert store_rows(postgres_url, "SELECT k.owner = j.owner, k.job_ids FROM submission_keys k "
+                                        "JOIN jobs j ON j.id = %s", job) == [(True, f"[{job}]")]
+        cluster.drover("wait", str(job), timeout=60)
+        assert sorted(marks.read_text().split()) == ["0", "1", "2"]  # each task ran once
+        assert_recorded_once_by_task(postgres_url, job, 3)
+
+
+def test_a_submission_sent_again_through_the_client_after_a_failover_gets_the_same_ids(ha: HaCluster,
+                                                                                        postgres_url: str) -> None:
+    """The client API with a key of its own: answered by the active controller, which is then
+    killed (-9); the same request to the new active controller returns the same ids."""
+    cluster = ha
+    body = {"jobs": [{"script": "#!/bin/sh\ntrue\n", "workdir": str(cluster.workdir)}] * 2,
+            "request_key": "retried-0123456789"}
+    with Client(cluster.socket("a"), timeout_s=30) as client:
+        first = client.transport.call("POST", "/v1/jobs", body)["ids"]
+    cluster.kill("a")
+    cluster.wait_role("b", "active")
+    with Client(cluster.socket("b"), timeout_s=30) as client:
+        again = client.transport.call("POST", "/v1/jobs", body)["ids"]
+    assert again == first and len(first) == 2
+    assert store_rows(postgres_url, "SELECT id FROM jobs ORDER BY id") == [(job,) for job in first]
+    cluster.drover("wait", *map(str, first), timeout=60)
+
+
+def assert_recorded_once_by_task(url: str, job: int, tasks: int) -> None:
+    """Each task of the job has one attempt, its exit recorded; the job ended once."""
+    attempts = store_rows(url, "SELECT idx, number, exit IS NOT NULL FROM attempts WHERE job_id = %s ORDER BY idx",
+                          job)
+    assert attempts == [(index, 1, True) for index in range(tasks)]
+    assert store_rows(url, "SELECT COUNT(*) FROM events WHERE job_id = %s AND kind = 'job_ended'", job) == [(1,)]
 
 
 @pytest.fixture

@@ -169,6 +169,28 @@ def test_several_controllers_a_standby_sends_the_request_to_the_active_one(tmp_p
         standby.close()
 
 
+def test_several_controllers_a_keyed_submission_whose_connection_is_lost_goes_to_the_next(tmp_path: Path) -> None:
+    """The controller in use hangs up on the submission (it died before answering): a request
+    that may be sent again (a submission with its request key) goes on to the next controller,
+    which answers; any other is not sent again."""
+    def hang_up(connection: socket.socket, request: bytes) -> None:
+        connection.shutdown(socket.SHUT_RDWR)
+
+    dying = Server(tmp_path / "dying.sock", hang_up)
+    active = Server(tmp_path / "active.sock", lambda connection, _: connection.sendall(answer(b'{"ids":[7]}')))
+    addresses = f"{dying.path},{active.path}"
+    try:
+        body = {"jobs": [], "request_key": "k-0123456789"}
+        assert Transport(addresses, timeout_s=5).call("POST", "/v1/jobs", body, repeatable=True) == {"ids": [7]}
+        assert len(dying.requests) == len(active.requests) == 1
+        with pytest.raises(ConnectionLost, match="closed the connection before it answered"):
+            Transport(addresses, timeout_s=5).call("POST", "/v1/jobs/actions/signal", {"refs": ["1"]})
+        assert len(dying.requests) == 2 and len(active.requests) == 1
+    finally:
+        dying.close()
+        active.close()
+
+
 def test_several_controllers_none_answering_is_one_error_naming_each(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from drover.client import addresses

@@ -36,7 +36,7 @@ from drover.protocol.node_channel import (
     Started,
     controller_decoder,
 )
-from drover.store.base import Changes, EventRecord
+from drover.store.base import Changes, EventRecord, SubmissionKey
 from drover.store.faults import StoreFault
 from drover.store.sqlite import SqliteStore
 
@@ -441,6 +441,7 @@ def test_merging_covers_every_field_of_changes() -> None:
     later.node(Node("n1", 1, 1, NodeState.UP, 0.0))
     later.queue("night", QueueRecord("night", starting=False))
     later.events.append(EventRecord(0.0, "node_connected"))
+    later.submissions.append(SubmissionKey("a", "key-1", (1,), 0.0))
     merged = Changes()
     merged.merge(later)
     for name in Changes.__dataclass_fields__:

@@ -4,6 +4,7 @@ checksums; the copy opens as the same cluster; a non-empty target is refused unl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from tests.unit.controller.test_handlers import OK, World
 
 from drover.core.membership import TokenRecord
 from drover.store.admin import CopyRefused, check, copy_store, figures
-from drover.store.base import open_store
+from drover.store.base import Changes, SubmissionKey, open_store
 from drover.store.database import Database
 from drover.store.sql_store import SqlStore
 
@@ -36,6 +37,7 @@ def a_busy_store(url: str) -> None:
     world.act("hold", f"{waiting}.5")
     assert isinstance(world.store, SqlStore)
     world.store.add_join_token(TokenRecord("0123456789ab", "f" * 64, 1.0, "root", 9e9, 3, None))
+    world.store.commit(Changes(submissions=[SubmissionKey("alice", "k-0123456789", (running,), 2.5)]))
     assert world.ended == [ended, failed]
     jobs = world.state.jobs
     assert jobs[running].tasks[0].state == "running" and jobs[held].fresh_state == "held"
@@ -50,7 +52,7 @@ def test_a_busy_store_copies_to_postgresql_and_back_with_equal_figures(tmp_path:
     assert there.matches
     rows = {f.table: f.rows for f in there.target}
     assert rows["jobs"] == 5 and rows["tasks"] == 4 and rows["attempts"] >= 3 and rows["accounting"] == 2
-    assert rows["events"] > 10 and rows["nodes"] == 2 and rows["join_tokens"] == 1
+    assert rows["events"] > 10 and rows["nodes"] == 2 and rows["join_tokens"] == 1 and rows["submission_keys"] == 1
     back = copy_store(postgres_url, f"sqlite://{tmp_path}/back.db")
     assert back.matches and back.target == there.source  # the same figures, whichever way
 
@@ -59,6 +61,7 @@ def test_a_busy_store_copies_to_postgresql_and_back_with_equal_figures(tmp_path:
         mine, theirs = original.load_working_set(), copied.load_working_set()
         assert mine == theirs  # the cluster as the controller loads it: jobs, tasks, attempts, nodes
         assert original.events_of(None, 0, 1000) == copied.events_of(None, 0, 1000)
+        assert original.recent_submissions(10) == copied.recent_submissions(10) != []
         reader = copied.reader()
         assert [r.job_id for r in reader.history(None, 10, None)] == [
             r.job_id for r in original.reader().history(None, 10, None)]
@@ -105,6 +108,9 @@ def test_drover_store_copy_and_check_print_their_figures(tmp_path: Path, postgre
     assert "every table's rows and checksum agree" in copied.stdout and "jobs" in copied.stdout
     checked = drover("check", "--url", postgres_url)
     assert checked.returncode == 0 and "current" in checked.stdout and "jobs" in checked.stdout
+    for args in (("--json", "check", "--url", postgres_url), ("check", "--url", postgres_url, "--json")):
+        as_json = drover(*args)  # --json before the action or after it, as with every command
+        assert as_json.returncode == 0 and json.loads(as_json.stdout)["counts"]["jobs"] == 5, as_json.stderr
     again = drover("copy", "--from", source, "--to", postgres_url)
     assert again.returncode == 1 and "--force" in again.stderr and "Traceback" not in again.stderr
 

@@ -4,6 +4,7 @@ file) while the controller is stopped or running; `copy` wants the controller st
 
 from __future__ import annotations
 
+import argparse
 import os
 
 from drover.cli.common import parser, print_json
@@ -26,6 +27,9 @@ def run(command: str, argv: list[str]) -> int:
     copy.add_argument("--from", dest="source", required=True, metavar="URL", help="the store to copy")
     copy.add_argument("--to", dest="target", required=True, metavar="URL", help="the database to copy it into")
     copy.add_argument("--force", action="store_true", help="replace what the target holds")
+    for sub in (migrate, check, copy):
+        # After the action too, as every other command takes it (SUPPRESS: one given before it stays).
+        sub.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for programs")
     args = p.parse_args(argv)
 
     from drover.store import admin
