@@ -92,5 +92,5 @@ def test_a_database_left_at_an_earlier_version_migrates_with_its_rows(store_url:
     ended = store.load_job(1)
     assert ended is not None and ended.state == "completed" and ended.tasks[0].exit_status == 0
     assert [e.kind for _, e in store.events_of(1, 0, 10)] == ["submitted", "job_ended"]
-    assert store.recent_submissions(10) == []  # migration 15: no key was kept before it
+    assert store.recent_submissions(10) == []  # migration 16: no key was kept before it
     store.close()

@@ -1,4 +1,4 @@
--- As ../0015_submission_keys.sql: a submission's request key with the ids it got, written with
+-- As ../0016_submission_keys.sql: a submission's request key with the ids it got, written with
 -- its jobs, so that a submission sent again gets the first one's ids from any controller.
 CREATE TABLE submission_keys (
     owner        TEXT             NOT NULL,
