@@ -8,7 +8,7 @@ limit). Median and min-max over the repetitions. See bench/README.md for what ea
     .venv/bin/python bench/run.py B1 B3 --repeat 5
     .venv/bin/python bench/run.py --quick         # smaller B1, B2, B4, B7 and B8
     .venv/bin/python bench/run.py B10 --repeat 1  # the planner alone, no cluster
-    .venv/bin/python bench/run.py B1 --postgres   # B1 also with the store on a private PostgreSQL
+    .venv/bin/python bench/run.py B1 B2 --postgres  # also with the store on a private PostgreSQL
     .venv/bin/python bench/run.py B1 --array-only # B1's array alone (its controller CPU per job)
 """
 
@@ -213,29 +213,41 @@ def b1(repeat: int, quick: bool, array_only: bool = False) -> dict[str, Any]:
 
 
 def b2(repeat: int, quick: bool) -> dict[str, Any]:
-    """Submission: CLI one by one, one bulk call, one 100,000-task array (held: nothing runs)."""
+    """Submission: CLI one by one, one bulk call, one 100,000-task array (held: nothing runs);
+    with --postgres, also on a PostgreSQL store, side by side in each repetition."""
     n = 200 if quick else 1000
-    one_by_one, bulk, big_array, tsp_rate = [], [], [], []
+    stores = ["sqlite", *(["postgresql"] if POSTGRES else [])]
+    one_by_one: dict[str, list[float]] = {store: [] for store in stores}
+    bulk: dict[str, list[float]] = {store: [] for store in stores}
+    big_array: dict[str, list[float]] = {store: [] for store in stores}
+    tsp_rate: list[float] = []
     for _ in range(repeat):
-        with cluster() as c:
-            began = time.perf_counter()
-            ids = [c.drover("submit", "--parsable", "--hold", "--", "true").stdout.strip() for _ in range(n)]
-            one_by_one.append(n / (time.perf_counter() - began))
-            c.drover("cancel", "-q", *ids)
-            lines = c.work / "lines"
-            lines.write_text("true\n" * n)
-            seconds = timed(lambda lines=lines: c.drover("submit", "--parsable", "--hold", "--each-line", str(lines)))
-            bulk.append(n / seconds)
-            big_array.append(timed(lambda: c.drover("submit", "--parsable", "--hold", "--array", "1-100000", "--", "true")))
+        for store in stores:
+            with cluster(store) as c:
+                began = time.perf_counter()
+                ids = [c.drover("submit", "--parsable", "--hold", "--", "true").stdout.strip() for _ in range(n)]
+                one_by_one[store].append(n / (time.perf_counter() - began))
+                c.drover("cancel", "-q", *ids)
+                lines = c.work / "lines"
+                lines.write_text("true\n" * n)
+                seconds = timed(lambda lines=lines, c=c: c.drover("submit", "--parsable", "--hold", "--each-line", str(lines)))
+                bulk[store].append(n / seconds)
+                big_array[store].append(timed(lambda c=c: c.drover("submit", "--parsable", "--hold", "--array", "1-100000",
+                                                                   "--", "true")))
         with task_spooler(slots=1) as env:
             if env is not None:
                 began = time.perf_counter()
                 for _ in range(n):
                     subprocess.run(["tsp", "true"], env=env, capture_output=True)
                 tsp_rate.append(n / (time.perf_counter() - began))
-    return {"submissions": n, "drover CLI one by one (/s)": summary(one_by_one),
-            "drover one bulk call (/s)": summary(bulk), "drover 100,000-task array (s)": summary(big_array),
-            "tsp one by one (/s)": summary(tsp_rate) if tsp_rate else None}
+    on_postgres = {
+        "drover CLI one by one (/s), PostgreSQL store": summary(one_by_one["postgresql"]),
+        "drover one bulk call (/s), PostgreSQL store": summary(bulk["postgresql"]),
+        "drover 100,000-task array (s), PostgreSQL store": summary(big_array["postgresql"]),
+    } if POSTGRES else {}
+    return {"submissions": n, "drover CLI one by one (/s)": summary(one_by_one["sqlite"]),
+            "drover one bulk call (/s)": summary(bulk["sqlite"]), "drover 100,000-task array (s)": summary(big_array["sqlite"]),
+            **on_postgres, "tsp one by one (/s)": summary(tsp_rate) if tsp_rate else None}
 
 
 def b3(repeat: int, quick: bool) -> dict[str, Any]:
@@ -483,7 +495,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))
     parser.add_argument("--postgres", action="store_true",
-                        help="B1 also with the cluster's store on a private PostgreSQL server (needs its "
+                        help="B1 and B2 also with the cluster's store on a private PostgreSQL server (needs its "
                              "binaries and psycopg, as the store's tests do)")
     parser.add_argument("--array-only", action="store_true",
                         help="B1: the array alone (no single submissions, no reference tools)")
