@@ -3,8 +3,8 @@ on a Unix socket there and on a free loopback port, started and stopped with pg_
 system's own service is never touched. As root it runs as the `postgres` user (PostgreSQL
 refuses root). One server per test session; each test gets a database of its own.
 
-Where the binaries are missing it tries `apt-get install -y postgresql` once; where they still
-are not, or psycopg is not installed, the tests that need it skip and say why.
+Where the binaries are missing it tries `apt-get install -y postgresql` once (after `apt-get
+update` if the package lists do not have it); where they still are not, or psycopg is not installed, the tests that need it skip and say why.
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ def _install_once() -> Path:
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise Unavailable("PostgreSQL's server binaries are not installed (apt-get install postgresql)")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    result = subprocess.run(["apt-get", "install", "-y", "-q", "postgresql"], capture_output=True, text=True,
-                            env=env, timeout=600)
+    install = ["apt-get", "install", "-y", "-q", "postgresql"]
+    result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
+    if result.returncode != 0:  # a fresh machine may not have read its package lists yet
+        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
+        result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
     found = bin_dir()
     if found is None:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
