@@ -140,7 +140,8 @@ def _run(spool: layout.SpoolDir) -> int:
     # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py).
     limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
                                config.get("queue_nice", 0))
-    if methods(config, BEFORE_JOB) or methods(config, AFTER_JOB):
+    before_job, after_job = methods(config, BEFORE_JOB), methods(config, AFTER_JOB)
+    if before_job or after_job:
         method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
         site_options = _site_popen_options(config, stdout, stderr, setup.saved(limits))
     else:
@@ -151,7 +152,7 @@ def _run(spool: layout.SpoolDir) -> int:
         # and so does a stop (a cancel, requeue or hold) that came meanwhile: the job is not
         # started only to be killed. A method that runs is let finish; the next one does not start.
         failed = None
-        for method in methods(config, BEFORE_JOB):
+        for method in before_job:
             ran.append(method)
             failed = _run_methods([method], method_options, site_options, containment, config)
             if failed is not None or inbox.stop_requested():
@@ -159,7 +160,7 @@ def _run(spool: layout.SpoolDir) -> int:
         stopped = inbox.stop_requested()
         if failed is not None or stopped:
             containment.kill_all()
-            cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
+            cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment)
             _close(stdout, stderr)
             outputs.finish(spool, config, identity)
             if failed is not None:
@@ -184,7 +185,7 @@ def _run(spool: layout.SpoolDir) -> int:
                 os.close(relay.slave)
     except StartFailure as failure:  # the job could not be started, after its prologs ran
         containment.kill_all()
-        cleaned = _clean_up_without_job(ran, config, method_options, site_options, containment)
+        cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment)
         _close(stdout, stderr)
         outputs.finish(spool, config, identity)
         return _give_up(spool, containment, tmpdir, failure, methods_run=cleaned)
@@ -214,7 +215,7 @@ def _run(spool: layout.SpoolDir) -> int:
 
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
-    for method in methods(config, AFTER_JOB):
+    for method in after_job:
         status_of_method = _run_methods([method], method_options, site_options, containment, config,
                                         stop_on_failure=False)
         after.append((method, 0 if status_of_method is None else status_of_method[1]))
@@ -368,7 +369,7 @@ def _stopped_by(spool: layout.SpoolDir) -> str:
     return why if why in ("cancel", "requeue", "hold") else "stop"
 
 
-def _clean_up_without_job(ran: list[Method], config: AttemptConfig, options: dict[str, object],
+def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: AttemptConfig, options: dict[str, object],
                           site_options: dict[str, object], containment: Containment) -> list[tuple[Method, int]]:
     """The methods that still run when the job does not (a prolog or PE start failed, a stop came
     before the job started, or the job could not be started), each with its exit status.
@@ -382,7 +383,7 @@ def _clean_up_without_job(ran: list[Method], config: AttemptConfig, options: dic
     status ... is used as exit status of the job": with no job, there is nothing for it to follow."""
     pe_started = any(method.step == "pe_start" for method in ran)
     after: list[tuple[Method, int]] = []
-    for method in methods(config, AFTER_JOB):
+    for method in after_job:
         if method.level == "job" or (method.step == "pe_stop" and not pe_started):
             continue
         failed = _run_methods([method], options, site_options, containment, config, stop_on_failure=False)

@@ -12,30 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers.node_socket import FakeSocket
 
 from drover.controller import event_log
 from drover.controller.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
 from drover.core.errors import Conflict
 from drover.protocol.api import JobSubmission
-from drover.protocol.node_channel import AppendEventLog, EventLogAppended, Hello, controller_decoder
+from drover.protocol.node_channel import EventLogAppended, Hello
 from drover.store.sqlite import SqliteStore
 
 NOBODY = 65534  # the controller's user in these tests: it cannot become alice
-
-
-class FakeSocket:
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-
-    async def send_bytes(self, data: bytes) -> None:
-        self.messages.extend(controller_decoder.decode(data))
-
-    async def close(self, code: int = 1000) -> None:
-        pass
-
-    def appends(self) -> list[AppendEventLog]:
-        return [m for m in self.messages if isinstance(m, AppendEventLog)]
 
 
 class Cluster:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers.node_socket import FakeSocket
 
 from drover.controller import service as service_module
 from drover.controller.effects import Outcome, SendToNode
@@ -34,7 +35,6 @@ from drover.protocol.node_channel import (
     SignalAttempt,
     StartAttempt,
     Started,
-    controller_decoder,
 )
 from drover.store.base import Changes, EventRecord, SubmissionKey
 from drover.store.faults import StoreFault
@@ -61,17 +61,6 @@ class CountingStore(SqliteStore):
             self.log.append(("failed", changes.job_ids()))
             raise
         self.log.append(("commit", changes.job_ids()))
-
-
-class FakeSocket:
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-
-    async def send_bytes(self, data: bytes) -> None:
-        self.messages.extend(controller_decoder.decode(data))
-
-    async def close(self, code: int = 1000) -> None:
-        pass
 
 
 class Cluster:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers.node_socket import FakeSocket
 
 from drover.controller import service as service_module
 from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
@@ -39,7 +40,6 @@ from drover.protocol.node_channel import (
     SignalAttempt,
     StartAttempt,
     Started,
-    controller_decoder,
 )
 from drover.store.base import Changes, EventRecord, SubmissionKey
 from drover.store.faults import StoreFault
@@ -64,20 +64,6 @@ class FlakyStore(SqliteStore):
 
 def disk_full() -> StoreFault:
     return StoreFault("the job store drover.db cannot be used: the disk is full (database or disk is full)")
-
-
-class FakeSocket:
-    """The node's end of the channel: what the controller sent it, and whether it was closed."""
-
-    def __init__(self) -> None:
-        self.messages: list[Any] = []
-        self.closed = False
-
-    async def send_bytes(self, data: bytes) -> None:
-        self.messages.extend(controller_decoder.decode(data))
-
-    async def close(self, code: int = 1000) -> None:
-        self.closed = True
 
 
 class Cluster:
