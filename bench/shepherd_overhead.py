@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import select
 import shutil
 import statistics
@@ -26,6 +27,7 @@ from pathlib import Path
 from drover.execd.forkserver import ForkServer
 
 JOBS = {"command": "exec /bin/true\n", "script": "/bin/true\n"}
+OWNER = pwd.getpwuid(os.getuid()).pw_name  # a personal cluster's: the jobs are the node daemon's user's
 
 
 def spool_for(root: Path, name: str, job: str = "command") -> Path:
@@ -35,7 +37,7 @@ def spool_for(root: Path, name: str, job: str = "command") -> Path:
     config = {
         "attempt": name, "job_id": 1, "task_index": 0, "attempt_number": 1, "is_array": False,
         "array_first": None, "array_last": None, "array_step": None, "array_count": None, "name": "bench",
-        "owner": "bench", "node": "n1", "workdir": str(root), "submit_dir": str(root), "stdout": "/dev/null",
+        "owner": OWNER, "node": "n1", "workdir": str(root), "submit_dir": str(root), "stdout": "/dev/null",
         "stderr": None, "open_mode": "append", "environment": {"PATH": os.environ["PATH"]}, "cpus": 1,
         "cpu_ids": [0], "memory_mib": 0, "time_limit_s": None, "kill_grace_s": 1.0, "priority": 8,
     }
@@ -62,9 +64,13 @@ def main() -> int:
             spool = spool_for(root, f"1.{n}.1", args.job)
             began = time.perf_counter()
             pid = server.spawn(str(spool))
-            fd = os.pidfd_open(pid)
-            select.select([fd], [], [])
-            os.close(fd)
+            try:
+                fd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                pass  # ended, and reaped by the fork server, already
+            else:
+                select.select([fd], [], [])
+                os.close(fd)
             shepherd_ms.append((time.perf_counter() - began) * 1000)
             assert (spool / "exit_status").exists()
             argv = ["/bin/true"] if args.job == "command" else ["/bin/bash", str(spool / "job_script")]

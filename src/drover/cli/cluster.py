@@ -214,22 +214,24 @@ def _reap(pid: int) -> None:
         pass
 
 
-def ensure_running() -> None:
-    """Before a submission: start the personal cluster if none answers (zero configuration).
-    A cluster named by DROVER_SOCKET is never started here: it is someone else's."""
+def ensure_running() -> bool:
+    """Before a submission: start the personal cluster if none answers (zero configuration);
+    whether one was started. A cluster named by DROVER_SOCKET is never started here: it is
+    someone else's."""
     if os.environ.get(SOCKET_VARIABLE):
-        return
+        return False
     paths = Paths()
     if is_serving(paths) or is_serving(Paths(SYSTEM_STATE_DIR)):
-        return  # a cluster answers; its nodes are its own business
+        return False  # a cluster answers; its nodes are its own business
     from drover.config import remote_cluster
 
     if remote_cluster() is not None:
-        return  # this host joined a cluster: the commands talk to its controller
+        return False  # this host joined a cluster: the commands talk to its controller
     _refuse_on_a_joined_node()
     started = up(paths)
     if started:
         print(f"drover: started a personal cluster in {paths.root} (stop it with `drover down`)", file=sys.stderr)
+    return True
 
 
 def _refuse_on_a_joined_node() -> None:

@@ -1,7 +1,9 @@
 """A small HTTP/1.1 client over a Unix socket (or TCP), standard library only.
 
-The `drover` command starts in a few tens of milliseconds because this imports only `socket` and
-`json`; http.client alone would cost more than the rest of `drover submit` on a small machine.
+The `drover` command starts in a few tens of milliseconds because this imports only `json` and
+the C half of `socket` (`_socket`: the module `socket` adds enums and selectors, 2 ms of every
+`drover submit` here, and is imported only for a controller on another host); http.client alone
+would cost more than the rest of `drover submit` on a small machine.
 It speaks the subset of HTTP the controller uses: one request at a time on a kept-alive
 connection, bodies with Content-Length or chunked encoding. Given several controllers' addresses
 it goes to the active one and follows it when it changes (client/addresses.py).
@@ -9,8 +11,8 @@ it goes to the active one and follows it when it changes (client/addresses.py).
 
 from __future__ import annotations
 
+import _socket
 import json
-import socket
 import time
 
 from drover.client.addresses import (
@@ -49,7 +51,7 @@ class Transport:
         self.timeout_s = timeout_s
         self.tls = tls
         self.sign = sign
-        self._sock: socket.socket | None = None
+        self._sock: _socket.socket | None = None
         self._buffer = b""
 
     @property
@@ -57,7 +59,7 @@ class Transport:
         """The controller in use."""
         return self.addresses.current
 
-    def _connect(self) -> socket.socket:
+    def _connect(self) -> _socket.socket:
         """A connection to the address in use, or else to the next that answers, in order."""
         failures: list[DroverError] = []
         for index in self.addresses.order():
@@ -73,7 +75,7 @@ class Transport:
             raise failures[0]
         raise Unavailable("no controller of the Drover cluster answers: " + "; ".join(map(str, failures)))
 
-    def _connect_to(self, address: str) -> socket.socket:
+    def _connect_to(self, address: str) -> _socket.socket:
         try:
             if address.startswith("https://"):
                 if self.tls is None:  # DROVER_SOCKET=https://...: users have no certificate to go with it
@@ -81,17 +83,19 @@ class Transport:
                                      "joining hosts only; users talk to their cluster through its local socket")
                 host, _, port = address[8:].rstrip("/").rpartition(":")
                 host = host.removeprefix("[").removesuffix("]")
-                sock = socket.create_connection((host, int(port)), timeout=self.timeout_s)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return self.tls.wrap_socket(sock, server_hostname=host)
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                import socket
+
+                tcp = socket.create_connection((host, int(port)), timeout=self.timeout_s)
+                tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return self.tls.wrap_socket(tcp, server_hostname=host)
+            local = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
             try:
-                sock.settimeout(self.timeout_s)
-                sock.connect(address)
+                local.settimeout(self.timeout_s)
+                local.connect(address)
             except BaseException:
-                sock.close()
+                local.close()
                 raise
-            return sock
+            return local
         except (FileNotFoundError, ConnectionRefusedError):
             raise Unavailable(f"no Drover cluster answers at {address}; start one with `drover up`") from None
         except OSError as error:  # ssl.SSLError included: a certificate that does not verify says why
@@ -235,14 +239,14 @@ class Transport:
         return json.loads(data) if data else None
 
 
-def _closed_by_peer(sock: socket.socket) -> bool:
+def _closed_by_peer(sock: _socket.socket) -> bool:
     """Whether the other end closed an idle kept-alive connection (reading would give EOF)."""
     if hasattr(sock, "cipher"):
         return False  # TLS cannot peek; a closed connection shows when the request is answered
     timeout = sock.gettimeout()
     sock.setblocking(False)  # with a timeout, Python would wait for data before it reads
     try:
-        return sock.recv(1, socket.MSG_PEEK) == b""
+        return sock.recv(1, _socket.MSG_PEEK) == b""
     except BlockingIOError:
         return False  # open, with nothing to read: as it should be between requests
     except OSError:

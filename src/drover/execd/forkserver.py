@@ -81,10 +81,12 @@ class ForkServer:
 
 def serve(fd: int) -> None:
     from drover.shepherd.containment.common import remember_own_cgroups
+    from drover.shepherd.environment import remember_own_account
     from drover.shepherd.main import run  # imported once here, so every fork has it ready
     from drover.shepherd.signals import block_all
 
     remember_own_cgroups()  # where every shepherd starts: read once here, not once per attempt
+    remember_own_account()  # the owner of every job of a node daemon that is not root
 
     # Everything imported so far is shared with every shepherd. Keep the collector's hands off
     # it, so a shepherd does not copy the whole heap page by page when it collects (shepherds

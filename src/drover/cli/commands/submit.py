@@ -108,12 +108,7 @@ def run(command: str, argv: list[str]) -> int:
             args = _with_directives(parser, args, argv, script)
     jobs = _jobs_of_parts(parser, args, argv, parts) if len(parts) > 1 else jobs_from_arguments(args, command_argv, script)
 
-    from drover.cli.cluster import ensure_running
-    from drover.cli.common import client
-
-    ensure_running()
-    with client() as api:
-        ids = api.submit(jobs)
+    ids = _submit(jobs)
     if args.json:
         from drover.cli.common import print_json
 
@@ -126,6 +121,25 @@ def run(command: str, argv: list[str]) -> int:
     else:
         print(f"Submitted {len(ids)} jobs: {ids[0]}-{ids[-1]}")
     return 0
+
+
+def _submit(jobs: list[JobRequest]) -> list[int]:
+    """Send the jobs; where no cluster answers, start the personal one (zero configuration) and
+    send them there. Trying first costs nothing where a cluster runs, where probing it first would
+    cost every submission a connection of its own. A refused connection sent nothing: the jobs
+    are sent once."""
+    from drover.cli.cluster import ensure_running
+    from drover.cli.common import client
+    from drover.core.errors import Unavailable
+
+    try:
+        with client() as api:
+            return api.submit(jobs)
+    except Unavailable:
+        if not ensure_running():
+            raise
+    with client() as api:
+        return api.submit(jobs)
 
 
 def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],

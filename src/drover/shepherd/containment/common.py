@@ -38,17 +38,35 @@ def remember_own_cgroups() -> list[str]:
     return _own_lines
 
 
+# A cgroup's control files are read and written with single system calls: an attempt touches
+# some twenty of them, and Python's file objects (a buffer and a text layer, made and closed for
+# each) cost three times the calls themselves.
+
 def write(path: str, value: str) -> None:
-    with open(path, "w") as file:
-        file.write(value)
+    """Write `value` to a control file in one write(2): the kernel takes each write as one
+    request, and says there (EINVAL, EBUSY...) if it refuses it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
 
 
 def read(path: str) -> str | None:
+    """A control file's whole text; None where it cannot be read."""
     try:
-        with open(path) as file:
-            return file.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def pids_of(directory: str) -> list[int]:
