@@ -10,6 +10,10 @@ termination and the checkpointing signal"):
   SIGTSTP / SIGCONT    suspend / enable: freeze or thaw the whole attempt (escapees too)
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
+  SIGTTIN              read the spool's `signal` record and send the signals new in it to the
+                       job's process group (GE process flow, spool file "signal"): how the job
+                       gets a SIGTERM, SIGTSTP, SIGCONT or SIGTTIN of its own, and SIGKILL and
+                       SIGSTOP, which the shepherd cannot catch (spool/signal_record.py)
   anything else        not the job's business: ignored, and written in the trace
 
 The job's own signals that came before the job existed (`drover signal` while the prolog ran)
@@ -36,16 +40,17 @@ from dataclasses import dataclass, field
 from drover.shepherd.containment import Containment
 from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
+from drover.spool.signal_record import READ_RECORD, SignalReader
 
 FORWARDED = (  # to the job's process group, as they came
     signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
     signal.SIGWINCH, signal.SIGURG, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGPROF,
-    signal.SIGPWR, signal.SIGTTIN, signal.SIGTTOU,
+    signal.SIGPWR, signal.SIGTTOU,
 )
 TERMINATE = signal.SIGTERM  # sent to the shepherd: stop the job (cancel)
 SUSPEND = signal.SIGTSTP  # sent to the shepherd: freeze the whole attempt
 RESUME = signal.SIGCONT  # sent to the shepherd: thaw it
-JOB_SIGNALS = frozenset({TERMINATE, SUSPEND, RESUME, *FORWARDED})  # what the execd may send the shepherd
+JOB_SIGNALS = frozenset({TERMINATE, SUSPEND, RESUME, READ_RECORD, *FORWARDED})  # what the execd may send the shepherd
 OOM_POLL_S = 0.25  # how often a memory-limited attempt's OOM-kill counter is read
 READY_POLL_S = 0.01  # how often a job is looked at while a signal kept for it waits
 READY_WAIT_S = 10.0  # a kept signal the job neither catches nor ignores goes this long after its start
@@ -64,14 +69,17 @@ class Ending:
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
               relay: PtyRelay | None = None, checkpoint: int | None = None,
-              before_start: Sequence[int] = ()) -> Ending:
+              before_start: Sequence[int] = (), by_record: SignalReader | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
     `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
     `before_start`: the signals that came before the job started, in order (see the module's
-    docstring)."""
+    docstring).
+    `by_record`: the spool's `signal` record, read once now (what the execd wrote before the job
+    started) and on each SIGTTIN."""
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
-    arrived = list(before_start)  # handled on the first turn of the loop
+    # Handled on the first turn of the loop; the record is read first, whether or not its SIGTTIN came.
+    arrived = ([READ_RECORD] if by_record is not None else []) + list(before_start)
     kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
     ignored: list[str] = []
     pidfd = os.pidfd_open(job_pid)
@@ -107,6 +115,14 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                     containment.freeze()
                 elif signum == RESUME:
                     containment.thaw()
+                elif signum == READ_RECORD:
+                    for named in by_record.new() if by_record is not None else ():
+                        if named in (signal.SIGKILL, signal.SIGSTOP):
+                            _killpg(job_pid, named)  # no process can catch them: nothing to wait for
+                        elif early or kept:
+                            kept.append(named)
+                        else:
+                            _killpg(job_pid, named)
                 elif signum in forwarded and (early or kept):
                     kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
