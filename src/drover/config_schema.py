@@ -189,6 +189,10 @@ class ExecdSection(Section, frozen=True):
     memory_hard_factor: Annotated[float, about("where no cgroup memory limit acts, a job over its request times "
                                                "this ends as OUT_OF_MEMORY (0: never, warn only); between the "
                                                "request and this it is warned and reniced")] = 1.5
+    starter_method: Annotated[str | None, about(
+        "an absolute command that starts every job of the node in its place, as the job's owner, given the "
+        "job's script (or command line) as its arguments (Grid Engine's starter_method, the Accelerator's "
+        "vovtasker -E; a queue's own wins)")] = None
 
     def controllers(self) -> list[str]:
         """`controller` as a list (empty: the local socket)."""
@@ -203,8 +207,15 @@ class ExecdSection(Section, frozen=True):
             raise ValueError(f"cpu_tolerance must be 0 or more, not {self.cpu_tolerance}")
         if self.debug_shepherd_s > MAX_DEBUG_PAUSE_S:
             raise ValueError(f"debug_shepherd_s must be at most {MAX_DEBUG_PAUSE_S}, not {self.debug_shepherd_s}")
+        check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
+
+
+def check_starter_method(command: str | None) -> None:
+    """A starter method is an absolute path to a program, run with the job's as its arguments."""
+    if command is not None and (not command.startswith("/") or any(c.isspace() for c in command)):
+        raise ValueError(f"starter_method must be the absolute path of a program (no arguments), not {command!r}")
 
 
 class QueueSection(Section, frozen=True):
@@ -235,8 +246,12 @@ class QueueSection(Section, frozen=True):
         "the node's [execd] enforce_cpu for the queue's jobs (unset: the node's)")] = None
     enforce_memory: Annotated[Literal["auto", "on", "off"] | None, about(
         "the node's [execd] enforce_memory for the queue's jobs (unset: the node's)")] = None
+    starter_method: Annotated[str | None, about(
+        "an absolute command that starts each job of the queue in its place, as the job's owner, given the "
+        "job's script (or command line) as its arguments (Grid Engine's queue_conf starter_method)")] = None
 
     def __post_init__(self) -> None:
+        check_starter_method(self.starter_method)
         for key in ("default_time_s", "max_time_s"):
             value = getattr(self, key)
             if value is not None and not 1 <= value <= MAX_TIME_LIMIT_S:

@@ -48,7 +48,7 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import launch, outputs, setup, spool_files
+from drover.shepherd import launch, outputs, setup, spool_files, starter
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -462,6 +462,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
     attempt = 0
     while True:
         argv, job_env = (command, launch.environment(env, config["workdir"])) if command else (["/bin/bash", script], env)
+        # GE queue_conf starter_method, VOV 3 (-E): the site's command starts the job (starter.py).
+        argv, job_env = starter.wrap(starter.starter_of(config), argv, job_env, command is not None)
         try:
             if pty is not None:  # its own session, the terminal its controlling one
                 process = subprocess.Popen(
@@ -571,6 +573,9 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
 
 
 def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
+    method = starter.starter_of(config)
+    if method is not None and error.filename == method:
+        return StartFailure(f"cannot run the starter method {method}: {error.strerror or error}")
     if error.filename == config["workdir"] or (not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)):
         return StartFailure(f"cannot enter {config['workdir']}: {error.strerror}")
     return StartFailure(f"cannot start the job: {error.strerror or error}")
