@@ -313,6 +313,29 @@ class StoreSection(Section, frozen=True):
             raise ValueError("url must start with sqlite:// or postgresql://")
 
 
+class EnvironmentSection(Section, frozen=True):
+    """[environments.NAME]: a named environment jobs ask for with `drover submit --environment NAME`
+    (Altair Accelerator's environments: "switch environment, its .pre scripts"; docs/environments.md)."""
+
+    setup: Annotated[str | None, about(
+        "an absolute path to a script that bash sources as the job's owner before the job's prolog; the "
+        "environment it leaves is the job's; a status other than 0 fails the job, which does not run")] = None
+    post: Annotated[str | None, about(
+        "an absolute path to a script run with bash as the job's owner after the job's epilog")] = None
+
+    def __post_init__(self) -> None:
+        for key in ("setup", "post"):
+            path = getattr(self, key)
+            if path is not None and (not path.startswith("/") or "\0" in path):
+                raise ValueError(f"{key} must be an absolute path, not {path!r}")
+
+
+def check_environment_name(name: str) -> None:
+    """What `--environment A+B` can name: letters, digits, _ . - (not first . or -)."""
+    if not name or len(name) > 64 or not all(c.isalnum() or c in "_.-" for c in name) or name[0] in ".-":
+        raise ValueError(f"an environment's name is 1 to 64 letters, digits, _ . - (not first . or -), not {name!r}")
+
+
 class DroverConfig(Section, frozen=True):
     """The whole drover.toml; a missing file or section means every default."""
 
@@ -325,3 +348,9 @@ class DroverConfig(Section, frozen=True):
                                               "while it runs")] = {}
     compat: CompatSection = CompatSection()
     store: StoreSection = StoreSection()
+    environments: Annotated[dict[str, EnvironmentSection], about(
+        "[environments.NAME]: named environments, with a setup script and a post script")] = {}
+
+    def __post_init__(self) -> None:
+        for name in self.environments:
+            check_environment_name(name)

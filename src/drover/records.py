@@ -82,6 +82,18 @@ class AttemptOrder(TypedDict):
     # Grid Engine's queue_conf starter_method: the job's queue's, which starts the job in its
     # place (shepherd/starter.py); it wins over the node's `starter_method`.
     queue_starter_method: NotRequired[str]
+    # The Accelerator's named environments the job asked for, in order, with their scripts as the
+    # controller's drover.toml has them (shepherd/environments.py).
+    environments: NotRequired[list[EnvironmentRecord]]
+
+
+class EnvironmentRecord(TypedDict):
+    """One named environment of an attempt: [environments.NAME] of drover.toml."""
+
+    name: str
+    setup: str | None  # sourced by bash as the owner; the environment it leaves is the job's
+    post: str | None  # run as the owner after the job's epilog
+    unknown: NotRequired[bool]  # named at submission, no longer in the controller's drover.toml
 
 
 class NodeOptions(TypedDict):

@@ -48,7 +48,7 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import launch, outputs, setup, spool_files, starter
+from drover.shepherd import environments, launch, outputs, setup, spool_files, starter
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -152,7 +152,8 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # node daemon's user in the password database (about half a millisecond).
     # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py), `limits`.
     before_job, after_job = methods(config, BEFORE_JOB), methods(config, AFTER_JOB)
-    if before_job or after_job:
+    switch = environments.Switch(config, trace)  # VOV 18/19: the named environments (environments.py)
+    if before_job or after_job or switch:
         method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
         site_options = _site_popen_options(config, stdout, stderr, setup.saved(limits))
     else:
@@ -164,10 +165,14 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
         # started only to be killed. A method that runs is let finish; the next one does not start.
         failed = None
         for method in before_job:
+            if switch.due(method):
+                switch.setup(env, method_options, containment)
             ran.append(method)
             failed = _run_methods([method], method_options, site_options, containment, config, trace=trace)
             if failed is not None or inbox.stop_requested():
                 break
+        if failed is None and switch.due(None):
+            switch.setup(env, method_options, containment)
         stopped = inbox.stop_requested()
         if failed is not None or stopped:
             containment.kill_all()
@@ -228,9 +233,13 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
     for method in after_job:
+        if switch.post_due(method):
+            switch.post(method_options, containment)
         status_of_method = _run_methods([method], method_options, site_options, containment, config,
                                         stop_on_failure=False, trace=trace)
         after.append((method, 0 if status_of_method is None else status_of_method[1]))
+    if switch.post_due(None):
+        switch.post(method_options, containment)
     containment.kill_all()
     _close(stdout, stderr)
     # HTCondor's output transfer, read as the owner: what the job declared, and its output when
