@@ -119,6 +119,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
+    env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     hostfile = pe_hostfile(config)
     if hostfile is not None:  # GE: a parallel job's $PE_HOSTFILE, in its TMPDIR (made just now, ours)
         write_atomically(os.path.join(tmpdir, PE_HOSTFILE_NAME), hostfile.encode(), mode=0o644)
