@@ -223,7 +223,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
                        before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)))
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
-    trace.extend(ending.ignored)
+    trace.extend(sorted(ending.events + ending.ignored))  # each stamped when it happened
     trace.step(f"job ended (wait status {ending.wait_status})", ended_at)
     try:
         os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...

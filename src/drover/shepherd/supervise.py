@@ -64,6 +64,7 @@ class Ending:
     terminated: bool = False
     out_of_memory: bool = False
     ignored: list[str] = field(default_factory=list)  # trace lines: signals that were not the job's
+    events: list[str] = field(default_factory=list)  # trace lines: what the shepherd did to the job meanwhile
 
 
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
@@ -82,6 +83,11 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     arrived = ([READ_RECORD] if by_record is not None else []) + list(before_start)
     kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
     ignored: list[str] = []
+    events: list[str] = []
+
+    def note(what: str) -> None:
+        events.append(f"{time.time():.6f} {what}")
+
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
@@ -111,49 +117,62 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 if signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
+                    note(f"stop: SIGTERM to the job, SIGKILL in {kill_grace_s:g}s")
                 elif signum == SUSPEND:
                     containment.freeze()
+                    note("suspended")
                 elif signum == RESUME:
                     containment.thaw()
+                    note("resumed")
                 elif signum == READ_RECORD:
                     for named in by_record.new() if by_record is not None else ():
                         if named in (signal.SIGKILL, signal.SIGSTOP):
                             _killpg(job_pid, named)  # no process can catch them: nothing to wait for
+                            note(f"{signal_name(named)} (spool record signal) to the job")
                         elif early or kept:
                             kept.append(named)
                         else:
                             _killpg(job_pid, named)
+                            note(f"{signal_name(named)} (spool record signal) to the job")
                 elif signum in forwarded and (early or kept):
                     kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
                     _killpg(job_pid, signum)
+                    note(f"{signal_name(signum)} forwarded to the job")
                 elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
                     ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
             while kept and (time.monotonic() >= ready_by or takes(job_pid, kept[0])):
-                _killpg(job_pid, kept.popleft())
+                sent = kept.popleft()
+                _killpg(job_pid, sent)
+                note(f"{signal_name(sent)} (kept until the job was ready) to the job")
             ignored += inbox.drain_faults()
             if watch_memory and not out_of_memory and containment.oom_killed():
                 # The kernel killed one process; the attempt as a whole is over (a shell whose
                 # child was killed could otherwise go on, and exit 0).
                 out_of_memory = True
                 containment.kill_all()
+                note("out of memory: the attempt killed")
             now = time.monotonic()
             if warn_at is not None and now >= warn_at and warning is not None:
                 _killpg(job_pid, warning[0])  # the job's own warning, before its time is up
                 warn_at = None
+                note(f"{signal_name(warning[0])} to the job: its time limit is near")
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
                 kill_at = _warn(job_pid, kill_grace_s)
+                note(f"time limit: SIGTERM to the job, SIGKILL in {kill_grace_s:g}s")
             if kill_at is not None and now >= kill_at:
                 _killpg(job_pid, signal.SIGKILL)
                 kill_at = float("inf")
+                note("SIGKILL to the job: its grace is over")
     finally:
         os.close(pidfd)
     _, wait_status, rusage = os.wait4(job_pid, 0)
     if relay is not None:
         relay.finish()
     ignored += inbox.drain_faults()
-    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored)
+    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored,
+                  events)
 
 
 def takes(pid: int, signum: int) -> bool:

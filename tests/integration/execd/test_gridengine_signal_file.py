@@ -29,7 +29,7 @@ for _ in range(2000):
 def test_gridengine_process_flow_spool_file_signal_delivers_what_the_shepherd_would_read_as_an_order(
         cluster: LocalCluster) -> None:
     got, stop = cluster.workdir / "got", cluster.workdir / "stop"
-    job = cluster.submit("--", "python3", "-c", JOB)
+    job = cluster.submit("--keep-spool", "--", "python3", "-c", JOB)
     attempt = f"{job}.0.1"
     wait_until((cluster.workdir / "ready").exists, describe="the job to catch its signals")
     cluster.drover("signal", str(job), "USR1")
@@ -45,3 +45,10 @@ def test_gridengine_process_flow_spool_file_signal_delivers_what_the_shepherd_wo
     cluster.drover("wait", str(job))
     assert cluster.drover_json("show", str(job))["state"] == "completed"
     assert got.read_text().split() == ["USR1", "TERM", "TSTP", "CONT", "TTIN"]
+    # The trace says what went to the job, and how.
+    trace = wait_until(lambda: (cluster.spool / "kept" / attempt / "trace").exists()
+                       and (cluster.spool / "kept" / attempt / "trace").read_text(), describe="the kept trace")
+    assert "SIGUSR1 forwarded to the job" in trace
+    for name in ("SIGTERM", "SIGTSTP", "SIGCONT", "SIGTTIN"):
+        assert f"{name} (spool record signal) to the job" in trace, trace
+    assert "stop: SIGTERM" not in trace and "suspended" not in trace

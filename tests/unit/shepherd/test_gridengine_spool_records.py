@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+from drover.execd.lost_shepherd import reason
 from drover.records import ContainmentRecord
 from drover.shepherd.spool_files import cpu_list, osjobid
 from drover.spool.signal_record import SignalReader, append
@@ -41,3 +42,10 @@ def test_gridengine_process_flow_signal_file_each_name_is_read_once(tmp_path: Pa
     append(record, signal.SIGCONT)
     assert reader.new() == [signal.SIGCONT]
     assert (tmp_path / "signal").stat().st_mode & 0o777 == 0o600
+
+
+def test_gridengine_process_flow_shepherd_about_to_exit_tells_how_far_a_lost_shepherd_got() -> None:
+    killed = 9  # the wait status of a process killed by SIGKILL
+    assert reason(killed) == "the shepherd died (signal 9) before recording how the job ended"
+    assert reason(killed, about_to_exit=True) == (
+        "the shepherd died (signal 9) after the job and its epilogs had ended, before recording how the job ended")
