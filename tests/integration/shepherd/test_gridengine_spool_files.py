@@ -23,9 +23,9 @@ def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -
                        node_epilog="/bin/true")
     _run(spool)
     assert exit_status(spool)["exit_code"] == 4
-    for name in ("pid", "job_pid", "config", "environment", "trace", "exit_status", "usage", "osjobid",
+    for name in ("pid", "job_pid", "environment", "trace", "exit_status", "usage", "osjobid",
                  "processor_set_number", "shepherd_about_to_exit"):
-        assert (spool / name).stat().st_mode & 0o777 == 0o600, name
+        assert (spool / name).stat().st_mode & 0o777 == 0o600, name  # the shepherd's; `config` is the node's
     # osjobid: "the operating system jobid used to control and monitor the job": the cgroups the
     # job was in (the job's own /proc/self/cgroup names them), or the subreaper.
     osjobid = (spool / "osjobid").read_text()
