@@ -13,7 +13,8 @@
                           was given, as a cpuset list, and its cpuset cgroup if one was made
   shepherd_about_to_exit  written once the job and its epilogs are done, just before exit_status
 
-Each is one line, written whole by atomic rename, mode 0600 (spool.atomic).
+Each is one line, written whole by atomic rename, mode 0600 (spool.atomic); the last through
+spool.outcome, as every record of how the job ended, so that a full disk does not stop it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from drover.records import ContainmentRecord
 from drover.spool import layout
 from drover.spool.atomic import write_atomically
+from drover.spool.outcome import write_outcome
 
 
 def osjobid(record: ContainmentRecord) -> str:
@@ -50,4 +52,5 @@ def write_where(spool: layout.SpoolDir, record: ContainmentRecord, cpus: frozens
 
 
 def write_about_to_exit(spool: layout.SpoolDir) -> None:
-    write_atomically(spool.record(layout.SHEPHERD_ABOUT_TO_EXIT), b"1\n")
+    """One of the records of how the job ended: written whatever the disk (spool.outcome)."""
+    write_outcome(spool, spool.record(layout.SHEPHERD_ABOUT_TO_EXIT), b"1\n")
