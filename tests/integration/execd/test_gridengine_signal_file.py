@@ -6,6 +6,7 @@ not as the shepherd's order that the same signal sent to the shepherd would be."
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
@@ -52,3 +53,27 @@ def test_gridengine_process_flow_spool_file_signal_delivers_what_the_shepherd_wo
     for name in ("SIGTERM", "SIGTSTP", "SIGCONT", "SIGTTIN"):
         assert f"{name} (spool record signal) to the job" in trace, trace
     assert "stop: SIGTERM" not in trace and "suspended" not in trace
+
+
+def test_gridengine_process_flow_spool_file_signal_written_during_the_prolog_reaches_the_job_once_it_started(
+        tmp_path: Path) -> None:
+    """A SIGTERM by name while the node prolog runs: the shepherd keeps its SIGTTIN, reads the
+    record as it starts the job, and sends the SIGTERM once the job catches it: the job handles
+    it and completes, and nothing took it for a stop."""
+    from tests.integration.execd.test_prolog_interruptions import cluster_with, in_the_prolog, slow_prolog
+
+    in_prolog = tmp_path / "in-prolog"
+    cluster = cluster_with(prolog=slow_prolog(in_prolog))
+    try:
+        cluster.start()
+        got = cluster.workdir / "got"
+        script = (f"trap 'echo TERM >> {got}' TERM; i=0; while [ $i -lt 200 ] && [ ! -f {got} ]; do "
+                  "sleep 0.05; i=$((i + 1)); done; [ -f " + str(got) + " ]")
+        job = cluster.submit("--", "bash", "-c", script)
+        in_the_prolog(cluster, job, in_prolog)
+        assert cluster.drover("signal", str(job), "TERM").returncode == 0
+        assert cluster.drover("wait", str(job)).returncode == 0, cluster.drover_json("show", str(job))
+        assert got.read_text().split() == ["TERM"]
+        assert cluster.drover_json("show", str(job))["state"] == "completed"
+    finally:
+        assert not cluster.stop()
