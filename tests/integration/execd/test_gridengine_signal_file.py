@@ -10,6 +10,11 @@ from pathlib import Path
 
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
+from tests.integration.execd.test_prolog_interruptions import (
+    cluster_with,
+    in_the_prolog,
+    slow_prolog,
+)
 
 # Catches each signal and writes its name; ends when the file `stop` appears.
 JOB = """
@@ -60,8 +65,6 @@ def test_gridengine_process_flow_spool_file_signal_written_during_the_prolog_rea
     """A SIGTERM by name while the node prolog runs: the shepherd keeps its SIGTTIN, reads the
     record as it starts the job, and sends the SIGTERM once the job catches it: the job handles
     it and completes, and nothing took it for a stop."""
-    from tests.integration.execd.test_prolog_interruptions import cluster_with, in_the_prolog, slow_prolog
-
     in_prolog = tmp_path / "in-prolog"
     cluster = cluster_with(prolog=slow_prolog(in_prolog))
     try:
