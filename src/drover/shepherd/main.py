@@ -14,10 +14,12 @@
     7. supervise: forward signals, enforce the time limit                       GE: controls its child
     8. reap with wait4; kill what is left of the job's process group            GE: usage
        as the owner: collect the stage-out files into the spool             HTCondor: output
-    9. record usage, then exit_status (last: its presence means done)           GE: exit_status
+    9. record usage, the trace, shepherd_about_to_exit, then exit_status       GE: exit_status
+       (last: its presence means done)
 
-Identity switching, limits, containment in cgroups, prolog and epilog slot in between these
-steps. Nice, CPU affinity and rlimits (VOV 8 and 13, which come before the precmd, VOV 20) are
+Identity switching, limits, containment in cgroups, prolog and epilog, the named environments
+(environments.py, VOV 18/19) and a site's starter method (starter.py, VOV 3) slot in between
+these steps; GE's other spool files are spool_files.py's, its trace trace.py's. Nice, CPU affinity and rlimits (VOV 8 and 13, which come before the precmd, VOV 20) are
 set in each of the job's processes, its own prolog and epilog too, and in none of the site's
 (setup.py). Every record is written with spool.atomic.
 
