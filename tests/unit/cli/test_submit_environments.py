@@ -47,3 +47,17 @@ def test_accelerator_environments_unknown_or_twice_is_refused_by_the_controller(
         known_environments(["gcc13"], {}, BadRequest)
     with pytest.raises(BadRequest, match="names an environment twice: cuda\\+cuda"):
         known_environments(["cuda", "cuda"], defined, BadRequest)
+
+
+def test_accelerator_environments_in_drover_config_and_bad_ones_refused() -> None:
+    from drover.cli.commands.config import effective_settings
+    from drover.config_file import ConfigError, parse_config
+
+    loaded = parse_config('[environments.gcc13]\nsetup = "/opt/env/gcc13.sh"\n')
+    lines = effective_settings(loaded)
+    assert "[environments.gcc13]" in lines
+    assert any(line.startswith('setup = "/opt/env/gcc13.sh"') and "file:" in line for line in lines)
+    with pytest.raises(ConfigError, match="setup must be an absolute path"):
+        parse_config('[environments.gcc13]\nsetup = "gcc13.sh"\n')
+    with pytest.raises(ConfigError, match="an environment's name is 1 to 64"):
+        parse_config('[environments."a+b"]\nsetup = "/x"\n')
