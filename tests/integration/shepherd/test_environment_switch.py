@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.integration.shepherd.test_firing_as_the_owner import unique_job
 from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 
@@ -30,7 +31,8 @@ def test_accelerator_18_19_environments_switch_in_order_and_post_in_reverse(tmp_
         {"name": "b", "setup": _script(tmp_path, "b.sh", f"echo \"setup b $A\" >> {log}; export LEVEL=b\n"),
          "post": _script(tmp_path, "pb.sh", f"echo \"post b $LEVEL\" >> {log}\n")},
     ]
-    spool = make_spool(tmp_path, f'echo "job $A $LEVEL" >> {log}\n', environments=environments,
+    spool = make_spool(tmp_path, f'echo "job $A $LEVEL" >> {log}\n', name=f"{unique_job()}.0.1",
+                       environments=environments,
                        job_prolog=f'echo "precmd $LEVEL" >> {log}', job_epilog=f'echo "postcmd $LEVEL" >> {log}',
                        node_epilog=f'echo "node epilog ${{LEVEL-none}}" >> {log}')
     _run(spool)
@@ -45,7 +47,7 @@ def test_accelerator_18_19_environments_switch_in_order_and_post_in_reverse(tmp_
 
 
 def test_accelerator_environments_one_no_longer_defined_fails_the_attempt(tmp_path: Path) -> None:
-    spool = make_spool(tmp_path, "touch ran\n", environments=[{"name": "gone", "setup": None, "post": None,
+    spool = make_spool(tmp_path, "touch ran\n", name=f"{unique_job()}.0.1", environments=[{"name": "gone", "setup": None, "post": None,
                                                                 "unknown": True}])
     _run(spool)
     record = exit_status(spool)

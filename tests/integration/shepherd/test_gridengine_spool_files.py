@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.integration.shepherd.test_firing_as_the_owner import unique_job
 from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 STAMPED = re.compile(r"^\d{10}\.\d{6} \S")
@@ -19,7 +20,8 @@ def _run(spool: Path) -> None:
 
 
 def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -> None:
-    spool = make_spool(tmp_path, "cat /proc/self/cgroup > cgroups\nexit 4\n", cpu_ids=[0],
+    attempt = f"{unique_job()}.0.1"  # a cgroup of its own: drover/<attempt>
+    spool = make_spool(tmp_path, "cat /proc/self/cgroup > cgroups\nexit 4\n", name=attempt, cpu_ids=[0],
                        node_epilog="/bin/true")
     _run(spool)
     assert exit_status(spool)["exit_code"] == 4
@@ -35,8 +37,8 @@ def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -
     else:
         member_of = [line.split(":", 2)[2] for line in (tmp_path / "cgroups").read_text().splitlines()]
         for path in osjobid.split():
-            assert path.startswith("/sys/fs/cgroup/") and path.endswith("/7.0.1")
-            assert any(path.endswith(inside) for inside in member_of if inside.endswith("/7.0.1")), member_of
+            assert path.startswith("/sys/fs/cgroup/") and path.endswith(f"/{attempt}")
+            assert any(path.endswith(inside) for inside in member_of if inside.endswith(f"/{attempt}")), member_of
     # processor_set_number: the CPUs the attempt was given (the first usable one).
     assert (spool / "processor_set_number").read_text().split()[0] == str(min(os.sched_getaffinity(0)))
     # shepherd_about_to_exit: written before exit_status, once the epilogs are done.
@@ -57,7 +59,7 @@ def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -
 def test_gridengine_process_flow_spool_files_error_when_the_job_cannot_start(tmp_path: Path) -> None:
     """"error: Contains an error message in case of severe errors during the startup of a job";
     the trace says how far it got, and shepherd_about_to_exit still comes before exit_status."""
-    spool = make_spool(tmp_path, "true\n", workdir=str(tmp_path / "missing"), cpu_ids=[])
+    spool = make_spool(tmp_path, "true\n", name=f"{unique_job()}.0.1", workdir=str(tmp_path / "missing"), cpu_ids=[])
     _run(spool)
     error = (spool / "error").read_text()
     assert error.startswith(f"cannot enter {tmp_path / 'missing'}")
