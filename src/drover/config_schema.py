@@ -189,6 +189,10 @@ class ExecdSection(Section, frozen=True):
     memory_hard_factor: Annotated[float, about("where no cgroup memory limit acts, a job over its request times "
                                                "this ends as OUT_OF_MEMORY (0: never, warn only); between the "
                                                "request and this it is warned and reniced")] = 1.5
+    starter_method: Annotated[str | None, about(
+        "an absolute command that starts every job of the node in its place, as the job's owner, given the "
+        "job's script (or command line) as its arguments (Grid Engine's starter_method, the Accelerator's "
+        "vovtasker -E; a queue's own wins)")] = None
 
     def controllers(self) -> list[str]:
         """`controller` as a list (empty: the local socket)."""
@@ -203,8 +207,15 @@ class ExecdSection(Section, frozen=True):
             raise ValueError(f"cpu_tolerance must be 0 or more, not {self.cpu_tolerance}")
         if self.debug_shepherd_s > MAX_DEBUG_PAUSE_S:
             raise ValueError(f"debug_shepherd_s must be at most {MAX_DEBUG_PAUSE_S}, not {self.debug_shepherd_s}")
+        check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
+
+
+def check_starter_method(command: str | None) -> None:
+    """A starter method is an absolute path to a program, run with the job's as its arguments."""
+    if command is not None and (not command.startswith("/") or any(c.isspace() for c in command)):
+        raise ValueError(f"starter_method must be the absolute path of a program (no arguments), not {command!r}")
 
 
 class QueueSection(Section, frozen=True):
@@ -235,8 +246,12 @@ class QueueSection(Section, frozen=True):
         "the node's [execd] enforce_cpu for the queue's jobs (unset: the node's)")] = None
     enforce_memory: Annotated[Literal["auto", "on", "off"] | None, about(
         "the node's [execd] enforce_memory for the queue's jobs (unset: the node's)")] = None
+    starter_method: Annotated[str | None, about(
+        "an absolute command that starts each job of the queue in its place, as the job's owner, given the "
+        "job's script (or command line) as its arguments (Grid Engine's queue_conf starter_method)")] = None
 
     def __post_init__(self) -> None:
+        check_starter_method(self.starter_method)
         for key in ("default_time_s", "max_time_s"):
             value = getattr(self, key)
             if value is not None and not 1 <= value <= MAX_TIME_LIMIT_S:
@@ -298,6 +313,29 @@ class StoreSection(Section, frozen=True):
             raise ValueError("url must start with sqlite:// or postgresql://")
 
 
+class EnvironmentSection(Section, frozen=True):
+    """[environments.NAME]: a named environment jobs ask for with `drover submit --environment NAME`
+    (Altair Accelerator's environments: "switch environment, its .pre scripts"; docs/environments.md)."""
+
+    setup: Annotated[str | None, about(
+        "an absolute path to a script that bash sources as the job's owner before the job's prolog; the "
+        "environment it leaves is the job's; a status other than 0 fails the job, which does not run")] = None
+    post: Annotated[str | None, about(
+        "an absolute path to a script run with bash as the job's owner after the job's epilog")] = None
+
+    def __post_init__(self) -> None:
+        for key in ("setup", "post"):
+            path = getattr(self, key)
+            if path is not None and (not path.startswith("/") or "\0" in path):
+                raise ValueError(f"{key} must be an absolute path, not {path!r}")
+
+
+def check_environment_name(name: str) -> None:
+    """What `--environment A+B` can name: letters, digits, _ . - (not first . or -)."""
+    if not name or len(name) > 64 or not all(c.isalnum() or c in "_.-" for c in name) or name[0] in ".-":
+        raise ValueError(f"an environment's name is 1 to 64 letters, digits, _ . - (not first . or -), not {name!r}")
+
+
 class DroverConfig(Section, frozen=True):
     """The whole drover.toml; a missing file or section means every default."""
 
@@ -310,3 +348,9 @@ class DroverConfig(Section, frozen=True):
                                               "while it runs")] = {}
     compat: CompatSection = CompatSection()
     store: StoreSection = StoreSection()
+    environments: Annotated[dict[str, EnvironmentSection], about(
+        "[environments.NAME]: named environments, with a setup script and a post script")] = {}
+
+    def __post_init__(self) -> None:
+        for name in self.environments:
+            check_environment_name(name)

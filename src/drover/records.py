@@ -79,6 +79,21 @@ class AttemptOrder(TypedDict):
     done_output: NotRequired[str]
     done_output_pattern: NotRequired[str]
     mail_output: NotRequired[bool]
+    # Grid Engine's queue_conf starter_method: the job's queue's, which starts the job in its
+    # place (shepherd/starter.py); it wins over the node's `starter_method`.
+    queue_starter_method: NotRequired[str]
+    # The Accelerator's named environments the job asked for, in order, with their scripts as the
+    # controller's drover.toml has them (shepherd/environments.py).
+    environments: NotRequired[list[EnvironmentRecord]]
+
+
+class EnvironmentRecord(TypedDict):
+    """One named environment of an attempt: [environments.NAME] of drover.toml."""
+
+    name: str
+    setup: str | None  # sourced by bash as the owner; the environment it leaves is the job's
+    post: str | None  # run as the owner after the job's epilog
+    unknown: NotRequired[bool]  # named at submission, no longer in the controller's drover.toml
 
 
 class NodeOptions(TypedDict):
@@ -105,6 +120,9 @@ class NodeOptions(TypedDict):
     # VOV 10 (VOV_DEBUG_TASKER): the shepherd waits this long right after recording its pid, for a
     # debugger to attach ([execd] debug_shepherd_s, or DROVER_DEBUG_SHEPHERD in the execd's environment).
     debug_pause_s: NotRequired[float]
+    # [execd] starter_method: the node's command that starts every job in its place (Altair
+    # Accelerator's vovtasker -E; shepherd/starter.py).
+    starter_method: NotRequired[str]
 
 
 class IdentityRecord(TypedDict):

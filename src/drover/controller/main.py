@@ -136,7 +136,7 @@ def serve(argv: list[str]) -> int:
                                 requeue_held=section.requeue_held),
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
             heartbeat_s=section.heartbeat_s, scheduler=drover_toml.scheduler, licenses=drover_toml.licenses,
-            user_queues=section.user_queues, history_days=section.history_days,
+            user_queues=section.user_queues, history_days=section.history_days, environments=drover_toml.environments,
             min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
         )
         from drover.controller.faults import Faults

@@ -70,6 +70,8 @@ class JobSpec(TypedDict):
     zap: NotRequired[bool]
     done_output: NotRequired[str | None]
     mail_output: NotRequired[bool]
+    # The Accelerator's named environments, in the order they are switched to (docs/environments.md).
+    environments: NotRequired[list[str]]
 
 
 @dataclass(slots=True)

@@ -34,7 +34,7 @@ from drover.protocol.node_channel import (
     Suspended,
 )
 from drover.records import AttemptConfig, ExitStatus, NodeOptions
-from drover.spool import layout
+from drover.spool import layout, signal_record
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.outcome import make_reserve
 from drover.spool.process import is_alive, read_pid_record
@@ -194,20 +194,26 @@ class Attempts:
         live = self.live.get(order.attempt)
         if live is None:
             return  # ended already; its exit report is on its way
+        if os.path.exists(live.spool.record(layout.SHEPHERD_ABOUT_TO_EXIT)):
+            # GE's "shepherd_about_to_exit": the job and its epilogs are done, only its records
+            # are being written; a signal would find nothing of it, and SIGTERM would be traced as
+            # ignored. Its exit report is on its way.
+            log.info("attempt %s: %s not delivered: the shepherd is about to exit", order.attempt, order.action)
+            return
         # The shepherd's signal contract, and nothing else (job_signals.py).
         config = read_json(live.spool.record(layout.CONFIG)) or {}
         deliver = delivery(order.action, config.get("checkpoint_signal"))
         if deliver is None:
             log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
             return
-        signum, to_job_group = deliver
+        signum, by_record = deliver
         if order.action == "terminate" and order.why:
             # What the stop means, for the cleanup's classification (the mail must say what the
             # controller will decide): the shepherd only records that it was asked to stop.
             write_json(live.spool.record(layout.STOP_REQUEST), {"why": order.why})
         try:
-            if to_job_group:
-                self._signal_job_group(live, signum)
+            if by_record:
+                self._signal_by_record(live, signum)
             else:
                 os.kill(live.shepherd_pid, signum)  # before the job starts, the shepherd keeps it
         except ProcessLookupError:
@@ -216,22 +222,22 @@ class Attempts:
             self.send(Suspended(order.attempt, order.action == "suspend"))
 
     @staticmethod
-    def _signal_job_group(live: LiveAttempt, signum: int) -> None:
-        """SIGKILL or SIGSTOP to the job's process group. Before the job has started (its prolog
-        runs) they are kept in the spool's `signal` record, GE's spool file of that name, and the
-        shepherd sends them right after it started the job and recorded its pid. If the pid
-        appears in between, the signal is sent from here too: the shepherd may have read the
-        record before this one was added, and either signal sent twice means what it means once."""
+    def _signal_by_record(live: LiveAttempt, signum: int) -> None:
+        """GE process flow, spool file "signal": "If shepherd receives a SIGTTIN, it reads the
+        signal to deliver from the spoolfile "signal" and sends this signal to the job's process
+        group." Before the job has started (its prolog runs) the shepherd keeps it until it has.
+        SIGKILL and SIGSTOP, once the job has started, go to its process group from here too:
+        a stopped or frozen shepherd must not hold them up, and either sent twice means what it
+        means once."""
+        name = signal.Signals(signum).name
+        try:
+            signal_record.append(live.spool.record(layout.SIGNAL), signum)
+        except OSError as error:
+            log.warning("attempt %s: cannot write %s into the spool's signal record: %s", live.spool.name,
+                        name, error.strerror or error)
+        os.kill(live.shepherd_pid, signal_record.READ_RECORD)
         job_pid = read_text(live.spool.record(layout.JOB_PID))
-        if not job_pid:
-            kept = read_json(live.spool.record(layout.SIGNAL)) or []
-            try:
-                write_json(live.spool.record(layout.SIGNAL), [*kept, signal.Signals(signum).name])
-            except OSError as error:
-                log.warning("attempt %s: cannot keep %s for the job until it starts: %s", live.spool.name,
-                            signal.Signals(signum).name, error.strerror or error)
-            job_pid = read_text(live.spool.record(layout.JOB_PID))
-        if job_pid:
+        if job_pid and signum in (signal.SIGKILL, signal.SIGSTOP):
             os.killpg(int(job_pid.split()[0]), signum)
 
     # -- watching -----------------------------------------------------------------------------

@@ -8,9 +8,12 @@ signal too; this is the node's own line of defence, since the shepherd runs as r
                                (supervise.FORWARDED, and the job's own checkpoint signal); one
                                that comes before the job started (its prolog runs) the shepherd
                                keeps until it has
-  SIGKILL, SIGSTOP             a shepherd cannot catch them: to the job's process group; before
-                               the job started, kept in the spool's `signal` record, which the
-                               shepherd reads as it starts the job (attempts.py)
+  SIGTERM, SIGTSTP, SIGCONT,   the signals the shepherd cannot tell apart from an order (or
+  SIGTTIN, SIGKILL, SIGSTOP    cannot catch at all), sent by name (`drover signal JOB TERM`):
+                               Grid Engine's way, "(potentially another) signal": the name goes
+                               into the spool's `signal` record and SIGTTIN to the shepherd,
+                               which reads it there and sends it to the job's process group
+                               (spool/signal_record.py)
 """
 
 from __future__ import annotations
@@ -19,21 +22,21 @@ import signal
 
 from drover.shepherd.signals import HANDLED
 from drover.shepherd.supervise import FORWARDED, RESUME, SUSPEND, TERMINATE
+from drover.spool.signal_record import BY_RECORD
 
 ACTIONS = {"terminate": TERMINATE, "suspend": SUSPEND, "resume": RESUME}
-TO_JOB_GROUP = frozenset({signal.SIGKILL, signal.SIGSTOP})
-TO_SHEPHERD = frozenset({TERMINATE, SUSPEND, RESUME, *FORWARDED})
+TO_SHEPHERD = frozenset(FORWARDED)
 
 
 def delivery(action: str, checkpoint_signal: str | None = None) -> tuple[signal.Signals, bool] | None:
-    """(the signal, whether it goes to the job's process group rather than to the shepherd), or
-    None if the order is refused."""
+    """(the signal, whether it goes by the spool's `signal` record rather than straight to the
+    shepherd), or None if the order is refused."""
     if action in ACTIONS:
         return ACTIONS[action], False
     signum = signal.Signals.__members__.get(action)
     if signum is None:
         return None
-    if signum in TO_JOB_GROUP:
+    if signum in BY_RECORD:
         return signum, True
     if signum in TO_SHEPHERD or (action == checkpoint_signal and signum in HANDLED):
         return signum, False

@@ -39,14 +39,16 @@ CGROUP_ROOT = "/sys/fs/cgroup/"
 KILL_DEADLINE_S = 10.0
 
 
-def reason(wait_status: int | None) -> str:
-    """The attempt's failure, in the words `drover show` prints."""
+def reason(wait_status: int | None, about_to_exit: bool = False) -> str:
+    """The attempt's failure, in the words `drover show` prints. `about_to_exit`: the shepherd had
+    written GE's `shepherd_about_to_exit`, so the job and its epilogs had ended."""
     how = ""
     if wait_status is not None and os.WIFSIGNALED(wait_status):
         how = f" (signal {os.WTERMSIG(wait_status)})"
     elif wait_status is not None and os.WIFEXITED(wait_status):
         how = f" (exit status {os.WEXITSTATUS(wait_status)})"
-    return f"the shepherd died{how} before recording how the job ended"
+    when = " after the job and its epilogs had ended," if about_to_exit else ""
+    return f"the shepherd died{how}{when} before recording how the job ended"
 
 
 def end_attempt(spool: layout.SpoolDir) -> None:
@@ -73,7 +75,7 @@ def end_attempt(spool: layout.SpoolDir) -> None:
 
 def record_loss(spool: layout.SpoolDir, wait_status: int | None) -> str:
     """The attempt's exit record: a system failure, not the job's. Returns the reason."""
-    why = reason(wait_status)
+    why = reason(wait_status, os.path.exists(spool.record(layout.SHEPHERD_ABOUT_TO_EXIT)))
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": why, "timed_out": False,
         "terminated": False, "out_of_memory": False, "shepherd_lost": True,

@@ -217,7 +217,7 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
         diagnostics = diagnostics_identity(options.diagnostics_user)
     except ValueError as error:
         raise SystemExit(f"drover execd: {error}") from None
-    return {
+    node: NodeOptions = {
         "cluster": cluster,
         "identity_tries": options.identity_tries,
         "identity_retry_s": options.identity_retry_s,
@@ -237,6 +237,9 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
         "diagnostics_identity": diagnostics,
         "debug_pause_s": debug_pause_s(options, environ),
     }
+    if options.starter_method:
+        node["starter_method"] = options.starter_method
+    return node
 
 
 def debug_pause_s(options: ExecdSection, environ: Mapping[str, str]) -> float:

@@ -82,6 +82,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
     # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None
+    # The Accelerator's named environments ([environments.NAME] of drover.toml), switched to in
+    # this order before the job's prolog (`drover submit --environment A+B`).
+    environments: Annotated[list[str], msgspec.Meta(max_length=64)] = []
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -69,6 +69,7 @@ class JobRequest(TypedDict, total=False):
     exclusive: bool
     resource_requests: dict[str, str]
     credential: str | None
+    environments: list[str]  # named environments of the cluster, switched to in order
 
 
 class AttemptSummary(TypedDict):

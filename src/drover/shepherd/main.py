@@ -14,10 +14,12 @@
     7. supervise: forward signals, enforce the time limit                       GE: controls its child
     8. reap with wait4; kill what is left of the job's process group            GE: usage
        as the owner: collect the stage-out files into the spool             HTCondor: output
-    9. record usage, then exit_status (last: its presence means done)           GE: exit_status
+    9. record usage, the trace, shepherd_about_to_exit, then exit_status       GE: exit_status
+       (last: its presence means done)
 
-Identity switching, limits, containment in cgroups, prolog and epilog slot in between these
-steps. Nice, CPU affinity and rlimits (VOV 8 and 13, which come before the precmd, VOV 20) are
+Identity switching, limits, containment in cgroups, prolog and epilog, the named environments
+(environments.py, VOV 18/19) and a site's starter method (starter.py, VOV 3) slot in between
+these steps; GE's other spool files are spool_files.py's, its trace trace.py's. Nice, CPU affinity and rlimits (VOV 8 and 13, which come before the precmd, VOV 20) are
 set in each of the job's processes, its own prolog and epilog too, and in none of the site's
 (setup.py). Every record is written with spool.atomic.
 
@@ -48,7 +50,7 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import launch, outputs, setup
+from drover.shepherd import environments, launch, outputs, setup, spool_files, starter
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -63,34 +65,39 @@ from drover.shepherd.methods import run as run_method
 from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
 from drover.shepherd.signals import SignalInbox, held_signals, reset_for_exec
 from drover.shepherd.supervise import supervise
+from drover.shepherd.trace import Trace
 from drover.shepherd.transfer import stage_in, stage_out, staged_in_files
 from drover.shepherd.userfiles import open_output
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
 from drover.spool.outcome import write_outcome
 from drover.spool.process import format_pid_record, read_starttime
+from drover.spool.signal_record import SignalReader
 
 
 def run(spool_dir: str) -> int:
     spool = layout.SpoolDir(os.path.dirname(spool_dir.rstrip("/")), os.path.basename(spool_dir.rstrip("/")))
+    trace = Trace()
     try:
-        return _run(spool)
+        return _run(spool, trace)
     except Exception as error:  # never leave the execd waiting: record whatever went wrong
-        _record_failure(spool, f"the shepherd failed: {error!r}", traceback.format_exc())
+        _record_failure(spool, trace, f"the shepherd failed: {error!r}", traceback.format_exc())
         return 1
 
 
-def _run(spool: layout.SpoolDir) -> int:
+def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # GE Initialization: "Setup signal handlers and signal masks", before anything else: no
     # signal sent to us can kill us, and none meant for the job is missed (signals.py).
     inbox = SignalInbox()
     # 1. Our pid first: from here on a restarted execd can tell we are alive.
     pid = os.getpid()
     write_atomically(spool.record(layout.PID), format_pid_record(pid, read_starttime(pid) or 0))
+    trace.step(f"shepherd started (pid {pid})")
 
     # 2. The attempt's config, as the execd wrote it.
     with open(spool.record(layout.CONFIG), "rb") as file:
         config: AttemptConfig = json.loads(file.read())
+    trace.step("config read")
     # VOV 10: "If VOV_DEBUG_TASKER is set, the subtasker sleeps ... (to allow connection of a
     # debugger)": DROVER_DEBUG_SHEPHERD, which the node put in the config.
     if config.get("debug_pause_s"):
@@ -99,8 +106,13 @@ def _run(spool: layout.SpoolDir) -> int:
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
     containment = choose(spool.name, config["memory_mib"], config["cpu_ids"], str(config.get("cluster", "")))
-    # Where it is, for the execd to end it all should we die (GE's spool file "osjobid"/"addgrpid").
+    # Where it is, for the execd to end it all should we die (in the spool's `containment` record).
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
+    # GE's spool files "osjobid" and "processor_set_number" (spool_files.py).
+    limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
+                               config.get("queue_nice", 0))
+    spool_files.write_where(spool, containment.record(), limits.cpus)
+    trace.step(f"containment {containment.name}")
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
     identity = from_config(config)
@@ -109,6 +121,7 @@ def _run(spool: layout.SpoolDir) -> int:
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
+    env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     hostfile = pe_hostfile(config)
     if hostfile is not None:  # GE: a parallel job's $PE_HOSTFILE, in its TMPDIR (made just now, ours)
         write_atomically(os.path.join(tmpdir, PE_HOSTFILE_NAME), hostfile.encode(), mode=0o644)
@@ -116,6 +129,7 @@ def _run(spool: layout.SpoolDir) -> int:
         env.update(identity.environment())
         if identity.switches:
             os.chown(tmpdir, identity.uid, identity.gid)
+    trace.step("environment built")
 
     started_at, started_mono = time.time(), time.monotonic()
     try:
@@ -123,6 +137,7 @@ def _run(spool: layout.SpoolDir) -> int:
         _check_identity(spool, config, identity)
         # VOV 16/17: the working directory, opened by the job's owner (retried).
         workdir_fd = _open_workdir(spool, config, identity)
+        trace.step(f"working directory {config['workdir']} entered as {identity.user if identity else 'the shepherd'}")
         # 4. stdout and stderr to the job's files, created as the job's owner; then the files
         # staged in for it, written beneath its working directory as the owner.
         staged_in = staged_in_files(spool)
@@ -133,15 +148,15 @@ def _run(spool: layout.SpoolDir) -> int:
             except StartFailure:
                 _close(stdout, stderr)
                 raise
+        trace.step("output files opened" + (f", {len(staged_in)} file(s) staged in" if staged_in else ""))
     except StartFailure as failure:
-        return _give_up(spool, containment, tmpdir, failure)
+        return _give_up(spool, trace, containment, tmpdir, failure)
     # How methods run, made only where one is configured: the site's environment looks up the
     # node daemon's user in the password database (about half a millisecond).
-    # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py).
-    limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
-                               config.get("queue_nice", 0))
+    # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py), `limits`.
     before_job, after_job = methods(config, BEFORE_JOB), methods(config, AFTER_JOB)
-    if before_job or after_job:
+    switch = environments.Switch(config, trace)  # VOV 18/19: the named environments (environments.py)
+    if before_job or after_job or switch:
         method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
         site_options = _site_popen_options(config, stdout, stderr, setup.saved(limits))
     else:
@@ -153,21 +168,25 @@ def _run(spool: layout.SpoolDir) -> int:
         # started only to be killed. A method that runs is let finish; the next one does not start.
         failed = None
         for method in before_job:
+            if switch.due(method):
+                switch.setup(env, method_options, containment)
             ran.append(method)
-            failed = _run_methods([method], method_options, site_options, containment, config)
+            failed = _run_methods([method], method_options, site_options, containment, config, trace=trace)
             if failed is not None or inbox.stop_requested():
                 break
+        if failed is None and switch.due(None):
+            switch.setup(env, method_options, containment)
         stopped = inbox.stop_requested()
         if failed is not None or stopped:
             containment.kill_all()
-            cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment)
+            cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment, trace)
             _close(stdout, stderr)
             outputs.finish(spool, config, identity)
             if failed is not None:
                 reason = f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"
             else:
                 reason = f"stopped before the job started (a {_stopped_by(spool)} came {'during its prolog' if ran else 'first'})"
-            return _give_up(spool, containment, tmpdir, StartFailure(reason),
+            return _give_up(spool, trace, containment, tmpdir, StartFailure(reason),
                             methods_run=([failed] if failed else []) + cleaned, terminated=stopped)
         # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
         relay = None
@@ -185,18 +204,17 @@ def _run(spool: layout.SpoolDir) -> int:
                 os.close(relay.slave)
     except StartFailure as failure:  # the job could not be started, after its prologs ran
         containment.kill_all()
-        cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment)
+        cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment, trace)
         _close(stdout, stderr)
         outputs.finish(spool, config, identity)
-        return _give_up(spool, containment, tmpdir, failure, methods_run=cleaned)
+        return _give_up(spool, trace, containment, tmpdir, failure, methods_run=cleaned)
 
     # 6. The job's pid, and a hint to the execd that it started; the environment it got
     # (GE's spool file "environment"; private: it may hold secrets).
     write_atomically(spool.record(layout.JOB_PID), f"{job_pid}\n".encode())
-    # Signals that came before the job existed: SIGKILL and SIGSTOP the execd kept in the spool
-    # (read after the pid is recorded: from then on the execd sends them itself), now; the
-    # job's own, which we kept, as soon as it is ready for each (supervise.py).
-    _send_kept(spool, job_pid)
+    trace.step(f"job started (pid {job_pid}, containment {containment.name})")
+    # Signals that came before the job existed, which we kept (the job's own, and those the
+    # execd wrote into the spool's `signal` record), go as soon as it is ready for each.
     before_start = inbox.drain()
     write_atomically(spool.record(layout.ENVIRONMENT),
                      "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
@@ -205,8 +223,10 @@ def _run(spool: layout.SpoolDir) -> int:
     # 7. Supervise until the job exits; 8. reap it.
     ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
-                       before_start=before_start)
+                       before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)))
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
+    trace.extend(sorted(ending.events + ending.ignored))  # each stamped when it happened
+    trace.step(f"job ended (wait status {ending.wait_status})", ended_at)
     try:
         os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...
     except (ProcessLookupError, PermissionError):
@@ -216,9 +236,13 @@ def _run(spool: layout.SpoolDir) -> int:
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
     for method in after_job:
+        if switch.post_due(method):
+            switch.post(method_options, containment)
         status_of_method = _run_methods([method], method_options, site_options, containment, config,
-                                        stop_on_failure=False)
+                                        stop_on_failure=False, trace=trace)
         after.append((method, 0 if status_of_method is None else status_of_method[1]))
+    if switch.post_due(None):
+        switch.post(method_options, containment)
     containment.kill_all()
     _close(stdout, stderr)
     # HTCondor's output transfer, read as the owner: what the job declared, and its output when
@@ -227,6 +251,9 @@ def _run(spool: layout.SpoolDir) -> int:
     os.close(workdir_fd)
     # jobd's --mail-output, --done-output and --zap, as the owner (outputs.py).
     unfinished = outputs.finish(spool, config, identity)
+    trace.step("output staged out and finished")
+    for problem in unfinished:
+        trace.step(problem)
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
@@ -246,6 +273,7 @@ def _run(spool: layout.SpoolDir) -> int:
     if cpu is not None:
         usage["cgroup_cpu_s"] = cpu
     write_outcome(spool, spool.record(layout.USAGE), _json(usage))
+    trace.step("usage recorded")
     status = ending.wait_status
     exit_status: ExitStatus = {
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
@@ -256,11 +284,10 @@ def _run(spool: layout.SpoolDir) -> int:
         "out_of_memory": ending.out_of_memory,
         "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in after],
     }
-    trace = [f"{started_at:.6f} job started (pid {job_pid}, containment {containment.name})",
-             f"{ended_at:.6f} job ended (wait status {status})"]
-    trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
-    trace += [f"{ended_at:.6f} {problem}" for problem in unfinished]
-    write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
+    # GE's "shepherd_about_to_exit": the job and its epilogs are done; then the exit status.
+    trace.step("about to exit; exit_status follows")
+    write_outcome(spool, spool.record(layout.TRACE), trace.data())
+    spool_files.write_about_to_exit(spool)
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")
     return 0
@@ -343,11 +370,13 @@ def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before:
 
 def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
                  containment: Containment, config: AttemptConfig,
-                 stop_on_failure: bool = True) -> tuple[Method, int] | None:
+                 stop_on_failure: bool = True, trace: Trace | None = None) -> tuple[Method, int] | None:
     """Run methods in order inside the attempt's containment; the first failure, if any."""
     timeout = float(config.get("method_timeout_s", 600.0))
     failure = None
     for method in found:
+        if trace is not None:
+            trace.step(f"{method.level} {method.step} started")
         containment.enter()
         try:
             code = run_method(method, options if method.level == "job" else site_options, timeout)
@@ -355,6 +384,8 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
             code = 126 if error.errno != 2 else 127
         finally:
             containment.leave()
+        if trace is not None:
+            trace.step(f"{method.level} {method.step} exited {code}")
         if code != 0 and failure is None:
             failure = (method, code)
             if stop_on_failure:
@@ -370,7 +401,8 @@ def _stopped_by(spool: layout.SpoolDir) -> str:
 
 
 def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: AttemptConfig, options: dict[str, object],
-                          site_options: dict[str, object], containment: Containment) -> list[tuple[Method, int]]:
+                          site_options: dict[str, object], containment: Containment,
+                          trace: Trace) -> list[tuple[Method, int]]:
     """The methods that still run when the job does not (a prolog or PE start failed, a stop came
     before the job started, or the job could not be started), each with its exit status.
 
@@ -386,29 +418,20 @@ def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: At
     for method in after_job:
         if method.level == "job" or (method.step == "pe_stop" and not pe_started):
             continue
-        failed = _run_methods([method], options, site_options, containment, config, stop_on_failure=False)
+        failed = _run_methods([method], options, site_options, containment, config, stop_on_failure=False,
+                              trace=trace)
         after.append((method, 0 if failed is None else failed[1]))
     containment.kill_all()
     return after
 
 
-def _send_kept(spool: layout.SpoolDir, job_pid: int) -> None:
-    """SIGKILL and SIGSTOP the execd kept in the spool's `signal` record before the job started."""
-    for name in read_json(spool.record(layout.SIGNAL)) or []:
-        if name in ("SIGKILL", "SIGSTOP"):
-            try:
-                os.killpg(job_pid, signal.Signals[name])
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
-def _give_up(spool: layout.SpoolDir, containment: Containment, tmpdir: str, failure: StartFailure,
+def _give_up(spool: layout.SpoolDir, trace: Trace, containment: Containment, tmpdir: str, failure: StartFailure,
              methods_run: list[tuple[Method, int]] | None = None, terminated: bool = False) -> int:
     """The job did not run: say why, clean up, tell the execd. `methods_run`: the failed method
     and the clean-up methods that ran after it, with their exit statuses."""
     containment.remove()
     shutil.rmtree(tmpdir, ignore_errors=True)
-    _record_failure(spool, str(failure), failure.details, methods_run or [], terminated)
+    _record_failure(spool, trace, str(failure), failure.details, methods_run or [], terminated)
     _hint(spool, "exited")
     return 0
 
@@ -451,6 +474,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
     attempt = 0
     while True:
         argv, job_env = (command, launch.environment(env, config["workdir"])) if command else (["/bin/bash", script], env)
+        # GE queue_conf starter_method, VOV 3 (-E): the site's command starts the job (starter.py).
+        argv, job_env = starter.wrap(starter.starter_of(config), argv, job_env, command is not None)
         try:
             if pty is not None:  # its own session, the terminal its controlling one
                 process = subprocess.Popen(
@@ -560,23 +585,25 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
 
 
 def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
+    method = starter.starter_of(config)
+    if method is not None and error.filename == method:
+        return StartFailure(f"cannot run the starter method {method}: {error.strerror or error}")
     if error.filename == config["workdir"] or (not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)):
         return StartFailure(f"cannot enter {config['workdir']}: {error.strerror}")
     return StartFailure(f"cannot start the job: {error.strerror or error}")
 
 
-def _record_failure(spool: layout.SpoolDir, failure: str, detail: str = "",
+def _record_failure(spool: layout.SpoolDir, trace: Trace, failure: str, detail: str = "",
                     methods_run: list[tuple[Method, int]] | None = None, terminated: bool = False) -> None:
     write_outcome(spool, spool.record(layout.ERROR), (failure + "\n" + detail).encode())
+    trace.step(failure)
     exit_status: ExitStatus = {
         "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
         "terminated": terminated, "out_of_memory": False,
         "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in methods_run or []],
     }
-    if methods_run:
-        now = time.time()
-        trace = [f"{now:.6f} {failure}"] + [f"{now:.6f} {m.level} {m.step} exited {code}" for m, code in methods_run]
-        write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
+    write_outcome(spool, spool.record(layout.TRACE), trace.data())
+    spool_files.write_about_to_exit(spool)
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
 
 

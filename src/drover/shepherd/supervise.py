@@ -10,6 +10,10 @@ termination and the checkpointing signal"):
   SIGTSTP / SIGCONT    suspend / enable: freeze or thaw the whole attempt (escapees too)
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
+  SIGTTIN              read the spool's `signal` record and send the signals new in it to the
+                       job's process group (GE process flow, spool file "signal"): how the job
+                       gets a SIGTERM, SIGTSTP, SIGCONT or SIGTTIN of its own, and SIGKILL and
+                       SIGSTOP, which the shepherd cannot catch (spool/signal_record.py)
   anything else        not the job's business: ignored, and written in the trace
 
 The job's own signals that came before the job existed (`drover signal` while the prolog ran)
@@ -36,16 +40,17 @@ from dataclasses import dataclass, field
 from drover.shepherd.containment import Containment
 from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
+from drover.spool.signal_record import READ_RECORD, SignalReader
 
 FORWARDED = (  # to the job's process group, as they came
     signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM,
     signal.SIGWINCH, signal.SIGURG, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGPROF,
-    signal.SIGPWR, signal.SIGTTIN, signal.SIGTTOU,
+    signal.SIGPWR, signal.SIGTTOU,
 )
 TERMINATE = signal.SIGTERM  # sent to the shepherd: stop the job (cancel)
 SUSPEND = signal.SIGTSTP  # sent to the shepherd: freeze the whole attempt
 RESUME = signal.SIGCONT  # sent to the shepherd: thaw it
-JOB_SIGNALS = frozenset({TERMINATE, SUSPEND, RESUME, *FORWARDED})  # what the execd may send the shepherd
+JOB_SIGNALS = frozenset({TERMINATE, SUSPEND, RESUME, READ_RECORD, *FORWARDED})  # what the execd may send the shepherd
 OOM_POLL_S = 0.25  # how often a memory-limited attempt's OOM-kill counter is read
 READY_POLL_S = 0.01  # how often a job is looked at while a signal kept for it waits
 READY_WAIT_S = 10.0  # a kept signal the job neither catches nor ignores goes this long after its start
@@ -59,21 +64,30 @@ class Ending:
     terminated: bool = False
     out_of_memory: bool = False
     ignored: list[str] = field(default_factory=list)  # trace lines: signals that were not the job's
+    events: list[str] = field(default_factory=list)  # trace lines: what the shepherd did to the job meanwhile
 
 
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
               relay: PtyRelay | None = None, checkpoint: int | None = None,
-              before_start: Sequence[int] = ()) -> Ending:
+              before_start: Sequence[int] = (), by_record: SignalReader | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
     `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
     `before_start`: the signals that came before the job started, in order (see the module's
-    docstring)."""
+    docstring).
+    `by_record`: the spool's `signal` record, read once now (what the execd wrote before the job
+    started) and on each SIGTTIN."""
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
-    arrived = list(before_start)  # handled on the first turn of the loop
+    # Handled on the first turn of the loop; the record is read first, whether or not its SIGTTIN came.
+    arrived = ([READ_RECORD] if by_record is not None else []) + list(before_start)
     kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
     ignored: list[str] = []
+    events: list[str] = []
+
+    def note(what: str) -> None:
+        events.append(f"{time.time():.6f} {what}")
+
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
@@ -103,41 +117,62 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 if signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
+                    note(f"stop: SIGTERM to the job, SIGKILL in {kill_grace_s:g}s")
                 elif signum == SUSPEND:
                     containment.freeze()
+                    note("suspended")
                 elif signum == RESUME:
                     containment.thaw()
+                    note("resumed")
+                elif signum == READ_RECORD:
+                    for named in by_record.new() if by_record is not None else ():
+                        if named in (signal.SIGKILL, signal.SIGSTOP):
+                            _killpg(job_pid, named)  # no process can catch them: nothing to wait for
+                            note(f"{signal_name(named)} (spool record signal) to the job")
+                        elif early or kept:
+                            kept.append(named)
+                        else:
+                            _killpg(job_pid, named)
+                            note(f"{signal_name(named)} (spool record signal) to the job")
                 elif signum in forwarded and (early or kept):
                     kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
                     _killpg(job_pid, signum)
+                    note(f"{signal_name(signum)} forwarded to the job")
                 elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
                     ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
             while kept and (time.monotonic() >= ready_by or takes(job_pid, kept[0])):
-                _killpg(job_pid, kept.popleft())
+                sent = kept.popleft()
+                _killpg(job_pid, sent)
+                note(f"{signal_name(sent)} (kept until the job was ready) to the job")
             ignored += inbox.drain_faults()
             if watch_memory and not out_of_memory and containment.oom_killed():
                 # The kernel killed one process; the attempt as a whole is over (a shell whose
                 # child was killed could otherwise go on, and exit 0).
                 out_of_memory = True
                 containment.kill_all()
+                note("out of memory: the attempt killed")
             now = time.monotonic()
             if warn_at is not None and now >= warn_at and warning is not None:
                 _killpg(job_pid, warning[0])  # the job's own warning, before its time is up
                 warn_at = None
+                note(f"{signal_name(warning[0])} to the job: its time limit is near")
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
                 kill_at = _warn(job_pid, kill_grace_s)
+                note(f"time limit: SIGTERM to the job, SIGKILL in {kill_grace_s:g}s")
             if kill_at is not None and now >= kill_at:
                 _killpg(job_pid, signal.SIGKILL)
                 kill_at = float("inf")
+                note("SIGKILL to the job: its grace is over")
     finally:
         os.close(pidfd)
     _, wait_status, rusage = os.wait4(job_pid, 0)
     if relay is not None:
         relay.finish()
     ignored += inbox.drain_faults()
-    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored)
+    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored,
+                  events)
 
 
 def takes(pid: int, signum: int) -> bool:

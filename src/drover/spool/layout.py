@@ -18,13 +18,23 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
                 shepherd writes them into the working directory as the job's owner
   stop_request  why the execd asked the shepherd to stop the job: cancel, requeue, hold or stray
                 (JSON)
-  signal        signals for the job's process group that came before the job started (JSON, a
-                list of names: SIGKILL and SIGSTOP, which no process can catch to keep them for
-                later); the shepherd sends them right after it started the job
+  signal        the signals the execd asked the shepherd to deliver to the job's process group
+                as they are, not as what they mean to the shepherd (JSON, a list of names, only
+                ever appended to): SIGKILL and SIGSTOP, which the shepherd cannot catch, and
+                SIGTERM, SIGTSTP, SIGCONT and SIGTTIN, which it reads as orders. The execd
+                appends the name and sends the shepherd SIGTTIN, which makes it read the new
+                names and send them (spool.signal_record); one that comes before the job
+                started is kept until it has
   reserve       room kept for the records of how the job ended: written by the execd before the
                 shepherd starts, given back by the shepherd when the disk is full (spool.outcome)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
                 refused); the copies themselves are in staged_out.d/<n>
+  osjobid       what identifies the attempt's processes to the kernel: its cgroup directories,
+                one line (or "subreaper PID SESSION" where there is no writable cgroup)
+  processor_set_number  the CPUs the attempt was given, as a cpuset list, and its cpuset cgroup
+                where one was made (one line); written only for an attempt given CPUs
+  shepherd_about_to_exit  written once the job and every epilog are done, just before
+                exit_status: from then on the attempt only records how it ended
 
 Every record is written whole by atomic rename (spool.atomic), readable by its writer only
 (mode 0600): records hold the job's environment, its files and how it ended, which are the
@@ -59,6 +69,9 @@ RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"
 MAIL_OUTPUT = "mail_output"  # the job's output, copied by the shepherd as its owner, for the end mail
 NOTIFY_SOCKET = "execd.sock"
+OSJOBID = "osjobid"
+PROCESSOR_SET_NUMBER = "processor_set_number"
+SHEPHERD_ABOUT_TO_EXIT = "shepherd_about_to_exit"
 
 
 class SpoolDir:

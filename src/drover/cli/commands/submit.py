@@ -87,6 +87,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                    help="if the node fails the job (its shepherd dies), fail it instead of running it again (Slurm's --no-requeue)")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
+    p.add_argument("--environment", type=_environments, metavar="NAME[+NAME...]",
+                   help="switch to the cluster's named environments, in order, before the job's prolog")
     if command == "run":
         p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
     return p
@@ -329,6 +331,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["checkpoint_signal"] = job_signal(args.checkpoint_signal, "--checkpoint-signal").name
     if args.no_requeue:
         base["rerunnable"] = False
+    if args.environment:
+        base["environments"] = args.environment
     if args.stage_in:
         base["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:
@@ -418,6 +422,21 @@ def _job_name(text: str) -> str:
 
         raise argparse.ArgumentTypeError("a job name must not be empty")
     return text
+
+
+def _environments(text: str) -> list[str]:
+    """--environment A+B: the Accelerator composes environments with '+'."""
+    import argparse
+
+    from drover.config_schema import check_environment_name
+
+    names = text.split("+")
+    try:
+        for name in names:
+            check_environment_name(name)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return names
 
 
 def _gres(text: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from drover.config_schema import QueueSection, SchedulerSection
+from drover.config_schema import EnvironmentSection, QueueSection, SchedulerSection
 from drover.controller import resource_requests
 from drover.controller.effects import Outcome
 from drover.controller.handlers.queues import queues_in_effect
@@ -46,6 +46,7 @@ class OrderOptions:
     # [controller] forbid_reschedule, forbid_apperror, requeue_held: what an attempt's end means
     # (the node's final record and end mail read the first two from the order)
     exits: ExitSemantics = GRID_ENGINE
+    environments: Mapping[str, EnvironmentSection] = field(default_factory=dict)  # [environments.NAME]
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -412,5 +413,12 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
         config["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:
         config["enforce_memory"] = queue.enforce_memory
+    if queue.starter_method:
+        config["queue_starter_method"] = queue.starter_method
+    if spec.get("environments"):  # one no longer in drover.toml has no scripts: the shepherd says so
+        config["environments"] = [
+            {"name": name, "setup": known.setup, "post": known.post} if (known := orders.environments.get(name))
+            else {"name": name, "setup": None, "post": None, "unknown": True}
+            for name in spec["environments"]]
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

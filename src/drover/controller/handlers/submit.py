@@ -40,7 +40,7 @@ from drover.store.base import Store
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
     queues: Mapping[str, Queue] | None = None, limits: Limits | None = None, event_log_node: str | None = None,
-    licenses: Mapping[str, int] | None = None,
+    licenses: Mapping[str, int] | None = None, environments: Mapping[str, object] | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the queues in effect (controller/handlers/queues.py; None: "default" alone).
     Every job is checked before any changes: a bad one refuses the whole request, which changes
@@ -52,7 +52,7 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
-    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {})
+    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {}, environments or {})
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -124,6 +124,7 @@ def check_queue_takes(queue: Queue, memory_mib: int, bad: Callable[[str], BadReq
 def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
     queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
+    environments: Mapping[str, object] | None = None,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -272,12 +273,27 @@ def _validated_job(
         job_spec["done_output"] = spec.done_output
     if spec.mail_output:
         job_spec["mail_output"] = True
+    if spec.environments:
+        job_spec["environments"] = known_environments(spec.environments, environments or {}, bad)
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
         dependencies=dependencies, spec=job_spec, begin_at=spec.begin_at,
         fresh_state=JobState.HELD if spec.hold else JobState.PENDING,
     )
+
+
+def known_environments(names: list[str], environments: Mapping[str, object],
+                       bad: Callable[[str], BadRequest]) -> list[str]:
+    """The named environments a job asks for (the Accelerator's, composed with +), each one the
+    cluster defines ([environments.NAME]), each once."""
+    for name in names:
+        if name not in environments:
+            have = f"this cluster has {', '.join(sorted(environments))}" if environments else "this cluster defines none"
+            raise bad(f"unknown environment {name!r} (--environment); {have}")
+    if len(set(names)) != len(names):
+        raise bad(f"--environment names an environment twice: {'+'.join(names)}")
+    return list(names)
 
 
 def _dependencies(spec: JobSubmission, where: str) -> Dependencies:
