@@ -298,6 +298,35 @@ class StoreSection(Section, frozen=True):
             raise ValueError("url must start with sqlite:// or postgresql://")
 
 
+class ParallelEnvironmentSection(Section, frozen=True):
+    """[parallel_environments.NAME]: a parallel environment jobs ask for with --pe NAME SLOTS (qsub
+    -pe), Grid Engine's sge_pe(5); docs/parallel-environments.md."""
+
+    slots: Annotated[int, about("slots (CPUs) the jobs of this parallel environment may hold at once, in the "
+                                "whole cluster", ge=0)]
+    start_proc_args: Annotated[str | None, about(
+        "run before the job, after the prologs, as the job's owner with its environment (\"root@\" first: as "
+        "the node daemon's user, in a clean environment); $pe_hostfile, $host, $job_owner, $job_id, $job_name, "
+        "$pe, $pe_slots, $processors and $queue are replaced; NONE or unset: nothing")] = None
+    stop_proc_args: Annotated[str | None, about("run after the job, before the epilogs; as start_proc_args")] = None
+    allocation_rule: Annotated[str, about("$pe_slots, $fill_up, $round_robin, or a whole number of slots on each "
+                                          "node (a job runs on one node: it takes exactly that many)")] = "$pe_slots"
+    control_slaves: Annotated[bool, about("Drover starts the job's tasks on its nodes (shown; tasks are not "
+                                          "started apart from the job yet)")] = False
+    job_is_first_task: Annotated[bool, about("the job script is one of the parallel tasks (shown)")] = True
+    user_lists: Annotated[list[str], about("only these users may use it (empty: everyone)")] = []
+    xuser_lists: Annotated[list[str], about("these users may not use it")] = []
+
+    def __post_init__(self) -> None:
+        from drover.core.parallel_env import MAX_SLOTS, parse_allocation_rule, parse_procedure
+
+        if self.slots > MAX_SLOTS:
+            raise ValueError(f"slots must be at most {MAX_SLOTS}, not {self.slots}")
+        parse_allocation_rule(self.allocation_rule)
+        parse_procedure("start_proc_args", self.start_proc_args)
+        parse_procedure("stop_proc_args", self.stop_proc_args)
+
+
 class DroverConfig(Section, frozen=True):
     """The whole drover.toml; a missing file or section means every default."""
 
@@ -310,3 +339,5 @@ class DroverConfig(Section, frozen=True):
                                               "while it runs")] = {}
     compat: CompatSection = CompatSection()
     store: StoreSection = StoreSection()
+    parallel_environments: Annotated[dict[str, ParallelEnvironmentSection], about(
+        "[parallel_environments.NAME]: Grid Engine's parallel environments (sge_pe(5))")] = {}

@@ -79,6 +79,15 @@ class AttemptOrder(TypedDict):
     done_output: NotRequired[str]
     done_output_pattern: NotRequired[str]
     mail_output: NotRequired[bool]
+    # Grid Engine's parallel environment (sge_pe(5)), for a job that asked for one: its name, the
+    # slots it was given, and its start and stop procedures (placeholders not yet replaced), each
+    # run as the job's owner, or as the node daemon's user when `_as_site` (the "root@" prefix).
+    pe: NotRequired[str]
+    pe_slots: NotRequired[int]
+    pe_start: NotRequired[str]
+    pe_start_as_site: NotRequired[bool]
+    pe_stop: NotRequired[str]
+    pe_stop_as_site: NotRequired[bool]
 
 
 class NodeOptions(TypedDict):

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from drover.config_schema import QueueSection, SchedulerSection
+from drover.config_schema import ParallelEnvironmentSection, QueueSection, SchedulerSection
 from drover.controller import staged_files
 from drover.controller.auth import Caller
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
@@ -92,6 +92,8 @@ class Settings:
     licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: the cluster's counters
     user_queues: bool = False  # users may make queues of their own
     history_days: int = 365  # ended jobs are forgotten after this many days (0: never)
+    # [parallel_environments.NAME]: Grid Engine's parallel environments
+    parallel_environments: Mapping[str, ParallelEnvironmentSection] = field(default_factory=dict)
 
 
 class _Reloaded(Exception):
@@ -140,7 +142,7 @@ class ControllerService:
         self.store = store
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses,
-                                   settings.exits)
+                                   settings.exits, settings.parallel_environments)
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -842,7 +844,8 @@ class ControllerService:
             now = self.clock()
             outcome, new_ids = submit(self.state, jobs, owner, now, self.store,
                                       queues.queues_in_effect(self.state, self.settings.queues),
-                                      self.settings.limits, event_log_node, self.settings.licenses)
+                                      self.settings.limits, event_log_node, self.settings.licenses,
+                                      self.settings.parallel_environments)
             ids.extend(new_ids)
             if request_key is not None:  # committed with the jobs: known to any controller from then on
                 outcome.changes.submissions.append(SubmissionKey(owner, request_key, tuple(new_ids), now))

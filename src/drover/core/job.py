@@ -70,6 +70,9 @@ class JobSpec(TypedDict):
     zap: NotRequired[bool]
     done_output: NotRequired[str | None]
     mail_output: NotRequired[bool]
+    # Its parallel environment ([parallel_environments.NAME]) and the slots each task holds of it.
+    pe: NotRequired[str]
+    pe_slots: NotRequired[int]
 
 
 @dataclass(slots=True)

@@ -82,6 +82,10 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
     # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None
+    # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
+    # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
+    pe: str | None = None
+    pe_slots: str | None = None
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -544,3 +548,25 @@ class JoinReply(msgspec.Struct, kw_only=True):
 
 class LeaveReply(msgspec.Struct, kw_only=True):
     node: str
+
+
+class ParallelEnvironmentInfo(msgspec.Struct, kw_only=True):
+    """A parallel environment of drover.toml ([parallel_environments.NAME], sge_pe(5)), and its
+    slots in use now."""
+
+    name: str
+    slots: int
+    slots_used: int
+    user_lists: list[str]
+    xuser_lists: list[str]
+    start_proc_args: str | None
+    stop_proc_args: str | None
+    allocation_rule: str
+    control_slaves: bool
+    job_is_first_task: bool
+    running: int  # tasks of its jobs running now
+    pending: int  # jobs waiting for it
+
+
+class ParallelEnvironmentList(msgspec.Struct):
+    parallel_environments: list[ParallelEnvironmentInfo]

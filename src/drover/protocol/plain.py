@@ -69,6 +69,8 @@ class JobRequest(TypedDict, total=False):
     exclusive: bool
     resource_requests: dict[str, str]
     credential: str | None
+    pe: str | None
+    pe_slots: str | None
 
 
 class AttemptSummary(TypedDict):

@@ -38,6 +38,7 @@ class Method:
     step: str  # prolog, pe_start, pe_stop, epilog
     level: str  # node (the execd's config), queue (the job's queue's) or job (the job's own)
     command: str
+    as_owner: bool = False  # a site's method that runs as the job's owner (a PE's procedure without root@)
 
 
 def methods(config: Mapping[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
@@ -57,7 +58,7 @@ def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> i
     not into the job's files themselves: those are the owner's (a full quota, /dev/full), and a
     write the owner made fail must not fail the site's script and put the node in ERROR."""
     relay = popen_options.get("stdout"), popen_options.get("stderr")
-    site = method.level != "job"
+    site = method.level != "job" and not method.as_owner
     if site:
         popen_options = dict(popen_options, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with held_signals():  # the method starts with default signals (popen_options' reset_for_exec)
