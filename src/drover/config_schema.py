@@ -164,8 +164,10 @@ class ExecdSection(Section, frozen=True):
         ge=0)] = 0.0
     prolog: Annotated[str | None, about("the node's prolog, run as root before every job")] = None
     epilog: Annotated[str | None, about("the node's epilog, run as root after every job")] = None
-    pe_start: Annotated[str | None, about("the parallel environment's start, run before every job")] = None
-    pe_stop: Annotated[str | None, about("the parallel environment's stop, run after every job")] = None
+    pe_start: Annotated[str | None, about("run as root before each job of a parallel environment (--pe), before "
+                                          "its PE's start_proc_args")] = None
+    pe_stop: Annotated[str | None, about("run as root after each job of a parallel environment, after its PE's "
+                                         "stop_proc_args")] = None
     method_timeout_s: Annotated[float, about("seconds a prolog, epilog or PE method may run")] = 600.0
     rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
@@ -311,9 +313,10 @@ class ParallelEnvironmentSection(Section, frozen=True):
     stop_proc_args: Annotated[str | None, about("run after the job, before the epilogs; as start_proc_args")] = None
     allocation_rule: Annotated[str, about("$pe_slots, $fill_up, $round_robin, or a whole number of slots on each "
                                           "node (a job runs on one node: it takes exactly that many)")] = "$pe_slots"
-    control_slaves: Annotated[bool, about("Drover starts the job's tasks on its nodes (shown; tasks are not "
-                                          "started apart from the job yet)")] = False
-    job_is_first_task: Annotated[bool, about("the job script is one of the parallel tasks (shown)")] = True
+    control_slaves: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown (qconf -sp): Drover starts no "
+                                          "task of a job apart from its script")] = False
+    job_is_first_task: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown: the job script is one of the "
+                                             "parallel tasks")] = True
     user_lists: Annotated[list[str], about("only these users may use it (empty: everyone)")] = []
     xuser_lists: Annotated[list[str], about("these users may not use it")] = []
 

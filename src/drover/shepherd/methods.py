@@ -5,9 +5,14 @@ which are the job's own prolog and epilog. In firing order:
     node prolog → queue prolog → job prolog (precmd) → PE start → JOB
                 → PE stop → job epilog (postcmd) → queue epilog → node epilog
 
+PE start and stop run only for a job of a parallel environment: the node's, then its PE's
+start_proc_args; its PE's stop_proc_args, then the node's (shepherd/parallel.py).
+
 Each runs with bash, inside the attempt's containment, its output appended to the job's files.
 The job's own methods run as the job does: as its owner, in its working directory, with its
-environment. The site's (node and queue level, PE start and stop) run as the node daemon's user
+environment, and so do a PE's procedures unless prefixed root@ (sge_pe(5): "An optional prefix
+"user@" specifies the user under which this procedure is to be started"), which marks them as the
+site's. The site's (node and queue level, the node's PE start and stop) run as the node daemon's user
 (root on a shared node, as Slurm runs its Prolog and Epilog), in /, with a clean environment of
 the attempt's facts (environment.site_environment): nothing the job set reaches them, and the
 job's owner cannot signal them, so their failure is the node's, not one user's doing. What a failure means
