@@ -178,6 +178,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     constraint: str | None = None
     exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+    pe: str | None = None  # its parallel environment; its slots are its CPUs
 
 
 class FileInfo(msgspec.Struct, kw_only=True):

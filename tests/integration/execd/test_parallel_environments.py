@@ -107,7 +107,7 @@ def test_an_unknown_pe_or_a_bad_slot_count_is_refused_in_one_line(tmp_path: Path
         unknown = cluster.drover("submit", "--pe", "nope", "2", "--", "true", check=False)
         assert unknown.returncode != 0
         assert unknown.stderr.strip().splitlines() == [
-            "drover: unknown parallel environment 'nope'; this cluster has mpi, smp"]
+            "drover submit: unknown parallel environment 'nope'; this cluster has mpi, smp"]
         too_many = cluster.drover("submit", "--pe", "mpi", "8", "--", "true", check=False)
         assert too_many.returncode != 0 and "8 slots cannot run on one node" in too_many.stderr
         bad = cluster.drover("submit", "--pe", "mpi", "x", "--", "true", check=False)
