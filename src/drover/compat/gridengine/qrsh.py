@@ -65,9 +65,9 @@ def drover_run_arguments(given: list[Given], command: list[str], on_terminal: bo
     slots = 1
     pe = last(given, "pe")
     if pe is not None and pe.value:
-        name, _, spec = pe.value.partition(" ")
+        pe_name, _, spec = pe.value.partition(" ")
         slots = int(spec.split("-")[0] or 1) if spec.split("-")[0].isdigit() else 1
-        out += ["--pe", name, spec]  # the cluster's parallel environment of that name
+        out += ["--pe", pe_name, spec]  # the cluster's parallel environment of that name
     for item in every(given, "l"):
         key, _, value = item.partition("=")
         if key in ("h_rt", "s_rt"):
