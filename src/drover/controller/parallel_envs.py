@@ -57,9 +57,11 @@ def checked(spec: JobSubmission, environments: Mapping[str, ParallelEnvironmentS
 
 
 def free_slots(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection]) -> dict[str, int]:
-    """Each parallel environment's slots less what the active tasks of its jobs hold."""
+    """Each parallel environment's slots less what the active tasks of its jobs hold. The running
+    tasks are walked only where some PE has fewer than sge_pe(5)'s most (9,999,999, `smp`'s),
+    which no cluster reaches: each planning pass calls this."""
     free = {name: environment.slots for name, environment in environments.items()}
-    if not free:
+    if all(slots >= MAX_SLOTS for slots in free.values()):
         return free
     for job, _ in state.held():
         held = of_job(job)
