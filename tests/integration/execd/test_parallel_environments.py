@@ -122,3 +122,29 @@ def test_an_unknown_pe_or_a_bad_slot_count_is_refused_in_one_line(tmp_path: Path
         assert qconf.stdout == "mpi\nsmp\n"
     finally:
         assert not cluster.stop()
+
+
+def test_gridengine_manpage_a_failing_pe_start_procedure_sets_the_queue_in_error_and_requeues(tmp_path: Path) -> None:
+    """The exit table's "Prolog, epilog and parallel start: The queue is set to error state and the
+    job is re-queued" holds for a PE's own start_proc_args: 1. a start procedure that fails once
+    (it runs as the owner, in the working directory, where a file says so); 2. the job's queue is
+    in error on the node, the job pending, it did not run; the PE's stop did not run (its start
+    failed); 3. the queue is cleared, and the job runs."""
+    config = ('[parallel_environments.mpi]\nslots = 4\n'
+              'start_proc_args = "bash -c \'test -e fail && rm fail && exit 7; echo started\'"\n'
+              'stop_proc_args = "echo stopped"\n')
+    cluster = LocalCluster(cpus=4, config_toml=config)
+    try:
+        cluster.start()
+        (cluster.workdir / "fail").write_text("")
+        marker = cluster.workdir / "ran"
+        job = cluster.submit("--pe", "mpi", "2", "--", "touch", str(marker))
+        failed = wait_until(lambda: (n := cluster.drover_json("nodes")[0])["queue_errors"].get("default") and n,
+                            describe="queue default in error on the node")
+        assert "the pe pe_start exited with status 7" in failed["queue_errors"]["default"]
+        assert cluster.drover_json("show", str(job))["state"] == "pending" and not marker.exists()
+        cluster.drover("node", "resume", failed["name"], "--queue", "default")
+        assert cluster.drover("wait", str(job)).returncode == 0 and marker.exists()
+        assert (cluster.workdir / f"drover-{job}.out").read_text().split() == ["started", "stopped"]
+    finally:
+        assert not cluster.stop()
