@@ -84,11 +84,12 @@ def add_to_order(config: AttemptOrder, job: Job, environments: Mapping[str, Para
     environment = environments.get(held[0])
     if environment is None:
         return
-    for step, text in (("pe_start", environment.start_proc_args), ("pe_stop", environment.stop_proc_args)):
-        procedure = parse_procedure(step, text)
-        if procedure is not None:
-            config["pe_start" if step == "pe_start" else "pe_stop"] = procedure.command
-            config["pe_start_as_site" if step == "pe_start" else "pe_stop_as_site"] = procedure.as_site
+    start = parse_procedure("start_proc_args", environment.start_proc_args)
+    if start is not None:
+        config["pe_start"], config["pe_start_as_site"] = start.command, start.as_site
+    stop = parse_procedure("stop_proc_args", environment.stop_proc_args)
+    if stop is not None:
+        config["pe_stop"], config["pe_stop_as_site"] = stop.command, stop.as_site
 
 
 def infos(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection]) -> list[ParallelEnvironmentInfo]:
