@@ -120,6 +120,15 @@ def test_an_unknown_pe_or_a_bad_slot_count_is_refused_in_one_line(tmp_path: Path
         qconf = subprocess.run([str(bin_dir / "qconf"), "-spl"], capture_output=True, text=True, env=cluster.env,
                                timeout=60)
         assert qconf.stdout == "mpi\nsmp\n"
+        held = subprocess.run([str(bin_dir / "qsub"), "-terse", "-h", "-b", "y", "-pe", "mpi", "2", "true"],
+                              capture_output=True, text=True, env=cluster.env, cwd=cluster.workdir, timeout=60)
+        job = held.stdout.strip()
+        shown = subprocess.run([str(bin_dir / "qstat"), "-r"], capture_output=True, text=True, env=cluster.env,
+                               timeout=60).stdout
+        assert "Requested PE:     mpi 2" in shown, shown
+        detail = subprocess.run([str(bin_dir / "qstat"), "-j", job], capture_output=True, text=True,
+                                env=cluster.env, timeout=60).stdout
+        assert "mpi range: 2" in detail, detail
     finally:
         assert not cluster.stop()
 
