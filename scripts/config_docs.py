@@ -157,7 +157,8 @@ def _plural(text: str) -> str:
 
 
 def _default_text(info: msgspec.structs.FieldInfo) -> str:
-    value = info.default_factory() if info.default is msgspec.NODEFAULT else info.default
+    has_factory = info.default_factory is not msgspec.NODEFAULT
+    value = info.default_factory() if info.default is msgspec.NODEFAULT and has_factory else info.default
     if value is None:
         return "unset"
     if value is msgspec.NODEFAULT:

@@ -164,8 +164,10 @@ class ExecdSection(Section, frozen=True):
         ge=0)] = 0.0
     prolog: Annotated[str | None, about("the node's prolog, run as root before every job")] = None
     epilog: Annotated[str | None, about("the node's epilog, run as root after every job")] = None
-    pe_start: Annotated[str | None, about("the parallel environment's start, run before every job")] = None
-    pe_stop: Annotated[str | None, about("the parallel environment's stop, run after every job")] = None
+    pe_start: Annotated[str | None, about("run as root before each job of a parallel environment (--pe), before "
+                                          "its PE's start_proc_args")] = None
+    pe_stop: Annotated[str | None, about("run as root after each job of a parallel environment, after its PE's "
+                                         "stop_proc_args")] = None
     method_timeout_s: Annotated[float, about("seconds a prolog, epilog or PE method may run")] = 600.0
     rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
@@ -334,6 +336,34 @@ def check_environment_name(name: str) -> None:
     """What `--environment A+B` can name: letters, digits, _ . - (not first . or -)."""
     if not name or len(name) > 64 or not all(c.isalnum() or c in "_.-" for c in name) or name[0] in ".-":
         raise ValueError(f"an environment's name is 1 to 64 letters, digits, _ . - (not first . or -), not {name!r}")
+class ParallelEnvironmentSection(Section, frozen=True):
+    """[parallel_environments.NAME]: a parallel environment jobs ask for with --pe NAME SLOTS (qsub
+    -pe), Grid Engine's sge_pe(5); docs/parallel-environments.md."""
+
+    slots: Annotated[int, about("slots (CPUs) the jobs of this parallel environment may hold at once, in the "
+                                "whole cluster", ge=0)]
+    start_proc_args: Annotated[str | None, about(
+        "run before the job, after the prologs, as the job's owner with its environment (\"root@\" first: as "
+        "the node daemon's user, in a clean environment); $pe_hostfile, $host, $job_owner, $job_id, $job_name, "
+        "$pe, $pe_slots, $processors and $queue are replaced; NONE or unset: nothing")] = None
+    stop_proc_args: Annotated[str | None, about("run after the job, before the epilogs; as start_proc_args")] = None
+    allocation_rule: Annotated[str, about("$pe_slots, $fill_up, $round_robin, or a whole number of slots on each "
+                                          "node (a job runs on one node: it takes exactly that many)")] = "$pe_slots"
+    control_slaves: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown (qconf -sp): Drover starts no "
+                                          "task of a job apart from its script")] = False
+    job_is_first_task: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown: the job script is one of the "
+                                             "parallel tasks")] = True
+    user_lists: Annotated[list[str], about("only these users may use it (empty: everyone)")] = []
+    xuser_lists: Annotated[list[str], about("these users may not use it")] = []
+
+    def __post_init__(self) -> None:
+        from drover.core.parallel_env import MAX_SLOTS, parse_allocation_rule, parse_procedure
+
+        if self.slots > MAX_SLOTS:
+            raise ValueError(f"slots must be at most {MAX_SLOTS}, not {self.slots}")
+        parse_allocation_rule(self.allocation_rule)
+        parse_procedure("start_proc_args", self.start_proc_args)
+        parse_procedure("stop_proc_args", self.stop_proc_args)
 
 
 class DroverConfig(Section, frozen=True):
@@ -350,6 +380,8 @@ class DroverConfig(Section, frozen=True):
     store: StoreSection = StoreSection()
     environments: Annotated[dict[str, EnvironmentSection], about(
         "[environments.NAME]: named environments, with a setup script and a post script")] = {}
+    parallel_environments: Annotated[dict[str, ParallelEnvironmentSection], about(
+        "[parallel_environments.NAME]: Grid Engine's parallel environments (sge_pe(5))")] = {}
 
     def __post_init__(self) -> None:
         for name in self.environments:

@@ -85,6 +85,15 @@ class AttemptOrder(TypedDict):
     # The Accelerator's named environments the job asked for, in order, with their scripts as the
     # controller's drover.toml has them (shepherd/environments.py).
     environments: NotRequired[list[EnvironmentRecord]]
+    # Grid Engine's parallel environment (sge_pe(5)), for a job that asked for one: its name, the
+    # slots it was given, and its start and stop procedures (placeholders not yet replaced), each
+    # run as the job's owner, or as the node daemon's user when `_as_site` (the "root@" prefix).
+    pe: NotRequired[str]
+    pe_slots: NotRequired[int]
+    pe_start: NotRequired[str]
+    pe_start_as_site: NotRequired[bool]
+    pe_stop: NotRequired[str]
+    pe_stop_as_site: NotRequired[bool]
 
 
 class EnvironmentRecord(TypedDict):

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "efficiency": ("efficiency", "what a job used against what it asked for (like seff)"),
     "priority": ("priority", "pending jobs' priority, factor by factor (like sprio)"),
     "queue": ("queue", "the queues: drover queue list|show|create|set|stop|start|drain|delete"),
+    "pe": ("pe", "the parallel environments: drover pe list|show NAME"),
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "node": ("nodes", "take a node out of service and back: drover node drain|resume NODE (admin)"),
     "events": ("events", "the event log of a job, or of the cluster"),

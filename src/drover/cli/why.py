@@ -178,6 +178,7 @@ def pending_reason(job: JobInfo, nodes: Sequence[NodeInfo] | None = None, now: f
         "queue_window": f"it starts when queue {job.queue}'s window opens (drover queue show {job.queue}); {move}",
         "queue_limit": f"the next starts when one of queue {job.queue}'s running tasks ends; {move}",
         "user_limit": f"the next starts when one of its owner's running tasks in queue {job.queue} ends; {move}",
+        "pe_slots": "it starts when running jobs of its parallel environment give slots back (drover pe show NAME)",
     }
     return [said or reason, *([remedies[reason]] if reason in remedies else [])]
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         LeaveReply,
         NodeInfo,
         OutputChunk,
+        ParallelEnvironmentInfo,
         Ping,
         PriorityList,
         QueueInfo,
@@ -300,6 +301,13 @@ class Client:
         from drover.protocol.api import History
 
         return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before, **filters)
+
+    # -- parallel environments ----------------------------------------------------------------
+
+    def parallel_environments(self) -> list[ParallelEnvironmentInfo]:
+        from drover.protocol.api import ParallelEnvironmentList
+
+        return self._get("/v1/parallel-environments", ParallelEnvironmentList).parallel_environments
 
     # -- queues -------------------------------------------------------------------------------
 

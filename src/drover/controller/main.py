@@ -60,6 +60,7 @@ def serve(argv: list[str]) -> int:
 
     from drover.api.app import create_app
     from drover.api.peercred import protocol_class as peer_credentials_protocol
+    from drover.controller import parallel_envs
     from drover.controller.auth import Policy
     from drover.controller.reads import Reads
     from drover.controller.service import ControllerService, Settings
@@ -137,6 +138,7 @@ def serve(argv: list[str]) -> int:
             node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
             heartbeat_s=section.heartbeat_s, scheduler=drover_toml.scheduler, licenses=drover_toml.licenses,
             user_queues=section.user_queues, history_days=section.history_days, environments=drover_toml.environments,
+            parallel_environments=parallel_envs.in_effect(drover_toml.parallel_environments),
             min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
         )
         from drover.controller.faults import Faults

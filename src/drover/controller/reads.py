@@ -35,6 +35,7 @@ from drover.protocol.api import (
     JobInfo,
     JobSamples,
     NodeInfo,
+    ParallelEnvironmentInfo,
     PriorityInfo,
     PriorityList,
     PriorityWeights,
@@ -277,6 +278,11 @@ class Reads:
         from drover.controller.usage_views import top
 
         return top(self._service.state, self._service.samples, owner, self._service.clock())
+
+    def parallel_environments(self) -> list[ParallelEnvironmentInfo]:
+        from drover.controller.parallel_envs import infos
+
+        return infos(self._service.state, self._service.settings.parallel_environments)
 
     def nodes(self) -> list[NodeInfo]:
         nodes = views.node_info(self._service.state)

@@ -28,7 +28,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from drover.config_schema import EnvironmentSection, QueueSection, SchedulerSection
+from drover.config_schema import (
+    EnvironmentSection,
+    ParallelEnvironmentSection,
+    QueueSection,
+    SchedulerSection,
+)
 from drover.controller import staged_files
 from drover.controller.auth import Caller
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
@@ -93,6 +98,8 @@ class Settings:
     user_queues: bool = False  # users may make queues of their own
     history_days: int = 365  # ended jobs are forgotten after this many days (0: never)
     environments: Mapping[str, EnvironmentSection] = field(default_factory=dict)  # [environments.NAME]
+    # [parallel_environments.NAME]: Grid Engine's parallel environments
+    parallel_environments: Mapping[str, ParallelEnvironmentSection] = field(default_factory=dict)
 
 
 class _Reloaded(Exception):
@@ -141,7 +148,8 @@ class ControllerService:
         self.store = store
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses,
-                                   settings.exits, environments=settings.environments)
+                                   settings.exits, environments=settings.environments,
+                                   parallel_environments=settings.parallel_environments)
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -844,7 +852,8 @@ class ControllerService:
             outcome, new_ids = submit(self.state, jobs, owner, now, self.store,
                                       queues.queues_in_effect(self.state, self.settings.queues),
                                       self.settings.limits, event_log_node, self.settings.licenses,
-                                      environments=self.settings.environments)
+                                      environments=self.settings.environments,
+                                      parallel_environments=self.settings.parallel_environments)
             ids.extend(new_ids)
             if request_key is not None:  # committed with the jobs: known to any controller from then on
                 outcome.changes.submissions.append(SubmissionKey(owner, request_key, tuple(new_ids), now))

@@ -72,6 +72,9 @@ class JobSpec(TypedDict):
     mail_output: NotRequired[bool]
     # The Accelerator's named environments, in the order they are switched to (docs/environments.md).
     environments: NotRequired[list[str]]
+    # Its parallel environment ([parallel_environments.NAME]) and the slots each task holds of it.
+    pe: NotRequired[str]
+    pe_slots: NotRequired[int]
 
 
 @dataclass(slots=True)

@@ -85,6 +85,10 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The Accelerator's named environments ([environments.NAME] of drover.toml), switched to in
     # this order before the job's prolog (`drover submit --environment A+B`).
     environments: Annotated[list[str], msgspec.Meta(max_length=64)] = []
+    # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
+    # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
+    pe: str | None = None
+    pe_slots: str | None = None
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -177,6 +181,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     constraint: str | None = None
     exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+    pe: str | None = None  # its parallel environment; its slots are its CPUs
 
 
 class FileInfo(msgspec.Struct, kw_only=True):
@@ -547,3 +552,25 @@ class JoinReply(msgspec.Struct, kw_only=True):
 
 class LeaveReply(msgspec.Struct, kw_only=True):
     node: str
+
+
+class ParallelEnvironmentInfo(msgspec.Struct, kw_only=True):
+    """A parallel environment of drover.toml ([parallel_environments.NAME], sge_pe(5)), and its
+    slots in use now."""
+
+    name: str
+    slots: int
+    slots_used: int
+    user_lists: list[str]
+    xuser_lists: list[str]
+    start_proc_args: str | None
+    stop_proc_args: str | None
+    allocation_rule: str
+    control_slaves: bool
+    job_is_first_task: bool
+    running: int  # tasks of its jobs running now
+    pending: int  # jobs waiting for it
+
+
+class ParallelEnvironmentList(msgspec.Struct):
+    parallel_environments: list[ParallelEnvironmentInfo]

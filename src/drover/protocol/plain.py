@@ -70,6 +70,8 @@ class JobRequest(TypedDict, total=False):
     resource_requests: dict[str, str]
     credential: str | None
     environments: list[str]  # named environments of the cluster, switched to in order
+    pe: str | None
+    pe_slots: str | None
 
 
 class AttemptSummary(TypedDict):
@@ -132,6 +134,7 @@ class JobSummary(TypedDict):
     constraint: str | None
     exclusive: bool
     tasks: list[TaskSummary]
+    pe: str | None
 
 
 class WaitReply(TypedDict):

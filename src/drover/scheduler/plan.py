@@ -91,9 +91,11 @@ class _Pass:
     """The state of one planning pass: what is left of the nodes, the licences and the queues'
     limits, and what has been decided so far."""
 
-    def __init__(self, rooms: Rooms, licenses: Mapping[str, int], queues: Mapping[str, QueueView]) -> None:
+    def __init__(self, rooms: Rooms, licenses: Mapping[str, int], queues: Mapping[str, QueueView],
+                 pe_slots: Mapping[str, int] | None = None) -> None:
         self.rooms = rooms
         self.licenses = dict(licenses)
+        self.pe_slots = dict(pe_slots or {})
         self.queues = queues
         self.queue_running = {name: queue.running for name, queue in queues.items()}
         self.user_running: dict[tuple[str, str], int] = {
@@ -157,6 +159,14 @@ class _Pass:
                 allowed, reason = free // count, PendingReason.LICENSES
                 detail = (f"waiting for licences: {count} {name} a task, {free} free" if name in self.licenses
                           else f"the cluster has no licence {name} ([licenses] in drover.toml)")
+        if item.pe is not None:
+            name, count = item.pe
+            free = self.pe_slots.get(name, 0)
+            if free // count < allowed:
+                allowed, reason = free // count, PendingReason.PE_SLOTS
+                detail = (f"waiting for slots of parallel environment {name}: {count} a task, {free} of its "
+                          f"slots free" if name in self.pe_slots
+                          else f"the cluster has no parallel environment {name} ([parallel_environments] in drover.toml)")
         return allowed, reason, detail
 
     def started(self, item: PendingWork, start: Start) -> None:
@@ -165,6 +175,8 @@ class _Pass:
         self.user_running[item.queue, item.owner] = self.user_running.get((item.queue, item.owner), 0) + 1
         for name, count in item.licenses:
             self.licenses[name] -= count
+        if item.pe is not None:
+            self.pe_slots[item.pe[0]] -= item.pe[1]
 
 
 def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
@@ -205,7 +217,7 @@ def in_error_note(queue: QueueView, up: Mapping[str, object]) -> str:
 
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
          licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None,
-         quick: bool = False, presorted: bool = False) -> Plan:
+         quick: bool = False, presorted: bool = False, pe_slots: Mapping[str, int] | None = None) -> Plan:
     """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
     (a queue not named there is open, on every node, without limits).
 
@@ -213,8 +225,10 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     backfill scheduler): it walks the jobs in order only up to the first that must wait for
     room, which gets RESOURCES and no reservation, and stops there. Jobs it did not reach get no
     reason (`Plan.reached` says how many it walked); the full pass gives them theirs.
-    `presorted`: `work` is already in the planner's order (order_key; plain weights only)."""
-    decided = _Pass(Rooms(nodes), licenses or {}, queues or {})
+    `presorted`: `work` is already in the planner's order (order_key; plain weights only).
+    `pe_slots`: each parallel environment's free slots now; like licences, a job short of them
+    waits with PE_SLOTS and does not block the jobs behind it."""
+    decided = _Pass(Rooms(nodes), licenses or {}, queues or {}, pe_slots)
     started_names: set[tuple[str, str]] = set()  # owner and name of the jobs started in this pass
     blocked = False
     reservation: Reservation | None = None

@@ -22,6 +22,7 @@ class PendingReason(StrEnum):
     QUEUE_WINDOW = "queue_window"  # its queue's time window is closed
     QUEUE_LIMIT = "queue_limit"  # its queue runs as many tasks as its max_running allows
     USER_LIMIT = "user_limit"  # its owner runs as many tasks in the queue as max_running_per_user allows
+    PE_SLOTS = "pe_slots"  # its parallel environment has not enough slots free
 
     @property
     def explanation(self) -> str:
@@ -44,6 +45,7 @@ _EXPLANATIONS = {
     PendingReason.QUEUE_WINDOW: "its queue starts jobs only in its time window",
     PendingReason.QUEUE_LIMIT: "its queue runs as many tasks as it allows at once",
     PendingReason.USER_LIMIT: "its owner runs as many tasks in its queue as it allows one user",
+    PendingReason.PE_SLOTS: "waiting for slots of its parallel environment to be given back",
 }
 
 

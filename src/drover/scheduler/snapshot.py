@@ -128,3 +128,4 @@ class PendingWork:
     licenses: tuple[tuple[str, int], ...] = ()  # cluster-wide counters each task holds while it runs
     constraint: Constraint | None = None  # node features its nodes must have
     exclusive: bool = False  # each task has a node to itself
+    pe: tuple[str, int] | None = None  # its parallel environment and the slots each task holds of it

@@ -85,9 +85,10 @@ def _from_entry(user: str, home: str, shell: str) -> dict[str, str]:
 
 
 def pe_hostfile(config: AttemptConfig) -> str | None:
-    """Grid Engine's $PE_HOSTFILE for a job of more than one CPU (a parallel job's slots): one
-    line "host slots queue processors", as sge_pe(5) gives it; None for a serial job."""
-    if config["cpus"] <= 1:
+    """Grid Engine's $PE_HOSTFILE for a job of a parallel environment, or of more than one CPU
+    (the slots of an implicit one on its node): one line "host slots queue@host processors", as
+    sge_pe(5) gives it; None for a serial job."""
+    if config["cpus"] <= 1 and not config.get("pe"):
         return None
     processors = ",".join(str(cpu) for cpu in config["cpu_ids"]) or "UNDEFINED"
     node = config["node"]
@@ -207,8 +208,10 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         facts["SLURM_MEM_PER_NODE"] = str(config["memory_mib"])
     if config["cpu_ids"]:
         facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config["cpu_ids"])
-    if config["cpus"] > 1:
+    if config["cpus"] > 1 or config.get("pe"):
         facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
+    if config.get("pe"):  # submit(1): "PE: The parallel environment under which the job executes"
+        facts["PE"] = str(config.get("pe"))
     facts.update(_gres_facts(config.get("gres", {})))
     if config["is_array"]:
         first, last, step, count = (

@@ -50,14 +50,9 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import environments, launch, outputs, setup, spool_files, starter
+from drover.shepherd import environments, launch, outputs, parallel, setup, spool_files, starter
 from drover.shepherd.containment import Containment, choose
-from drover.shepherd.environment import (
-    PE_HOSTFILE_NAME,
-    build_environment,
-    pe_hostfile,
-    site_environment,
-)
+from drover.shepherd.environment import build_environment, site_environment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
@@ -122,9 +117,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
     env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
-    hostfile = pe_hostfile(config)
-    if hostfile is not None:  # GE: a parallel job's $PE_HOSTFILE, in its TMPDIR (made just now, ours)
-        write_atomically(os.path.join(tmpdir, PE_HOSTFILE_NAME), hostfile.encode(), mode=0o644)
+    parallel.write_hostfiles(config, spool.path, tmpdir)  # GE: pe_hostfile, and $PE_HOSTFILE in TMPDIR
     if identity is not None:
         env.update(identity.environment())
         if identity.switches:
@@ -154,7 +147,9 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # How methods run, made only where one is configured: the site's environment looks up the
     # node daemon's user in the password database (about half a millisecond).
     # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py), `limits`.
-    before_job, after_job = methods(config, BEFORE_JOB), methods(config, AFTER_JOB)
+    # GE: PE start and stop only "if the job is a parallel job" (parallel.py).
+    before_job, after_job = parallel.with_pe_methods(config, spool.path, methods(config, BEFORE_JOB),
+                                                     methods(config, AFTER_JOB))
     switch = environments.Switch(config, trace)  # VOV 18/19: the named environments (environments.py)
     if before_job or after_job or switch:
         method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
@@ -379,7 +374,7 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
             trace.step(f"{method.level} {method.step} started")
         containment.enter()
         try:
-            code = run_method(method, options if method.level == "job" else site_options, timeout)
+            code = run_method(method, options if method.level == "job" or method.as_owner else site_options, timeout)
         except OSError as error:
             code = 126 if error.errno != 2 else 127
         finally:
@@ -413,10 +408,10 @@ def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: At
     job's own epilog does not: VOV 20, "If the precommand exits with a status that is not 0
     (zero), the job is done and failed", and VOV 22, the postcmd that follows the job, whose "exit
     status ... is used as exit status of the job": with no job, there is nothing for it to follow."""
-    pe_started = any(method.step == "pe_start" for method in ran)
+    pe_started = {method.level for method in ran if method.step == "pe_start"}
     after: list[tuple[Method, int]] = []
     for method in after_job:
-        if method.level == "job" or (method.step == "pe_stop" and not pe_started):
+        if method.level == "job" or (method.step == "pe_stop" and method.level not in pe_started):
             continue
         failed = _run_methods([method], options, site_options, containment, config, stop_on_failure=False,
                               trace=trace)

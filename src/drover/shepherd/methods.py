@@ -5,9 +5,14 @@ which are the job's own prolog and epilog. In firing order:
     node prolog → queue prolog → job prolog (precmd) → PE start → JOB
                 → PE stop → job epilog (postcmd) → queue epilog → node epilog
 
+PE start and stop run only for a job of a parallel environment: the node's, then its PE's
+start_proc_args; its PE's stop_proc_args, then the node's (shepherd/parallel.py).
+
 Each runs with bash, inside the attempt's containment, its output appended to the job's files.
 The job's own methods run as the job does: as its owner, in its working directory, with its
-environment. The site's (node and queue level, PE start and stop) run as the node daemon's user
+environment, and so do a PE's procedures unless prefixed root@ (sge_pe(5): "An optional prefix
+"user@" specifies the user under which this procedure is to be started"), which marks them as the
+site's. The site's (node and queue level, the node's PE start and stop) run as the node daemon's user
 (root on a shared node, as Slurm runs its Prolog and Epilog), in /, with a clean environment of
 the attempt's facts (environment.site_environment): nothing the job set reaches them, and the
 job's owner cannot signal them, so their failure is the node's, not one user's doing. What a failure means
@@ -38,6 +43,7 @@ class Method:
     step: str  # prolog, pe_start, pe_stop, epilog
     level: str  # node (the execd's config), queue (the job's queue's) or job (the job's own)
     command: str
+    as_owner: bool = False  # a site's method that runs as the job's owner (a PE's procedure without root@)
 
 
 def methods(config: Mapping[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
@@ -57,7 +63,7 @@ def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> i
     not into the job's files themselves: those are the owner's (a full quota, /dev/full), and a
     write the owner made fail must not fail the site's script and put the node in ERROR."""
     relay = popen_options.get("stdout"), popen_options.get("stderr")
-    site = method.level != "job"
+    site = method.level != "job" and not method.as_owner
     if site:
         popen_options = dict(popen_options, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with held_signals():  # the method starts with default signals (popen_options' reset_for_exec)

@@ -68,6 +68,7 @@ STAGED_OUT = "staged_out"
 RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"
 MAIL_OUTPUT = "mail_output"  # the job's output, copied by the shepherd as its owner, for the end mail
+PE_HOSTFILE = "pe_hostfile"  # GE's spool file of a parallel job: its hosts, slots and queues (mode 0644)
 NOTIFY_SOCKET = "execd.sock"
 OSJOBID = "osjobid"
 PROCESSOR_SET_NUMBER = "processor_set_number"

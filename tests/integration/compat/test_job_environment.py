@@ -17,7 +17,7 @@ MANPAGES = pathlib.Path(__file__).resolve().parents[2] / "data" / "manpages"
 
 
 def listed(name: str) -> dict[str, str]:
-    """variable → when Drover sets it (always, array, request, parallel, submitter, never)."""
+    """variable → when Drover sets it (always, array, request, parallel, pe, submitter, never)."""
     out = {}
     for line in (MANPAGES / name).read_text().splitlines():
         if line and not line.startswith("#"):
@@ -57,7 +57,7 @@ def test_an_sbatch_array_task_sees_slurms_and_grid_engines_variables(cluster: Lo
     for index in ("1", "2"):
         env = read_environment(cluster.workdir / f"env.{index}")
         for variable, when in {**listed("sbatch-output-environment.txt"), **listed("qsub-environment.txt")}.items():
-            assert (variable in env) == (when != "never"), f"{variable} ({when})"
+            assert (variable in env) == (when not in ("never", "pe")), f"{variable} ({when})"  # no PE asked
         assert env["SLURM_JOB_ID"] == env["SLURM_JOBID"] == env["SLURM_ARRAY_JOB_ID"] == env["JOB_ID"] == job
         assert env["SLURM_ARRAY_TASK_ID"] == env["SGE_TASK_ID"] == index
         assert (env["SGE_TASK_FIRST"], env["SGE_TASK_LAST"], env["SGE_TASK_STEPSIZE"]) == ("1", "2", "1")

@@ -114,7 +114,8 @@ def test_gridengine_manpage_pe_start_failure_sets_the_queue_in_error_and_requeue
         cluster.start()
         marker = cluster.workdir / "ran"
         # 99 is "Other" for a PE start: 1 and 2 are the job's, the prolog's and the epilog's only
-        job = cluster.submit("--queue", "fast", "--", "touch", str(marker), cwd=job_dir(cluster, "j", pe_start=99))
+        job = cluster.submit("--queue", "fast", "--pe", "smp", "1", "--", "touch", str(marker),
+                             cwd=job_dir(cluster, "j", pe_start=99))
         failed = queue_in_error(cluster, "fast")
         assert "the node pe_start exited with status 99" in failed["queue_errors"]["fast"]
         assert show(cluster, job)["state"] == "pending" and not marker.exists()
@@ -128,7 +129,8 @@ def test_gridengine_manpage_pe_stop_failure_sets_the_queue_in_error_and_does_not
     cluster = cluster_with_methods(tmp_path)
     try:
         cluster.start()
-        job = cluster.submit("--queue", "fast", "--", "bash", "-c", "exit 3", cwd=job_dir(cluster, "j", pe_stop=1))
+        job = cluster.submit("--queue", "fast", "--pe", "smp", "1", "--", "bash", "-c", "exit 3",
+                             cwd=job_dir(cluster, "j", pe_stop=1))
         assert cluster.drover("wait", str(job), check=False).returncode == 3  # the job keeps its own status
         shown = show(cluster, job)
         assert shown["state"] == "failed" and len(shown["tasks"][0]["attempts"]) == 1

@@ -20,12 +20,17 @@ def test_methods_run_in_firing_order_around_the_job(tmp_path: Path) -> None:
                            pe_stop="echo pe-stop", epilog="echo node-epilog")
     try:
         cluster.start()
-        job = cluster.submit("--queue", "fast", "--prolog", "echo job-prolog", "--epilog", "echo job-epilog",
-                             "--", "echo", "job")
+        job = cluster.submit("--queue", "fast", "--pe", "smp", "1", "--prolog", "echo job-prolog", "--epilog",
+                             "echo job-epilog", "--", "echo", "job")
         assert cluster.drover("wait", str(job)).returncode == 0
         assert (cluster.workdir / f"drover-{job}.out").read_text().split() == [
             "node-prolog", "queue-prolog", "job-prolog", "pe-start", "job", "pe-stop", "job-epilog",
             "queue-epilog", "node-epilog"]
+        # GE: the PE methods are "for parallel jobs": a job of no parallel environment runs none.
+        serial = cluster.submit("--queue", "fast", "--", "echo", "job")
+        assert cluster.drover("wait", str(serial)).returncode == 0
+        assert (cluster.workdir / f"drover-{serial}.out").read_text().split() == [
+            "node-prolog", "queue-prolog", "job", "queue-epilog", "node-epilog"]
         unknown = cluster.drover("submit", "--queue", "slow", "--", "true", check=False)
         assert unknown.returncode == 1 and "unknown queue 'slow'; this cluster has default, fast" in unknown.stderr
     finally:

@@ -153,8 +153,8 @@ def test_when_the_job_does_not_run_the_site_epilogs_still_run_and_the_jobs_own_d
 
         # A cancel during the node's prolog: no later prolog, no PE start (so no PE stop), no
         # job, no job epilog; the queue's and the node's epilogs clean up.
-        cancelled = cluster.submit("--queue", "fast", "--prolog", "echo job-prolog", "--epilog", "echo job-epilog",
-                                   "--", "echo", "job")
+        cancelled = cluster.submit("--queue", "fast", "--pe", "smp", "1", "--prolog", "echo job-prolog", "--epilog",
+                                   "echo job-epilog", "--", "echo", "job")
         in_the_prolog(cluster, cancelled, in_prolog)
         cluster.drover("cancel", str(cancelled))
         cluster.drover("wait", str(cancelled), check=False)
@@ -163,8 +163,8 @@ def test_when_the_job_does_not_run_the_site_epilogs_still_run_and_the_jobs_own_d
 
         # A failing job prolog (the Accelerator's precmd): the job is done and failed; its own
         # epilog (the postcmd) does not run, the site's do.
-        failed = cluster.submit("--queue", "fast", "--prolog", "echo job-prolog; exit 3", "--epilog",
-                                "echo job-epilog", "--", "echo", "job")
+        failed = cluster.submit("--queue", "fast", "--pe", "smp", "1", "--prolog", "echo job-prolog; exit 3",
+                                "--epilog", "echo job-epilog", "--", "echo", "job")
         assert cluster.drover("wait", str(failed), check=False).returncode != 0
         (attempt,) = task_of(cluster, failed)["attempts"]
         assert attempt["failure"] == "the job prolog exited with status 3; the job did not run"

@@ -272,7 +272,7 @@ def test_a_stop_during_the_prolog_runs_the_site_epilog_but_not_the_jobs(tmp_path
 
 def test_a_failing_pe_start_is_followed_by_pe_stop_and_the_node_epilog(tmp_path: Path) -> None:
     spool = make_spool(tmp_path, "echo job\n", node_pe_start="echo pe-start; exit 2", node_pe_stop="echo pe-stop",
-                       job_epilog="echo job-epilog", node_epilog="echo node-epilog")
+                       job_epilog="echo job-epilog", node_epilog="echo node-epilog", pe="smp", pe_slots=1)
     assert run_shepherd(spool).wait(timeout=30) == 0
     record = exit_status(spool)
     assert record["failure"] == "the node pe_start exited with status 2; the job did not run"

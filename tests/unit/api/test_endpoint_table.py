@@ -39,6 +39,7 @@ EXPECTED = {
     ("POST", "/v1/cluster/tokens"): (Access.ADMIN, "make join tokens"),
     ("GET", "/v1/cluster/tokens"): (Access.ADMIN, "list join tokens"),
     ("POST", "/v1/cluster/tokens/{token_id}/revoke"): (Access.ADMIN, "revoke join tokens"),
+    ("GET", "/v1/parallel-environments"): (Access.USER, ""),  # as qconf -spl and -sp, for every user
 }
 
 

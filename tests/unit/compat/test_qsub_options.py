@@ -138,7 +138,8 @@ def test_resources_are_per_slot_and_the_environment_carries_sge_o() -> None:
     given = parse(["-pe", "smp", "4", "-l", "h_vmem=2G,h_rt=1:30:00", "-v", "A,B=2", "-m", "ea"],
                   QSUB_OPTIONS).given
     job = build(given, "true\n", [], "job.sh", False, CONTEXT, pytest.fail).job
-    assert job["cpus"] == 4 and job["memory_mib"] == 8192 and job["time_limit_s"] == 5400
+    assert (job["pe"], job["pe_slots"]) == ("smp", "4") and "cpus" not in job
+    assert job["memory_mib"] == 8192 and job["time_limit_s"] == 5400
     assert job["environment"]["A"] == "a" and job["environment"]["B"] == "2"
     assert job["environment"]["SGE_O_WORKDIR"] == "/work/here" and job["environment"]["SGE_O_HOST"] == "node1"
     assert job["mail_user"] == "me" and job["mail_type"] == ["END", "FAIL"]

@@ -339,10 +339,10 @@ def test_a_job_the_planner_raises_on_is_found_and_failed_and_the_others_are_plan
     real_plan = dispatch.plan
     poisoned: set[int] = set()
 
-    def plan(work: Any, nodes: Any, now: float, *policy: Any) -> Any:
+    def plan(work: Any, nodes: Any, now: float, *policy: Any, **options: Any) -> Any:
         if any(item.job in poisoned for item in work):
             raise ZeroDivisionError("a planner bug")
-        return real_plan(work, nodes, now, *policy)
+        return real_plan(work, nodes, now, *policy, **options)
 
     monkeypatch.setattr(dispatch, "plan", plan)
 

@@ -41,6 +41,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--exclusive", action="store_true", help="each task gets a whole node (all its CPUs) to itself")
     p.add_argument("-L", "--licenses", type=_licenses, metavar="LIST",
                    help="licences each task holds while it runs, NAME[:COUNT],... e.g. matlab:2,fluent")
+    p.add_argument("--pe", nargs=2, metavar=("NAME", "SLOTS"),
+                   help="a parallel environment of the cluster's (drover pe list) and its slots, N or a range "
+                        "n-m (the largest that fits is given): one CPU a slot, on one node")
     p.add_argument("-t", "--time", help="time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 10m, 2h")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set a variable (repeatable)")
     p.add_argument("--export", default="ALL", metavar="ALL|NONE|NAMES",
@@ -253,6 +256,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["licenses"] = args.licenses
     if args.constraint is not None:
         base["constraint"] = args.constraint
+    if args.pe:
+        base["pe"], base["pe_slots"] = _pe(args.pe, args.cpus)
     if args.exclusive:
         base["exclusive"] = True
     if args.mem is not None:
@@ -461,6 +466,20 @@ def _gpus(text: str) -> str:
         return describe(parse_gpus(text, option="--gpus"))
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error).removeprefix("--gpus ")) from None
+
+
+def _pe(given: list[str], cpus: str) -> tuple[str, str]:
+    """--pe NAME SLOTS, its slots checked (a number or a range n-m); not with --cpus."""
+    from drover.core.parallel_env import parse_slots
+
+    name, slots = given
+    try:
+        parse_slots(slots)
+    except ValueError as error:
+        raise BadRequest(f"--pe {name} {slots}: {error}") from None
+    if cpus != "1":
+        raise BadRequest("--pe gives the job its CPUs, one a slot: leave out --cpus")
+    return name, slots
 
 
 def _licenses(text: str) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """qconf, read-only: the cluster's configuration as Grid Engine shows it, from what Drover has.
 Drover's queues are its cluster queues (`default` is Grid Engine's `all.q`; compat/gridengine/queues.py);
 its nodes are the execution hosts, all in the
-host group @allhosts; a parallel environment `smp` stands for CPUs on one node. Every option that
+host group @allhosts; its parallel environments are drover.toml's (`smp` always exists). Every option that
 would change the configuration is refused: Drover is configured in drover.toml."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from drover.core.errors import DroverError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from drover.protocol.api import NodeInfo, QueueInfo
+    from drover.protocol.api import NodeInfo, ParallelEnvironmentInfo, QueueInfo
 
 # qconf(1)'s options that change the configuration: name and how many words follow.
 _CHANGES = ["-Aattr", "3", "-Acal", "1", "-Ackpt", "1", "-Aconf", "1", "-Ae", "1", "-Ahgrp", "1", "-Arqs", "1", "-Ap", "1", "-Aprj", "1", "-Aq", "1", "-Au", "1", "-cb", "0", "-Dattr", "3", "-Mattr", "3", "-Mc", "1", "-Mcal", "1", "-Mckpt", "1", "-Mconf", "1", "-Me", "1", "-Mhgrp", "1", "-Mrqs", "1", "-Mp", "1", "-Mprj", "1", "-Mq", "1", "-Mstree", "1", "-Mu", "1", "-Muser", "1", "-Rattr", "3", "-aattr", "4", "-acal", "1", "-ackpt", "1", "-aconf", "1", "-ae", "0", "-ah", "1", "-ahgrp", "1", "-arqs", "0", "-am", "1", "-ao", "1", "-ap", "1", "-at", "1", "-aprj", "0", "-aq", "0", "-as", "1", "-astnode", "1", "-astree", "0", "-Astree", "1", "-au", "2", "-Auser", "1", "-auser", "0", "-clearusage", "0", "-cq", "1", "-dattr", "4", "-dcal", "1", "-dckpt", "1", "-dconf", "1", "-de", "1", "-dh", "1", "-dhgrp", "1", "-drqs", "1", "-dm", "1", "-do", "1", "-dp", "1", "-dprj", "1", "-dq", "1", "-ds", "1", "-dstnode", "1", "-dstree", "0", "-du", "2", "-dul", "1", "-duser", "1", "-km", "0", "-ks", "0", "-ke", "1", "-kej", "1", "-kt", "1", "-kec", "1", "-mattr", "4", "-mc", "0", "-mcal", "1", "-mckpt", "1", "-mconf", "0", "-me", "1", "-mhgrp", "1", "-mrqs", "0", "-mp", "1", "-mprj", "1", "-mq", "1", "-msconf", "0", "-mstnode", "1", "-mstree", "0", "-mu", "1", "-muser", "1", "-purge", "3", "-rattr", "4", "-rsstnode", "1", "-tsm", "0"]
@@ -40,7 +40,8 @@ _SHOWS = [
     Option(("-srqs",), OPT, OK, _NOTHING, "[rqs_name_list]"), Option(("-srqsl",), N, OK, _NOTHING),
     Option(("-sm",), N, OK, "root"), Option(("-so",), N, OK, "root"),
     Option(("-sobjl",), R, REFUSED, "object queries are not supported", "obj_spec attr_name val"),
-    Option(("-sp",), R, OK, "`smp`: slots are CPUs on one node", "pe_name"), Option(("-spl",), N, OK, "smp"),
+    Option(("-sp",), R, OK, "a parallel environment of drover.toml's, as sge_pe(5) writes it", "pe_name"),
+    Option(("-spl",), N, OK, "the parallel environments (`smp` and drover.toml's)"),
     Option(("-sprj",), R, REFUSED, _NOTHING, "project"), Option(("-sprjl",), N, OK, _NOTHING),
     Option(("-sq",), OPT, OK, "a queue's configuration: its nodes, slots per node, nice as `priority`, window as "
            "`calendar`, limits as h_rt and h_vmem", "[wc_queue_list]"),
@@ -76,15 +77,17 @@ def main(argv: list[str] | None = None) -> int:
         with Client() as client:
             nodes = sorted(client.nodes(), key=lambda n: n.name)
             queues = client.queues() if first.key in ("sq", "sql") else []
+            environments = client.parallel_environments() if first.key in ("sp", "spl") else []
     except DroverError as error:
         print(f"qconf: {error}", file=sys.stderr)
         return error.exit_code
-    text, status = show(first, nodes, queues)
+    text, status = show(first, nodes, queues, environments)
     print(text, end="" if text.endswith("\n") or not text else "\n", file=sys.stdout if status == 0 else sys.stderr)
     return status
 
 
-def show(given: Given, nodes: list[NodeInfo], queues: list[QueueInfo]) -> tuple[str, int]:
+def show(given: Given, nodes: list[NodeInfo], queues: list[QueueInfo],
+         environments: list[ParallelEnvironmentInfo] | None = None) -> tuple[str, int]:
     """What qconf prints for one show option, and its exit status. Pure."""
     from drover.compat.gridengine.queues import ge_name, queue_conf
 
@@ -132,14 +135,14 @@ def show(given: Given, nodes: list[NodeInfo], queues: list[QueueInfo]) -> tuple[
     if key in ("sm", "so"):
         return "root\n", 0
     if key == "spl":
-        return "smp\n", 0
+        return "".join(f"{pe.name}\n" for pe in environments or []) or "no parallel environment defined\n", 0
     if key == "sp":
-        if given.value != "smp":
+        found = next((pe for pe in environments or [] if pe.name == given.value), None)
+        if found is None:
             return f"parallel environment \"{given.value}\" does not exist", 1
-        return _pairs([("pe_name", "smp"), ("slots", "99999"), ("user_lists", "NONE"), ("xuser_lists", "NONE"),
-                       ("start_proc_args", "NONE"), ("stop_proc_args", "NONE"), ("allocation_rule", "$pe_slots"),
-                       ("control_slaves", "FALSE"), ("job_is_first_task", "TRUE"), ("urgency_slots", "min"),
-                       ("accounting_summary", "FALSE"), ("qsort_args", "NONE")]), 0
+        from drover.cli.commands.pe import sge_pe_lines
+
+        return "".join(f"{line}\n" for line in sge_pe_lines(found)) + f"{'qsort_args':<18} NONE\n", 0
     if key == "sul":
         return "arusers\ndeadlineusers\ndefaultdepartment\n", 0
     if key == "su":

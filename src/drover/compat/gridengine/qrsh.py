@@ -65,8 +65,9 @@ def drover_run_arguments(given: list[Given], command: list[str], on_terminal: bo
     slots = 1
     pe = last(given, "pe")
     if pe is not None and pe.value:
-        slots = int(pe.value.split()[-1].split("-")[0] or 1)
-        out += ["--cpus", str(slots)]
+        pe_name, _, spec = pe.value.partition(" ")
+        slots = int(spec.split("-")[0] or 1) if spec.split("-")[0].isdigit() else 1
+        out += ["--pe", pe_name, spec]  # the cluster's parallel environment of that name
     for item in every(given, "l"):
         key, _, value = item.partition("=")
         if key in ("h_rt", "s_rt"):

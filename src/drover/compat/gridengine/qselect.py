@@ -16,7 +16,8 @@ OPTIONS = [
     Option(("-help",), Arity.NONE, Mark.SUPPORTED, "prints the usage"),
     Option(("-l",), R, Mark.SUPPORTED, "`h_rt`, `h_vmem`, `mem_free`, `slots`, `hostname`: the instances that "
            "can meet the request; other resources ✗", "resource[=value],..."),
-    Option(("-pe",), R, Mark.SUPPORTED, "`smp` (every instance) ; other names match none", "pe_name,..."),
+    Option(("-pe",), R, Mark.SUPPORTED, "a parallel environment of the cluster's (`smp` and drover.toml's): every "
+           "instance, since every queue takes every PE; other names match none", "pe_name,..."),
     Option(("-q",), R, Mark.SUPPORTED, "`queue`, `queue@node`, with wildcards", "wc_queue,..."),
     Option(("-qs",), R, Mark.SUPPORTED, "`a`: every instance; `u`: nodes that are down; `d`: drained; `E`: in "
            "error; other states match none", "{a|c|d|o|s|u|A|C|D|E|S}"),
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
     from drover.protocol.api import NodeInfo
 
 
-def select(nodes: list[NodeInfo], queues: list[str], given: dict[str, str]) -> list[str]:
-    """The matching instances. Pure."""
+def select(nodes: list[NodeInfo], queues: list[str], given: dict[str, str],
+           environments: frozenset[str] = frozenset({"smp"})) -> list[str]:
+    """The matching instances; `environments`: the cluster's parallel environments. Pure."""
     from drover.compat.gridengine.values import memory_mib
 
     out = []
@@ -40,7 +42,7 @@ def select(nodes: list[NodeInfo], queues: list[str], given: dict[str, str]) -> l
             if "q" in given and not any(fnmatch.fnmatchcase(name if "@" in p else queue, p)
                                         for p in given["q"].split(",")):
                 continue
-            if "pe" in given and "smp" not in given["pe"].split(","):
+            if "pe" in given and not environments & set(given["pe"].split(",")):
                 continue
             if "qs" in given and "a" not in given["qs"] and not any(
                     node.state in STATES.get(letter, ()) for letter in given["qs"]):
@@ -78,10 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         with Client() as client:
             nodes = sorted(client.nodes(), key=lambda n: n.name)
             queues = sorted({"all.q", *("all.q" if j.queue == "default" else j.queue for j in client.jobs())})
+            environments = frozenset(pe.name for pe in client.parallel_environments()) if "pe" in given else (
+                frozenset())
     except DroverError as error:
         print(f"qselect: {error}", file=sys.stderr)
         return error.exit_code
-    for name in select(nodes, queues, given):
+    for name in select(nodes, queues, given, environments):
         print(name)
     return 0
 

@@ -172,10 +172,10 @@ def _with_requests(text: str, rows: list[qstat_view.Row], jobs: list[JobInfo]) -
         resources = qstat_detail.fields(job, None, None, None)
         hard = dict(resources).get("hard resource_list", "")
         out.append(f"       Hard Resources:   {hard.replace(',', ' ')}")
-        if job.cpus > 1:
-            out.append(f"       Requested PE:     smp {job.cpus}")
+        if job.cpus > 1 or job.pe:
+            out.append(f"       Requested PE:     {job.pe or 'smp'} {job.cpus}")
             if row.queue:
-                out.append(f"       Granted PE:       smp {job.cpus}")
+                out.append(f"       Granted PE:       {job.pe or 'smp'} {job.cpus}")
     return "\n".join(out) + "\n"
 
 

@@ -48,7 +48,7 @@ def fields(job: JobInfo, uid: int | None, gid: int | None, group: str | None) ->
         ("stdout_path_list", f"NONE:NONE:{ge_path(job.output)}"), ("jobshare", "0"),
         ("hard_queue_list", queue_name(job) if job.queue != "default" else None),
         ("priority", str(job.priority)),
-        ("parallel environment", f"smp range: {job.cpus}" if job.cpus > 1 else None),
+        ("parallel environment", f"{job.pe or 'smp'} range: {job.cpus}" if job.cpus > 1 or job.pe else None),
         ("jid_predecessor_list (req)", ",".join(str(d) for d in _predecessors(job, False)) or None),
         ("ja_ad_predecessor_list (req)", ",".join(str(d) for d in _predecessors(job, True)) or None),
         ("job-array tasks", task_ranges(array_indices(job.array)) if job.array else None),

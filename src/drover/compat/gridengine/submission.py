@@ -109,7 +109,8 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
         first, last_index, step = array
         job["array"] = f"{first}-{last_index}:{step}" + (f"%{int(o['tc'].value or 0)}" if "tc" in o else "")
     slots = _slots(o.get("pe"), approximate)
-    job["cpus"] = slots
+    if "pe" in o and o["pe"].value:  # the cluster's parallel environment of that name (sge_pe(5))
+        job["pe"], _, job["pe_slots"] = o["pe"].value.partition(" ")
     _resources(given, job, slots, approximate)
     if "p" in o:
         priority = _integer(o["p"], "-p")
@@ -157,8 +158,9 @@ def _integer(given: Given, option: str) -> int:
 
 
 def _slots(pe: Given | None, approximate: Callable[[str], None]) -> int:
-    """`-pe NAME n[-[m]]|[-]m`: the job's slots are CPUs on one node. A range gets its lowest
-    number, the least the job said it can use."""
+    """`-pe NAME n[-[m]]|[-]m`: the least number of slots the job asked for, for its per-slot
+    memory requests; the controller gives it the largest of the range its parallel environment
+    and a node can hold, each slot a CPU of that node."""
     if pe is None or pe.value is None:
         return 1
     _name, _, spec = pe.value.partition(" ")
@@ -170,7 +172,8 @@ def _slots(pe: Given | None, approximate: Callable[[str], None]) -> int:
     except ValueError:
         raise BadRequest(f'-pe {pe.value}: expected a slot range n[-[m]]|[-]m') from None
     if dash and high != low:
-        approximate(f"-pe {pe.value}: Drover gives a job a fixed number of CPUs: {slots}")
+        approximate(f"-pe {pe.value}: the job gets the largest of the range that its node can hold, fixed when "
+                    f"it is submitted; per-slot memory (-l h_vmem) is counted for {slots}")
     if slots < 1:
         raise BadRequest(f"-pe {pe.value}: a job needs at least one slot")
     return slots

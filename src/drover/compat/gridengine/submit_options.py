@@ -51,7 +51,9 @@ _COMMON = [
     Option(("-o",), R, OK, "as `-e`, with `.o`", "[[hostname]:]path,..."),
     Option(("-P",), R, MEANINGLESS, "Drover has no projects", "project_name"),
     Option(("-p",), R, OK, "−1023…1024; above 0 for operators only, as in Grid Engine", "priority"),
-    Option(("-pe",), TWO, OK, "the slots are CPUs on one node; a range `n-m` gets `n` (≈, with a warning)",
+    Option(("-pe",), TWO, OK, "a parallel environment of drover.toml's (`smp` always exists), with its start "
+           "and stop procedures; the slots are CPUs on one node; a range `n-m` gets the largest a node can hold, "
+           "per-slot memory counted for `n` (≈, with a warning)",
            "parallel_environment n[-[m]]|[-]m"),
     Option(("-q",), R, OK, "a Drover queue; `queue@host` runs in that queue (≈: on any of its nodes)",
            "wc_queue_list"),

@@ -9,8 +9,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from drover.config_schema import EnvironmentSection, QueueSection, SchedulerSection
-from drover.controller import resource_requests
+from drover.config_schema import (
+    EnvironmentSection,
+    ParallelEnvironmentSection,
+    QueueSection,
+    SchedulerSection,
+)
+from drover.controller import parallel_envs, resource_requests
 from drover.controller.effects import Outcome
 from drover.controller.handlers.queues import queues_in_effect
 from drover.controller.lifecycle import change_task, drained_if_idle
@@ -47,6 +52,8 @@ class OrderOptions:
     # (the node's final record and end mail read the first two from the order)
     exits: ExitSemantics = GRID_ENGINE
     environments: Mapping[str, EnvironmentSection] = field(default_factory=dict)  # [environments.NAME]
+    # [parallel_environments.NAME]: each PE's slots and procedures
+    parallel_environments: Mapping[str, ParallelEnvironmentSection] = field(default_factory=dict)
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -81,7 +88,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     presorted = policy.weights.plain
     work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
     decided = _plan(outcome, work, nodes, now, policy, _free_licenses(state, orders),
-                    planner_views(state, orders.queues, now), quick=not full, presorted=presorted)
+                    planner_views(state, orders.queues, now), quick=not full, presorted=presorted,
+                    pe_slots=parallel_envs.free_slots(state, orders.parallel_environments))
     _record_reasons(state, decided, work, now, orders)
     failed = {fault.job_id for fault in outcome.faults}
     for start in decided.starts:
@@ -217,26 +225,26 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
 
 def _plan(outcome: Outcome, work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
           licenses: Mapping[str, int], queues: Mapping[str, QueueView], quick: bool = False,
-          presorted: bool = False) -> Plan:
+          presorted: bool = False, pe_slots: Mapping[str, int] | None = None) -> Plan:
     """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
     then each job is planned alone to find which, those are set aside, and the others are
     planned again (in a full pass). An exception no one job causes alone is raised (the pass
     starts nothing)."""
     try:
-        return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted)
+        return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted, pe_slots=pe_slots)
     except Exception as error:
         failure = error
     kept = []
     for item in work:
         try:
-            plan([item], nodes, now, policy, licenses, queues)
+            plan([item], nodes, now, policy, licenses, queues, pe_slots=pe_slots)
         except Exception as error:
             outcome.fault(item.job, error, "planning it")
         else:
             kept.append(item)
     if len(kept) == len(work):
         raise failure
-    return plan(kept, nodes, now, policy, licenses, queues) if kept else Plan()
+    return plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots) if kept else Plan()
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions) -> None:
@@ -301,7 +309,7 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
         queue_priority=queue_priority(state, job, orders), run_limit_s=run_limit(job, orders),
         queue=job.spec.get("queue", "default"), gres=requests.gres, licenses=requests.licenses,
-        constraint=requests.constraint, exclusive=requests.exclusive,
+        constraint=requests.constraint, exclusive=requests.exclusive, pe=parallel_envs.of_job(job),
     )
 
 
@@ -420,5 +428,6 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
             {"name": name, "setup": known.setup, "post": known.post} if (known := orders.environments.get(name))
             else {"name": name, "setup": None, "post": None, "unknown": True}
             for name in spec["environments"]]
+    parallel_envs.add_to_order(config, job, orders.parallel_environments)
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

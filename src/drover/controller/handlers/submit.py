@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from drover.controller import resource_requests
+from drover.config_schema import ParallelEnvironmentSection
+from drover.controller import parallel_envs, resource_requests
 from drover.controller.effects import Outcome
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
@@ -41,6 +42,7 @@ def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
     queues: Mapping[str, Queue] | None = None, limits: Limits | None = None, event_log_node: str | None = None,
     licenses: Mapping[str, int] | None = None, environments: Mapping[str, object] | None = None,
+    parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the queues in effect (controller/handlers/queues.py; None: "default" alone).
     Every job is checked before any changes: a bad one refuses the whole request, which changes
@@ -52,7 +54,8 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
-    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {}, environments or {})
+    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {}, environments or {},
+                           parallel_environments)
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -125,6 +128,7 @@ def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
     queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
     environments: Mapping[str, object] | None = None,
+    parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -229,7 +233,9 @@ def _validated_job(
         indices, is_array = TaskIndices(ranges), True
     else:
         indices, is_array, max_running = TaskIndices(), False, None
-    resources = Resources(spec.cpus, spec.memory_mib)
+    pe = parallel_envs.checked(spec, parallel_environments or {}, owner,
+                               [node.cpus for node in state.nodes.values()], where)
+    resources = Resources(pe[1] if pe else spec.cpus, spec.memory_mib)
     _check_fits_somewhere(state, resources, bad)
     requests = resource_requests.checked(spec, licenses or {}, state.nodes.values(), where)
     for dependency in dependencies.on:
@@ -275,6 +281,8 @@ def _validated_job(
         job_spec["mail_output"] = True
     if spec.environments:
         job_spec["environments"] = known_environments(spec.environments, environments or {}, bad)
+    if pe is not None:
+        job_spec["pe"], job_spec["pe_slots"] = pe
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,

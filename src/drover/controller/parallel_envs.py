@@ -1,0 +1,114 @@
+"""A job's parallel environment ([parallel_environments.NAME] of drover.toml, Grid Engine's
+sge_pe(5)): checked when it is submitted, counted while it runs, and described in its order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from drover.config_schema import ParallelEnvironmentSection
+from drover.controller.state import ControllerState
+from drover.core.errors import BadRequest
+from drover.core.job import Job
+from drover.core.parallel_env import (
+    MAX_SLOTS,
+    may_use,
+    parse_allocation_rule,
+    parse_procedure,
+    parse_slots,
+    slots_on_one_node,
+)
+from drover.protocol.api import JobSubmission, ParallelEnvironmentInfo
+from drover.records import AttemptOrder
+
+# Grid Engine's usual parallel environment of one node, there unless drover.toml names its own
+# "smp": `qsub -pe smp 4` asks for 4 CPUs of one node, as it did before PEs were objects.
+SMP = ParallelEnvironmentSection(slots=MAX_SLOTS)
+
+
+def in_effect(configured: Mapping[str, ParallelEnvironmentSection]) -> dict[str, ParallelEnvironmentSection]:
+    return {"smp": SMP, **configured}
+
+
+def checked(spec: JobSubmission, environments: Mapping[str, ParallelEnvironmentSection], owner: str,
+            node_cpus: Iterable[int], where: str = "") -> tuple[str, int] | None:
+    """The job's parallel environment and its slots (each slot a CPU of its one node), or None
+    for a job that names none. A range gets the largest of it that its PE and the largest node
+    can ever hold (fixed here, when it is submitted). BadRequest, in the user's words, otherwise."""
+    if spec.pe is None:
+        if spec.pe_slots is not None:
+            raise BadRequest(f"{where}slots without a parallel environment: give --pe NAME SLOTS")
+        return None
+    environment = environments.get(spec.pe)
+    if environment is None:
+        known = ", ".join(sorted(environments)) or "none ([parallel_environments.NAME] in drover.toml)"
+        raise BadRequest(f"{where}unknown parallel environment {spec.pe!r}; this cluster has {known}")
+    if not may_use(owner, environment.user_lists, environment.xuser_lists):
+        raise BadRequest(f"{where}{owner} may not use parallel environment {spec.pe} (its user_lists and xuser_lists)")
+    if spec.cpus != 1:
+        raise BadRequest(f"{where}--pe gives the job its CPUs, one a slot: leave out --cpus")
+    try:
+        low, high = parse_slots(spec.pe_slots or "1", environment.slots or 1)
+        largest = max(node_cpus, default=high)
+        slots = slots_on_one_node(parse_allocation_rule(environment.allocation_rule), low, high, largest,
+                                  environment.slots)
+    except ValueError as error:
+        raise BadRequest(f"{where}--pe {spec.pe} {spec.pe_slots}: {error}") from None
+    return spec.pe, slots
+
+
+def free_slots(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection]) -> dict[str, int]:
+    """Each parallel environment's slots less what the active tasks of its jobs hold. The running
+    tasks are walked only where some PE has fewer than sge_pe(5)'s most (9,999,999, `smp`'s),
+    which no cluster reaches: each planning pass calls this."""
+    free = {name: environment.slots for name, environment in environments.items()}
+    if all(slots >= MAX_SLOTS for slots in free.values()):
+        return free
+    for job, _ in state.held():
+        held = of_job(job)
+        if held is not None and held[0] in free:
+            free[held[0]] -= held[1]
+    return free
+
+
+def of_job(job: Job) -> tuple[str, int] | None:
+    name, slots = job.spec.get("pe"), job.spec.get("pe_slots")
+    return (name, slots) if name is not None and slots is not None else None
+
+
+def add_to_order(config: AttemptOrder, job: Job, environments: Mapping[str, ParallelEnvironmentSection]) -> None:
+    """The PE facts and procedures the shepherd needs, for a job of a parallel environment."""
+    held = of_job(job)
+    if held is None:
+        return
+    config["pe"], config["pe_slots"] = held
+    environment = environments.get(held[0])
+    if environment is None:
+        return
+    start = parse_procedure("start_proc_args", environment.start_proc_args)
+    if start is not None:
+        config["pe_start"], config["pe_start_as_site"] = start.command, start.as_site
+    stop = parse_procedure("stop_proc_args", environment.stop_proc_args)
+    if stop is not None:
+        config["pe_stop"], config["pe_stop_as_site"] = stop.command, stop.as_site
+
+
+def infos(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection]) -> list[ParallelEnvironmentInfo]:
+    """Each parallel environment with its slots in use, its running tasks and its waiting jobs."""
+    used = dict.fromkeys(environments, 0)
+    running = dict.fromkeys(environments, 0)
+    for job, _ in state.held():
+        held = of_job(job)
+        if held is not None and held[0] in used:
+            used[held[0]] += held[1]
+            running[held[0]] += 1
+    pending = dict.fromkeys(environments, 0)
+    for job in state.jobs.values():
+        held = of_job(job)
+        if held is not None and held[0] in pending and not job.is_done and job.task_counts().get("pending"):
+            pending[held[0]] += 1
+    return [ParallelEnvironmentInfo(
+        name=name, slots=pe.slots, slots_used=used[name], user_lists=list(pe.user_lists),
+        xuser_lists=list(pe.xuser_lists), start_proc_args=pe.start_proc_args, stop_proc_args=pe.stop_proc_args,
+        allocation_rule=pe.allocation_rule, control_slaves=pe.control_slaves,
+        job_is_first_task=pe.job_is_first_task, running=running[name], pending=pending[name],
+    ) for name, pe in sorted(environments.items())]

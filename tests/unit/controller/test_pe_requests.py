@@ -1,0 +1,44 @@
+"""A job's parallel environment as the controller checks it when it is submitted
+(controller/parallel_envs.py): sge_pe(5)'s user lists, qsub's slot ranges, one clear error each."""
+
+from __future__ import annotations
+
+import pytest
+
+from drover.config_schema import ParallelEnvironmentSection
+from drover.controller.parallel_envs import SMP, checked, in_effect
+from drover.core.errors import BadRequest
+from drover.protocol.api import JobSubmission
+
+PES = in_effect({"mpi": ParallelEnvironmentSection(slots=6, allocation_rule="$fill_up", xuser_lists=["eve"]),
+                 "quad": ParallelEnvironmentSection(slots=64, allocation_rule="4", user_lists=["alice"])})
+
+
+def a_job(pe: str | None, slots: str | None, cpus: int = 1) -> JobSubmission:
+    return JobSubmission(script="true\n", workdir="/w", pe=pe, pe_slots=slots, cpus=cpus)
+
+
+def test_a_job_gets_its_pe_and_the_largest_slots_of_its_range_that_fit() -> None:
+    assert checked(a_job(None, None), PES, "alice", [8]) is None
+    assert checked(a_job("mpi", "4"), PES, "alice", [8]) == ("mpi", 4)
+    assert checked(a_job("mpi", "2-16"), PES, "alice", [8, 4]) == ("mpi", 6)  # the PE's 6 slots
+    assert checked(a_job("smp", "2-"), PES, "alice", [8]) == ("smp", 8)  # the largest node's 8 CPUs
+    assert checked(a_job("quad", "2-8"), PES, "alice", [8]) == ("quad", 4)  # 4 a node, on one node
+    assert in_effect({"smp": PES["mpi"]})["smp"] is PES["mpi"] and PES["smp"] is SMP  # drover.toml's smp wins
+
+
+@pytest.mark.parametrize(("job", "owner", "message"), [
+    (a_job("nope", "2"), "alice", "unknown parallel environment 'nope'; this cluster has mpi, quad, smp"),
+    (a_job("mpi", "2"), "eve", "eve may not use parallel environment mpi (its user_lists and xuser_lists)"),
+    (a_job("quad", "4"), "bob", "bob may not use parallel environment quad"),
+    (a_job("mpi", "2", cpus=2), "alice", "--pe gives the job its CPUs, one a slot: leave out --cpus"),
+    (a_job(None, "2"), "alice", "slots without a parallel environment: give --pe NAME SLOTS"),
+    (a_job("mpi", "7"), "alice", "--pe mpi 7: 7 slots cannot run on one node: the parallel environment has 6 slots"),
+    (a_job("quad", "8"), "alice", "--pe quad 8: the allocation rule 4 puts 4 slots on each node: 8 slots would "
+                                  "take 2 nodes, and a job runs on one node"),
+    (a_job("mpi", "two"), "alice", "--pe mpi two: the slots of a parallel environment are a number or a range"),
+])
+def test_a_bad_pe_request_is_refused_in_the_users_words(job: JobSubmission, owner: str, message: str) -> None:
+    with pytest.raises(BadRequest) as refused:
+        checked(job, PES, owner, [8])
+    assert str(refused.value).startswith(message), str(refused.value)
