@@ -21,6 +21,7 @@ from drover.core.limits import MAX_TIME_LIMIT_S, Limits
 
 MIB = 1024 * 1024
 MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
+MAX_NOTIFY_S = 3600  # a queue's notify time: an hour at most
 
 
 def about(description: str, ge: int | None = None) -> Meta:
@@ -189,6 +190,15 @@ class ExecdSection(Section, frozen=True):
     memory_hard_factor: Annotated[float, about("where no cgroup memory limit acts, a job over its request times "
                                                "this ends as OUT_OF_MEMORY (0: never, warn only); between the "
                                                "request and this it is warned and reniced")] = 1.5
+    suspend_method: Annotated[str | None, about(
+        "Grid Engine's suspend_method for every queue that sets none: a signal (SIGUSR1, 10) sent to the job "
+        "instead of freezing it, or an absolute command with arguments and placeholders ($job_pid, $job_id "
+        "...), run as the job's owner (docs/methods.md; unset: freeze the whole attempt)")] = None
+    resume_method: Annotated[str | None, about(
+        "Grid Engine's resume_method, the same way (unset: thaw the whole attempt)")] = None
+    terminate_method: Annotated[str | None, about(
+        "Grid Engine's terminate_method, the same way, in place of SIGTERM when a job is stopped or reaches "
+        "its time limit; SIGKILL still follows kill_grace_s later (unset: SIGTERM)")] = None
 
     def controllers(self) -> list[str]:
         """`controller` as a list (empty: the local socket)."""
@@ -205,6 +215,7 @@ class ExecdSection(Section, frozen=True):
             raise ValueError(f"debug_shepherd_s must be at most {MAX_DEBUG_PAUSE_S}, not {self.debug_shepherd_s}")
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
+        _check_methods(self)
 
 
 class QueueSection(Section, frozen=True):
@@ -235,6 +246,16 @@ class QueueSection(Section, frozen=True):
         "the node's [execd] enforce_cpu for the queue's jobs (unset: the node's)")] = None
     enforce_memory: Annotated[Literal["auto", "on", "off"] | None, about(
         "the node's [execd] enforce_memory for the queue's jobs (unset: the node's)")] = None
+    suspend_method: Annotated[str | None, about(
+        "Grid Engine's suspend_method for the queue's jobs: a signal or an absolute command (docs/methods.md; "
+        "unset: the node's [execd] suspend_method)")] = None
+    resume_method: Annotated[str | None, about("Grid Engine's resume_method for the queue's jobs "
+                                               "(unset: the node's)")] = None
+    terminate_method: Annotated[str | None, about("Grid Engine's terminate_method for the queue's jobs "
+                                                  "(unset: the node's)")] = None
+    notify_s: Annotated[int, about("Grid Engine's notify: a job submitted with --notify (qsub -notify) gets SIGUSR1 "
+                                   "this many seconds before it is suspended and SIGUSR2 this many before it is "
+                                   "stopped or killed at its time limit", ge=0)] = 60
 
     def __post_init__(self) -> None:
         for key in ("default_time_s", "max_time_s"):
@@ -253,6 +274,20 @@ class QueueSection(Section, frozen=True):
             from drover.core.queue_windows import parse_window
 
             parse_window(self.window)  # a malformed window is refused when the file is read
+        _check_methods(self)
+        if self.notify_s > MAX_NOTIFY_S:
+            raise ValueError(f"notify_s must be at most {MAX_NOTIFY_S} seconds, not {self.notify_s}")
+
+
+def _check_methods(section: ExecdSection | QueueSection) -> None:
+    """A suspend, resume or terminate method that is neither a signal nor an absolute command is
+    refused when the file is read (method_command.py)."""
+    from drover.method_command import METHOD_NAMES, parse_method
+
+    for name in METHOD_NAMES:
+        text = getattr(section, name)
+        if text is not None:
+            parse_method(name, text)
 
 
 class SchedulerSection(Section, frozen=True):

@@ -79,6 +79,12 @@ class AttemptOrder(TypedDict):
     done_output: NotRequired[str]
     done_output_pattern: NotRequired[str]
     mail_output: NotRequired[bool]
+    # Grid Engine's queue_conf(5) suspend_method, resume_method, terminate_method of the job's
+    # queue (method_command.py), and its notify time for a job submitted with --notify.
+    queue_suspend_method: NotRequired[str]
+    queue_resume_method: NotRequired[str]
+    queue_terminate_method: NotRequired[str]
+    notify_s: NotRequired[int]
 
 
 class NodeOptions(TypedDict):
@@ -105,6 +111,10 @@ class NodeOptions(TypedDict):
     # VOV 10 (VOV_DEBUG_TASKER): the shepherd waits this long right after recording its pid, for a
     # debugger to attach ([execd] debug_shepherd_s, or DROVER_DEBUG_SHEPHERD in the execd's environment).
     debug_pause_s: NotRequired[float]
+    # [execd] suspend_method, resume_method, terminate_method: where the job's queue sets none.
+    node_suspend_method: NotRequired[str | None]
+    node_resume_method: NotRequired[str | None]
+    node_terminate_method: NotRequired[str | None]
 
 
 class IdentityRecord(TypedDict):

@@ -70,6 +70,7 @@ class JobSpec(TypedDict):
     zap: NotRequired[bool]
     done_output: NotRequired[str | None]
     mail_output: NotRequired[bool]
+    notify: NotRequired[bool]  # Grid Engine's qsub -notify: SIGUSR1/SIGUSR2 ahead of a suspend/stop
 
 
 @dataclass(slots=True)

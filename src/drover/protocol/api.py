@@ -82,6 +82,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
     # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None
+    # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
+    # notify_s ahead (shepherd/notice.py).
+    notify: bool = False
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):

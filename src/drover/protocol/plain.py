@@ -69,6 +69,7 @@ class JobRequest(TypedDict, total=False):
     exclusive: bool
     resource_requests: dict[str, str]
     credential: str | None
+    notify: bool
 
 
 class AttemptSummary(TypedDict):

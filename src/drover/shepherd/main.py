@@ -48,7 +48,7 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import launch, outputs, setup
+from drover.shepherd import control, launch, outputs, setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -121,6 +121,8 @@ def _run(spool: layout.SpoolDir) -> int:
     try:
         # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
         _check_identity(spool, config, identity)
+        # GE Initialization, verify_method: the suspend, resume and terminate methods (control.py).
+        control_methods = control.verify(config, identity)
         # VOV 16/17: the working directory, opened by the job's owner (retried).
         workdir_fd = _open_workdir(spool, config, identity)
         # 4. stdout and stderr to the job's files, created as the job's owner; then the files
@@ -205,7 +207,9 @@ def _run(spool: layout.SpoolDir) -> int:
     # 7. Supervise until the job exits; 8. reap it.
     ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
-                       before_start=before_start)
+                       before_start=before_start, control=control.JobControl(
+                           control_methods, containment, config["kill_grace_s"], config.get("notify_s"),
+                           control.method_popen_options(env, _entered(workdir_fd), identity), control.facts_of(config)))
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
         os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from drover.shepherd.containment import Containment
+from drover.shepherd.control import JobControl
 from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
 
@@ -64,12 +65,17 @@ class Ending:
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
               relay: PtyRelay | None = None, checkpoint: int | None = None,
-              before_start: Sequence[int] = ()) -> Ending:
+              before_start: Sequence[int] = (), control: JobControl | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
     `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
     `before_start`: the signals that came before the job started, in order (see the module's
-    docstring)."""
+    docstring).
+    `control`: how the job is suspended, resumed and stopped (control.py: the queue's methods,
+    --notify); by default freeze, thaw, and SIGTERM → grace → SIGKILL."""
+    if control is None:
+        control = JobControl({}, containment, kill_grace_s)
+    control.start(job_pid)
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
     arrived = list(before_start)  # handled on the first turn of the loop
     kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
@@ -81,12 +87,11 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     ready_by = started + READY_WAIT_S
     deadline = started + time_limit_s if time_limit_s else None
     warn_at = deadline - warning[1] if deadline is not None and warning else None
-    kill_at: float | None = None  # set once the warning signal went out
     timed_out = terminated = False
     try:
         while True:
             now = time.monotonic()
-            wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600),
+            wake_at = min(t for t in (deadline, control.wake_at(), warn_at, now + (OOM_POLL_S if watch_memory else 3600),
                                       now if arrived else None, now + READY_POLL_S if kept else None)
                           if t is not None)
             watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
@@ -100,13 +105,13 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
             arrived = []
             for early, signum in came:
-                if signum == TERMINATE and kill_at is None:
+                if signum == TERMINATE and not control.stopping:
                     terminated, deadline = True, None
-                    kill_at = _warn(job_pid, kill_grace_s)
+                    control.stop()
                 elif signum == SUSPEND:
-                    containment.freeze()
+                    control.suspend()
                 elif signum == RESUME:
-                    containment.thaw()
+                    control.resume()
                 elif signum in forwarded and (early or kept):
                     kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
@@ -127,16 +132,15 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 warn_at = None
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
-                kill_at = _warn(job_pid, kill_grace_s)
-            if kill_at is not None and now >= kill_at:
+                control.stop()
+            if control.tick():
                 _killpg(job_pid, signal.SIGKILL)
-                kill_at = float("inf")
     finally:
         os.close(pidfd)
     _, wait_status, rusage = os.wait4(job_pid, 0)
     if relay is not None:
         relay.finish()
-    ignored += inbox.drain_faults()
+    ignored += inbox.drain_faults() + control.finish()
     return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored)
 
 
@@ -153,11 +157,6 @@ def takes(pid: int, signum: int) -> bool:
         if line.startswith((b"SigCgt:", b"SigIgn:")) and int(line.split()[1], 16) & bit:
             return True
     return False
-
-
-def _warn(job_pid: int, kill_grace_s: float) -> float:
-    _killpg(job_pid, signal.SIGTERM)
-    return time.monotonic() + kill_grace_s
 
 
 def _killpg(job_pid: int, signum: int) -> None:

@@ -87,6 +87,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                    help="if the node fails the job (its shepherd dies), fail it instead of running it again (Slurm's --no-requeue)")
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
+    p.add_argument("--notify", action="store_true",
+                   help="SIGUSR1 before the job is suspended, SIGUSR2 before it is stopped or killed at its time "
+                        "limit, the queue's notify_s (60) seconds ahead (Grid Engine's qsub -notify)")
     if command == "run":
         p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
     return p
@@ -322,6 +325,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
             if os.path.isabs(pattern) or ".." in pattern.split("/"):
                 raise BadRequest(f"--stage-out takes patterns inside the working directory, not {pattern!r}")
         base["stage_out"] = args.stage_out
+    if args.notify:
+        base["notify"] = True
     if args.each_line:
         lines = [line.strip() for line in _read(args.each_line).splitlines()]
         commands = [line for line in lines if line and not line.startswith("#")]

@@ -412,5 +412,10 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
         config["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:
         config["enforce_memory"] = queue.enforce_memory
+    for method in ("suspend_method", "resume_method", "terminate_method"):
+        if getattr(queue, method) is not None:
+            config[f"queue_{method}"] = getattr(queue, method)  # type: ignore[literal-required]  # three keys of AttemptOrder
+    if spec.get("notify"):
+        config["notify_s"] = queue.notify_s
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -272,6 +272,8 @@ def _validated_job(
         job_spec["done_output"] = spec.done_output
     if spec.mail_output:
         job_spec["mail_output"] = True
+    if spec.notify:
+        job_spec["notify"] = True
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
