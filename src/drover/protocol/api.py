@@ -177,6 +177,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     constraint: str | None = None
     exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+    notify: bool = False  # submitted with --notify (qsub -notify)
 
 
 class FileInfo(msgspec.Struct, kw_only=True):

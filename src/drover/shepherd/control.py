@@ -123,7 +123,7 @@ class JobControl:
         if self.stopping or self.suspend_at is not None:
             self._note("suspend: a stop or a suspend is under way; no second notice")
             return
-        if self.notify_s:
+        if self.notify_s is not None:
             self._signal(NOTIFY_SUSPEND, "notice of the suspend")
             self.suspend_at = time.monotonic() + self.notify_s
             return
@@ -146,7 +146,7 @@ class JobControl:
         if self.stopping:
             return
         self.stopping, self.suspend_at = True, None
-        if self.notify_s:
+        if self.notify_s is not None:
             self._signal(NOTIFY_KILL, "notice of the stop")
             self.stop_at = time.monotonic() + self.notify_s
             return
