@@ -406,6 +406,12 @@ class QueueInfo(msgspec.Struct, kw_only=True):
     # The nodes where it is in error (queue@node, Grid Engine's state E): node → why. Its jobs
     # start there no more until an operator clears it (`drover node resume NODE --queue QUEUE`).
     errors: dict[str, str] = {}
+    # Grid Engine's queue_conf(5) methods as drover.toml sets them for the queue (None: the
+    # node's [execd] method, else the default), and its notify time (docs/methods.md).
+    suspend_method: str | None = None
+    resume_method: str | None = None
+    terminate_method: str | None = None
+    notify_s: int = 60
 
 
 class QueueList(msgspec.Struct):
