@@ -132,6 +132,7 @@ class JobSummary(TypedDict):
     constraint: str | None
     exclusive: bool
     tasks: list[TaskSummary]
+    notify: bool
 
 
 class WaitReply(TypedDict):

@@ -34,7 +34,7 @@ def test_queue_conf_a_signal_name_with_the_sig_prefix_as_kill_l_prints_it() -> N
     ("999", "suspend_method: 999 is not a signal number"),
     ("bin/stop.sh", "command needs an absolute path"),
     ("", "suspend_method: empty"),
-    ("/bin/echo 'unclosed", "suspend_method: '/bin/echo 'unclosed': No closing quotation"),
+    ("/bin/echo 'unclosed", "No closing quotation"),
     ("/bin/echo $nope", "suspend_method: unknown placeholder $nope"),
     ("/opt/$queue/stop", "may not hold a placeholder"),
 ])
