@@ -39,7 +39,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from drover.method_command import (
     CommandMethod,
@@ -241,13 +241,15 @@ class JobControl:
         self.trace.append(f"{time.time():.6f} {line}")
 
 
-def method_popen_options(env: Mapping[str, str], cwd: str, identity: Identity | None) -> dict[str, object]:
+def method_popen_options(env: Mapping[str, str], cwd: str, identity: Identity | None,
+                         preexec: Callable[[], None] = reset_for_exec) -> dict[str, object]:
     """How a method's command runs (GE's start_async_command): as the job's owner, in its
-    working directory and environment, on /dev/null, in a process group of its own."""
+    working directory and environment, on /dev/null, in a process group of its own; `preexec`
+    gives it the job's signals, nice, CPUs and rlimits (GE: "setrlimits")."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     return {"cwd": cwd, "env": dict(env), "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
             "stderr": subprocess.DEVNULL, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": reset_for_exec, "user": user, "group": group, "extra_groups": extra_groups}
+            "preexec_fn": preexec, "user": user, "group": group, "extra_groups": extra_groups}
 
 
 def facts_of(config: Mapping[str, object]) -> dict[str, object]:

@@ -209,7 +209,8 @@ def _run(spool: layout.SpoolDir) -> int:
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
                        before_start=before_start, control=control.JobControl(
                            control_methods, containment, config["kill_grace_s"], config.get("notify_s"),
-                           control.method_popen_options(env, _entered(workdir_fd), identity), control.facts_of(config)))
+                           control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
+                           control.facts_of(config)))
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
         os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...
