@@ -209,6 +209,7 @@ class JobControl:
         if isinstance(method, SignalMethod):
             self._signal(method.signum, name)
             return
+        self._poll()
         if self._command is not None:
             self._note(f"{name}: skipped: the {self._command[0]} (pid {self._command[1].pid}) still runs")
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import time
 from pathlib import Path
 
 from tests.helpers.attempts import read_kept
@@ -24,7 +25,8 @@ while :; do echo t >> ticks; sleep 0.05; done
 # A method's command: writes its arguments, user and working directory to ./method.<name>.
 METHOD = """#!/bin/bash
 name=$1; shift
-{ echo "args=$*"; echo "user=$(id -un)"; echo "pwd=$PWD"; echo "mark=$DROVER_TEST_MARK"; } > "method.$name"
+{ echo "args=$*"; echo "user=$(id -un)"; echo "pwd=$PWD"; echo "mark=$DROVER_TEST_MARK"; } > "method.$name.part"
+mv "method.$name.part" "method.$name"
 exit 3
 """
 
@@ -112,6 +114,7 @@ def test_gridengine_queue_conf_command_methods_run_as_the_owner_with_placeholder
         cluster.drover("resume", str(job))
         wait_until(lambda: (where / "method.resume").exists(), describe="the resume command")
         assert (where / "method.resume").read_text().startswith("args=cmd x q 0\n")
+        time.sleep(0.5)  # the resume command has ended: GE starts no method while another runs
         cluster.drover("cancel", str(job))
         cluster.drover("wait", str(job), check=False)  # SIGKILL after the grace: the command killed nothing
         assert (where / "method.terminate").read_text().startswith(f"args={me} {pid}\n")
