@@ -18,10 +18,10 @@ from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
 from drover.core.limits import MAX_TIME_LIMIT_S, Limits
+from drover.method_command import MAX_NOTIFY_S
 
 MIB = 1024 * 1024
 MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
-MAX_NOTIFY_S = 3600  # a queue's notify time: an hour at most
 
 
 def about(description: str, ge: int | None = None) -> Meta:

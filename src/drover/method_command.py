@@ -30,6 +30,7 @@ PLACEHOLDERS = ("host", "ja_task_id", "task_id", "job_owner", "job_id", "job_nam
                 "sge_cell", "sge_root")
 _PLACEHOLDER = re.compile(r"\$(\{)?([A-Za-z_][A-Za-z0-9_]*)(?(1)\})")
 MAX_METHOD_BYTES = 4096
+MAX_NOTIFY_S = 3600  # a queue's notify time (qsub -notify): an hour at most
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from drover.config_schema import QueueSection
 from drover.controller.handlers.queues import queues_in_effect
@@ -103,17 +102,10 @@ def queue_infos(state: ControllerState, sections: Mapping[str, QueueSection], no
             changed=dict(queue.record.settings),
             errors={node.name: node.queue_errors[queue.name] for node in sorted(state.nodes.values(), key=_name)
                     if queue.name in node.queue_errors},
-            **_methods(sections.get(queue.name)),
+            suspend_method=queue.suspend_method, resume_method=queue.resume_method,
+            terminate_method=queue.terminate_method, notify_s=queue.notify_s,
         ))
     return infos
-
-
-def _methods(section: QueueSection | None) -> dict[str, Any]:
-    """The queue's suspend, resume and terminate methods and notify time, from drover.toml."""
-    if section is None:
-        return {}
-    return {"suspend_method": section.suspend_method, "resume_method": section.resume_method,
-            "terminate_method": section.terminate_method, "notify_s": section.notify_s}
 
 
 def _name(node: Node) -> str:

@@ -19,7 +19,8 @@ Each action is, in order of what is configured:
                migrate: Always successful.");
   the default  suspend: freeze the whole attempt; resume: thaw it (and SIGCONT to the job's
                process group when the suspend was a configured method, GE's default resume
-               signal); terminate: SIGTERM.
+               signal); terminate: SIGTERM. An attempt the default suspend froze is thawed
+               before a configured resume method acts: no signal or command could thaw it.
 After a terminate by whichever means, SIGKILL follows the kill grace later, should the job
 still be there.
 
@@ -134,11 +135,11 @@ class JobControl:
             self.suspend_at = None
             self._note("resume: the suspend that waited for its notice is cancelled")
         method = self.methods.get("resume_method")
+        if method is None or "suspend_method" not in self.methods:
+            self.containment.thaw()  # the default; or the default suspend froze it, which nothing else undoes
         if method is not None:
             self._deliver("resume_method", method)
-            return
-        self.containment.thaw()
-        if "suspend_method" in self.methods:
+        elif "suspend_method" in self.methods:
             self._signal(signal.SIGCONT, "resume")
 
     def stop(self) -> None:

@@ -151,3 +151,33 @@ def test_gridengine_process_flow_verify_method_a_bad_command_fails_the_attempt_b
             assert not marker.exists() and not Path(f"{marker}.prolog").exists()
     finally:
         assert not cluster.stop()
+
+
+def test_gridengine_qconf_mq_drover_queue_set_changes_a_queues_methods_for_the_next_attempts(tmp_path: Path) -> None:
+    """Grid Engine changes a queue's methods with qconf -mq; Drover with `drover queue set`
+    (operators only): the jobs that start afterwards use them; NONE goes back to the default."""
+    cluster = _cluster(tmp_path, queue="nice = 0\n")
+    try:
+        cluster.start()
+        cluster.drover("queue", "set", "q", "suspend_method=SIGUSR1", "resume_method=SIGUSR2")
+        assert "suspend_method: unknown signal 'STOP'" in cluster.drover(
+            "queue", "set", "q", "suspend_method=STOP", check=False).stderr
+        job, where = _job(cluster, "set")
+        cluster.drover("suspend", str(job))
+        wait_until(lambda: (where / "got").exists() and "USR1" in (where / "got").read_text(), describe="SIGUSR1")
+        assert _ticking(where)
+        cluster.drover("resume", str(job))
+        wait_until(lambda: "USR2" in (where / "got").read_text(), describe="SIGUSR2")
+        cluster.drover("cancel", str(job))
+        cluster.drover("wait", str(job), check=False)
+        cluster.drover("queue", "set", "q", "suspend_method=NONE")
+        job, where = _job(cluster, "default")
+        cluster.drover("suspend", str(job))
+        wait_until(lambda: not _ticking(where), describe="the freeze")
+        assert not (where / "got").exists()
+        cluster.drover("resume", str(job))  # SIGUSR2: the queue's resume method is still set
+        wait_until(lambda: (where / "got").exists() and "USR2" in (where / "got").read_text(), describe="SIGUSR2")
+        cluster.drover("cancel", str(job))
+        cluster.drover("wait", str(job), check=False)
+    finally:
+        assert not cluster.stop()
