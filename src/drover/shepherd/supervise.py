@@ -8,6 +8,7 @@ termination and the checkpointing signal"):
 
   SIGTERM              terminate: the warning signal, a grace period, SIGKILL (cancel, requeue)
   SIGTSTP / SIGCONT    suspend / enable: freeze or thaw the whole attempt (escapees too)
+                       (each of these three as the queue's methods and --notify say: control.py)
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
   anything else        not the job's business: ignored, and written in the trace
