@@ -142,7 +142,9 @@ LIST_COLUMNS = ("QUEUE", "STATE", "PRIORITY", "NODES", "RUNNING", "PENDING", "LI
 # A field `show` prints → the setting that changes it.
 _FIELD_SETTING = {"priority": "priority", "nice": "nice", "nodes": "nodes", "max running": "max_running",
                   "per user": "max_running_per_user", "max memory": "max_memory", "default time": "default_time",
-                  "max time": "max_time", "window": "window", "owner": "owner", "mail at end": "mail_finished"}
+                  "max time": "max_time", "window": "window", "owner": "owner", "mail at end": "mail_finished",
+                  "suspend": "suspend_method", "resume": "resume_method", "terminate": "terminate_method",
+                  "notify": "notify"}
 
 
 def show_lines(queue: QueueInfo) -> list[str]:
@@ -165,6 +167,11 @@ def show_lines(queue: QueueInfo) -> list[str]:
         ("max time", time_text(queue.max_time_s)),
         ("window", window_text(queue) if queue.window else "always"),
         ("mail at end", "yes" if queue.mail_finished else "no"),
+        # Grid Engine's queue_conf(5) methods (docs/methods.md); unset: the node's, else the default
+        ("suspend", queue.suspend_method or "-"),
+        ("resume", queue.resume_method or "-"),
+        ("terminate", queue.terminate_method or "-"),
+        ("notify", f"{queue.notify_s}s"),
     ]
     if queue.errors:  # its instances in error (queue@node), each with why
         fields += [("in error on", f"{node}: {why}") for node, why in queue.errors.items()]
