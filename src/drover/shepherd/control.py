@@ -37,12 +37,14 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
 
 from drover.method_command import (
+    METHOD_NAMES,
     CommandMethod,
     Method,
     SignalMethod,
@@ -63,7 +65,7 @@ COMMAND_WAIT_S = 5.0  # how long a method's command still running when the job e
 def verify(config: Mapping[str, object], identity: Identity | None) -> dict[str, Method]:
     """GE's verify_method: the attempt's methods in effect (its queue's, else its node's), each
     command checked as the job's owner, who runs it. Raises StartFailure naming the method."""
-    node = {name: _text(config.get(f"node_{name}")) for name in ("suspend_method", "resume_method", "terminate_method")}
+    node = {name: _text(config.get(f"node_{name}")) for name in METHOD_NAMES}
     queue = {name: _text(config.get(f"queue_{name}")) for name in node}
     try:
         chosen = methods_in_effect(node, queue)
@@ -85,10 +87,13 @@ def _text(value: object) -> str | None:
 def _not_executable(path: str) -> str | None:
     """Why the acting user cannot run `path`, or None."""
     try:
-        if not os.path.isfile(path):
-            return "no such file" if not os.path.exists(path) else "not a regular file"
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
     except OSError as error:
-        return error.strerror or "cannot be looked at"
+        return (error.strerror or "cannot be looked at").lower()
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
     if not os.access(path, os.X_OK, effective_ids=os.access in os.supports_effective_ids):
         return "not executable"
     return None

@@ -23,16 +23,20 @@ mv method.part method.out
 
 
 @pytest.fixture
-def scripts() -> Iterator[tuple[Path, Path]]:
-    """A method everyone may run, and one only root may."""
+def scripts() -> Iterator[tuple[Path, Path, Path]]:
+    """A method everyone may run, one only root may, and one in a directory only root may enter."""
     tag = uuid.uuid4().hex[:8]
     public, private = Path(f"/var/tmp/drover-method-{tag}.sh"), Path(f"/var/tmp/drover-method-root-{tag}.sh")
-    for path, mode in ((public, 0o755), (private, 0o700)):
+    hidden_dir = Path(f"/var/tmp/drover-method-dir-{tag}")
+    hidden_dir.mkdir(mode=0o700)
+    hidden = hidden_dir / "method.sh"
+    for path, mode in ((public, 0o755), (private, 0o700), (hidden, 0o755)):
         path.write_text(RECORD)
         os.chmod(path, mode)
-    yield public, private
-    public.unlink(missing_ok=True)
-    private.unlink(missing_ok=True)
+    yield public, private, hidden
+    for path in (public, private, hidden):
+        path.unlink(missing_ok=True)
+    hidden_dir.rmdir()
 
 
 @pytest.fixture
@@ -45,11 +49,12 @@ def work(users: tuple[str, str]) -> Path:
 
 
 def test_gridengine_queue_conf_a_method_command_runs_as_the_job_owner_not_root(
-        system_cluster_factory: Any, users: tuple[str, str], scripts: tuple[Path, Path], work: Path) -> None:
-    public, private = scripts
+        system_cluster_factory: Any, users: tuple[str, str], scripts: tuple[Path, Path, Path], work: Path) -> None:
+    public, private, hidden = scripts
     cluster: SystemCluster = system_cluster_factory(
         config_toml=f'[queues.m]\nsuspend_method = "{public} $job_owner"\n'
-                    f'[queues.locked]\nterminate_method = "{private}"\n')
+                    f'[queues.locked]\nterminate_method = "{private}"\n'
+                    f'[queues.hidden]\nresume_method = "{hidden}"\n')
     alice = users[0]
     job = cluster.run_as(alice, "drover", "submit", "--parsable", "--queue", "m", "--", "sleep", "60", cwd=work,
                          env={"METHOD_MARK": "alices"})
@@ -64,10 +69,12 @@ def test_gridengine_queue_conf_a_method_command_runs_as_the_job_owner_not_root(
     cluster.as_root("cancel", job_id)
     cluster.wait_ended(int(job_id))
 
-    # verify_method, as the owner: root could run this one, the owner may not.
+    # verify_method, as the owner: root could run these, the owner may not.
     marker = work / "ran"
-    locked = cluster.submit_as(alice, "--queue", "locked", "--", "touch", str(marker), cwd=work)
-    ended = cluster.wait_ended(locked)
-    assert ended["state"] == "failed"
-    assert ended["tasks"][0]["attempts"][0]["failure"] == f"terminate_method: {private}: not executable"
-    assert not marker.exists()
+    for queue, failure in (("locked", f"terminate_method: {private}: not executable"),
+                           ("hidden", f"resume_method: {hidden}: permission denied")):
+        refused = cluster.submit_as(alice, "--queue", queue, "--", "touch", str(marker), cwd=work)
+        ended = cluster.wait_ended(refused)
+        assert ended["state"] == "failed"
+        assert ended["tasks"][0]["attempts"][0]["failure"] == failure
+        assert not marker.exists()
