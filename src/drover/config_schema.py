@@ -18,6 +18,7 @@ from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
 from drover.core.limits import MAX_TIME_LIMIT_S, Limits
+from drover.method_command import MAX_NOTIFY_S
 
 MIB = 1024 * 1024
 MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
@@ -195,6 +196,15 @@ class ExecdSection(Section, frozen=True):
         "an absolute command that starts every job of the node in its place, as the job's owner, given the "
         "job's script (or command line) as its arguments (Grid Engine's starter_method, the Accelerator's "
         "vovtasker -E; a queue's own wins)")] = None
+    suspend_method: Annotated[str | None, about(
+        "Grid Engine's suspend_method for every queue that sets none: a signal (SIGUSR1, 10) sent to the job "
+        "instead of freezing it, or an absolute command with arguments and placeholders ($job_pid, $job_id "
+        "...), run as the job's owner (docs/methods.md; unset: freeze the whole attempt)")] = None
+    resume_method: Annotated[str | None, about(
+        "Grid Engine's resume_method, the same way (unset: thaw the whole attempt)")] = None
+    terminate_method: Annotated[str | None, about(
+        "Grid Engine's terminate_method, the same way, in place of SIGTERM when a job is stopped or reaches "
+        "its time limit; SIGKILL still follows kill_grace_s later (unset: SIGTERM)")] = None
 
     def controllers(self) -> list[str]:
         """`controller` as a list (empty: the local socket)."""
@@ -212,6 +222,7 @@ class ExecdSection(Section, frozen=True):
         check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
+        _check_methods(self)
 
 
 def check_starter_method(command: str | None) -> None:
@@ -251,6 +262,16 @@ class QueueSection(Section, frozen=True):
     starter_method: Annotated[str | None, about(
         "an absolute command that starts each job of the queue in its place, as the job's owner, given the "
         "job's script (or command line) as its arguments (Grid Engine's queue_conf starter_method)")] = None
+    suspend_method: Annotated[str | None, about(
+        "Grid Engine's suspend_method for the queue's jobs: a signal or an absolute command (docs/methods.md; "
+        "unset: the node's [execd] suspend_method)")] = None
+    resume_method: Annotated[str | None, about("Grid Engine's resume_method for the queue's jobs "
+                                               "(unset: the node's)")] = None
+    terminate_method: Annotated[str | None, about("Grid Engine's terminate_method for the queue's jobs "
+                                                  "(unset: the node's)")] = None
+    notify_s: Annotated[int, about("Grid Engine's notify: a job submitted with --notify (qsub -notify) gets SIGUSR1 "
+                                   "this many seconds before it is suspended and SIGUSR2 this many before it is "
+                                   "stopped or killed at its time limit", ge=0)] = 60
 
     def __post_init__(self) -> None:
         check_starter_method(self.starter_method)
@@ -270,6 +291,20 @@ class QueueSection(Section, frozen=True):
             from drover.core.queue_windows import parse_window
 
             parse_window(self.window)  # a malformed window is refused when the file is read
+        _check_methods(self)
+        if self.notify_s > MAX_NOTIFY_S:
+            raise ValueError(f"notify_s must be at most {MAX_NOTIFY_S} seconds, not {self.notify_s}")
+
+
+def _check_methods(section: ExecdSection | QueueSection) -> None:
+    """A suspend, resume or terminate method that is neither a signal nor an absolute command is
+    refused when the file is read (method_command.py)."""
+    from drover.method_command import METHOD_NAMES, parse_method
+
+    for name in METHOD_NAMES:
+        text = getattr(section, name)
+        if text is not None:
+            parse_method(name, text)
 
 
 class SchedulerSection(Section, frozen=True):

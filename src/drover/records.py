@@ -94,6 +94,12 @@ class AttemptOrder(TypedDict):
     pe_start_as_site: NotRequired[bool]
     pe_stop: NotRequired[str]
     pe_stop_as_site: NotRequired[bool]
+    # Grid Engine's queue_conf(5) suspend_method, resume_method, terminate_method of the job's
+    # queue (method_command.py), and its notify time for a job submitted with --notify.
+    queue_suspend_method: NotRequired[str]
+    queue_resume_method: NotRequired[str]
+    queue_terminate_method: NotRequired[str]
+    notify_s: NotRequired[int]
 
 
 class EnvironmentRecord(TypedDict):
@@ -132,6 +138,10 @@ class NodeOptions(TypedDict):
     # [execd] starter_method: the node's command that starts every job in its place (Altair
     # Accelerator's vovtasker -E; shepherd/starter.py).
     starter_method: NotRequired[str]
+    # [execd] suspend_method, resume_method, terminate_method: where the job's queue sets none.
+    node_suspend_method: NotRequired[str | None]
+    node_resume_method: NotRequired[str | None]
+    node_terminate_method: NotRequired[str | None]
 
 
 class IdentityRecord(TypedDict):

@@ -102,6 +102,8 @@ def queue_infos(state: ControllerState, sections: Mapping[str, QueueSection], no
             changed=dict(queue.record.settings),
             errors={node.name: node.queue_errors[queue.name] for node in sorted(state.nodes.values(), key=_name)
                     if queue.name in node.queue_errors},
+            suspend_method=queue.suspend_method, resume_method=queue.resume_method,
+            terminate_method=queue.terminate_method, notify_s=queue.notify_s,
         ))
     return infos
 

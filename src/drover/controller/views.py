@@ -79,6 +79,7 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         gres=list(job.spec.get("gres") or []), licenses=dict(job.spec.get("licenses") or {}),
         constraint=job.spec.get("constraint"), exclusive=bool(job.spec.get("exclusive", False)),
         pe=job.spec.get("pe"),
+        notify=bool(job.spec.get("notify", False)),
     )
 
 

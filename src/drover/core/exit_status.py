@@ -77,6 +77,7 @@ _RESCHEDULE = ("1 - Job script, prolog and epilog: When FORBID_RESCHEDULE is not
 _APPERROR = ("2 - Job script, prolog and epilog: When FORBID_APPERROR is not set in the configuration, "
              "the job gets re-queued. Otherwise, see \"Other\".")
 _SUCCESS = "0 - All methods: Operation was executed successfully."
+_ALWAYS = "Other - Suspend, restart, terminate, clean, and migrate: Always successful."
 _SET_UP = "Other - Prolog, epilog and parallel start: The queue is set to error state and the job is re-queued."
 
 # Grid Engine's exit table (seeds/gridengine-shepherd-manpage.txt, "The following exit values are
@@ -105,6 +106,17 @@ EXIT_TABLE: tuple[ExitRow, ...] = (
     ExitRow("epilog", "99", Trigger.REQUEUE, False, _RESCHEDULE),
     ExitRow("epilog", "100", Trigger.ERROR_HOLD, False, _APPERROR),
     ExitRow("epilog", "other", Trigger.REQUEUE, True, _SET_UP),
+    # The methods that act on a running job (queue_conf(5) suspend_method, resume_method,
+    # terminate_method; the checkpoint environment's restart, clean, migrate and checkpoint
+    # commands): whatever they exit with changes nothing; the shepherd writes it in the trace.
+    # The man page does not name resume: it is the other half of suspend, and reads its row.
+    *(row for method in ("suspend", "resume", "restart", "terminate", "clean", "migrate") for row in (
+        ExitRow(method, "0", None, False, _SUCCESS),
+        ExitRow(method, "other", None, False, _ALWAYS))),
+    ExitRow("checkpoint", "0", None, False, _SUCCESS),
+    ExitRow("checkpoint", "other", None, False,
+            "Other - Checkpoint: Success, except for kernel checkpointing: checkpoint was not successful, did not "
+            "happen (but migration will happen by Grid Engine)."),
 )
 EXIT_ROWS: dict[tuple[str, str], ExitRow] = {(row.method, row.status): row for row in EXIT_TABLE}
 # The methods to which the man page gives the values 1 and 2 (99 and 100): for the others, any

@@ -75,6 +75,7 @@ class JobSpec(TypedDict):
     # Its parallel environment ([parallel_environments.NAME]) and the slots each task holds of it.
     pe: NotRequired[str]
     pe_slots: NotRequired[int]
+    notify: NotRequired[bool]  # Grid Engine's qsub -notify: SIGUSR1/SIGUSR2 ahead of a suspend/stop
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from enum import StrEnum
 from drover.core.limits import MAX_MEMORY_MIB, MAX_TIME_LIMIT_S
 from drover.core.queue_windows import Window, parse_window
 from drover.core.units import parse_duration_s, parse_memory_mib
+from drover.method_command import MAX_NOTIFY_S, METHOD_NAMES, parse_method
 
 DEFAULT = "default"
 MAX_QUEUES_PER_USER = 20  # queues one user may make (`[controller] user_queues`)
@@ -86,6 +87,12 @@ class Queue:
     epilog: str | None = None
     mail_finished: bool = False  # jobd's: mail when its last job finishes
     defined_in: str = "built in"
+    # Grid Engine's queue_conf(5) suspend_method, resume_method, terminate_method (None: the
+    # node's, else the default) and notify, for jobs submitted with --notify (docs/methods.md).
+    suspend_method: str | None = None
+    resume_method: str | None = None
+    terminate_method: str | None = None
+    notify_s: int = 60
 
     @property
     def state(self) -> QueueState:
@@ -108,6 +115,10 @@ SETTINGS = {
     "max_running_per_user": "max_running_per_user", "max_memory": "max_memory_mib",
     "default_time": "default_time_s", "max_time": "max_time_s", "window": "window", "owner": "owner",
     "mail_finished": "mail_finished",
+    # Grid Engine's queue_conf(5) methods and notify (docs/methods.md): operators only, since a
+    # method's command runs as the owner of every job of the queue.
+    "suspend_method": "suspend_method", "resume_method": "resume_method", "terminate_method": "terminate_method",
+    "notify": "notify_s",
 }
 # What the owner of a queue may change on it; the rest (where its jobs run, how they weigh
 # against everyone else's, what they may ask for) stays the operators'.
@@ -152,6 +163,17 @@ def parse_setting(key: str, text: str) -> object:
         if text.lower() not in ("yes", "no", "true", "false", "on", "off"):
             raise ValueError(f"mail_finished takes yes or no, not {text!r}")
         return text.lower() in ("yes", "true", "on")
+    if key in METHOD_NAMES:
+        if text.upper() == "NONE":
+            return None  # Drover's default action, whatever drover.toml says
+        parse_method(key, text)
+        return text
+    if key == "notify":
+        seconds = int(text) if text.isdigit() else parse_duration_s(text)
+        if not 0 <= seconds <= MAX_NOTIFY_S:
+            raise ValueError(f"notify must be between 0 and {MAX_NOTIFY_S} seconds (a number of seconds, or "
+                             f"HH:MM:SS), not {text!r}")
+        return seconds
     if key == "owner":
         if not text or any(c in text for c in " \t\n:/"):
             raise ValueError(f"owner takes a user name, not {text!r}")
@@ -172,7 +194,7 @@ def effective(name: str, section: object | None, record: QueueRecord | None) -> 
     values: dict[str, object] = {}
     if section is not None:
         for key in ("owner", "priority", "nice", "max_running", "max_running_per_user", "max_memory_mib",
-                    "default_time_s", "max_time_s", "prolog", "epilog", "mail_finished"):
+                    "default_time_s", "max_time_s", "prolog", "epilog", "mail_finished", *METHOD_NAMES, "notify_s"):
             values[key] = getattr(section, key, None)
         nodes = getattr(section, "nodes", None)
         values["nodes"] = tuple(nodes) if nodes is not None else None

@@ -3,7 +3,8 @@
 signal too; this is the node's own line of defence, since the shepherd runs as root.
 
   terminate, suspend, resume   SIGTERM, SIGTSTP, SIGCONT to the shepherd, which stops, freezes
-                               or thaws the whole attempt
+                               or thaws the whole attempt (or does what the queue's
+                               suspend_method, resume_method, terminate_method say)
   the job's signals            to the shepherd, which forwards them to the job's process group
                                (supervise.FORWARDED, and the job's own checkpoint signal); one
                                that comes before the job started (its prolog runs) the shepherd

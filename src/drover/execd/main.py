@@ -236,6 +236,9 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
         "stage_out_limit_bytes": options.stage_out_limit_bytes,
         "diagnostics_identity": diagnostics,
         "debug_pause_s": debug_pause_s(options, environ),
+        "node_suspend_method": options.suspend_method,
+        "node_resume_method": options.resume_method,
+        "node_terminate_method": options.terminate_method,
     }
     if options.starter_method:
         node["starter_method"] = options.starter_method

@@ -89,6 +89,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
     pe: str | None = None
     pe_slots: str | None = None
+    # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
+    # notify_s ahead (shepherd/notice.py).
+    notify: bool = False
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -182,6 +185,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
     pe: str | None = None  # its parallel environment; its slots are its CPUs
+    notify: bool = False  # submitted with --notify (qsub -notify)
 
 
 class FileInfo(msgspec.Struct, kw_only=True):
@@ -410,6 +414,12 @@ class QueueInfo(msgspec.Struct, kw_only=True):
     # The nodes where it is in error (queue@node, Grid Engine's state E): node → why. Its jobs
     # start there no more until an operator clears it (`drover node resume NODE --queue QUEUE`).
     errors: dict[str, str] = {}
+    # Grid Engine's queue_conf(5) methods as drover.toml sets them for the queue (None: the
+    # node's [execd] method, else the default), and its notify time (docs/methods.md).
+    suspend_method: str | None = None
+    resume_method: str | None = None
+    terminate_method: str | None = None
+    notify_s: int = 60
 
 
 class QueueList(msgspec.Struct):

@@ -72,6 +72,7 @@ class JobRequest(TypedDict, total=False):
     environments: list[str]  # named environments of the cluster, switched to in order
     pe: str | None
     pe_slots: str | None
+    notify: bool
 
 
 class AttemptSummary(TypedDict):
@@ -135,6 +136,7 @@ class JobSummary(TypedDict):
     exclusive: bool
     tasks: list[TaskSummary]
     pe: str | None
+    notify: bool
 
 
 class WaitReply(TypedDict):

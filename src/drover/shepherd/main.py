@@ -50,7 +50,16 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import environments, launch, outputs, parallel, setup, spool_files, starter
+from drover.shepherd import (
+    control,
+    environments,
+    launch,
+    outputs,
+    parallel,
+    setup,
+    spool_files,
+    starter,
+)
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment, site_environment
 from drover.shepherd.failure import StartFailure
@@ -128,6 +137,8 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     try:
         # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
         _check_identity(spool, config, identity)
+        # GE Initialization, verify_method: the suspend, resume and terminate methods (control.py).
+        control_methods = control.verify(config, identity)
         # VOV 16/17: the working directory, opened by the job's owner (retried).
         workdir_fd = _open_workdir(spool, config, identity)
         trace.step(f"working directory {config['workdir']} entered as {identity.user if identity else 'the shepherd'}")
@@ -218,7 +229,11 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # 7. Supervise until the job exits; 8. reap it.
     ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
-                       before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)))
+                       before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)),
+                       control=control.JobControl(
+                           control_methods, containment, config["kill_grace_s"], config.get("notify_s"),
+                           control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
+                           control.facts_of(config)))
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     trace.extend(sorted(ending.events + ending.ignored))  # each stamped when it happened
     trace.step(f"job ended (wait status {ending.wait_status})", ended_at)

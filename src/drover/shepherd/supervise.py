@@ -8,6 +8,7 @@ termination and the checkpointing signal"):
 
   SIGTERM              terminate: the warning signal, a grace period, SIGKILL (cancel, requeue)
   SIGTSTP / SIGCONT    suspend / enable: freeze or thaw the whole attempt (escapees too)
+                       (each of these three as the queue's methods and --notify say: control.py)
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
   SIGTTIN              read the spool's `signal` record and send the signals new in it to the
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from drover.shepherd.containment import Containment
+from drover.shepherd.control import JobControl
 from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
 from drover.spool.signal_record import READ_RECORD, SignalReader
@@ -70,14 +72,20 @@ class Ending:
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
               relay: PtyRelay | None = None, checkpoint: int | None = None,
-              before_start: Sequence[int] = (), by_record: SignalReader | None = None) -> Ending:
+              before_start: Sequence[int] = (), by_record: SignalReader | None = None,
+              control: JobControl | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
     `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
     `before_start`: the signals that came before the job started, in order (see the module's
     docstring).
     `by_record`: the spool's `signal` record, read once now (what the execd wrote before the job
-    started) and on each SIGTTIN."""
+    started) and on each SIGTTIN.
+    `control`: how the job is suspended, resumed and stopped (control.py: the queue's methods,
+    --notify); by default freeze, thaw, and SIGTERM → grace → SIGKILL."""
+    if control is None:
+        control = JobControl({}, containment, kill_grace_s)
+    control.start(job_pid)
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
     # Handled on the first turn of the loop; the record is read first, whether or not its SIGTTIN came.
     arrived = ([READ_RECORD] if by_record is not None else []) + list(before_start)
@@ -95,12 +103,11 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     ready_by = started + READY_WAIT_S
     deadline = started + time_limit_s if time_limit_s else None
     warn_at = deadline - warning[1] if deadline is not None and warning else None
-    kill_at: float | None = None  # set once the warning signal went out
     timed_out = terminated = False
     try:
         while True:
             now = time.monotonic()
-            wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600),
+            wake_at = min(t for t in (deadline, control.wake_at(), warn_at, now + (OOM_POLL_S if watch_memory else 3600),
                                       now if arrived else None, now + READY_POLL_S if kept else None)
                           if t is not None)
             watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
@@ -114,16 +121,16 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
             arrived = []
             for early, signum in came:
-                if signum == TERMINATE and kill_at is None:
+                if signum == TERMINATE and not control.stopping:
                     terminated, deadline = True, None
-                    kill_at = _warn(job_pid, kill_grace_s)
-                    note(f"stop: SIGTERM to the job, SIGKILL in {kill_grace_s:g}s")
+                    note("stop requested")
+                    control.stop()
                 elif signum == SUSPEND:
-                    containment.freeze()
-                    note("suspended")
+                    note("suspend requested")
+                    control.suspend()
                 elif signum == RESUME:
-                    containment.thaw()
-                    note("resumed")
+                    note("resume requested")
+                    control.resume()
                 elif signum == READ_RECORD:
                     for named in by_record.new() if by_record is not None else ():
                         if named in (signal.SIGKILL, signal.SIGSTOP):
@@ -159,11 +166,10 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 note(f"{signal_name(warning[0])} to the job: its time limit is near")
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
-                kill_at = _warn(job_pid, kill_grace_s)
-                note(f"time limit: SIGTERM to the job, SIGKILL in {kill_grace_s:g}s")
-            if kill_at is not None and now >= kill_at:
+                note("time limit reached")
+                control.stop()
+            if control.tick():
                 _killpg(job_pid, signal.SIGKILL)
-                kill_at = float("inf")
                 note("SIGKILL to the job: its grace is over")
     finally:
         os.close(pidfd)
@@ -171,6 +177,9 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     if relay is not None:
         relay.finish()
     ignored += inbox.drain_faults()
+    # The control's own lines (notices, methods and their ends) among the loop's, in time order:
+    # each line starts with its time, printed to the microsecond.
+    events = sorted(events + control.finish())
     return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored,
                   events)
 
@@ -188,11 +197,6 @@ def takes(pid: int, signum: int) -> bool:
         if line.startswith((b"SigCgt:", b"SigIgn:")) and int(line.split()[1], 16) & bit:
             return True
     return False
-
-
-def _warn(job_pid: int, kill_grace_s: float) -> float:
-    _killpg(job_pid, signal.SIGTERM)
-    return time.monotonic() + kill_grace_s
 
 
 def _killpg(job_pid: int, signum: int) -> None:

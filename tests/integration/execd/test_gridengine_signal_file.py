@@ -57,7 +57,7 @@ def test_gridengine_process_flow_spool_file_signal_delivers_what_the_shepherd_wo
     assert "SIGUSR1 forwarded to the job" in trace
     for name in ("SIGTERM", "SIGTSTP", "SIGCONT", "SIGTTIN"):
         assert f"{name} (spool record signal) to the job" in trace, trace
-    assert "stop: SIGTERM" not in trace and "suspended" not in trace
+    assert "stop requested" not in trace and "suspend requested" not in trace, trace
 
 
 def test_gridengine_process_flow_spool_file_signal_written_during_the_prolog_reaches_the_job_once_it_started(

@@ -76,7 +76,17 @@ def test_show_marks_what_was_changed_at_runtime() -> None:
     assert by_label["owner"] == "alice"
     assert by_label["max time"] == "-"
     assert "changed" not in by_label["nice"]
-    assert show_lines(queue())[-2:] == ["  window       always", "  mail at end  no"]
+    plain = show_lines(queue())
+    assert {"  window       always", "  mail at end  no", "  suspend      -", "  notify       60s"} <= set(plain)
+
+
+def test_show_gives_the_queue_conf_methods_and_notify_and_marks_a_runtime_change() -> None:
+    lines = show_lines(queue(suspend_method="SIGUSR1", terminate_method="/bin/stop $job_pid", notify_s=5,
+                             changed={"suspend_method": "SIGUSR1"}))
+    by_label = {line[2:15].strip(): line[15:] for line in lines[1:]}
+    assert by_label["suspend"] == "SIGUSR1   [changed at runtime: suspend_method=SIGUSR1]"
+    assert by_label["resume"] == "-" and by_label["terminate"] == "/bin/stop $job_pid"
+    assert by_label["notify"] == "5s"
 
 
 def _never(*args: object, **kwargs: object) -> None:

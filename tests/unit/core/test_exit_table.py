@@ -19,6 +19,7 @@ from drover.core.exit_status import (
     ExitSemantics,
     classify_exit,
     exit_row,
+    method_meaning,
     node_failure,
     queue_failure,
 )
@@ -166,7 +167,7 @@ def test_the_first_method_that_means_something_decides_and_every_failure_sets_th
 
 
 def test_the_table_has_a_row_for_every_method_and_status_the_man_page_names() -> None:
-    methods = ("job", "prolog", "pe_start", "pe_stop", "epilog")
+    methods = ("job", "prolog", "pe_start", "pe_stop", "epilog", *ACTING_METHODS)
     assert sorted({row.method for row in EXIT_TABLE}) == sorted(methods)
     assert len(EXIT_ROWS) == len(EXIT_TABLE)  # no row twice
     for method in methods:
@@ -182,9 +183,10 @@ def test_the_table_has_a_row_for_every_method_and_status_the_man_page_names() ->
 def _documented_rows() -> dict[tuple[str, str], tuple[str, str, str]]:
     """docs/seeds.md's exit table: (method, status) → (the man page's words, the job, the queue)."""
     text = SEEDS.read_text()
-    section = text.split("## Grid Engine: the shepherd's exit table", 1)[1].split("\n## ", 1)[0]
+    sections = [text.split(title, 1)[1].split("\n## ", 1)[0]
+                for title in ("## Grid Engine: the shepherd's exit table", METHODS_SECTION)]
     rows = {}
-    for line in section.splitlines():
+    for line in "\n".join(sections).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) == 5 and cells[0] not in ("method", "---"):
             method = cells[0].replace("PE ", "pe_")
@@ -207,3 +209,36 @@ def test_docs_seeds_quotes_each_row_of_the_table(row: ExitRow) -> None:
     else:
         assert job.startswith(DOCUMENTED_JOB[row.job])
     assert len(_documented_rows()) == len(EXIT_TABLE)
+
+
+# The methods that act on a running job, and the checkpoint environment's: their rows are in
+# docs/seeds.md's section on the configurable methods.
+METHODS_SECTION = "## Grid Engine: suspend, resume and terminate methods, and -notify"
+ACTING_METHODS = ("suspend", "resume", "restart", "terminate", "clean", "migrate", "checkpoint")
+
+
+@pytest.mark.parametrize("method", ["suspend", "resume", "restart", "terminate", "clean", "migrate"])
+def test_gridengine_manpage_suspend_restart_terminate_clean_and_migrate_always_successful(method: str) -> None:
+    """The man page: "Suspend, restart, terminate, clean, and migrate: Always successful." Whatever
+    such a method exits with, the job keeps its own status and no queue is set in error."""
+    for code in (0, 1, 2, 99, 100, 137, 255):
+        row = exit_row(method, code)
+        assert (row.job, row.queue_error) == (None, False)
+        assert row.status == ("0" if code == 0 else "other")
+        for level in ("node", "queue"):
+            assert method_meaning(method, level, code) == (None, False)
+            facts = ExitFacts(0, methods=((method, level, code),))
+            assert outcome(facts) == (T.SUCCEED, False)
+            assert queue_failure(facts) is None
+    assert "Always successful." in exit_row(method, 1).seed
+
+
+def test_gridengine_manpage_checkpoint_success_except_for_kernel_checkpointing() -> None:
+    """The man page: "Checkpoint: Success, except for kernel checkpointing: checkpoint was not
+    successful, did not happen (but migration will happen ...)": a failed checkpoint changes
+    nothing for the job or its queue; the job runs on, and a migration still happens."""
+    for code in (0, 1, 99, 100):
+        row = exit_row("checkpoint", code)
+        assert (row.job, row.queue_error) == (None, False)
+        assert outcome(ExitFacts(0, methods=(("checkpoint", "node", code),))) == (T.SUCCEED, False)
+    assert "except for kernel checkpointing" in exit_row("checkpoint", 1).seed

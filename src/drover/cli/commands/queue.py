@@ -26,6 +26,11 @@ SETTINGS: dict[str, str] = {
     "window": "when it starts jobs: e.g. 'Mon-Fri 18:00-08:00; Sat,Sun', nights, weekends, always",
     "owner": "the user who manages it besides the operators",
     "mail_finished": "yes: mail when its last job finishes (to its owner, else that job's --mail-user or owner)",
+    "suspend_method": "a signal (SIGUSR1) or an absolute command sent or run instead of freezing a job; NONE: "
+                      "the default (operators only; docs/methods.md)",
+    "resume_method": "the same, instead of thawing it",
+    "terminate_method": "the same, instead of SIGTERM when a job is stopped",
+    "notify": "seconds (or HH:MM:SS) between a --notify job's SIGUSR1/SIGUSR2 and its suspend/stop",
 }
 ACTIONS = {
     "stop": "Stop a queue: it takes jobs but starts none (Slurm's State=DOWN, Grid Engine's qmod -d).",
@@ -137,7 +142,9 @@ LIST_COLUMNS = ("QUEUE", "STATE", "PRIORITY", "NODES", "RUNNING", "PENDING", "LI
 # A field `show` prints → the setting that changes it.
 _FIELD_SETTING = {"priority": "priority", "nice": "nice", "nodes": "nodes", "max running": "max_running",
                   "per user": "max_running_per_user", "max memory": "max_memory", "default time": "default_time",
-                  "max time": "max_time", "window": "window", "owner": "owner", "mail at end": "mail_finished"}
+                  "max time": "max_time", "window": "window", "owner": "owner", "mail at end": "mail_finished",
+                  "suspend": "suspend_method", "resume": "resume_method", "terminate": "terminate_method",
+                  "notify": "notify"}
 
 
 def show_lines(queue: QueueInfo) -> list[str]:
@@ -160,6 +167,11 @@ def show_lines(queue: QueueInfo) -> list[str]:
         ("max time", time_text(queue.max_time_s)),
         ("window", window_text(queue) if queue.window else "always"),
         ("mail at end", "yes" if queue.mail_finished else "no"),
+        # Grid Engine's queue_conf(5) methods (docs/methods.md); unset: the node's, else the default
+        ("suspend", queue.suspend_method or "-"),
+        ("resume", queue.resume_method or "-"),
+        ("terminate", queue.terminate_method or "-"),
+        ("notify", f"{queue.notify_s}s"),
     ]
     if queue.errors:  # its instances in error (queue@node), each with why
         fields += [("in error on", f"{node}: {why}") for node, why in queue.errors.items()]

@@ -92,6 +92,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     p.add_argument("--environment", type=_environments, metavar="NAME[+NAME...]",
                    help="switch to the cluster's named environments, in order, before the job's prolog")
+    p.add_argument("--notify", action="store_true",
+                   help="SIGUSR1 before the job is suspended, SIGUSR2 before it is stopped or killed at its time "
+                        "limit, the queue's notify_s (60) seconds ahead (Grid Engine's qsub -notify)")
     if command == "run":
         p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
     return p
@@ -345,6 +348,8 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
             if os.path.isabs(pattern) or ".." in pattern.split("/"):
                 raise BadRequest(f"--stage-out takes patterns inside the working directory, not {pattern!r}")
         base["stage_out"] = args.stage_out
+    if args.notify:
+        base["notify"] = True
     if args.each_line:
         lines = [line.strip() for line in _read(args.each_line).splitlines()]
         commands = [line for line in lines if line and not line.startswith("#")]

@@ -44,7 +44,7 @@ def fields(job: JobInfo, uid: int | None, gid: int | None, group: str | None) ->
         ("sge_o_workdir", job.submit_dir or None), ("account", "sge"), ("cwd", job.workdir or None),
         ("stderr_path_list", f"NONE:NONE:{ge_path(job.error)}" if job.error else None),
         ("merge", "y" if job.error is None else None), ("hard resource_list", _resources(job) or None),
-        ("notify", "FALSE"), ("job_name", job.name),
+        ("notify", "TRUE" if job.notify else "FALSE"), ("job_name", job.name),
         ("stdout_path_list", f"NONE:NONE:{ge_path(job.output)}"), ("jobshare", "0"),
         ("hard_queue_list", queue_name(job) if job.queue != "default" else None),
         ("priority", str(job.priority)),
@@ -93,7 +93,7 @@ def xml(jobs: list[JobInfo], uid: int | None = None, gid: int | None = None, gro
         for name, value in (("JB_job_number", job.id), ("JB_ar", 0), ("JB_exec_file", f"job_scripts/{job.id}"),
                             ("JB_submission_time", int(job.submitted_at)), ("JB_owner", job.owner),
                             ("JB_uid", uid), ("JB_group", group), ("JB_gid", gid), ("JB_account", "sge"),
-                            ("JB_cwd", job.workdir or None), ("JB_notify", "false"), ("JB_job_name", job.name),
+                            ("JB_cwd", job.workdir or None), ("JB_notify", "true" if job.notify else "false"), ("JB_job_name", job.name),
                             ("JB_jobshare", 0), ("JB_priority", job.priority + 1024)):
             if value is not None:
                 out.append(_element(name, value, 3))

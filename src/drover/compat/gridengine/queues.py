@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from drover.compat.gridengine.values import hms
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.protocol.api import NodeInfo, QueueInfo
@@ -83,8 +85,9 @@ def queue_conf(queue: QueueInfo, nodes: list[NodeInfo]) -> list[tuple[str, str]]
             ("qtype", "BATCH INTERACTIVE"), ("ckpt_list", "NONE"), ("pe_list", "smp"), ("rerun", "TRUE"),
             ("slots", slots), ("tmpdir", "/tmp"), ("shell", "/bin/bash"), ("prolog", "NONE"),
             ("epilog", "NONE"), ("shell_start_mode", "posix_compliant"), ("starter_method", "NONE"),
-            ("suspend_method", "NONE"), ("resume_method", "NONE"), ("terminate_method", "NONE"),
-            ("notify", "00:01:00"), ("owner_list", queue.owner or "NONE"), ("user_lists", "NONE"),
+            ("suspend_method", queue.suspend_method or "NONE"), ("resume_method", queue.resume_method or "NONE"),
+            ("terminate_method", queue.terminate_method or "NONE"), ("notify", hms(queue.notify_s)),
+            ("owner_list", queue.owner or "NONE"), ("user_lists", "NONE"),
             ("xuser_lists", "NONE"), ("subordinate_list", "NONE"), ("complex_values", "NONE"),
             ("projects", "NONE"), ("xprojects", "NONE"), ("calendar", queue.window or "NONE"),
             ("initial_state", state)]

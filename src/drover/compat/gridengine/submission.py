@@ -125,8 +125,7 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
     if queue is not None and not queue.soft:
         job["queue"] = _queue(queue, approximate)
     if "notify" in o:
-        job["warn_signal"], job["warn_before_s"] = "SIGUSR2", 60
-        approximate("-notify: SIGUSR2 comes 60 s before the time limit, and no notice comes before a suspend")
+        job["notify"] = True
     _mail(o, job, ctx.user, approximate)
     job["environment"] = _environment(given, ctx)
     for key, what in (("ac", "job context"), ("sc", "job context"), ("dc", "job context"),

@@ -46,7 +46,8 @@ _COMMON = [
            "b|e|a|s|n,..."),
     Option(("-M",), R, OK, "where the mail goes", "user[@host],..."),
     Option(("-masterq",), R, APPROX, "read as `-q`: a job runs on one node, in one queue", "wc_queue_list"),
-    Option(("-notify",), N, APPROX, "SIGUSR2 60 s before the time limit; no notice before a suspend"),
+    Option(("-notify",), N, OK, "SIGUSR1 before a suspend, SIGUSR2 before a stop or the time limit's kill, the "
+           "queue's `notify_s` (default 60) seconds ahead (`drover submit --notify`)"),
     Option(("-N",), R, OK, "the job's name", "name"),
     Option(("-o",), R, OK, "as `-e`, with `.o`", "[[hostname]:]path,..."),
     Option(("-P",), R, MEANINGLESS, "Drover has no projects", "project_name"),

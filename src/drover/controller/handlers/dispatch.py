@@ -28,7 +28,7 @@ from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
-from drover.core.queues import DEFAULT
+from drover.core.queues import DEFAULT, Queue
 from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
@@ -263,7 +263,8 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     state.attempts[job.id, task.index, task.attempt] = attempt
     state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib, gres, (job.id, task.index, task.attempt))
     outcome.changes.attempt(attempt)
-    outcome.send(start.node, start_order(job, attempt, orders, queue_nice(state, job, orders)))
+    outcome.send(start.node, start_order(job, attempt, orders, queue_nice(state, job, orders),
+                                         queue_of(state, job, orders)))
 
 
 class _BusyNames:
@@ -350,9 +351,16 @@ def queue_nice(state: ControllerState, job: Job, orders: OrderOptions) -> int:
     return queue.nice if queue is not None else 0
 
 
-def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0) -> StartAttempt:
+def queue_of(state: ControllerState, job: Job, orders: OrderOptions) -> Queue | None:
+    """The job's queue in effect (drover.toml's, with `drover queue set`'s changes)."""
+    return queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
+
+
+def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
+                in_effect: Queue | None = None) -> StartAttempt:
     """The order that tells a node to run an attempt: everything its shepherd needs; `nice`:
-    its queue's."""
+    its queue's; `in_effect`: its queue with the changes `drover queue set` made (its methods
+    and notify time; drover.toml's without it)."""
     spec = job.spec
     queue = orders.queues.get(spec.get("queue", "default"), NO_QUEUE_METHODS)
     ranges = job.indices.sorted_ranges()
@@ -429,5 +437,11 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
             else {"name": name, "setup": None, "post": None, "unknown": True}
             for name in spec["environments"]]
     parallel_envs.add_to_order(config, job, orders.parallel_environments)
+    settings: Queue | QueueSection = in_effect if in_effect is not None else queue
+    for method in ("suspend_method", "resume_method", "terminate_method"):
+        if getattr(settings, method) is not None:
+            config[f"queue_{method}"] = getattr(settings, method)  # type: ignore[literal-required]  # three keys of AttemptOrder
+    if spec.get("notify"):
+        config["notify_s"] = settings.notify_s
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -11,7 +11,7 @@ from typing import Any
 
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers.actions import stop_reason
-from drover.controller.handlers.dispatch import OrderOptions, queue_nice, start_order
+from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.lifecycle import (
     change_task,
     drained_if_idle,
@@ -104,7 +104,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, kn
         if attempt.name not in known:
             if task.state is JobState.DISPATCHED:
                 # The order never arrived (or the node lost it before starting): send it again.
-                outcome.send(node.name, start_order(job, attempt, orders, queue_nice(state, job, orders)))
+                outcome.send(node.name, start_order(job, attempt, orders, queue_nice(state, job, orders),
+                                                               queue_of(state, job, orders)))
             else:
                 lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
                              orders.exits)

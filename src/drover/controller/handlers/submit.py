@@ -283,6 +283,8 @@ def _validated_job(
         job_spec["environments"] = known_environments(spec.environments, environments or {}, bad)
     if pe is not None:
         job_spec["pe"], job_spec["pe_slots"] = pe
+    if spec.notify:
+        job_spec["notify"] = True
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,

@@ -1,0 +1,122 @@
+"""Grid Engine's suspend_method, resume_method and terminate_method (queue_conf(5)): a signal, or
+a command with its arguments. Pure: parsing, checking and placeholder expansion. Standard
+library only, at the level of drover.records: drover.toml's schema checks the settings with it,
+and the shepherd, which imports nothing of the core, reads and expands them with it.
+
+queue_conf(5): "If no executable path is given, Grid Engine takes the specified parameter entries
+as the signal to be delivered instead of the default signal. A signal must be either a positive
+number or a signal name with the SIG prefix, as printed by kill -l (e.g. SIGTERM)." and "If an
+executable path is given (it must be an absolute path starting with a "/"); then this command,
+together with its arguments, is started ... The following special variables are expanded at
+runtime": $host, $ja_task_id, $job_owner, $job_id, $job_name, $queue, $job_pid, $sge_cell,
+$sge_root.
+
+The command line is split into words as a shell would (shlex) when it is read, and each word's
+placeholders are expanded afterwards: a job's name lands in one argument whatever characters it
+holds, and no shell reads it. A command that needs a shell names one (/bin/sh -c '...').
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+METHOD_NAMES = ("suspend_method", "resume_method", "terminate_method")
+# queue_conf(5)'s placeholders, and $task_id, which Drover's own documents call the array index.
+PLACEHOLDERS = ("host", "ja_task_id", "task_id", "job_owner", "job_id", "job_name", "queue", "job_pid",
+                "sge_cell", "sge_root")
+_PLACEHOLDER = re.compile(r"\$(\{)?([A-Za-z_][A-Za-z0-9_]*)(?(1)\})")
+MAX_METHOD_BYTES = 4096
+MAX_NOTIFY_S = 3600  # a queue's notify time (qsub -notify): an hour at most
+
+
+@dataclass(frozen=True, slots=True)
+class SignalMethod:
+    """Deliver this signal to the job's process group instead of the default action."""
+
+    signum: int
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+@dataclass(frozen=True, slots=True)
+class CommandMethod:
+    """Start this command (its words, placeholders not yet expanded) instead of signalling."""
+
+    argv: tuple[str, ...]
+
+    @property
+    def path(self) -> str:
+        return self.argv[0]
+
+
+Method = SignalMethod | CommandMethod
+
+
+def parse_method(name: str, text: str) -> Method:
+    """A method's setting as a signal or a command. Raises ValueError, naming the method."""
+    text = text.strip()
+    if not text:
+        raise ValueError(f"{name}: empty; leave it unset for the default")
+    if len(text.encode()) > MAX_METHOD_BYTES:
+        raise ValueError(f"{name}: longer than {MAX_METHOD_BYTES} bytes")
+    if text.startswith("/"):
+        try:
+            words = tuple(shlex.split(text))
+        except ValueError as error:
+            raise ValueError(f"{name}: {text!r}: {error}") from None
+        for word in words:
+            for found in _PLACEHOLDER.finditer(word):
+                if found[2] not in PLACEHOLDERS:
+                    raise ValueError(f"{name}: unknown placeholder ${found[2]}; known: "
+                                     + ", ".join(f"${p}" for p in PLACEHOLDERS))
+        if _PLACEHOLDER.search(words[0]):
+            raise ValueError(f"{name}: the command's path {words[0]!r} may not hold a placeholder")
+        return CommandMethod(words)
+    return SignalMethod(parse_signal(name, text))
+
+
+def parse_signal(name: str, text: str) -> int:
+    """A signal by name with the SIG prefix (SIGUSR1) or a positive number, as queue_conf(5) says;
+    SIGKILL and SIGSTOP too, which cannot be caught but can be sent."""
+    if text.isdigit():
+        number = int(text)
+        valid = {int(s) for s in signal.valid_signals()}
+        if number in valid:
+            return number
+        raise ValueError(f"{name}: {text} is not a signal number on this system")
+    if text.upper().startswith("SIG") and text.upper() in signal.Signals.__members__:
+        return int(signal.Signals[text.upper()])
+    raise ValueError(f"{name}: unknown signal {text!r} (a name with the SIG prefix, as kill -l prints it, "
+                     "or a number; a command needs an absolute path)")
+
+
+def expand(argv: tuple[str, ...], facts: Mapping[str, object]) -> list[str]:
+    """The command's words with each $placeholder (or ${placeholder}) replaced by its fact; one
+    without a fact becomes empty."""
+
+    def value(found: re.Match[str]) -> str:
+        fact = facts.get(found[2])
+        return "" if fact is None else str(fact)
+
+    return [_PLACEHOLDER.sub(value, word) for word in argv]
+
+
+def methods_in_effect(node: Mapping[str, str | None], queue: Mapping[str, str | None]) -> dict[str, Method]:
+    """The methods an attempt uses: the queue's where it sets one, else the node's; a name left
+    out keeps Drover's default action. Raises ValueError for a bad one, naming it."""
+    chosen: dict[str, Method] = {}
+    for name in METHOD_NAMES:
+        text = queue.get(name) or node.get(name)
+        if text:
+            chosen[name] = parse_method(name, text)
+    return chosen
+
+
+def describe(method: Method) -> str:
+    return method.name if isinstance(method, SignalMethod) else shlex.join(method.argv)
