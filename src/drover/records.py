@@ -79,6 +79,24 @@ class AttemptOrder(TypedDict):
     done_output: NotRequired[str]
     done_output_pattern: NotRequired[str]
     mail_output: NotRequired[bool]
+    # The job's checkpoint environment (Grid Engine's checkpoint(5); core/checkpoints.py), its
+    # placeholders expanded by the controller but $job_pid, which the shepherd fills in.
+    checkpoint: NotRequired[AttemptCheckpoint]
+
+
+class AttemptCheckpoint(TypedDict):
+    """A checkpointing job's environment, as its shepherd uses it (shepherd/checkpoint.py)."""
+
+    name: str
+    interface: str  # "application-level" or "userdefined"
+    ckpt_command: list[str] | None  # run as the owner; None: the signal instead
+    migr_command: list[str] | None
+    clean_command: list[str] | None  # after the job ended on its own
+    ckpt_dir: str | None
+    signal: str | None  # "SIGUSR2"
+    when: str  # checkpoint(5)'s letters in effect for the job
+    interval_s: int | None  # 'm': checkpoint every this many seconds of run time
+    restarted: bool  # an earlier attempt of the task ran: RESTARTED=1, the `checkpointed` record
 
 
 class NodeOptions(TypedDict):

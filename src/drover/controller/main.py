@@ -138,6 +138,7 @@ def serve(argv: list[str]) -> int:
             heartbeat_s=section.heartbeat_s, scheduler=drover_toml.scheduler, licenses=drover_toml.licenses,
             user_queues=section.user_queues, history_days=section.history_days,
             min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
+            checkpoints={name: section.environment(name) for name, section in drover_toml.checkpoints.items()},
         )
         from drover.controller.faults import Faults
 

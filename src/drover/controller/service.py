@@ -54,6 +54,7 @@ from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.relays import Relays
 from drover.controller.samples import LiveSamples
 from drover.controller.state import ControllerState
+from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.ids import job_of_attempt, parse_job_ref
@@ -92,6 +93,7 @@ class Settings:
     licenses: Mapping[str, int] = field(default_factory=dict)  # [licenses]: the cluster's counters
     user_queues: bool = False  # users may make queues of their own
     history_days: int = 365  # ended jobs are forgotten after this many days (0: never)
+    checkpoints: Mapping[str, CheckpointEnvironment] = field(default_factory=dict)  # [checkpoints.NAME]
 
 
 class _Reloaded(Exception):
@@ -140,7 +142,7 @@ class ControllerService:
         self.store = store
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses,
-                                   settings.exits)
+                                   settings.exits, settings.checkpoints)
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -842,7 +844,8 @@ class ControllerService:
             now = self.clock()
             outcome, new_ids = submit(self.state, jobs, owner, now, self.store,
                                       queues.queues_in_effect(self.state, self.settings.queues),
-                                      self.settings.limits, event_log_node, self.settings.licenses)
+                                      self.settings.limits, event_log_node, self.settings.licenses,
+                                      self.settings.checkpoints)
             ids.extend(new_ids)
             if request_key is not None:  # committed with the jobs: known to any controller from then on
                 outcome.changes.submissions.append(SubmissionKey(owner, request_key, tuple(new_ids), now))

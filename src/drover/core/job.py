@@ -70,6 +70,11 @@ class JobSpec(TypedDict):
     zap: NotRequired[bool]
     done_output: NotRequired[str | None]
     mail_output: NotRequired[bool]
+    # Its checkpoint environment's name ([checkpoints.NAME]) and the occasions and period the
+    # job asked for (qsub -c), overriding the environment's (core/checkpoints.py).
+    checkpoint: NotRequired[str]
+    checkpoint_when: NotRequired[str | None]
+    checkpoint_interval_s: NotRequired[int | None]
 
 
 @dataclass(slots=True)

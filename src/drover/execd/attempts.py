@@ -201,7 +201,7 @@ class Attempts:
             log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
             return
         signum, to_job_group = deliver
-        if order.action == "terminate" and order.why:
+        if order.action in ("terminate", "migrate") and order.why:
             # What the stop means, for the cleanup's classification (the mail must say what the
             # controller will decide): the shepherd only records that it was asked to stop.
             write_json(live.spool.record(layout.STOP_REQUEST), {"why": order.why})

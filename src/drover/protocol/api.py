@@ -82,6 +82,10 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
     # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None
+    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt), and qsub -c:
+    # occasion letters of s m x n r, or an interval (core/checkpoints.py).
+    checkpoint: str | None = None
+    checkpoint_occasion: str | None = None
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):

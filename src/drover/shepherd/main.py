@@ -48,7 +48,7 @@ from drover.records import (
     ExitStatus,
     Usage,
 )
-from drover.shepherd import launch, outputs, setup
+from drover.shepherd import checkpoint, launch, outputs, setup
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import (
     PE_HOSTFILE_NAME,
@@ -109,6 +109,9 @@ def _run(spool: layout.SpoolDir) -> int:
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
+    # A checkpointing job's RESTARTED, SGE_CKPT_ENV, SGE_CKPT_DIR; its directory, `checkpointed` (checkpoint.py).
+    checkpoint_problems = checkpoint.prepare(config["checkpoint"], spool, identity) if "checkpoint" in config else []
+    env.update(checkpoint.environment(config["checkpoint"]) if "checkpoint" in config else {})
     hostfile = pe_hostfile(config)
     if hostfile is not None:  # GE: a parallel job's $PE_HOSTFILE, in its TMPDIR (made just now, ours)
         write_atomically(os.path.join(tmpdir, PE_HOSTFILE_NAME), hostfile.encode(), mode=0o644)
@@ -202,16 +205,20 @@ def _run(spool: layout.SpoolDir) -> int:
                      "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
     _hint(spool, "started")
 
-    # 7. Supervise until the job exits; 8. reap it.
+    # 7. Supervise until the job exits (GE: "takes care of checkpointing/migration of a job"); 8. reap it.
+    checkpoints = _checkpointing(spool, config, containment, checkpoint_problems,
+                                 lambda: _popen_options(workdir_fd, env, stdout, stderr, identity, limits))
     ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
-                       before_start=before_start)
+                       before_start=before_start, checkpointing=checkpoints)
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     try:
         os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...
     except (ProcessLookupError, PermissionError):
         pass
     containment.kill_all()  # ...and everything that escaped it (setsid, double forks)
+    if checkpoints is not None:  # a running checkpoint ends; the clean_command follows a job that ended on its own
+        checkpoints.finish(ended_on_its_own=not (ending.terminated or ending.timed_out or ending.out_of_memory))
 
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
@@ -260,6 +267,7 @@ def _run(spool: layout.SpoolDir) -> int:
              f"{ended_at:.6f} job ended (wait status {status})"]
     trace += [f"{ended_at:.6f} {m.level} {m.step} exited {code}" for m, code in after] + ending.ignored
     trace += [f"{ended_at:.6f} {problem}" for problem in unfinished]
+    trace += checkpoints.trace if checkpoints is not None else []
     write_outcome(spool, spool.record(layout.TRACE), ("\n".join(trace) + "\n").encode())
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")
@@ -294,6 +302,19 @@ def _entered(workdir_fd: int) -> str:
     to the owner) goes through the descriptor, not through the path, so it lands exactly where
     the owner's open did."""
     return f"/proc/self/fd/{workdir_fd}"
+
+
+def _checkpointing(spool: layout.SpoolDir, config: AttemptConfig, containment: Containment, problems: list[str],
+                   options: Callable[[], dict[str, object]]) -> checkpoint.Checkpointing | None:
+    """A checkpointing job's checkpoints (checkpoint.py); None for any other job. `problems`:
+    trace lines of its set-up."""
+    record = config.get("checkpoint")
+    if record is None:
+        return None
+    found = checkpoint.Checkpointing(record, spool, options(), containment, float(config["kill_grace_s"]),
+                                     float(config.get("method_timeout_s", 600.0)))
+    found.trace += problems
+    return found
 
 
 def _signal_number(name: object) -> int | None:

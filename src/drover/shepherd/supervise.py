@@ -10,6 +10,8 @@ termination and the checkpointing signal"):
   SIGTSTP / SIGCONT    suspend / enable: freeze or thaw the whole attempt (escapees too)
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
+  CHECKPOINT, MIGRATE  a checkpointing job's: checkpoint it; checkpoint it, then stop it as
+                       SIGTERM does (checkpoint.py; ignored for any other job)
   anything else        not the job's business: ignored, and written in the trace
 
 The job's own signals that came before the job existed (`drover signal` while the prolog ran)
@@ -33,6 +35,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from drover.shepherd.checkpoint import REQUESTS, Checkpointing
 from drover.shepherd.containment import Containment
 from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
@@ -64,12 +67,13 @@ class Ending:
 def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_grace_s: float,
               containment: Containment, warning: tuple[int, float] | None = None,
               relay: PtyRelay | None = None, checkpoint: int | None = None,
-              before_start: Sequence[int] = ()) -> Ending:
+              before_start: Sequence[int] = (), checkpointing: Checkpointing | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
     `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
     `before_start`: the signals that came before the job started, in order (see the module's
-    docstring)."""
+    docstring).
+    `checkpointing`: a checkpointing job's checkpoints and migration (checkpoint.py)."""
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
     arrived = list(before_start)  # handled on the first turn of the loop
     kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
@@ -80,6 +84,9 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     started = time.monotonic()
     ready_by = started + READY_WAIT_S
     deadline = started + time_limit_s if time_limit_s else None
+    if checkpointing is not None:
+        checkpointing.started(job_pid, started, [signum for signum in arrived if signum in REQUESTS])
+        arrived = [signum for signum in arrived if signum not in REQUESTS]
     warn_at = deadline - warning[1] if deadline is not None and warning else None
     kill_at: float | None = None  # set once the warning signal went out
     timed_out = terminated = False
@@ -87,7 +94,8 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
         while True:
             now = time.monotonic()
             wake_at = min(t for t in (deadline, kill_at, warn_at, now + (OOM_POLL_S if watch_memory else 3600),
-                                      now if arrived else None, now + READY_POLL_S if kept else None)
+                                      now if arrived else None, now + READY_POLL_S if kept else None,
+                                      checkpointing.wake_at() if checkpointing is not None else None)
                           if t is not None)
             watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
             ready, _, _ = select.select(watched, [], [], max(wake_at - now, 0))
@@ -100,7 +108,9 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
             arrived = []
             for early, signum in came:
-                if signum == TERMINATE and kill_at is None:
+                if checkpointing is not None and signum in REQUESTS:
+                    checkpointing.request(signum, time.monotonic())
+                elif signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
                 elif signum == SUSPEND:
@@ -127,6 +137,9 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 warn_at = None
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
+                kill_at = _warn(job_pid, kill_grace_s)
+            if checkpointing is not None and checkpointing.step(now) and kill_at is None:
+                terminated, deadline = True, None  # migrated: stopped as a requeue stops it
                 kill_at = _warn(job_pid, kill_grace_s)
             if kill_at is not None and now >= kill_at:
                 _killpg(job_pid, signal.SIGKILL)

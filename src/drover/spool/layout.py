@@ -25,6 +25,8 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
                 shepherd starts, given back by the shepherd when the disk is full (spool.outcome)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
                 refused); the copies themselves are in staged_out.d/<n>
+  checkpointed  "1": a checkpointing job's attempt that is a restart, or whose job has a checkpoint
+                (GE's spool file of that name; shepherd/checkpoint.py)
 
 Every record is written whole by atomic rename (spool.atomic), readable by its writer only
 (mode 0600): records hold the job's environment, its files and how it ended, which are the
@@ -57,6 +59,7 @@ SIGNAL = "signal"
 STAGED_OUT = "staged_out"
 RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"
+CHECKPOINTED = "checkpointed"
 MAIL_OUTPUT = "mail_output"  # the job's output, copied by the shepherd as its owner, for the end mail
 NOTIFY_SOCKET = "execd.sock"
 

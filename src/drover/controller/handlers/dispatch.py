@@ -12,12 +12,14 @@ from typing import Any, overload
 from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller import resource_requests
 from drover.controller.effects import Outcome
+from drover.controller.handlers import checkpoints
 from drover.controller.handlers.queues import queues_in_effect
 from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.queue_load import planner_views
 from drover.controller.state import ControllerState
 from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
 from drover.controller.work_cache import WorkCache
+from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import Verdict
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.job import Attempt, Job, Task
@@ -46,6 +48,7 @@ class OrderOptions:
     # [controller] forbid_reschedule, forbid_apperror, requeue_held: what an attempt's end means
     # (the node's final record and end mail read the first two from the order)
     exits: ExitSemantics = GRID_ENGINE
+    checkpoints: Mapping[str, CheckpointEnvironment] = field(default_factory=dict)  # [checkpoints.NAME]
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -412,5 +415,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
         config["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:
         config["enforce_memory"] = queue.enforce_memory
+    checkpoint = checkpoints.for_order(spec, job, attempt, orders.checkpoints)
+    if checkpoint is not None:
+        config["checkpoint"] = checkpoint
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

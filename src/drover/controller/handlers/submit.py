@@ -12,8 +12,10 @@ from typing import Any
 
 from drover.controller import resource_requests
 from drover.controller.effects import Outcome
+from drover.controller.handlers import checkpoints
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
+from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import KINDS, Dependencies, Dependency
 from drover.core.errors import BadRequest, NotFound
 from drover.core.job import Job, JobSpec
@@ -40,7 +42,7 @@ from drover.store.base import Store
 def submit(
     state: ControllerState, submissions: list[JobSubmission], owner: str, now: float, store: Store,
     queues: Mapping[str, Queue] | None = None, limits: Limits | None = None, event_log_node: str | None = None,
-    licenses: Mapping[str, int] | None = None,
+    licenses: Mapping[str, int] | None = None, checkpoints: Mapping[str, CheckpointEnvironment] | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the queues in effect (controller/handlers/queues.py; None: "default" alone).
     Every job is checked before any changes: a bad one refuses the whole request, which changes
@@ -52,7 +54,7 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
-    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {})
+    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {}, checkpoints or {})
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -124,6 +126,7 @@ def check_queue_takes(queue: Queue, memory_mib: int, bad: Callable[[str], BadReq
 def _validated_job(
     state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
     queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
+    checkpoint_environments: Mapping[str, CheckpointEnvironment] | None = None,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -272,6 +275,9 @@ def _validated_job(
         job_spec["done_output"] = spec.done_output
     if spec.mail_output:
         job_spec["mail_output"] = True
+    job_spec.update(checkpoints.checked(spec, checkpoint_environments or {}, bad))  # type: ignore[typeddict-item]
+    if "r" in (job_spec.get("checkpoint_when") or ""):
+        job_spec["rerunnable"] = True  # checkpoint(5) 'r': requeued when its node is lost
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
