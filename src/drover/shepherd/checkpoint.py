@@ -31,6 +31,7 @@ import time
 
 from drover.records import AttemptCheckpoint
 from drover.shepherd.containment import Containment
+from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as
 from drover.spool import layout
 from drover.spool.atomic import write_atomically
@@ -47,6 +48,23 @@ def environment(record: AttemptCheckpoint) -> dict[str, str]:
     if record["ckpt_dir"]:
         added["SGE_CKPT_DIR"] = record["ckpt_dir"]
     return added
+
+
+def verify(record: AttemptCheckpoint | None, identity: Identity | None) -> None:
+    """GE's verify_method, "Validity of the checkpointing interface", before the job runs: each
+    command's program exists and the job's owner may run it; else the job does not start, and the
+    reason names the environment (StartFailure)."""
+    if record is None:
+        return
+    for which in ("ckpt_command", "migr_command", "clean_command"):
+        command = record[which]
+        if not command:
+            continue
+        with acting_as(identity):
+            runnable = os.path.isfile(command[0]) and os.access(command[0], os.X_OK, effective_ids=True)
+        if not runnable:
+            raise StartFailure(f"checkpoint environment {record['name']}: {which} {command[0]} is not a program "
+                               "the job's owner may run; the job did not run")
 
 
 def prepare(record: AttemptCheckpoint, spool: layout.SpoolDir, identity: Identity | None) -> list[str]:

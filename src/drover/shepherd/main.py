@@ -124,6 +124,7 @@ def _run(spool: layout.SpoolDir) -> int:
     try:
         # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
         _check_identity(spool, config, identity)
+        checkpoint.verify(config.get("checkpoint"), identity)  # GE verify_method: the checkpointing interface
         # VOV 16/17: the working directory, opened by the job's owner (retried).
         workdir_fd = _open_workdir(spool, config, identity)
         # 4. stdout and stderr to the job's files, created as the job's owner; then the files

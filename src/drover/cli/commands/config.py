@@ -54,6 +54,8 @@ def effective_settings(loaded: LoadedConfig) -> list[str]:
                   f"# (a queue may set {', '.join(QueueSection.__struct_fields__)})"]
     lines += _table(("scheduler",), config.scheduler, loaded.from_file)
     lines += _table(("compat",), config.compat, loaded.from_file)
+    for name, environment in sorted(config.checkpoints.items()):
+        lines += _table(("checkpoints", name), environment, loaded.from_file)
     return lines
 
 
