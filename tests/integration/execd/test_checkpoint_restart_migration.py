@@ -39,7 +39,7 @@ def running_attempt(cluster: LocalCluster, job: int, number: int) -> Path:
         if task["state"] != "running" or len(task["attempts"]) != number:
             return None
         spool = cluster.spool / f"{job}.{task['index']}.{number}"
-        return spool if (spool / "job_pid").exists() else None
+        return spool if (spool / "environment").exists() else None  # written once the job started
 
     return wait_until(probe, timeout=30, describe=f"attempt {number} of job {job} running")
 

@@ -286,8 +286,8 @@ def _checkpoint(state: ControllerState, outcome: Outcome, job: Job, tasks: list[
         return _send(state, outcome, job, tasks, "checkpoint", "asked to checkpoint")
     name = job.spec.get("checkpoint_signal")
     if not name:
-        raise Conflict(f"job {job.id} has no checkpoint environment or signal (submit it with --checkpoint NAME "
-                       "or --checkpoint-signal)")
+        raise Conflict(f"job {job.id} has no checkpoint signal (submit it with --checkpoint-signal) or checkpoint "
+                       "environment (--checkpoint NAME)")
     return _send(state, outcome, job, tasks, name, "asked to checkpoint")
 
 
