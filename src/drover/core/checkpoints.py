@@ -100,7 +100,10 @@ def parse_environment(name: str, interface: str, commands: Mapping[str, str], ck
         if not ckpt_dir.startswith("/") or "\0" in ckpt_dir:
             raise CheckpointError(f"ckpt_dir must be an absolute path, not {ckpt_dir!r}")
         _check_placeholders(ckpt_dir, "ckpt_dir", ("job_pid", "ckpt_dir"))
-    signal_name = None if signal.strip().lower() == "none" else job_signal(signal, "signal").name
+    try:
+        signal_name = None if signal.strip().lower() == "none" else job_signal(signal, "signal").name
+    except BadRequest as error:
+        raise CheckpointError(str(error)) from None
     if signal_name in ("SIGKILL", "SIGSTOP", "SIGTERM", "SIGTSTP", "SIGCONT"):
         raise CheckpointError(f"signal {signal!r} stops or resumes the job; a checkpoint needs a signal the job can "
                               "catch, such as USR2")

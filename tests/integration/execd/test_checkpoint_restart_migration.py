@@ -140,11 +140,11 @@ def test_gridengine_shepherd_periodic_checkpoints_run_the_ckpt_command_and_are_t
         lines = (tmp_path / "app" / str(job) / "checkpoints").read_text().splitlines()
         assert len(lines) >= 2 and set(lines) == {f"{job_pid} periodic"}
         assert (tmp_path / "app" / str(job) / "cleaned").read_text() == "cleaned\n"
-        trace = wait_until(lambda: (first / "trace").exists() and (first / "trace").read_text(),
-                           describe="the trace")
+        kept = cluster.spool / "kept" / first.name  # --keep-spool: the node keeps it there
+        trace = wait_until(lambda: (kept / "trace").exists() and (kept / "trace").read_text(), describe="the trace")
         assert trace.count("checkpoint (periodic): ckpt_command exited 0") == len(lines)
         assert "clean_command exited 0" in trace
-        assert (first / "checkpointed").read_text() == "1\n"  # a checkpoint is "in the arena"
+        assert (kept / "checkpointed").read_text() == "1\n"  # a checkpoint is "in the arena"
     finally:
         assert not cluster.stop()
 
