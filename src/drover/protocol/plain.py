@@ -69,8 +69,8 @@ class JobRequest(TypedDict, total=False):
     exclusive: bool
     resource_requests: dict[str, str]
     credential: str | None
-    checkpoint: str
-    checkpoint_occasion: str
+    checkpoint: str | None
+    checkpoint_occasion: str | None
 
 
 class AttemptSummary(TypedDict):

@@ -75,6 +75,7 @@ def test_a_request_with_every_field_is_a_valid_submission() -> None:
         "dependencies": [{"kind": "afterany", "job": 2, "task": 3, "per_task": False}], "dependency_any": True,
         "kill_on_invalid_dep": False, "begin_at": 1.5, "gres": ["gpu:a100:1"], "licenses": {"matlab": 2},
         "constraint": "avx512&bigmem", "exclusive": True, "resource_requests": {"arch": "lx-amd64"},
+        "checkpoint": "blcr", "checkpoint_occasion": "sx",
     }
     assert set(request) == set(typing.get_type_hints(JobRequest))
     submission = msgspec.json.decode(msgspec.json.encode(request), type=JobSubmission)
