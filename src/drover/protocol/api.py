@@ -178,6 +178,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     constraint: str | None = None
     exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+    checkpoint: str | None = None  # its checkpoint environment ([checkpoints.NAME]) and occasions: "blcr (sx)"
 
 
 class FileInfo(msgspec.Struct, kw_only=True):

@@ -133,6 +133,7 @@ class JobSummary(TypedDict):
     constraint: str | None
     exclusive: bool
     tasks: list[TaskSummary]
+    checkpoint: str | None
 
 
 class WaitReply(TypedDict):

@@ -248,3 +248,34 @@ def test_gridengine_checkpoint5_when_s_the_node_daemons_shutdown_checkpoints_its
         cluster.drover("wait", str(job), check=False)
     finally:
         assert not cluster.stop()
+
+
+QSUB_SCRIPT = """#!/bin/bash
+#$ -ckpt counter
+#$ -c sx
+#$ -cwd
+echo "restarted=$RESTARTED env=$SGE_CKPT_ENV"
+"""
+
+
+def test_gridengine_qsub_ckpt_and_c_name_the_environment_and_its_occasions(tmp_path: Path) -> None:
+    """qsub(1): -ckpt "Selects the checkpointing environment ... to be used for checkpointing the
+    job"; -c "overwrites the definitions of the when parameter in the checkpointing environment"."""
+    from tests.integration.compat.test_slurm_commands import install, run
+
+    cluster = a_cluster(tmp_path, USERDEFINED)
+    try:
+        cluster.start()
+        bin_dir = install(cluster)
+        (cluster.workdir / "job.sh").write_text(QSUB_SCRIPT)
+        submitted = run(cluster, bin_dir, "qsub", "-terse", "job.sh")
+        assert submitted.returncode == 0 and submitted.stderr == "", submitted.stderr
+        job = submitted.stdout.strip()
+        assert cluster.drover("wait", job).returncode == 0
+        assert "counter (sx)" in cluster.drover("show", job).stdout
+        assert cluster.drover_json("show", job)["checkpoint"] == "counter (sx)"
+        assert (cluster.workdir / f"job.sh.o{job}").read_text() == "restarted=0 env=counter\n"
+        refused = run(cluster, bin_dir, "qsub", "-ckpt", "counter", "-c", "00:00:00", "-b", "y", "true")
+        assert refused.returncode != 0 and "-c '00:00:00'" in refused.stderr
+    finally:
+        assert not cluster.stop()
