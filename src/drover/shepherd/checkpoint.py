@@ -102,6 +102,7 @@ class Checkpointing:
         self.migrating = False
         self.stop_at: float | None = None  # when the migrating job is stopped
         self.migrated = False
+        self.suspended = False  # frozen (drover suspend): nothing of it, or of a command, could run
 
     def started(self, job_pid: int, now: float, early: list[int]) -> None:
         """The job runs; `early`: the requests that came while it was starting, which are not acted on."""
@@ -163,6 +164,9 @@ class Checkpointing:
     # -- inside -------------------------------------------------------------------------------
 
     def _checkpoint(self, why: str, which: str, now: float) -> None:
+        if self.suspended and why != "migration":
+            self._note(f"checkpoint ({why}): the job is suspended; no new checkpoint is written")
+            return
         if self.command is not None:
             self._note(f"checkpoint ({why}): the last one still runs; no new checkpoint is written")
             if why == "migration":
