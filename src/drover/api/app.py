@@ -17,7 +17,18 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from drover.api import accounting, cluster, events, files, jobs, nodes, queues, relays, usage
+from drover.api import (
+    accounting,
+    checkpoints,
+    cluster,
+    events,
+    files,
+    jobs,
+    nodes,
+    queues,
+    relays,
+    usage,
+)
 from drover.api.endpoint import Controller, Endpoint, route
 from drover.api.http import json_response
 from drover.api.node_channel import node_channel_route
@@ -29,7 +40,7 @@ from drover.controller.service import ControllerService
 
 ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOINTS, *queues.ENDPOINTS,
                              *events.ENDPOINTS, *files.ENDPOINTS, *relays.ENDPOINTS, *usage.ENDPOINTS,
-                             *accounting.ENDPOINTS]
+                             *accounting.ENDPOINTS, *checkpoints.ENDPOINTS]
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],

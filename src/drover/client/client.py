@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from drover.protocol.api import (
         ActionResult,
         CaCertificate,
+        CheckpointInfo,
         Event,
         FileInfo,
         History,
@@ -302,6 +303,11 @@ class Client:
         return self._get("/v1/history", History, user=user, limit=limit, since=since, before=before, **filters)
 
     # -- queues -------------------------------------------------------------------------------
+
+    def checkpoints(self) -> list[CheckpointInfo]:
+        from drover.protocol.api import CheckpointList
+
+        return self._get("/v1/checkpoints", CheckpointList).checkpoints
 
     def queues(self) -> list[QueueInfo]:
         from drover.protocol.api import QueueList

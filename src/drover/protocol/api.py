@@ -549,3 +549,22 @@ class JoinReply(msgspec.Struct, kw_only=True):
 
 class LeaveReply(msgspec.Struct, kw_only=True):
     node: str
+
+
+class CheckpointInfo(msgspec.Struct, kw_only=True):
+    """A checkpoint environment of the cluster's ([checkpoints.NAME]; Grid Engine's checkpoint(5))."""
+
+    name: str
+    interface: str  # "application-level" or "userdefined"
+    ckpt_command: str  # "none", or the command as configured
+    migr_command: str
+    restart_command: str
+    clean_command: str
+    ckpt_dir: str | None
+    signal: str | None
+    when: str  # checkpoint(5)'s letters
+    min_cpu_interval_s: int
+
+
+class CheckpointList(msgspec.Struct):
+    checkpoints: list[CheckpointInfo]

@@ -277,5 +277,12 @@ def test_gridengine_qsub_ckpt_and_c_name_the_environment_and_its_occasions(tmp_p
         assert (cluster.workdir / f"job.sh.o{job}").read_text() == "restarted=0 env=counter\n"
         refused = run(cluster, bin_dir, "qsub", "-ckpt", "counter", "-c", "00:00:00", "-b", "y", "true")
         assert refused.returncode != 0 and "-c '00:00:00'" in refused.stderr
+        # qconf shows the environments as checkpoint(5) writes them
+        assert run(cluster, bin_dir, "qconf", "-sckptl").stdout == "counter\n"
+        shown = run(cluster, bin_dir, "qconf", "-sckpt", "counter").stdout.splitlines()
+        assert f"{'interface':<24}userdefined" in shown and f"{'when':<24}x" in shown
+        assert f"{'ckpt_dir':<24}{tmp_path}/ckpt/$job_id" in shown and f"{'signal':<24}SIGUSR2" in shown
+        missing = run(cluster, bin_dir, "qconf", "-sckpt", "nope")
+        assert missing.returncode == 1 and missing.stderr == "nope is not a checkpointing interface definition\n"
     finally:
         assert not cluster.stop()
