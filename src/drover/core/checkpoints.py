@@ -109,8 +109,9 @@ def parse_environment(name: str, interface: str, commands: Mapping[str, str], ck
                               "catch, such as USR2")
     if interface == "userdefined" and signal_name is None:
         raise CheckpointError("the userdefined interface needs a signal: the job checkpoints itself when it gets it")
-    if interface == "application-level" and signal_name is None and parsed["ckpt_command"] is None:
-        raise CheckpointError("the application-level interface needs a ckpt_command or a signal")
+    if interface == "application-level" and signal_name is None and parsed["ckpt_command"] is None and (
+            parsed["migr_command"] is None):
+        raise CheckpointError("the application-level interface needs a ckpt_command, a migr_command or a signal")
     if not 1 <= min_cpu_interval_s <= MAX_INTERVAL_S:
         raise CheckpointError(f"min_cpu_interval_s must be between 1 and {MAX_INTERVAL_S}, not {min_cpu_interval_s}")
     return Environment(name, interface, parsed["ckpt_command"], parsed["migr_command"], parsed["restart_command"],

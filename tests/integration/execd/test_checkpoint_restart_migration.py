@@ -286,3 +286,44 @@ def test_gridengine_qsub_ckpt_and_c_name_the_environment_and_its_occasions(tmp_p
         assert missing.returncode == 1 and missing.stderr == "nope is not a checkpointing interface definition\n"
     finally:
         assert not cluster.stop()
+
+
+FAILING_MIGRATION = """
+[checkpoints.failing]
+interface = "application-level"
+migr_command = "/bin/sh -c 'echo migrating $job_pid; exit 3'"
+ckpt_dir = "TMP/failing/$job_id"
+signal = "none"
+when = "x"
+"""
+
+
+def test_gridengine_manpage_a_failed_checkpoint_did_not_happen_but_migration_will_happen(tmp_path: Path) -> None:
+    """The man page's exit values: "Checkpoint: Success, except for kernel checkpointing:
+    checkpoint was not successful, did not happen (but migration will happen by Grid Engine)".
+    A migr_command that exits 3 is written in the trace as a checkpoint that did not happen, and
+    the job migrates all the same; a suspended job is not checkpointed."""
+    cluster = a_cluster(tmp_path, FAILING_MIGRATION)
+    try:
+        cluster.start()
+        job = cluster.submit("--checkpoint", "failing", "--checkpoint-interval", "n", "--keep-spool", "--",
+                             "sleep", "30")
+        first = running_attempt(cluster, job, 1)
+        cluster.drover("suspend", str(job))  # 'n': a suspend only suspends
+        wait_until(lambda: show(cluster, job)["state"] == "suspended", describe="the job suspended")
+        cluster.drover("checkpoint", str(job))
+        cluster.drover("resume", str(job))
+        wait_until(lambda: show(cluster, job)["state"] == "running", describe="the job running again")
+        cluster.drover("migrate", str(job))
+        second = running_attempt(cluster, job, 2)
+        assert (second / "checkpointed").read_text() == "1\n"  # a restart, whatever the checkpoint did
+        kept = cluster.spool / "kept" / first.name
+        trace = wait_until(lambda: (kept / "trace").exists() and (kept / "trace").read_text(), describe="the trace")
+        assert "checkpoint (asked): the job is suspended; no new checkpoint is written" in trace
+        assert ("checkpoint (migration): migr_command exited 3: the checkpoint was not successful, did not happen "
+                "(the migration goes on)") in trace
+        assert not (kept / "checkpointed").exists()
+        cluster.drover("cancel", str(job))
+        cluster.drover("wait", str(job), check=False)
+    finally:
+        assert not cluster.stop()

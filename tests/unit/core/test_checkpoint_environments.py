@@ -80,8 +80,9 @@ def test_checkpoint5_the_signal_is_one_a_job_can_catch() -> None:
 def test_checkpoint5_userdefined_needs_a_signal_application_level_a_command_or_a_signal() -> None:
     with pytest.raises(CheckpointError, match="userdefined interface needs a signal"):
         an_environment("userdefined", signal="none")
-    with pytest.raises(CheckpointError, match="needs a ckpt_command or a signal"):
-        an_environment(signal="none", ckpt_command="none")
+    with pytest.raises(CheckpointError, match="needs a ckpt_command, a migr_command or a signal"):
+        an_environment(signal="none", ckpt_command="none", migr_command="none")
+    assert an_environment(signal="none", ckpt_command="none").migr_command is not None
     assert an_environment(signal="none").signal is None
 
 
