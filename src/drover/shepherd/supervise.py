@@ -11,9 +11,7 @@ termination and the checkpointing signal"):
   FORWARDED            to the job's process group as it came: the job's own signals (SIGUSR1,
                        SIGUSR2, SIGHUP, SIGINT …) and the job's checkpoint signal, if it has one
   CHECKPOINT, MIGRATE  a checkpointing job's: checkpoint it; checkpoint it, then stop it as
-                       SIGTERM does (checkpoint.py); any other job ignores CHECKPOINT and
-                       stops on MIGRATE (its environment is gone from drover.toml: it is
-                       requeued, without a checkpoint)
+                       SIGTERM does (checkpoint.py; ignored for any other job)
   anything else        not the job's business: ignored, and written in the trace
 
 The job's own signals that came before the job existed (`drover signal` while the prolog ran)
@@ -37,7 +35,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from drover.shepherd.checkpoint import MIGRATE, REQUESTS, Checkpointing
+from drover.shepherd.checkpoint import REQUESTS, Checkpointing
 from drover.shepherd.containment import Containment
 from drover.shepherd.pty_relay import PtyRelay
 from drover.shepherd.signals import HANDLED, SignalInbox, signal_name
@@ -112,7 +110,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             for early, signum in came:
                 if checkpointing is not None and signum in REQUESTS:
                     checkpointing.request(signum, time.monotonic())
-                elif signum in (TERMINATE, MIGRATE) and kill_at is None:  # a job that cannot checkpoint just stops
+                elif signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
                 elif signum in (SUSPEND, RESUME):
@@ -123,7 +121,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                     kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
                     _killpg(job_pid, signum)
-                elif signum not in (TERMINATE, MIGRATE):  # a second stop: it is under way already
+                elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
                     ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
             while kept and (time.monotonic() >= ready_by or takes(job_pid, kept[0])):
                 _killpg(job_pid, kept.popleft())
