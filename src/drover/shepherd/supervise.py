@@ -108,15 +108,17 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
             arrived = []
             for early, signum in came:
+                if checkpointing is not None and signum in (SUSPEND, RESUME):
+                    checkpointing.suspended = signum == SUSPEND  # a frozen job is not checkpointed (checkpoint.py)
                 if checkpointing is not None and signum in REQUESTS:
                     checkpointing.request(signum, time.monotonic())
                 elif signum == TERMINATE and kill_at is None:
                     terminated, deadline = True, None
                     kill_at = _warn(job_pid, kill_grace_s)
-                elif signum in (SUSPEND, RESUME):
-                    containment.freeze() if signum == SUSPEND else containment.thaw()
-                    if checkpointing is not None:  # a frozen job is not checkpointed (checkpoint.py)
-                        checkpointing.suspended = signum == SUSPEND
+                elif signum == SUSPEND:
+                    containment.freeze()
+                elif signum == RESUME:
+                    containment.thaw()
                 elif signum in forwarded and (early or kept):
                     kept.append(signum)  # after those kept before it: in the order they came
                 elif signum in forwarded:
