@@ -327,3 +327,32 @@ def test_gridengine_manpage_a_failed_checkpoint_did_not_happen_but_migration_wil
         cluster.drover("wait", str(job), check=False)
     finally:
         assert not cluster.stop()
+
+
+PERIODIC_SIGNAL = """
+[checkpoints.counter]
+interface = "userdefined"
+signal = "USR2"
+ckpt_dir = "TMP/ckpt/$job_id"
+when = "m"
+min_cpu_interval_s = 1
+"""
+
+
+def test_gridengine_shepherd_forwards_the_checkpointing_signal_periodically(tmp_path: Path) -> None:
+    """The man page: the shepherd "forwards signals to the job, such as ... the checkpointing
+    signal"; with 'm', every min_cpu_interval_s of the job's run time."""
+    cluster = a_cluster(tmp_path, PERIODIC_SIGNAL)
+    try:
+        cluster.start()
+        (cluster.workdir / "count.sh").write_text(COUNTER.replace("{limit}", "60"))
+        job = cluster.submit("--checkpoint", "counter", "--keep-spool", "--", "bash", "count.sh")
+        first = running_attempt(cluster, job, 1)
+        assert cluster.drover("wait", str(job), timeout=60).returncode == 0
+        saves = (cluster.workdir / f"drover-{job}.out").read_text().count("saved ")
+        assert saves >= 2 and int((tmp_path / "ckpt" / str(job) / "counter").read_text()) > 0
+        kept = cluster.spool / "kept" / first.name
+        trace = wait_until(lambda: (kept / "trace").exists() and (kept / "trace").read_text(), describe="the trace")
+        assert trace.count("checkpoint (periodic): sent SIGUSR2 to the job") >= saves
+    finally:
+        assert not cluster.stop()
