@@ -128,7 +128,8 @@ def _check_table(table: dict[str, object], schema: type[Section], where: KeyPath
     try:  # what the table's own check says (a default over its maximum, a malformed window...)
         msgspec.convert(table, schema)
     except msgspec.ValidationError as error:
-        raise refuse(where, f"[{_name(where)}] {str(error).split(' - at `')[0]}") from None
+        table_name = f"[{_name(where)}] " if where else ""  # the whole file's own check names its table
+        raise refuse(where, table_name + str(error).split(' - at `')[0]) from None
 
 
 def _is_section(kind: object) -> bool:

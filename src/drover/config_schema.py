@@ -11,7 +11,7 @@ the shepherd, which gets its settings in each attempt's config.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -19,6 +19,9 @@ from msgspec import Meta
 from drover.config import MUNGE_SOCKET
 from drover.core.limits import MAX_TIME_LIMIT_S, Limits
 from drover.method_command import MAX_NOTIFY_S
+
+if TYPE_CHECKING:
+    from drover.core.checkpoints import Environment as CheckpointEnvironment
 
 MIB = 1024 * 1024
 MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
@@ -399,6 +402,43 @@ class ParallelEnvironmentSection(Section, frozen=True):
         parse_allocation_rule(self.allocation_rule)
         parse_procedure("start_proc_args", self.start_proc_args)
         parse_procedure("stop_proc_args", self.stop_proc_args)
+class CheckpointSection(Section, frozen=True):
+    """[checkpoints.NAME]: a checkpoint environment jobs may name with --checkpoint (qsub -ckpt),
+    Grid Engine's checkpoint(5) (docs/checkpointing.md)."""
+
+    interface: Annotated[str, about("\"application-level\" (Drover runs the commands) or \"userdefined\" (the job "
+                                    "checkpoints itself on the signal); kernel-level and transparent are not "
+                                    "offered")] = "userdefined"
+    ckpt_command: Annotated[str, about("run as the job's owner to checkpoint it: \"none\" or an absolute command, "
+                                       "with $job_id $job_name $job_owner $job_pid $ckpt_dir $ckpt_signal "
+                                       "$host $queue $task_id")] = "none"
+    migr_command: Annotated[str, about("run as the job's owner to checkpoint it before it migrates")] = "none"
+    restart_command: Annotated[str, about("checked, not run: as in Grid Engine's application-level interface, "
+                                          "the job script runs again on a restart")] = "none"
+    clean_command: Annotated[str, about("run as the job's owner after the job ended on its own")] = "none"
+    ckpt_dir: Annotated[str | None, about("where checkpoints go: the job's $SGE_CKPT_DIR, made by the "
+                                          "shepherd as the job's owner (placeholders allowed)")] = None
+    signal: Annotated[str, about("what the job gets to checkpoint (\"none\": no signal)")] = "USR2"
+    when: Annotated[str, about("s (on the node daemon's shutdown), m (every min_cpu_interval_s), x (migrate "
+                               "when suspended), n (never), r (requeue on node loss)")] = "x"
+    min_cpu_interval_s: Annotated[int, about("the period of 'm' checkpoints, in seconds of the job's run "
+                                             "time (Grid Engine's min_cpu_interval)")] = 300
+
+    def environment(self, name: str) -> CheckpointEnvironment:
+        from drover.core.checkpoints import parse_environment
+
+        commands = {key: getattr(self, key) for key in ("ckpt_command", "migr_command", "restart_command",
+                                                         "clean_command")}
+        return parse_environment(name, self.interface, commands, self.ckpt_dir, self.signal, self.when,
+                                 self.min_cpu_interval_s)
+
+    def __post_init__(self) -> None:
+        from drover.core.errors import DroverError
+
+        try:
+            self.environment("checked")
+        except DroverError as error:
+            raise ValueError(str(error)) from None
 
 
 class DroverConfig(Section, frozen=True):
@@ -418,6 +458,15 @@ class DroverConfig(Section, frozen=True):
     parallel_environments: Annotated[dict[str, ParallelEnvironmentSection], about(
         "[parallel_environments.NAME]: Grid Engine's parallel environments (sge_pe(5))")] = {}
 
+    checkpoints: dict[str, CheckpointSection] = {}
+
     def __post_init__(self) -> None:
+        from drover.core.errors import DroverError
+
         for name in self.environments:
             check_environment_name(name)
+        for name, section in self.checkpoints.items():
+            try:
+                section.environment(name)
+            except DroverError as error:
+                raise ValueError(f"[checkpoints.{name}] {error}") from None

@@ -100,6 +100,9 @@ class AttemptOrder(TypedDict):
     queue_resume_method: NotRequired[str]
     queue_terminate_method: NotRequired[str]
     notify_s: NotRequired[int]
+    # The job's checkpoint environment (Grid Engine's checkpoint(5); core/checkpoints.py), its
+    # placeholders expanded by the controller but $job_pid, which the shepherd fills in.
+    checkpoint: NotRequired[AttemptCheckpoint]
 
 
 class EnvironmentRecord(TypedDict):
@@ -109,6 +112,21 @@ class EnvironmentRecord(TypedDict):
     setup: str | None  # sourced by bash as the owner; the environment it leaves is the job's
     post: str | None  # run as the owner after the job's epilog
     unknown: NotRequired[bool]  # named at submission, no longer in the controller's drover.toml
+
+
+class AttemptCheckpoint(TypedDict):
+    """A checkpointing job's environment, as its shepherd uses it (shepherd/checkpoint.py)."""
+
+    name: str
+    interface: str  # "application-level" or "userdefined"
+    ckpt_command: list[str] | None  # run as the owner; None: the signal instead
+    migr_command: list[str] | None
+    clean_command: list[str] | None  # after the job ended on its own
+    ckpt_dir: str | None
+    signal: str | None  # "SIGUSR2"
+    when: str  # checkpoint(5)'s letters in effect for the job
+    interval_s: int | None  # 'm': checkpoint every this many seconds of run time
+    restarted: bool  # an earlier attempt of the task ran: RESTARTED=1, the `checkpointed` record
 
 
 class NodeOptions(TypedDict):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from drover.protocol.api import (
         ActionResult,
         CaCertificate,
+        CheckpointInfo,
         Event,
         FileInfo,
         History,
@@ -310,6 +311,11 @@ class Client:
         return self._get("/v1/parallel-environments", ParallelEnvironmentList).parallel_environments
 
     # -- queues -------------------------------------------------------------------------------
+
+    def checkpoints(self) -> list[CheckpointInfo]:
+        from drover.protocol.api import CheckpointList
+
+        return self._get("/v1/checkpoints", CheckpointList).checkpoints
 
     def queues(self) -> list[QueueInfo]:
         from drover.protocol.api import QueueList

@@ -140,6 +140,7 @@ def serve(argv: list[str]) -> int:
             user_queues=section.user_queues, history_days=section.history_days, environments=drover_toml.environments,
             parallel_environments=parallel_envs.in_effect(drover_toml.parallel_environments),
             min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
+            checkpoints={name: section.environment(name) for name, section in drover_toml.checkpoints.items()},
         )
         from drover.controller.faults import Faults
 

@@ -30,6 +30,7 @@ from drover.controller.service import ControllerService
 from drover.core.errors import NotFound
 from drover.core.views import job_state
 from drover.protocol.api import (
+    CheckpointInfo,
     Event,
     FileInfo,
     JobInfo,
@@ -261,6 +262,19 @@ class Reads:
         weights = policy.weights
         return PriorityList(PriorityWeights(age=weights.age, fairshare=weights.fairshare, queue=weights.queue,
                                             job=weights.job, max_age_s=weights.max_age_s), rows)
+
+    def checkpoints(self) -> list[CheckpointInfo]:
+        """The cluster's checkpoint environments, as configured."""
+        import shlex
+
+        def command(words: tuple[str, ...] | None) -> str:
+            return shlex.join(words) if words else "none"
+
+        return [CheckpointInfo(name=e.name, interface=e.interface, ckpt_command=command(e.ckpt_command),
+                               migr_command=command(e.migr_command), restart_command=command(e.restart_command),
+                               clean_command=command(e.clean_command), ckpt_dir=e.ckpt_dir, signal=e.signal,
+                               when=e.when, min_cpu_interval_s=e.min_cpu_interval_s)
+                for _, e in sorted(self._service.settings.checkpoints.items())]
 
     def queues(self) -> list[QueueInfo]:
         from drover.controller.queue_load import queue_infos

@@ -59,6 +59,7 @@ from drover.controller.node_channels import NodeChannel, NodeChannels
 from drover.controller.relays import Relays
 from drover.controller.samples import LiveSamples
 from drover.controller.state import ControllerState
+from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.ids import job_of_attempt, parse_job_ref
@@ -100,6 +101,7 @@ class Settings:
     environments: Mapping[str, EnvironmentSection] = field(default_factory=dict)  # [environments.NAME]
     # [parallel_environments.NAME]: Grid Engine's parallel environments
     parallel_environments: Mapping[str, ParallelEnvironmentSection] = field(default_factory=dict)
+    checkpoints: Mapping[str, CheckpointEnvironment] = field(default_factory=dict)  # [checkpoints.NAME]
 
 
 class _Reloaded(Exception):
@@ -149,7 +151,8 @@ class ControllerService:
         self.settings = settings
         self.orders = OrderOptions(settings.kill_grace_s, settings.queues, settings.scheduler, settings.licenses,
                                    settings.exits, environments=settings.environments,
-                                   parallel_environments=settings.parallel_environments)
+                                   parallel_environments=settings.parallel_environments,
+                                   checkpoints=settings.checkpoints)
         self.usage = DecayedUsage(settings.scheduler.fairshare_half_life_s)  # kept across reloads
         self.clock = clock
         self.channels = NodeChannels()
@@ -853,7 +856,8 @@ class ControllerService:
                                       queues.queues_in_effect(self.state, self.settings.queues),
                                       self.settings.limits, event_log_node, self.settings.licenses,
                                       environments=self.settings.environments,
-                                      parallel_environments=self.settings.parallel_environments)
+                                      parallel_environments=self.settings.parallel_environments,
+                                      checkpoints=self.settings.checkpoints)
             ids.extend(new_ids)
             if request_key is not None:  # committed with the jobs: known to any controller from then on
                 outcome.changes.submissions.append(SubmissionKey(owner, request_key, tuple(new_ids), now))

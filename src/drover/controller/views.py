@@ -80,6 +80,8 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         constraint=job.spec.get("constraint"), exclusive=bool(job.spec.get("exclusive", False)),
         pe=job.spec.get("pe"),
         notify=bool(job.spec.get("notify", False)),
+        checkpoint=(f"{job.spec['checkpoint']} ({job.spec.get('checkpoint_when') or '-'})"
+                    if job.spec.get("checkpoint") else None),
     )
 
 

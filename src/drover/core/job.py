@@ -76,6 +76,11 @@ class JobSpec(TypedDict):
     pe: NotRequired[str]
     pe_slots: NotRequired[int]
     notify: NotRequired[bool]  # Grid Engine's qsub -notify: SIGUSR1/SIGUSR2 ahead of a suspend/stop
+    # Its checkpoint environment's name ([checkpoints.NAME]) and the occasions and period the
+    # job asked for (qsub -c), overriding the environment's (core/checkpoints.py).
+    checkpoint: NotRequired[str]
+    checkpoint_when: NotRequired[str | None]
+    checkpoint_interval_s: NotRequired[int | None]
 
 
 @dataclass(slots=True)

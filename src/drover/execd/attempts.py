@@ -202,12 +202,14 @@ class Attempts:
             return
         # The shepherd's signal contract, and nothing else (job_signals.py).
         config = read_json(live.spool.record(layout.CONFIG)) or {}
-        deliver = delivery(order.action, config.get("checkpoint_signal"))
+        # A job that cannot checkpoint (its environment left drover.toml) is stopped for its requeue.
+        action = "terminate" if order.action == "migrate" and "checkpoint" not in config else order.action
+        deliver = delivery(action, config.get("checkpoint_signal"))
         if deliver is None:
             log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
             return
         signum, by_record = deliver
-        if order.action == "terminate" and order.why:
+        if action in ("terminate", "migrate") and order.why:
             # What the stop means, for the cleanup's classification (the mail must say what the
             # controller will decide): the shepherd only records that it was asked to stop.
             write_json(live.spool.record(layout.STOP_REQUEST), {"why": order.why})

@@ -9,6 +9,9 @@ signal too; this is the node's own line of defence, since the shepherd runs as r
                                (supervise.FORWARDED, and the job's own checkpoint signal); one
                                that comes before the job started (its prolog runs) the shepherd
                                keeps until it has
+  checkpoint, migrate          CHECKPOINT and MIGRATE to the shepherd, which checkpoints a
+                               checkpointing job (and then stops it, for a migration); another
+                               job's shepherd ignores them (shepherd/checkpoint.py)
   SIGTERM, SIGTSTP, SIGCONT,   the signals the shepherd cannot tell apart from an order (or
   SIGTTIN, SIGKILL, SIGSTOP    cannot catch at all), sent by name (`drover signal JOB TERM`):
                                Grid Engine's way, "(potentially another) signal": the name goes
@@ -21,19 +24,23 @@ from __future__ import annotations
 
 import signal
 
+from drover.shepherd.checkpoint import CHECKPOINT, MIGRATE
 from drover.shepherd.signals import HANDLED
 from drover.shepherd.supervise import FORWARDED, RESUME, SUSPEND, TERMINATE
 from drover.spool.signal_record import BY_RECORD
 
 ACTIONS = {"terminate": TERMINATE, "suspend": SUSPEND, "resume": RESUME}
+CHECKPOINTS = {"checkpoint": CHECKPOINT, "migrate": MIGRATE}
 TO_SHEPHERD = frozenset(FORWARDED)
 
 
-def delivery(action: str, checkpoint_signal: str | None = None) -> tuple[signal.Signals, bool] | None:
+def delivery(action: str, checkpoint_signal: str | None = None) -> tuple[int, bool] | None:
     """(the signal, whether it goes by the spool's `signal` record rather than straight to the
     shepherd), or None if the order is refused."""
     if action in ACTIONS:
         return ACTIONS[action], False
+    if action in CHECKPOINTS:
+        return CHECKPOINTS[action], False
     signum = signal.Signals.__members__.get(action)
     if signum is None:
         return None

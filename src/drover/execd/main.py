@@ -84,6 +84,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     from drover.execd.host import host_cpus, host_memory_mib, host_name, host_status
     from drover.execd.relays import NodeRelays
     from drover.execd.sampling import Sampler
+    from drover.execd.shutdown_checkpoints import checkpoint_on_shutdown
     from drover.protocol.node_channel import (
         Ack,
         AppendEventLog,
@@ -156,7 +157,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     sampling = loop.create_task(sampler.run_forever())
     await stop.wait()
     # Running jobs go on: their shepherds do not depend on this process, and the next execd
-    # re-attaches to them from the spool.
+    # re-attaches to them from the spool. Those whose checkpoint occasions have 's' checkpoint.
+    checkpoint_on_shutdown((live.spool, live.shepherd_pid) for live in attempts.live.values())
     sampling.cancel()
     runner.cancel()
     attempts.close()

@@ -92,6 +92,10 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
     # notify_s ahead (shepherd/notice.py).
     notify: bool = False
+    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt), and qsub -c:
+    # occasion letters of s m x n r, or an interval (core/checkpoints.py).
+    checkpoint: str | None = None
+    checkpoint_occasion: str | None = None
 
 
 class SubmitRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -186,6 +190,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
     pe: str | None = None  # its parallel environment; its slots are its CPUs
     notify: bool = False  # submitted with --notify (qsub -notify)
+    checkpoint: str | None = None  # its checkpoint environment ([checkpoints.NAME]) and occasions: "blcr (sx)"
 
 
 class FileInfo(msgspec.Struct, kw_only=True):
@@ -584,3 +589,20 @@ class ParallelEnvironmentInfo(msgspec.Struct, kw_only=True):
 
 class ParallelEnvironmentList(msgspec.Struct):
     parallel_environments: list[ParallelEnvironmentInfo]
+class CheckpointInfo(msgspec.Struct, kw_only=True):
+    """A checkpoint environment of the cluster's ([checkpoints.NAME]; Grid Engine's checkpoint(5))."""
+
+    name: str
+    interface: str  # "application-level" or "userdefined"
+    ckpt_command: str  # "none", or the command as configured
+    migr_command: str
+    restart_command: str
+    clean_command: str
+    ckpt_dir: str | None
+    signal: str | None
+    when: str  # checkpoint(5)'s letters
+    min_cpu_interval_s: int
+
+
+class CheckpointList(msgspec.Struct):
+    checkpoints: list[CheckpointInfo]

@@ -73,6 +73,8 @@ class JobRequest(TypedDict, total=False):
     pe: str | None
     pe_slots: str | None
     notify: bool
+    checkpoint: str | None
+    checkpoint_occasion: str | None
 
 
 class AttemptSummary(TypedDict):
@@ -137,6 +139,7 @@ class JobSummary(TypedDict):
     tasks: list[TaskSummary]
     pe: str | None
     notify: bool
+    checkpoint: str | None
 
 
 class WaitReply(TypedDict):

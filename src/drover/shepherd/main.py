@@ -51,6 +51,7 @@ from drover.records import (
     Usage,
 )
 from drover.shepherd import (
+    checkpoint,
     control,
     environments,
     launch,
@@ -127,6 +128,9 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     env = build_environment(config, tmpdir)
     env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     parallel.write_hostfiles(config, spool.path, tmpdir)  # GE: pe_hostfile, and $PE_HOSTFILE in TMPDIR
+    # A checkpointing job's RESTARTED, SGE_CKPT_ENV, SGE_CKPT_DIR; its directory, `checkpointed` (checkpoint.py).
+    checkpoint_problems = checkpoint.prepare(config["checkpoint"], spool, identity) if "checkpoint" in config else []
+    env.update(checkpoint.environment(config["checkpoint"]) if "checkpoint" in config else {})
     if identity is not None:
         env.update(identity.environment())
         if identity.switches:
@@ -137,8 +141,10 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     try:
         # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
         _check_identity(spool, config, identity)
-        # GE Initialization, verify_method: the suspend, resume and terminate methods (control.py).
+        # GE Initialization, verify_method: the suspend, resume and terminate methods (control.py),
+        # and the checkpointing interface (checkpoint.py).
         control_methods = control.verify(config, identity)
+        checkpoint.verify(config.get("checkpoint"), identity)
         # VOV 16/17: the working directory, opened by the job's owner (retried).
         workdir_fd = _open_workdir(spool, config, identity)
         trace.step(f"working directory {config['workdir']} entered as {identity.user if identity else 'the shepherd'}")
@@ -226,22 +232,29 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
                      "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
     _hint(spool, "started")
 
-    # 7. Supervise until the job exits; 8. reap it.
+    # 7. Supervise until the job exits (GE: "takes care of checkpointing/migration of a job"); 8. reap it.
+    checkpoints = _checkpointing(spool, config, containment, checkpoint_problems,
+                                 lambda: _popen_options(workdir_fd, env, stdout, stderr, identity, limits))
     ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
                        before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)),
                        control=control.JobControl(
                            control_methods, containment, config["kill_grace_s"], config.get("notify_s"),
                            control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
-                           control.facts_of(config)))
+                           control.facts_of(config)),
+                       checkpointing=checkpoints)
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
-    trace.extend(sorted(ending.events + ending.ignored))  # each stamped when it happened
+    checkpointed = list(checkpoints.trace) if checkpoints is not None else []  # while the job ran
+    trace.extend(sorted(ending.events + ending.ignored + checkpointed))  # each stamped when it happened
     trace.step(f"job ended (wait status {ending.wait_status})", ended_at)
     try:
         os.killpg(job_pid, signal.SIGKILL)  # what the job left behind in its process group...
     except (ProcessLookupError, PermissionError):
         pass
     containment.kill_all()  # ...and everything that escaped it (setsid, double forks)
+    if checkpoints is not None:  # a running checkpoint ends; the clean_command follows a job that ended on its own
+        checkpoints.finish(ended_on_its_own=not (ending.terminated or ending.timed_out or ending.out_of_memory))
+        trace.extend(checkpoints.trace[len(checkpointed):])
 
     # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
     after: list[tuple[Method, int]] = []
@@ -331,6 +344,19 @@ def _entered(workdir_fd: int) -> str:
     to the owner) goes through the descriptor, not through the path, so it lands exactly where
     the owner's open did."""
     return f"/proc/self/fd/{workdir_fd}"
+
+
+def _checkpointing(spool: layout.SpoolDir, config: AttemptConfig, containment: Containment, problems: list[str],
+                   options: Callable[[], dict[str, object]]) -> checkpoint.Checkpointing | None:
+    """A checkpointing job's checkpoints (checkpoint.py); None for any other job. `problems`:
+    trace lines of its set-up."""
+    record = config.get("checkpoint")
+    if record is None:
+        return None
+    found = checkpoint.Checkpointing(record, spool, options(), containment, float(config["kill_grace_s"]),
+                                     float(config.get("method_timeout_s", 600.0)))
+    found.trace += problems
+    return found
 
 
 def _signal_number(name: object) -> int | None:

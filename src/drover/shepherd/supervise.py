@@ -15,6 +15,8 @@ termination and the checkpointing signal"):
                        job's process group (GE process flow, spool file "signal"): how the job
                        gets a SIGTERM, SIGTSTP, SIGCONT or SIGTTIN of its own, and SIGKILL and
                        SIGSTOP, which the shepherd cannot catch (spool/signal_record.py)
+  CHECKPOINT, MIGRATE  a checkpointing job's: checkpoint it; checkpoint it, then stop it as
+                       SIGTERM does (checkpoint.py; ignored for any other job)
   anything else        not the job's business: ignored, and written in the trace
 
 The job's own signals that came before the job existed (`drover signal` while the prolog ran)
@@ -38,6 +40,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from drover.shepherd.checkpoint import REQUESTS, Checkpointing
 from drover.shepherd.containment import Containment
 from drover.shepherd.control import JobControl
 from drover.shepherd.pty_relay import PtyRelay
@@ -73,7 +76,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
               containment: Containment, warning: tuple[int, float] | None = None,
               relay: PtyRelay | None = None, checkpoint: int | None = None,
               before_start: Sequence[int] = (), by_record: SignalReader | None = None,
-              control: JobControl | None = None) -> Ending:
+              control: JobControl | None = None, checkpointing: Checkpointing | None = None) -> Ending:
     """`warning`: (signal, seconds) — send that signal to the job that long before its time limit.
     `relay`: an interactive job's terminal, relayed to its user while the job runs.
     `checkpoint`: the job's checkpoint signal, forwarded like FORWARDED.
@@ -82,7 +85,8 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     `by_record`: the spool's `signal` record, read once now (what the execd wrote before the job
     started) and on each SIGTTIN.
     `control`: how the job is suspended, resumed and stopped (control.py: the queue's methods,
-    --notify); by default freeze, thaw, and SIGTERM → grace → SIGKILL."""
+    --notify); by default freeze, thaw, and SIGTERM → grace → SIGKILL.
+    `checkpointing`: a checkpointing job's checkpoints and migration (checkpoint.py)."""
     if control is None:
         control = JobControl({}, containment, kill_grace_s)
     control.start(job_pid)
@@ -96,19 +100,27 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     def note(what: str) -> None:
         events.append(f"{time.time():.6f} {what}")
 
+    def stop(why: str) -> None:
+        note(why)
+        control.stop()
+
     pidfd = os.pidfd_open(job_pid)
     watch_memory = containment.memory_limit_mib > 0
     out_of_memory = False
     started = time.monotonic()
     ready_by = started + READY_WAIT_S
     deadline = started + time_limit_s if time_limit_s else None
+    if checkpointing is not None:
+        checkpointing.started(job_pid, started, [signum for signum in arrived if signum in REQUESTS])
+        arrived = [signum for signum in arrived if signum not in REQUESTS]
     warn_at = deadline - warning[1] if deadline is not None and warning else None
     timed_out = terminated = False
     try:
         while True:
             now = time.monotonic()
             wake_at = min(t for t in (deadline, control.wake_at(), warn_at, now + (OOM_POLL_S if watch_memory else 3600),
-                                      now if arrived else None, now + READY_POLL_S if kept else None)
+                                      now if arrived else None, now + READY_POLL_S if kept else None,
+                                      checkpointing.wake_at() if checkpointing is not None else None)
                           if t is not None)
             watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
             ready, _, _ = select.select(watched, [], [], max(wake_at - now, 0))
@@ -121,10 +133,13 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
             came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
             arrived = []
             for early, signum in came:
-                if signum == TERMINATE and not control.stopping:
+                if checkpointing is not None and signum in (SUSPEND, RESUME):
+                    checkpointing.suspended = signum == SUSPEND  # a frozen job is not checkpointed (checkpoint.py)
+                if checkpointing is not None and signum in REQUESTS:
+                    checkpointing.request(signum, time.monotonic())
+                elif signum == TERMINATE and not control.stopping:
                     terminated, deadline = True, None
-                    note("stop requested")
-                    control.stop()
+                    stop("stop requested")
                 elif signum == SUSPEND:
                     note("suspend requested")
                     control.suspend()
@@ -166,8 +181,10 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 note(f"{signal_name(warning[0])} to the job: its time limit is near")
             if deadline is not None and now >= deadline:
                 timed_out, deadline = True, None
-                note("time limit reached")
-                control.stop()
+                stop("time limit reached")
+            if checkpointing is not None and checkpointing.step(now) and not control.stopping:
+                terminated, deadline = True, None  # migrated: stopped as a requeue stops it
+                stop("migrated: stopped for its requeue")
             if control.tick():
                 _killpg(job_pid, signal.SIGKILL)
                 note("SIGKILL to the job: its grace is over")

@@ -35,6 +35,8 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
                 where one was made (one line); written only for an attempt given CPUs
   shepherd_about_to_exit  written once the job and every epilog are done, just before
                 exit_status: from then on the attempt only records how it ended
+  checkpointed  "1": a checkpointing job's attempt that is a restart, or whose job has a checkpoint
+                (GE's spool file of that name; shepherd/checkpoint.py)
 
 Every record is written whole by atomic rename (spool.atomic), readable by its writer only
 (mode 0600): records hold the job's environment, its files and how it ended, which are the
@@ -67,6 +69,7 @@ SIGNAL = "signal"
 STAGED_OUT = "staged_out"
 RESERVE = "reserve"
 STAGED_OUT_DIR = "staged_out.d"
+CHECKPOINTED = "checkpointed"
 MAIL_OUTPUT = "mail_output"  # the job's output, copied by the shepherd as its owner, for the end mail
 PE_HOSTFILE = "pe_hostfile"  # GE's spool file of a parallel job: its hosts, slots and queues (mode 0644)
 NOTIFY_SOCKET = "execd.sock"

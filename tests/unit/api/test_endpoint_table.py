@@ -18,6 +18,7 @@ EXPECTED = {
     ("GET", "/v1/history/summary"): (Access.USER, ""),
     ("GET", "/v1/priority"): (Access.USER, ""),
     ("GET", "/v1/nodes"): (Access.USER, ""),
+    ("GET", "/v1/checkpoints"): (Access.USER, ""),
     ("GET", "/v1/queues"): (Access.USER, ""),
     ("POST", "/v1/queues"): (Access.USER, ""),  # who may make or change a queue: controller/handlers/queues.py
     ("POST", "/v1/queues/{name}"): (Access.USER, ""),

@@ -15,7 +15,10 @@ _DESCRIPTIONS = {
     "resume": "Resume suspended jobs or tasks.",
     "requeue": "Stop running jobs or tasks (SIGTERM, grace, SIGKILL) and put them back in the queue.",
     "alter": "Change the priority or the queue of jobs that have tasks waiting (give --priority, --queue or both).",
-    "checkpoint": "Deliver the checkpoint signal the jobs were submitted with (--checkpoint-signal).",
+    "checkpoint": ("Checkpoint running jobs: in their checkpoint environment (--checkpoint NAME), else with the "
+                   "signal they were submitted with (--checkpoint-signal)."),
+    "migrate": ("Checkpoint running jobs of a checkpoint environment, stop them and run them again as new "
+                "attempts, which restart from the checkpoint (RESTARTED=1)."),
     "signal": ("Send a signal (e.g. USR1, or a number) to running jobs or tasks (one whose prolog runs gets it "
                "once its job has started): drover signal JOB... SIGNAL"),
 }

@@ -56,6 +56,10 @@ def effective_settings(loaded: LoadedConfig) -> list[str]:
     lines += _table(("compat",), config.compat, loaded.from_file)
     for name, environment in sorted(config.environments.items()):
         lines += _table(("environments", name), environment, loaded.from_file)
+    for name, checkpointing in sorted(config.checkpoints.items()):
+        lines += _table(("checkpoints", name), checkpointing, loaded.from_file)
+    for name, parallel in sorted(config.parallel_environments.items()):
+        lines += _table(("parallel_environments", name), parallel, loaded.from_file)
     return lines
 
 

@@ -47,6 +47,7 @@ def run(command: str, argv: list[str]) -> int:
             *([("licenses", ",".join(f"{name}:{count}" for name, count in sorted(job.licenses.items())))]
               if job.licenses else []),
             *([("constraint", job.constraint)] if job.constraint else []),
+            *([("checkpoint", job.checkpoint)] if job.checkpoint else []),
             ("array", f"{job.array}" + (f" (at most {job.max_running} at once)" if job.max_running else "")
              if job.array else "-"),
             ("depends on", (" or " if job.dependency_any else ", ").join(

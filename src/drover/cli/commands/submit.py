@@ -95,6 +95,12 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--notify", action="store_true",
                    help="SIGUSR1 before the job is suspended, SIGUSR2 before it is stopped or killed at its time "
                         "limit, the queue's notify_s (60) seconds ahead (Grid Engine's qsub -notify)")
+    p.add_argument("--checkpoint", metavar="NAME",
+                   help="a checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt): how the job "
+                        "is checkpointed, migrated and restarted (docs/checkpointing.md)")
+    p.add_argument("--checkpoint-interval", metavar="WHEN",
+                   help="with --checkpoint: checkpoint every DURATION of run time (hh:mm:ss, 10m), or when "
+                        "(letters of qsub -c: s shutdown, m periodically, x suspend, n never, r requeue)")
     if command == "run":
         p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
     return p
@@ -341,6 +347,15 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["rerunnable"] = False
     if args.environment:
         base["environments"] = args.environment
+    if args.checkpoint is not None:
+        base["checkpoint"] = args.checkpoint
+    if args.checkpoint_interval is not None:
+        if args.checkpoint is None:
+            raise BadRequest("--checkpoint-interval needs --checkpoint NAME (a checkpoint environment)")
+        from drover.core.checkpoints import parse_occasion
+
+        parse_occasion(args.checkpoint_interval)  # a bad one is refused here, before anything is sent
+        base["checkpoint_occasion"] = args.checkpoint_interval
     if args.stage_in:
         base["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:

@@ -16,7 +16,7 @@ from drover.core.errors import DroverError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from drover.protocol.api import NodeInfo, ParallelEnvironmentInfo, QueueInfo
+    from drover.protocol.api import CheckpointInfo, NodeInfo, ParallelEnvironmentInfo, QueueInfo
 
 # qconf(1)'s options that change the configuration: name and how many words follow.
 _CHANGES = ["-Aattr", "3", "-Acal", "1", "-Ackpt", "1", "-Aconf", "1", "-Ae", "1", "-Ahgrp", "1", "-Arqs", "1", "-Ap", "1", "-Aprj", "1", "-Aq", "1", "-Au", "1", "-cb", "0", "-Dattr", "3", "-Mattr", "3", "-Mc", "1", "-Mcal", "1", "-Mckpt", "1", "-Mconf", "1", "-Me", "1", "-Mhgrp", "1", "-Mrqs", "1", "-Mp", "1", "-Mprj", "1", "-Mq", "1", "-Mstree", "1", "-Mu", "1", "-Muser", "1", "-Rattr", "3", "-aattr", "4", "-acal", "1", "-ackpt", "1", "-aconf", "1", "-ae", "0", "-ah", "1", "-ahgrp", "1", "-arqs", "0", "-am", "1", "-ao", "1", "-ap", "1", "-at", "1", "-aprj", "0", "-aq", "0", "-as", "1", "-astnode", "1", "-astree", "0", "-Astree", "1", "-au", "2", "-Auser", "1", "-auser", "0", "-clearusage", "0", "-cq", "1", "-dattr", "4", "-dcal", "1", "-dckpt", "1", "-dconf", "1", "-de", "1", "-dh", "1", "-dhgrp", "1", "-drqs", "1", "-dm", "1", "-do", "1", "-dp", "1", "-dprj", "1", "-dq", "1", "-ds", "1", "-dstnode", "1", "-dstree", "0", "-du", "2", "-dul", "1", "-duser", "1", "-km", "0", "-ks", "0", "-ke", "1", "-kej", "1", "-kt", "1", "-kec", "1", "-mattr", "4", "-mc", "0", "-mcal", "1", "-mckpt", "1", "-mconf", "0", "-me", "1", "-mhgrp", "1", "-mrqs", "0", "-mp", "1", "-mprj", "1", "-mq", "1", "-msconf", "0", "-mstnode", "1", "-mstree", "0", "-mu", "1", "-muser", "1", "-purge", "3", "-rattr", "4", "-rsstnode", "1", "-tsm", "0"]
@@ -28,7 +28,8 @@ _SHOWS = [
     Option(("-help",), N, OK, "prints the usage"),
     Option(("-sc",), N, OK, "the complexes Drover honours: h_rt, s_rt, h_vmem, mem_free, virtual_free, slots"),
     Option(("-scal",), R, REFUSED, _NOTHING, "calendar_name"), Option(("-scall",), N, OK, _NOTHING),
-    Option(("-sckpt",), R, REFUSED, _NOTHING, "ckpt_name"), Option(("-sckptl",), N, OK, _NOTHING),
+    Option(("-sckpt",), R, OK, "a checkpoint environment of drover.toml (`[checkpoints.NAME]`)", "ckpt_name"),
+    Option(("-sckptl",), N, OK, "the checkpoint environments of drover.toml"),
     Option(("-sconf",), OPT, OK, "the global configuration, with Drover's values", "[host,...|global]"),
     Option(("-sconfl",), N, OK, _NOTHING), Option(("-sds",), N, OK, _NOTHING),
     Option(("-se",), R, OK, "a node as an execution host", "hostname"),
@@ -78,19 +79,23 @@ def main(argv: list[str] | None = None) -> int:
             nodes = sorted(client.nodes(), key=lambda n: n.name)
             queues = client.queues() if first.key in ("sq", "sql") else []
             environments = client.parallel_environments() if first.key in ("sp", "spl") else []
+            checkpoints = client.checkpoints() if first.key in ("sckpt", "sckptl") else []
     except DroverError as error:
         print(f"qconf: {error}", file=sys.stderr)
         return error.exit_code
-    text, status = show(first, nodes, queues, environments)
+    text, status = show(first, nodes, queues, environments, checkpoints)
     print(text, end="" if text.endswith("\n") or not text else "\n", file=sys.stdout if status == 0 else sys.stderr)
     return status
 
 
 def show(given: Given, nodes: list[NodeInfo], queues: list[QueueInfo],
-         environments: list[ParallelEnvironmentInfo] | None = None) -> tuple[str, int]:
+         environments: list[ParallelEnvironmentInfo] | None = None,
+         checkpoints: list[CheckpointInfo] | None = None) -> tuple[str, int]:
     """What qconf prints for one show option, and its exit status. Pure."""
     from drover.compat.gridengine.queues import ge_name, queue_conf
 
+    if given.key == "sckpt" or (given.key == "sckptl" and checkpoints):
+        return _checkpoints(given, checkpoints or [])
     names = [node.name for node in nodes]
     by_name = {ge_name(queue.name): queue for queue in sorted(queues, key=lambda q: ge_name(q.name))}
     key = given.key
@@ -163,6 +168,19 @@ def show(given: Given, nodes: list[NodeInfo], queues: list[QueueInfo],
              "sprjl": "no project list defined", "sstree": "no sharetree element defined",
              "sst": "no sharetree element defined", "suserl": "no user list defined"}
     return empty.get(key, "") + ("\n" if empty.get(key) else ""), 0
+
+
+def _checkpoints(given: Given, checkpoints: list[CheckpointInfo]) -> tuple[str, int]:
+    """-sckptl: the names; -sckpt NAME: checkpoint(5)'s format."""
+    if given.key == "sckptl":
+        return "".join(f"{c.name}\n" for c in checkpoints), 0
+    found = next((c for c in checkpoints if c.name == given.value), None)
+    if found is None:
+        return f"{given.value} is not a checkpointing interface definition", 1
+    return _pairs([("ckpt_name", found.name), ("interface", found.interface), ("ckpt_command", found.ckpt_command),
+                   ("migr_command", found.migr_command), ("restart_command", found.restart_command),
+                   ("clean_command", found.clean_command), ("ckpt_dir", found.ckpt_dir or "NONE"),
+                   ("signal", found.signal or "none"), ("when", found.when)]), 0
 
 
 def _pairs(rows: list[tuple[str, str]]) -> str:

@@ -129,10 +129,13 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
     _mail(o, job, ctx.user, approximate)
     job["environment"] = _environment(given, ctx)
     for key, what in (("ac", "job context"), ("sc", "job context"), ("dc", "job context"),
-                      ("c", "periodic checkpoints"), ("ckpt", "checkpoint environments"),
                       ("dl", "deadline scheduling")):
         if key in o:
             approximate(f"-{key}: Drover has no {what}; ignored")
+    if "ckpt" in o:  # checkpoint(5)'s environment; -c overrides its `when` (the controller checks both)
+        job["checkpoint"] = o["ckpt"].value or ""
+        if "c" in o:  # without -ckpt, as in Grid Engine, -c makes no job a checkpointing one
+            job["checkpoint_occasion"] = o["c"].value or ""
     if "now" in o and yes_no(o["now"]):
         approximate("-now y: the job is queued like any other, not scheduled immediately or refused")
     if "a" in o:

@@ -20,9 +20,11 @@ _COMMON = [
     Option(("-A",), R, MEANINGLESS, "Drover keeps no accounts; qacct shows `sge`", "account_string"),
     Option(("-binding",), R, MEANINGLESS, "each job is bound to its own CPUs by its node already",
            "[set|env|pe] strategy"),
-    Option(("-c",), R, APPROX, "no periodic checkpoints: ignored, with a warning", "occasion_specifier"),
-    Option(("-ckpt",), R, APPROX, "checkpoint environments: ignored, with a warning (`drover checkpoint` "
-           "signals a job)", "ckpt_name"),
+    Option(("-c",), R, OK, "`n`, `s`, `m`, `x`, `r` override the environment's `when`; an interval `hh:mm:ss` "
+           "checkpoints that often (at least the environment's `min_cpu_interval_s`); alone, nothing",
+           "occasion_specifier"),
+    Option(("-ckpt",), R, OK, "a checkpoint environment of the cluster's (`[checkpoints.NAME]`, "
+           "docs/checkpointing.md)", "ckpt_name"),
     Option(("-cwd",), N, OK, "the job runs where qsub ran (else in the home directory)"),
     Option(("-dc",), R, APPROX, "the job context is not kept: ignored, with a warning", "variable,..."),
     Option(("-dl",), R, APPROX, "no deadline scheduling: ignored, with a warning", "date_time"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from drover.controller.effects import Outcome
+from drover.controller.handlers import checkpoints
 from drover.controller.handlers.submit import check_queue_takes
 from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
@@ -167,7 +168,10 @@ def _release(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
 def _suspend(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
              now: float) -> str:
     """Freeze the attempt (its whole cgroup where there is one); the state moves when the node
-    reports it done."""
+    reports it done. A job whose checkpoint occasions have 'x' is migrated instead (checkpoint(5):
+    "checkpointed, aborted and if possible migrated as soon as the job gets suspended")."""
+    if checkpoints.migrates_on_suspend(job):
+        return _migrate(state, outcome, job, tasks, fresh, now)
     return _send(state, outcome, job, [t for t in tasks if t.state is JobState.RUNNING], "suspend", "suspended")
 
 
@@ -275,11 +279,39 @@ def _check_move(job: Job, queue: Queue) -> None:
 
 def _checkpoint(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
                 now: float) -> str:
-    """Deliver the job's checkpoint signal (GE's checkpointing interface: the job saves its state)."""
+    """Checkpoint the job: in its checkpoint environment (its shepherd runs the ckpt_command or
+    sends the environment's signal), else deliver its checkpoint signal (GE's checkpointing
+    interface: the job saves its state)."""
+    if job.spec.get("checkpoint"):
+        return _send(state, outcome, job, tasks, "checkpoint", "asked to checkpoint")
     name = job.spec.get("checkpoint_signal")
     if not name:
-        raise Conflict(f"job {job.id} has no checkpoint signal (submit it with --checkpoint-signal)")
+        raise Conflict(f"job {job.id} has no checkpoint signal (submit it with --checkpoint-signal) or checkpoint "
+                       "environment (--checkpoint NAME)")
     return _send(state, outcome, job, tasks, name, "asked to checkpoint")
+
+
+def _migrate(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
+             now: float) -> str:
+    """Checkpoint the running tasks (migr_command or the signal), stop them and put them back in
+    the queue as new attempts, which restart from the checkpoint (GE's migration)."""
+    if not job.spec.get("checkpoint"):
+        raise Conflict(f"job {job.id} has no checkpoint environment: only a checkpointing job migrates "
+                       "(submit it with --checkpoint NAME); drover requeue runs a job again from its start")
+    asked = 0
+    for task in tasks:
+        if (task.state is JobState.RUNNING and not task.requeue_requested and not task.cancel_requested
+                and not task.hold_requested):
+            task.requeue_requested = True
+            outcome.changes.task(task)
+            outcome.changes.event(now, "migrate_requested", task.job_id, task.index, task.attempt)
+            attempt = state.latest_attempt(task)
+            if attempt is not None:
+                outcome.send(attempt.node, SignalAttempt(attempt.name, "migrate", stop_reason(task)))
+            asked += 1
+    if not asked:
+        raise Conflict(f"{_what(job, tasks, fresh)} has no running task to migrate")
+    return f"{asked} migrating"
 
 
 def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
@@ -289,6 +321,6 @@ def _what(job: Job, tasks: list[Task], fresh: bool) -> str:
 _Handler = Callable[[ControllerState, Outcome, Job, list[Task], bool, float], str]
 _HANDLERS: dict[str, _Handler] = {
     "cancel": _cancel, "hold": _hold, "release": _release, "suspend": _suspend, "resume": _resume,
-    "checkpoint": _checkpoint, "requeue": _requeue,
+    "checkpoint": _checkpoint, "requeue": _requeue, "migrate": _migrate,
 }
 ACTIONS = (*_HANDLERS, "signal", "alter")

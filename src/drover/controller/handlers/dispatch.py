@@ -17,12 +17,14 @@ from drover.config_schema import (
 )
 from drover.controller import parallel_envs, resource_requests
 from drover.controller.effects import Outcome
+from drover.controller.handlers import checkpoints
 from drover.controller.handlers.queues import queues_in_effect
 from drover.controller.lifecycle import change_task, drained_if_idle
 from drover.controller.queue_load import planner_views
 from drover.controller.state import ControllerState
 from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
 from drover.controller.work_cache import WorkCache
+from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import Verdict
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.job import Attempt, Job, Task
@@ -54,6 +56,7 @@ class OrderOptions:
     environments: Mapping[str, EnvironmentSection] = field(default_factory=dict)  # [environments.NAME]
     # [parallel_environments.NAME]: each PE's slots and procedures
     parallel_environments: Mapping[str, ParallelEnvironmentSection] = field(default_factory=dict)
+    checkpoints: Mapping[str, CheckpointEnvironment] = field(default_factory=dict)  # [checkpoints.NAME]
 
 
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
@@ -443,5 +446,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
             config[f"queue_{method}"] = getattr(settings, method)  # type: ignore[literal-required]  # three keys of AttemptOrder
     if spec.get("notify"):
         config["notify_s"] = settings.notify_s
+    checkpoint = checkpoints.for_order(spec, job, attempt, orders.checkpoints)
+    if checkpoint is not None:
+        config["checkpoint"] = checkpoint
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
     return StartAttempt(attempt.name, config, spec["script"], stage_in)

@@ -13,8 +13,10 @@ from typing import Any
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller import parallel_envs, resource_requests
 from drover.controller.effects import Outcome
+from drover.controller.handlers import checkpoints
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
+from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import KINDS, Dependencies, Dependency
 from drover.core.errors import BadRequest, NotFound
 from drover.core.job import Job, JobSpec
@@ -43,6 +45,7 @@ def submit(
     queues: Mapping[str, Queue] | None = None, limits: Limits | None = None, event_log_node: str | None = None,
     licenses: Mapping[str, int] | None = None, environments: Mapping[str, object] | None = None,
     parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
+    checkpoints: Mapping[str, CheckpointEnvironment] | None = None,
 ) -> tuple[Outcome, list[int]]:
     """`queues`: the queues in effect (controller/handlers/queues.py; None: "default" alone).
     Every job is checked before any changes: a bad one refuses the whole request, which changes
@@ -55,7 +58,7 @@ def submit(
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
     jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {}, environments or {},
-                           parallel_environments)
+                           parallel_environments, checkpoints or {})
             for n, spec in enumerate(submissions)]
     _check_pending_per_user(state, owner, jobs, limits)
     ids: list[int] = []
@@ -129,6 +132,7 @@ def _validated_job(
     queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
     environments: Mapping[str, object] | None = None,
     parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
+    checkpoint_environments: Mapping[str, CheckpointEnvironment] | None = None,
 ) -> Job:
     where = f"job {position + 1} of the request: " if position else ""
 
@@ -285,6 +289,9 @@ def _validated_job(
         job_spec["pe"], job_spec["pe_slots"] = pe
     if spec.notify:
         job_spec["notify"] = True
+    job_spec.update(checkpoints.checked(spec, checkpoint_environments or {}, bad))  # type: ignore[typeddict-item]
+    if "r" in (job_spec.get("checkpoint_when") or ""):
+        job_spec["rerunnable"] = True  # checkpoint(5) 'r': requeued when its node is lost
     return Job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
