@@ -94,7 +94,7 @@ def test_each_slot_takes_its_share_of_the_jobs_memory() -> None:
     assert (start.node, start.cpu_ids, start.others) == ("n1", (0, 1), (("n2", (0, 1)),))
 
 
-def test_the_pe_slots_cap_still_holds_for_spread_jobs() -> None:
+def test_the_pe_slots_cap_holds_for_spread_jobs() -> None:
     result = plan([a_pe_job(1, 4, "$round_robin")], [a_node("n1"), a_node("n2")], NOW, pe_slots={"mpi": 3})
     assert result.starts == ()
     assert result.pending_reasons == {1: PendingReason.PE_SLOTS}
