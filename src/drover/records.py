@@ -94,6 +94,16 @@ class AttemptOrder(TypedDict):
     pe_start_as_site: NotRequired[bool]
     pe_stop: NotRequired[str]
     pe_stop_as_site: NotRequired[bool]
+    # A parallel job's other hosts and the CPUs it holds on each (its slots there), after this
+    # node, its master: the pe_hostfile's further lines (GE: "each involved host").
+    pe_hosts: NotRequired[list[PeHostRecord]]
+
+
+class PeHostRecord(TypedDict):
+    """One more host of a parallel job: its name and the CPUs the job holds there."""
+
+    node: str
+    cpu_ids: list[int]
 
 
 class EnvironmentRecord(TypedDict):

@@ -15,8 +15,8 @@ slots do not fit now. The rules, as sge_pe(5) describes them:
 - an integer N: exactly N slots on each node ("fixing the number of processes per host"); a job
   whose slots are no multiple of N never fits.
 
-The controller gives the planner no rule: a job of a PE runs on one node (docs/parallel-environments.md,
-"Allocation rules across nodes").
+The controller gives each job of a PE its PE's rule (PendingWork.pe_rule); docs/parallel-environments.md,
+"Allocation rules across nodes".
 """
 
 from __future__ import annotations
