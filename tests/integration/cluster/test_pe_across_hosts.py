@@ -76,4 +76,6 @@ def test_pe_hostfile_of_a_round_robin_job_over_two_hosts_names_each_involved_hos
     shown = json.loads(hosts.ctl.drover("show", "--json", job).stdout)
     shown = shown[0] if isinstance(shown, list) else shown
     assert shown["state"] == "completed", shown
+    (attempt,) = [a for task in shown["tasks"] for a in task["attempts"]]
+    assert attempt["node"] == master and list(attempt["other_nodes"]) == ["node2" if master == "node1" else "node1"]
     wait_until(lambda: _used(hosts) == {"node1": 0, "node2": 0}, describe="both nodes' CPUs given back")

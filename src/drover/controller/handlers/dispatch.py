@@ -208,7 +208,8 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
         for job, attempt in state.held():
             began = attempt.started_at or attempt.dispatched_at
             if fairshare and attempt.exit is None:
-                usage[job.owner] = usage.get(job.owner, 0.0) + len(attempt.cpu_ids) * max(now - began, 0.0)
+                cpus = len(attempt.cpu_ids) + sum(len(cpu_ids) for _, cpu_ids in attempt.others)
+                usage[job.owner] = usage.get(job.owner, 0.0) + cpus * max(now - began, 0.0)
             if releases and config.backfill:
                 limit = job.spec.get("time_limit_s")
                 ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
