@@ -4,11 +4,14 @@ of 2 CPUs that joined by token. A job of 2 slots of it holds one CPU on each nod
 its master's pe_hostfile has a line for each host (process flow: "pe_hostfile: A file describing
 the host setup of a parallel job, containing each involved host, the queues the job was spooled
 into and the number of reserved slots (tasks) per host"), NHOSTS and NQUEUES count them, and
-both nodes get their CPU back when it ends."""
+both nodes get their CPU back when it ends. When the host of its other node dies, the attempt
+ends as if its master were lost: the job on the master is stopped, and the job is requeued and
+runs again where it fits (docs/parallel-environments.md, "Losing a node of the job")."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +21,7 @@ from tests.helpers.wait import wait_until
 
 CONFIG = """[controller]
 heartbeat_s = 1.0
+node_timeout_s = 3.0
 
 [parallel_environments.mpi]
 slots = 8
@@ -79,3 +83,26 @@ def test_pe_hostfile_of_a_round_robin_job_over_two_hosts_names_each_involved_hos
     (attempt,) = [a for task in shown["tasks"] for a in task["attempts"]]
     assert attempt["node"] == master and list(attempt["other_nodes"]) == ["node2" if master == "node1" else "node1"]
     wait_until(lambda: _used(hosts) == {"node1": 0, "node2": 0}, describe="both nodes' CPUs given back")
+
+
+def test_losing_the_other_host_of_a_parallel_job_stops_it_on_its_master_and_requeues_it(two_hosts: Hosts) -> None:
+    hosts = two_hosts
+    workdir = hosts.root / "work"
+    workdir.mkdir(mode=0o777)
+    script = ('echo "$DROVER_ATTEMPT $DROVER_NODE $$" >> started; '
+              'if [ "$DROVER_ATTEMPT" = 1 ]; then sleep 300; fi; echo "$DROVER_ATTEMPT" >> done')
+    job = hosts.ctl.drover("submit", "--parsable", "--pe", "mpi", "2", "-D", str(workdir), "--", "bash", "-c",
+                           script).stdout.split()[0]
+    wait_until(lambda: (workdir / "started").exists(), timeout=60, describe="the job to run")
+    _, master, pid = (workdir / "started").read_text().split()
+    other = "node2" if master == "node1" else "node1"
+    hosts.kill_host(other)
+    hosts.ctl.drover("wait", "--timeout", "60", job, timeout=90)
+    shown = json.loads(hosts.ctl.drover("show", "--json", job).stdout)
+    shown = shown[0] if isinstance(shown, list) else shown
+    attempts = [a for task in shown["tasks"] for a in task["attempts"]]
+    assert shown["state"] == "completed", shown
+    assert attempts[0]["failure"] == f"node {other} of its parallel job was lost", attempts
+    assert [(a["number"], a["node"]) for a in attempts] == [(1, master), (2, master)]  # 2 slots fit it alone
+    assert (workdir / "done").read_text() == "2\n"  # attempt 1 never finished
+    wait_until(lambda: not os.path.exists(f"/proc/{pid}"), describe="attempt 1's job stopped on the master")
