@@ -47,7 +47,7 @@ def test_pe_hostfile_round_robin_holds_a_slot_on_each_host_and_names_every_host(
     (order,) = _schedule(world)
     assert order.config["node"] == "n1" and order.config["cpu_ids"] == [0]
     assert order.config["pe_hosts"] == [{"node": "n2", "cpu_ids": [0]}]
-    assert order.config["pe_slots"] == 2
+    assert order.config["pe_slots"] == 2 and order.config["memory_mib"] == 200  # its master's share
     assert _used(world) == {"n1": (1, 200, 1), "n2": (1, 200, 1)}
     (attempt,) = world.store.attempts_of(job)
     assert attempt.others == (("n2", (0,)),)

@@ -386,7 +386,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0)
         "environment": spec["environment"],
         "cpus": len(attempt.cpu_ids) or job.resources.cpus,  # an --exclusive task has all of its node's
         "cpu_ids": list(attempt.cpu_ids),
-        "memory_mib": job.resources.memory_mib,
+        "memory_mib": attempt.rooms(job.resources.memory_mib)[0][2],  # a parallel job's share on its master
         "time_limit_s": spec["time_limit_s"],
         "kill_grace_s": orders.kill_grace_s,
         "priority": job.priority,
