@@ -3,8 +3,8 @@ tests/helpers/netns.py): a controller with a PE of sge_pe(5)'s `$round_robin` ru
 of 2 CPUs that joined by token. A job of 2 slots of it holds one CPU on each node while it runs,
 its master's pe_hostfile has a line for each host (process flow: "pe_hostfile: A file describing
 the host setup of a parallel job, containing each involved host, the queues the job was spooled
-into and the number of reserved slots (tasks) per host"), NHOSTS and NQUEUES count them, and
-both nodes get their CPU back when it ends. When the host of its other node dies, the attempt
+into and the number of reserved slots (tasks) per host"), NHOSTS and NQUEUES count them, a
+restarted controller holds both CPUs again, and both nodes get their CPU back when it ends. When the host of its other node dies, the attempt
 ends as if its master were lost: the job on the master is stopped, and the job is requeued and
 runs again where it fits (docs/parallel-environments.md, "Losing a node of the job")."""
 
@@ -69,6 +69,11 @@ def test_pe_hostfile_of_a_round_robin_job_over_two_hosts_names_each_involved_hos
                            script).stdout.split()[0]
     wait_until(lambda: (workdir / "counts").exists(), timeout=60, describe="the job to run")
     assert _used(hosts) == {"node1": 1, "node2": 1}  # a slot on each host, held while it runs
+    hosts.kill_controller()
+    hosts.restart_controller()  # the store keeps the other node with the attempt
+    wait_until(lambda: {n["name"]: n["state"] for n in _nodes(hosts)} == {"node1": "up", "node2": "up"},
+               describe="both nodes back with the restarted controller")
+    assert _used(hosts) == {"node1": 1, "node2": 1}
     slots, nhosts, nqueues, master = (workdir / "counts").read_text().split()
     assert (slots, nhosts, nqueues) == ("2", "2", "2")
     lines = [line.split() for line in (workdir / "hosts").read_text().splitlines()]
