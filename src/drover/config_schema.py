@@ -385,8 +385,9 @@ class ParallelEnvironmentSection(Section, frozen=True):
         "the node daemon's user, in a clean environment); $pe_hostfile, $host, $job_owner, $job_id, $job_name, "
         "$pe, $pe_slots, $processors and $queue are replaced; NONE or unset: nothing")] = None
     stop_proc_args: Annotated[str | None, about("run after the job, before the epilogs; as start_proc_args")] = None
-    allocation_rule: Annotated[str, about("$pe_slots, $fill_up, $round_robin, or a whole number of slots on each "
-                                          "node (a job runs on one node: it takes exactly that many)")] = "$pe_slots"
+    allocation_rule: Annotated[str, about("$pe_slots (all slots on one node), $fill_up, $round_robin, or a whole "
+                                          "number of slots on each node: the last three spread a job over several "
+                                          "nodes (docs/parallel-environments.md)")] = "$pe_slots"
     control_slaves: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown (qconf -sp): Drover starts no "
                                           "task of a job apart from its script")] = False
     job_is_first_task: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown: the job script is one of the "

@@ -103,6 +103,16 @@ class AttemptOrder(TypedDict):
     # The job's checkpoint environment (Grid Engine's checkpoint(5); core/checkpoints.py), its
     # placeholders expanded by the controller but $job_pid, which the shepherd fills in.
     checkpoint: NotRequired[AttemptCheckpoint]
+    # A parallel job's other hosts and the CPUs it holds on each (its slots there), after this
+    # node, its master: the pe_hostfile's further lines (GE: "each involved host").
+    pe_hosts: NotRequired[list[PeHostRecord]]
+
+
+class PeHostRecord(TypedDict):
+    """One more host of a parallel job: its name and the CPUs the job holds there."""
+
+    node: str
+    cpu_ids: list[int]
 
 
 class EnvironmentRecord(TypedDict):

@@ -58,14 +58,16 @@ def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float, **det
 
 
 def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
-    """The task's latest attempt no longer holds its node's CPUs and memory."""
+    """The task's latest attempt no longer holds its node's CPUs and memory (a parallel job's,
+    on each of its nodes)."""
     attempt = state.latest_attempt(task)
     if attempt is None:
         return
-    node = state.nodes.get(attempt.node)
-    if node is not None:
-        node.give_back(attempt.cpu_ids, job.resources.memory_mib, attempt.gres,
-                       (attempt.job_id, attempt.index, attempt.number))
+    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
+        node = state.nodes.get(name)
+        if node is not None:
+            node.give_back(cpu_ids, memory_mib, attempt.gres if name == attempt.node else None,
+                           (attempt.job_id, attempt.index, attempt.number))
 
 
 def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:

@@ -11,10 +11,12 @@ from drover.core.errors import BadRequest
 from drover.core.job import Job
 from drover.core.parallel_env import (
     MAX_SLOTS,
+    PE_SLOTS,
     may_use,
     parse_allocation_rule,
     parse_procedure,
     parse_slots,
+    slots_across_nodes,
     slots_on_one_node,
 )
 from drover.protocol.api import JobSubmission, ParallelEnvironmentInfo
@@ -48,9 +50,12 @@ def checked(spec: JobSubmission, environments: Mapping[str, ParallelEnvironmentS
         raise BadRequest(f"{where}--pe gives the job its CPUs, one a slot: leave out --cpus")
     try:
         low, high = parse_slots(spec.pe_slots or "1", environment.slots or 1)
-        largest = max(node_cpus, default=high)
-        slots = slots_on_one_node(parse_allocation_rule(environment.allocation_rule), low, high, largest,
-                                  environment.slots)
+        rule = parse_allocation_rule(environment.allocation_rule)
+        cpus = list(node_cpus)
+        if rule == PE_SLOTS or spec.gres or spec.exclusive:  # devices and whole nodes: one node
+            slots = slots_on_one_node(rule, low, high, max(cpus, default=high), environment.slots)
+        else:  # sge_pe(5): the rule spreads the slots over the hosts
+            slots = slots_across_nodes(rule, low, high, cpus, environment.slots)
     except ValueError as error:
         raise BadRequest(f"{where}--pe {spec.pe} {spec.pe_slots}: {error}") from None
     return spec.pe, slots
@@ -73,6 +78,27 @@ def free_slots(state: ControllerState, environments: Mapping[str, ParallelEnviro
 def of_job(job: Job) -> tuple[str, int] | None:
     name, slots = job.spec.get("pe"), job.spec.get("pe_slots")
     return (name, slots) if name is not None and slots is not None else None
+
+
+def rule_of(job: Job, environments: Mapping[str, ParallelEnvironmentSection]) -> str | int:
+    """The allocation rule of the job's PE, by which the planner spreads its slots over nodes;
+    $pe_slots (one node) for a job of no PE or of one no longer in drover.toml."""
+    held = of_job(job)
+    environment = environments.get(held[0]) if held is not None else None
+    if environment is None:
+        return PE_SLOTS
+    try:
+        return parse_allocation_rule(environment.allocation_rule)
+    except ValueError:
+        return PE_SLOTS
+
+
+def spans_nodes(spec: JobSubmission, environments: Mapping[str, ParallelEnvironmentSection]) -> bool:
+    """Whether the job's slots may go on several nodes: its PE's rule is not $pe_slots, and it
+    asks for no devices and no whole node (the planner keeps those on one node)."""
+    environment = environments.get(spec.pe) if spec.pe is not None else None
+    return (environment is not None and environment.allocation_rule != PE_SLOTS and not spec.gres
+            and not spec.exclusive)
 
 
 def add_to_order(config: AttemptOrder, job: Job, environments: Mapping[str, ParallelEnvironmentSection]) -> None:

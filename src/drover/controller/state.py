@@ -74,10 +74,13 @@ class ControllerState:
             for task in job.tasks.values():
                 if task.state.is_active:
                     attempt = self.attempts.get((job.id, task.index, task.attempt))
-                    holder = self.nodes.get(attempt.node) if attempt else None
-                    if attempt is not None and holder is not None:
-                        holder.take(attempt.cpu_ids, job.resources.memory_mib, attempt.gres,
-                                    (attempt.job_id, attempt.index, attempt.number))
+                    if attempt is None:
+                        continue
+                    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
+                        holder = self.nodes.get(name)
+                        if holder is not None:  # devices are held on the master only
+                            holder.take(cpu_ids, memory_mib, attempt.gres if name == attempt.node else None,
+                                        (attempt.job_id, attempt.index, attempt.number))
 
     def add_job(self, job: Job) -> None:
         self.jobs[job.id] = job
@@ -100,8 +103,8 @@ class ControllerState:
         for node in self.nodes.values():
             for key in node.holders:
                 job, attempt = self.jobs.get(key[0]), self.attempts.get(key)
-                if job is not None and attempt is not None:
-                    found.append((job, attempt))
+                if job is not None and attempt is not None and attempt.node == node.name:
+                    found.append((job, attempt))  # a parallel job's once, at its master
         return found
 
     def job(self, job_id: int) -> Job:
@@ -137,9 +140,10 @@ class ControllerState:
                 if task.state.is_active:
                     attempt = self.latest_attempt(task)
                     assert attempt is not None, f"active task {job.id}.{task.index} has no attempt"
-                    overlap = used.setdefault(attempt.node, set()) & set(attempt.cpu_ids)
-                    assert not overlap, f"CPUs {overlap} of {attempt.node} used twice"
-                    used[attempt.node].update(attempt.cpu_ids)
+                    for name, cpu_ids, _ in attempt.rooms(job.resources.memory_mib):
+                        overlap = used.setdefault(name, set()) & set(cpu_ids)
+                        assert not overlap, f"CPUs {overlap} of {name} used twice"
+                        used[name].update(cpu_ids)
                     held = {(name, index) for name, indices in attempt.gres.items() for index in indices}
                     twice = devices.setdefault(attempt.node, set()) & held
                     assert not twice, f"devices {sorted(twice)} of {attempt.node} given twice"
@@ -150,7 +154,8 @@ class ControllerState:
             for task in job.tasks.values():
                 attempt = self.latest_attempt(task) if task.state.is_active else None
                 if attempt is not None:
-                    holders.setdefault(attempt.node, set()).add((job.id, task.index, attempt.number))
+                    for name in (attempt.node, *(other for other, _ in attempt.others)):
+                        holders.setdefault(name, set()).add((job.id, task.index, attempt.number))
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"
             assert node.holders == holders.get(name, set()), f"node {name}'s attempts are off"

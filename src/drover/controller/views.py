@@ -118,6 +118,7 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         terminated=bool(record and record["terminated"]), usage=usage_of(attempt), cleanup=attempt.cleanup,
         pty_socket=attempt.pty_socket if attempt.ended_at is None else None,
         gres={name: list(indices) for name, indices in attempt.gres.items()},
+        other_nodes={node: list(cpu_ids) for node, cpu_ids in attempt.others},
     )
 
 

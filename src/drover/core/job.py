@@ -119,10 +119,24 @@ class Attempt:
     cleanup: CleanupProgress | None = None  # as far as the node's cleanup pipeline got
     pty_socket: str | None = None  # an interactive attempt's terminal relay (kept in memory only)
     gres: dict[str, tuple[int, ...]] = field(default_factory=dict)  # the devices it holds: name → indices
+    # A parallel job's other nodes and the CPUs it holds on each (`node` is its master, which runs
+    # the job script); empty for a job on one node.
+    others: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def name(self) -> str:
         return f"{self.job_id}.{self.index}.{self.number}"
+
+    def rooms(self, memory_mib: int) -> list[tuple[str, tuple[int, ...], int]]:
+        """Each node the attempt holds room on, with its CPUs and memory there: the master first.
+        A job of one node holds all its memory there; a job on several, each slot's share
+        (`memory_mib` over its CPUs, rounded up, as the planner counts it) on each node."""
+        if not self.others:
+            return [(self.node, self.cpu_ids, memory_mib)]
+        held = [(self.node, self.cpu_ids), *self.others]
+        slots = sum(len(cpu_ids) for _, cpu_ids in held)
+        share = -(-memory_mib // slots) if slots else 0
+        return [(node, cpu_ids, share * len(cpu_ids)) for node, cpu_ids in held]
 
 
 def with_given_up(progress: CleanupProgress | None, steps: list[GivenUpStep]) -> CleanupProgress:

@@ -94,6 +94,32 @@ def slots_on_one_node(rule: str | int, low: int, high: int, largest_node: int, p
     return best
 
 
+def slots_across_nodes(rule: str | int, low: int, high: int, node_cpus: list[int], pe_slots: int) -> int:
+    """How many slots a job asking for low..high gets when `rule` ($fill_up, $round_robin or an
+    integer) spreads them over the nodes (`node_cpus`: each node's CPUs; none known: any): the
+    largest of the range that the nodes and the PE's `pe_slots` can ever hold. ValueError, in the
+    user's words, when none can."""
+    total = sum(node_cpus) if node_cpus else high
+    if isinstance(rule, int):
+        if high // rule * rule < low:
+            raise ValueError(f"the allocation rule {rule} puts {rule} slots on each node: {_range(low, high)} slots "
+                             f"are no multiple of {rule}")
+        hosts = sum(1 for cpus in node_cpus if cpus >= rule) if node_cpus else high
+        most = min(high, pe_slots, rule * hosts) // rule * rule
+        if most >= low and most >= rule:
+            return most
+        raise ValueError(f"the allocation rule {rule} puts {rule} slots on each node: {_range(low, high)} slots "
+                         f"would take {_nodes(low, high, rule)} nodes of {rule} CPUs or more, and "
+                         f"{hosts} {'is' if hosts == 1 else 'are'} there" if pe_slots >= low
+                         else f"the parallel environment has {pe_slots} slots")
+    best = min(high, total, pe_slots)
+    if best < low:
+        holder = (f"the parallel environment has {pe_slots} slots" if pe_slots < min(high, total)
+                  else f"the nodes have {total} CPUs in all")
+        raise ValueError(f"{_range(low, high)} slots cannot run: {holder}")
+    return best
+
+
 def _range(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}-{high}"
 

@@ -143,6 +143,8 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     cleanup: CleanupProgress | None = None  # how far the node's cleanup pipeline got
     pty_socket: str | None = None  # where `drover run --pty` reaches a running interactive job
     gres: dict[str, list[int]] = {}  # the devices it was given on its node: name → indices ({"gpu": [0, 2]})
+    # A parallel job's other nodes and the CPUs it holds on each ({"n2": [0, 1]}); `node` is its master.
+    other_nodes: dict[str, list[int]] = {}
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):

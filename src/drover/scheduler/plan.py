@@ -30,6 +30,9 @@ Contract:
   singleton jobs of one owner and name, at most one starts in a pass, and none if another job
   of that name started in it. `wake_at` is the earliest begin time or window opening still
   to come: the controller plans again then.
+- A job of a parallel environment whose snapshot gives its allocation rule (PendingWork.pe_rule,
+  other than $pe_slots) has its slots spread over nodes by that rule (spread.py): its start names
+  the master node and its other nodes with their CPUs (Start.others). It gets no reservation.
 """
 
 from __future__ import annotations
@@ -41,11 +44,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from drover.core.gres import describe
+from drover.core.parallel_env import PE_SLOTS
 from drover.core.resources import Resources
 from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, reserve
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, PendingWork, QueueView
+from drover.scheduler.spread_place import could_ever_spread, place_spread, take_spread
 
 __all__ = ["Plan", "Reservation", "Start", "order_key", "ordered", "plan"]
 
@@ -57,6 +62,9 @@ class Start:
     node: str
     cpu_ids: tuple[int, ...]
     gres: tuple[tuple[str, tuple[int, ...]], ...] = ()  # the devices it gets: name → indices on the node
+    # A parallel job's other nodes and the CPUs it holds on each (`node` is its master, which runs
+    # the job script); empty for a job on one node.
+    others: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +275,13 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         if not decided.rooms:
             decided.wait(item.job, PendingReason.NO_NODES)
             continue
+        if item.pe is not None and item.pe_rule != PE_SLOTS and not item.gres and not item.exclusive:
+            started_spread, blocked = _spread_job(decided, item, now, reservation, blocked)
+            if started_spread:
+                started_names.add((item.owner, item.name))
+                if reservation is not None and (not backfilled or backfilled[-1] != item.job):
+                    backfilled.append(item.job)
+            continue
         if not item.gres and item.constraint is None and not item.exclusive and (queue is None or queue.nodes is None):
             # The common request, CPUs and memory anywhere: whether any node could ever hold it
             # is asked once a pass for each size (most jobs of a long queue are behind the block).
@@ -325,6 +340,44 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                 decided.wait(item.job, limit, limit_detail)
     return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
                 tuple(backfilled), reached if quick and blocked else None)
+
+
+def _spread_job(decided: _Pass, item: PendingWork, now: float, reservation: Reservation | None,
+                blocked: bool) -> tuple[int, bool]:
+    """A parallel job whose slots may span nodes (its PE's allocation rule is not $pe_slots): each
+    task starts where the rule puts its slots now (spread.py), the master node first. No
+    reservation is made for it: when it does not fit, the order behind it is strict, as when no
+    reservation can be made; behind an earlier job's reservation it leaves the reserved node alone
+    unless it ends by the reservation's start. How many started, and whether the order is now
+    blocked."""
+    allowed_nodes, unmatched, why = decided.eligible(item, Need(Resources(1, 0)))
+    if unmatched is None and not could_ever_spread(item.pe_rule, item.resources, decided.rooms, allowed_nodes):
+        unmatched, why = PendingReason.TOO_BIG, ""
+    if unmatched is not None:
+        decided.wait(item.job, unmatched, why)
+        return 0, blocked
+    if blocked:
+        decided.wait(item.job, PendingReason.PRIORITY)
+        return 0, blocked
+    allowed, limit, limit_detail = decided.allowed(item)
+    ends = now + item.run_limit_s if item.run_limit_s is not None else math.inf
+    kept = reservation.node if reservation is not None and ends > reservation.at else None
+    started = 0
+    candidates = (index for index in item.pending.iterate() if index not in item.blocked)
+    for index in itertools.islice(candidates, allowed):
+        chosen = place_spread(item.pe_rule, item.resources, decided.rooms, allowed_nodes, kept)
+        if chosen is None:
+            decided.wait(item.job, PendingReason.RESOURCES)
+            return started, reservation is None
+        taken = take_spread(chosen, item.resources, decided.rooms, ends)
+        (master, cpu_ids), others = taken[0], taken[1:]
+        decided.started(item, Start(item.job, index, master, cpu_ids, (), others))
+        started += 1
+    if started < item.pending.count and item.blocked and started < allowed:
+        decided.wait(item.job, PendingReason.DEPENDENCY, item.waiting_for)
+    elif started < item.pending.count and limit is not None:
+        decided.wait(item.job, limit, limit_detail)
+    return started, blocked
 
 
 def _local_time(moment: float) -> str:

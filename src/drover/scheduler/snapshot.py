@@ -129,3 +129,6 @@ class PendingWork:
     constraint: Constraint | None = None  # node features its nodes must have
     exclusive: bool = False  # each task has a node to itself
     pe: tuple[str, int] | None = None  # its parallel environment and the slots each task holds of it
+    # Its PE's allocation rule, when its slots may go on several nodes (plan.py gives each start
+    # its other nodes, Start.others); $pe_slots, the default, keeps every task on one node.
+    pe_rule: str | int = "$pe_slots"

@@ -91,8 +91,12 @@ def pe_hostfile(config: AttemptConfig) -> str | None:
     if config["cpus"] <= 1 and not config.get("pe"):
         return None
     processors = ",".join(str(cpu) for cpu in config["cpu_ids"]) or "UNDEFINED"
-    node = config["node"]
-    return f"{node} {config['cpus']} {config.get('queue') or 'default'}@{node} {processors}\n"
+    node, queue = config["node"], config.get("queue") or "default"
+    lines = [f"{node} {config['cpus']} {queue}@{node} {processors}\n"]
+    for host in config.get("pe_hosts", []):  # a job on several hosts: one line each, the master first
+        lines.append(f"{host['node']} {len(host['cpu_ids'])} {queue}@{host['node']} "
+                     f"{','.join(str(cpu) for cpu in host['cpu_ids'])}\n")
+    return "".join(lines)
 
 
 PE_HOSTFILE_NAME = "pe_hostfile"  # in the attempt's TMPDIR
@@ -129,6 +133,9 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
     Drover job gets)."""
     job_id, index = str(config["job_id"]), str(config["task_index"])
     cpus, node, name = str(config["cpus"]), config["node"], config["name"]
+    # A job on several hosts: NSLOTS counts its slots on all of them, NHOSTS the hosts.
+    hosts = str(1 + len(config.get("pe_hosts", [])))
+    slots = str(config.get("pe_slots", config["cpus"])) if config.get("pe_hosts") else cpus
     request = {} if _inherited_from_another_job(submitted) else submitted
     ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
     cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
@@ -151,9 +158,9 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "JOB_NAME": name,
         "REQUEST": name,
         "QUEUE": queue,
-        "NSLOTS": cpus,
-        "NHOSTS": "1",
-        "NQUEUES": "1",
+        "NSLOTS": slots,
+        "NHOSTS": hosts,
+        "NQUEUES": hosts,  # one queue instance on each host
         "RESTARTED": restarted,
         "TMP": tmpdir,
         "ARC": architecture(),

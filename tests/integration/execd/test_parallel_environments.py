@@ -109,7 +109,7 @@ def test_an_unknown_pe_or_a_bad_slot_count_is_refused_in_one_line(tmp_path: Path
         assert unknown.stderr.strip().splitlines() == [
             "drover submit: unknown parallel environment 'nope'; this cluster has mpi, smp"]
         too_many = cluster.drover("submit", "--pe", "mpi", "8", "--", "true", check=False)
-        assert too_many.returncode != 0 and "8 slots cannot run on one node" in too_many.stderr
+        assert too_many.returncode != 0 and "8 slots cannot run: the nodes have 4 CPUs in all" in too_many.stderr
         bad = cluster.drover("submit", "--pe", "mpi", "x", "--", "true", check=False)
         assert bad.returncode != 0 and "--pe mpi x: the slots of a parallel environment" in bad.stderr
         bin_dir = cluster.root / "bin"

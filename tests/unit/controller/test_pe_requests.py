@@ -33,12 +33,31 @@ def test_a_job_gets_its_pe_and_the_largest_slots_of_its_range_that_fit() -> None
     (a_job("quad", "4"), "bob", "bob may not use parallel environment quad"),
     (a_job("mpi", "2", cpus=2), "alice", "--pe gives the job its CPUs, one a slot: leave out --cpus"),
     (a_job(None, "2"), "alice", "slots without a parallel environment: give --pe NAME SLOTS"),
-    (a_job("mpi", "7"), "alice", "--pe mpi 7: 7 slots cannot run on one node: the parallel environment has 6 slots"),
+    (a_job("mpi", "7"), "alice", "--pe mpi 7: 7 slots cannot run: the parallel environment has 6 slots"),
     (a_job("quad", "8"), "alice", "--pe quad 8: the allocation rule 4 puts 4 slots on each node: 8 slots would "
-                                  "take 2 nodes, and a job runs on one node"),
+                                  "take 2 nodes of 4 CPUs or more, and 1 is there"),
+    (a_job("smp", "9"), "alice", "--pe smp 9: 9 slots cannot run on one node: the largest node has 8 CPUs"),
     (a_job("mpi", "two"), "alice", "--pe mpi two: the slots of a parallel environment are a number or a range"),
 ])
 def test_a_bad_pe_request_is_refused_in_the_users_words(job: JobSubmission, owner: str, message: str) -> None:
     with pytest.raises(BadRequest) as refused:
         checked(job, PES, owner, [8])
     assert str(refused.value).startswith(message), str(refused.value)
+
+
+def test_allocation_rules_across_hosts_take_slots_of_every_node() -> None:
+    """sge_pe(5): $fill_up, $round_robin and an integer rule spread the slots over the hosts, so a
+    job may ask for more slots than its largest node has CPUs; $pe_slots keeps them on one."""
+    assert checked(a_job("mpi", "6"), PES, "alice", [4, 4]) == ("mpi", 6)
+    assert checked(a_job("quad", "8"), PES, "alice", [8, 4, 2]) == ("quad", 8)  # 4 on each of 2 nodes
+    assert checked(a_job("quad", "2-16"), PES, "alice", [8, 4, 2]) == ("quad", 8)  # 2 nodes of 4 or more
+    with pytest.raises(BadRequest, match="the allocation rule 4 puts 4 slots on each node: 6 slots are no multiple of 4"):
+        checked(a_job("quad", "6"), PES, "alice", [8, 8])
+    with pytest.raises(BadRequest, match="the nodes have 8 CPUs in all"):
+        checked(a_job("big", "9"), in_effect({"big": ParallelEnvironmentSection(slots=64, allocation_rule="$round_robin")}),
+                "alice", [4, 4])
+    with pytest.raises(BadRequest, match="cannot run on one node"):
+        checked(a_job("smp", "6"), PES, "alice", [4, 4])
+    with pytest.raises(BadRequest, match="cannot run on one node"):  # devices keep a job on one node
+        checked(JobSubmission(script="true\n", workdir="/w", pe="mpi", pe_slots="6", gres=["gpu:1"]), PES, "alice",
+                [4, 4])

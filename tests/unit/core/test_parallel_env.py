@@ -16,6 +16,7 @@ from drover.core.parallel_env import (
     parse_allocation_rule,
     parse_procedure,
     parse_slots,
+    slots_across_nodes,
     slots_on_one_node,
 )
 
@@ -94,3 +95,19 @@ def test_drover_toml_parallel_environments_are_read_and_checked() -> None:
         "drover.toml:2: [parallel_environments.mpi] slots must be a whole number of 0 or more, not -1")
     assert refusal('[parallel_environments.mpi]\nslot = 4\n') == (
         "drover.toml:2: [parallel_environments.mpi] unknown key 'slot' (did you mean 'slots'?)")
+
+
+def test_a_range_under_a_rule_across_hosts_gets_the_largest_the_nodes_can_ever_hold() -> None:
+    assert slots_across_nodes(FILL_UP, 2, 16, [4, 4, 2], pe_slots=100) == 10  # all the nodes' CPUs
+    assert slots_across_nodes(ROUND_ROBIN, 2, 16, [4, 4], pe_slots=6) == 6  # the PE's slots
+    assert slots_across_nodes(FILL_UP, 4, 4, [], pe_slots=100) == 4  # no node known yet: any
+    assert slots_across_nodes(2, 1, 7, [4, 4, 1], pe_slots=100) == 4  # 2 on each node of 2 CPUs or more
+    assert slots_across_nodes(4, 4, 16, [8, 8, 8], pe_slots=100) == 12
+    with pytest.raises(ValueError, match="the nodes have 8 CPUs in all"):
+        slots_across_nodes(ROUND_ROBIN, 9, 9, [4, 4], pe_slots=100)
+    with pytest.raises(ValueError, match="3 slots are no multiple of 2"):
+        slots_across_nodes(2, 3, 3, [4, 4], pe_slots=100)
+    with pytest.raises(ValueError, match="would take 3 nodes of 2 CPUs or more, and 2 are there"):
+        slots_across_nodes(2, 6, 6, [4, 4], pe_slots=100)
+    with pytest.raises(ValueError, match="the parallel environment has 4 slots"):
+        slots_across_nodes(2, 6, 6, [4, 4, 4], pe_slots=4)

@@ -60,3 +60,14 @@ def test_submit_1_pe_variables_only_for_a_job_of_a_pe() -> None:
     serial = build_environment(a_config(cpus=1, cpu_ids=[0]), "/t")
     assert (serial["NSLOTS"], serial["NHOSTS"]) == ("1", "1") and not {"PE", "PE_HOSTFILE"} & set(serial)
     assert pe_hostfile(a_config(cpus=1, cpu_ids=[3], pe="smp", pe_slots=1)) == "n1 1 short@n1 3\n"
+
+
+def test_pe_hostfile_of_a_job_on_several_hosts_has_each_involved_host_and_its_slots() -> None:
+    """Process flow: "pe_hostfile: ... containing each involved host, the queues the job was
+    spooled into and the number of reserved slots (tasks) per host"; submit(1)'s NHOSTS and
+    NQUEUES count them, NSLOTS the slots on all of them."""
+    config = a_config(cpus=2, cpu_ids=[2, 3], pe="mpi", pe_slots=5,
+                      pe_hosts=[{"node": "n2", "cpu_ids": [0, 1]}, {"node": "n3", "cpu_ids": [7]}])
+    assert pe_hostfile(config) == "n1 2 short@n1 2,3\nn2 2 short@n2 0,1\nn3 1 short@n3 7\n"
+    facts = build_environment(config, "/t")
+    assert (facts["NSLOTS"], facts["NHOSTS"], facts["NQUEUES"]) == ("5", "3", "3")

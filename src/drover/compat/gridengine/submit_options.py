@@ -55,7 +55,8 @@ _COMMON = [
     Option(("-P",), R, MEANINGLESS, "Drover has no projects", "project_name"),
     Option(("-p",), R, OK, "−1023…1024; above 0 for operators only, as in Grid Engine", "priority"),
     Option(("-pe",), TWO, OK, "a parallel environment of drover.toml's (`smp` always exists), with its start "
-           "and stop procedures; the slots are CPUs on one node; a range `n-m` gets the largest a node can hold, "
+           "and stop procedures; the slots are CPUs, on one node or spread over several by its allocation rule; "
+           "a range `n-m` gets the largest the nodes can hold, "
            "per-slot memory counted for `n` (≈, with a warning)",
            "parallel_environment n[-[m]]|[-]m"),
     Option(("-q",), R, OK, "a Drover queue; `queue@host` runs in that queue (≈: on any of its nodes)",

@@ -211,15 +211,18 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
         for job, attempt in state.held():
             began = attempt.started_at or attempt.dispatched_at
             if fairshare and attempt.exit is None:
-                usage[job.owner] = usage.get(job.owner, 0.0) + len(attempt.cpu_ids) * max(now - began, 0.0)
+                cpus = len(attempt.cpu_ids) + sum(len(cpu_ids) for _, cpu_ids in attempt.others)
+                usage[job.owner] = usage.get(job.owner, 0.0) + cpus * max(now - began, 0.0)
             if releases and config.backfill:
                 limit = job.spec.get("time_limit_s")
                 ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
                 node = state.nodes.get(attempt.node)
                 devices = frozenset(node.devices_of(attempt.gres)) if node is not None else frozenset()
-                held.setdefault(attempt.node, []).append(
-                    Release(ends, Resources(len(attempt.cpu_ids), job.resources.memory_mib), devices,
-                            resource_requests.of_job(job).exclusive))
+                exclusive = resource_requests.of_job(job).exclusive
+                for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
+                    held.setdefault(name, []).append(Release(
+                        ends, Resources(len(cpu_ids), memory_mib), devices if name == attempt.node else frozenset(),
+                        exclusive))
     weights = Weights(config.priority_weight_age, config.priority_weight_fairshare, config.priority_weight_queue,
                       config.priority_weight_job, config.priority_max_age_s)
     top = max((queue.priority for queue in queues_in_effect(state, orders.queues).values()), default=0)
@@ -261,10 +264,15 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     state.attempts.pop((job.id, task.index, task.attempt), None)
     gres = dict(start.gres)
     detail: dict[str, Any] = {"gres": {name: list(indices) for name, indices in gres.items()}} if gres else {}
+    if start.others:  # a parallel job's other nodes (sge_pe(5) allocation rule across hosts)
+        detail["others"] = {node: list(cpu_ids) for node, cpu_ids in start.others}
     change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids), **detail)
-    attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres)
+    attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres,
+                      others=start.others)
     state.attempts[job.id, task.index, task.attempt] = attempt
-    state.nodes[start.node].take(start.cpu_ids, job.resources.memory_mib, gres, (job.id, task.index, task.attempt))
+    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
+        state.nodes[name].take(cpu_ids, memory_mib, gres if name == start.node else None,
+                               (job.id, task.index, task.attempt))
     outcome.changes.attempt(attempt)
     outcome.send(start.node, start_order(job, attempt, orders, queue_nice(state, job, orders),
                                          queue_of(state, job, orders)))
@@ -314,6 +322,7 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         queue_priority=queue_priority(state, job, orders), run_limit_s=run_limit(job, orders),
         queue=job.spec.get("queue", "default"), gres=requests.gres, licenses=requests.licenses,
         constraint=requests.constraint, exclusive=requests.exclusive, pe=parallel_envs.of_job(job),
+        pe_rule=parallel_envs.rule_of(job, orders.parallel_environments),
     )
 
 
@@ -388,7 +397,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
         "environment": spec["environment"],
         "cpus": len(attempt.cpu_ids) or job.resources.cpus,  # an --exclusive task has all of its node's
         "cpu_ids": list(attempt.cpu_ids),
-        "memory_mib": job.resources.memory_mib,
+        "memory_mib": attempt.rooms(job.resources.memory_mib)[0][2],  # a parallel job's share on its master
         "time_limit_s": spec["time_limit_s"],
         "kill_grace_s": orders.kill_grace_s,
         "priority": job.priority,
@@ -414,6 +423,8 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
     }
     if attempt.gres:
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
+    if attempt.others:  # the pe_hostfile's other hosts (GE: "each involved host")
+        config["pe_hosts"] = [{"node": node, "cpu_ids": list(cpu_ids)} for node, cpu_ids in attempt.others]
     if orders.exits.forbid_reschedule:
         config["forbid_reschedule"] = True
     if orders.exits.forbid_apperror:

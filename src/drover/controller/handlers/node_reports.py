@@ -134,8 +134,17 @@ def on_nodes_lost(state: ControllerState, now: float, timeout_s: float,
         try:
             for task in list(job.tasks.values()):
                 attempt = state.latest_attempt(task)
-                if attempt is not None and attempt.node in lost and task.state.is_active:
+                if attempt is None or not task.state.is_active:
+                    continue
+                if attempt.node in lost:
                     lose_attempt(state, outcome, job, task, attempt, now, f"node {attempt.node} was lost", semantics)
+                elif gone := sorted(lost & {other for other, _ in attempt.others}):
+                    # One of a parallel job's other nodes: the job ends as if its master were lost
+                    # (requeued or failed as its rerun policy says); its master is told to stop it.
+                    if task.state is not JobState.COMPLETING:
+                        outcome.send(attempt.node, SignalAttempt(attempt.name, "terminate", "stray"))
+                    lose_attempt(state, outcome, job, task, attempt, now,
+                                 f"node {gone[0]} of its parallel job was lost", semantics)
         except Exception as error:  # this job only: the shell fails it; the others go on
             outcome.fault(job.id, error, f"failing its attempts on lost node(s) {', '.join(sorted(lost))}")
     if outcome.changes or outcome.faults:

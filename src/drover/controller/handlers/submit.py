@@ -240,7 +240,11 @@ def _validated_job(
     pe = parallel_envs.checked(spec, parallel_environments or {}, owner,
                                [node.cpus for node in state.nodes.values()], where)
     resources = Resources(pe[1] if pe else spec.cpus, spec.memory_mib)
-    _check_fits_somewhere(state, resources, bad)
+    if pe is not None and parallel_envs.spans_nodes(spec, parallel_environments or {}):
+        # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
+        _check_fits_somewhere(state, Resources(1, -(-spec.memory_mib // pe[1])), bad)
+    else:
+        _check_fits_somewhere(state, resources, bad)
     requests = resource_requests.checked(spec, licenses or {}, state.nodes.values(), where)
     for dependency in dependencies.on:
         if dependency.kind != "singleton" and dependency.job not in state.jobs and (
