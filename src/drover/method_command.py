@@ -21,14 +21,17 @@ from __future__ import annotations
 import re
 import shlex
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 METHOD_NAMES = ("suspend_method", "resume_method", "terminate_method")
 # queue_conf(5)'s placeholders, and $task_id, which Drover's own documents call the array index.
 PLACEHOLDERS = ("host", "ja_task_id", "task_id", "job_owner", "job_id", "job_name", "queue", "job_pid",
                 "sge_cell", "sge_root")
-_PLACEHOLDER = re.compile(r"\$(\{)?([A-Za-z_][A-Za-z0-9_]*)(?(1)\})")
+# A placeholder in any of Grid Engine's configured commands (methods, checkpoint(5)'s commands,
+# sge_pe(5)'s procedures): $name or ${name}, the name spelled as a shell variable's. One
+# definition for all of them: what a placeholder is must not depend on where it is written.
+PLACEHOLDER = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 MAX_METHOD_BYTES = 4096
 MAX_NOTIFY_S = 3600  # a queue's notify time (qsub -notify): an hour at most
 
@@ -71,11 +74,11 @@ def parse_method(name: str, text: str) -> Method:
         except ValueError as error:
             raise ValueError(f"{name}: {text!r}: {error}") from None
         for word in words:
-            for found in _PLACEHOLDER.finditer(word):
-                if found[2] not in PLACEHOLDERS:
-                    raise ValueError(f"{name}: unknown placeholder ${found[2]}; known: "
+            for placeholder in placeholder_names(word):
+                if placeholder not in PLACEHOLDERS:
+                    raise ValueError(f"{name}: unknown placeholder ${placeholder}; known: "
                                      + ", ".join(f"${p}" for p in PLACEHOLDERS))
-        if _PLACEHOLDER.search(words[0]):
+        if placeholder_names(words[0]):
             raise ValueError(f"{name}: the command's path {words[0]!r} may not hold a placeholder")
         return CommandMethod(words)
     return SignalMethod(parse_signal(name, text))
@@ -100,11 +103,27 @@ def expand(argv: tuple[str, ...], facts: Mapping[str, object]) -> list[str]:
     """The command's words with each $placeholder (or ${placeholder}) replaced by its fact; one
     without a fact becomes empty."""
 
-    def value(found: re.Match[str]) -> str:
-        fact = facts.get(found[2])
+    def value(name: str) -> str:
+        fact = facts.get(name)
         return "" if fact is None else str(fact)
 
-    return [_PLACEHOLDER.sub(value, word) for word in argv]
+    return [substitute(word, value) for word in argv]
+
+
+def placeholder_names(text: str) -> list[str]:
+    """The names of the placeholders in `text`, in order."""
+    return [found[1] or found[2] for found in PLACEHOLDER.finditer(text)]
+
+
+def substitute(text: str, value: Callable[[str], str | None]) -> str:
+    """`text` with each placeholder replaced by `value(name)`; one for which that is None is
+    left as it is (a value only a later step knows, such as the shepherd's $job_pid)."""
+
+    def one(found: re.Match[str]) -> str:
+        replaced = value(found[1] or found[2])
+        return found[0] if replaced is None else replaced
+
+    return PLACEHOLDER.sub(one, text)
 
 
 def methods_in_effect(node: Mapping[str, str | None], queue: Mapping[str, str | None]) -> dict[str, Method]:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from drover.core.errors import BadRequest
 from drover.core.signals import job_signal
+from drover.method_command import placeholder_names, substitute
 
 INTERFACES = ("application-level", "userdefined")
 NOT_OFFERED = {
@@ -55,7 +56,6 @@ OCCASIONS = {
 }
 PLACEHOLDERS = ("host", "job_owner", "job_id", "job_name", "queue", "job_pid", "ckpt_dir", "ckpt_signal", "task_id")
 COMMANDS = ("ckpt_command", "migr_command", "restart_command", "clean_command")
-_PLACEHOLDER = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 MAX_INTERVAL_S = 366 * 86400
 
 Command = tuple[str, ...]
@@ -128,15 +128,14 @@ def parse_command(text: str, what: str) -> Command | None:
         raise CheckpointError(f"{what} {text!r}: {error}") from None
     if not words or not words[0].startswith("/") or "\0" in text:
         raise CheckpointError(f"{what} must be 'none' or a command starting with an absolute path, not {text!r}")
-    if _PLACEHOLDER.search(words[0]):
+    if placeholder_names(words[0]):
         raise CheckpointError(f"{what}: the program must be named as it is, not with a placeholder ({words[0]!r})")
     _check_placeholders(text, what)
     return words
 
 
 def _check_placeholders(text: str, what: str, refused: tuple[str, ...] = ()) -> None:
-    for match in _PLACEHOLDER.finditer(text):
-        name = match.group(1) or match.group(2)
+    for name in placeholder_names(text):
         if name not in PLACEHOLDERS or name in refused:
             allowed = " ".join("$" + p for p in PLACEHOLDERS if p not in refused)
             raise CheckpointError(f"{what}: unknown placeholder ${name}; known: {allowed}")
@@ -188,11 +187,7 @@ def in_effect(environment: Environment, when: str | None, interval_s: int | None
 def expand(command: Command, values: Mapping[str, str]) -> list[str]:
     """Each word with its placeholders replaced; a placeholder without a value stays as it is
     (the shepherd replaces $job_pid, which only it knows)."""
-    def one(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
-        return values.get(name, match.group(0))
-
-    return [_PLACEHOLDER.sub(one, word) for word in command]
+    return [substitute(word, values.get) for word in command]
 
 
 def values_for(environment: Environment, *, job_id: int, task_id: int, job_name: str, owner: str, host: str,

@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from drover.method_command import placeholder_names
+
 PE_SLOTS, FILL_UP, ROUND_ROBIN = "$pe_slots", "$fill_up", "$round_robin"
 RULES = (PE_SLOTS, FILL_UP, ROUND_ROBIN)
 PLACEHOLDERS = ("pe_hostfile", "host", "job_owner", "job_id", "job_name", "pe", "pe_slots", "processors", "queue")
 MAX_SLOTS = 9_999_999  # sge_pe(5): "valid values are 0 to 9999999"
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
-_PLACEHOLDER = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 _USER_PREFIX = re.compile(r"([a-z_][a-z0-9_.-]*)@(?=\S)")
 
 
@@ -53,8 +54,7 @@ def parse_procedure(key: str, text: str | None) -> Procedure | None:
             raise ValueError(f"{key}: only the prefix root@ is known (the node daemon's user); without a prefix "
                              f"the procedure runs as the job's owner, not {prefix[1]}@")
         command, as_site = command[prefix.end():], True
-    for found in _PLACEHOLDER.finditer(command):
-        name = found[1] or found[2]
+    for name in placeholder_names(command):
         if name not in PLACEHOLDERS:
             raise ValueError(f"{key}: unknown placeholder ${name}; known: "
                              + ", ".join(f"${known}" for known in PLACEHOLDERS))

@@ -29,6 +29,7 @@ import signal
 import subprocess
 import time
 
+from drover.method_command import substitute
 from drover.records import AttemptCheckpoint
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
@@ -195,8 +196,8 @@ class Checkpointing:
             self.stop_at = now + self.grace_s  # the job's time to save its state, and perhaps exit
 
     def _start(self, command: list[str]) -> subprocess.Popen[bytes] | None:
-        argv = [word.replace("${job_pid}", str(self.job_pid)).replace("$job_pid", str(self.job_pid))
-                for word in command]
+        pid = str(self.job_pid)
+        argv = [substitute(word, lambda name: pid if name == "job_pid" else None) for word in command]
         self.containment.enter()
         try:
             return subprocess.Popen(argv, **self.options)  # type: ignore[call-overload,no-any-return]

@@ -14,17 +14,14 @@ placeholder is quoted for the shell: a job's name is its owner's to choose.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 
+from drover.method_command import substitute
 from drover.records import AttemptConfig
 from drover.shepherd.environment import pe_hostfile
 from drover.shepherd.methods import Method
 from drover.spool import layout
 from drover.spool.atomic import write_atomically
-
-# sge_pe(5)'s placeholders (drover.core.parallel_env.PLACEHOLDERS checks them in drover.toml).
-_PLACEHOLDER = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 
 
 def is_parallel(config: AttemptConfig) -> bool:
@@ -62,11 +59,8 @@ def placeholders(config: AttemptConfig, spool_path: str) -> dict[str, str]:
 
 def expand(command: str, values: dict[str, str]) -> str:
     """The command line with each known placeholder replaced by its value, quoted for bash."""
-    def put(found: re.Match[str]) -> str:
-        name = found[1] or found[2]
-        return shlex.quote(values[name]) if name in values else found[0]
-
-    return _PLACEHOLDER.sub(put, command)
+    # sge_pe(5)'s placeholders (drover.core.parallel_env.PLACEHOLDERS checks them in drover.toml).
+    return substitute(command, lambda name: shlex.quote(values[name]) if name in values else None)
 
 
 def write_hostfiles(config: AttemptConfig, spool_path: str, tmpdir: str) -> None:
