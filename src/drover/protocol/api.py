@@ -608,3 +608,31 @@ class CheckpointInfo(msgspec.Struct, kw_only=True):
 
 class CheckpointList(msgspec.Struct):
     checkpoints: list[CheckpointInfo]
+
+
+class PeTaskRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Start a task of a running parallel job on one of its hosts (GE's `qrsh -inherit`)."""
+
+    host: str
+    argv: list[str]
+    task: int = 0  # the job's task (array index) whose attempt the task joins
+    cwd: str | None = None  # absolute; None: the job's working directory
+    env: dict[str, str] | None = None  # None: the job's environment
+
+
+class PeTaskInfo(msgspec.Struct, kw_only=True):
+    """A task of a parallel job on one of its hosts, while the job runs."""
+
+    job_id: int
+    task: int
+    attempt: int
+    petask: str  # GE's <petaskid>: "1", "2", ... in the attempt
+    host: str
+    argv: list[str]
+    started_at: float
+    ended_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    failure: str | None = None
+    exit_status: int | None = None  # what a shell would show: exit code, or 128 + signal; 1 for a failure
+    usage: Usage | None = None
