@@ -37,7 +37,7 @@ async def start(call: Call) -> Response:
         raise BadRequest("cwd is an absolute path")
     attempt, task = call.controller.service.start_pe_task(
         call.controller.policy, call.user, call.job.id, request.task, request.host, request.argv, request.cwd,
-        request.env)
+        request.env, request.credential)
     return json_response(_info(call.job.id, request.task, attempt.number, task))
 
 

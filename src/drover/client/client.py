@@ -405,8 +405,15 @@ class Client:
                       env: Mapping[str, str] | None = None) -> PeTaskInfo:
         from drover.protocol.api import PeTaskInfo
 
-        payload = {"host": host, "argv": list(argv), "task": task, "cwd": cwd,
-                   "env": dict(env) if env is not None else None}
+        payload: dict[str, Any] = {"host": host, "argv": list(argv), "task": task, "cwd": cwd,
+                                   "env": dict(env) if env is not None else None}
+        if self.munge_socket is not None and cwd is not None and env is not None:
+            # signed by its owner, as a job is, for the nodes that run signed jobs only
+            from drover.cluster import munge
+            from drover.cluster.signing import job_digest, signed_pe_task_request
+
+            payload["credential"] = munge.encode(
+                job_digest(signed_pe_task_request(job_id, host, list(argv), cwd, env)), self.munge_socket)
         return self._post(f"/v1/jobs/{_segment(job_id)}/pe-tasks", PeTaskInfo, payload)
 
     def pe_task(self, job_id: int, petask: str, task: int = 0) -> PeTaskInfo:

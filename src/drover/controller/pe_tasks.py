@@ -92,13 +92,14 @@ def check(state: ControllerState, environments: Mapping[str, ParallelEnvironment
 
 
 def task_order(master: AttemptOrder, host: str, cpu_ids: Sequence[int], memory_mib: int, petask: str,
-               cwd: str | None, env: Mapping[str, str] | None) -> AttemptOrder:
+               cwd: str | None, env: Mapping[str, str] | None, credential: str | None = None) -> AttemptOrder:
     """The master's order, made a task's on `host`: its CPUs and memory there, its working
     directory and environment, nothing of the master's methods."""
     config: dict[str, Any] = {key: value for key, value in master.items() if key not in NOT_FOR_TASKS}
     config.update(node=host, cpu_ids=list(cpu_ids), cpus=len(cpu_ids) or master["cpus"], memory_mib=memory_mib,
                   pe_task=petask, stage_out=[], mail_type=[], mail_user=None, pty=False, keep_spool=False,
-                  job_prolog=None, job_epilog=None, queue_prolog=None, queue_epilog=None)
+                  job_prolog=None, job_epilog=None, queue_prolog=None, queue_epilog=None,
+                  credential=credential)  # the task's own signature, never the job's
     if cwd:
         config["workdir"] = cwd
     if env is not None:

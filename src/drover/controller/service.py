@@ -81,8 +81,8 @@ from drover.protocol.node_channel import (
     NodeMessage,
     StagedOut,
     StartPeTask,
+    task_script,
 )
-from drover.shepherd.launch import command_script
 from drover.store.base import Changes, EventRecord, JobFilter, Store, SubmissionKey
 from drover.store.faults import StoreFault
 
@@ -911,7 +911,8 @@ class ControllerService:
         return results
 
     def start_pe_task(self, policy: Policy, caller: Caller, job_id: int, index: int, host: str, argv: list[str],
-                      cwd: str | None, env: Mapping[str, str] | None) -> tuple[Attempt, PeTask]:
+                      cwd: str | None, env: Mapping[str, str] | None,
+                      credential: str | None = None) -> tuple[Attempt, PeTask]:
         """A task of a running parallel job on one of its hosts (controller/pe_tasks.py), checked
         first; its node gets the master's order made the task's."""
         self._settle()  # the latest reports first: an attempt that just ended starts nothing
@@ -922,8 +923,9 @@ class ControllerService:
                              queue_of(self.state, job, self.orders))
 
         def order(petask: str) -> StartPeTask:
-            config = pe_tasks.task_order(master.config, host, rooms[host][0], rooms[host][1], petask, cwd, env)
-            return StartPeTask(attempt.name, petask, config, command_script(argv))
+            config = pe_tasks.task_order(master.config, host, rooms[host][0], rooms[host][1], petask, cwd, env,
+                                           credential)
+            return StartPeTask(attempt.name, petask, config, task_script(argv))
 
         return attempt, self.pe_tasks.start(attempt, host, argv, order)
 

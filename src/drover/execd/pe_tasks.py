@@ -35,6 +35,10 @@ from drover.records import AttemptConfig, ExitStatus, NodeOptions
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.execd.signatures import SignedJobs
+
 log = logging.getLogger("drover.execd")
 ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 PETASK_ID = re.compile(r"[1-9][0-9]{0,8}")
@@ -53,13 +57,13 @@ class LiveTask:
 
 class PeTasks:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], node_options: NodeOptions,
-                 identities: Identities, signed_only: bool) -> None:
+                 identities: Identities, signed_jobs: SignedJobs | None) -> None:
         self.root = root
         self.spawner = spawner
         self.send = send
         self.node_options = node_options
         self.identities = identities
-        self.signed_only = signed_only  # require_signed_jobs: a task carries no owner's signature
+        self.signed_jobs = signed_jobs  # require_signed_jobs: each task's signature checked first
         self.live: dict[tuple[str, str], LiveTask] = {}
         self.stopped: set[str] = set()  # attempts whose tasks were told to stop
         self._loop = asyncio.get_running_loop()
@@ -78,10 +82,11 @@ class PeTasks:
         if order.attempt in self.stopped:
             self._refused(order, "the job's attempt ended on this node")
             return
-        if self.signed_only:
-            self._refused(order, "this node runs signed jobs only, and a task of a parallel job carries "
-                                 "no signature of its owner's")
-            return
+        if self.signed_jobs is not None:
+            unsigned = self.signed_jobs.pe_task_refusal(order)
+            if unsigned is not None:
+                self._refused(order, unsigned)
+                return
         identity, refusal = self.identities.for_job(order.config["owner"])
         if refusal is not None:
             self._refused(order, refusal)

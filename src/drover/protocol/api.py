@@ -618,6 +618,9 @@ class PeTaskRequest(msgspec.Struct, forbid_unknown_fields=True):
     task: int = 0  # the job's task (array index) whose attempt the task joins
     cwd: str | None = None  # absolute; None: the job's working directory
     env: dict[str, str] | None = None  # None: the job's environment
+    # The owner's MUNGE credential over what the task runs (cluster/signing.py, SignedPeTask),
+    # for nodes that run signed jobs only; made by `drover` on a host where munged runs.
+    credential: str | None = None
 
 
 class PeTaskInfo(msgspec.Struct, kw_only=True):

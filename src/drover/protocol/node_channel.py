@@ -8,6 +8,8 @@ again and changes nothing), so either side may resend after a reconnect.
 
 from __future__ import annotations
 
+import shlex
+
 import msgspec
 
 from drover.records import AttemptOrder, ExitStatus, GivenUpStep, Usage
@@ -263,6 +265,12 @@ class StartPeTask(msgspec.Struct, tag="start_pe_task"):
     petask: str
     config: AttemptOrder
     script: str
+
+
+def task_script(argv: list[str]) -> str:
+    """A task's command line as the script the shepherd execs without bash (shepherd/launch.py,
+    `command_of`, reads it back): an `exec` line of the words, each quoted."""
+    return "#!/bin/bash\nexec " + " ".join(shlex.quote(word) for word in argv) + "\n"
 
 
 class StopPeTasks(msgspec.Struct, tag="stop_pe_tasks"):

@@ -68,11 +68,6 @@ def command_of(script: bytes) -> list[str] | None:
     return words
 
 
-def command_script(argv: list[str]) -> str:
-    """A command line as the script `command_of` reads back: the shepherd execs it without bash."""
-    return SHEBANGS[1] + PREFIX + " ".join(shlex.quote(word) for word in argv) + "\n"
-
-
 def environment(env: dict[str, str], workdir: str) -> dict[str, str]:
     """The job's environment as bash would have handed it on through `exec`."""
     return {**env, "PWD": workdir, "SHLVL": env.get("SHLVL", "0")}
