@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  (a fixture)
 
+from drover.cluster.signing import job_digest, signed_pe_task_order, signed_pe_task_request
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller import pe_tasks
 from drover.controller.auth import Caller, Policy
@@ -17,7 +18,13 @@ from drover.controller.node_channels import NodeChannels
 from drover.controller.parallel_envs import in_effect
 from drover.core.errors import Conflict, Forbidden
 from drover.protocol.api import JobSubmission
-from drover.protocol.node_channel import PeTaskExited, StartAttempt, StartPeTask, StopPeTasks
+from drover.protocol.node_channel import (
+    PeTaskExited,
+    StartAttempt,
+    StartPeTask,
+    StopPeTasks,
+    task_script,
+)
 
 PES = in_effect({"mpi": ParallelEnvironmentSection(slots=64, allocation_rule="$round_robin", control_slaves=True),
                  "loose": ParallelEnvironmentSection(slots=64, allocation_rule="$round_robin")})
@@ -110,3 +117,20 @@ def test_tasks_get_ids_their_end_is_recorded_and_they_stop_when_the_attempt_ends
     tasks.sweep(world.state)
     assert channels.sent[2:] == [("n2", StopPeTasks(attempt.name))]
     assert not tasks.attempts
+
+
+def test_what_the_owner_signs_of_a_task_is_what_its_node_checks_and_a_change_is_seen(world: World) -> None:  # noqa: F811
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    argv, env = ["./solver", "--rank", "1", "a b"], {"OMP_NUM_THREADS": "1"}
+    config = pe_tasks.task_order(order.config, "n2", [0], 200, "1", "/work", env, "CRED")
+    task = StartPeTask(order.attempt, "1", config, task_script(argv))
+    signed = job_digest(signed_pe_task_request(job, "n2", argv, "/work", env))
+    assert job_digest(signed_pe_task_order(task)) == signed
+    assert task.config.get("credential") == "CRED"  # the task's own, never the job's
+    for changed in ({"environment": {"LD_PRELOAD": "/tmp/x.so"}}, {"workdir": "/other"}, {"node": "n1"},
+                    {"job_id": job + 1}):
+        other = StartPeTask(order.attempt, "1", {**config, **changed}, task.script)  # type: ignore[typeddict-item]
+        assert job_digest(signed_pe_task_order(other)) != signed, changed
+    assert job_digest(signed_pe_task_order(StartPeTask(order.attempt, "1", config, task_script(["rm", "-rf"])))) \
+        != signed
