@@ -112,6 +112,8 @@ class PeTasks:
         self.channels = channels
         self.clock = clock
         self.attempts: dict[str, AttemptTasks] = {}
+        # Stops for nodes that were not connected when their attempt ended: sent when they are again.
+        self.unsent: dict[str, set[str]] = {}
 
     def start(self, attempt: Attempt, host: str, argv: list[str], build: Callable[[str], StartPeTask]) -> PeTask:
         """Record a new task of `attempt` on `host` and send its node the order `build(petask)` makes."""
@@ -171,4 +173,14 @@ class PeTasks:
             return
         tasks.stopped = True
         for host in sorted({task.host for task in tasks.tasks.values()}):
-            self.channels.send(host, StopPeTasks(attempt))
+            if self.channels.channel(host) is None:
+                waiting = self.unsent.setdefault(host, set())
+                if len(waiting) < MAX_TASKS:
+                    waiting.add(attempt)
+            else:
+                self.channels.send(host, StopPeTasks(attempt))
+
+    def node_connected(self, node: str) -> None:
+        """A node that missed the stops of its tasks' attempts while it was away gets them now."""
+        for attempt in sorted(self.unsent.pop(node, ())):
+            self.channels.send(node, StopPeTasks(attempt))

@@ -44,6 +44,7 @@ ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 PETASK_ID = re.compile(r"[1-9][0-9]{0,8}")
 OUTPUT_DIR = "out"  # in a task's directory: the owner's, where its stdout and stderr go
 MADE_FOR_TASKS = "pe_tasks"  # in an attempt directory this node made only for tasks
+STOPPED_KEPT = 1000  # the attempts told to stop that are remembered, so a late start is refused
 
 
 @dataclass(slots=True)
@@ -129,6 +130,8 @@ class PeTasks:
         if not ATTEMPT_NAME.fullmatch(order.attempt):
             return
         self.stopped.add(order.attempt)
+        if len(self.stopped) > STOPPED_KEPT:  # only a late order needs them: the oldest go
+            self.stopped.discard(min(self.stopped, key=_attempt_key))
         running = [task for task in self.live.values() if task.attempt == order.attempt]
         for task in running:
             try:
@@ -202,6 +205,10 @@ class PeTasks:
             if task.pidfd is not None:
                 self._loop.remove_reader(task.pidfd)
                 os.close(task.pidfd)
+
+
+def _attempt_key(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in name.split("."))
 
 
 def _end_contained(task: LiveTask) -> None:

@@ -134,3 +134,20 @@ def test_what_the_owner_signs_of_a_task_is_what_its_node_checks_and_a_change_is_
         assert job_digest(signed_pe_task_order(other)) != signed, changed
     assert job_digest(signed_pe_task_order(StartPeTask(order.attempt, "1", config, task_script(["rm", "-rf"])))) \
         != signed
+
+
+def test_a_node_away_when_the_attempt_ended_is_told_to_stop_its_tasks_when_it_is_back(world: World) -> None:  # noqa: F811
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    world.started(order.attempt)
+    _, attempt = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    channels = _Channels()
+    tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
+    tasks.start(attempt, "n2", ["sleep", "60"], lambda petask: StartPeTask(
+        attempt.name, petask, pe_tasks.task_order(order.config, "n2", [0], 200, petask, None, None), ""))
+    channels.channel = lambda node: None  # type: ignore[method-assign]  # n2 went away
+    world.exited(order.attempt, OK)
+    tasks.sweep(world.state)
+    assert len(channels.sent) == 1 and tasks.unsent == {"n2": {attempt.name}}
+    tasks.node_connected("n2")
+    assert channels.sent[1:] == [("n2", StopPeTasks(attempt.name))] and not tasks.unsent
