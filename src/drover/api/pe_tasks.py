@@ -18,7 +18,7 @@ from drover.api.endpoint import Call, Endpoint
 from drover.api.http import int_query, json_response
 from drover.api.openapi import Operation, whole
 from drover.controller.auth import Access
-from drover.controller.pe_tasks import PeTask
+from drover.controller.pe_tasks import PeTask, PeTasks
 from drover.core.errors import BadRequest, NotFound
 from drover.core.limits import MAX_INDEX, ascii_int
 from drover.protocol import api
@@ -38,12 +38,12 @@ async def start(call: Call) -> Response:
     attempt, task = call.controller.service.start_pe_task(
         call.controller.policy, call.user, call.job.id, request.task, request.host, request.argv, request.cwd,
         request.env, request.credential)
-    return json_response(_info(call.job.id, request.task, attempt.number, task))
+    return json_response(info(call.job.id, request.task, attempt.number, task))
 
 
 async def show(call: Call) -> Response:
     job_id, index, number, task = _task(call)
-    return json_response(_info(job_id, index, number, task))
+    return json_response(info(job_id, index, number, task))
 
 
 async def read_output(call: Call) -> Response:
@@ -75,7 +75,7 @@ def _task(call: Call) -> tuple[int, int, int, PeTask]:
     return job.id, index, number, call.controller.service.pe_tasks.find(f"{job.id}.{index}.{number}", petask)
 
 
-def _info(job_id: int, index: int, number: int, task: PeTask) -> api.PeTaskInfo:
+def info(job_id: int, index: int, number: int, task: PeTask) -> api.PeTaskInfo:
     status = task.exit_status
     shown = None
     if status is not None:
@@ -107,3 +107,15 @@ ENDPOINTS = [
                        path_parameters=PETASK),
              Access.JOB, read_output),
 ]
+
+
+def with_tasks(job: api.JobInfo, tasks: PeTasks) -> api.JobInfo:
+    """`job` with the tasks its running attempts started on their hosts (`drover show`)."""
+    if not tasks.attempts:
+        return job
+    for task in job.tasks:
+        for attempt in task.attempts:
+            found = tasks.attempts.get(f"{job.id}.{task.index}.{attempt.number}")
+            if found is not None:
+                attempt.pe_tasks = [info(job.id, task.index, attempt.number, t) for t in found.tasks.values()]
+    return job

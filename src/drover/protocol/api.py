@@ -145,6 +145,9 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     gres: dict[str, list[int]] = {}  # the devices it was given on its node: name → indices ({"gpu": [0, 2]})
     # A parallel job's other nodes and the CPUs it holds on each ({"n2": [0, 1]}); `node` is its master.
     other_nodes: dict[str, list[int]] = {}
+    # The tasks the running attempt started on its hosts (qrsh -inherit), while it runs: the
+    # controller keeps them in memory only (docs/parallel-environments.md).
+    pe_tasks: list[PeTaskInfo] = []
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):

@@ -57,6 +57,12 @@ def test_a_task_has_its_spool_subdirectory_and_dies_with_the_job(tmp_path: Path)
         pid = int(marker.read_text())
         spool = cluster.state_dir / "spool" / f"{job}.0.1" / "1"
         assert (spool / "config").exists() and (spool / "out").is_dir()
+        shown = cluster.drover_json("show", str(job))
+        shown = shown[0] if isinstance(shown, list) else shown
+        (attempt,) = shown["tasks"][0]["attempts"]
+        (task,) = attempt["pe_tasks"]
+        assert (task["petask"], task["host"], task["ended_at"]) == ("1", attempt["node"], None), task
+        assert "task 1 on" in cluster.drover("show", str(job)).stdout
         cluster.drover("cancel", str(job))
         wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30, describe="the task killed")
         cluster.drover("wait", str(job), check=False)
