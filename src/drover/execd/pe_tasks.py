@@ -159,8 +159,6 @@ class PeTasks:
         if task.pidfd is not None:
             self._loop.remove_reader(task.pidfd)
             os.close(task.pidfd)
-        if hasattr(self.spawner, "wait_status"):
-            self.spawner.wait_status(task.shepherd_pid)
         exit_status = read_json(task.spool.record(layout.EXIT_STATUS))
         if exit_status is None:  # the shepherd died without a record: end what it left
             _end_contained(task)
