@@ -388,8 +388,9 @@ class ParallelEnvironmentSection(Section, frozen=True):
     allocation_rule: Annotated[str, about("$pe_slots (all slots on one node), $fill_up, $round_robin, or a whole "
                                           "number of slots on each node: the last three spread a job over several "
                                           "nodes (docs/parallel-environments.md)")] = "$pe_slots"
-    control_slaves: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown (qconf -sp): Drover starts no "
-                                          "task of a job apart from its script")] = False
+    control_slaves: Annotated[bool, about("sge_pe(5)'s flag: true lets a running job of it start tasks on its "
+                                          "hosts, each under its own shepherd (qrsh -inherit, drover task "
+                                          "start; docs/parallel-environments.md)")] = False
     job_is_first_task: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown: the job script is one of the "
                                              "parallel tasks")] = True
     user_lists: Annotated[list[str], about("only these users may use it (empty: everyone)")] = []

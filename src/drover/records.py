@@ -106,6 +106,11 @@ class AttemptOrder(TypedDict):
     # A parallel job's other hosts and the CPUs it holds on each (its slots there), after this
     # node, its master: the pe_hostfile's further lines (GE: "each involved host").
     pe_hosts: NotRequired[list[PeHostRecord]]
+    # A task of a running parallel job started on one of its hosts (GE's tight integration,
+    # `qrsh -inherit`): its <petaskid>, and the name of its own cgroup ("<attempt>.<petaskid>").
+    # Such a task runs no prolog, epilog or PE procedure (docs/parallel-environments.md).
+    pe_task: NotRequired[str]
+    containment_name: NotRequired[str]
 
 
 class PeHostRecord(TypedDict):

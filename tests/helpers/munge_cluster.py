@@ -17,9 +17,10 @@ from tests.helpers.netns import Hosts, why_not_available
 
 @contextmanager
 def hosts_with_munge(nodes: Sequence[str], python: str = sys.executable,
-                     service_user: bool = False) -> Iterator[tuple[Hosts, Munged]]:
+                     service_user: bool = False, more_config: str = "") -> Iterator[tuple[Hosts, Munged]]:
     """`python`: what runs Drover on every host (an installed Drover's where jobs' owners must run
-    it too); `service_user`: the controller as the `drover` user, as `drover up --system` runs it."""
+    it too); `service_user`: the controller as the `drover` user, as `drover up --system` runs it;
+    `more_config`: tables of the controller's drover.toml after its [controller] table."""
     why_not = why_not_available()
     if why_not:
         pytest.skip(why_not)
@@ -32,7 +33,8 @@ def hosts_with_munge(nodes: Sequence[str], python: str = sys.executable,
         try:
             for node in nodes:
                 hosts.add_node(node)
-            hosts.start_controller(f'[controller]\nshared = true\nmunge_socket = "{munged.socket}"\n',
+            hosts.start_controller(f'[controller]\nshared = true\nmunge_socket = "{munged.socket}"\n'
+                                   + more_config,
                                    service_user=service_user)
             for node in nodes:
                 hosts.join(node, hosts.token(), "--munge-socket", munged.socket)

@@ -26,6 +26,7 @@ from drover.api import (
     jobs,
     nodes,
     parallel_envs,
+    pe_tasks,
     queues,
     relays,
     usage,
@@ -41,7 +42,8 @@ from drover.controller.service import ControllerService
 
 ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOINTS, *queues.ENDPOINTS,
                              *events.ENDPOINTS, *files.ENDPOINTS, *relays.ENDPOINTS, *usage.ENDPOINTS,
-                             *accounting.ENDPOINTS, *parallel_envs.ENDPOINTS, *checkpoints.ENDPOINTS]
+                             *accounting.ENDPOINTS, *parallel_envs.ENDPOINTS, *checkpoints.ENDPOINTS,
+                             *pe_tasks.ENDPOINTS]
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],

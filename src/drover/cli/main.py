@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alter": ("actions", "change a waiting job's priority or queue: drover alter JOB... --priority N --queue Q"),
     "checkpoint": ("actions", "checkpoint running jobs (--checkpoint NAME, or --checkpoint-signal)"),
     "migrate": ("actions", "checkpoint running jobs, then run them again from the checkpoint"),
+    "task": ("task", "inside a parallel job: run a command on one of its hosts: drover task start HOST -- CMD"),
     "wait": ("wait", "wait for jobs to end; exit with their exit status"),
     "logs": ("logs", "print a job's output; -f follows it"),
     "fetch": ("fetch", "copy back the files a job staged out"),

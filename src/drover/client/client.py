@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         NodeInfo,
         OutputChunk,
         ParallelEnvironmentInfo,
+        PeTaskInfo,
         Ping,
         PriorityList,
         QueueInfo,
@@ -397,6 +398,35 @@ class Client:
             from drover.core.errors import Unavailable
 
             raise Unavailable(f"cannot reach the terminal of task {job_id}.{task}: {error}") from None
+
+    # -- tasks of a running parallel job on the hosts of its allocation (qrsh -inherit) --------
+
+    def start_pe_task(self, job_id: int, host: str, argv: list[str], task: int = 0, cwd: str | None = None,
+                      env: Mapping[str, str] | None = None) -> PeTaskInfo:
+        from drover.protocol.api import PeTaskInfo
+
+        payload: dict[str, Any] = {"host": host, "argv": list(argv), "task": task, "cwd": cwd,
+                                   "env": dict(env) if env is not None else None}
+        if self.munge_socket is not None and cwd is not None and env is not None:
+            # signed by its owner, as a job is, for the nodes that run signed jobs only
+            from drover.cluster import munge
+            from drover.cluster.signing import job_digest, signed_pe_task_request
+
+            payload["credential"] = munge.encode(
+                job_digest(signed_pe_task_request(job_id, host, list(argv), cwd, env)), self.munge_socket)
+        return self._post(f"/v1/jobs/{_segment(job_id)}/pe-tasks", PeTaskInfo, payload)
+
+    def pe_task(self, job_id: int, petask: str, task: int = 0) -> PeTaskInfo:
+        from drover.protocol.api import PeTaskInfo
+
+        return self._get(f"/v1/jobs/{_segment(job_id)}/pe-tasks/{_segment(petask)}", PeTaskInfo, task=task)
+
+    def pe_task_output(self, job_id: int, petask: str, stream: str = "stdout", offset: int = 0,
+                       task: int = 0) -> OutputChunk:
+        from drover.protocol.api import OutputChunk
+
+        return self._get(f"/v1/jobs/{_segment(job_id)}/pe-tasks/{_segment(petask)}/output", OutputChunk,
+                         stream=stream, offset=offset, task=task)
 
     # -- many hosts: join tokens (admins, local socket); joining and leaving (TLS) ----------------
 

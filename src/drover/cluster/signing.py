@@ -28,7 +28,7 @@ from typing import Any, NotRequired, TypedDict
 
 from drover.core.patterns import default_output, expand
 from drover.protocol.canonical import canonical
-from drover.protocol.node_channel import StartAttempt
+from drover.protocol.node_channel import StartAttempt, StartPeTask, task_script
 
 
 class Signed(TypedDict):
@@ -111,3 +111,27 @@ def outputs_as_signed(order: StartAttempt) -> bool:
     return config["stdout"] == made(config.get("output_pattern", "")) and \
         config["stderr"] == (made(error) if error is not None else None) and \
         config.get("done_output") == (made(done) if done else None)
+
+
+class SignedPeTask(TypedDict):
+    """What the owner signs of a task of their running parallel job (`qrsh -inherit`, `drover
+    task start`): which job, on which host, what it runs, where, with what environment."""
+
+    pe_task_of: int  # the job's id
+    host: str
+    script: str
+    workdir: str
+    environment: dict[str, str]
+
+
+def signed_pe_task_request(job_id: int, host: str, argv: list[str], workdir: str,
+                           environment: Mapping[str, str]) -> SignedPeTask:
+    return {"pe_task_of": job_id, "host": host, "script": task_script(argv), "workdir": workdir,
+            "environment": dict(environment)}
+
+
+def signed_pe_task_order(order: StartPeTask) -> SignedPeTask:
+    """The same, as a node's order says it."""
+    config = order.config
+    return {"pe_task_of": config["job_id"], "host": config["node"], "script": order.script,
+            "workdir": config["workdir"], "environment": config["environment"]}

@@ -63,7 +63,8 @@ class Relays:
         self.terminals: dict[int, Terminal] = {}
         self._ids = itertools.count(1)
 
-    async def read_output(self, node: str, attempt: str, stream: str, offset: int, limit: int) -> OutputRead:
+    async def read_output(self, node: str, attempt: str, stream: str, offset: int, limit: int,
+                          petask: str = "") -> OutputRead:
         """What the node answers for one read; Unavailable when the node is not connected or
         does not answer in time."""
         if self.channels.channel(node) is None:
@@ -71,7 +72,7 @@ class Relays:
         request = next(self._ids)
         answer: asyncio.Future[OutputRead] = asyncio.get_running_loop().create_future()
         self.reads[request] = (node, answer)
-        self.channels.send(node, ReadOutput(request, attempt, stream, offset, limit))
+        self.channels.send(node, ReadOutput(request, attempt, stream, offset, limit, petask))
         try:
             return await asyncio.wait_for(answer, READ_TIMEOUT_S)
         except TimeoutError:

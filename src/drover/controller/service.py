@@ -34,15 +34,21 @@ from drover.config_schema import (
     QueueSection,
     SchedulerSection,
 )
-from drover.controller import staged_files
-from drover.controller.auth import Caller
+from drover.controller import pe_tasks, staged_files
+from drover.controller.auth import Caller, Policy
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.fairshare import DecayedUsage
 from drover.controller.faults import EXIT_AFTER_SUBMIT, NO_FAULTS, Faults
 from drover.controller.handlers import queues
 from drover.controller.handlers.actions import MayTouch, act
-from drover.controller.handlers.dispatch import OrderOptions, schedule
+from drover.controller.handlers.dispatch import (
+    OrderOptions,
+    queue_nice,
+    queue_of,
+    schedule,
+    start_order,
+)
 from drover.controller.handlers.node_reports import (
     Report,
     drain_node,
@@ -56,6 +62,7 @@ from drover.controller.handlers.node_reports import (
 from drover.controller.handlers.submit import submit
 from drover.controller.lifecycle import fail_job
 from drover.controller.node_channels import NodeChannel, NodeChannels
+from drover.controller.pe_tasks import PeTask, PeTasks
 from drover.controller.relays import Relays
 from drover.controller.samples import LiveSamples
 from drover.controller.state import ControllerState
@@ -63,10 +70,19 @@ from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.ids import job_of_attempt, parse_job_ref
+from drover.core.job import Attempt
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
-from drover.protocol.node_channel import Exited, Heartbeat, Hello, NodeMessage, StagedOut
+from drover.protocol.node_channel import (
+    Exited,
+    Heartbeat,
+    Hello,
+    NodeMessage,
+    StagedOut,
+    StartPeTask,
+    task_script,
+)
 from drover.store.base import Changes, EventRecord, JobFilter, Store, SubmissionKey
 from drover.store.faults import StoreFault
 
@@ -157,6 +173,7 @@ class ControllerService:
         self.clock = clock
         self.channels = NodeChannels()
         self.relays = Relays(self.channels)  # users' reads of output and terminals on nodes
+        self.pe_tasks = PeTasks(self.channels, clock)  # tasks of running parallel jobs; in memory only
         self.samples = LiveSamples()  # what running attempts use now (`drover top`); in memory only
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
@@ -473,6 +490,7 @@ class ControllerService:
         for effect in outcome.effects:
             if isinstance(effect, SendToNode):
                 self.channels.send(effect.node, effect.message)
+                self.pe_tasks.stopping(effect.message)  # a stopped attempt's tasks stop with it
             elif isinstance(effect, SendMail):
                 asyncio.get_running_loop().create_task(self._mail(effect))
             elif isinstance(effect, JobEnded):
@@ -481,6 +499,8 @@ class ControllerService:
                         waiter.set_result(None)
                 if effect.queue and effect.queue not in emptied and self._mail_if_queue_finished(effect):
                     emptied.add(effect.queue)
+        if self.pe_tasks.attempts:
+            self.pe_tasks.sweep(self.state)  # the tasks of an attempt that ended are stopped
         if outcome.reschedule:
             self.request_schedule()
 
@@ -890,6 +910,25 @@ class ControllerService:
         self._run(handler, Scope(frozenset(_job_ids(refs)), self.state.next_job_id))
         return results
 
+    def start_pe_task(self, policy: Policy, caller: Caller, job_id: int, index: int, host: str, argv: list[str],
+                      cwd: str | None, env: Mapping[str, str] | None,
+                      credential: str | None = None) -> tuple[Attempt, PeTask]:
+        """A task of a running parallel job on one of its hosts (controller/pe_tasks.py), checked
+        first; its node gets the master's order made the task's."""
+        self._settle()  # the latest reports first: an attempt that just ended starts nothing
+        job, attempt = pe_tasks.check(self.state, self.orders.parallel_environments, policy, caller, job_id,
+                                      index, host)
+        rooms = {name: (cpu_ids, memory) for name, cpu_ids, memory in attempt.rooms(job.resources.memory_mib)}
+        master = start_order(job, attempt, self.orders, queue_nice(self.state, job, self.orders),
+                             queue_of(self.state, job, self.orders))
+
+        def order(petask: str) -> StartPeTask:
+            config = pe_tasks.task_order(master.config, host, rooms[host][0], rooms[host][1], petask, cwd, env,
+                                           credential)
+            return StartPeTask(attempt.name, petask, config, task_script(argv))
+
+        return attempt, self.pe_tasks.start(attempt, host, argv, order)
+
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
         """True once the job has ended (at once if it had), False if `timeout_s` passed first."""
         if job_id not in self.state.jobs:
@@ -916,6 +955,7 @@ class ControllerService:
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
         self.event_logs.node_connected(hello.node, self.store)  # the event logs it writes catch up
+        self.pe_tasks.node_connected(hello.node)  # the stops of its tasks it missed while away
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
@@ -928,6 +968,7 @@ class ControllerService:
         and tried again (`_keep_unsaved`)."""
         self._heard(node, messages)
         self.relays.take(node, messages)  # answers to users' reads and their terminals
+        self.pe_tasks.take(node, messages)  # the ends of parallel jobs' tasks
         self.event_logs.take(node, messages)  # answers to event log appends
         self.samples.take(node, messages)  # what its running attempts use, and which of them ended
         reports: list[Report] = [m for m in messages if isinstance(m, Report) and self._kept(m)]

@@ -82,6 +82,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     from drover.execd.event_logs import NodeEventLogs
     from drover.execd.faults import Faults
     from drover.execd.host import host_cpus, host_memory_mib, host_name, host_status
+    from drover.execd.pe_tasks import PeTasks
     from drover.execd.relays import NodeRelays
     from drover.execd.sampling import Sampler
     from drover.execd.shutdown_checkpoints import checkpoint_on_shutdown
@@ -94,6 +95,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         ReadOutput,
         SignalAttempt,
         StartAttempt,
+        StartPeTask,
+        StopPeTasks,
         TerminalInput,
     )
 
@@ -118,6 +121,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
 
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
     attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs)
+    # Tasks of running parallel jobs (GE's tight integration), each under a shepherd of its own.
+    pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs)
     relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals
     output_index.forget_old(spool_root)
     event_logs = NodeEventLogs(send, signed_jobs)  # jobs' event logs, for a controller that cannot be their owners
@@ -142,6 +147,9 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     channel.on(TerminalInput, relays.terminal_input)
     channel.on(CloseTerminal, relays.close_terminal)
     channel.on(AppendEventLog, event_logs.append)
+    channel.on(StartPeTask, pe_tasks.start)
+    channel.on(StopPeTasks, pe_tasks.stop)
+    pe_tasks.recover()  # first: an attempt directory made only for tasks is no attempt's to recover
     attempts.recover()
     sampler = Sampler(attempts.live, send, options.sample_s, enforcer=enforcer(options, send))  # every sample_s
     logging.getLogger("drover.execd").info(
@@ -162,6 +170,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     sampling.cancel()
     runner.cancel()
     attempts.close()
+    pe_tasks.close()
     await relays.close()
     await event_logs.close()
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drover.execd import attempt_records, output_index
+from drover.execd.pe_tasks import OUTPUT_DIR, PETASK_ID
 from drover.owner_process import OwnerProcess
 from drover.protocol.node_channel import (
     CloseTerminal,
@@ -58,7 +59,8 @@ class NodeRelays:
         self._spawn(self._read(order))
 
     async def _read(self, order: ReadOutput) -> None:
-        where = self._output_of(order.attempt, order.stream)
+        where = (self._task_output_of(order.attempt, order.petask, order.stream) if order.petask
+                 else self._output_of(order.attempt, order.stream))
         if isinstance(where, str):
             self.send(OutputRead(order.request, error=where))
             return
@@ -91,6 +93,19 @@ class NodeRelays:
         if record["identity"] is None and os.geteuid() == 0:
             return "the job's owner is not known on this node"  # never read as root
         return path, record["identity"]
+
+    def _task_output_of(self, attempt: str, petask: str, stream: str) -> tuple[str, IdentityRecord | None] | str:
+        """The same for a task of a parallel job on this node (execd/pe_tasks.py): its files in
+        its spool directory's `out/`, the owner's, read as the owner."""
+        if not ATTEMPT_NAME.fullmatch(attempt) or not PETASK_ID.fullmatch(petask) or stream not in ("stdout", "stderr"):
+            return "no such task or stream"
+        config = attempt_records.config(layout.SpoolDir(os.path.join(self.root, attempt), petask))
+        if config is None:
+            return f"task {petask} of attempt {attempt} is not on this node (or no longer)"
+        identity = config.get("identity")
+        if identity is None and os.geteuid() == 0:
+            return "the job's owner is not known on this node"  # never read as root
+        return os.path.join(self.root, attempt, petask, OUTPUT_DIR, stream), identity
 
     def _reader(self, identity: IdentityRecord | None) -> OwnerProcess:
         uid = identity["uid"] if identity is not None else None

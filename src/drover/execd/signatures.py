@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from drover.cluster import munge
-from drover.cluster.signing import job_digest, outputs_as_signed, signed_order
-from drover.protocol.node_channel import StartAttempt
+from drover.cluster.signing import job_digest, outputs_as_signed, signed_order, signed_pe_task_order
+from drover.protocol.node_channel import StartAttempt, StartPeTask
 
 log = logging.getLogger("drover.execd")
 
@@ -66,6 +66,24 @@ class SignedJobs:
         if not outputs_as_signed(order):
             return "the job's output or error file is not where the patterns its owner signed say"
         return None
+
+    def pe_task_refusal(self, order: StartPeTask) -> str | None:
+        """Why a task of a parallel job may not run here, or None: its owner signed, on the host
+        they started it from, exactly this command, working directory and environment, in this
+        job, on this node (cluster/signing.py, SignedPeTask)."""
+        config = order.config
+        opened = self._owners_credential(config.get("credential"), config["owner"])
+        if isinstance(opened, str):
+            why = opened.replace("the job is not signed", "the task is not signed")
+        elif config["node"] != self.node:
+            why = f"the order is for node {config['node']}, not this one ({self.node})"
+        elif opened.payload != job_digest(signed_pe_task_order(order)):
+            why = "what the task runs is not what its owner signed: its command, working directory or environment " \
+                  "was changed on its way"
+        else:
+            return None
+        log.warning("attempt %s: task %s refused: %s", order.attempt, order.petask, why)
+        return why
 
     def _owners_credential(self, credential: str | None, owner: str) -> munge.Opened | str:
         """The job's credential, opened: genuine, young enough, made by the uid `owner` has on this

@@ -145,6 +145,9 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     gres: dict[str, list[int]] = {}  # the devices it was given on its node: name → indices ({"gpu": [0, 2]})
     # A parallel job's other nodes and the CPUs it holds on each ({"n2": [0, 1]}); `node` is its master.
     other_nodes: dict[str, list[int]] = {}
+    # The tasks the running attempt started on its hosts (qrsh -inherit), while it runs: the
+    # controller keeps them in memory only (docs/parallel-environments.md).
+    pe_tasks: list[PeTaskInfo] = []
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):
@@ -608,3 +611,34 @@ class CheckpointInfo(msgspec.Struct, kw_only=True):
 
 class CheckpointList(msgspec.Struct):
     checkpoints: list[CheckpointInfo]
+
+
+class PeTaskRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Start a task of a running parallel job on one of its hosts (GE's `qrsh -inherit`)."""
+
+    host: str
+    argv: list[str]
+    task: int = 0  # the job's task (array index) whose attempt the task joins
+    cwd: str | None = None  # absolute; None: the job's working directory
+    env: dict[str, str] | None = None  # None: the job's environment
+    # The owner's MUNGE credential over what the task runs (cluster/signing.py, SignedPeTask),
+    # for nodes that run signed jobs only; made by `drover` on a host where munged runs.
+    credential: str | None = None
+
+
+class PeTaskInfo(msgspec.Struct, kw_only=True):
+    """A task of a parallel job on one of its hosts, while the job runs."""
+
+    job_id: int
+    task: int
+    attempt: int
+    petask: str  # GE's <petaskid>: "1", "2", ... in the attempt
+    host: str
+    argv: list[str]
+    started_at: float
+    ended_at: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    failure: str | None = None
+    exit_status: int | None = None  # what a shell would show: exit code, or 128 + signal; 1 for a failure
+    usage: Usage | None = None

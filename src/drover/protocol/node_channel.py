@@ -8,6 +8,8 @@ again and changes nothing), so either side may resend after a reconnect.
 
 from __future__ import annotations
 
+import shlex
+
 import msgspec
 
 from drover.records import AttemptOrder, ExitStatus, GivenUpStep, Usage
@@ -180,6 +182,7 @@ class ReadOutput(msgspec.Struct, tag="read_output"):
     stream: str  # "stdout" or "stderr"
     offset: int
     limit: int
+    petask: str = ""  # a task of a parallel job on this node (StartPeTask): its output, not the attempt's
 
 
 class OutputRead(msgspec.Struct, tag="output_read"):
@@ -246,10 +249,51 @@ class EventLogAppended(msgspec.Struct, tag="event_log_appended"):
     error: str | None = None  # why nothing was appended (the node's refusal, or the writer's)
 
 
+# -- tasks of a running parallel job, started on the hosts of its allocation -------------------
+# GE's tight integration (`qrsh -inherit`): "this job specific spool directory is created on each
+# execution host involved in the execution of the job, for each task a subdirectory <petaskid>
+# is created that holds the task specific spool files". The controller keeps the tasks in memory
+# only (controller/pe_tasks.py); the node runs each under a shepherd of its own (execd/pe_tasks.py).
+
+
+class StartPeTask(msgspec.Struct, tag="start_pe_task"):
+    """Run `script` (a command line) as task `petask` of the attempt, in spool/<attempt>/<petask>/.
+    `config`: the attempt's order as its master got it, with this host's CPUs, the task's working
+    directory and environment, and `pe_task` set."""
+
+    attempt: str
+    petask: str
+    config: AttemptOrder
+    script: str
+
+
+def task_script(argv: list[str]) -> str:
+    """A task's command line as the script the shepherd execs without bash (shepherd/launch.py,
+    `command_of`, reads it back): an `exec` line of the words, each quoted."""
+    return "#!/bin/bash\nexec " + " ".join(shlex.quote(word) for word in argv) + "\n"
+
+
+class StopPeTasks(msgspec.Struct, tag="stop_pe_tasks"):
+    """The attempt ends: stop every task of it on this node (their shepherds end them, their
+    cgroups with them) and remove their spool directories."""
+
+    attempt: str
+
+
+class PeTaskExited(msgspec.Struct, tag="pe_task_exited"):
+    """A task of a parallel job ended on this node: how, and what it used."""
+
+    attempt: str
+    petask: str
+    exit_status: ExitStatus
+    usage: Usage | None = None
+
+
 NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Progress | StagedOut | Exited
-               | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended)
+               | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended | PeTaskExited)
 ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack
-                     | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog)
+                     | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog
+                     | StartPeTask | StopPeTasks)
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])
 controller_decoder = msgspec.json.Decoder(list[ControllerMessage])

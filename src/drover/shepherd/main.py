@@ -110,7 +110,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
-    containment = choose(spool.name, config["memory_mib"], config["cpu_ids"], str(config.get("cluster", "")))
+    containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"], str(config.get("cluster", "")))
     # Where it is, for the execd to end it all should we die (in the spool's `containment` record).
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
     # GE's spool files "osjobid" and "processor_set_number" (spool_files.py).
@@ -167,6 +167,11 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # GE: PE start and stop only "if the job is a parallel job" (parallel.py).
     before_job, after_job = parallel.with_pe_methods(config, spool.path, methods(config, BEFORE_JOB),
                                                      methods(config, AFTER_JOB))
+    if config.get("pe_task"):
+        # GE process flow, tight integration: a task of a parallel job started on one of its
+        # hosts is only the command, under its own shepherd: the prologs, epilogs and PE
+        # procedures ran (or run) once, around the job's script on its master.
+        before_job, after_job = [], []
     switch = environments.Switch(config, trace)  # VOV 18/19: the named environments (environments.py)
     if before_job or after_job or switch:
         method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)

@@ -88,6 +88,12 @@ def run(command: str, argv: list[str]) -> int:
                     outcome.append(f"failed: {attempt.failure}")
                 if outcome:
                     print(f"      {'; '.join(outcome)}")
+                for pe_task in attempt.pe_tasks:  # started on its hosts by the job (qrsh -inherit)
+                    ended = (f"exit status {pe_task.exit_status}" + (f" ({pe_task.failure})" if pe_task.failure else "")
+                             if pe_task.ended_at is not None else "running")
+                    used = (f", CPU {pe_task.usage.user_cpu_s + pe_task.usage.sys_cpu_s:.1f}s"
+                            if pe_task.usage is not None else "")
+                    print(f"      task {pe_task.petask} on {pe_task.host}: {' '.join(pe_task.argv)[:60]}: {ended}{used}")
                 cleanup = attempt.cleanup
                 if cleanup and (task.state == "completing" or cleanup.get("error")):
                     line = f"      cleanup: done {', '.join(cleanup['done']) or 'nothing yet'}"

@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
         if any(g.key == "help" for g in given):
             print(usage("qrsh", OPTIONS, "[ command [ command_args ]]"))
             return 0
+        if any(g.key == "inherit" for g in given):
+            return _inherit(parsed.operands)
         arguments = drover_run_arguments(given, parsed.operands, sys.stdin.isatty())
     except GeUsageError as error:
         print(f"qrsh: {error}", file=sys.stderr)
@@ -45,6 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     from drover.cli.main import main as drover
 
     return drover(["run", *arguments])
+
+
+def _inherit(operands: list[str]) -> int:
+    """GE's tight integration: `qrsh -inherit HOST CMD [ARGS]`, from inside a running parallel job,
+    starts CMD on HOST (a host of the job's) as a task of the job, prints its output, and exits
+    with its status (`drover task start HOST -- CMD`)."""
+    if len(operands) < 2:
+        raise GeUsageError("-inherit: give the host and the command: qrsh -inherit HOST COMMAND [ARGS]", 1)
+    from drover.cli.commands.task import start_and_wait
+
+    return start_and_wait(operands[0], operands[1:], "qrsh")
 
 
 def drover_run_arguments(given: list[Given], command: list[str], on_terminal: bool) -> list[str]:

@@ -135,7 +135,9 @@ QRSH_OPTIONS = _in_man_order([
     Option(("-display",), R, MEANINGLESS, "DISPLAY is passed on with -v or -V like any variable",
            "display_specifier"),
     Option(("-h",), N, APPROX, "an interactive job is never held: ignored, with a warning"),
-    Option(("-inherit",), N, REFUSED, "Drover runs no remote task inside another job's allocation"),
+    Option(("-inherit",), N, OK, "inside a running parallel job whose PE has control_slaves = true: "
+           "`qrsh -inherit HOST CMD` runs CMD on HOST, one of the job's hosts, as a task of the job under its "
+           "own shepherd; its output is printed and its exit status returned (docs/parallel-environments.md)"),
     Option(("-noshell",), N, MEANINGLESS, "the command is run without a wrapping shell in any case"),
     Option(("-nostdin",), N, OK, "the job reads no input"),
     Option(("-now",), R, MEANINGLESS, "an interactive job starts as soon as it can in any case", "y[es]|n[o]"),

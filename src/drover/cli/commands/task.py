@@ -1,0 +1,77 @@
+"""drover task start HOST -- COMMAND: inside a running parallel job, run COMMAND on HOST, one of
+the job's hosts, as a task of the job under a shepherd of its own (GE's tight integration,
+`qrsh -inherit`); its stdout and stderr are printed here as it writes them, and the exit
+status is the task's.
+
+The job is the one the command runs in ($DROVER_JOB_ID, else Grid Engine's $JOB_ID; its task
+$DROVER_TASK_ID). The task starts in the current directory with the current environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from drover.core.errors import BadRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
+
+USAGE = "usage: drover task start HOST -- COMMAND [ARGS...]"
+POLL_S = (0.1, 1.0)  # the task's state and output are looked at this often, slower as it runs on
+
+
+def run(command: str, argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    if argv[0] != "start":
+        raise BadRequest(f"unknown action {argv[0]!r}: {USAGE}")
+    rest = argv[1:]
+    if len(rest) < 3 or rest[1] != "--":
+        raise BadRequest(USAGE)
+    return start_and_wait(rest[0], rest[2:], "drover task")
+
+
+def own_job() -> tuple[int, int]:
+    """The job (and its task index) the caller runs in, from the environment its shepherd made."""
+    text = os.environ.get("DROVER_JOB_ID") or os.environ.get("JOB_ID") or ""
+    if not text.isdigit():
+        raise BadRequest("not inside a job: neither DROVER_JOB_ID nor JOB_ID is set; a task is started "
+                         "from inside a running parallel job")
+    index = os.environ.get("DROVER_TASK_ID", "0")
+    return int(text), int(index) if index.isdigit() else 0
+
+
+def start_and_wait(host: str, argv: list[str], prog: str) -> int:
+    from drover.cli.common import client
+
+    job_id, index = own_job()
+    with client(timeout_s=None) as api:
+        started = api.start_pe_task(job_id, host, argv, task=index, cwd=os.getcwd(), env=dict(os.environ))
+        return _follow(api, job_id, index, started.petask, prog)
+
+
+def _follow(api: Client, job_id: int, index: int, petask: str, prog: str) -> int:
+    """Print the task's output as it comes, until it ended and all of it is printed."""
+    offsets = {"stdout": 0, "stderr": 0}
+    outs = {"stdout": sys.stdout.buffer, "stderr": sys.stderr.buffer}
+    delay = POLL_S[0]
+    while True:
+        info = api.pe_task(job_id, petask, task=index)
+        ended = info.ended_at is not None
+        for stream, out in outs.items():
+            while True:
+                chunk = api.pe_task_output(job_id, petask, stream, offsets[stream], task=index)
+                if not chunk.data:
+                    break
+                out.write(chunk.data)
+                out.flush()
+                offsets[stream] += len(chunk.data)
+        if ended:
+            if info.failure:
+                print(f"{prog}: task {petask} on {info.host}: {info.failure}", file=sys.stderr)
+            return info.exit_status if info.exit_status is not None else 1
+        time.sleep(delay)
+        delay = min(delay * 1.5, POLL_S[1])

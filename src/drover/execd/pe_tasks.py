@@ -1,0 +1,225 @@
+"""Tasks of a running parallel job on this node: GE's tight integration (`qrsh -inherit`).
+
+Process flow, spool files: "If the job is a parallel job with a tight integration, this job
+specific spool directory is created on each execution host involved in the execution of the
+job, for each task a subdirectory <petaskid> is created that holds the task specific spool
+files." So a task lives in spool/<job>.<task>.<attempt>/<petaskid>/: on the master's host inside
+the attempt's own spool directory, on another host of the job in one made here for its tasks.
+The node, as root, only creates directories beneath its own spool; the task's shepherd (forked
+by the fork server, like an attempt's) runs the command as the job's owner, its output in the
+task's `out/` directory, which the owner owns (read back by NodeRelays as the owner).
+
+A task's shepherd runs the firing sequence with `pe_task` set: no prolog, epilog or PE
+procedure, its own cgroup (<attempt>.<petaskid>). Its end is reported (PeTaskExited), once.
+The controller keeps tasks in memory only: an execd restarted while tasks run ends them
+(`recover`), and their reports are not sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drover.execd import lost_shepherd
+from drover.execd.attempts import Spawner
+from drover.execd.identities import Identities
+from drover.protocol.node_channel import PeTaskExited, StartPeTask, StopPeTasks
+from drover.records import AttemptConfig, ExitStatus, NodeOptions
+from drover.spool import layout
+from drover.spool.atomic import read_json, write_atomically, write_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.execd.signatures import SignedJobs
+
+log = logging.getLogger("drover.execd")
+ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+PETASK_ID = re.compile(r"[1-9][0-9]{0,8}")
+OUTPUT_DIR = "out"  # in a task's directory: the owner's, where its stdout and stderr go
+MADE_FOR_TASKS = "pe_tasks"  # in an attempt directory this node made only for tasks
+STOPPED_KEPT = 1000  # the attempts told to stop that are remembered, so a late start is refused
+
+
+@dataclass(slots=True)
+class LiveTask:
+    attempt: str
+    petask: str
+    spool: layout.SpoolDir  # spool/<attempt>/<petask>
+    shepherd_pid: int
+    pidfd: int | None = None
+
+
+class PeTasks:
+    def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], node_options: NodeOptions,
+                 identities: Identities, signed_jobs: SignedJobs | None) -> None:
+        self.root = root
+        self.spawner = spawner
+        self.send = send
+        self.node_options = node_options
+        self.identities = identities
+        self.signed_jobs = signed_jobs  # require_signed_jobs: each task's signature checked first
+        self.live: dict[tuple[str, str], LiveTask] = {}
+        self.stopped: set[str] = set()  # attempts whose tasks were told to stop
+        self._loop = asyncio.get_running_loop()
+
+    def task_dir(self, attempt: str, petask: str) -> str | None:
+        if not ATTEMPT_NAME.fullmatch(attempt) or not PETASK_ID.fullmatch(petask):
+            return None
+        return os.path.join(self.root, attempt, petask)
+
+    # -- orders -------------------------------------------------------------------------------
+
+    def start(self, order: StartPeTask) -> None:
+        path = self.task_dir(order.attempt, order.petask)
+        if path is None or (order.attempt, order.petask) in self.live or os.path.exists(path):
+            return  # not a task's name, or a repeated order
+        if order.attempt in self.stopped:
+            self._refused(order, "the job's attempt ended on this node")
+            return
+        if self.signed_jobs is not None:
+            unsigned = self.signed_jobs.pe_task_refusal(order)
+            if unsigned is not None:
+                self._refused(order, unsigned)
+                return
+        identity, refusal = self.identities.for_job(order.config["owner"])
+        if refusal is not None:
+            self._refused(order, refusal)
+            return
+        attempt_dir = os.path.join(self.root, order.attempt)
+        as_root = os.geteuid() == 0
+        try:
+            if not os.path.isdir(attempt_dir):
+                # "created on each execution host involved in the execution of the job"
+                os.mkdir(attempt_dir, 0o711 if as_root else 0o700)
+                write_atomically(os.path.join(attempt_dir, MADE_FOR_TASKS), b"")
+            os.mkdir(path, 0o711 if as_root else 0o700)  # the owner's job reaches its TMPDIR below
+            spool = layout.SpoolDir(attempt_dir, order.petask)
+            out = os.path.join(path, OUTPUT_DIR)
+            os.mkdir(out, 0o700)
+            if identity is not None:
+                os.chown(out, identity["uid"], identity["gid"])
+            config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
+            config["pe_task"] = order.petask
+            config["containment_name"] = f"{order.attempt}.{order.petask}"
+            config["stdout"] = os.path.join(out, "stdout")
+            config["stderr"] = os.path.join(out, "stderr")
+            config["open_mode"] = "truncate"
+            write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o500)
+            if identity is not None:
+                os.chown(spool.record(layout.JOB_SCRIPT), identity["uid"], identity["gid"])
+            write_json(spool.record(layout.CONFIG), config)  # last: its presence means complete
+            pid = self.spawner.spawn(path)
+        except Exception as error:  # the disk is full, the fork server cannot fork: the task fails, visibly
+            log.error("attempt %s: could not start task %s: %s", order.attempt, order.petask, error)
+            shutil.rmtree(path, ignore_errors=True)
+            self._refused(order, f"the node could not start the task: {error}")
+            return
+        log.info("attempt %s: task %s started (shepherd %d)", order.attempt, order.petask, pid)
+        self._watch(LiveTask(order.attempt, order.petask, spool, pid))
+
+    def stop(self, order: StopPeTasks) -> None:
+        """The attempt ended: each of its tasks' shepherds is told to stop its task (SIGTERM: the
+        warning signal, the grace, SIGKILL, then everything in its cgroup killed)."""
+        if not ATTEMPT_NAME.fullmatch(order.attempt):
+            return
+        self.stopped.add(order.attempt)
+        if len(self.stopped) > STOPPED_KEPT:  # only a late order needs them: the oldest go
+            self.stopped.discard(min(self.stopped, key=_attempt_key))
+        running = [task for task in self.live.values() if task.attempt == order.attempt]
+        for task in running:
+            try:
+                os.kill(task.shepherd_pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        if not running:
+            self._remove(order.attempt)
+
+    # -- watching -----------------------------------------------------------------------------
+
+    def _watch(self, task: LiveTask) -> None:
+        self.live[task.attempt, task.petask] = task
+        try:
+            task.pidfd = os.pidfd_open(task.shepherd_pid)
+        except ProcessLookupError:
+            self._loop.call_soon(self._gone, task.attempt, task.petask)
+            return
+        self._loop.add_reader(task.pidfd, self._gone, task.attempt, task.petask)
+
+    def _gone(self, attempt: str, petask: str) -> None:
+        task = self.live.pop((attempt, petask), None)
+        if task is None:
+            return
+        if task.pidfd is not None:
+            self._loop.remove_reader(task.pidfd)
+            os.close(task.pidfd)
+        exit_status = read_json(task.spool.record(layout.EXIT_STATUS))
+        if exit_status is None:  # the shepherd died without a record: end what it left
+            _end_contained(task)
+            exit_status = _failed("the task's shepherd was lost")
+        self.send(PeTaskExited(attempt, petask, exit_status, read_json(task.spool.record(layout.USAGE))))
+        if attempt in self.stopped and not any(t.attempt == attempt for t in self.live.values()):
+            self._remove(attempt)
+
+    def _remove(self, attempt: str) -> None:
+        """The ended attempt's task directories go; a directory made only for them goes too (the
+        master's own spool directory is its cleanup's to remove)."""
+        attempt_dir = os.path.join(self.root, attempt)
+        if os.path.exists(os.path.join(attempt_dir, MADE_FOR_TASKS)):
+            shutil.rmtree(attempt_dir, ignore_errors=True)
+            return
+        try:
+            names = [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name)]
+        except OSError:
+            return
+        for name in names:
+            shutil.rmtree(os.path.join(attempt_dir, name), ignore_errors=True)
+
+    def recover(self) -> None:
+        """At the execd's start: tasks its predecessor started are no longer the controller's to
+        know of; what is left of them is ended and removed."""
+        for name in layout.attempt_names(self.root):
+            attempt_dir = os.path.join(self.root, name)
+            try:
+                petasks = [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name)]
+            except OSError:
+                continue
+            for petask in petasks:
+                _end_contained(LiveTask(name, petask, layout.SpoolDir(attempt_dir, petask), 0))
+            self._remove(name)
+
+    def _refused(self, order: StartPeTask, why: str) -> None:
+        log.warning("attempt %s: task %s not started: %s", order.attempt, order.petask, why)
+        self.send(PeTaskExited(order.attempt, order.petask, _failed(why)))
+
+    def close(self) -> None:
+        for task in self.live.values():
+            if task.pidfd is not None:
+                self._loop.remove_reader(task.pidfd)
+                os.close(task.pidfd)
+
+
+def _attempt_key(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in name.split("."))
+
+
+def _end_contained(task: LiveTask) -> None:
+    """SIGKILL what is in the task's cgroup and remove it (lost_shepherd.end_attempt, which checks
+    that a cgroup is the one named for the task before it touches it)."""
+    named = layout.SpoolDir(task.spool.root, task.petask)
+    named.name = f"{task.attempt}.{task.petask}"  # the cgroup's name; `path` stays the task's directory
+    try:
+        lost_shepherd.end_attempt(named)
+    except OSError as error:
+        log.warning("attempt %s: task %s: cannot end what is left of it: %s", task.attempt, task.petask, error)
+
+
+def _failed(why: str) -> ExitStatus:
+    return {"exit_code": None, "signal": None, "failure": why, "timed_out": False, "terminated": False,
+            "out_of_memory": False}

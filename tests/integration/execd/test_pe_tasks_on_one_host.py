@@ -1,0 +1,78 @@
+"""Tight integration on one host (GE process flow: "for each task a subdirectory <petaskid> is
+created that holds the task specific spool files"): a job of a PE with control_slaves = true
+starts tasks on its own host with `drover task start` and `qrsh -inherit`; each prints its output
+through the caller and exits with its status; a task's spool directory is in the attempt's; a
+task still running when the job is cancelled is killed with it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster, log_tails
+from tests.helpers.wait import wait_until
+
+CONFIG = """[parallel_environments.mpi]
+slots = 4
+allocation_rule = "$pe_slots"
+control_slaves = true
+
+[parallel_environments.loose]
+slots = 4
+allocation_rule = "$pe_slots"
+"""
+
+
+def test_tasks_on_the_jobs_own_host_print_their_output_and_return_their_status(tmp_path: Path) -> None:
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        qrsh = f"{sys.executable} -m drover.compat.gridengine.qrsh"
+        script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- sh -c "echo out \\$DROVER_NODE; '
+                  f'echo err >&2; exit 3"; echo "status $?"; '
+                  f'{qrsh} -inherit "$DROVER_NODE" sh -c "echo inherited; pwd"; echo "status $?"')
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        assert cluster.drover("wait", str(job)).returncode == 0
+        node = cluster.drover_json("nodes")[0]["name"]
+        out = (cluster.workdir / f"drover-{job}.out").read_text()
+        assert out.splitlines() == [f"out {node}", "err", "status 3", "inherited", str(cluster.workdir), "status 0"], out
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_task_has_its_spool_subdirectory_and_dies_with_the_job(tmp_path: Path) -> None:
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        marker = tmp_path / "pid"
+        script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- sh -c "echo \\$\\$ > {marker}; '
+                  'exec sleep 300"')
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        wait_until(lambda: marker.exists() and marker.read_text().strip() != "", timeout=60,
+                   describe="the task to run")
+        pid = int(marker.read_text())
+        spool = cluster.state_dir / "spool" / f"{job}.0.1" / "1"
+        assert (spool / "config").exists() and (spool / "out").is_dir()
+        shown = cluster.drover_json("show", str(job))
+        shown = shown[0] if isinstance(shown, list) else shown
+        (attempt,) = shown["tasks"][0]["attempts"]
+        (task,) = attempt["pe_tasks"]
+        assert (task["petask"], task["host"], task["ended_at"]) == ("1", attempt["node"], None), task
+        assert "task 1 on" in cluster.drover("show", str(job)).stdout
+        cluster.drover("cancel", str(job))
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30, describe="the task killed")
+        cluster.drover("wait", str(job), check=False)
+        refused = cluster.submit("--pe", "loose", "1", "--", "bash", "-c",
+                                 f'{sys.executable} -m drover task start "$DROVER_NODE" -- true')
+        cluster.drover("wait", str(refused), check=False)
+        err = (cluster.workdir / f"drover-{refused}.out").read_text()
+        assert "control_slaves = false" in err, err
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
