@@ -13,7 +13,8 @@ The task gets the next <petaskid> of its attempt ("1", "2", ...) and its node a 
 The tasks are kept in memory only, with their attempt: they die with it (`sweep`, `stopping`
 send each host that ran one a StopPeTasks), and a restarted controller knows none of them (the
 nodes end theirs when their execd restarts; a task whose controller restarted runs on until its
-attempt ends, and its end is not heard).
+attempt ends, and its end is not heard). A stopped attempt's tasks are kept until each reported
+its end, or KEEP_STOPPED_S: their usage is counted in the attempt's (pe_usage.py).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller import parallel_envs
+from drover.controller import parallel_envs, pe_usage
 from drover.controller.auth import Caller, Policy
 from drover.controller.node_channels import NodeChannels
 from drover.controller.state import ControllerState
@@ -34,6 +35,7 @@ from drover.core.job_state import JobState
 from drover.protocol.node_channel import PeTaskExited, SignalAttempt, StartPeTask, StopPeTasks
 from drover.records import AttemptOrder, ExitStatus, Usage
 
+KEEP_STOPPED_S = 600.0  # how long a stopped attempt's tasks are waited for (their usage is counted)
 MAX_TASKS = 10_000  # per attempt: a runaway loop of qrsh -inherit is refused past it
 LIVE = (JobState.RUNNING, JobState.SUSPENDED)
 # What of the master's order a task does not take: GE's petasks run no prolog, epilog or PE
@@ -63,6 +65,7 @@ class AttemptTasks:
     tasks: dict[str, PeTask] = field(default_factory=dict)
     next_id: int = 1
     stopped: bool = False
+    stopped_at: float | None = None  # kept a while after, for its tasks' ends (and usage) to arrive
 
 
 def check(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection], policy: Policy,
@@ -114,6 +117,9 @@ class PeTasks:
         self.attempts: dict[str, AttemptTasks] = {}
         # Stops for nodes that were not connected when their attempt ended: sent when they are again.
         self.unsent: dict[str, set[str]] = {}
+        # The ended tasks' usage not yet counted in their attempt's (pe_usage.py; the working
+        # set's `pe_usage`).
+        self.ended: pe_usage.Ended = {}
 
     def start(self, attempt: Attempt, host: str, argv: list[str], build: Callable[[str], StartPeTask]) -> PeTask:
         """Record a new task of `attempt` on `host` and send its node the order `build(petask)` makes."""
@@ -142,8 +148,10 @@ class PeTasks:
             raise NotFound(f"no task {petask} of attempt {attempt} (tasks are known while their job runs)")
         return task
 
-    def take(self, node: str, messages: Sequence[Any]) -> None:
-        """A node's reports of its tasks' ends (one node cannot report another's tasks)."""
+    def take(self, node: str, messages: Sequence[Any]) -> list[str]:
+        """A node's reports of its tasks' ends (one node cannot report another's tasks); the
+        attempts whose tasks' usage grew, to be counted in the attempt's (`ended`)."""
+        grew: list[str] = []
         for message in messages:
             if not isinstance(message, PeTaskExited):
                 continue
@@ -152,6 +160,12 @@ class PeTasks:
             if task is None or task.host != node or task.exit_status is not None:
                 continue
             task.exit_status, task.usage, task.ended_at = message.exit_status, message.usage, self.clock()
+            if message.usage is not None:
+                pe_usage.add(self.ended, message.attempt, message.usage)
+                grew.append(message.attempt)
+            if tasks is not None and tasks.stopped and all(t.exit_status is not None for t in tasks.tasks.values()):
+                del self.attempts[message.attempt]  # its last task's end: nothing more to wait for
+        return grew
 
     def stopping(self, message: object) -> None:
         """An order to a node: when it stops an attempt, its tasks are stopped at once on every host."""
@@ -165,13 +179,15 @@ class PeTasks:
             task = job.tasks.get(tasks.index) if job is not None else None
             if task is None or task.attempt != tasks.number or task.state not in LIVE:
                 self._stop(name)
-                del self.attempts[name]
+                waited = self.clock() - (tasks.stopped_at or 0.0) > KEEP_STOPPED_S
+                if waited or all(t.exit_status is not None for t in tasks.tasks.values()):
+                    del self.attempts[name]
 
     def _stop(self, attempt: str) -> None:
         tasks = self.attempts.get(attempt)
         if tasks is None or tasks.stopped:
             return
-        tasks.stopped = True
+        tasks.stopped, tasks.stopped_at = True, self.clock()
         for host in sorted({task.host for task in tasks.tasks.values()}):
             if self.channels.channel(host) is None:
                 waiting = self.unsent.setdefault(host, set())

@@ -34,7 +34,7 @@ from drover.config_schema import (
     QueueSection,
     SchedulerSection,
 )
-from drover.controller import pe_tasks, staged_files
+from drover.controller import pe_tasks, pe_usage, staged_files
 from drover.controller.auth import Caller, Policy
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
@@ -69,7 +69,7 @@ from drover.controller.state import ControllerState
 from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
-from drover.core.ids import job_of_attempt, parse_job_ref
+from drover.core.ids import job_of_attempt, parse_attempt_name, parse_job_ref
 from drover.core.job import Attempt
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
@@ -206,6 +206,7 @@ class ControllerService:
     def _load(self) -> ControllerState:
         state = ControllerState.from_working_set(self.store.load_working_set())
         state.usage = self.usage
+        state.pe_usage = self.pe_tasks.ended  # kept across reloads, as the tasks are
         # No node is connected to a controller that just started; each says hello when it is.
         changes = Changes()
         for node in state.nodes.values():
@@ -968,7 +969,8 @@ class ControllerService:
         and tried again (`_keep_unsaved`)."""
         self._heard(node, messages)
         self.relays.take(node, messages)  # answers to users' reads and their terminals
-        self.pe_tasks.take(node, messages)  # the ends of parallel jobs' tasks
+        for attempt in self.pe_tasks.take(node, messages):  # the ends of parallel jobs' tasks
+            self._count_pe_usage(attempt)
         self.event_logs.take(node, messages)  # answers to event log appends
         self.samples.take(node, messages)  # what its running attempts use, and which of them ended
         reports: list[Report] = [m for m in messages if isinstance(m, Report) and self._kept(m)]
@@ -984,6 +986,39 @@ class ControllerService:
         else:
             self._frames.append((node, reports))
         self._queue_group()
+
+    def _count_pe_usage(self, name: str) -> None:
+        """Tasks of attempt `name` ended: an attempt that ended already has their usage added to
+        its record now (one that runs has it added when it ends, `_exiting`); an ended job's
+        attempt is no longer in the working set, and is read from the store. Taken from
+        `pe_tasks.ended` once committed, so a refused commit leaves it to count again."""
+        try:
+            job_id, index, number = parse_attempt_name(name)
+        except ValueError:
+            self.pe_tasks.ended.pop(name, None)
+            return
+        key = (job_id, index, number)
+        running = self.state.attempts.get(key)
+        if running is not None and running.exit is None:
+            return  # counted when it ends
+
+        def handler() -> Outcome:
+            outcome = Outcome()
+            attempt = self.state.attempts.get(key) or next(
+                (a for a in self.store.attempts_of(job_id) if (a.index, a.number) == (index, number)), None)
+            if attempt is not None and attempt.exit is not None and name in self.pe_tasks.ended:
+                attempt.usage = pe_usage.fold(attempt.usage, self.pe_tasks.ended[name])
+                outcome.changes.attempt(attempt)
+            return outcome
+
+        try:
+            self._run(handler, Scope(jobs=frozenset({job_id})))
+        except DroverError as fault:
+            log.error("the usage of the tasks of %s is not counted yet: %s", name, fault)
+            return
+        running = self.state.attempts.get(key)
+        if running is None or running.exit is not None:  # counted (or its attempt is gone)
+            self.pe_tasks.ended.pop(name, None)
 
     def _keep_unsaved(self, node: str, reports: list[Report]) -> None:
         """Keep what the node will not send again, and try it again with back-off (0.5 s,

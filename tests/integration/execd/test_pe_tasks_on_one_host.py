@@ -7,6 +7,8 @@ task still running when the job is cancelled is killed with it."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,6 +73,62 @@ def test_a_task_has_its_spool_subdirectory_and_dies_with_the_job(tmp_path: Path)
         cluster.drover("wait", str(refused), check=False)
         err = (cluster.workdir / f"drover-{refused}.out").read_text()
         assert "control_slaves = false" in err, err
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass\n"
+
+
+def test_a_tasks_cpu_time_is_in_its_jobs_accounting(tmp_path: Path) -> None:
+    """As Slurm counts its steps' usage in the job's: a task that burns 1.5 s of CPU while the job
+    script only waits for it shows in the job's usage (`drover show`, `drover history`, qacct)."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        burn = tmp_path / "burn.py"
+        burn.write_text(BURN)
+        script = f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {burn}'
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        assert cluster.drover("wait", str(job)).returncode == 0
+        shown = cluster.drover_json("show", str(job))
+        shown = shown[0] if isinstance(shown, list) else shown
+        (attempt,) = shown["tasks"][0]["attempts"]
+        assert attempt["usage"]["user_cpu_s"] + attempt["usage"]["sys_cpu_s"] >= 1.4, attempt["usage"]
+        (row,) = cluster.drover_json("history", "--job", str(job))
+        assert row["usage"]["user_cpu_s"] + row["usage"]["sys_cpu_s"] >= 1.4, row
+        qacct = subprocess.run([sys.executable, "-m", "drover.compat.gridengine.qacct", "-j", str(job)],
+                               capture_output=True, text=True, env=cluster.env, cwd=cluster.workdir, timeout=60)
+        (cpu,) = re.findall(r"^cpu\s+(\S+)", qacct.stdout, re.M)
+        assert float(cpu) >= 1.4, qacct.stdout + qacct.stderr
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_task_stopped_with_its_job_is_counted_when_it_ends_after_it(tmp_path: Path) -> None:
+    """A task still burning CPU when its job script exits is stopped with the attempt; its usage,
+    which arrives after the job's, is added to the job's accounting then."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        burn, marker = tmp_path / "forever.py", tmp_path / "burning"
+        burn.write_text(f"open({str(marker)!r}, 'w').close()\nwhile True:\n    pass\n")
+        script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {burn} & '
+                  f'while [ ! -e {marker} ]; do sleep 0.1; done; sleep 1.5')
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        cluster.drover("wait", str(job), check=False)
+
+        def cpu() -> float:
+            (row,) = cluster.drover_json("history", "--job", str(job))
+            return row["usage"]["user_cpu_s"] + row["usage"]["sys_cpu_s"] if row["usage"] else 0.0
+
+        wait_until(lambda: cpu() >= 0.5, timeout=30, describe="the stopped task's CPU time counted")
     except BaseException:
         print(log_tails(cluster.state_dir))
         raise

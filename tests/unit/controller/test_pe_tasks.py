@@ -10,21 +10,24 @@ from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  
 
 from drover.cluster.signing import job_digest, signed_pe_task_order, signed_pe_task_request
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller import pe_tasks
+from drover.controller import pe_tasks, pe_usage
 from drover.controller.auth import Caller, Policy
 from drover.controller.handlers.dispatch import OrderOptions, schedule
+from drover.controller.handlers.node_reports import on_reports
 from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannels
 from drover.controller.parallel_envs import in_effect
 from drover.core.errors import Conflict, Forbidden
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
+    Exited,
     PeTaskExited,
     StartAttempt,
     StartPeTask,
     StopPeTasks,
     task_script,
 )
+from drover.records import Usage
 
 PES = in_effect({"mpi": ParallelEnvironmentSection(slots=64, allocation_rule="$round_robin", control_slaves=True),
                  "loose": ParallelEnvironmentSection(slots=64, allocation_rule="$round_robin")})
@@ -116,6 +119,8 @@ def test_tasks_get_ids_their_end_is_recorded_and_they_stop_when_the_attempt_ends
     world.exited(order.attempt, OK)
     tasks.sweep(world.state)
     assert channels.sent[2:] == [("n2", StopPeTasks(attempt.name))]
+    assert tasks.attempts[attempt.name].stopped  # kept for the end of its task 2
+    tasks.take("n2", [PeTaskExited(attempt.name, "2", OK)])
     assert not tasks.attempts
 
 
@@ -151,3 +156,57 @@ def test_a_node_away_when_the_attempt_ended_is_told_to_stop_its_tasks_when_it_is
     assert len(channels.sent) == 1 and tasks.unsent == {"n2": {attempt.name}}
     tasks.node_connected("n2")
     assert channels.sent[1:] == [("n2", StopPeTasks(attempt.name))] and not tasks.unsent
+
+
+def _usage(cpu_s: float, rss_kib: int, **more: float) -> Usage:
+    return Usage(user_cpu_s=cpu_s, sys_cpu_s=0.0, max_rss_kib=rss_kib, minor_faults=1, major_faults=0,
+                 voluntary_switches=1, involuntary_switches=0, wall_s=10.0, started_at=1.0, ended_at=11.0,
+                 **more)  # type: ignore[typeddict-item]
+
+
+def test_a_tasks_usage_is_counted_in_its_attempts_whether_it_ends_before_or_after_it(world: World) -> None:  # noqa: F811
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    world.started(order.attempt)
+    _, attempt = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    tasks = pe_tasks.PeTasks(_Channels(), lambda: 5.0)
+    world.state.pe_usage = tasks.ended  # as the controller shares them
+    for _ in range(3):
+        tasks.start(attempt, "n2", ["burn"], lambda petask: StartPeTask(
+            attempt.name, petask, pe_tasks.task_order(order.config, "n2", [0], 200, petask, None, None), ""))
+    assert tasks.take("n2", [PeTaskExited(attempt.name, "1", OK, _usage(2.0, 5000, cgroup_cpu_s=3.0))]) \
+        == [attempt.name]
+    assert tasks.take("n2", [PeTaskExited(attempt.name, "2", OK, _usage(4.0, 100))]) == [attempt.name]
+    world.run(on_reports(world.state, "n1", [Exited(attempt.name, dict(OK), _usage(1.0, 1000,  # type: ignore[arg-type]
+                                                                                     cgroup_cpu_s=1.5))], world.now))
+    assert attempt.name not in tasks.ended  # counted
+    (stored,) = world.store.attempts_of(job)
+    counted = stored.usage
+    assert counted is not None
+    # The master's 1.5 s and the tasks' 3 s (their cgroup's) and 4 s; the largest memory.
+    assert (counted["cgroup_cpu_s"], counted["user_cpu_s"], counted["max_rss_kib"]) == (8.5, 7.0, 5000)
+    assert (counted["wall_s"], counted["minor_faults"]) == (10.0, 3)  # the master's wall time; counters add
+    # The last task ends after its attempt: counted at once, on top (the controller commits it).
+    tasks.take("n2", [PeTaskExited(attempt.name, "3", OK, _usage(0.5, 9000, cgroup_peak_memory_bytes=1 << 30))])
+    late = pe_usage.fold(counted, tasks.ended.pop(attempt.name))
+    assert late is not None and (late["cgroup_cpu_s"], late["max_rss_kib"], late["cgroup_peak_memory_bytes"]) == (
+        9.0, 9000, 1 << 30)
+    tasks.sweep(world.state)  # stopped, and every task reported: forgotten
+    assert not tasks.attempts
+
+
+def test_a_stopped_attempt_is_kept_for_its_tasks_ends_for_a_while(world: World) -> None:  # noqa: F811
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    world.started(order.attempt)
+    _, attempt = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    now = [5.0]
+    tasks = pe_tasks.PeTasks(_Channels(), lambda: now[0])
+    tasks.start(attempt, "n2", ["sleep", "60"], lambda petask: StartPeTask(
+        attempt.name, petask, pe_tasks.task_order(order.config, "n2", [0], 200, petask, None, None), ""))
+    world.exited(order.attempt, OK)
+    tasks.sweep(world.state)
+    assert attempt.name in tasks.attempts  # its task has not reported its end yet
+    now[0] += pe_tasks.KEEP_STOPPED_S + 1
+    tasks.sweep(world.state)
+    assert not tasks.attempts

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from drover.core.accounting import summarise
-from drover.store.base import HistoryFilter, StoreReader, open_store
+from drover.store.base import Changes, HistoryFilter, StoreReader, open_store
 from drover.store.database import Database as RawDatabase
 from drover.store.sql_store import Db, SqlStore
 
@@ -118,6 +118,23 @@ def test_a_record_follows_its_task_and_goes_with_its_attempt(store: tuple[SqlSto
     with made.transaction() as db:
         db.execute("DELETE FROM attempts WHERE job_id = 4")
     assert keys(reader, owner="carol") == []
+
+
+def test_a_record_follows_its_attempts_usage_rewritten_whole(store: tuple[SqlStore, StoreReader]) -> None:
+    """A parallel job's tasks that end after its master add to its usage (controller/pe_usage.py):
+    the store writes the attempt again whole, and its record counts the tasks."""
+    made, reader = store
+    (attempt,) = made.attempts_of(1)
+    assert attempt.usage is not None
+    attempt.usage = dict(attempt.usage, user_cpu_s=100.0, cgroup_cpu_s=130.0,  # type: ignore[typeddict-item]
+                         cgroup_peak_memory_bytes=1 << 31)
+    changes = Changes()
+    changes.attempt(attempt)
+    made.commit(changes)
+    (fact,) = reader.accounting_facts(HistoryFilter(job_id=1))
+    assert (fact.cpu_s, fact.peak_bytes) == (130.0, 1 << 31)
+    (record,) = reader.history(None, 10, None, where=HistoryFilter(job_id=1))
+    assert record.usage is not None and record.usage["cgroup_cpu_s"] == 130.0
 
 
 def test_the_migration_records_attempts_that_ended_before_it(store_url: str) -> None:

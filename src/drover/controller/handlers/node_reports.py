@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drover.controller import pe_usage
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers.actions import stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
@@ -396,7 +397,8 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
         return
     record = report.exit_status
     attempt.exit = record
-    attempt.usage = report.usage
+    # Its tasks that ended before it are counted in its usage (pe_usage.py).
+    attempt.usage = pe_usage.fold(report.usage, state.pe_usage.pop(attempt.name, None))
     attempt.started_at = attempt.started_at or report.started_at
     attempt.ended_at = report.usage["ended_at"] if report.usage else now
     owner = state.jobs[attempt.job_id].owner if attempt.job_id in state.jobs else None

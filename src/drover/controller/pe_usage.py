@@ -1,0 +1,60 @@
+"""What a parallel job's tasks used, counted in its attempt's usage (as Slurm counts its steps'
+usage in the job's): their CPU time is added to the master's, their memory peak is a peak like
+any other (the largest). The attempt keeps one usage record, so `drover show`, `drover
+history`, `qacct` and `sacct` count the tasks where they count the job script, and the store's
+accounting row (made from the attempt's usage) counts them too.
+
+A task that ends while its attempt runs waits here (`Ended`, in memory only) for the master's
+usage; one that ends after it (the tasks stopped with the attempt) is added to the attempt's
+record at once.
+"""
+
+from __future__ import annotations
+
+from drover.records import Usage
+
+# Counters that add up over processes; wall time and start and end are the master's.
+SUMMED = ("user_cpu_s", "sys_cpu_s", "minor_faults", "major_faults", "voluntary_switches", "involuntary_switches")
+
+# Attempt name → the summed usage of its ended tasks not yet in its record.
+Ended = dict[str, Usage]
+
+
+def task_cpu_s(usage: Usage) -> float:
+    """A task's CPU time as the accounting counts it: its cgroup's, else user + system."""
+    return usage.get("cgroup_cpu_s", usage["user_cpu_s"] + usage["sys_cpu_s"])
+
+
+def fold(master: Usage | None, tasks: Usage | None) -> Usage | None:
+    """`master` with `tasks` counted in it. No record of the master's (a node that could not
+    measure it) stays none: the tasks alone are not the attempt's usage."""
+    if master is None or tasks is None:
+        return master
+    total: Usage = dict(master)  # type: ignore[assignment]  # the same keys
+    for key in SUMMED:
+        total[key] = master[key] + tasks[key]  # type: ignore[literal-required]
+    total["max_rss_kib"] = max(master["max_rss_kib"], tasks["max_rss_kib"])
+    if "cgroup_cpu_s" in master:  # else the accounting adds user and system, the tasks' included
+        total["cgroup_cpu_s"] = master["cgroup_cpu_s"] + task_cpu_s(tasks)
+    peaks = [u["cgroup_peak_memory_bytes"] for u in (master, tasks) if "cgroup_peak_memory_bytes" in u]
+    if peaks:
+        total["cgroup_peak_memory_bytes"] = max(peaks)
+    return total
+
+
+def add(ended: Ended, attempt: str, usage: Usage) -> None:
+    """Count one more ended task of `attempt` (its CPU time in `cgroup_cpu_s`, so that a task its
+    cgroup measured adds what the cgroup counted)."""
+    task: Usage = dict(usage)  # type: ignore[assignment]
+    task["cgroup_cpu_s"] = task_cpu_s(usage)
+    before = ended.get(attempt)
+    if before is None:
+        ended[attempt] = task
+        return
+    for key in SUMMED:
+        before[key] = before[key] + task[key]  # type: ignore[literal-required]
+    before["cgroup_cpu_s"] = before.get("cgroup_cpu_s", 0.0) + task["cgroup_cpu_s"]
+    before["max_rss_kib"] = max(before["max_rss_kib"], task["max_rss_kib"])
+    if "cgroup_peak_memory_bytes" in task:
+        before["cgroup_peak_memory_bytes"] = max(before.get("cgroup_peak_memory_bytes", 0),
+                                                 task["cgroup_peak_memory_bytes"])
