@@ -32,7 +32,13 @@ from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from drover.core.job import Attempt, Job
 from drover.core.job_state import JobState
-from drover.protocol.node_channel import PeTaskExited, SignalAttempt, StartPeTask, StopPeTasks
+from drover.protocol.node_channel import (
+    PeTaskExited,
+    SignalAttempt,
+    SignalPeTasks,
+    StartPeTask,
+    StopPeTasks,
+)
 from drover.records import AttemptOrder, ExitStatus, Usage
 
 KEEP_STOPPED_S = 600.0  # how long a stopped attempt's tasks are waited for (their usage is counted)
@@ -168,9 +174,23 @@ class PeTasks:
         return grew
 
     def stopping(self, message: object) -> None:
-        """An order to a node: when it stops an attempt, its tasks are stopped at once on every host."""
-        if isinstance(message, SignalAttempt) and message.action == "terminate":
+        """An order to a node: when it stops an attempt, its tasks are stopped at once on every
+        host; when it suspends, resumes or signals it, so are its running tasks (GE's qmod -sj
+        and qsig of a tightly integrated job). A checkpoint is the job script's alone."""
+        if not isinstance(message, SignalAttempt):
+            return
+        if message.action == "terminate":
             self._stop(message.attempt)
+        elif message.action not in ("checkpoint", "migrate"):
+            self._signal(message.attempt, message.action)
+
+    def _signal(self, attempt: str, action: str) -> None:
+        tasks = self.attempts.get(attempt)
+        if tasks is None or tasks.stopped:
+            return
+        for host in sorted({task.host for task in tasks.tasks.values() if task.exit_status is None}):
+            if self.channels.channel(host) is not None:  # a node away misses it (its tasks end with the job)
+                self.channels.send(host, SignalPeTasks(attempt, action))
 
     def sweep(self, state: ControllerState) -> None:
         """After each change: the tasks of every attempt that no longer runs are stopped."""

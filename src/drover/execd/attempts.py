@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from typing import Any, Protocol
 from drover.execd import lost_shepherd
 from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
-from drover.execd.job_signals import delivery
+from drover.execd.job_signals import delivery, signal_by_record
 from drover.protocol.node_channel import (
     Exited,
     KnownAttempt,
@@ -34,7 +33,7 @@ from drover.protocol.node_channel import (
     Suspended,
 )
 from drover.records import AttemptConfig, ExitStatus, NodeOptions
-from drover.spool import layout, signal_record
+from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.outcome import make_reserve
 from drover.spool.process import is_alive, read_pid_record
@@ -215,32 +214,13 @@ class Attempts:
             write_json(live.spool.record(layout.STOP_REQUEST), {"why": order.why})
         try:
             if by_record:
-                self._signal_by_record(live, signum)
+                signal_by_record(live.spool, live.shepherd_pid, signum)
             else:
                 os.kill(live.shepherd_pid, signum)  # before the job starts, the shepherd keeps it
         except ProcessLookupError:
             return
         if order.action in ("suspend", "resume"):
             self.send(Suspended(order.attempt, order.action == "suspend"))
-
-    @staticmethod
-    def _signal_by_record(live: LiveAttempt, signum: int) -> None:
-        """GE process flow, spool file "signal": "If shepherd receives a SIGTTIN, it reads the
-        signal to deliver from the spoolfile "signal" and sends this signal to the job's process
-        group." Before the job has started (its prolog runs) the shepherd keeps it until it has.
-        SIGKILL and SIGSTOP, once the job has started, go to its process group from here too:
-        a stopped or frozen shepherd must not hold them up, and either sent twice means what it
-        means once."""
-        name = signal.Signals(signum).name
-        try:
-            signal_record.append(live.spool.record(layout.SIGNAL), signum)
-        except OSError as error:
-            log.warning("attempt %s: cannot write %s into the spool's signal record: %s", live.spool.name,
-                        name, error.strerror or error)
-        os.kill(live.shepherd_pid, signal_record.READ_RECORD)
-        job_pid = read_text(live.spool.record(layout.JOB_PID))
-        if job_pid and signum in (signal.SIGKILL, signal.SIGSTOP):
-            os.killpg(int(job_pid.split()[0]), signum)
 
     # -- watching -----------------------------------------------------------------------------
 

@@ -22,12 +22,18 @@ signal too; this is the node's own line of defence, since the shepherd runs as r
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
 
 from drover.shepherd.checkpoint import CHECKPOINT, MIGRATE
 from drover.shepherd.signals import HANDLED
 from drover.shepherd.supervise import FORWARDED, RESUME, SUSPEND, TERMINATE
+from drover.spool import layout, signal_record
+from drover.spool.atomic import read_text
 from drover.spool.signal_record import BY_RECORD
+
+log = logging.getLogger("drover.execd")
 
 ACTIONS = {"terminate": TERMINATE, "suspend": SUSPEND, "resume": RESUME}
 CHECKPOINTS = {"checkpoint": CHECKPOINT, "migrate": MIGRATE}
@@ -49,3 +55,22 @@ def delivery(action: str, checkpoint_signal: str | None = None) -> tuple[int, bo
     if signum in TO_SHEPHERD or (action == checkpoint_signal and signum in HANDLED):
         return signum, False
     return None
+
+
+def signal_by_record(spool: layout.SpoolDir, shepherd_pid: int, signum: int) -> None:
+    """GE process flow, spool file "signal": "If shepherd receives a SIGTTIN, it reads the
+    signal to deliver from the spoolfile "signal" and sends this signal to the job's process
+    group." Before the job has started (its prolog runs) the shepherd keeps it until it has.
+    SIGKILL and SIGSTOP, once the job has started, go to its process group from here too:
+    a stopped or frozen shepherd must not hold them up, and either sent twice means what it
+    means once. `spool`: an attempt's, or a parallel job's task's (the same records)."""
+    name = signal.Signals(signum).name
+    try:
+        signal_record.append(spool.record(layout.SIGNAL), signum)
+    except OSError as error:
+        log.warning("attempt %s: cannot write %s into the spool's signal record: %s", spool.name,
+                    name, error.strerror or error)
+    os.kill(shepherd_pid, signal_record.READ_RECORD)
+    job_pid = read_text(spool.record(layout.JOB_PID))
+    if job_pid and signum in (signal.SIGKILL, signal.SIGSTOP):
+        os.killpg(int(job_pid.split()[0]), signum)

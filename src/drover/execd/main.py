@@ -94,6 +94,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         OpenTerminal,
         ReadOutput,
         SignalAttempt,
+        SignalPeTasks,
         StartAttempt,
         StartPeTask,
         StopPeTasks,
@@ -149,6 +150,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     channel.on(AppendEventLog, event_logs.append)
     channel.on(StartPeTask, pe_tasks.start)
     channel.on(StopPeTasks, pe_tasks.stop)
+    channel.on(SignalPeTasks, pe_tasks.signal)
     pe_tasks.recover()  # first: an attempt directory made only for tasks is no attempt's to recover
     attempts.recover()
     sampler = Sampler(attempts.live, send, options.sample_s, enforcer=enforcer(options, send))  # every sample_s

@@ -11,6 +11,7 @@ task's `out/` directory, which the owner owns (read back by NodeRelays as the ow
 
 A task's shepherd runs the firing sequence with `pe_task` set: no prolog, epilog or PE
 procedure, its own cgroup (<attempt>.<petaskid>). Its end is reported (PeTaskExited), once.
+A suspend, resume or signal of the job reaches it through its shepherd (`signal`).
 The controller keeps tasks in memory only: an execd restarted while tasks run ends them
 (`recover`), and their reports are not sent.
 """
@@ -30,7 +31,8 @@ from typing import Any
 from drover.execd import lost_shepherd
 from drover.execd.attempts import Spawner
 from drover.execd.identities import Identities
-from drover.protocol.node_channel import PeTaskExited, StartPeTask, StopPeTasks
+from drover.execd.job_signals import delivery, signal_by_record
+from drover.protocol.node_channel import PeTaskExited, SignalPeTasks, StartPeTask, StopPeTasks
 from drover.records import AttemptConfig, ExitStatus, NodeOptions
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
@@ -44,6 +46,7 @@ ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 PETASK_ID = re.compile(r"[1-9][0-9]{0,8}")
 OUTPUT_DIR = "out"  # in a task's directory: the owner's, where its stdout and stderr go
 MADE_FOR_TASKS = "pe_tasks"  # in an attempt directory this node made only for tasks
+NOT_FOR_TASKS = ("terminate", "checkpoint", "migrate")  # a stop is StopPeTasks'; a checkpoint the job's
 STOPPED_KEPT = 1000  # the attempts told to stop that are remembered, so a late start is refused
 
 
@@ -140,6 +143,26 @@ class PeTasks:
                 pass
         if not running:
             self._remove(order.attempt)
+
+    def signal(self, order: SignalPeTasks) -> None:
+        """The attempt was suspended, resumed or signalled: so is each of its tasks here, by its
+        shepherd's signal contract and nothing else (job_signals.py), as the job's master is. A
+        stop is StopPeTasks' and a checkpoint the job script's: neither is taken here."""
+        if not ATTEMPT_NAME.fullmatch(order.attempt):
+            return
+        deliver = None if order.action in NOT_FOR_TASKS else delivery(order.action)
+        if deliver is None:
+            log.warning("attempt %s: refused to deliver %r to its tasks", order.attempt, order.action)
+            return
+        signum, by_record = deliver
+        for task in [task for task in self.live.values() if task.attempt == order.attempt]:
+            try:
+                if by_record:
+                    signal_by_record(task.spool, task.shepherd_pid, signum)
+                else:
+                    os.kill(task.shepherd_pid, signum)
+            except ProcessLookupError:
+                pass  # it ended: its end is reported
 
     # -- watching -----------------------------------------------------------------------------
 

@@ -280,6 +280,17 @@ class StopPeTasks(msgspec.Struct, tag="stop_pe_tasks"):
     attempt: str
 
 
+class SignalPeTasks(msgspec.Struct, tag="signal_pe_tasks"):
+    """The attempt was suspended, resumed or signalled (SignalAttempt to its master): the same
+    for every task of it on this node, through each task's shepherd (its cgroup frozen or thawed,
+    the signal to its process group), as Grid Engine's qmod -sj and qsig reach the tasks of a
+    tightly integrated job. `action`: "suspend", "resume", or a signal name; never "terminate"
+    (StopPeTasks) nor a checkpoint."""
+
+    attempt: str
+    action: str
+
+
 class PeTaskExited(msgspec.Struct, tag="pe_task_exited"):
     """A task of a parallel job ended on this node: how, and what it used."""
 
@@ -293,7 +304,7 @@ NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Pro
                | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended | PeTaskExited)
 ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack
                      | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog
-                     | StartPeTask | StopPeTasks)
+                     | StartPeTask | StopPeTasks | SignalPeTasks)
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])
 controller_decoder = msgspec.json.Decoder(list[ControllerMessage])

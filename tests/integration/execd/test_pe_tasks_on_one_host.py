@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.helpers.cluster import LocalCluster, log_tails
@@ -120,7 +121,7 @@ def test_a_task_stopped_with_its_job_is_counted_when_it_ends_after_it(tmp_path: 
         burn, marker = tmp_path / "forever.py", tmp_path / "burning"
         burn.write_text(f"open({str(marker)!r}, 'w').close()\nwhile True:\n    pass\n")
         script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {burn} & '
-                  f'while [ ! -e {marker} ]; do sleep 0.1; done; sleep 1.5')
+                  f'while [ ! -e {marker} ]; do sleep 0.1; done; sleep 2')
         job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
         cluster.drover("wait", str(job), check=False)
 
@@ -128,7 +129,49 @@ def test_a_task_stopped_with_its_job_is_counted_when_it_ends_after_it(tmp_path: 
             (row,) = cluster.drover_json("history", "--job", str(job))
             return row["usage"]["user_cpu_s"] + row["usage"]["sys_cpu_s"] if row["usage"] else 0.0
 
-        wait_until(lambda: cpu() >= 0.5, timeout=30, describe="the stopped task's CPU time counted")
+        wait_until(lambda: cpu() >= 0.3, timeout=30, describe="the stopped task's CPU time counted")
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_suspend_freezes_the_jobs_tasks_a_resume_thaws_them_and_a_signal_reaches_them(tmp_path: Path) -> None:
+    """As Grid Engine's qmod -sj and qsig reach the tasks of a tightly integrated job: a task
+    that counts stops counting while its job is suspended, counts again once it is resumed, and
+    gets the signal `drover signal` sends the job."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        ticks, got = tmp_path / "ticks", tmp_path / "got"
+        task = f"trap 'echo usr1 > {got}' USR1; while :; do echo x >> {ticks}; sleep 0.1; done"
+        script = f'{sys.executable} -m drover task start "$DROVER_NODE" -- sh -c "{task}"'
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        wait_until(lambda: ticks.exists() and ticks.stat().st_size > 0, timeout=60, describe="the task to count")
+
+        def state() -> str:
+            shown = cluster.drover_json("show", str(job))
+            return str((shown[0] if isinstance(shown, list) else shown)["state"])
+
+        cluster.drover("suspend", str(job))
+        wait_until(lambda: state() == "suspended", timeout=30, describe="the job suspended")
+
+        def still() -> bool:  # the task's shepherd froze it (as the master's did its job)
+            before = ticks.stat().st_size
+            time.sleep(0.5)
+            return ticks.stat().st_size == before
+
+        wait_until(still, timeout=30, describe="the task frozen")
+        frozen = ticks.stat().st_size
+        time.sleep(1.0)
+        assert ticks.stat().st_size == frozen, "the task counted while its job was suspended"
+        cluster.drover("resume", str(job))
+        wait_until(lambda: ticks.stat().st_size > frozen, timeout=30, describe="the task counting again")
+        cluster.drover("signal", str(job), "USR1")
+        wait_until(lambda: got.exists() and got.read_text().strip() == "usr1", timeout=30,
+                   describe="the task to get SIGUSR1")
+        cluster.drover("wait", str(job), check=False)  # the job script got it too, and ended of it
     except BaseException:
         print(log_tails(cluster.state_dir))
         raise

@@ -22,6 +22,8 @@ from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
     Exited,
     PeTaskExited,
+    SignalAttempt,
+    SignalPeTasks,
     StartAttempt,
     StartPeTask,
     StopPeTasks,
@@ -210,3 +212,24 @@ def test_a_stopped_attempt_is_kept_for_its_tasks_ends_for_a_while(world: World) 
     now[0] += pe_tasks.KEEP_STOPPED_S + 1
     tasks.sweep(world.state)
     assert not tasks.attempts
+
+
+def test_a_suspend_resume_or_signal_of_the_attempt_reaches_its_running_tasks_hosts(world: World) -> None:  # noqa: F811
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    world.started(order.attempt)
+    _, attempt = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    channels = _Channels()
+    tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
+    for host in ("n1", "n2", "n2"):
+        tasks.start(attempt, host, ["sleep", "60"], lambda petask, host=host: StartPeTask(  # type: ignore[misc]
+            attempt.name, petask, pe_tasks.task_order(order.config, host, [0], 200, petask, None, None), ""))
+    tasks.take("n1", [PeTaskExited(attempt.name, "1", OK)])  # n1's task ended: nothing to tell n1
+    started = len(channels.sent)
+    for action in ("suspend", "resume", "USR1", "checkpoint", "migrate"):
+        tasks.stopping(SignalAttempt(attempt.name, action))
+    assert channels.sent[started:] == [("n2", SignalPeTasks(attempt.name, action))
+                                       for action in ("suspend", "resume", "USR1")]
+    tasks.stopping(SignalAttempt(attempt.name, "terminate", "cancel"))
+    tasks.stopping(SignalAttempt(attempt.name, "resume"))  # stopped: its tasks get no more orders
+    assert channels.sent[started + 3:] == [(host, StopPeTasks(attempt.name)) for host in ("n1", "n2")]
