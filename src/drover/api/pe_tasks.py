@@ -4,7 +4,9 @@
   alone, while the job runs, on a host of its attempt, in a PE with control_slaves = true;
 - GET /v1/jobs/{job_id}/pe-tasks/{petask}[?task=N]: how it is (its exit status once it ended);
 - GET /v1/jobs/{job_id}/pe-tasks/{petask}/output?stream=stdout&offset=N: part of its output,
-  read on its node as the owner (the relay `drover logs` and `drover run` use).
+  read on its node as the owner (the relay `drover logs` and `drover run` use);
+- DELETE /v1/jobs/{job_id}/pe-tasks/{petask}[?task=N]: stop it (its caller was interrupted, as
+  Grid Engine's qrsh forwards its signals); the job's owner alone, as for the others.
 
 `qrsh -inherit HOST CMD` and `drover task start HOST -- CMD` call them from inside the job.
 """
@@ -62,6 +64,12 @@ async def read_output(call: Call) -> Response:
                                          size=answer.size))
 
 
+async def stop(call: Call) -> Response:
+    job_id, index, number, task = _task(call)
+    stopped = call.controller.service.stop_pe_task(f"{job_id}.{index}.{number}", task.petask)
+    return json_response(info(job_id, index, number, stopped))
+
+
 def _task(call: Call) -> tuple[int, int, int, PeTask]:
     assert call.job is not None
     job = call.job
@@ -106,6 +114,11 @@ ENDPOINTS = [
                               ("task", "integer", "the job's task (0 by default)")),
                        path_parameters=PETASK),
              Access.JOB, read_output),
+    Endpoint(Operation("DELETE", "/v1/jobs/{job_id}/pe-tasks/{petask}",
+                       "Stop a task of a running parallel job (its caller, qrsh -inherit, was interrupted)",
+                       response=api.PeTaskInfo, query=(("task", "integer", "the job's task (0 by default)"),),
+                       path_parameters=PETASK),
+             Access.JOB, stop),
 ]
 
 

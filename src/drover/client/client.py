@@ -428,6 +428,15 @@ class Client:
         return self._get(f"/v1/jobs/{_segment(job_id)}/pe-tasks/{_segment(petask)}/output", OutputChunk,
                          stream=stream, offset=offset, task=task)
 
+    def stop_pe_task(self, job_id: int, petask: str, task: int = 0) -> PeTaskInfo:
+        import msgspec
+
+        from drover.protocol.api import PeTaskInfo
+
+        reply = self.transport.call("DELETE", f"/v1/jobs/{_segment(job_id)}/pe-tasks/{_segment(petask)}"
+                                    f"?task={int(task)}", repeatable=True)  # stopping twice stops once
+        return msgspec.convert(reply, PeTaskInfo)
+
     # -- many hosts: join tokens (admins, local socket); joining and leaving (TLS) ----------------
 
     def _post(self, path: str, model: type[T], payload: Any = None) -> T:

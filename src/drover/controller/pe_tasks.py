@@ -154,6 +154,18 @@ class PeTasks:
             raise NotFound(f"no task {petask} of attempt {attempt} (tasks are known while their job runs)")
         return task
 
+    def stop_task(self, attempt: str, petask: str) -> PeTask:
+        """Stop one task (its caller, `qrsh -inherit` or `drover task start`, was interrupted, as
+        Grid Engine's qrsh forwards its signals); its end is reported as any task's. One that
+        ended, or whose attempt is stopping, is left as it is."""
+        task = self.find(attempt, petask)
+        if task.exit_status is not None or self.attempts[attempt].stopped:
+            return task
+        if self.channels.channel(task.host) is None:
+            raise Unavailable(f"node {task.host} is not connected")
+        self.channels.send(task.host, StopPeTasks(attempt, petask))
+        return task
+
     def take(self, node: str, messages: Sequence[Any]) -> list[str]:
         """A node's reports of its tasks' ends (one node cannot report another's tasks); the
         attempts whose tasks' usage grew, to be counted in the attempt's (`ended`)."""

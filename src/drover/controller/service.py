@@ -930,6 +930,11 @@ class ControllerService:
 
         return attempt, self.pe_tasks.start(attempt, host, argv, order)
 
+    def stop_pe_task(self, attempt: str, petask: str) -> PeTask:
+        """Stop one task of a running parallel job (its caller was interrupted); the caller is
+        checked as the job's owner first (api/pe_tasks.py)."""
+        return self.pe_tasks.stop_task(attempt, petask)
+
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
         """True once the job has ended (at once if it had), False if `timeout_s` passed first."""
         if job_id not in self.state.jobs:

@@ -19,6 +19,7 @@ The controller keeps tasks in memory only: an execd restarted while tasks run en
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -131,6 +132,12 @@ class PeTasks:
         """The attempt ended: each of its tasks' shepherds is told to stop its task (SIGTERM: the
         warning signal, the grace, SIGKILL, then everything in its cgroup killed)."""
         if not ATTEMPT_NAME.fullmatch(order.attempt):
+            return
+        if order.petask is not None:  # one task, its caller interrupted: the attempt goes on
+            task = self.live.get((order.attempt, order.petask))
+            if task is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(task.shepherd_pid, signal.SIGTERM)
             return
         self.stopped.add(order.attempt)
         if len(self.stopped) > STOPPED_KEPT:  # only a late order needs them: the oldest go

@@ -275,9 +275,12 @@ def task_script(argv: list[str]) -> str:
 
 class StopPeTasks(msgspec.Struct, tag="stop_pe_tasks"):
     """The attempt ends: stop every task of it on this node (their shepherds end them, their
-    cgroups with them) and remove their spool directories."""
+    cgroups with them) and remove their spool directories. With `petask`, only that task is
+    stopped (its caller was interrupted, as Grid Engine's qrsh forwards its signals), and the
+    attempt goes on."""
 
     attempt: str
+    petask: str | None = None
 
 
 class SignalPeTasks(msgspec.Struct, tag="signal_pe_tasks"):

@@ -17,6 +17,7 @@ import os
 import pwd
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,6 +99,12 @@ def test_gridengine_qrsh_inherit_runs_a_task_on_the_other_host_of_a_parallel_job
     refused = _on_node1(hosts, system_install, alice, "drover", "task", "start", "nowhere", "--", "true",
                         DROVER_JOB_ID=job)
     assert refused.returncode != 0 and "host nowhere is not in the allocation" in refused.stderr, refused.stderr
+    # nor stop one of its tasks (DELETE .../pe-tasks/{petask}, what an interrupted caller asks)
+    stop = f"from drover.cli.common import client\nwith client() as api:\n    api.stop_pe_task({job}, '2')\n"
+    refused = _on_node1(hosts, system_install, bob, system_install.python, "-c", stop)
+    assert refused.returncode != 0 and f"belongs to {alice}" in refused.stderr, refused.stderr
+    time.sleep(0.5)
+    assert os.path.exists(f"/proc/{task_pid}")
 
     _on_node1(hosts, system_install, alice, "drover", "cancel", job)
     wait_until(lambda: not os.path.exists(f"/proc/{task_pid}"), timeout=30,

@@ -177,3 +177,28 @@ def test_a_suspend_freezes_the_jobs_tasks_a_resume_thaws_them_and_a_signal_reach
         raise
     finally:
         assert not cluster.stop()
+
+
+def test_an_interrupted_caller_stops_its_task_and_the_job_goes_on(tmp_path: Path) -> None:
+    """As Grid Engine's qrsh forwards its signals: a SIGINT (Ctrl-C) of a waiting `drover task
+    start` stops its task, and the caller exits with the task's status; the job runs on."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        marker = tmp_path / "pid"
+        script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- sh -c "echo \\$\\$ > {marker}; '
+                  f'exec sleep 300" & caller=$!; while [ ! -s {marker} ]; do sleep 0.1; done; '
+                  'kill -INT $caller; wait $caller; echo "status $?"; echo "job goes on"')
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        wait_until(lambda: marker.exists() and marker.read_text().strip() != "", timeout=60,
+                   describe="the task to run")
+        pid = int(marker.read_text())
+        wait_until(lambda: not os.path.exists(f"/proc/{pid}"), timeout=30, describe="the task stopped")
+        assert cluster.drover("wait", str(job), timeout=60).returncode == 0
+        out = (cluster.workdir / f"drover-{job}.out").read_text()
+        assert out.splitlines()[-2:] == ["status 143", "job goes on"], out  # 128 + SIGTERM, its shepherd's
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()

@@ -34,6 +34,7 @@ EXPECTED = {
     ("POST", "/v1/jobs/{job_id}/pe-tasks"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/pe-tasks/{petask}"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/pe-tasks/{petask}/output"): (Access.JOB, ""),
+    ("DELETE", "/v1/jobs/{job_id}/pe-tasks/{petask}"): (Access.JOB, ""),
     ("GET", "/v1/jobs/{job_id}/samples"): (Access.JOB, ""),
     ("GET", "/v1/top"): (Access.USER, ""),
     ("POST", "/v1/shutdown"): (Access.ADMIN, "stop a shared cluster"),

@@ -17,7 +17,7 @@ from drover.controller.handlers.node_reports import on_reports
 from drover.controller.handlers.submit import submit
 from drover.controller.node_channels import NodeChannels
 from drover.controller.parallel_envs import in_effect
-from drover.core.errors import Conflict, Forbidden
+from drover.core.errors import Conflict, Forbidden, NotFound
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
     Exited,
@@ -233,3 +233,24 @@ def test_a_suspend_resume_or_signal_of_the_attempt_reaches_its_running_tasks_hos
     tasks.stopping(SignalAttempt(attempt.name, "terminate", "cancel"))
     tasks.stopping(SignalAttempt(attempt.name, "resume"))  # stopped: its tasks get no more orders
     assert channels.sent[started + 3:] == [(host, StopPeTasks(attempt.name)) for host in ("n1", "n2")]
+
+
+def test_one_task_is_stopped_on_its_host_and_the_attempt_goes_on(world: World) -> None:  # noqa: F811
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    world.started(order.attempt)
+    _, attempt = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    channels = _Channels()
+    tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
+    for _ in range(2):
+        tasks.start(attempt, "n2", ["sleep", "60"], lambda petask: StartPeTask(
+            attempt.name, petask, pe_tasks.task_order(order.config, "n2", [0], 200, petask, None, None), ""))
+    started = len(channels.sent)
+    assert tasks.stop_task(attempt.name, "2").petask == "2"
+    assert channels.sent[started:] == [("n2", StopPeTasks(attempt.name, "2"))]
+    assert not tasks.attempts[attempt.name].stopped  # its other task runs on, and more may start
+    tasks.take("n2", [PeTaskExited(attempt.name, "2", OK)])
+    tasks.stop_task(attempt.name, "2")  # it ended: nothing to stop
+    assert len(channels.sent) == started + 1
+    with pytest.raises(NotFound):
+        tasks.stop_task(attempt.name, "9")

@@ -4,13 +4,20 @@ the job's hosts, as a task of the job under a shepherd of its own (GE's tight in
 status is the task's.
 
 The job is the one the command runs in ($DROVER_JOB_ID, else Grid Engine's $JOB_ID; its task
-$DROVER_TASK_ID). The task starts in the current directory with the current environment."""
+$DROVER_TASK_ID). The task starts in the current directory with the current environment.
+
+A SIGINT (Ctrl-C), SIGTERM or SIGHUP of the caller stops the task (as Grid Engine's qrsh forwards
+its signals): the caller asks the controller to stop it, prints the rest of its output and exits
+with its status; a second one exits at once."""
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from drover.core.errors import BadRequest
 
@@ -48,17 +55,44 @@ def start_and_wait(host: str, argv: list[str], prog: str) -> int:
     from drover.cli.common import client
 
     job_id, index = own_job()
-    with client(timeout_s=None) as api:
+    with client(timeout_s=None) as api, _interrupts() as interrupted:
         started = api.start_pe_task(job_id, host, argv, task=index, cwd=os.getcwd(), env=dict(os.environ))
-        return _follow(api, job_id, index, started.petask, prog)
+        return _follow(api, job_id, index, started.petask, prog, interrupted)
 
 
-def _follow(api: Client, job_id: int, index: int, petask: str, prog: str) -> int:
-    """Print the task's output as it comes, until it ended and all of it is printed."""
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def _interrupts() -> Iterator[list[int]]:
+    """The signals that came, in order: the first is taken as "stop the task" (`_follow`), a
+    second exits at once (128 + it), as a shell's status for it says."""
+    came: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        came.append(signum)
+        if len(came) > 1:
+            raise SystemExit(128 + signum)
+
+    before = {signum: signal.signal(signum, handler) for signum in FORWARDED}
+    try:
+        yield came
+    finally:
+        for signum, previous in before.items():
+            signal.signal(signum, previous)
+
+
+def _follow(api: Client, job_id: int, index: int, petask: str, prog: str, interrupted: list[int]) -> int:
+    """Print the task's output as it comes, until it ended and all of it is printed; stop it
+    once the caller is interrupted."""
     offsets = {"stdout": 0, "stderr": 0}
     outs = {"stdout": sys.stdout.buffer, "stderr": sys.stderr.buffer}
     delay = POLL_S[0]
+    stopped = False
     while True:
+        if interrupted and not stopped:
+            api.stop_pe_task(job_id, petask, task=index)
+            stopped = True
         info = api.pe_task(job_id, petask, task=index)
         ended = info.ended_at is not None
         for stream, out in outs.items():
