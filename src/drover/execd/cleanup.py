@@ -67,7 +67,7 @@ from drover.protocol.node_channel import Exited, Exiting, File, Progress, Staged
 from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
-from drover.spool.atomic import read_json, write_json
+from drover.spool.atomic import read_json, write_atomically, write_json
 
 log = logging.getLogger("drover.execd")
 
@@ -421,6 +421,13 @@ class Cleanup:
                     os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
                     os.rename(spool.path, os.path.join(kept, spool.name))
                     return True
+                if layout.petask_names(spool.path):
+                    # Tasks of the job (GE's tight integration) may still run on this node and
+                    # write their records beneath: moving the directory would pull it from under
+                    # them. Their handler removes it after the last of them (pe_tasks.py).
+                    await _in_thread(lambda: _remove_all_but_tasks(spool.path), self.settings.remove_timeout_s,
+                                     f"removing {spool.path}")
+                    return True
                 os.rename(spool.path, removing)
             except OSError as error:
                 raise StepFailed(f"cannot move the spool {spool.path} aside: {_os_error(error)}") from None
@@ -474,6 +481,23 @@ async def _in_thread(work: Callable[[], T], timeout_s: float, what: str) -> T:
         return await asyncio.wait_for(asyncio.to_thread(work), timeout_s)
     except TimeoutError:
         raise StepFailed(f"{what} did not finish in {timeout_s:.0f}s") from None
+
+
+def _remove_all_but_tasks(path: str) -> None:
+    """Remove an attempt's records but its PE tasks' subdirectories, and mark the directory as
+    kept for them alone; where none is left by then, the whole directory."""
+    write_atomically(os.path.join(path, layout.MADE_FOR_TASKS), b"")
+    tasks = set(layout.petask_names(path))
+    for entry in os.scandir(path):
+        if entry.name in tasks or entry.name == layout.MADE_FOR_TASKS:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            _remove_tree(entry.path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+    if not layout.petask_names(path):  # the tasks ended, and their handler took theirs, meanwhile
+        _remove_tree(path)
 
 
 def _remove_tree(path: str) -> None:

@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("drover.execd")
 ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
-PETASK_ID = re.compile(r"[1-9][0-9]{0,8}")
+PETASK_ID = layout.PETASK_ID
 OUTPUT_DIR = "out"  # in a task's directory: the owner's, where its stdout and stderr go
-MADE_FOR_TASKS = "pe_tasks"  # in an attempt directory this node made only for tasks
+MADE_FOR_TASKS = layout.MADE_FOR_TASKS  # in an attempt directory this node made, or kept, for tasks only
 NOT_FOR_TASKS = ("terminate", "checkpoint", "migrate")  # a stop is StopPeTasks'; a checkpoint the job's
 STOPPED_KEPT = 1000  # the attempts told to stop that are remembered, so a late start is refused
 

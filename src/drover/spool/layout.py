@@ -51,6 +51,7 @@ The spool root also holds ``execd.sock``, a datagram socket on which the execd h
 from __future__ import annotations
 
 import os
+import re
 
 CONFIG = "config"
 JOB_SCRIPT = "job_script"
@@ -73,6 +74,18 @@ CHECKPOINTED = "checkpointed"
 MAIL_OUTPUT = "mail_output"  # the job's output, copied by the shepherd as its owner, for the end mail
 PE_HOSTFILE = "pe_hostfile"  # GE's spool file of a parallel job: its hosts, slots and queues (mode 0644)
 NOTIFY_SOCKET = "execd.sock"
+# GE process flow, tight integration: "for each task a subdirectory <petaskid> is created that
+# holds the task specific spool files" (execd/pe_tasks.py), in the attempt's directory.
+PETASK_ID = re.compile(r"[1-9][0-9]{0,8}")
+MADE_FOR_TASKS = "pe_tasks"  # in an attempt directory that is kept, or was made, for its PE tasks alone
+
+
+def petask_names(attempt_dir: str) -> list[str]:
+    """The PE tasks' subdirectories in an attempt's directory."""
+    try:
+        return [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name) and entry.is_dir()]
+    except OSError:
+        return []
 OSJOBID = "osjobid"
 PROCESSOR_SET_NUMBER = "processor_set_number"
 SHEPHERD_ABOUT_TO_EXIT = "shepherd_about_to_exit"

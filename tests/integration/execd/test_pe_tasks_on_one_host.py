@@ -112,6 +112,31 @@ def test_a_tasks_cpu_time_is_in_its_jobs_accounting(tmp_path: Path) -> None:
         assert not cluster.stop()
 
 
+def test_a_task_stopped_with_its_job_is_counted_when_it_ends_after_it(tmp_path: Path) -> None:
+    """A task still burning CPU when its job script exits is stopped with the attempt; its usage,
+    which arrives after the job's, is added to the job's accounting then."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        burn, marker = tmp_path / "forever.py", tmp_path / "burning"
+        burn.write_text(f"open({str(marker)!r}, 'w').close()\nwhile True:\n    pass\n")
+        script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {burn} & '
+                  f'while [ ! -e {marker} ]; do sleep 0.1; done; sleep 2')
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        cluster.drover("wait", str(job), check=False)
+
+        def cpu() -> float:
+            (row,) = cluster.drover_json("history", "--job", str(job))
+            return row["usage"]["user_cpu_s"] + row["usage"]["sys_cpu_s"] if row["usage"] else 0.0
+
+        wait_until(lambda: cpu() >= 0.3, timeout=30, describe="the stopped task's CPU time counted")
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
 def test_a_suspend_freezes_the_jobs_tasks_a_resume_thaws_them_and_a_signal_reaches_them(tmp_path: Path) -> None:
     """As Grid Engine's qmod -sj and qsig reach the tasks of a tightly integrated job: a task
     that counts stops counting while its job is suspended, counts again once it is resumed, and
