@@ -45,6 +45,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from drover.method_command import CommandMethod, SignalMethod
 from drover.records import (
     AttemptConfig,
     ExitStatus,
@@ -243,10 +244,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
                        warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
                        before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)),
-                       control=control.JobControl(
-                           control_methods, containment, config["kill_grace_s"], config.get("notify_s"),
-                           control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
-                           control.facts_of(config)),
+                       control=_job_control(control_methods, containment, config, env, workdir_fd, identity, limits),
                        checkpointing=checkpoints)
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     checkpointed = list(checkpoints.trace) if checkpoints is not None else []  # while the job ran
@@ -342,6 +340,20 @@ def _warning(config: AttemptConfig) -> tuple[int, float] | None:
     if not name or not config["time_limit_s"]:
         return None
     return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))
+
+
+def _job_control(methods: dict[str, SignalMethod | CommandMethod], containment: Containment, config: AttemptConfig,
+                 env: dict[str, str], workdir_fd: int, identity: Identity | None,
+                 limits: setup.Setup) -> control.JobControl:
+    """How the job is suspended, resumed and stopped (control.py). How a method's command runs,
+    and its placeholders' values (a copy of the environment, the host's name), are made only
+    where a queue or the node configured a command: most attempts have none."""
+    if not any(isinstance(method, CommandMethod) for method in methods.values()):
+        return control.JobControl(methods, containment, config["kill_grace_s"], config.get("notify_s"))
+    return control.JobControl(
+        methods, containment, config["kill_grace_s"], config.get("notify_s"),
+        control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
+        control.facts_of(config))
 
 
 def _entered(workdir_fd: int) -> str:
