@@ -391,8 +391,12 @@ class ParallelEnvironmentSection(Section, frozen=True):
     control_slaves: Annotated[bool, about("sge_pe(5)'s flag: true lets a running job of it start tasks on its "
                                           "hosts, each under its own shepherd (qrsh -inherit, drover task "
                                           "start; docs/parallel-environments.md)")] = False
-    job_is_first_task: Annotated[bool, about("sge_pe(5)'s flag, recorded and shown: the job script is one of the "
-                                             "parallel tasks")] = True
+    job_is_first_task: Annotated[bool, about("sge_pe(5)'s flag: the job script is one of the parallel tasks, so "
+                                             "its host runs one task fewer at once than the job holds slots there "
+                                             "(false for an mpirun that starts a task on every slot)")] = True
+    accounting_summary: Annotated[bool, about("sge_pe(5)'s flag: true adds the usage of each task its jobs start on "
+                                              "their hosts to the job's one accounting record; false, Grid "
+                                              "Engine's default, keeps a record of each task of its own")] = False
     user_lists: Annotated[list[str], about("only these users may use it (empty: everyone)")] = []
     xuser_lists: Annotated[list[str], about("these users may not use it")] = []
 

@@ -252,6 +252,23 @@ class ExitStatus(TypedDict):
     node_lost: NotRequired[bool]
 
 
+class PeTaskRecord(TypedDict):
+    """A task a parallel job started on a host of its allocation (`qrsh -inherit`), kept with its
+    attempt in the store: its end and usage once its node reported them."""
+
+    petask: str  # its <petaskid>: "1", "2", ... in the attempt
+    host: str
+    argv: list[str]
+    started_at: float
+    ended_at: float | None
+    exit: ExitStatus | None
+    usage: Usage | None
+    # Its usage goes into the attempt's (its PE's accounting_summary was true when it started);
+    # else the task has an accounting record of its own.
+    summed: bool
+    counted: bool  # it was looked at for the attempt's usage (once, committed with the attempt's record)
+
+
 class StagedFile(TypedDict):
     name: str  # relative to the working directory
     record: str  # its copy's file name under the spool's staged_out.d/

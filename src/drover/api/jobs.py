@@ -9,7 +9,6 @@ from drover.api.accounting import FILTERS, history_filter
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import encoded_json_response, int_query, json_response
 from drover.api.openapi import Operation, whole
-from drover.api.pe_tasks import with_tasks
 from drover.controller.auth import Access, TlsPeer
 from drover.controller.handlers.actions import ACTIONS
 from drover.controller.paging import history_cursor
@@ -51,7 +50,7 @@ async def list_jobs(call: Call) -> Response:
 
 async def show_job(call: Call) -> Response:
     assert call.job is not None
-    return json_response(with_tasks(call.job, call.controller.service.pe_tasks))
+    return json_response(call.job)
 
 
 async def wait_job(call: Call) -> Response:

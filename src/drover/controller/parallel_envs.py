@@ -136,5 +136,5 @@ def infos(state: ControllerState, environments: Mapping[str, ParallelEnvironment
         name=name, slots=pe.slots, slots_used=used[name], user_lists=list(pe.user_lists),
         xuser_lists=list(pe.xuser_lists), start_proc_args=pe.start_proc_args, stop_proc_args=pe.stop_proc_args,
         allocation_rule=pe.allocation_rule, control_slaves=pe.control_slaves,
-        job_is_first_task=pe.job_is_first_task, running=running[name], pending=pending[name],
+        job_is_first_task=pe.job_is_first_task, accounting_summary=pe.accounting_summary, running=running[name], pending=pending[name],
     ) for name, pe in sorted(environments.items())]

@@ -6,15 +6,17 @@ directory is created on each execution host involved in the execution of the job
 a subdirectory <petaskid> is created that holds the task specific spool files."
 
 A request is checked here (`check`): the caller is the job's owner, the job's task is RUNNING,
-the host is one of its attempt's (the master or one of `Attempt.others`), and the job's PE has
-`control_slaves = true` (sge_pe(5): "only with a tightly integrated parallel environment").
+the host is one of its attempt's (the master or one of `Attempt.others`), the job's PE has
+`control_slaves = true` (sge_pe(5): "only with a tightly integrated parallel environment"), and
+the host has a slot free for it (`room_for_task`: as many tasks at once as the job holds slots
+there, one fewer on the master when `job_is_first_task`, for the job script holds that one).
 The task gets the next <petaskid> of its attempt ("1", "2", ...) and its node a StartPeTask.
 
-The tasks are kept in memory only, with their attempt: they die with it (`sweep`, `stopping`
-send each host that ran one a StopPeTasks), and a restarted controller knows none of them (the
-nodes end theirs when their execd restarts; a task whose controller restarted runs on until its
-attempt ends, and its end is not heard). A stopped attempt's tasks are kept until each reported
-its end, or KEEP_STOPPED_S: their usage is counted in the attempt's (pe_usage.py).
+Each task is a record of its attempt (`Attempt.pe_tasks`), committed before its node is told to
+start it and again when its node reports its end, with the attempt's usage when the attempt has
+ended (pe_usage.py), so that it is counted once, whatever restarts. A restarted controller
+knows every task from its store. The tasks die with their attempt (`sweep`, `stopping` send
+each host that ran one a StopPeTasks); orders for a node that is away wait for its return.
 """
 
 from __future__ import annotations
@@ -27,23 +29,27 @@ from typing import Any
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller import parallel_envs, pe_usage
 from drover.controller.auth import Caller, Policy
+from drover.controller.effects import Outcome
 from drover.controller.node_channels import NodeChannels
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from drover.core.job import Attempt, Job
 from drover.core.job_state import JobState
 from drover.protocol.node_channel import (
+    PE_TASK_ACK,
+    Ack,
     PeTaskExited,
     SignalAttempt,
     SignalPeTasks,
     StartPeTask,
     StopPeTasks,
 )
-from drover.records import AttemptOrder, ExitStatus, Usage
+from drover.records import AttemptOrder, PeTaskRecord
 
 KEEP_STOPPED_S = 600.0  # how long a stopped attempt's tasks are waited for (their usage is counted)
 MAX_TASKS = 10_000  # per attempt: a runaway loop of qrsh -inherit is refused past it
 LIVE = (JobState.RUNNING, JobState.SUSPENDED)
+AttemptKey = tuple[int, int, int]
 # What of the master's order a task does not take: GE's petasks run no prolog, epilog or PE
 # procedure, stage nothing, mail nothing, and are no interactive or checkpointing job.
 NOT_FOR_TASKS = ("pe_start", "pe_stop",
@@ -52,31 +58,11 @@ NOT_FOR_TASKS = ("pe_start", "pe_stop",
                  "queue_resume_method", "queue_terminate_method", "notify_s", "pe_hosts", "gres")
 
 
-@dataclass(slots=True)
-class PeTask:
-    petask: str
-    host: str
-    argv: list[str]
-    started_at: float
-    exit_status: ExitStatus | None = None
-    usage: Usage | None = None
-    ended_at: float | None = None
-
-
-@dataclass(slots=True)
-class AttemptTasks:
-    job_id: int
-    index: int
-    number: int
-    tasks: dict[str, PeTask] = field(default_factory=dict)
-    next_id: int = 1
-    stopped: bool = False
-    stopped_at: float | None = None  # kept a while after, for its tasks' ends (and usage) to arrive
-
-
 def check(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection], policy: Policy,
-          caller: Caller, job_id: int, index: int, host: str) -> tuple[Job, Attempt]:
-    """The running attempt a task may be started in, on `host`; a clear refusal otherwise."""
+          caller: Caller, job_id: int, index: int,
+          host: str) -> tuple[Job, Attempt, ParallelEnvironmentSection]:
+    """The running attempt a task may be started in, on `host`, and its job's PE; a clear
+    refusal otherwise."""
     job = state.jobs.get(job_id)
     if job is None:
         raise Conflict(f"job {job_id} is not running: a task is started only inside a running job")
@@ -97,7 +83,7 @@ def check(state: ControllerState, environments: Mapping[str, ParallelEnvironment
     hosts = [attempt.node, *(node for node, _ in attempt.others)]
     if host not in hosts:
         raise Forbidden(f"host {host} is not in the allocation of job {job_id}.{index} ({', '.join(hosts)})")
-    return job, attempt
+    return job, attempt, environment
 
 
 def task_order(master: AttemptOrder, host: str, cpu_ids: Sequence[int], memory_mib: int, petask: str,
@@ -116,119 +102,177 @@ def task_order(master: AttemptOrder, host: str, cpu_ids: Sequence[int], memory_m
     return config  # type: ignore[return-value]  # AttemptOrder's keys, less some optional ones
 
 
+Order = StopPeTasks | SignalPeTasks
+
+
+@dataclass(slots=True)
+class Watched:
+    """An attempt that started tasks: where, and which of them have not reported their end.
+    Kept apart from the attempt's records, which leave the working set when the job ends."""
+
+    key: AttemptKey
+    hosts: set[str] = field(default_factory=set)
+    running: dict[str, str] = field(default_factory=dict)  # petask → its host
+    stopped_at: float | None = None  # when its hosts were told to stop its tasks
+
+
 class PeTasks:
+    """The attempts whose tasks are watched: not all of them have ended, or not all of their
+    hosts were told that the attempt ended. The tasks themselves are their attempts' records."""
+
     def __init__(self, channels: NodeChannels, clock: Any = time.time) -> None:
         self.channels = channels
         self.clock = clock
-        self.attempts: dict[str, AttemptTasks] = {}
-        # Stops for nodes that were not connected when their attempt ended: sent when they are again.
-        self.unsent: dict[str, set[str]] = {}
-        # The ended tasks' usage not yet counted in their attempt's (pe_usage.py; the working
-        # set's `pe_usage`).
-        self.ended: pe_usage.Ended = {}
+        self.watched: dict[str, Watched] = {}
+        self.missed: dict[str, list[Order]] = {}  # for each node away, the orders it missed, in order
 
-    def start(self, attempt: Attempt, host: str, argv: list[str], build: Callable[[str], StartPeTask]) -> PeTask:
-        """Record a new task of `attempt` on `host` and send its node the order `build(petask)` makes."""
+    def load(self, state: ControllerState) -> None:
+        """After the working set was (re)loaded: its attempts' tasks are watched again."""
+        before = self.watched
+        self.watched = {}
+        for key, attempt in state.attempts.items():
+            if attempt.pe_tasks:
+                watched = self.watched[attempt.name] = Watched(key, {r["host"] for r in attempt.pe_tasks}, {
+                    r["petask"]: r["host"] for r in attempt.pe_tasks if r["ended_at"] is None})
+                if attempt.name in before:
+                    watched.stopped_at = before[attempt.name].stopped_at
+
+    def start(self, attempt: Attempt, host: str, argv: list[str], environment: ParallelEnvironmentSection,
+              build: Callable[[str], StartPeTask]) -> tuple[Outcome, PeTaskRecord]:
+        """A new task of `attempt` (of a job of `environment`) on `host`, as the handler's outcome:
+        its record committed with the attempt, then its node sent the order `build(petask)` makes."""
         if not argv:
             raise BadRequest("give the task's command")
         if self.channels.channel(host) is None:
             raise Unavailable(f"node {host} is not connected")
-        tasks = self.attempts.get(attempt.name)
-        if tasks is None or (tasks.job_id, tasks.index, tasks.number) != (attempt.job_id, attempt.index,
-                                                                         attempt.number):
-            tasks = self.attempts[attempt.name] = AttemptTasks(attempt.job_id, attempt.index, attempt.number)
-        if tasks.stopped:
+        watched = self.watched.get(attempt.name)
+        if watched is not None and watched.stopped_at is not None:
             raise Conflict(f"attempt {attempt.name} is ending: no task is started in it")
-        if len(tasks.tasks) >= MAX_TASKS:
+        if len(attempt.pe_tasks) >= MAX_TASKS:
             raise Conflict(f"attempt {attempt.name} has started {MAX_TASKS} tasks, the most one attempt starts")
-        petask = str(tasks.next_id)
-        tasks.next_id += 1
-        task = tasks.tasks[petask] = PeTask(petask, host, list(argv), self.clock())
-        self.channels.send(host, build(petask))
-        return task
+        room_for_task(attempt, host, environment.job_is_first_task)
+        petask = str(len(attempt.pe_tasks) + 1)
+        record: PeTaskRecord = {"petask": petask, "host": host, "argv": list(argv), "started_at": self.clock(),
+                                "ended_at": None, "exit": None, "usage": None,
+                                "summed": environment.accounting_summary, "counted": False}
+        attempt.pe_tasks.append(record)
+        outcome = Outcome()
+        outcome.changes.attempt(attempt)
+        outcome.send(host, build(petask))
+        watched = self.watched.setdefault(attempt.name, Watched((attempt.job_id, attempt.index, attempt.number)))
+        watched.hosts.add(host)
+        watched.running[petask] = host
+        return outcome, record
 
-    def find(self, attempt: str, petask: str) -> PeTask:
-        tasks = self.attempts.get(attempt)
-        task = tasks.tasks.get(petask) if tasks is not None else None
-        if task is None:
-            raise NotFound(f"no task {petask} of attempt {attempt} (tasks are known while their job runs)")
-        return task
-
-    def stop_task(self, attempt: str, petask: str) -> PeTask:
+    def stop_task(self, attempt: Attempt, petask: str) -> PeTaskRecord:
         """Stop one task (its caller, `qrsh -inherit` or `drover task start`, was interrupted, as
         Grid Engine's qrsh forwards its signals); its end is reported as any task's. One that
         ended, or whose attempt is stopping, is left as it is."""
-        task = self.find(attempt, petask)
-        if task.exit_status is not None or self.attempts[attempt].stopped:
-            return task
-        if self.channels.channel(task.host) is None:
-            raise Unavailable(f"node {task.host} is not connected")
-        self.channels.send(task.host, StopPeTasks(attempt, petask))
-        return task
+        record = find(attempt, petask)
+        watched = self.watched.get(attempt.name)
+        if record["ended_at"] is not None or (watched is not None and watched.stopped_at is not None):
+            return record
+        if self.channels.channel(record["host"]) is None:
+            raise Unavailable(f"node {record['host']} is not connected")
+        self.channels.send(record["host"], StopPeTasks(attempt.name, petask))
+        return record
 
-    def take(self, node: str, messages: Sequence[Any]) -> list[str]:
-        """A node's reports of its tasks' ends (one node cannot report another's tasks); the
-        attempts whose tasks' usage grew, to be counted in the attempt's (`ended`)."""
-        grew: list[str] = []
-        for message in messages:
-            if not isinstance(message, PeTaskExited):
-                continue
-            tasks = self.attempts.get(message.attempt)
-            task = tasks.tasks.get(message.petask) if tasks is not None else None
-            if task is None or task.host != node or task.exit_status is not None:
-                continue
-            task.exit_status, task.usage, task.ended_at = message.exit_status, message.usage, self.clock()
-            if message.usage is not None:
-                pe_usage.add(self.ended, message.attempt, message.usage)
-                grew.append(message.attempt)
-            if tasks is not None and tasks.stopped and all(t.exit_status is not None for t in tasks.tasks.values()):
-                del self.attempts[message.attempt]  # its last task's end: nothing more to wait for
-        return grew
+    def ended(self, state: ControllerState, attempt: Attempt | None, node: str, message: PeTaskExited) -> Outcome:
+        """A node's report of a task's end, as a handler's outcome: the task's record has its end
+        and usage, counted in the attempt's usage at once if the attempt has ended (else when it
+        ends); the node is acknowledged once that is committed, and a report it sends again is
+        acknowledged and changes nothing. One node cannot report another's tasks."""
+        outcome = Outcome()
+        outcome.send(node, Ack([f"{message.attempt}/{message.petask}"], PE_TASK_ACK))
+        record = next((r for r in attempt.pe_tasks if r["petask"] == message.petask), None) if attempt else None
+        if attempt is None or record is None or record["host"] != node:
+            return outcome
+        if record["ended_at"] is None:
+            record["ended_at"], record["exit"], record["usage"] = self.clock(), message.exit_status, message.usage
+            if attempt.exit is not None:  # the attempt's record is made: the task is added to it
+                attempt.usage = pe_usage.fold(attempt.usage, pe_usage.uncounted(attempt.pe_tasks))
+            outcome.changes.attempt(attempt)
+        watched = self.watched.get(attempt.name)
+        if watched is not None:
+            watched.running.pop(message.petask, None)
+        if not _live(state, attempt.job_id, attempt.index, attempt.number):
+            outcome.send(node, StopPeTasks(attempt.name))  # its directories on the node go
+        return outcome
 
     def stopping(self, message: object) -> None:
         """An order to a node: when it stops an attempt, its tasks are stopped at once on every
         host; when it suspends, resumes or signals it, so are its running tasks (GE's qmod -sj
         and qsig of a tightly integrated job). A checkpoint is the job script's alone."""
-        if not isinstance(message, SignalAttempt):
+        watched = self.watched.get(message.attempt) if isinstance(message, SignalAttempt) else None
+        if watched is None or not isinstance(message, SignalAttempt):
             return
         if message.action == "terminate":
-            self._stop(message.attempt)
-        elif message.action not in ("checkpoint", "migrate"):
-            self._signal(message.attempt, message.action)
-
-    def _signal(self, attempt: str, action: str) -> None:
-        tasks = self.attempts.get(attempt)
-        if tasks is None or tasks.stopped:
-            return
-        for host in sorted({task.host for task in tasks.tasks.values() if task.exit_status is None}):
-            if self.channels.channel(host) is not None:  # a node away misses it (its tasks end with the job)
-                self.channels.send(host, SignalPeTasks(attempt, action))
+            self._stop(message.attempt, watched)
+        elif message.action not in ("checkpoint", "migrate") and watched.stopped_at is None:
+            for host in sorted(set(watched.running.values())):
+                self._send(host, SignalPeTasks(message.attempt, message.action))
 
     def sweep(self, state: ControllerState) -> None:
-        """After each change: the tasks of every attempt that no longer runs are stopped."""
-        for name, tasks in list(self.attempts.items()):
-            job = state.jobs.get(tasks.job_id)
-            task = job.tasks.get(tasks.index) if job is not None else None
-            if task is None or task.attempt != tasks.number or task.state not in LIVE:
-                self._stop(name)
-                waited = self.clock() - (tasks.stopped_at or 0.0) > KEEP_STOPPED_S
-                if waited or all(t.exit_status is not None for t in tasks.tasks.values()):
-                    del self.attempts[name]
+        """After each change: the tasks of every attempt that no longer runs are stopped, and an
+        attempt whose tasks all ended (or were waited for KEEP_STOPPED_S) is no longer watched."""
+        for name, watched in list(self.watched.items()):
+            if _live(state, *watched.key):
+                continue
+            self._stop(name, watched)
+            assert watched.stopped_at is not None
+            if not watched.running or self.clock() - watched.stopped_at > KEEP_STOPPED_S:
+                del self.watched[name]
 
-    def _stop(self, attempt: str) -> None:
-        tasks = self.attempts.get(attempt)
-        if tasks is None or tasks.stopped:
+    def _stop(self, name: str, watched: Watched) -> None:
+        if watched.stopped_at is not None:
             return
-        tasks.stopped, tasks.stopped_at = True, self.clock()
-        for host in sorted({task.host for task in tasks.tasks.values()}):
-            if self.channels.channel(host) is None:
-                waiting = self.unsent.setdefault(host, set())
-                if len(waiting) < MAX_TASKS:
-                    waiting.add(attempt)
-            else:
-                self.channels.send(host, StopPeTasks(attempt))
+        watched.stopped_at = self.clock()
+        for host in sorted(watched.hosts):
+            self._send(host, StopPeTasks(name))
+
+    def _send(self, host: str, order: Order) -> None:
+        if self.channels.channel(host) is not None:
+            self.channels.send(host, order)
+            return
+        missed = self.missed.setdefault(host, [])
+        if len(missed) < MAX_TASKS:
+            missed.append(order)
 
     def node_connected(self, node: str) -> None:
-        """A node that missed the stops of its tasks' attempts while it was away gets them now."""
-        for attempt in sorted(self.unsent.pop(node, ())):
-            self.channels.send(node, StopPeTasks(attempt))
+        """A node that missed orders for its tasks while it was away gets them now, in order; and
+        the stop of every ended attempt whose tasks there have not all reported their end, again
+        (a node whose daemon restarted reports them again)."""
+        for order in self.missed.pop(node, []):
+            self.channels.send(node, order)
+        for name, watched in sorted(self.watched.items()):
+            if watched.stopped_at is not None and node in watched.running.values():
+                self.channels.send(node, StopPeTasks(name))
+
+
+def _live(state: ControllerState, job_id: int, index: int, number: int) -> bool:
+    """The attempt is its task's current one, and runs (or is suspended)."""
+    job = state.jobs.get(job_id)
+    task = job.tasks.get(index) if job is not None else None
+    return task is not None and task.attempt == number and task.state in LIVE
+
+
+def find(attempt: Attempt, petask: str) -> PeTaskRecord:
+    record = next((r for r in attempt.pe_tasks if r["petask"] == petask), None)
+    if record is None:
+        raise NotFound(f"no task {petask} of attempt {attempt.name}")
+    return record
+
+
+def room_for_task(attempt: Attempt, host: str, job_is_first_task: bool) -> None:
+    """GE runs as many tasks of a job at once on a host as the job holds slots there; on the
+    master, one fewer when the PE's job_is_first_task is true, for the job script holds that
+    slot (so an mpirun that starts a task for every slot needs job_is_first_task = false)."""
+    slots = len(attempt.cpu_ids) if host == attempt.node else next(
+        (len(cpu_ids) for node, cpu_ids in attempt.others if node == host), 0)
+    first = job_is_first_task and host == attempt.node
+    running = sum(1 for r in attempt.pe_tasks if r["host"] == host and r["ended_at"] is None)
+    if running + first >= slots:
+        held = f"{slots} slot{'s' if slots != 1 else ''}"
+        script = ", one of them the job script's (job_is_first_task = true)" if first else ""
+        raise Conflict(f"job {attempt.job_id}.{attempt.index} holds {held} on {host}{script}, and each runs a "
+                       f"task already: no task is started there until one ends")

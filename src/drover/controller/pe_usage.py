@@ -4,20 +4,20 @@ any other (the largest). The attempt keeps one usage record, so `drover show`, `
 history`, `qacct` and `sacct` count the tasks where they count the job script, and the store's
 accounting row (made from the attempt's usage) counts them too.
 
-A task that ends while its attempt runs waits here (`Ended`, in memory only) for the master's
-usage; one that ends after it (the tasks stopped with the attempt) is added to the attempt's
-record at once.
+Each task's usage is kept in its record (`Attempt.pe_tasks`) with a flag that says whether it is
+in the attempt's usage yet: a task that ends while its attempt runs is counted when the
+attempt's record is made; one that ends after it (the tasks stopped with the attempt) is added
+to the attempt's record at once. Record and flag are committed together, so it is counted once.
 """
 
 from __future__ import annotations
 
-from drover.records import Usage
+from collections.abc import Iterable
+
+from drover.records import PeTaskRecord, Usage
 
 # Counters that add up over processes; wall time and start and end are the master's.
 SUMMED = ("user_cpu_s", "sys_cpu_s", "minor_faults", "major_faults", "voluntary_switches", "involuntary_switches")
-
-# Attempt name → the summed usage of its ended tasks not yet in its record.
-Ended = dict[str, Usage]
 
 
 def task_cpu_s(usage: Usage) -> float:
@@ -42,15 +42,27 @@ def fold(master: Usage | None, tasks: Usage | None) -> Usage | None:
     return total
 
 
-def add(ended: Ended, attempt: str, usage: Usage) -> None:
-    """Count one more ended task of `attempt` (its CPU time in `cgroup_cpu_s`, so that a task its
-    cgroup measured adds what the cgroup counted)."""
+def uncounted(records: Iterable[PeTaskRecord]) -> Usage | None:
+    """The summed usage of the ended tasks not yet counted in their attempt's, each marked
+    counted (the caller commits the records with the attempt's usage); None if there are none."""
+    total: Usage | None = None
+    for record in records:
+        usage = record["usage"]
+        if record["counted"] or record["ended_at"] is None:
+            continue
+        record["counted"] = True
+        if usage is not None and record["summed"]:
+            total = _add(total, usage)
+    return total
+
+
+def _add(before: Usage | None, usage: Usage) -> Usage:
+    """`before` with one more task's usage in it (its CPU time in `cgroup_cpu_s`, so that a task
+    its cgroup measured adds what the cgroup counted)."""
     task: Usage = dict(usage)  # type: ignore[assignment]
     task["cgroup_cpu_s"] = task_cpu_s(usage)
-    before = ended.get(attempt)
     if before is None:
-        ended[attempt] = task
-        return
+        return task
     for key in SUMMED:
         before[key] = before[key] + task[key]  # type: ignore[literal-required]
     before["cgroup_cpu_s"] = before.get("cgroup_cpu_s", 0.0) + task["cgroup_cpu_s"]
@@ -58,3 +70,4 @@ def add(ended: Ended, attempt: str, usage: Usage) -> None:
     if "cgroup_peak_memory_bytes" in task:
         before["cgroup_peak_memory_bytes"] = max(before.get("cgroup_peak_memory_bytes", 0),
                                                  task["cgroup_peak_memory_bytes"])
+    return before

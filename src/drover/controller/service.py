@@ -34,7 +34,7 @@ from drover.config_schema import (
     QueueSection,
     SchedulerSection,
 )
-from drover.controller import pe_tasks, pe_usage, staged_files
+from drover.controller import pe_tasks, staged_files
 from drover.controller.auth import Caller, Policy
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
@@ -62,7 +62,7 @@ from drover.controller.handlers.node_reports import (
 from drover.controller.handlers.submit import submit
 from drover.controller.lifecycle import fail_job
 from drover.controller.node_channels import NodeChannel, NodeChannels
-from drover.controller.pe_tasks import PeTask, PeTasks
+from drover.controller.pe_tasks import PeTasks
 from drover.controller.relays import Relays
 from drover.controller.samples import LiveSamples
 from drover.controller.state import ControllerState
@@ -79,10 +79,12 @@ from drover.protocol.node_channel import (
     Heartbeat,
     Hello,
     NodeMessage,
+    PeTaskExited,
     StagedOut,
     StartPeTask,
     task_script,
 )
+from drover.records import PeTaskRecord
 from drover.store.base import Changes, EventRecord, JobFilter, Store, SubmissionKey
 from drover.store.faults import StoreFault
 
@@ -173,7 +175,7 @@ class ControllerService:
         self.clock = clock
         self.channels = NodeChannels()
         self.relays = Relays(self.channels)  # users' reads of output and terminals on nodes
-        self.pe_tasks = PeTasks(self.channels, clock)  # tasks of running parallel jobs; in memory only
+        self.pe_tasks = PeTasks(self.channels, clock)  # tasks of running parallel jobs, watched till they end
         self.samples = LiveSamples()  # what running attempts use now (`drover top`); in memory only
         self.started_at = clock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
@@ -206,7 +208,7 @@ class ControllerService:
     def _load(self) -> ControllerState:
         state = ControllerState.from_working_set(self.store.load_working_set())
         state.usage = self.usage
-        state.pe_usage = self.pe_tasks.ended  # kept across reloads, as the tasks are
+        self.pe_tasks.load(state)  # the tasks of its attempts, as the store has them
         # No node is connected to a controller that just started; each says hello when it is.
         changes = Changes()
         for node in state.nodes.values():
@@ -500,7 +502,7 @@ class ControllerService:
                         waiter.set_result(None)
                 if effect.queue and effect.queue not in emptied and self._mail_if_queue_finished(effect):
                     emptied.add(effect.queue)
-        if self.pe_tasks.attempts:
+        if self.pe_tasks.watched:
             self.pe_tasks.sweep(self.state)  # the tasks of an attempt that ended are stopped
         if outcome.reschedule:
             self.request_schedule()
@@ -913,12 +915,13 @@ class ControllerService:
 
     def start_pe_task(self, policy: Policy, caller: Caller, job_id: int, index: int, host: str, argv: list[str],
                       cwd: str | None, env: Mapping[str, str] | None,
-                      credential: str | None = None) -> tuple[Attempt, PeTask]:
+                      credential: str | None = None) -> tuple[Attempt, PeTaskRecord]:
         """A task of a running parallel job on one of its hosts (controller/pe_tasks.py), checked
-        first; its node gets the master's order made the task's."""
+        first; its record is committed with its attempt, then its node gets the master's order
+        made the task's."""
         self._settle()  # the latest reports first: an attempt that just ended starts nothing
-        job, attempt = pe_tasks.check(self.state, self.orders.parallel_environments, policy, caller, job_id,
-                                      index, host)
+        job, attempt, environment = pe_tasks.check(self.state, self.orders.parallel_environments, policy, caller,
+                                                   job_id, index, host)
         rooms = {name: (cpu_ids, memory) for name, cpu_ids, memory in attempt.rooms(job.resources.memory_mib)}
         master = start_order(job, attempt, self.orders, queue_nice(self.state, job, self.orders),
                              queue_of(self.state, job, self.orders))
@@ -928,11 +931,32 @@ class ControllerService:
                                            credential)
             return StartPeTask(attempt.name, petask, config, task_script(argv))
 
-        return attempt, self.pe_tasks.start(attempt, host, argv, order)
+        started: list[PeTaskRecord] = []
 
-    def stop_pe_task(self, attempt: str, petask: str) -> PeTask:
+        def handler() -> Outcome:
+            outcome, record = self.pe_tasks.start(attempt, host, argv, environment, order)
+            started.append(record)
+            return outcome
+
+        self._run(handler, Scope(jobs=frozenset({job_id})))
+        return attempt, started[0]
+
+    def pe_task(self, job_id: int, index: int, number: int, petask: str) -> tuple[Attempt, PeTaskRecord]:
+        """A task a parallel job's attempt started (qrsh -inherit), from the working set while its
+        job is there, else from the store."""
+        attempt = self._attempt(job_id, index, number)
+        if attempt is None:
+            raise NotFound(f"job {job_id}.{index} has no attempt {number}")
+        return attempt, pe_tasks.find(attempt, petask)
+
+    def _attempt(self, job_id: int, index: int, number: int) -> Attempt | None:
+        return self.state.attempts.get((job_id, index, number)) or next(
+            (a for a in self.store.attempts_of(job_id) if (a.index, a.number) == (index, number)), None)
+
+    def stop_pe_task(self, job_id: int, index: int, number: int, petask: str) -> PeTaskRecord:
         """Stop one task of a running parallel job (its caller was interrupted); the caller is
         checked as the job's owner first (api/pe_tasks.py)."""
+        attempt, _ = self.pe_task(job_id, index, number, petask)
         return self.pe_tasks.stop_task(attempt, petask)
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
@@ -961,7 +985,7 @@ class ControllerService:
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
         self.event_logs.node_connected(hello.node, self.store)  # the event logs it writes catch up
-        self.pe_tasks.node_connected(hello.node)  # the stops of its tasks it missed while away
+        self.pe_tasks.node_connected(hello.node)  # the orders for its tasks it missed while away
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
@@ -974,8 +998,9 @@ class ControllerService:
         and tried again (`_keep_unsaved`)."""
         self._heard(node, messages)
         self.relays.take(node, messages)  # answers to users' reads and their terminals
-        for attempt in self.pe_tasks.take(node, messages):  # the ends of parallel jobs' tasks
-            self._count_pe_usage(attempt)
+        for message in messages:
+            if isinstance(message, PeTaskExited):  # the end of a parallel job's task
+                self._pe_task_ended(node, message)
         self.event_logs.take(node, messages)  # answers to event log appends
         self.samples.take(node, messages)  # what its running attempts use, and which of them ended
         reports: list[Report] = [m for m in messages if isinstance(m, Report) and self._kept(m)]
@@ -992,38 +1017,22 @@ class ControllerService:
             self._frames.append((node, reports))
         self._queue_group()
 
-    def _count_pe_usage(self, name: str) -> None:
-        """Tasks of attempt `name` ended: an attempt that ended already has their usage added to
-        its record now (one that runs has it added when it ends, `_exiting`); an ended job's
-        attempt is no longer in the working set, and is read from the store. Taken from
-        `pe_tasks.ended` once committed, so a refused commit leaves it to count again."""
+    def _pe_task_ended(self, node: str, message: PeTaskExited) -> None:
+        """A task's end, recorded with its attempt (pe_tasks.PeTasks.ended); an ended job's
+        attempt is no longer in the working set, and is read from the store. A commit refused
+        is not acknowledged: the node sends the report again when it reconnects."""
         try:
-            job_id, index, number = parse_attempt_name(name)
+            job_id, index, number = parse_attempt_name(message.attempt)
         except ValueError:
-            self.pe_tasks.ended.pop(name, None)
             return
-        key = (job_id, index, number)
-        running = self.state.attempts.get(key)
-        if running is not None and running.exit is None:
-            return  # counted when it ends
 
         def handler() -> Outcome:
-            outcome = Outcome()
-            attempt = self.state.attempts.get(key) or next(
-                (a for a in self.store.attempts_of(job_id) if (a.index, a.number) == (index, number)), None)
-            if attempt is not None and attempt.exit is not None and name in self.pe_tasks.ended:
-                attempt.usage = pe_usage.fold(attempt.usage, self.pe_tasks.ended[name])
-                outcome.changes.attempt(attempt)
-            return outcome
+            return self.pe_tasks.ended(self.state, self._attempt(job_id, index, number), node, message)
 
         try:
             self._run(handler, Scope(jobs=frozenset({job_id})))
         except DroverError as fault:
-            log.error("the usage of the tasks of %s is not counted yet: %s", name, fault)
-            return
-        running = self.state.attempts.get(key)
-        if running is None or running.exit is not None:  # counted (or its attempt is gone)
-            self.pe_tasks.ended.pop(name, None)
+            log.error("the end of task %s of %s is not recorded yet: %s", message.petask, message.attempt, fault)
 
     def _keep_unsaved(self, node: str, reports: list[Report]) -> None:
         """Keep what the node will not send again, and try it again with back-off (0.5 s,

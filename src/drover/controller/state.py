@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from drover.controller.fairshare import DecayedUsage
-from drover.controller.pe_usage import Ended
 from drover.controller.work_cache import WorkCache
 from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
@@ -42,9 +41,6 @@ class ControllerState:
     queues_in_effect: dict[str, Queue] | None = None
     # The planner's input kept between passes (work_cache.py): what changed is built again.
     work: WorkCache = field(default_factory=WorkCache)
-    # The summed usage of parallel jobs' tasks that ended while their attempt ran, by attempt
-    # name: counted in the attempt's usage when it ends (pe_usage.py); in memory only.
-    pe_usage: Ended = field(default_factory=dict)
 
     def changed(self, changes: Changes) -> None:
         """A handler's changes, as they are committed: the planner builds again the work of the

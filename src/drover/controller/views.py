@@ -20,9 +20,11 @@ from drover.protocol.api import (
     HistoryRow,
     JobInfo,
     NodeInfo,
+    PeTaskInfo,
     TaskInfo,
     Usage,
 )
+from drover.records import PeTaskRecord
 from drover.scheduler.reasons import Waiting
 from drover.store.base import EndedJobRecord, HistoryRecord, Store
 
@@ -119,7 +121,23 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         pty_socket=attempt.pty_socket if attempt.ended_at is None else None,
         gres={name: list(indices) for name, indices in attempt.gres.items()},
         other_nodes={node: list(cpu_ids) for node, cpu_ids in attempt.others},
+        pe_tasks=[pe_task_info(attempt, record) for record in attempt.pe_tasks],
     )
+
+
+def pe_task_info(attempt: Attempt, record: PeTaskRecord) -> PeTaskInfo:
+    """A task the attempt started on one of its hosts (qrsh -inherit), as the API shows it."""
+    status = record["exit"]
+    shown = None
+    if status is not None:
+        shown = (status["exit_code"] if status["exit_code"] is not None
+                 else 128 + status["signal"] if status["signal"] is not None else 1)
+    return PeTaskInfo(job_id=attempt.job_id, task=attempt.index, attempt=attempt.number, petask=record["petask"],
+                      host=record["host"], argv=record["argv"], started_at=record["started_at"],
+                      ended_at=record["ended_at"], exit_code=status["exit_code"] if status else None,
+                      signal=status["signal"] if status else None, failure=status["failure"] if status else None,
+                      exit_status=shown, usage=msgspec.convert(record["usage"], Usage) if record["usage"] else None,
+                      in_job_usage=record["summed"])
 
 
 def usage_of(attempt: Attempt) -> Usage | None:

@@ -16,7 +16,7 @@ from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
-from drover.records import CleanupProgress, ExitStatus, GivenUpStep, Usage
+from drover.records import CleanupProgress, ExitStatus, GivenUpStep, PeTaskRecord, Usage
 
 
 class StagedFileRecord(TypedDict):
@@ -122,6 +122,8 @@ class Attempt:
     # A parallel job's other nodes and the CPUs it holds on each (`node` is its master, which runs
     # the job script); empty for a job on one node.
     others: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # The tasks it started on its hosts (a tightly integrated parallel job), in the order started.
+    pe_tasks: list[PeTaskRecord] = field(default_factory=list)
 
     @property
     def name(self) -> str:

@@ -87,6 +87,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     from drover.execd.sampling import Sampler
     from drover.execd.shutdown_checkpoints import checkpoint_on_shutdown
     from drover.protocol.node_channel import (
+        PE_TASK_ACK,
         Ack,
         AppendEventLog,
         CloseTerminal,
@@ -131,6 +132,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     def on_connect() -> None:
         relays.drop_terminals()
         cleanup.trigger_all()
+        pe_tasks.resend()  # the ends of tasks the controller has not acknowledged
 
     channel = ControllerChannel(
         [args.socket] if args.socket else options.controllers() or [api_socket(paths)],
@@ -142,7 +144,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
-    channel.on(Ack, lambda ack: cleanup.acknowledged(ack.attempts, ack.kind))
+    channel.on(Ack, lambda ack: (pe_tasks.acknowledged(ack.attempts) if ack.kind == PE_TASK_ACK
+                                 else cleanup.acknowledged(ack.attempts, ack.kind)))
     channel.on(ReadOutput, relays.read_output)
     channel.on(OpenTerminal, relays.open_terminal)
     channel.on(TerminalInput, relays.terminal_input)

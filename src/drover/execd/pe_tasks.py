@@ -10,10 +10,11 @@ by the fork server, like an attempt's) runs the command as the job's owner, its 
 task's `out/` directory, which the owner owns (read back by NodeRelays as the owner).
 
 A task's shepherd runs the firing sequence with `pe_task` set: no prolog, epilog or PE
-procedure, its own cgroup (<attempt>.<petaskid>). Its end is reported (PeTaskExited), once.
-A suspend, resume or signal of the job reaches it through its shepherd (`signal`).
-The controller keeps tasks in memory only: an execd restarted while tasks run ends them
-(`recover`), and their reports are not sent.
+procedure, its own cgroup (<attempt>.<petaskid>). Its end is reported (PeTaskExited) until the
+controller acknowledges it, again on each reconnection; its directory stays until then, so that
+a restarted execd reports it again. A suspend, resume or signal of the job reaches it through its
+shepherd (`signal`). Tasks outlive their execd, as jobs do: the next one re-attaches to their
+shepherds (`recover`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from drover.protocol.node_channel import PeTaskExited, SignalPeTasks, StartPeTas
 from drover.records import AttemptConfig, ExitStatus, NodeOptions
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_atomically, write_json
+from drover.spool.process import is_alive, read_pid_record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ class PeTasks:
         self.signed_jobs = signed_jobs  # require_signed_jobs: each task's signature checked first
         self.live: dict[tuple[str, str], LiveTask] = {}
         self.stopped: set[str] = set()  # attempts whose tasks were told to stop
+        self.unacked: dict[tuple[str, str], PeTaskExited] = {}  # ends reported, not yet recorded by the controller
         self._loop = asyncio.get_running_loop()
 
     def task_dir(self, attempt: str, petask: str) -> str | None:
@@ -149,7 +152,7 @@ class PeTasks:
             except ProcessLookupError:
                 pass
         if not running:
-            self._remove(order.attempt)
+            self._remove_if_done(order.attempt)
 
     def signal(self, order: SignalPeTasks) -> None:
         """The attempt was suspended, resumed or signalled: so is each of its tasks here, by its
@@ -193,40 +196,74 @@ class PeTasks:
         if exit_status is None:  # the shepherd died without a record: end what it left
             _end_contained(task)
             exit_status = _failed("the task's shepherd was lost")
-        self.send(PeTaskExited(attempt, petask, exit_status, read_json(task.spool.record(layout.USAGE))))
-        if attempt in self.stopped and not any(t.attempt == attempt for t in self.live.values()):
+        self._report(PeTaskExited(attempt, petask, exit_status, read_json(task.spool.record(layout.USAGE))))
+
+    def _report(self, message: PeTaskExited) -> None:
+        self.unacked[message.attempt, message.petask] = message
+        self.send(message)
+
+    def acknowledged(self, names: list[str]) -> None:
+        """The controller recorded these ends ("<attempt>/<petask>"): they are not sent again, and
+        a stopped attempt's directories go once nothing of them is left to report."""
+        for name in names:
+            attempt, _, petask = name.rpartition("/")
+            if self.unacked.pop((attempt, petask), None) is not None and attempt in self.stopped:
+                self._remove_if_done(attempt)
+
+    def resend(self) -> None:
+        """On each connection: the ends the controller has not acknowledged, again."""
+        for message in list(self.unacked.values()):
+            self.send(message)
+
+    def _remove_if_done(self, attempt: str) -> None:
+        if not any(t.attempt == attempt for t in self.live.values()):
             self._remove(attempt)
 
     def _remove(self, attempt: str) -> None:
-        """The ended attempt's task directories go; a directory made only for them goes too (the
-        master's own spool directory is its cleanup's to remove)."""
+        """The ended attempt's task directories go, but those of ends the controller has not
+        acknowledged; a directory made only for them goes with the last (the master's own spool
+        directory is its cleanup's to remove)."""
         attempt_dir = os.path.join(self.root, attempt)
-        if os.path.exists(os.path.join(attempt_dir, MADE_FOR_TASKS)):
-            shutil.rmtree(attempt_dir, ignore_errors=True)
-            return
         try:
             names = [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name)]
         except OSError:
             return
+        kept = [name for name in names if (attempt, name) in self.unacked]
         for name in names:
-            shutil.rmtree(os.path.join(attempt_dir, name), ignore_errors=True)
+            if name not in kept:
+                shutil.rmtree(os.path.join(attempt_dir, name), ignore_errors=True)
+        if not kept and os.path.exists(os.path.join(attempt_dir, MADE_FOR_TASKS)):
+            shutil.rmtree(attempt_dir, ignore_errors=True)
 
     def recover(self) -> None:
-        """At the execd's start: tasks its predecessor started are no longer the controller's to
-        know of; what is left of them is ended and removed."""
+        """At the execd's start: re-attach to the tasks its predecessor started whose shepherds
+        run; report the ends of the others again (the controller acknowledges an end it has,
+        and then tells this node to remove what is left)."""
         for name in layout.attempt_names(self.root):
             attempt_dir = os.path.join(self.root, name)
             try:
                 petasks = [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name)]
             except OSError:
                 continue
-            for petask in petasks:
-                _end_contained(LiveTask(name, petask, layout.SpoolDir(attempt_dir, petask), 0))
-            self._remove(name)
+            for petask in sorted(petasks, key=int):
+                self._recover_task(LiveTask(name, petask, layout.SpoolDir(attempt_dir, petask), 0))
+
+    def _recover_task(self, task: LiveTask) -> None:
+        pid_record = read_pid_record(task.spool.record(layout.PID))
+        if not os.path.exists(task.spool.record(layout.EXIT_STATUS)) and pid_record is not None \
+                and is_alive(*pid_record):
+            log.info("attempt %s: re-attached to task %s (shepherd %d)", task.attempt, task.petask, pid_record[0])
+            task.shepherd_pid = pid_record[0]
+            self._watch(task)
+            return
+        # It ended, or its shepherd died while no execd watched (or never started): its end is
+        # reported again, from its records.
+        self.live[task.attempt, task.petask] = task
+        self._gone(task.attempt, task.petask)
 
     def _refused(self, order: StartPeTask, why: str) -> None:
         log.warning("attempt %s: task %s not started: %s", order.attempt, order.petask, why)
-        self.send(PeTaskExited(order.attempt, order.petask, _failed(why)))
+        self._report(PeTaskExited(order.attempt, order.petask, _failed(why)))
 
     def close(self) -> None:
         for task in self.live.values():

@@ -145,8 +145,7 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     gres: dict[str, list[int]] = {}  # the devices it was given on its node: name → indices ({"gpu": [0, 2]})
     # A parallel job's other nodes and the CPUs it holds on each ({"n2": [0, 1]}); `node` is its master.
     other_nodes: dict[str, list[int]] = {}
-    # The tasks the running attempt started on its hosts (qrsh -inherit), while it runs: the
-    # controller keeps them in memory only (docs/parallel-environments.md).
+    # The tasks the attempt started on its hosts (qrsh -inherit; docs/parallel-environments.md).
     pe_tasks: list[PeTaskInfo] = []
 
 
@@ -588,6 +587,7 @@ class ParallelEnvironmentInfo(msgspec.Struct, kw_only=True):
     allocation_rule: str
     control_slaves: bool
     job_is_first_task: bool
+    accounting_summary: bool = False
     running: int  # tasks of its jobs running now
     pending: int  # jobs waiting for it
 
@@ -627,7 +627,7 @@ class PeTaskRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PeTaskInfo(msgspec.Struct, kw_only=True):
-    """A task of a parallel job on one of its hosts, while the job runs."""
+    """A task of a parallel job on one of its hosts."""
 
     job_id: int
     task: int
@@ -642,3 +642,5 @@ class PeTaskInfo(msgspec.Struct, kw_only=True):
     failure: str | None = None
     exit_status: int | None = None  # what a shell would show: exit code, or 128 + signal; 1 for a failure
     usage: Usage | None = None
+    # Its usage is in its attempt's (its PE's accounting_summary); else it is accounted on its own.
+    in_job_usage: bool = True

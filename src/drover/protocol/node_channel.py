@@ -112,9 +112,13 @@ class SignalAttempt(msgspec.Struct, tag="signal"):
 
 class Ack(msgspec.Struct, tag="ack"):
     attempts: list[str]  # reports now recorded; the execd may go on with their cleanup
-    # What is acknowledged: "report" (Exited), "stage_out" (StagedOut) or "given_up:<step>" (a
-    # Progress that gives that step up).
+    # What is acknowledged: "report" (Exited), "stage_out" (StagedOut), "given_up:<step>" (a
+    # Progress that gives that step up) or PE_TASK_ACK (PeTaskExited: `attempts` are then
+    # "<attempt>/<petask>").
     kind: str = "report"
+
+
+PE_TASK_ACK = "pe_task"
 
 
 class Welcome(msgspec.Struct, tag="welcome"):

@@ -25,7 +25,7 @@ JOB_COLUMNS = (
 TASK_COLUMNS = ("job_id", "idx", "state", "state_since", "attempt", "cancel_requested", "exit_status",
                 "requeue_requested", "hold_requested")
 ATTEMPT_COLUMNS = ("job_id", "idx", "number", "node", "cpu_ids", "dispatched_at", "started_at", "ended_at",
-                   "exit", "usage", "cleanup", "gres", "others")
+                   "exit", "usage", "cleanup", "gres", "others", "pe_tasks")
 EVENT_COLUMNS = "seq, time, job_id, idx, attempt, kind, detail"
 
 
@@ -77,7 +77,8 @@ def attempt_row(a: Attempt) -> tuple[Any, ...]:
             dumps(a.usage) if a.usage is not None else None,
             dumps(a.cleanup) if a.cleanup is not None else None,
             dumps(a.gres) if a.gres else None,
-            dumps([[node, list(cpu_ids)] for node, cpu_ids in a.others]) if a.others else None)
+            dumps([[node, list(cpu_ids)] for node, cpu_ids in a.others]) if a.others else None,
+            dumps(a.pe_tasks) if a.pe_tasks else None)
 
 
 def attempt_from_row(row: Sequence[Any]) -> Attempt:
@@ -88,6 +89,7 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
         cleanup=json.loads(row[10]) if row[10] else None,
         gres={name: tuple(indices) for name, indices in json.loads(row[11]).items()} if len(row) > 11 and row[11] else {},
         others=tuple((node, tuple(cpu_ids)) for node, cpu_ids in json.loads(row[12])) if len(row) > 12 and row[12] else (),
+        pe_tasks=json.loads(row[13]) if len(row) > 13 and row[13] else [],
     )
 
 

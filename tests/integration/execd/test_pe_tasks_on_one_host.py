@@ -20,6 +20,12 @@ CONFIG = """[parallel_environments.mpi]
 slots = 4
 allocation_rule = "$pe_slots"
 control_slaves = true
+accounting_summary = true
+
+[parallel_environments.apart]
+slots = 4
+allocation_rule = "$pe_slots"
+control_slaves = true
 
 [parallel_environments.loose]
 slots = 4
@@ -84,27 +90,57 @@ def test_a_task_has_its_spool_subdirectory_and_dies_with_the_job(tmp_path: Path)
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass\n"
 
 
+def _burning_task(cluster: LocalCluster, tmp_path: Path, pe: str) -> int:
+    """A job of `pe` whose script waits for its one task, which burns 1.5 s of CPU; once ended."""
+    burn = tmp_path / "burn.py"
+    burn.write_text(BURN)
+    script = f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {burn}'
+    job = cluster.submit("--pe", pe, "2", "--", "bash", "-c", script)
+    assert cluster.drover("wait", str(job)).returncode == 0
+    return job
+
+
+def _qacct(cluster: LocalCluster, job: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "drover.compat.gridengine.qacct", "-j", str(job)],
+                          capture_output=True, text=True, env=cluster.env, cwd=cluster.workdir, timeout=60)
+
+
 def test_a_tasks_cpu_time_is_in_its_jobs_accounting(tmp_path: Path) -> None:
     """As Slurm counts its steps' usage in the job's: a task that burns 1.5 s of CPU while the job
     script only waits for it shows in the job's usage (`drover show`, `drover history`, qacct)."""
     cluster = LocalCluster(cpus=2, config_toml=CONFIG)
     try:
         cluster.start()
-        burn = tmp_path / "burn.py"
-        burn.write_text(BURN)
-        script = f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {burn}'
-        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
-        assert cluster.drover("wait", str(job)).returncode == 0
+        job = _burning_task(cluster, tmp_path, "mpi")
         shown = cluster.drover_json("show", str(job))
         shown = shown[0] if isinstance(shown, list) else shown
         (attempt,) = shown["tasks"][0]["attempts"]
         assert attempt["usage"]["user_cpu_s"] + attempt["usage"]["sys_cpu_s"] >= 1.4, attempt["usage"]
         (row,) = cluster.drover_json("history", "--job", str(job))
         assert row["usage"]["user_cpu_s"] + row["usage"]["sys_cpu_s"] >= 1.4, row
-        qacct = subprocess.run([sys.executable, "-m", "drover.compat.gridengine.qacct", "-j", str(job)],
-                               capture_output=True, text=True, env=cluster.env, cwd=cluster.workdir, timeout=60)
+        qacct = _qacct(cluster, job)
         (cpu,) = re.findall(r"^cpu\s+(\S+)", qacct.stdout, re.M)
         assert float(cpu) >= 1.4, qacct.stdout + qacct.stderr
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
+def test_gridengine_accounting_summary_false_gives_each_task_a_record_of_its_own(tmp_path: Path) -> None:
+    """A PE without accounting_summary (Grid Engine's default, FALSE): `qacct -j` shows the job
+    script's record, whose CPU time is its own, and after it one for the task, with the task's."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        job = _burning_task(cluster, tmp_path, "apart")
+        qacct = _qacct(cluster, job)
+        master, task = (float(cpu) for cpu in re.findall(r"^cpu\s+(\S+)", qacct.stdout, re.M))
+        assert master < 1.4 <= task, qacct.stdout + qacct.stderr
+        assert re.findall(r"^granted_pe\s+(\S+)", qacct.stdout, re.M) == ["apart", "apart"], qacct.stdout
+        (row,) = cluster.drover_json("history", "--job", str(job))
+        assert row["usage"]["user_cpu_s"] + row["usage"]["sys_cpu_s"] < 1.4, row  # the job script's alone
     except BaseException:
         print(log_tails(cluster.state_dir))
         raise

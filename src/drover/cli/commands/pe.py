@@ -33,7 +33,7 @@ def sge_pe_lines(pe: ParallelEnvironmentInfo) -> list[str]:
               ("start_proc_args", pe.start_proc_args or "NONE"), ("stop_proc_args", pe.stop_proc_args or "NONE"),
               ("allocation_rule", pe.allocation_rule), ("control_slaves", flag(pe.control_slaves)),
               ("job_is_first_task", flag(pe.job_is_first_task)), ("urgency_slots", "min"),
-              ("accounting_summary", "FALSE")]
+              ("accounting_summary", flag(pe.accounting_summary))]
     return [f"{key:<18} {value}" for key, value in fields]
 
 

@@ -45,7 +45,7 @@ OPTIONS = [
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.client.client import Client
-    from drover.protocol.api import AttemptInfo, HistoryRow, JobInfo, TaskInfo
+    from drover.protocol.api import AttemptInfo, HistoryRow, JobInfo, PeTaskInfo, TaskInfo
 
 
 @dataclass(frozen=True)
@@ -199,8 +199,26 @@ def _queue(name: str) -> str:
 
 
 def _records(job: JobInfo) -> list[Record]:
-    return [Record(job, task, attempt) for task in sorted(job.tasks, key=lambda t: t.index)
-            for attempt in task.attempts if attempt.ended_at is not None]
+    """A record for each ended attempt, and, after it, one for each task it started on its hosts
+    that is accounted on its own (sge_pe(5): a PE with accounting_summary FALSE)."""
+    records = []
+    for task in sorted(job.tasks, key=lambda t: t.index):
+        for attempt in task.attempts:
+            if attempt.ended_at is None:
+                continue
+            records.append(Record(job, task, attempt))
+            records += [Record(job, task, _as_attempt(attempt, pe_task)) for pe_task in attempt.pe_tasks
+                        if not pe_task.in_job_usage and pe_task.ended_at is not None]
+    return records
+
+
+def _as_attempt(attempt: AttemptInfo, pe_task: PeTaskInfo) -> AttemptInfo:
+    """A task of a parallel job as a record of its own: its host, times, status and usage."""
+    from drover.protocol.api import AttemptInfo
+
+    return AttemptInfo(number=attempt.number, node=pe_task.host, cpu_ids=[], dispatched_at=pe_task.started_at,
+                       started_at=pe_task.started_at, ended_at=pe_task.ended_at, exit_code=pe_task.exit_code,
+                       signal=pe_task.signal, failure=pe_task.failure, usage=pe_task.usage)
 
 
 def _selected(records: list[Record], given: dict[str, Given]) -> list[Record]:
@@ -275,7 +293,7 @@ def showjob(record: Record, group: str) -> str:
         ("priority", f"{job.priority:<20}"), ("qsub_time", ctime(job.submitted_at)),
         ("start_time", ctime(attempt.started_at) if attempt.started_at else "-/-"),
         ("end_time", ctime(attempt.ended_at) if attempt.ended_at else "-/-"),
-        ("granted_pe", f"{'smp' if job.cpus > 1 else 'NONE':<20}"), ("slots", f"{job.cpus:<20}"),
+        ("granted_pe", f"{job.pe or ('smp' if job.cpus > 1 else 'NONE'):<20}"), ("slots", f"{job.cpus:<20}"),
         ("failed", f"{failed:<3} {':' if failed else ''} {why}"), ("exit_status", f"{exit_status:<20}"),
         ("ru_wallclock", f"{wall:<13.0f}"), ("ru_utime", f"{user_s:<13.3f}"), ("ru_stime", f"{sys_s:<13.3f}"),
         ("ru_maxrss", f"{usage.max_rss_kib if usage else 0:<20}"), ("ru_ixrss", f"{0:<20}"),

@@ -398,7 +398,7 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     record = report.exit_status
     attempt.exit = record
     # Its tasks that ended before it are counted in its usage (pe_usage.py).
-    attempt.usage = pe_usage.fold(report.usage, state.pe_usage.pop(attempt.name, None))
+    attempt.usage = pe_usage.fold(report.usage, pe_usage.uncounted(attempt.pe_tasks))
     attempt.started_at = attempt.started_at or report.started_at
     attempt.ended_at = report.usage["ended_at"] if report.usage else now
     owner = state.jobs[attempt.job_id].owner if attempt.job_id in state.jobs else None
