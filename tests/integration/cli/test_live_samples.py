@@ -51,7 +51,9 @@ def test_a_running_jobs_memory_and_cpu_are_watched(sampled_cluster: LocalCluster
     assert memory and memory[-1] >= 190 * MIB, memory
     steps = [after - before for before, after in zip(memory, memory[1:], strict=False) if after - before > 20 * MIB]
     assert len(steps) >= 2, memory  # seen rising in steps, not only at its peak
-    assert max(cpu) >= 1.4, cpu  # two spinning processes: about two CPUs
+    # Two spinning processes: about two CPUs on an idle host; more than one process's worth on a
+    # loaded one, which shows that both are counted.
+    assert max(cpu) > 1.0, cpu
 
     samples = cluster.client().samples(job)
     assert len(samples.attempts) == 1
