@@ -38,6 +38,16 @@ def shape(request: Request) -> Shape:
     per_node = request.integer("ntasks-per-node", minimum=1) or request.integer("tasks-per-node", minimum=1)
     if ntasks is None and per_node is not None:
         ntasks = per_node  # one node: as many tasks as the node is to run
+    cpus_per_task = requested_cpus_per_task(request)
+    cpus = (ntasks or 1) * (cpus_per_task or 1)
+    mincpus = request.integer("mincpus", minimum=1)
+    if mincpus is not None:
+        cpus = max(cpus, mincpus)
+    return Shape(ntasks, cpus_per_task, cpus)
+
+
+def requested_cpus_per_task(request: Request) -> int | None:
+    """-c N, or --tres-per-task=cpu=N."""
     cpus_per_task = request.integer("cpus-per-task", minimum=1)
     tres = request.value("tres-per-task")
     if tres is not None:
@@ -45,11 +55,7 @@ def shape(request: Request) -> Shape:
         if not match:
             raise Refused(f"--tres-per-task={tres}: Drover schedules CPUs only (cpu=N)")
         cpus_per_task = int(match.group(1))
-    cpus = (ntasks or 1) * (cpus_per_task or 1)
-    mincpus = request.integer("mincpus", minimum=1)
-    if mincpus is not None:
-        cpus = max(cpus, mincpus)
-    return Shape(ntasks, cpus_per_task, cpus)
+    return cpus_per_task
 
 
 def check_nodes(request: Request) -> None:
