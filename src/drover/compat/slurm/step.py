@@ -162,17 +162,17 @@ def run(step: Step) -> int:
                 _stop(step, signal.SIGKILL)
                 return 1
             step.processes[task] = process
+        # Taken before the tasks elsewhere start (a request each): a signal meanwhile stops
+        # those started and skips the rest.
+        previous = {signum: signal.signal(signum, lambda signum, _: _stop(step, signum)) for signum in FORWARDED}
         try:
             if step.elsewhere is not None:
                 _start_elsewhere(step, step.elsewhere, argv, streams)
             streams(None)  # every task has its ends of the pipes: ours may close
-            previous = {signum: signal.signal(signum, lambda signum, _: _stop(step, signum)) for signum in FORWARDED}
-            try:
-                codes = _wait(step)
-            finally:
-                for signum, handler in previous.items():
-                    signal.signal(signum, handler)
+            codes = _wait(step)
         finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             if step.elsewhere is not None:
                 step.elsewhere.close()  # their ends of the label pipes, if srun ends early
     return _report(step, codes)

@@ -8,6 +8,7 @@ next look."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ class RemoteTasks:
               stderr: Sink) -> None:
         task = RemoteTask(rank, host, stdout, stderr)
         self.tasks.append(task)
+        if self.stop_asked:  # srun was stopped while it started the others: this one is not started
+            self._ended(task, -signal.SIGTERM)
+            return
         try:
             started = self.api.start_pe_task(self.job_id, host, argv, task=self.index, cwd=cwd, env=env)
         except DroverError as error:
@@ -57,8 +61,9 @@ class RemoteTasks:
 
     def stop(self) -> None:
         """Stop them all (safe in a signal handler: only noted, sent at the next look)."""
-        self.stop_asked = True
-        self.due = 0.0
+        if not self.stop_asked:  # -K and -W ask again at every turn of the wait
+            self.stop_asked = True
+            self.due, self.delay = 0.0, POLL_S[0]  # their ends are looked for at once, then often
 
     def codes(self) -> dict[int, int | None]:
         """Each task's wait status so far (None while it runs), looked at no more often than
