@@ -59,7 +59,8 @@ def requested_cpus_per_task(request: Request) -> int | None:
 
 
 def check_nodes(request: Request) -> None:
-    """-N MIN[-MAX]: one node is all Drover gives a job, so MIN must be 1."""
+    """-N MIN[-MAX]: a job asked for with Slurm's options gets one node, so MIN must be 1; a
+    job on several nodes is one of a parallel environment, whose rule places its slots."""
     text = request.value("nodes")
     if text is None:
         return
@@ -68,7 +69,8 @@ def check_nodes(request: Request) -> None:
         raise OptionError(f"\"{text}\" is not a valid node count")
     low, high = int(match.group(1)), match.group(2)
     if low > 1:
-        raise Refused(f"--nodes={text}: Drover runs each job on one node")
+        raise Refused(f"--nodes={text}: Drover runs a job on several nodes only in a parallel environment "
+                      "(drover submit --pe NAME SLOTS)")
     if low < 1 and not high:
         raise OptionError(f"\"{text}\" is not a valid node count")
 
