@@ -3,8 +3,9 @@ themselves with MUNGE, tests/helpers/munge_cluster.py): the step's tasks are lai
 job's nodes as Slurm's block distribution lays them, master first, and a task for the other
 host runs there as a task of the job (its address, and the file it writes, say where), its
 output relayed through srun with -l labels. The job's Slurm variables name both nodes. srun
-exits with its tasks' highest status, a task on the other host's included, and a SIGTERM to
-srun stops its task on the other host too."""
+exits with its tasks' highest status, a task on the other host's included, refuses what the
+job's nodes cannot hold in srun's words, and a SIGTERM to srun stops its task on the other host
+too."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ $(hostname -I | cut -d" " -f1)"; echo "$SLURMD_NODENAME" > where.$SLURM_PROCID'
 echo "srun status $?"
 srun -n 2 sh -c 'exit $((SLURM_PROCID * 3))'
 echo "srun status $?"
+srun -n 3 true
+echo "srun status $?"
+srun -N 3 true
+echo "srun status $?"
 {python} -m drover.compat.slurm.srun -n 2 sh -c 'echo $$ > pid.$SLURM_PROCID; exec sleep 300' &
 while [ ! -s pid.1 ] || [ ! -s pid.0 ]; do sleep 0.2; done
 kill -TERM $!
@@ -72,7 +77,7 @@ def test_srun_runs_its_steps_tasks_across_the_hosts_of_a_parallel_job(
     wait_until(lambda: (home / "pid.1").exists() and (home / "pid.1").read_text().strip() != "", timeout=120,
                describe="the long step's task to run on the other host")
     remote_pid = int((home / "pid.1").read_text())
-    wait_until(lambda: out.exists() and out.read_text().count("srun status") == 3, timeout=90,
+    wait_until(lambda: out.exists() and out.read_text().count("srun status") == 5, timeout=90,
                describe="the interrupted srun to end")
     # its task on the other host stopped with it
     wait_until(lambda: not os.path.exists(f"/proc/{remote_pid}"), timeout=30,
@@ -88,7 +93,12 @@ def test_srun_runs_its_steps_tasks_across_the_hosts_of_a_parallel_job(
     assert ((home / "where.0").read_text(), (home / "where.1").read_text()) == (f"{master}\n", f"{other}\n")
     assert lines[3] == "srun status 0"
     assert lines[4] == "srun status 3"  # task 1, on the other host, exited 3
-    assert lines[5].startswith("srun status ") and int(lines[5].split()[-1]) >= 128, lines
-    assert f"srun: error: {other}: task 1: Exited with exit code 3" in err.read_text()
+    # more tasks than the job's 2 slots, more nodes than its 2: refused as srun refuses them
+    assert lines[5:7] == ["srun status 1", "srun status 1"], lines
+    assert lines[7].startswith("srun status ") and int(lines[7].split()[-1]) >= 128, lines
+    errors = err.read_text()
+    assert f"srun: error: {other}: task 1: Exited with exit code 3" in errors
+    assert f"srun: error: Unable to create step for job {job}: More processors requested than permitted" in errors
+    assert "srun: error: Only allocated 2 nodes asked for 3" in errors
     finished = _on_node1(hosts, system_install, alice, "drover", "wait", "--timeout", "60", job)
     assert finished.returncode == 0, finished.stdout + finished.stderr
