@@ -10,6 +10,7 @@ import re
 import time
 
 from drover.records import AttemptConfig, IdentityRecord
+from drover.slurm_layout import compress_counts, compress_hosts, tasks_per_node
 from drover.spool.architecture import architecture
 
 # The site's scripts (node and queue prolog and epilog, PE start and stop) run with this PATH and
@@ -40,12 +41,38 @@ def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
     """What the job asked for, then the attempt's facts over it. SLURM_* variables that describe
     another job (the submitter was itself a job) are dropped: they would mislead srun."""
     env = dict(config["environment"])
-    if _inherited_from_another_job(env):
+    # A task started on a host of its job keeps its caller's variables of that same job.
+    same_job = bool(config.get("pe_task")) and env.get("SLURM_JOB_ID", str(config["job_id"])) == str(config["job_id"])
+    if _inherited_from_another_job(env) and not same_job:
         env = {name: value for name, value in env.items() if not _OTHER_JOBS_VARIABLE.fullmatch(name)}
-    env.update(_facts(config, tmpdir, config["environment"]))
+    if config.get("pe_task"):
+        _facts_of_this_host(env, _facts(config, tmpdir, {}))
+    else:
+        env.update(_facts(config, tmpdir, config["environment"]))
     for name, value in _account(config["owner"], config.get("identity")).items():
         env.setdefault(name, value)  # as Grid Engine: from the passwd entry, where the job has none
     return env
+
+
+# What describes the host a task of the job runs on, rather than the job: a task started on
+# another host of the job gets these of its own host over its caller's.
+_HOST_FACTS = frozenset({"DROVER_NODE", "DROVER_CPUS", "HOSTNAME", "TMPDIR", "TMP", "SGE_BINDING", "PE_HOSTFILE",
+                         "SLURMD_NODENAME", "SLURM_CPUS_ON_NODE", "SLURM_TOPOLOGY_ADDR"})
+
+
+def _facts_of_this_host(env: dict[str, str], facts: dict[str, str]) -> None:
+    """A task of a running parallel job started on one of its hosts (`pe_task`): its caller ran
+    inside the same job, on another of its hosts, so the job's facts in the caller's
+    environment are true here too (its hosts and slots, which a task's own order does not hold)
+    and so are those of a step srun started (SLURM_PROCID, SLURM_STEP_*); only what describes
+    the host is this host's. What the caller lacked is filled in from this attempt's facts."""
+    for name, value in facts.items():
+        if name in _HOST_FACTS:
+            env[name] = value
+        else:
+            env.setdefault(name, value)
+    if "PE_HOSTFILE" not in facts:
+        env.pop("PE_HOSTFILE", None)  # the master's file: not on this host
 
 
 _own_account: dict[str, str] | None = None  # the fork server's user's, looked up once there
@@ -129,8 +156,9 @@ def _requested(env: dict[str, str], name: str, cpus: int) -> int | None:
 def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dict[str, str]:
     """The facts of the attempt, under Drover's, Grid Engine's and Slurm's names: for Grid
     Engine, submit(1)'s ENVIRONMENTAL VARIABLES; for Slurm, sbatch(1)'s OUTPUT ENVIRONMENT
-    VARIABLES of a batch job on one node (tests/data/manpages/ lists both, and which of them a
-    Drover job gets)."""
+    VARIABLES of a batch job on its node, or on all its nodes for a job of a parallel environment
+    whose slots span several hosts (tests/data/manpages/ lists both, and which of them a Drover
+    job gets)."""
     job_id, index = str(config["job_id"]), str(config["task_index"])
     cpus, node, name = str(config["cpus"]), config["node"], config["name"]
     # A job on several hosts: NSLOTS counts its slots on all of them, NHOSTS the hosts.
@@ -139,6 +167,9 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
     request = {} if _inherited_from_another_job(submitted) else submitted
     ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
     cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
+    nodelist, nodes, cpus_per_node, tasks_on_nodes = node, "1", cpus, str(ntasks)
+    if config.get("pe_hosts"):
+        ntasks, cpus_per_task, nodelist, nodes, cpus_per_node, tasks_on_nodes = _across_hosts(config, request)
     restarted = "1" if config["attempt_number"] > 1 else "0"
     queue = config.get("queue") or "default"  # a spool written before queues existed has none
     stdout = config["stdout"]
@@ -180,9 +211,9 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURM_CLUSTER_NAME": "drover",  # as sacct, squeue, sinfo and scontrol name the cluster
         "SLURM_CPUS_PER_TASK": str(cpus_per_task),
         "SLURM_CPUS_ON_NODE": cpus,
-        "SLURM_JOB_CPUS_PER_NODE": cpus,
-        "SLURM_JOB_NODELIST": node,
-        "SLURM_NODELIST": node,
+        "SLURM_JOB_CPUS_PER_NODE": cpus_per_node,
+        "SLURM_JOB_NODELIST": nodelist,
+        "SLURM_NODELIST": nodelist,
         "SLURMD_NODENAME": node,
         "SLURM_TOPOLOGY_ADDR": node,
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
@@ -191,9 +222,9 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURM_JOB_USER": config["owner"],
         "SLURM_NTASKS": str(ntasks),
         "SLURM_NPROCS": str(ntasks),
-        "SLURM_TASKS_PER_NODE": str(ntasks),
-        "SLURM_JOB_NUM_NODES": "1",
-        "SLURM_NNODES": "1",
+        "SLURM_TASKS_PER_NODE": tasks_on_nodes,
+        "SLURM_JOB_NUM_NODES": nodes,
+        "SLURM_NNODES": nodes,
         "SLURM_NODEID": "0",
         "SLURM_PROCID": "0",
         "SLURM_LOCALID": "0",
@@ -235,6 +266,21 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
             "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
         })
     return facts
+
+
+def _across_hosts(config: AttemptConfig, request: dict[str, str]) -> tuple[int, int, str, str, str, str]:
+    """The Slurm facts of a job whose slots span several hosts, as sbatch(1) gives those of a
+    job on several nodes: its tasks (by default one per slot: a parallel job's slots are its
+    tasks), the CPUs per task, the nodes in Slurm's hostlist form, master first, as the
+    pe_hostfile lists them, their count, and the CPUs and tasks on each ("2(x3),1")."""
+    names = [config["node"], *(host["node"] for host in config.get("pe_hosts", []))]
+    held = [config["cpus"], *(len(host["cpu_ids"]) for host in config.get("pe_hosts", []))]
+    slots = config.get("pe_slots") or sum(held)
+    ntasks = _requested(request, "SLURM_NTASKS", slots) or slots
+    cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", max(held)) or max(slots // ntasks, 1)
+    tasks = tasks_per_node([count // cpus_per_task for count in held], ntasks)
+    return (ntasks, cpus_per_task, compress_hosts(names), str(len(names)), compress_counts(held),
+            compress_counts(tasks))
 
 
 def _gres_facts(gres: dict[str, list[int]]) -> dict[str, str]:

@@ -16,8 +16,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import BinaryIO
 
 from drover.core.errors import BadRequest
 
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from drover.client.client import Client
 
 USAGE = "usage: drover task start HOST -- COMMAND [ARGS...]"
-POLL_S = (0.1, 1.0)  # the task's state and output are looked at this often, slower as it runs on
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -85,27 +85,27 @@ def _interrupts() -> Iterator[list[int]]:
 def _follow(api: Client, job_id: int, index: int, petask: str, prog: str, interrupted: list[int]) -> int:
     """Print the task's output as it comes, until it ended and all of it is printed; stop it
     once the caller is interrupted."""
-    offsets = {"stdout": 0, "stderr": 0}
-    outs = {"stdout": sys.stdout.buffer, "stderr": sys.stderr.buffer}
+    from drover.cli.pe_task_relay import POLL_S, TaskRelay, next_delay
+
+    relay = TaskRelay(job_id, index, petask, {"stdout": _writer(sys.stdout.buffer), "stderr": _writer(sys.stderr.buffer)})
     delay = POLL_S[0]
     stopped = False
     while True:
         if interrupted and not stopped:
-            api.stop_pe_task(job_id, petask, task=index)
+            relay.stop(api)
             stopped = True
-        info = api.pe_task(job_id, petask, task=index)
-        ended = info.ended_at is not None
-        for stream, out in outs.items():
-            while True:
-                chunk = api.pe_task_output(job_id, petask, stream, offsets[stream], task=index)
-                if not chunk.data:
-                    break
-                out.write(chunk.data)
-                out.flush()
-                offsets[stream] += len(chunk.data)
-        if ended:
+        info = relay.look(api)
+        if info is not None:
             if info.failure:
                 print(f"{prog}: task {petask} on {info.host}: {info.failure}", file=sys.stderr)
             return info.exit_status if info.exit_status is not None else 1
         time.sleep(delay)
-        delay = min(delay * 1.5, POLL_S[1])
+        delay = next_delay(delay)
+
+
+def _writer(out: BinaryIO) -> Callable[[bytes], None]:
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    return write

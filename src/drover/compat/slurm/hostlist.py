@@ -6,9 +6,10 @@ range keeps the zero-padding of its first number ("n[01-03]" is n01 n02 n03), as
 
 from __future__ import annotations
 
-import re
-
 from drover.core.errors import BadRequest
+from drover.slurm_layout import compress_hosts
+
+__all__ = ["compress_hosts", "expand"]  # the compact form is written at the level the shepherd reaches
 
 MAX_RANGE = 1 << 20  # hosts in one range, as Slurm's hostlist.c bounds it (MAX_RANGE)
 
@@ -58,51 +59,3 @@ def _top_level_split(text: str) -> list[str]:
     if current:
         parts.append(current)
     return [p for p in parts if p]
-
-
-def compress_hosts(names: list[str]) -> str:
-    """Names in Slurm's compact form, keeping their order: runs of the same prefix whose numbers
-    follow each other become one bracket group ("n1,n2,n3,m" → "n[1-3],m")."""
-    groups: list[tuple[str, list[str]]] = []
-    for name in names:
-        match = re.fullmatch(r"(.*?)(\d+)", name)
-        prefix, number = (match.group(1), match.group(2)) if match else (name, "")
-        if number and groups and groups[-1][0] == prefix and groups[-1][1]:
-            groups[-1][1].append(number)
-        else:
-            groups.append((prefix, [number] if number else []))
-    out = []
-    for prefix, numbers in groups:
-        if not numbers:
-            out.append(prefix)
-        elif len(numbers) == 1:
-            out.append(prefix + numbers[0])
-        else:
-            out.append(f"{prefix}[{_ranges(numbers)}]")
-    return ",".join(out)
-
-
-def _follows(number: str, previous: str) -> bool:
-    """`number` continues a range that ends at `previous`. Widths must agree, unless neither is
-    zero-padded: Slurm's hostlist.c (_width_equiv) writes n9,n10 as n[9-10] but n09,n10 as
-    n[09-10] and n9,n010 as n[9,010]."""
-    if int(number) != int(previous) + 1:
-        return False
-    return len(number) == len(previous) or (_unpadded(number) and _unpadded(previous))
-
-
-def _unpadded(number: str) -> bool:
-    return number == str(int(number))
-
-
-def _ranges(numbers: list[str]) -> str:
-    parts: list[str] = []
-    start = previous = numbers[0]
-    for number in numbers[1:]:
-        if _follows(number, previous):
-            previous = number
-            continue
-        parts.append(start if start == previous else f"{start}-{previous}")
-        start = previous = number
-    parts.append(start if start == previous else f"{start}-{previous}")
-    return ",".join(parts)

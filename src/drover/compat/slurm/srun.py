@@ -1,4 +1,5 @@
-"""srun: inside a job (SLURM_JOB_ID is set), a job step of N tasks on the job's node (step.py);
+"""srun: inside a job (SLURM_JOB_ID is set), a job step of N tasks on the job's node (step.py),
+or over the job's hosts when its allocation spans several (step_hosts.py, step_remote.py);
 outside one, an allocation of its own, a Drover job whose script runs the same srun inside it,
 its output streamed here, as srun without an allocation does (and `--pty`: a terminal, through
 `drover run --pty`). Options as srun reads them: its SLURM_*/SRUN_* input variables first (in a
@@ -19,7 +20,14 @@ from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import Refused, Request, apply_marks, parse
 from drover.compat.slurm.step import Step, next_step_id, run
-from drover.compat.slurm.submission import add_node_requests, check_nodes, shape, to_job
+from drover.compat.slurm.step_hosts import Layout, allocation, lay_out, node_range
+from drover.compat.slurm.submission import (
+    add_node_requests,
+    check_nodes,
+    requested_cpus_per_task,
+    shape,
+    to_job,
+)
 from drover.protocol.plain import JobRequest
 
 OPTIONS = submit_options.options_for("srun")
@@ -61,27 +69,35 @@ def _main(argv: list[str]) -> int:
 
 def run_step(request: Request, command: list[str], job_id: str) -> int:
     """A step in the job srun runs in."""
-    check_nodes(request)
-    ntasks = request.integer("ntasks", minimum=1) or 1
+    allocated = allocation(os.environ)
+    layout = _layout(request, job_id, allocated) if len(allocated) > 1 else None
+    if layout is None:
+        check_nodes(request)
+    ntasks = layout.ntasks if layout is not None else request.integer("ntasks", minimum=1) or 1
     if request.value("relative") not in (None, "0"):
-        raise Refused(f"--relative={request.value('relative')}: the job has one node, relative 0")
-    cpus_per_task = shape(request).cpus_per_task  # -c, or --tres-per-task=cpu=N
+        raise Refused(f"--relative={request.value('relative')}: a step starts on the job's first node, relative 0")
+    # -c, or --tres-per-task=cpu=N
+    cpus_per_task = shape(request).cpus_per_task if layout is None else requested_cpus_per_task(request)
     environ = dict(os.environ)
     # srun's own log level, in its environment (so --export=NONE drops it, as srun's does).
     environ.setdefault("SRUN_DEBUG", str(3 + request.verbose - (1 if request.has("quiet") else 0)))
     env = step_environment(request.value("export"), environ, job_id)
     step_id = next_step_id(job_id, os.environ.get("TMPDIR", "/tmp"))
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
+    nodes, nodelist, tasks_per_node, here = "1", node, str(ntasks), list(range(ntasks))
+    if layout is not None:
+        nodes, nodelist, tasks_per_node = str(len(layout.nodes)), layout.nodelist, layout.tasks_per_node
+        here = layout.nodes[0].ranks
     env.update({
         "SLURM_STEP_ID": str(step_id), "SLURM_STEPID": str(step_id),
-        "SLURM_STEP_NUM_TASKS": str(ntasks), "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_NODELIST": node,
-        "SLURM_STEP_TASKS_PER_NODE": str(ntasks), "SLURM_GTIDS": ",".join(str(task) for task in range(ntasks)),
+        "SLURM_STEP_NUM_TASKS": str(ntasks), "SLURM_STEP_NUM_NODES": nodes, "SLURM_STEP_NODELIST": nodelist,
+        "SLURM_STEP_TASKS_PER_NODE": tasks_per_node, "SLURM_GTIDS": ",".join(str(task) for task in here),
         "SLURM_LAUNCH_NODE_IPADDR": "127.0.0.1", "SLURM_SRUN_COMM_HOST": "127.0.0.1",
         "SLURM_UMASK": f"{_umask():04o}",
     })
     if not request.has("preserve-env"):
-        env.update({"SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks), "SLURM_TASKS_PER_NODE": str(ntasks),
-                    "SLURM_NNODES": "1"})
+        env.update({"SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks), "SLURM_TASKS_PER_NODE": tasks_per_node,
+                    "SLURM_NNODES": nodes})
     if cpus_per_task is not None:
         env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
         env["SLURM_TRES_PER_TASK"] = f"cpu={cpus_per_task}"  # as srun sets it for -c
@@ -94,8 +110,40 @@ def run_step(request: Request, command: list[str], job_id: str) -> int:
         input=request.value("input"), open_mode=request.value("open-mode") or "truncate",
         label=request.has("label"), kill_on_bad_exit=request.has("kill-on-bad-exit") and kill != "0",
         wait_s=request.integer("wait"), cwd=request.value("chdir"), step_id=step_id, node=node,
+        nodes=layout.nodes if layout is not None and len(layout.nodes) > 1 else [],
     )
-    return run(step)
+    if not step.nodes:
+        return run(step)
+    return _run_across_hosts(step, int(job_id))
+
+
+def _layout(request: Request, job_id: str, allocated: list[tuple[str, int]]) -> Layout:
+    """The step's tasks over the job's hosts: -n (else SLURM_NTASKS, the job's slots), -N,
+    --ntasks-per-node and -c, as srun takes them; its warnings printed."""
+    nodes = request.value("nodes")
+    per_node = request.integer("ntasks-per-node", minimum=1) or request.integer("tasks-per-node", minimum=1)
+    node_count = node_range(nodes) if nodes is not None else None
+    ntasks = request.integer("ntasks", minimum=1)
+    given = request.given.get("ntasks")
+    if per_node is not None and (given is None or given.from_environment):
+        # --ntasks-per-node without -n: that many on each of the step's nodes
+        ntasks = per_node * min(node_count[0] if node_count else len(allocated), len(allocated))
+    layout = lay_out(job_id, allocated, ntasks or 1, node_count, per_node, requested_cpus_per_task(request) or 1)
+    for warning in layout.warnings:
+        print(f"srun: Warning: {warning}", file=sys.stderr)
+    return layout
+
+
+def _run_across_hosts(step: Step, job_id: int) -> int:
+    """The step, its tasks on the other hosts started as tasks of the job there."""
+    from drover.cli.commands.task import own_job
+    from drover.cli.common import client
+    from drover.compat.slurm.step_remote import RemoteTasks
+
+    _, index = own_job()
+    with client(timeout_s=None) as api:
+        step.elsewhere = RemoteTasks(api, job_id, index)
+        return run(step)
 
 
 def _umask() -> int:

@@ -1,10 +1,12 @@
-"""A job step, as srun runs one inside an allocation: N tasks of one command on this node, each
-with its SLURM_PROCID, SLURM_LOCALID and the step's SLURM_STEP_* variables, their output to
+"""A job step, as srun runs one inside an allocation: N tasks of one command, each with its
+SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID and the step's SLURM_STEP_* variables, their output to
 srun's own or to --output/--error files (per task with %t), labelled with -l; the step's exit
 status is the highest of its tasks' (128 + the signal for one killed), as srun reports it.
 
-The tasks run where srun runs: inside the job, so inside its CPUs, its memory limit and its
-containment; Drover confines the job as a whole, not each step."""
+The tasks of this node run where srun runs: inside the job, so inside its CPUs, its memory limit
+and its containment; Drover confines the job as a whole, not each step. In a job whose
+allocation spans several hosts, the tasks laid out on the others (step_hosts.py) are started
+there as tasks of the job (step_remote.py), their output relayed here like the local ones'."""
 
 from __future__ import annotations
 
@@ -19,10 +21,49 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
+
+from drover.compat.slurm.step_hosts import NodeTasks
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
              signal.SIGCONT)
+
+
+class Sink:
+    """Where a task on another host has its output copied: a file srun opened, srun's own stream,
+    or the pipe that labels its lines (a descriptor of its own, so that the labelling ends
+    once every task's end of it is closed). Closed once, when the task has ended."""
+
+    def __init__(self, target: Any) -> None:
+        self.fd = os.dup(target) if isinstance(target, int) else None
+        self.handle: IO[bytes] | None = None if isinstance(target, int) else target
+
+    def write(self, data: bytes) -> None:
+        if self.handle is not None:
+            self.handle.write(data)
+            self.handle.flush()
+        elif self.fd is not None:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Elsewhere(Protocol):
+    """The step's tasks on the job's other hosts (step_remote.RemoteTasks)."""
+
+    def start(self, rank: int, host: str, argv: list[str], cwd: str, env: dict[str, str], stdout: Sink,
+              stderr: Sink) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def codes(self) -> dict[int, int | None]: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -40,7 +81,10 @@ class Step:
     cwd: str | None = None
     step_id: int = 0
     node: str = ""
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # The step's nodes and their tasks, this one first; empty: all of them on this node.
+    nodes: list[NodeTasks] = field(default_factory=list)
+    elsewhere: Elsewhere | None = None  # the tasks on the other nodes
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)  # by rank
 
 
 def next_step_id(job_id: str, directory: str) -> int:
@@ -65,8 +109,10 @@ def expand(pattern: str, step: Step, task: int | None) -> str:
     """srun's filename pattern for one task (`task` None: for the whole step)."""
     env = step.environment
     job = env.get("SLURM_JOB_ID", "0")
+    nodeid = next((i for i, node in enumerate(step.nodes) if task in node.ranks), 0)
+    node = step.nodes[nodeid].node if step.nodes else step.node
     values = {"j": job, "J": f"{job}.{step.step_id}", "s": str(step.step_id), "A": env.get("SLURM_ARRAY_JOB_ID", job),
-              "a": env.get("SLURM_ARRAY_TASK_ID", "4294967294"), "t": str(task or 0), "n": "0", "N": step.node,
+              "a": env.get("SLURM_ARRAY_TASK_ID", "4294967294"), "t": str(task or 0), "n": str(nodeid), "N": node,
               "x": env.get("SLURM_JOB_NAME", ""), "u": env.get("SLURM_JOB_USER", env.get("USER", "")),
               "r": env.get("SLURM_RESTART_COUNT", "0")}
     out, i = [], 0
@@ -102,28 +148,48 @@ def run(step: Step) -> int:
         for _task in range(step.ntasks):
             print(f"slurmstepd: error: execve(): {step.argv[0]}: No such file or directory", file=sys.stderr)
         return _report(step, [2] * step.ntasks)
+    here = step.nodes[0].ranks if step.nodes else list(range(step.ntasks))
+    # SLURM_TASK_PID is the task's own pid: the shell's, which execs the command.
+    argv = ["/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$@"', "sh", *step.argv]
     with _streams(step) as streams:
-        for task in range(step.ntasks):
+        for localid, task in enumerate(here):
             stdin, stdout, stderr = streams(task)
-            env = dict(step.environment, SLURM_PROCID=str(task), SLURM_LOCALID=str(task), SLURM_NODEID="0")
+            env = dict(step.environment, SLURM_PROCID=str(task), SLURM_LOCALID=str(localid), SLURM_NODEID="0")
             try:
-                process = subprocess.Popen(
-                    # SLURM_TASK_PID is the task's own pid: the shell's, which execs the command.
-                    ["/bin/sh", "-c", 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$@"', "sh", *step.argv],
-                    stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=step.cwd)
+                process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, env=env, cwd=step.cwd)
             except OSError as error:
                 print(f"slurmstepd: error: couldn't chdir to `{step.cwd}': {error.strerror}", file=sys.stderr)
                 _stop(step, signal.SIGKILL)
                 return 1
-            step.processes.append(process)
-        streams(None)  # every task has its ends of the pipes: ours may close
+            step.processes[task] = process
+        # Taken before the tasks elsewhere start (a request each): a signal meanwhile stops
+        # those started and skips the rest.
         previous = {signum: signal.signal(signum, lambda signum, _: _stop(step, signum)) for signum in FORWARDED}
         try:
+            if step.elsewhere is not None:
+                _start_elsewhere(step, step.elsewhere, argv, streams)
+            streams(None)  # every task has its ends of the pipes: ours may close
             codes = _wait(step)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+            if step.elsewhere is not None:
+                step.elsewhere.close()  # their ends of the label pipes, if srun ends early
     return _report(step, codes)
+
+
+def _start_elsewhere(step: Step, elsewhere: Elsewhere, argv: list[str],
+                     streams: Callable[[int | None], tuple[Any, Any, Any]]) -> None:
+    """The tasks of the other nodes, each with its own rank, node and place on it; they read no
+    input (srun's stdin reaches the tasks of this node only)."""
+    for nodeid, node in enumerate(step.nodes[1:], start=1):
+        for localid, task in enumerate(node.ranks):
+            _, stdout, stderr = streams(task)
+            out = Sink(stdout)
+            err = out if stderr is stdout else Sink(stderr)
+            env = dict(step.environment, SLURM_PROCID=str(task), SLURM_LOCALID=str(localid), SLURM_NODEID=str(nodeid),
+                       SLURM_GTIDS=",".join(str(rank) for rank in node.ranks), SLURMD_NODENAME=node.node)
+            elsewhere.start(task, node.node, argv, os.path.abspath(step.cwd or "."), env, out, err)
 
 
 def _program(step: Step) -> str | None:
@@ -136,10 +202,17 @@ def _program(step: Step) -> str | None:
 
 
 def _stop(step: Step, signum: int) -> None:
-    for process in step.processes:
+    for process in step.processes.values():
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signum)
+    if step.elsewhere is not None and signum in _STOPPING:
+        step.elsewhere.stop()  # a task elsewhere is stopped, whatever the signal that stops the step
+
+
+# The signals that end a step: on the other hosts, its tasks are stopped (the node's stop: SIGTERM,
+# then SIGKILL after a grace); the others (SIGUSR1, SIGCONT...) reach the tasks of this node only.
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL)
 
 
 def _wait(step: Step) -> list[int]:
@@ -147,7 +220,10 @@ def _wait(step: Step) -> list[int]:
     fails; -W gives them `wait_s` once the first has ended."""
     first_end: float | None = None
     while True:
-        codes = [process.poll() for process in step.processes]
+        by_rank = {task: process.poll() for task, process in step.processes.items()}
+        if step.elsewhere is not None:
+            by_rank.update(step.elsewhere.codes())
+        codes = [by_rank[task] for task in sorted(by_rank)]
         if all(code is not None for code in codes):
             return [code for code in codes if code is not None]
         ended = [code for code in codes if code is not None]
@@ -165,16 +241,19 @@ def _wait(step: Step) -> list[int]:
 def _report(step: Step, codes: list[int]) -> int:
     """srun's words for tasks that failed, and its exit status: a signal outranks exit codes."""
     signalled = sorted({-code for code in codes if code < 0})
-    failed: dict[int, list[int]] = {}
-    for task, code in enumerate(codes):
-        if code > 0:
-            failed.setdefault(code, []).append(task)
-    for code, tasks in sorted(failed.items()):
-        print(f"srun: error: {step.node}: {_tasks(tasks)}: Exited with exit code {code}", file=sys.stderr)
-    for signum in signalled:
-        tasks = [task for task, code in enumerate(codes) if code == -signum]
-        name = signal.strsignal(signum) or f"Signal {signum}"
-        print(f"srun: error: {step.node}: {_tasks(tasks)}: {name}", file=sys.stderr)
+    nodes = step.nodes or [NodeTasks(step.node, list(range(len(codes))))]
+    for node in nodes:
+        failed: dict[int, list[int]] = {}
+        for task in node.ranks:
+            if codes[task] > 0:
+                failed.setdefault(codes[task], []).append(task)
+        for code, tasks in sorted(failed.items()):
+            print(f"srun: error: {node.node}: {_tasks(tasks)}: Exited with exit code {code}", file=sys.stderr)
+        for signum in signalled:
+            tasks = [task for task in node.ranks if codes[task] == -signum]
+            if tasks:
+                name = signal.strsignal(signum) or f"Signal {signum}"
+                print(f"srun: error: {node.node}: {_tasks(tasks)}: {name}", file=sys.stderr)
     if signalled:
         return 128 + signalled[-1]
     return max(codes, default=0)
@@ -251,6 +330,8 @@ def _streams(step: Step) -> Iterator[Callable[[int | None], tuple[Any, Any, Any]
     try:
         yield streams
     finally:
+        for fd in ours:  # the step ended before all its tasks were started: no more writers
+            os.close(fd)
         for relay in relays:
             relay.join()
         for handle in opened.values():

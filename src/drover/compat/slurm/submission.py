@@ -38,13 +38,7 @@ def shape(request: Request) -> Shape:
     per_node = request.integer("ntasks-per-node", minimum=1) or request.integer("tasks-per-node", minimum=1)
     if ntasks is None and per_node is not None:
         ntasks = per_node  # one node: as many tasks as the node is to run
-    cpus_per_task = request.integer("cpus-per-task", minimum=1)
-    tres = request.value("tres-per-task")
-    if tres is not None:
-        match = re.fullmatch(r"(?:cpu)[:=]([0-9]+)", tres.strip().lower())
-        if not match:
-            raise Refused(f"--tres-per-task={tres}: Drover schedules CPUs only (cpu=N)")
-        cpus_per_task = int(match.group(1))
+    cpus_per_task = requested_cpus_per_task(request)
     cpus = (ntasks or 1) * (cpus_per_task or 1)
     mincpus = request.integer("mincpus", minimum=1)
     if mincpus is not None:
@@ -52,8 +46,21 @@ def shape(request: Request) -> Shape:
     return Shape(ntasks, cpus_per_task, cpus)
 
 
+def requested_cpus_per_task(request: Request) -> int | None:
+    """-c N, or --tres-per-task=cpu=N."""
+    cpus_per_task = request.integer("cpus-per-task", minimum=1)
+    tres = request.value("tres-per-task")
+    if tres is not None:
+        match = re.fullmatch(r"(?:cpu)[:=]([0-9]+)", tres.strip().lower())
+        if not match:
+            raise Refused(f"--tres-per-task={tres}: Drover schedules CPUs only (cpu=N)")
+        cpus_per_task = int(match.group(1))
+    return cpus_per_task
+
+
 def check_nodes(request: Request) -> None:
-    """-N MIN[-MAX]: one node is all Drover gives a job, so MIN must be 1."""
+    """-N MIN[-MAX]: a job asked for with Slurm's options gets one node, so MIN must be 1; a
+    job on several nodes is one of a parallel environment, whose rule places its slots."""
     text = request.value("nodes")
     if text is None:
         return
@@ -62,7 +69,8 @@ def check_nodes(request: Request) -> None:
         raise OptionError(f"\"{text}\" is not a valid node count")
     low, high = int(match.group(1)), match.group(2)
     if low > 1:
-        raise Refused(f"--nodes={text}: Drover runs each job on one node")
+        raise Refused(f"--nodes={text}: Drover runs a job on several nodes only in a parallel environment "
+                      "(drover submit --pe NAME SLOTS)")
     if low < 1 and not high:
         raise OptionError(f"\"{text}\" is not a valid node count")
 

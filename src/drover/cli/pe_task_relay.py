@@ -1,0 +1,46 @@
+"""Following a task of a running parallel job started on one of its hosts (`drover task start`,
+`qrsh -inherit`, srun's tasks on the job's other hosts): its stdout and stderr copied to the
+caller's as the controller gets them, until the task has ended and all of its output is
+copied."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.protocol.api import PeTaskInfo
+
+POLL_S = (0.1, 1.0)  # a task's state and output are looked at this often, slower as it runs on
+STREAMS = ("stdout", "stderr")
+
+
+@dataclass
+class TaskRelay:
+    job_id: int
+    index: int  # the job's task (array index) the parallel task belongs to
+    petask: str
+    write: dict[str, Callable[[bytes], None]]  # "stdout"/"stderr" → where its output goes
+    offsets: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STREAMS, 0))
+
+    def look(self, api: Client) -> PeTaskInfo | None:
+        """Copy what the task wrote since the last look; its record once it has ended and all
+        of its output is copied, else None."""
+        info = api.pe_task(self.job_id, self.petask, task=self.index)
+        for stream in STREAMS:
+            while True:
+                chunk = api.pe_task_output(self.job_id, self.petask, stream, self.offsets[stream], task=self.index)
+                if not chunk.data:
+                    break
+                self.write[stream](chunk.data)
+                self.offsets[stream] += len(chunk.data)
+        return info if info.ended_at is not None else None
+
+    def stop(self, api: Client) -> None:
+        api.stop_pe_task(self.job_id, self.petask, task=self.index)
+
+
+def next_delay(delay: float) -> float:
+    return min(delay * 1.5, POLL_S[1])
