@@ -5,6 +5,7 @@ copied."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 POLL_S = (0.1, 1.0)  # a task's state and output are looked at this often, slower as it runs on
 STREAMS = ("stdout", "stderr")
+AWAY_S = 120.0  # how long a controller that does not answer is waited for (a restart, a failover)
 
 
 @dataclass
@@ -24,11 +26,27 @@ class TaskRelay:
     petask: str
     write: dict[str, Callable[[bytes], None]]  # "stdout"/"stderr" → where its output goes
     offsets: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STREAMS, 0))
+    away_since: float | None = None  # when the controller stopped answering, while it does not
 
     def look(self, api: Client) -> PeTaskInfo | None:
         """Copy what the task wrote since the last look; its record once it has ended and all
-        of its output is copied, else None."""
+        of its output is copied, else None. A controller that cannot be reached is looked for
+        again at the next look, for up to AWAY_S: one that restarts knows the task still (its
+        tasks are in its store), and the task runs on meanwhile."""
+        from drover.core.errors import Unavailable
+
+        try:
+            return self._look(api)
+        except Unavailable:
+            now = time.monotonic()
+            self.away_since = self.away_since or now
+            if now - self.away_since > AWAY_S:
+                raise
+            return None
+
+    def _look(self, api: Client) -> PeTaskInfo | None:
         info = api.pe_task(self.job_id, self.petask, task=self.index)
+        self.away_since = None
         for stream in STREAMS:
             while True:
                 chunk = api.pe_task_output(self.job_id, self.petask, stream, self.offsets[stream], task=self.index)

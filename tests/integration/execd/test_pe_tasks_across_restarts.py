@@ -36,19 +36,20 @@ open(os.path.join(here, "done"), "w").close()
 
 
 def _job(cluster: LocalCluster, here: Path) -> int:
-    """A job whose script starts the task and waits for its `done` (not for its caller, which
-    loses its controller for a while)."""
+    """A job whose script starts the task, waits for it and writes the status its caller
+    returned (the caller waits out a controller that does not answer for a while)."""
     task = here / "task.py"
     task.write_text(TASK)
-    script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {task} {here} '
-              f'>/dev/null 2>&1 & while [ ! -e {here / "done"} ]; do sleep 0.1; done; sleep 0.5')
+    script = (f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {task} {here}; '
+              f'echo "status $?" > {here / "caller"}')
     job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
     wait_until(lambda: (here / "running").exists(), timeout=60, describe="the task to run")
     return job
 
 
-def _the_task_is_recorded_and_counted(cluster: LocalCluster, job: int) -> None:
+def _the_task_is_recorded_and_counted(cluster: LocalCluster, job: int, here: Path) -> None:
     assert cluster.drover("wait", str(job), timeout=90).returncode == 0
+    assert (here / "caller").read_text().strip() == "status 0"  # its caller followed it to its end
 
     def task() -> dict[str, object]:
         shown = cluster.drover_json("show", str(job))
@@ -75,7 +76,7 @@ def test_a_task_that_ends_while_the_controller_is_down_is_counted_once_it_is_bac
         (tmp_path / "go").touch()
         wait_until(lambda: (tmp_path / "done").exists(), timeout=60, describe="the task to end")
         cluster.start_controller()
-        _the_task_is_recorded_and_counted(cluster, job)
+        _the_task_is_recorded_and_counted(cluster, job, tmp_path)
     except BaseException:
         print(log_tails(cluster.state_dir))
         raise
@@ -93,7 +94,7 @@ def test_a_task_runs_on_while_its_node_daemon_restarts_and_its_end_is_heard(tmp_
         assert os.path.exists(f"/proc/{shepherd_pid}"), "the task's shepherd died with its node daemon"
         cluster.start_execd()
         (tmp_path / "go").touch()
-        _the_task_is_recorded_and_counted(cluster, job)
+        _the_task_is_recorded_and_counted(cluster, job, tmp_path)
         wait_until(lambda: not (cluster.spool / f"{job}.0.1").exists(), timeout=30,
                    describe="the task's spool removed")
     except BaseException:
