@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from drover.compat.slurm.request import OptionError, Refused
-from drover.compat.slurm.step_hosts import allocation, expand_counts, lay_out, node_range
+from drover.compat.slurm.step_hosts import (
+    allocation,
+    distribution,
+    expand_counts,
+    lay_out,
+    node_range,
+)
 from drover.slurm_layout import compress_counts, tasks_per_node
 
 NODES = [("node1", 4), ("node2", 4)]
@@ -77,3 +83,16 @@ def test_the_allocation_is_read_from_the_jobs_variables() -> None:
     assert expand_counts("2(x3),1") == [2, 2, 2, 1] and expand_counts("two") == []
     # counts that do not match the nodes: the job's own node alone, as before
     assert allocation({"SLURM_JOB_NODELIST": "a,b", "SLURM_JOB_CPUS_PER_NODE": "1"}) == [("a", 1)]
+
+
+def test_srun_m_cyclic_deals_the_tasks_to_the_nodes_in_turn() -> None:
+    # srun(1) -m cyclic: "consecutive tasks are distributed over consecutive nodes"; each node
+    # holds as many as the block layout gives it, a full node is passed over
+    assert [(n.node, n.ranks) for n in lay_out("7", NODES, 3, None, None, 1, "cyclic").nodes] == [
+        ("node1", [0, 2]), ("node2", [1])]
+    assert [(n.node, n.ranks) for n in lay_out("7", [("a", 1), ("b", 3)], 4, None, None, 1, "cyclic").nodes] == [
+        ("a", [0]), ("b", [1, 2, 3])]
+    assert distribution("cyclic:block") == ("cyclic", None)
+    assert distribution(None) == distribution("block:cyclic") == ("block", None)
+    how, warning = distribution("plane=2")
+    assert how == "block" and warning is not None and "laid out in blocks" in warning

@@ -20,7 +20,7 @@ from drover.compat.slurm.common import VERSION
 from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import Refused, Request, apply_marks, parse
 from drover.compat.slurm.step import Step, next_step_id, run
-from drover.compat.slurm.step_hosts import Layout, allocation, lay_out, node_range
+from drover.compat.slurm.step_hosts import Layout, allocation, distribution, lay_out, node_range
 from drover.compat.slurm.submission import (
     add_node_requests,
     check_nodes,
@@ -128,8 +128,9 @@ def _layout(request: Request, job_id: str, allocated: list[tuple[str, int]]) -> 
     if per_node is not None and (given is None or given.from_environment):
         # --ntasks-per-node without -n: that many on each of the step's nodes
         ntasks = per_node * min(node_count[0] if node_count else len(allocated), len(allocated))
-    layout = lay_out(job_id, allocated, ntasks or 1, node_count, per_node, requested_cpus_per_task(request) or 1)
-    for warning in layout.warnings:
+    how, unknown = distribution(request.value("distribution"))
+    layout = lay_out(job_id, allocated, ntasks or 1, node_count, per_node, requested_cpus_per_task(request) or 1, how)
+    for warning in [*([unknown] if unknown else []), *layout.warnings]:
         print(f"srun: Warning: {warning}", file=sys.stderr)
     return layout
 

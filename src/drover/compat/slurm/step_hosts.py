@@ -1,9 +1,10 @@
-"""Where a step's tasks run in a job whose allocation spans several hosts: srun's default block
-distribution over the job's nodes, in the order of its nodelist (the master first), on plain
-data. The step uses all the job's nodes unless -N says fewer (and never more nodes than it has
-tasks); each node takes tasks as its CPUs over --cpus-per-task allow, at most
---ntasks-per-node; the tasks are counted out as Slurm counts them (slurm_layout.tasks_per_node)
-and numbered node after node. What the nodes cannot hold is refused in srun's words."""
+"""Where a step's tasks run in a job whose allocation spans several hosts: srun's distribution
+over the job's nodes, in the order of its nodelist (the master first), on plain data. The step
+uses all the job's nodes unless -N says fewer (and never more nodes than it has tasks); each
+node takes tasks as its CPUs over --cpus-per-task allow, at most --ntasks-per-node; the tasks
+are counted out as Slurm counts them (slurm_layout.tasks_per_node) and numbered node after node
+(`block`, the default) or one node after the other in turn (`cyclic`), as -m says. What the
+nodes cannot hold is refused in srun's words."""
 
 from __future__ import annotations
 
@@ -71,9 +72,22 @@ def node_range(text: str) -> tuple[int, int | None]:
     return int(match.group(1)), int(match.group(2)) if match.group(2) else None
 
 
+def distribution(spec: str | None) -> tuple[str, str | None]:
+    """-m's first level (how tasks go over nodes; the levels after it, over sockets and cores,
+    are the kernel's business here): block or cyclic, and a warning for the others (plane,
+    arbitrary), which are laid out in blocks."""
+    first = (spec or "").split(":")[0].split(",")[0].split("=")[0].lower()
+    if first in ("", "*", "block"):
+        return "block", None
+    if first == "cyclic":
+        return "cyclic", None
+    return "block", f"--distribution={spec}: the tasks are laid out in blocks (block and cyclic are taken here)"
+
+
 def lay_out(job_id: str, nodes: list[tuple[str, int]], ntasks: int, node_count: tuple[int, int | None] | None,
-            ntasks_per_node: int | None, cpus_per_task: int) -> Layout:
-    """The step's tasks on the job's `nodes` (name, CPUs held there), master first."""
+            ntasks_per_node: int | None, cpus_per_task: int, how: str = "block") -> Layout:
+    """The step's tasks on the job's `nodes` (name, CPUs held there), master first; `how`:
+    block or cyclic (`distribution`)."""
     warnings: list[str] = []
     wanted = len(nodes)
     if node_count is not None:
@@ -91,8 +105,27 @@ def lay_out(job_id: str, nodes: list[tuple[str, int]], ntasks: int, node_count: 
     if ntasks > sum(room) or 0 in room:
         raise Refused(f"Unable to create step for job {job_id}: More processors requested than permitted")
     counts = tasks_per_node(room, ntasks)
+    ranks = _cyclic(counts) if how == "cyclic" else _block(counts)
+    return Layout([NodeTasks(name, mine) for (name, _), mine in zip(used, ranks, strict=True)], warnings)
+
+
+def _block(counts: list[int]) -> list[list[int]]:
+    """Ranks numbered node after node: [2, 1] → [[0, 1], [2]]."""
     out, first = [], 0
-    for (name, _), count in zip(used, counts, strict=True):
-        out.append(NodeTasks(name, list(range(first, first + count))))
+    for count in counts:
+        out.append(list(range(first, first + count)))
         first += count
-    return Layout(out, warnings)
+    return out
+
+
+def _cyclic(counts: list[int]) -> list[list[int]]:
+    """Ranks dealt to the nodes in turn, a node that has its count passed over: [2, 1] →
+    [[0, 2], [1]] (srun -m cyclic: "consecutive tasks are distributed over consecutive nodes")."""
+    out: list[list[int]] = [[] for _ in counts]
+    rank = 0
+    while rank < sum(counts):
+        for node, count in enumerate(counts):
+            if len(out[node]) < count:
+                out[node].append(rank)
+                rank += 1
+    return out

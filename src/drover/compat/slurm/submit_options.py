@@ -90,7 +90,8 @@ TABLE: tuple[Shared, ...] = (
            only={SRUN: (OK, "outside a job: as sbatch's")}),
     Shared(("-X", "--disable-status"), NONE, (SRUN,), NOOP, ""),
     Shared(("-m", "--distribution"), REQUIRED, ALL, NOOP, "one node: the tasks all run on it", "SPEC",
-           only={SRUN: (NOOP, "a step's tasks are laid out in blocks over the job's nodes (Slurm's default)")}),
+           only={SRUN: (OK, "in a job on several hosts: `block` (the default) or `cyclic` over its nodes; "
+                               "what follows the first `:` is left to the kernel")}),
     Shared(("--epilog",), REQUIRED, (SRUN,), NO, "", "EXECUTABLE"),
     Shared(("-e", "--error"), REQUIRED, (SBATCH, SRUN), OK, "see the patterns below", "PATTERN"),
     Shared(("--exact",), NONE, (SRUN,), APPROX, "the step's tasks share the job's CPUs"),
