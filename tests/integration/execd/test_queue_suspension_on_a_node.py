@@ -2,7 +2,8 @@
 queue_conf(5); `drover queue suspend|unsuspend`): the queue's running job stops, a job of it
 submitted meanwhile does not start, a resume of the job alone does not undo its queue's
 suspension, and unsuspending the queue lets both go on; a job checkpointing on the `x` occasion
-(checkpoint(5)) is migrated by its queue's suspension instead."""
+(checkpoint(5)) is migrated by its queue's suspension instead; and qmod -rq reschedules the jobs
+running in a queue instance."""
 
 from __future__ import annotations
 
@@ -74,6 +75,26 @@ def test_gridengine_qmod_sq_suspends_the_jobs_of_a_queue_instance_and_starts_non
         assert again.stdout == f'Queue instance "all.q@{node}" is already in the specified state: unsuspended\n'
         cluster.drover("cancel", str(first), str(second))
         cluster.drover("wait", str(first), str(second), check=False)
+    finally:
+        assert not cluster.stop()
+
+
+def test_gridengine_qmod_rq_reschedules_every_job_running_in_a_queue_instance(tmp_path: Path) -> None:
+    cluster = LocalCluster(cpus=2)
+    try:
+        cluster.start()
+        bin_dir = install(cluster)
+        job = cluster.submit("--", "sleep", "300")
+        wait_until(lambda: show(cluster, job)["tasks"][0]["state"] == "running", timeout=60, describe="the job to run")
+        node = cluster.drover_json("nodes")[0]["name"]
+        rescheduled = run(cluster, bin_dir, "qmod", "-rq", f"all.q@{node}")
+        assert (rescheduled.returncode, rescheduled.stdout) == (0, f"rescheduling job {job}\n"), rescheduled.stderr
+        wait_until(lambda: [t["state"] for t in show(cluster, job)["tasks"]] == ["running"]
+                   and len(show(cluster, job)["tasks"][0]["attempts"]) == 2, timeout=60,
+                   describe="the job running again as a new attempt")
+        assert run(cluster, bin_dir, "qmod", "-rq", "nosuch.q").stderr == 'invalid queue "nosuch.q"\n'
+        cluster.drover("cancel", str(job))
+        cluster.drover("wait", str(job), check=False)
     finally:
         assert not cluster.stop()
 

@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 
 from drover.compat.gridengine.common import host_name, user_name
 from drover.compat.gridengine.queues import drover_name, ge_name
-from drover.core.errors import DroverError
+from drover.core.errors import DroverError, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def reschedule(command: str, words: list[str]) -> int:
     try:
         with Client() as client:
             queues = client.queues()
-            jobs = client.jobs()
+            jobs = _holding(client)
             for word in words:
                 found = instances(queues, word)
                 if not found:
@@ -90,6 +90,19 @@ def reschedule(command: str, words: list[str]) -> int:
         print(f"{command}: {error}", file=sys.stderr)
         return error.exit_code
     return status
+
+
+def _holding(client: Client) -> list[JobInfo]:
+    """The jobs that have tasks in queue instances, with their tasks and attempts (a listing has
+    neither)."""
+    jobs = []
+    for listed in client.jobs():
+        if any(listed.task_counts.get(state) for state in _IN_INSTANCE):
+            try:
+                jobs.append(client.job(listed.id))
+            except NotFound:
+                continue  # ended and gone between the two calls
+    return jobs
 
 
 def _reschedule_instance(command: str, client: Client, jobs: list[JobInfo], queue: str, node: str) -> int:
