@@ -50,6 +50,21 @@ async def switch_queue(call: Call) -> Response:
     return _one(call, name)
 
 
+async def suspend_queue(call: Call) -> Response:
+    """Its instance on request.node, or on every node (Grid Engine's qmod -sq)."""
+    request = await call.body(api.QueueSuspensionRequest)
+    name = call.request.path_params["name"]
+    call.controller.service.suspend_queue(name, request.node, request.reason, call.user)
+    return _one(call, name)
+
+
+async def unsuspend_queue(call: Call) -> Response:
+    request = await call.body(api.QueueSuspensionRequest)
+    name = call.request.path_params["name"]
+    call.controller.service.unsuspend_queue(name, request.node, call.user)
+    return _one(call, name)
+
+
 async def delete_queue(call: Call) -> Response:
     call.controller.service.delete_queue(call.request.path_params["name"], call.user)
     return json_response(api.QueueList(queues=call.controller.reads.queues()))
@@ -62,6 +77,13 @@ ENDPOINTS = [
                        request=api.QueueRequest, response=api.QueueInfo), Access.USER, create_queue),
     Endpoint(Operation("POST", "/v1/queues/{name}", "Change a queue's settings (its owner, or an operator)",
                        request=api.QueueRequest, response=api.QueueInfo), Access.USER, change_queue),
+    # Before /v1/queues/{name}/{action}, which would take these paths too.
+    Endpoint(Operation("POST", "/v1/queues/{name}/suspend", "Suspend a queue on a node (queue@node) or on every "
+                       "node: its jobs there are frozen and none starts there (its owner, or an operator)",
+                       request=api.QueueSuspensionRequest, response=api.QueueInfo), Access.USER, suspend_queue),
+    Endpoint(Operation("POST", "/v1/queues/{name}/unsuspend", "Unsuspend a queue on a node, or wherever it is "
+                       "suspended (its owner, or an operator)", request=api.QueueSuspensionRequest,
+                       response=api.QueueInfo), Access.USER, unsuspend_queue),
     Endpoint(Operation("POST", "/v1/queues/{name}/{action}", "stop, start or drain a queue (its owner, or an "
                        "operator)", request=api.QueueStateRequest, response=api.QueueInfo), Access.USER, switch_queue),
     Endpoint(Operation("DELETE", "/v1/queues/{name}", "Remove a queue made with POST /v1/queues, once it has no "

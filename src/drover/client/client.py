@@ -341,6 +341,19 @@ class Client:
 
         return self._post(f"/v1/queues/{_segment(name)}/{_segment(action)}", QueueInfo, {"reason": reason})
 
+    def suspend_queue(self, name: str, node: str | None = None, reason: str = "") -> QueueInfo:
+        """Suspend the queue's instance on `node` (queue@node), or on every node: its jobs there are
+        frozen and none starts there (Grid Engine's qmod -sq)."""
+        from drover.protocol.api import QueueInfo
+
+        return self._post(f"/v1/queues/{_segment(name)}/suspend", QueueInfo, {"reason": reason, "node": node})
+
+    def unsuspend_queue(self, name: str, node: str | None = None) -> QueueInfo:
+        """Unsuspend the queue's instance on `node`, or every suspended one (qmod -usq)."""
+        from drover.protocol.api import QueueInfo
+
+        return self._post(f"/v1/queues/{_segment(name)}/unsuspend", QueueInfo, {"node": node})
+
     def delete_queue(self, name: str) -> None:
         """Remove a queue made with create_queue, once no job of it waits or runs."""
         self.transport.call("DELETE", f"/v1/queues/{_segment(name)}")

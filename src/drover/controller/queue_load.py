@@ -49,24 +49,29 @@ def planner_views(state: ControllerState, sections: Mapping[str, QueueSection], 
     queues = queues_in_effect(state, sections)
     views: dict[str, QueueView] = {}
     errors: dict[str, set[str]] = {}  # queue → the nodes where it is in error
+    suspended: dict[str, set[str]] = {}  # queue → the nodes where it is suspended
     for node in state.nodes.values():
         for name in node.queue_errors:
             errors.setdefault(name, set()).add(node.name)
+        for name in node.suspended_queues:
+            suspended.setdefault(name, set()).add(node.name)
     limited = [queue for queue in queues.values()
                if queue.max_running is not None or queue.max_running_per_user is not None]
     loads = queue_loads(state) if limited else {}
     for queue in queues.values():
         opens_at = _opens_at(queue, now)
         failed = frozenset(errors.get(queue.name, ()))
+        stopped_there = frozenset(suspended.get(queue.name, ()))
         if (queue.record.starting and opens_at is None and queue.nodes is None and queue.max_running is None
-                and queue.max_running_per_user is None and not failed):
+                and queue.max_running_per_user is None and not failed and not stopped_there):
             continue
         load = loads.get(queue.name, Load())
         nodes = queue.node_names(state.nodes)
-        if failed:  # its instances in error take none of its jobs
-            nodes = frozenset(state.nodes if nodes is None else nodes) - failed
+        if failed or stopped_there:  # its instances in error or suspended take none of its jobs
+            nodes = frozenset(state.nodes if nodes is None else nodes) - failed - stopped_there
         views[queue.name] = QueueView(
             queue.name, starting=queue.record.starting, opens_at=opens_at, in_error=failed,
+            suspended=stopped_there,
             nodes=nodes, max_running=queue.max_running,
             max_running_per_user=queue.max_running_per_user, running=load.running, running_by_user=load.by_user)
     return views
@@ -102,6 +107,8 @@ def queue_infos(state: ControllerState, sections: Mapping[str, QueueSection], no
             changed=dict(queue.record.settings),
             errors={node.name: node.queue_errors[queue.name] for node in sorted(state.nodes.values(), key=_name)
                     if queue.name in node.queue_errors},
+            suspended={node.name: node.suspended_queues[queue.name]
+                       for node in sorted(state.nodes.values(), key=_name) if queue.name in node.suspended_queues},
             suspend_method=queue.suspend_method, resume_method=queue.resume_method,
             terminate_method=queue.terminate_method, notify_s=queue.notify_s,
         ))

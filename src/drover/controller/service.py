@@ -40,7 +40,7 @@ from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, Sen
 from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
 from drover.controller.fairshare import DecayedUsage
 from drover.controller.faults import EXIT_AFTER_SUBMIT, NO_FAULTS, Faults
-from drover.controller.handlers import queues
+from drover.controller.handlers import queue_suspension, queues
 from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import (
     OrderOptions,
@@ -463,6 +463,15 @@ class ControllerService:
     def switch_queue(self, name: str, action: str, reason: str, caller: Caller) -> None:
         self._run(lambda: queues.switch(self.state, self.settings.queues, name, action, reason, caller.user,
                                         caller.is_admin, self.clock()), Scope())
+
+    def suspend_queue(self, name: str, node: str | None, reason: str, caller: Caller) -> None:
+        """Suspend the queue's instance on `node`, or on every node (queue_suspension.py)."""
+        self._run(lambda: queue_suspension.suspend(self.state, self.settings.queues, name, node, reason, caller.user,
+                                                   caller.is_admin, self.clock()), Scope())
+
+    def unsuspend_queue(self, name: str, node: str | None, caller: Caller) -> None:
+        self._run(lambda: queue_suspension.unsuspend(self.state, self.settings.queues, name, node, caller.user,
+                                                     caller.is_admin, self.clock()), Scope())
 
     def change_queue(self, name: str, settings: Mapping[str, str], caller: Caller) -> None:
         self._run(lambda: queues.change(self.state, self.settings.queues, name, settings, caller.user,

@@ -149,6 +149,10 @@ class ControllerState:
                     assert not twice, f"devices {sorted(twice)} of {attempt.node} given twice"
                     devices[attempt.node].update(held)
                 assert task.state is not JobState.DISPATCHED or task.attempt > 0
+                # reasons to be frozen are an attempt's: none once it has ended (core/suspension.py)
+                assert not task.suspended_by or task.state in (JobState.DISPATCHED, JobState.RUNNING,
+                                                               JobState.SUSPENDED), \
+                    f"task {job.id}.{task.index} is {task.state.value} but suspended by {sorted(task.suspended_by)}"
         holders: dict[str, set[tuple[int, int, int]]] = {}
         for job in self.jobs.values():
             for task in job.tasks.values():

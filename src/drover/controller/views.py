@@ -103,7 +103,7 @@ def sorted_tasks(job: Job) -> list[Task]:
 def task_info(job: Job, task: Task, attempts: list[Attempt]) -> TaskInfo:
     return TaskInfo(
         index=task.index, state=task.state.value, state_since=task.state_since,
-        cancel_requested=task.cancel_requested, exit_status=task.exit_status,
+        cancel_requested=task.cancel_requested, exit_status=task.exit_status, suspended_by=sorted(task.suspended_by),
         stdout=output_path(job, task.index, job.spec["output"]),
         stderr=output_path(job, task.index, job.spec["error"]) if job.spec["error"] else None,
         attempts=[attempt_info(a) for a in sorted(attempts, key=lambda a: a.number)],
@@ -186,6 +186,7 @@ def node_info(state: ControllerState) -> list[NodeInfo]:
             memory_free_mib=node.memory_free_mib, gres=devices_counted(node.devices),
             gres_used=devices_held(node.used_devices), features=sorted(node.features),
             queue_errors=dict(sorted(node.queue_errors.items())),
+            suspended_queues=dict(sorted(node.suspended_queues.items())),
         )
         for node in sorted(state.nodes.values(), key=lambda node: node.name)
     ]

@@ -16,6 +16,7 @@ from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
+from drover.core.suspension import NONE, Reasons
 from drover.records import CleanupProgress, ExitStatus, GivenUpStep, PeTaskRecord, Usage
 
 
@@ -94,6 +95,8 @@ class Task:
     exit_status: int | None = None  # of the latest attempt, as a shell shows it
     requeue_requested: bool = False  # like cancel_requested: back to the queue when it reports
     hold_requested: bool = False  # a hold of a task whose job had not started: held when it reports
+    # Why its attempt is to be frozen: its own suspend, its queue instance's, both (core/suspension.py).
+    suspended_by: Reasons = NONE
 
     def apply(self, trigger: Trigger, now: float) -> JobState:
         """Move to the state the table gives for `trigger`; raise IllegalTransition otherwise."""
@@ -101,7 +104,12 @@ class Task:
         self.state_since = now
         if trigger is Trigger.DISPATCH:
             self.attempt += 1
+        if self.state not in _ATTEMPT_LIVES:  # its attempt's end ends its suspensions: the next starts free
+            self.suspended_by = NONE
         return self.state
+
+
+_ATTEMPT_LIVES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED})
 
 
 @dataclass(slots=True)

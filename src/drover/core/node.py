@@ -26,6 +26,10 @@ class Node:
     # prolog, epilog or PE method of a job of that queue set it; its jobs start here no more,
     # other queues' still do, until an operator clears it (`drover node resume NODE --queue Q`).
     queue_errors: dict[str, str] = field(default_factory=dict)
+    # Its queue instances suspended (Grid Engine's queue@node in state s): queue → by whom and why.
+    # Their running jobs are frozen and none of theirs starts here until they are unsuspended
+    # (`drover queue unsuspend Q@NODE`); other queues' jobs are not touched.
+    suspended_queues: dict[str, str] = field(default_factory=dict)
     used_cpu_ids: set[int] = field(default_factory=set)  # derived from live attempts, not stored
     used_devices: set[Device] = field(default_factory=set)
     # The attempts holding room here, (job, task, attempt): what a planning pass walks for their

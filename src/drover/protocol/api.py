@@ -155,6 +155,9 @@ class TaskInfo(msgspec.Struct, kw_only=True):
     state_since: float
     cancel_requested: bool = False
     exit_status: int | None = None  # what a shell would show: exit code, or 128 + signal
+    # Why its attempt is to be frozen: "job" (its own suspend), "queue" (its queue instance is
+    # suspended), both, or none (core/suspension.py).
+    suspended_by: list[str] = []
     stdout: str | None = None
     stderr: str | None = None
     attempts: list[AttemptInfo] = []
@@ -388,6 +391,7 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     # Its queue instances in error (queue@node, Grid Engine's state E): queue → why. The queue's
     # jobs start here no more, other queues' still do, until an operator clears it.
     queue_errors: dict[str, str] = {}
+    suspended_queues: dict[str, str] = {}  # its queue instances suspended (queue@node): queue → by whom and why
 
 
 class NodeList(msgspec.Struct):
@@ -423,6 +427,9 @@ class QueueInfo(msgspec.Struct, kw_only=True):
     # The nodes where it is in error (queue@node, Grid Engine's state E): node → why. Its jobs
     # start there no more until an operator clears it (`drover node resume NODE --queue QUEUE`).
     errors: dict[str, str] = {}
+    # Its suspended instances (queue@node, Grid Engine's state s): node → by whom and why. Its
+    # jobs there are frozen and none starts there until it is unsuspended (`drover queue unsuspend`).
+    suspended: dict[str, str] = {}
     # Grid Engine's queue_conf(5) methods as drover.toml sets them for the queue (None: the
     # node's [execd] method, else the default), and its notify time (docs/methods.md).
     suspend_method: str | None = None
@@ -446,6 +453,11 @@ class QueueRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class QueueStateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     reason: str = ""  # why it is stopped or drained, shown by `drover queue list`
+
+
+class QueueSuspensionRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    reason: str = ""  # why it is suspended (unsuspend: unused), shown by `drover queue show`
+    node: str | None = None  # the instance on this node (queue@node); None: on every node
 
 
 class PriorityInfo(msgspec.Struct, kw_only=True):

@@ -213,14 +213,23 @@ def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
 
 
 def in_error_note(queue: QueueView, up: Mapping[str, object]) -> str:
-    """"queue Q is in error on n1, n2 (...)": its instances in error among the nodes that are up,
-    which would take its jobs but for that (`drover why` says it), or ""."""
+    """"queue Q is in error on n1, n2 (...)" and "queue Q is suspended on n3 (...)": its instances
+    in error or suspended among the nodes that are up, which would take its jobs but for that
+    (`drover why` says it), or ""."""
     failed = sorted(name for name in queue.in_error if name in up)
-    if not failed:
-        return ""
-    shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
-    return (f"queue {queue.name} is in error on {shown} (a prolog, epilog or PE method failed there; "
-            f"drover node resume NODE --queue {queue.name} clears it)")
+    suspended = sorted(name for name in queue.suspended if name in up)
+    notes = []
+    if failed:
+        notes.append(f"queue {queue.name} is in error on {_some(failed)} (a prolog, epilog or PE method failed "
+                     f"there; drover node resume NODE --queue {queue.name} clears it)")
+    if suspended:
+        notes.append(f"queue {queue.name} is suspended on {_some(suspended)} (drover queue unsuspend "
+                     f"{queue.name}@NODE, qmod -usq)")
+    return "; ".join(notes)
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,

@@ -50,6 +50,7 @@ class QueueView:
     opens_at: float | None = None  # its time window is closed now and opens then
     nodes: frozenset[str] | None = None  # the nodes its jobs may run on; None: every node
     in_error: frozenset[str] = frozenset()  # the nodes where it is in error (queue@node): not in `nodes`
+    suspended: frozenset[str] = frozenset()  # the nodes where it is suspended (queue@node): not in `nodes`
     max_running: int | None = None  # tasks of the queue running at once
     max_running_per_user: int | None = None  # tasks of one user in the queue running at once
     running: int = 0  # tasks of the queue running now

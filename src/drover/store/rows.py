@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from drover.core import suspension
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies, Dependency
 from drover.core.job import Attempt, Job, JobSpec, Task
@@ -23,7 +24,7 @@ JOB_COLUMNS = (
     "dependencies, begin_at"
 )
 TASK_COLUMNS = ("job_id", "idx", "state", "state_since", "attempt", "cancel_requested", "exit_status",
-                "requeue_requested", "hold_requested")
+                "requeue_requested", "hold_requested", "suspended_by")
 ATTEMPT_COLUMNS = ("job_id", "idx", "number", "node", "cpu_ids", "dispatched_at", "started_at", "ended_at",
                    "exit", "usage", "cleanup", "gres", "others", "pe_tasks")
 EVENT_COLUMNS = "seq, time, job_id, idx, attempt, kind, detail"
@@ -60,13 +61,13 @@ def job_from_row(row: Sequence[Any]) -> Job:
 
 def task_row(t: Task) -> tuple[Any, ...]:
     return (t.job_id, t.index, t.state.value, t.state_since, t.attempt, int(t.cancel_requested), t.exit_status,
-            int(t.requeue_requested), int(t.hold_requested))
+            int(t.requeue_requested), int(t.hold_requested), suspension.text(t.suspended_by))
 
 
 def tasks_from_rows(rows: Iterable[Sequence[Any]]) -> dict[int, Task]:
     return {
         row[1]: Task(row[0], row[1], JobState(row[2]), row[3], row[4], bool(row[5]), row[6], bool(row[7]),
-                     bool(row[8]))
+                     bool(row[8]), suspension.parse(row[9]))
         for row in rows
     }
 

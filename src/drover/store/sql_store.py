@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from drover.store.sql_reader import SqlReader
 
 NODE_COLUMNS = ("name", "cpus", "memory_mib", "state", "registered_at", "last_seen", "reason", "drain", "gres",
-                "features", "queue_errors")
+                "features", "queue_errors", "suspended_queues")
 QUEUE_COLUMNS = ("name", "starting", "accepting", "reason", "settings", "created_by", "changed_at")
 SUBMISSION_COLUMNS = ("owner", "request_key", "job_ids", "submitted_at")
 IDS_PER_STATEMENT = 500  # well below SQLite's bound on a statement's parameters
@@ -165,7 +165,8 @@ class SqlStore:
                     (n.name, n.cpus, n.memory_mib, n.state.value, n.registered_at, n.last_seen, n.reason, n.drain,
                      dumps(hello_form(n.devices)) if n.devices else None,
                      dumps(sorted(n.features)) if n.features else None,
-                     dumps(n.queue_errors) if n.queue_errors else None)
+                     dumps(n.queue_errors) if n.queue_errors else None,
+                     dumps(n.suspended_queues) if n.suspended_queues else None)
                     for n in changes.nodes.values()
                 ],
             )
@@ -241,7 +242,8 @@ class SqlStore:
             row[0]: Node(row[0], row[1], row[2], NodeState(row[3]), row[4], row[5], row[6], row[7],
                          devices=devices_from_hello(json.loads(row[8])) if row[8] else (),
                          features=frozenset(json.loads(row[9])) if row[9] else frozenset(),
-                         queue_errors=json.loads(row[10]) if row[10] else {})
+                         queue_errors=json.loads(row[10]) if row[10] else {},
+                         suspended_queues=json.loads(row[11]) if row[11] else {})
             for row in self.db.execute(f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes", ())
         }
 

@@ -23,6 +23,9 @@ EXPECTED = {
     ("POST", "/v1/queues"): (Access.USER, ""),  # who may make or change a queue: controller/handlers/queues.py
     ("POST", "/v1/queues/{name}"): (Access.USER, ""),
     ("POST", "/v1/queues/{name}/{action}"): (Access.USER, ""),
+    # who may suspend a queue's instances: as for stop (controller/handlers/queue_suspension.py)
+    ("POST", "/v1/queues/{name}/suspend"): (Access.USER, ""),
+    ("POST", "/v1/queues/{name}/unsuspend"): (Access.USER, ""),
     ("DELETE", "/v1/queues/{name}"): (Access.USER, ""),
     ("POST", "/v1/nodes/{name}/resume"): (Access.ADMIN, "resume nodes"),
     ("POST", "/v1/nodes/{name}/queues/{queue}/clear"): (Access.ADMIN, "clear queue errors"),

@@ -101,6 +101,9 @@ def _never(*args: object, **kwargs: object) -> None:
     (["create", "night", "priority"], "expected KEY=VALUE"),
     (["start", "night", "--reason", "x"], "unrecognized arguments"),
     (["show"], "the following arguments are required: NAME"),
+    (["suspend", "night@"], "give NAME@NODE (a queue on one node), or NAME alone (on every node)"),
+    (["unsuspend", "@n1"], "give NAME@NODE"),
+    (["unsuspend", "night", "--reason", "x"], "unrecognized arguments"),
 ])
 def test_usage_errors_exit_2_with_a_message(argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,6 +145,14 @@ class FakeApi:
     def delete_queue(self, name: str) -> None:
         self.calls.append(("delete", name))
 
+    def suspend_queue(self, name: str, node: str | None = None, reason: str = "") -> QueueInfo:
+        self.calls.append(("suspend", name, node, reason))
+        return queue(suspended={"n1": f"{reason} (root)"})
+
+    def unsuspend_queue(self, name: str, node: str | None = None) -> QueueInfo:
+        self.calls.append(("unsuspend", name, node))
+        return queue()
+
 
 def test_the_subcommands_call_the_api(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     api = FakeApi()
@@ -170,3 +181,23 @@ def test_a_queue_in_error_on_nodes_says_where_in_list_and_show() -> None:
     assert show_lines(failed)[-2:] == [
         "  in error on  n1: the node prolog exited with status 1 (attempt 3.0.1)",
         "  in error on  n2: the queue epilog exited with status 2 (attempt 4.0.1)"]
+
+
+def test_queue_suspend_and_unsuspend_take_a_queue_or_a_queue_instance(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    api = FakeApi()
+    monkeypatch.setattr(command, "client", lambda: api)
+    assert command.run("queue", ["suspend", "night@n1", "--reason", "power work"]) == 0
+    assert command.run("queue", ["suspend", "night"]) == 0
+    assert command.run("queue", ["unsuspend", "night@n1"]) == 0
+    assert api.calls == [("suspend", "night", "n1", "power work"), ("suspend", "night", None, ""),
+                         ("unsuspend", "night", "n1")]
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["queue night@n1: suspended", "queue night: suspended; suspended on n1", "queue night@n1: unsuspended"]
+
+
+def test_a_suspended_queue_instance_says_where_in_list_and_show() -> None:
+    suspended = queue(suspended={"n1": "power work (root)"})
+    assert list_rows([suspended])[0][-1] == "suspended on n1"
+    assert show_lines(suspended)[-1] == "  suspended on n1: power work (root)"
+

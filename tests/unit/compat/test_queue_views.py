@@ -148,7 +148,7 @@ def test_qalter_q_names_one_queue() -> None:
 
 def test_qmod_d_and_e_are_queue_states_and_instances_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     marks = {o.names[0]: o.mark for o in qmod.OPTIONS}
-    assert marks["-d"] is Mark.SUPPORTED and marks["-e"] is Mark.SUPPORTED and marks["-sq"] is Mark.REFUSED
+    assert marks["-d"] is Mark.SUPPORTED and marks["-e"] is Mark.SUPPORTED and marks["-sq"] is Mark.SUPPORTED
     assert qmod.queue_state("qmod", "stop", ["all.q@n1"]) == 1
     assert "one state on all its nodes" in capsys.readouterr().err
     assert qmod.main(["-d", "-e", "all.q"]) == 1

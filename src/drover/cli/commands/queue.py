@@ -1,5 +1,6 @@
-"""drover queue list|show|create|set|stop|start|drain|delete: the cluster's queues, their state,
-settings and contents; changing them at runtime (operators, and the owners of queues)."""
+"""drover queue list|show|create|set|stop|start|drain|suspend|unsuspend|delete: the cluster's
+queues, their state, settings and contents; changing them at runtime (operators, and the owners of
+queues)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+    from drover.client.client import Client
     from drover.protocol.api import QueueInfo
 
 # The settings `create` and `set` take, KEY=VALUE, and what each means.
@@ -36,8 +38,13 @@ ACTIONS = {
     "stop": "Stop a queue: it takes jobs but starts none (Slurm's State=DOWN, Grid Engine's qmod -d).",
     "start": "Open a stopped, draining or inactive queue again (State=UP, qmod -e).",
     "drain": "Drain a queue: it starts the jobs it has but takes no new ones (State=DRAIN).",
+    "suspend": "Suspend a queue on one node (NAME@NODE) or on every node (NAME): its jobs running there are "
+               "frozen (a job whose checkpoint environment has the x occasion migrates) and none of its jobs "
+               "starts there (Grid Engine's qmod -sq).",
+    "unsuspend": "Unsuspend a queue on one node (NAME@NODE) or on every node where it is suspended: the jobs it "
+                 "froze go on, but for those also suspended on their own (qmod -usq).",
 }
-SUBCOMMANDS = ("list", "show", "create", "set", "stop", "start", "drain", "delete")
+SUBCOMMANDS = ("list", "show", "create", "set", "stop", "start", "drain", "suspend", "unsuspend", "delete")
 _USAGE = """usage: drover queue SUBCOMMAND [ARGS] [--json]
 
   list                       the queues: state, priority, nodes, jobs, limits, window
@@ -47,6 +54,9 @@ _USAGE = """usage: drover queue SUBCOMMAND [ARGS] [--json]
   stop NAME [--reason TEXT]  take jobs, start none
   start NAME                 open again
   drain NAME [--reason TEXT] start the jobs it has, take no new ones
+  suspend NAME[@NODE] [--reason TEXT]
+                             freeze its jobs on that node (every node), start none there
+  unsuspend NAME[@NODE]      let them go on, start its jobs there again
   delete NAME                remove a queue made with create, once it has no jobs
 
 settings: """ + ", ".join(SETTINGS)
@@ -132,9 +142,10 @@ def list_rows(queues: list[QueueInfo]) -> list[tuple[str, ...]]:
 
 
 def reason_text(queue: QueueInfo) -> str:
-    """Why it is stopped or drained, and the nodes where it is in error (queue@node)."""
+    """Why it is stopped or drained, and the nodes where it is in error or suspended (queue@node)."""
     errors = [f"in error on {', '.join(queue.errors)}"] if queue.errors else []
-    return "; ".join(([queue.reason] if queue.reason else []) + errors)
+    suspended = [f"suspended on {', '.join(queue.suspended)}"] if queue.suspended else []
+    return "; ".join(([queue.reason] if queue.reason else []) + errors + suspended)
 
 
 LIST_COLUMNS = ("QUEUE", "STATE", "PRIORITY", "NODES", "RUNNING", "PENDING", "LIMITS", "WINDOW", "REASON")
@@ -175,6 +186,8 @@ def show_lines(queue: QueueInfo) -> list[str]:
     ]
     if queue.errors:  # its instances in error (queue@node), each with why
         fields += [("in error on", f"{node}: {why}") for node, why in queue.errors.items()]
+    if queue.suspended:  # its suspended instances (queue@node), each with by whom and why
+        fields += [("suspended on", f"{node}: {why}") for node, why in queue.suspended.items()]
     lines = [f"Queue {queue.name}"]
     for label, value in fields:
         setting = _FIELD_SETTING.get(label)
@@ -212,9 +225,12 @@ def _sub(sub: str, argv: list[str]) -> int:
         p.add_argument("name", metavar="NAME")
     if sub in ("create", "set"):
         p.add_argument("settings", nargs="*", metavar="KEY=VALUE")
-    if sub in ("stop", "drain"):
+    if sub in ("stop", "drain", "suspend"):
         p.add_argument("--reason", default="", help="why, shown by drover queue list")
     args = p.parse_args(argv)
+    if sub in ("suspend", "unsuspend") and (args.name.startswith("@") or args.name.endswith("@")
+                                            or args.name.count("@") > 1):
+        p.error(f"{args.name!r}: give NAME@NODE (a queue on one node), or NAME alone (on every node)")
     settings: dict[str, str] = {}
     if sub in ("create", "set"):
         try:
@@ -243,7 +259,24 @@ def _sub(sub: str, argv: list[str]) -> int:
         if sub == "set":
             return _print_one(api.set_queue(args.name, settings), args, done="changed " + " ".join(
                 f"{key}={value}" if value else f"{key} (back to drover.toml's)" for key, value in settings.items()))
+        if sub in ("suspend", "unsuspend"):
+            return _suspension(api, sub, args)
         return _print_one(api.queue_action(args.name, sub, getattr(args, "reason", "")), args)
+
+
+def _suspension(api: Client, sub: str, args: argparse.Namespace) -> int:
+    """`suspend` or `unsuspend` NAME[@NODE]: the instance on NODE, or on every node."""
+    name, _, node = args.name.partition("@")
+    queue = (api.suspend_queue(name, node or None, args.reason) if sub == "suspend"
+             else api.unsuspend_queue(name, node or None))
+    if args.json:
+        print_json(queue)
+    elif node:
+        print(f"queue {name}@{node}: {sub}ed")
+    else:
+        where = ", ".join(queue.suspended) or "no node"
+        print(f"queue {name}: {sub}ed; suspended on {where}")
+    return 0
 
 
 def _list(queues: list[QueueInfo], args: argparse.Namespace) -> int:

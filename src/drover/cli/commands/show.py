@@ -5,6 +5,10 @@ from __future__ import annotations
 from drover.cli.common import client, job_ids, parser, print_json
 from drover.cli.why import ENFORCED_EVENTS, enforced_line
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.protocol.api import TaskInfo
+
 
 def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Show a job: its request, its tasks, and every attempt with its usage.")
@@ -67,6 +71,7 @@ def run(command: str, argv: list[str]) -> int:
         for task in job.tasks:
             label = f"{job.id}.{task.index}" if job.array else str(job.id)
             extra = " (cancel requested)" if task.cancel_requested else ""
+            extra += suspended_text(job.queue, task)
             status = f", exit status {task.exit_status}" if task.exit_status is not None else ""
             print(f"  task {label}: {task.state.upper()}{status}{extra}; output {task.stdout}")
             for attempt in task.attempts:
@@ -120,3 +125,15 @@ def run(command: str, argv: list[str]) -> int:
                           f"faults {u.major_faults} major / {u.minor_faults} minor, "
                           f"switches {u.voluntary_switches} voluntary / {u.involuntary_switches} involuntary")
     return 0
+
+
+def suspended_text(queue: str, task: TaskInfo) -> str:
+    """Why a task is suspended: on its own (drover suspend), by its queue instance (drover queue
+    suspend), or both; each is undone on its own."""
+    if not task.suspended_by or task.state not in ("running", "suspended"):
+        return ""
+    node = task.attempts[-1].node if task.attempts else "?"
+    why = {("job",): "on its own", ("queue",): f"by its queue instance {queue}@{node}",
+           ("job", "queue"): f"on its own and by its queue instance {queue}@{node}"}
+    return f" (suspended {why.get(tuple(sorted(task.suspended_by)), ', '.join(task.suspended_by))})"
+

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from drover.core.errors import BadRequest
+from drover.core.suspension import ge_letters, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,9 +48,12 @@ def host_name() -> str:
 
 
 def task_state(task: TaskInfo) -> str | None:
-    """qstat's state of a task that has not ended; None for one that has."""
+    """qstat's state of a task that has not ended; None for one that has. A suspended job is `s`
+    when suspended on its own, `S` when its queue instance is, `sS` when both are."""
     if task.state == "held" and task.exit_status == 100:
         return "Eqw"
+    if task.state in ("running", "suspended") and task.suspended_by:
+        return ge_letters(parse(",".join(task.suspended_by)))
     return QSTAT_STATES.get(task.state)
 
 

@@ -1,9 +1,9 @@
 """qmod: suspend, resume, clear the error state of, and reschedule jobs; disable (-d) and enable
 (-e) queues, as `drover queue stop` and `drover queue start` (a disabled queue keeps its jobs and
 starts none); clear the error state of queue instances (`-c all.q@node`, `-cq all.q`), as `drover
-node resume NODE --queue QUEUE`. A queue is enabled or disabled on all its nodes at once, so a
-queue instance is refused there, and so are the queue forms Drover has nothing for (-sq, -usq,
--rq)."""
+node resume NODE --queue QUEUE`; suspend and unsuspend queue instances (-sq, -usq, and -s, -us
+given queues) and reschedule their jobs (-rq, and -r given queues): qmod_queues.py. A queue is
+enabled or disabled on all its nodes at once, so a queue instance is refused by -d and -e."""
 
 from __future__ import annotations
 
@@ -22,10 +22,8 @@ if TYPE_CHECKING:
 
 N = Arity.NONE
 OK, MEANINGLESS, REFUSED = Mark.SUPPORTED, Mark.MEANINGLESS, Mark.REFUSED
-_NO_QUEUE_STATES = ("Drover suspends and reschedules jobs, not queues: give job ids (-sj, -usj, -rj); -cq clears a "
-                    "queue instance's error")
-_INSTANCE = ("a Drover queue has one state on all its nodes: give the queue (all.q), or take the node out "
-             "with drover node drain")
+_INSTANCE = ("a Drover queue has one state on all its nodes: give the queue (all.q), suspend the instance "
+             "(-sq), or take the node out with drover node drain")
 OPTIONS = [
     Option(("-c",), N, OK, "on jobs, as `-cj`; on queues and queue instances (`all.q@node`), as `-cq`"),
     Option(("-cj",), N, OK, "clears the error state (Eqw after exit 100): the job waits again"),
@@ -36,18 +34,23 @@ OPTIONS = [
     Option(("-e",), N, OK, "enables queues again (drover queue start)"),
     Option(("-f",), N, MEANINGLESS, "Drover acts the same with or without it"),
     Option(("-help",), N, OK, "prints the usage"),
-    Option(("-r",), N, OK, "on jobs, as `-rj`; on queues ✗"),
+    Option(("-r",), N, OK, "on jobs, as `-rj`; on queues and queue instances, as `-rq`"),
     Option(("-rj",), N, OK, "reschedules running jobs: stopped, then run again as a new attempt"),
-    Option(("-rq",), N, REFUSED, _NO_QUEUE_STATES),
-    Option(("-s",), N, OK, "on jobs, as `-sj`; on queues ✗"),
+    Option(("-rq",), N, OK, "reschedules every job running in queue instances (`all.q@node`, or `all.q`: on "
+           "every node), as drover requeue of each"),
+    Option(("-s",), N, OK, "on jobs, as `-sj`; on queues and queue instances, as `-sq`"),
     Option(("-sj",), N, OK, "suspends running jobs (all their processes are frozen)"),
-    Option(("-sq",), N, REFUSED, _NO_QUEUE_STATES),
-    Option(("-us",), N, OK, "on jobs, as `-usj`; on queues ✗"),
-    Option(("-usj",), N, OK, "resumes suspended jobs"),
-    Option(("-usq",), N, REFUSED, _NO_QUEUE_STATES),
+    Option(("-sq",), N, OK, "suspends queue instances (`all.q@node`, or `all.q`: on every node; drover queue "
+           "suspend): their jobs are frozen (those checkpointing on `x` migrate) and none of theirs starts there"),
+    Option(("-us",), N, OK, "on jobs, as `-usj`; on queues and queue instances, as `-usq`"),
+    Option(("-usj",), N, OK, "resumes suspended jobs (a job whose queue instance is suspended stays so)"),
+    Option(("-usq",), N, OK, "unsuspends queue instances (drover queue unsuspend): their jobs go on, but for "
+           "those also suspended on their own"),
 ]
 ACTIONS = {"c": "clear", "cj": "clear", "cq": "clear_queue", "r": "requeue", "rj": "requeue", "s": "suspend", "sj": "suspend",
-           "us": "resume", "usj": "resume"}
+           "us": "resume", "usj": "resume", "sq": "suspend_queue", "usq": "unsuspend_queue", "rq": "reschedule_queue"}
+# -s, -us and -r take jobs or queues; the queue form each stands for then.
+_QUEUE_FORMS = {"s": "suspend_queue", "us": "unsuspend_queue", "r": "reschedule_queue"}
 
 
 # Clearing Grid Engine's error state is releasing Drover's hold after exit 100.
@@ -83,17 +86,32 @@ def main(argv: list[str] | None = None) -> int:
     if states:
         return queue_state("qmod", "stop" if states == {"d"} else "start", parsed.operands)
     if len(actions) != 1:
-        print("qmod: give one of -sj, -usj, -cj, -rj (or -s, -us, -c, -r) and job ids, or -d or -e and "
-              "queue names", file=sys.stderr)
+        print("qmod: give one of -sj, -usj, -cj, -rj (or -s, -us, -c, -r) and job ids, one of -sq, -usq, -cq, -rq "
+              "and queues, or -d or -e and queue names", file=sys.stderr)
         return 1
     (action,) = actions
     if action == "clear_queue" or (action == "clear" and any(not word.split(".")[0].isdigit()
                                                              for word in parsed.operands)):
         return clear_queue_errors("qmod", parsed.operands)
     queues = [word for word in parsed.operands if not word.split(".")[0].isdigit()]
-    if queues:
-        print(f"qmod: {queues[0]}: {_NO_QUEUE_STATES}", file=sys.stderr)
-        return 1
+    jobs = [word for word in parsed.operands if word not in queues]
+    keys = {g.key for g in parsed.given if g.key in ACTIONS}
+    if queues and action in CALLS:
+        if jobs or not keys <= set(_QUEUE_FORMS):
+            print(f"qmod: {queues[0]}: give job ids to -sj, -usj and -rj, queues to -sq, -usq and -rq; -s, -us and "
+                  "-r take either, not both at once", file=sys.stderr)
+            return 1
+        action = _QUEUE_FORMS[next(iter(keys))]
+    if action in ("suspend_queue", "unsuspend_queue", "reschedule_queue"):
+        if jobs:
+            print(f"qmod: {jobs[0]}: -sq, -usq and -rq take queues (all.q, all.q@node); give job ids to -sj, "
+                  "-usj and -rj", file=sys.stderr)
+            return 1
+        from drover.compat.gridengine import qmod_queues
+
+        if action == "reschedule_queue":
+            return qmod_queues.reschedule("qmod", parsed.operands)
+        return qmod_queues.suspension("qmod", action.removesuffix("_queue"), parsed.operands)
     return run("qmod", parsed, CALLS[action], _report(action))
 
 

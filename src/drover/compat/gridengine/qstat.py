@@ -150,8 +150,8 @@ def _select(rows: list[qstat_view.Row], given: dict[str, Given]) -> list[qstat_v
     letters = spec.replace("hu", "H").replace("hj", "H").replace("ho", "").replace("hs", "").replace("hd", "")
     letters = letters.replace("ha", "H").replace("h", "H")
     for letter in letters:
-        wanted |= {"p": set(PENDING), "r": {"r", "t"}, "s": {"s"}, "H": set(HELD), "a": {
-            *PENDING, "r", "t", "s"}, "z": set()}.get(letter, set())
+        wanted |= {"p": set(PENDING), "r": {"r", "t"}, "s": {"s", "S", "sS"}, "H": set(HELD), "a": {
+            *PENDING, "r", "t", "s", "S", "sS"}, "z": set()}.get(letter, set())
     return [row for row in rows if row.state in wanted]
 
 

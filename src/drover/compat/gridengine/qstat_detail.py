@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 PSEUDO = (("%%", "\0"), ("%j", "$JOB_ID"), ("%A", "$JOB_ID"), ("%a", "$TASK_ID"), ("%x", "$JOB_NAME"),
           ("%u", "$USER"), ("%N", "$HOSTNAME"), ("\0", "%"))
 # JAT_status bits of sgeobj/sge_job.h: JRUNNING, JSUSPENDED, JTRANSFERING, JIDLE.
-JAT_STATUS = {"r": 128, "s": 256, "t": 64}
+JAT_STATUS = {"r": 128, "s": 256, "S": 256, "sS": 256, "t": 64}
 
 
 def ge_path(pattern: str) -> str:

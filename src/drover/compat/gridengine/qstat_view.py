@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 QUEUE_WIDTH = 30  # qstat's longest_queue_length
 XMLNS = "http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd"
-RUNNING = ("r", "t", "s", "Rr", "Rt")
+RUNNING = ("r", "t", "s", "S", "sS", "Rr", "Rt")
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,8 @@ def full(all_rows: list[Row], nodes: list[NodeInfo], queues: list[str], arch: st
             states = {"down": "u", "drained": "d", "draining": "d", "error": "E"}.get(node.state, "")
             if drover_name(queue) in node.queue_errors and "E" not in states:  # the instance alone in error
                 states += "E"
+            if drover_name(queue) in node.suspended_queues:  # the instance suspended (qmod -sq)
+                states += "s"
             out.append("-" * 81)
             out.append(queue_line(name, "BIP", f"0/{used}/{node.cpus} ", "-NA- ", f"{arch} ", states))
             out += [line(r, with_queue=False) for r in here]

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from drover.controller.effects import Outcome
 from drover.controller.handlers import checkpoints
 from drover.controller.handlers.submit import check_queue_takes
+from drover.controller.handlers.suspend_orders import change_reasons, queue_instances, task_reasons
 from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
+from drover.core import suspension
 from drover.core.errors import BadRequest, Conflict, DroverError, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
@@ -16,6 +18,7 @@ from drover.core.job_state import JobState, Trigger
 from drover.core.limits import PRIORITY_RANGE
 from drover.core.queues import DEFAULT, Queue
 from drover.core.signals import job_signal
+from drover.core.suspension import SuspendReason
 from drover.protocol.api import ActionResult
 from drover.protocol.node_channel import SignalAttempt
 from drover.store.base import Store
@@ -169,15 +172,47 @@ def _suspend(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
              now: float) -> str:
     """Freeze the attempt (its whole cgroup where there is one); the state moves when the node
     reports it done. A job whose checkpoint occasions have 'x' is migrated instead (checkpoint(5):
-    "checkpointed, aborted and if possible migrated as soon as the job gets suspended")."""
+    "checkpointed, aborted and if possible migrated as soon as the job gets suspended"). A task
+    its queue instance froze already is suspended on its own too, with no order: it stays
+    frozen until both are undone (core/suspension.py)."""
     if checkpoints.migrates_on_suspend(job):
         return _migrate(state, outcome, job, tasks, fresh, now)
-    return _send(state, outcome, job, [t for t in tasks if t.state is JobState.RUNNING], "suspend", "suspended")
+    suspended = 0
+    for task in tasks:
+        if task.state in (JobState.RUNNING, JobState.SUSPENDED) and SuspendReason.JOB not in task_reasons(task):
+            change_reasons(state, outcome, task, suspension.suspend(task_reasons(task), SuspendReason.JOB))
+            suspended += 1
+    if not suspended:
+        raise Conflict(f"job {job.id} has no running task")
+    return f"{suspended} suspended"
 
 
 def _resume(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
             now: float) -> str:
-    return _send(state, outcome, job, [t for t in tasks if t.state is JobState.SUSPENDED], "resume", "resumed")
+    """Undo the job's own suspension; a task its queue instance keeps suspended stays frozen
+    (Grid Engine's `s` and `S` are independent), and the answer says so."""
+    resumed, kept = 0, []
+    for task in tasks:
+        reasons = task_reasons(task)
+        if SuspendReason.JOB in reasons:
+            move = suspension.resume(reasons, SuspendReason.JOB)
+            change_reasons(state, outcome, task, move)
+            if move.order is None:
+                kept.append(task)
+            else:
+                resumed += 1
+    held_by_queue = [task for task in tasks if task_reasons(task) == {SuspendReason.QUEUE}]
+    if not resumed and not kept:
+        if held_by_queue:
+            raise Conflict(f"{_what(job, tasks, fresh)} is suspended by its queue instance "
+                           f"({queue_instances(state, job, held_by_queue)}), not on its own: it resumes when that "
+                           "is unsuspended (drover queue unsuspend, qmod -usq)")
+        raise Conflict(f"job {job.id} has no suspended task")
+    parts = [f"{resumed} resumed"] if resumed else []
+    if kept:
+        parts.append(f"{len(kept)} still suspended by its queue instance ({queue_instances(state, job, kept)}), "
+                     "until that is unsuspended")
+    return ", ".join(parts)
 
 
 def _send(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], order: str, done: str,
@@ -298,20 +333,25 @@ def _migrate(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
     if not job.spec.get("checkpoint"):
         raise Conflict(f"job {job.id} has no checkpoint environment: only a checkpointing job migrates "
                        "(submit it with --checkpoint NAME); drover requeue runs a job again from its start")
-    asked = 0
-    for task in tasks:
-        if (task.state is JobState.RUNNING and not task.requeue_requested and not task.cancel_requested
-                and not task.hold_requested):
-            task.requeue_requested = True
-            outcome.changes.task(task)
-            outcome.changes.event(now, "migrate_requested", task.job_id, task.index, task.attempt)
-            attempt = state.latest_attempt(task)
-            if attempt is not None:
-                outcome.send(attempt.node, SignalAttempt(attempt.name, "migrate", stop_reason(task)))
-            asked += 1
+    asked = sum(1 for task in tasks if migrate_task(state, outcome, task, now))
     if not asked:
         raise Conflict(f"{_what(job, tasks, fresh)} has no running task to migrate")
     return f"{asked} migrating"
+
+
+def migrate_task(state: ControllerState, outcome: Outcome, task: Task, now: float) -> bool:
+    """Ask a running task's node to migrate its attempt; False if it is not running or is being
+    stopped already."""
+    if (task.state is not JobState.RUNNING or task.requeue_requested or task.cancel_requested
+            or task.hold_requested):
+        return False
+    task.requeue_requested = True
+    outcome.changes.task(task)
+    outcome.changes.event(now, "migrate_requested", task.job_id, task.index, task.attempt)
+    attempt = state.latest_attempt(task)
+    if attempt is not None:
+        outcome.send(attempt.node, SignalAttempt(attempt.name, "migrate", stop_reason(task)))
+    return True
 
 
 def _what(job: Job, tasks: list[Task], fresh: bool) -> str:

@@ -11,7 +11,8 @@ from typing import Any
 
 from drover.controller import pe_usage
 from drover.controller.effects import Outcome, SendToNode
-from drover.controller.handlers.actions import stop_reason
+from drover.controller.handlers import checkpoints
+from drover.controller.handlers.actions import migrate_task, stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.lifecycle import (
     change_task,
@@ -381,6 +382,11 @@ def _started(state: ControllerState, outcome: Outcome, report: Started, now: flo
     attempt.pty_socket = report.pty_socket
     outcome.changes.attempt(attempt)
     change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid)
+    if task.suspended_by:  # its queue instance was suspended while its prolog ran: frozen as it starts
+        if job is not None and checkpoints.migrates_on_suspend(job):
+            migrate_task(state, outcome, task, now)
+        else:
+            outcome.send(attempt.node, SignalAttempt(attempt.name, "suspend"))
 
 
 def _suspended(state: ControllerState, outcome: Outcome, report: Suspended, now: float) -> None:

@@ -56,7 +56,7 @@ def switch(state: ControllerState, sections: Mapping[str, QueueSection], name: s
     if action not in ACTIONS:
         raise NotFound(f"unknown queue action {action!r}; known: {', '.join(ACTIONS)}")
     queue = queue_named(state, sections, name)
-    _may_manage(queue, user, is_admin, action)
+    may_manage(queue, user, is_admin, action)
     if "\n" in reason or len(reason) > 1000:
         raise BadRequest("a reason is one line of at most 1000 characters")
     by = f"{reason} ({user})" if reason else f"by {user}"
@@ -119,7 +119,7 @@ def delete(state: ControllerState, sections: Mapping[str, QueueSection], name: s
     queue = queue_named(state, sections, name)
     if queue.record.created_by is None:
         raise Conflict(f"queue {name} is {queue.defined_in}'s: remove it there")
-    _may_manage(queue, user, is_admin, "delete")
+    may_manage(queue, user, is_admin, "delete")
     jobs = sorted(job.id for job in state.jobs.values() if job.spec.get("queue", DEFAULT) == name)
     if jobs:
         raise Conflict(f"queue {name} still has jobs ({', '.join(map(str, jobs[:10]))}"
@@ -132,7 +132,7 @@ def delete(state: ControllerState, sections: Mapping[str, QueueSection], name: s
     return outcome
 
 
-def _may_manage(queue: Queue, user: str, is_admin: bool, verb: str) -> None:
+def may_manage(queue: Queue, user: str, is_admin: bool, verb: str) -> None:
     if not is_admin and not queue.may_manage(user):
         owner = f"its owner ({queue.owner}) or " if queue.owner else ""
         raise Forbidden(f"only {owner}an operator may {verb} queue {queue.name}")
