@@ -143,11 +143,12 @@ def test_array_environment_and_hints_to_the_execd(tmp_path: Path) -> None:
 
 
 def test_the_shepherd_imports_only_the_standard_library_the_spool_and_the_records() -> None:
-    # drover.method_command is at the records' level: standard library only (the methods' settings)
+    # drover.method_command and drover.slurm_layout are at the records' level: standard library
+    # only (the methods' settings; Slurm's hostlists and tasks per node)
     code = (
         "import sys; before = set(sys.modules); import drover.shepherd.main as m; "
         "mods = [n for n in sys.modules if n.startswith('drover')]; "
-        "bad = [n for n in mods if not (n in ('drover', 'drover.records', 'drover.method_command') or n.startswith(('drover.spool', 'drover.shepherd')))]; "
+        "bad = [n for n in mods if not (n in ('drover', 'drover.records', 'drover.method_command', 'drover.slurm_layout') or n.startswith(('drover.spool', 'drover.shepherd')))]; "
         "import sysconfig; purelib = sysconfig.get_paths()['purelib']; "
         "third = [n for n, mod in list(sys.modules.items()) if n not in before and getattr(mod, '__file__', None) "
         "and mod.__file__.startswith(purelib) and not n.startswith('drover')]; "
