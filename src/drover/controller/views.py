@@ -80,7 +80,7 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         dependency_any=job.dependencies.any, begin_at=job.begin_at,
         gres=list(job.spec.get("gres") or []), licenses=dict(job.spec.get("licenses") or {}),
         constraint=job.spec.get("constraint"), exclusive=bool(job.spec.get("exclusive", False)),
-        pe=job.spec.get("pe"),
+        pe=job.spec.get("pe"), pe_per_node=job.spec.get("pe_per_node"),
         notify=bool(job.spec.get("notify", False)),
         checkpoint=(f"{job.spec['checkpoint']} ({job.spec.get('checkpoint_when') or '-'})"
                     if job.spec.get("checkpoint") else None),

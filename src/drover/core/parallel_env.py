@@ -84,7 +84,7 @@ def slots_on_one_node(rule: str | int, low: int, high: int, largest_node: int, p
     if isinstance(rule, int):
         if low <= rule <= high and rule <= largest_node:
             return rule
-        raise ValueError(f"the allocation rule {rule} puts {rule} slots on each node: {_range(low, high)} "
+        raise ValueError(f"the allocation rule {rule} puts {_slots(rule)} on each node: {_range(low, high)} "
                          f"slots would take {_nodes(low, high, rule)} nodes, and a job runs on one node")
     best = min(high, largest_node, pe_slots)
     if best < low:
@@ -102,14 +102,14 @@ def slots_across_nodes(rule: str | int, low: int, high: int, node_cpus: list[int
     total = sum(node_cpus) if node_cpus else high
     if isinstance(rule, int):
         if high // rule * rule < low:
-            raise ValueError(f"the allocation rule {rule} puts {rule} slots on each node: {_range(low, high)} slots "
+            raise ValueError(f"the allocation rule {rule} puts {_slots(rule)} on each node: {_range(low, high)} slots "
                              f"are no multiple of {rule}")
         hosts = sum(1 for cpus in node_cpus if cpus >= rule) if node_cpus else high
         most = min(high, pe_slots, rule * hosts) // rule * rule
         if most >= low and most >= rule:
             return most
-        raise ValueError(f"the allocation rule {rule} puts {rule} slots on each node: {_range(low, high)} slots "
-                         f"would take {_nodes(low, high, rule)} nodes of {rule} CPUs or more, and "
+        raise ValueError(f"the allocation rule {rule} puts {_slots(rule)} on each node: {_range(low, high)} slots "
+                         f"would take {_nodes(low, high, rule)} nodes of {rule} CPU{'s' if rule > 1 else ''} or more, and "
                          f"{hosts} {'is' if hosts == 1 else 'are'} there" if pe_slots >= low
                          else f"the parallel environment has {pe_slots} slots")
     best = min(high, total, pe_slots)
@@ -122,6 +122,10 @@ def slots_across_nodes(rule: str | int, low: int, high: int, node_cpus: list[int
 
 def _range(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}-{high}"
+
+
+def _slots(count: int) -> str:
+    return f"{count} slot{'s' if count != 1 else ''}"
 
 
 def _nodes(low: int, high: int, rule: int) -> str:

@@ -89,6 +89,9 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
     pe: str | None = None
     pe_slots: str | None = None
+    # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
+    # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
+    pe_per_node: int | None = None
     # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
     # notify_s ahead (shepherd/notice.py).
     notify: bool = False
@@ -196,6 +199,7 @@ class JobInfo(msgspec.Struct, kw_only=True):
     exclusive: bool = False
     tasks: list[TaskInfo] = []  # filled by GET /v1/jobs/{id}; the listing leaves it empty
     pe: str | None = None  # its parallel environment; its slots are its CPUs
+    pe_per_node: int | None = None  # its slots on each node, in place of its PE's rule
     notify: bool = False  # submitted with --notify (qsub -notify)
     checkpoint: str | None = None  # its checkpoint environment ([checkpoints.NAME]) and occasions: "blcr (sx)"
 

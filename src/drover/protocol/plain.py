@@ -72,6 +72,7 @@ class JobRequest(TypedDict, total=False):
     environments: list[str]  # named environments of the cluster, switched to in order
     pe: str | None
     pe_slots: str | None
+    pe_per_node: int | None
     notify: bool
     checkpoint: str | None
     checkpoint_occasion: str | None
@@ -138,6 +139,7 @@ class JobSummary(TypedDict):
     exclusive: bool
     tasks: list[TaskSummary]
     pe: str | None
+    pe_per_node: int | None
     notify: bool
     checkpoint: str | None
 

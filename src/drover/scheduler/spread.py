@@ -15,8 +15,9 @@ slots do not fit now. The rules, as sge_pe(5) describes them:
 - an integer N: exactly N slots on each node ("fixing the number of processes per host"); a job
   whose slots are no multiple of N never fits.
 
-The controller gives each job of a PE its PE's rule (PendingWork.pe_rule); docs/parallel-environments.md,
-"Allocation rules across nodes".
+The controller gives each job of a PE its own slots on each node as an integer rule if it has
+them (pe_per_node, sbatch -N), else its PE's rule (PendingWork.pe_rule);
+docs/parallel-environments.md, "Allocation rules across nodes".
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def test_hosts_queues_and_configuration_views(cluster: LocalCluster) -> None:
     assert run(cluster, bin_dir, "qconf", "-sql").stdout == "all.q\n"
     assert run(cluster, bin_dir, "qconf", "-sel").stdout == f"{node}\n"
     assert re.search(rf"^slots\s+1,\[{node}=2\]$", run(cluster, bin_dir, "qconf", "-sq", "all.q").stdout, re.M)
-    assert run(cluster, bin_dir, "qconf", "-spl").stdout == "smp\n"
+    assert run(cluster, bin_dir, "qconf", "-spl").stdout == "slurm\nsmp\n"
     changed = run(cluster, bin_dir, "qconf", "-mattr", "queue", "slots", "4", "all.q")
     assert changed.returncode == 1 and "changes nothing" in changed.stderr
 

@@ -107,7 +107,7 @@ def test_an_unknown_pe_or_a_bad_slot_count_is_refused_in_one_line(tmp_path: Path
         unknown = cluster.drover("submit", "--pe", "nope", "2", "--", "true", check=False)
         assert unknown.returncode != 0
         assert unknown.stderr.strip().splitlines() == [
-            "drover submit: unknown parallel environment 'nope'; this cluster has mpi, smp"]
+            "drover submit: unknown parallel environment 'nope'; this cluster has mpi, slurm, smp"]
         too_many = cluster.drover("submit", "--pe", "mpi", "8", "--", "true", check=False)
         assert too_many.returncode != 0 and "8 slots cannot run: the nodes have 4 CPUs in all" in too_many.stderr
         bad = cluster.drover("submit", "--pe", "mpi", "x", "--", "true", check=False)
@@ -119,7 +119,7 @@ def test_an_unknown_pe_or_a_bad_slot_count_is_refused_in_one_line(tmp_path: Path
         assert qsub.returncode != 0 and "unknown parallel environment 'nope'" in qsub.stderr
         qconf = subprocess.run([str(bin_dir / "qconf"), "-spl"], capture_output=True, text=True, env=cluster.env,
                                timeout=60)
-        assert qconf.stdout == "mpi\nsmp\n"
+        assert qconf.stdout == "mpi\nslurm\nsmp\n"
         held = subprocess.run([str(bin_dir / "qsub"), "-terse", "-h", "-b", "y", "-pe", "mpi", "2", "true"],
                               capture_output=True, text=True, env=cluster.env, cwd=cluster.workdir, timeout=60)
         job = held.stdout.strip()

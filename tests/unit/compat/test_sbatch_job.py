@@ -46,8 +46,8 @@ def test_another_jobs_variables_are_not_passed_on() -> None:
 def test_bad_values_are_refused_as_sbatch_refuses_them() -> None:
     with pytest.raises(OptionError, match="Invalid time limit"):
         to_job(a_request("-t", "soon"), "#!/bin/sh\n", "x", environ={})
-    with pytest.raises(Refused, match="several nodes only in a parallel environment"):
-        to_job(a_request("-N", "2-4"), "#!/bin/sh\n", "x", environ={})
+    with pytest.raises(Refused, match="--exclusive with --nodes=2-4: Drover keeps"):
+        to_job(a_request("-N", "2-4", "--exclusive"), "#!/bin/sh\n", "x", environ={})
     assert to_job(a_request("-N", "1-4"), "#!/bin/sh\n", "x", environ={})["cpus"] == 1
     with pytest.raises(OptionError, match="unknown kind 'afterwards'"):
         dependencies("afterwards:12")

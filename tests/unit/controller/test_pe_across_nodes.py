@@ -85,3 +85,22 @@ def test_losing_another_node_of_a_parallel_job_ends_its_attempt_as_losing_its_ma
     (lost,) = world.store.attempts_of(job)
     assert lost.exit is not None and lost.exit["failure"] == "node n2 of its parallel job was lost"
     assert _used(world) == {"n1": (0, 0, 0), "n2": (0, 0, 0)}
+
+
+def test_a_jobs_own_slots_on_each_node_replace_its_pes_rule_in_the_planner(world: World) -> None:  # noqa: F811
+    """A job of `slurm` ($fill_up) with pe_per_node 2 gets exactly 2 slots on each of 2 nodes,
+    where $fill_up would fill the first node (sbatch -N 2 --ntasks-per-node=2)."""
+    for name in ("n1", "n2", "n3"):
+        world.connect(name, cpus=4)
+    spec = JobSubmission(script="true\n", workdir="/tmp", pe="slurm", pe_slots="4", pe_per_node=2, memory_mib=400)
+    outcome, (job,) = submit(world.state, [spec], "alice", world.now, world.store, parallel_environments=PES)
+    world.run(outcome)
+    assert world.state.jobs[job].spec["pe_per_node"] == 2
+    (order,) = _schedule(world)
+    assert (order.config["node"], order.config["cpu_ids"], order.config["pe_slots"]) == ("n1", [0, 1], 4)
+    assert order.config["pe_hosts"] == [{"node": "n2", "cpu_ids": [0, 1]}]
+    assert _used(world) == {"n1": (2, 200, 1), "n2": (2, 200, 1), "n3": (0, 0, 0)}
+    fill = JobSubmission(script="true\n", workdir="/tmp", pe="slurm", pe_slots="4", memory_mib=400)
+    world.run(submit(world.state, [fill], "alice", world.now, world.store, parallel_environments=PES)[0])
+    (filled,) = _schedule(world)
+    assert (filled.config["node"], len(filled.config["cpu_ids"]), filled.config.get("pe_hosts", [])) == ("n3", 4, [])

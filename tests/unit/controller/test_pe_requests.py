@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller.parallel_envs import SMP, checked, in_effect
+from drover.controller.parallel_envs import SLURM, SMP, checked, in_effect
 from drover.core.errors import BadRequest
 from drover.protocol.api import JobSubmission
 
@@ -28,7 +28,7 @@ def test_a_job_gets_its_pe_and_the_largest_slots_of_its_range_that_fit() -> None
 
 
 @pytest.mark.parametrize(("job", "owner", "message"), [
-    (a_job("nope", "2"), "alice", "unknown parallel environment 'nope'; this cluster has mpi, quad, smp"),
+    (a_job("nope", "2"), "alice", "unknown parallel environment 'nope'; this cluster has mpi, quad, slurm, smp"),
     (a_job("mpi", "2"), "eve", "eve may not use parallel environment mpi (its user_lists and xuser_lists)"),
     (a_job("quad", "4"), "bob", "bob may not use parallel environment quad"),
     (a_job("mpi", "2", cpus=2), "alice", "--pe gives the job its CPUs, one a slot: leave out --cpus"),
@@ -61,3 +61,35 @@ def test_allocation_rules_across_hosts_take_slots_of_every_node() -> None:
     with pytest.raises(BadRequest, match="cannot run on one node"):  # devices keep a job on one node
         checked(JobSubmission(script="true\n", workdir="/w", pe="mpi", pe_slots="6", gres=["gpu:1"]), PES, "alice",
                 [4, 4])
+
+
+def a_job_of(slots: str, per_node: int, pe: str = "slurm", **more: object) -> JobSubmission:
+    return JobSubmission(script="true\n", workdir="/w", pe=pe, pe_slots=slots, pe_per_node=per_node, **more)
+
+
+def test_a_jobs_own_slots_on_each_node_stand_for_its_pes_rule() -> None:
+    """pe_per_node N is the integer rule N for that job: N slots on each node it gets, checked
+    against the nodes as the PE's own integer rule would be, whatever the PE's rule."""
+    assert SLURM.control_slaves and not SLURM.job_is_first_task and SLURM.accounting_summary
+    assert PES["slurm"] is SLURM and in_effect({"slurm": PES["mpi"]})["slurm"] is PES["mpi"]
+    assert checked(a_job_of("4", 2), PES, "alice", [4, 2]) == ("slurm", 4)  # 2 on each of 2 nodes
+    assert checked(a_job_of("2-16", 4), PES, "alice", [8, 4, 2]) == ("slurm", 8)  # 2 nodes of 4 or more
+    assert checked(a_job_of("8", 4, pe="smp"), PES, "alice", [4, 4]) == ("smp", 8)  # over $pe_slots too
+
+
+@pytest.mark.parametrize(("job", "message"), [
+    (a_job_of("6", 4), "--pe slurm 6, 4 on each node: the allocation rule 4 puts 4 slots on each node: 6 slots are "
+                       "no multiple of 4"),
+    (a_job_of("12", 4), "--pe slurm 12, 4 on each node: the allocation rule 4 puts 4 slots on each node: 12 slots "
+                        "would take 3 nodes of 4 CPUs or more, and 2 are there"),
+    (a_job_of("8", 8), "--pe slurm 8, 8 on each node: the allocation rule 8 puts 8 slots on each node: 8 slots would "
+                       "take 1 nodes of 8 CPUs or more, and 0 are there"),
+    (a_job_of("4", 0), "--pe slurm 4, 0 on each node: the slots on each node must be from 1 to 9999999, not 0"),
+    (a_job_of("4", 2, gres=["gpu:1"]), "--pe slurm 4, 2 on each node: the allocation rule 2 puts 2 slots on each "
+                                       "node: 4 slots would take 2 nodes, and a job runs on one node"),
+    (JobSubmission(script="true\n", workdir="/w", pe_per_node=2), "slots without a parallel environment"),
+])
+def test_a_bad_slot_count_on_each_node_is_refused(job: JobSubmission, message: str) -> None:
+    with pytest.raises(BadRequest) as refused:
+        checked(job, PES, "alice", [4, 4, 2])
+    assert str(refused.value).startswith(message), str(refused.value)

@@ -43,7 +43,8 @@ def run(command: str, argv: list[str]) -> int:
                 f"{job.priority}; multifactor {factors[job.id].total:.2f} (age {factors[job.id].age:.2f}, "
                 f"fairshare {factors[job.id].fairshare:.2f}, queue {factors[job.id].queue_factor:.2f}: "
                 f"drover priority {job.id})")),
-            ("request", (f"parallel environment {job.pe}, {job.cpus} slot(s) (CPUs), " if job.pe else
+            ("request", (f"parallel environment {job.pe}, {job.cpus} slot(s) (CPUs), "
+                         + (f"{job.pe_per_node} on each node, " if job.pe_per_node else "") if job.pe else
                          f"{job.cpus} CPU(s), ") + f"{job.memory_mib} MiB, time limit "
                         + (format_duration(job.time_limit_s) if job.time_limit_s else "none")
                         + "".join(f", {item}" for item in job.gres)

@@ -44,6 +44,8 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--pe", nargs=2, metavar=("NAME", "SLOTS"),
                    help="a parallel environment of the cluster's (drover pe list) and its slots, N or a range "
                         "n-m (the largest that fits is given): one CPU a slot, on one node")
+    p.add_argument("--pe-per-node", type=int, metavar="N",
+                   help="with --pe: exactly N slots on each node the job gets, in place of its PE's allocation rule")
     p.add_argument("-t", "--time", help="time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 10m, 2h")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set a variable (repeatable)")
     p.add_argument("--export", default="ALL", metavar="ALL|NONE|NAMES",
@@ -267,6 +269,11 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["constraint"] = args.constraint
     if args.pe:
         base["pe"], base["pe_slots"] = _pe(args.pe, args.cpus)
+    if args.pe_per_node is not None:
+        if not args.pe:
+            raise BadRequest("--pe-per-node is the slots on each node of a job of a parallel environment: "
+                             "give --pe NAME SLOTS")
+        base["pe_per_node"] = args.pe_per_node
     if args.exclusive:
         base["exclusive"] = True
     if args.mem is not None:

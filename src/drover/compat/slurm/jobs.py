@@ -15,6 +15,7 @@ from functools import lru_cache
 from drover.core.arrays import TaskIndices
 from drover.core.units import parse_array
 from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo, Usage
+from drover.slurm_layout import compress_hosts
 
 # Drover's task states → Slurm's long names. A dispatched task (its shepherd is starting it) is
 # RUNNING: Slurm's CONFIGURING is the time nodes take to boot, which Drover's nodes do not.
@@ -112,6 +113,22 @@ class SlurmJob:
     @property
     def node(self) -> str:
         return self.attempt.node if self.attempt is not None and self.state != "PENDING" else ""
+
+    @property
+    def nodes(self) -> list[str]:
+        """The nodes it runs on, its master (the batch host) first; none while it waits."""
+        return [self.node, *self.attempt.other_nodes] if self.attempt is not None and self.node else []
+
+    @property
+    def nodelist(self) -> str:
+        return compress_hosts(self.nodes)
+
+    @property
+    def node_count(self) -> int:
+        """Its nodes; while it waits, those it asked for (its slots over its slots on each node)."""
+        if self.nodes:
+            return len(self.nodes)
+        return self.info.cpus // self.info.pe_per_node if self.info.pe_per_node else 1
 
     @property
     def start(self) -> float | None:

@@ -36,7 +36,7 @@ def job_record(job: SlurmJob, details: bool = False) -> Record:
     end = job.end or (started + info.time_limit_s if started and info.time_limit_s else None)
     node = job.node
     tres = f"cpu={info.cpus}" + (f",mem={memory(info.memory_mib)}" if info.memory_mib else "") + (
-        f",node=1,billing={info.cpus}")
+        f",node={job.node_count},billing={info.cpus}")
     record: Record = [
         first,
         [f"UserId={info.owner}({uid if uid is not None else 0})",
@@ -53,13 +53,13 @@ def job_record(job: SlurmJob, details: bool = False) -> Record:
         ["SuspendTime=None", "SecsPreSuspend=0", f"LastSchedEval={timefmt.date(job.now)}", "Scheduler=Main"],
         [f"Partition={info.queue}", "AllocNode:Sid=(null):0"],
         ["ReqNodeList=(null)", "ExcNodeList=(null)"],
-        [f"NodeList={node or '(null)'}"],
+        [f"NodeList={job.nodelist or '(null)'}"],
         [f"BatchHost={node}"] if node else [],
-        ["NumNodes=1", f"NumCPUs={info.cpus}", "NumTasks=1", f"CPUs/Task={info.cpus}", "ReqB:S:C:T=0:0:*:*"],
+        [f"NumNodes={job.node_count}", f"NumCPUs={info.cpus}", "NumTasks=1", f"CPUs/Task={info.cpus}", "ReqB:S:C:T=0:0:*:*"],
         [f"ReqTRES={tres}"],
         [f"AllocTRES={tres if node else '(null)'}"],
         ["Socks/Node=*", "NtasksPerN:B:S:C=0:0:*:*", "CoreSpec=*"],
-        [f"MinCPUsNode={info.cpus}", f"MinMemoryNode={memory(info.memory_mib)}", "MinTmpDiskNode=0"],
+        [f"MinCPUsNode={info.pe_per_node or info.cpus}", f"MinMemoryNode={memory(info.memory_mib)}", "MinTmpDiskNode=0"],
         ["Features=(null)", "DelayBoot=00:00:00"],
         ["OverSubscribe=OK", "Contiguous=0", "Licenses=(null)", "Network=(null)"],
         ["Command=(null)"],

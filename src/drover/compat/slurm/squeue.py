@@ -170,7 +170,7 @@ class Query:
             return False
         if self.values.get("licenses") or self.values.get("reservation"):
             return False
-        if self.nodes is not None and job.node not in self.nodes:
+        if self.nodes is not None and not self.nodes & set(job.nodes):
             return False
         return self._running_window(job)
 

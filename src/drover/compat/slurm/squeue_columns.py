@@ -50,7 +50,7 @@ def _left(job: SlurmJob) -> str:
 def _reason_list(job: SlurmJob) -> str:
     if job.state in ("PENDING", "TIMEOUT", "OUT_OF_MEMORY", "FAILED"):
         return f"({job.reason})"
-    return job.node
+    return job.nodelist
 
 
 def _priority(job: SlurmJob) -> str:
@@ -61,7 +61,7 @@ def _tres(job: SlurmJob) -> str:
     if job.state == "PENDING":
         return "(null)"
     mem = memory(job.info.memory_mib)
-    return f"cpu={job.info.cpus}" + (f",mem={mem}" if job.info.memory_mib else "") + f",node=1,billing={job.info.cpus}"
+    return f"cpu={job.info.cpus}" + (f",mem={mem}" if job.info.memory_mib else "") + f",node={job.node_count},billing={job.info.cpus}"
 
 
 def _pending_time(job: SlurmJob) -> str:
@@ -136,13 +136,13 @@ COLUMNS: list[Column[SlurmJob]] = [Column(name, letter, header, value, cut) for 
     ("Name", "j", "NAME", lambda j: j.info.name, True),
     ("Network", "", "NETWORK", NULL, True),
     ("Nice", "y", "NICE", ZERO, True),
-    ("NodeList", "N", "NODELIST", lambda j: j.node, False),
+    ("NodeList", "N", "NODELIST", lambda j: j.nodelist, False),
     ("NTPerCore", "", "NTASKS_PER_CORE", ZERO, True),
     ("NTPerNode", "", "NTASKS_PER_NODE", ZERO, True),
     ("NTPerSocket", "", "NTASKS_PER_SOCKET", ZERO, True),
     ("NTPerBoard", "", "NTASKS_PER_BOARD", ZERO, True),
     ("NumCPUs", "C", "CPUS", lambda j: str(j.info.cpus), True),
-    ("NumNodes", "D", "NODES", _const("1"), True),
+    ("NumNodes", "D", "NODES", lambda j: str(j.node_count), True),
     ("NumTasks", "", "TASKS", _const("1"), True),
     ("Origin", "", "ORIGIN", NA, True),
     ("OriginRaw", "", "ORIGIN_RAW", NA, True),

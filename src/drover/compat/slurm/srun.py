@@ -1,11 +1,12 @@
 """srun: inside a job (SLURM_JOB_ID is set), a job step of N tasks on the job's node (step.py),
 or over the job's hosts when its allocation spans several (step_hosts.py, step_remote.py);
-outside one, an allocation of its own, a Drover job whose script runs the same srun inside it,
-its output streamed here, as srun without an allocation does (and `--pty`: a terminal, through
-`drover run --pty`). Options as srun reads them: its SLURM_*/SRUN_* input variables first (in a
-job, those are the job's own: SLURM_NTASKS makes the step's default task count), then the
-command line. The exit status is the step's: its tasks' highest exit code, 128 + the signal of
-one killed; 255 for an option srun refuses while reading its options; 1 for other errors."""
+outside one, an allocation of its own (on several nodes with -N, as sbatch's: submission.py), a
+Drover job whose script runs the same srun inside it, its output streamed here, as srun without
+an allocation does (and `--pty`: a terminal, through `drover run --pty`). Options as srun reads
+them: its SLURM_*/SRUN_* input variables first (in a job, those are the job's own: SLURM_NTASKS
+makes the step's default task count), then the command line. The exit status is the step's:
+its tasks' highest exit code, 128 + the signal of one killed; 255 for an option srun refuses
+while reading its options; 1 for other errors."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from collections.abc import Mapping, Sequence
 
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
+from drover.compat.slurm.node_count import nodes_for_tasks
 from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import Refused, Request, apply_marks, parse
 from drover.compat.slurm.step import Step, next_step_id, run
 from drover.compat.slurm.step_hosts import Layout, allocation, distribution, lay_out, node_range
 from drover.compat.slurm.submission import (
     add_node_requests,
-    check_nodes,
     requested_cpus_per_task,
     shape,
     to_job,
@@ -71,8 +72,9 @@ def run_step(request: Request, command: list[str], job_id: str) -> int:
     """A step in the job srun runs in."""
     allocated = allocation(os.environ)
     layout = _layout(request, job_id, allocated) if len(allocated) > 1 else None
-    if layout is None:
-        check_nodes(request)
+    asked = nodes_for_tasks(request, request.integer("ntasks", minimum=1))
+    if layout is None and asked > 1:
+        raise Refused(f"Only allocated 1 nodes asked for {asked}")
     ntasks = layout.ntasks if layout is not None else request.integer("ntasks", minimum=1) or 1
     if request.value("relative") not in (None, "0"):
         raise Refused(f"--relative={request.value('relative')}: a step starts on the job's first node, relative 0")
@@ -203,6 +205,8 @@ def _on_terminal(request: Request, command: list[str]) -> int:
     from drover.cli.main import main as drover
 
     job_shape = shape(request)
+    if job_shape.nodes > 1:
+        raise Refused(f"--pty with --nodes={request.value('nodes')}: a terminal is given to a job on one node")
     options = [f"--cpus={job_shape.cpus}"]
     for key, option in (("job-name", "--name"), ("time", "--time"), ("mem", "--mem"), ("partition", "--queue"),
                         ("chdir", "--workdir")):

@@ -1,7 +1,8 @@
 """sbatch's and salloc's options made into a Drover job: the shape of the allocation (one node:
-ntasks × cpus-per-task CPUs), memory, time, names, files, and the SLURM_* variables that describe
-the request to the job (and to srun inside it). Pure but for reading the submitter's environment
-and --export-file."""
+ntasks × cpus-per-task CPUs; several, with -N: a job of the parallel environment `slurm`, its
+CPUs on each node fixed, node_count.py), memory, time, names, files, and the SLURM_* variables
+that describe the request to the job (and to srun inside it). Pure but for reading the
+submitter's environment and --export-file."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from drover.compat.slurm.node_count import (
+    PARALLEL_ENVIRONMENT,
+    AcrossNodes,
+    across_nodes,
+    nodes_for_tasks,
+    warn_of_nodes,
+)
 from drover.compat.slurm.request import OptionError, Refused, Request, warn
 from drover.core.begin_time import parse_begin
 from drover.core.dependencies import (
@@ -25,17 +33,26 @@ from drover.protocol.plain import JobRequest
 
 @dataclass(frozen=True)
 class Shape:
-    """What the job asks of its one node."""
+    """What the job asks of its one node, or of each of its nodes."""
 
     ntasks: int | None  # None: not asked for (SLURM_NTASKS is then not set, as on Slurm)
     cpus_per_task: int | None
-    cpus: int  # what the job gets: ntasks × cpus-per-task, at least --mincpus
+    cpus: int  # what the job gets: ntasks × cpus-per-task, at least --mincpus; on several nodes, all of them
+    across: AcrossNodes | None = None  # a job on several nodes (-N above 1)
+
+    @property
+    def nodes(self) -> int:
+        return self.across.nodes if self.across is not None else 1
 
 
 def shape(request: Request) -> Shape:
-    check_nodes(request)
     ntasks = request.integer("ntasks", minimum=1)
     per_node = request.integer("ntasks-per-node", minimum=1) or request.integer("tasks-per-node", minimum=1)
+    nodes = nodes_for_tasks(request, ntasks)
+    if nodes > 1:
+        cpus_per_task = requested_cpus_per_task(request)
+        across = across_nodes(request, nodes, ntasks, per_node, cpus_per_task or 1)
+        return Shape(across.ntasks, cpus_per_task, across.slots, across)
     if ntasks is None and per_node is not None:
         ntasks = per_node  # one node: as many tasks as the node is to run
     cpus_per_task = requested_cpus_per_task(request)
@@ -58,27 +75,11 @@ def requested_cpus_per_task(request: Request) -> int | None:
     return cpus_per_task
 
 
-def check_nodes(request: Request) -> None:
-    """-N MIN[-MAX]: a job asked for with Slurm's options gets one node, so MIN must be 1; a
-    job on several nodes is one of a parallel environment, whose rule places its slots."""
-    text = request.value("nodes")
-    if text is None:
-        return
-    match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]*)\s*)?", text)
-    if not match:
-        raise OptionError(f"\"{text}\" is not a valid node count")
-    low, high = int(match.group(1)), match.group(2)
-    if low > 1:
-        raise Refused(f"--nodes={text}: Drover runs a job on several nodes only in a parallel environment "
-                      "(drover submit --pe NAME SLOTS)")
-    if low < 1 and not high:
-        raise OptionError(f"\"{text}\" is not a valid node count")
-
-
-def memory_mib(request: Request, cpus: int) -> int | None:
+def memory_mib(request: Request, cpus: int, nodes: int = 1) -> int | None:
+    """The job's memory in all: --mem on each node, or --mem-per-cpu for each CPU."""
     from drover.core.units import parse_memory_mib
 
-    for key, factor in (("mem", 1), ("mem-per-cpu", cpus)):
+    for key, factor in (("mem", nodes), ("mem-per-cpu", cpus)):
         text = request.value(key)
         if text is not None:
             try:
@@ -199,15 +200,16 @@ def described(request: Request, job_shape: Shape, memory: int | None) -> dict[st
     env: dict[str, str] = {}
     if job_shape.ntasks is not None:
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(job_shape.ntasks)
-        env["SLURM_TASKS_PER_NODE"] = str(job_shape.ntasks)
-    if request.has("ntasks-per-node") or request.has("tasks-per-node"):
-        env["SLURM_NTASKS_PER_NODE"] = str(job_shape.ntasks)
+        env["SLURM_TASKS_PER_NODE"] = str(job_shape.ntasks)  # on several nodes, the node's facts say it
+    per_node = request.integer("ntasks-per-node", minimum=1) or request.integer("tasks-per-node", minimum=1)
+    if per_node is not None:  # as asked on several nodes; on one, the tasks it runs
+        env["SLURM_NTASKS_PER_NODE"] = str(per_node if job_shape.across is not None else job_shape.ntasks)
     if job_shape.cpus_per_task is not None:
         env["SLURM_CPUS_PER_TASK"] = str(job_shape.cpus_per_task)
     if memory is not None:
         per_cpu = request.value("mem-per-cpu") is not None and request.value("mem") is None
         env["SLURM_MEM_PER_CPU" if per_cpu else "SLURM_MEM_PER_NODE"] = str(
-            memory // job_shape.cpus if per_cpu else memory)
+            memory // job_shape.cpus if per_cpu else memory // job_shape.nodes)
     for key, variable in (("account", "SLURM_JOB_ACCOUNT"), ("qos", "SLURM_JOB_QOS"),
                           ("reservation", "SLURM_JOB_RESERVATION")):
         value = request.value(key)
@@ -230,7 +232,8 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
     """The Drover job for sbatch's (or salloc's) request; its options' marks applied already."""
     environ = os.environ if environ is None else environ
     job_shape = shape(request)
-    memory = memory_mib(request, job_shape.cpus)
+    warn_of_nodes(request, request.integer("ntasks", minimum=1))
+    memory = memory_mib(request, job_shape.cpus, job_shape.nodes)
     command = request.command
     workdir = os.path.abspath(request.value("chdir") or os.getcwd())
     if not os.path.isdir(workdir):
@@ -244,6 +247,9 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
         "cpus": job_shape.cpus,
         "hold": request.has("hold"),
     }
+    if job_shape.across is not None:  # its CPUs are the slots of its parallel environment
+        job["cpus"], job["pe"], job["pe_slots"] = 1, PARALLEL_ENVIRONMENT, str(job_shape.cpus)
+        job["pe_per_node"] = job_shape.across.per_node
     if command == "sbatch":
         output = request.value("output")
         job["output"] = pattern(output, command) if output else ("slurm-%A_%a.out" if is_array else "slurm-%j.out")

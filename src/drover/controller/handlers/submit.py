@@ -291,6 +291,8 @@ def _validated_job(
         job_spec["environments"] = known_environments(spec.environments, environments or {}, bad)
     if pe is not None:
         job_spec["pe"], job_spec["pe_slots"] = pe
+        if spec.pe_per_node is not None:
+            job_spec["pe_per_node"] = spec.pe_per_node
     if spec.notify:
         job_spec["notify"] = True
     job_spec.update(checkpoints.checked(spec, checkpoint_environments or {}, bad))  # type: ignore[typeddict-item]
