@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from drover.client.client import Client
     from drover.protocol.api import PeTaskInfo
 
-POLL_S = (0.1, 1.0)  # a task's state and output are looked at this often, slower as it runs on
+POLL_S = (0.02, 1.0)  # a task's state and output are looked at this often, slower as it runs on
 STREAMS = ("stdout", "stderr")
 AWAY_S = 120.0  # how long a controller that does not answer is waited for (a restart, a failover)
 

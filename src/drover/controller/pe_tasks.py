@@ -33,6 +33,7 @@ from drover.controller.effects import Outcome
 from drover.controller.node_channels import NodeChannels
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
+from drover.core.ids import parse_attempt_name
 from drover.core.job import Attempt, Job
 from drover.core.job_state import JobState
 from drover.protocol.node_channel import (
@@ -238,15 +239,24 @@ class PeTasks:
         if len(missed) < MAX_TASKS:
             missed.append(order)
 
-    def node_connected(self, node: str) -> None:
+    def node_connected(self, state: ControllerState, node: str, running: Sequence[str]) -> None:
         """A node that missed orders for its tasks while it was away gets them now, in order; and
-        the stop of every ended attempt whose tasks there have not all reported their end, again
-        (a node whose daemon restarted reports them again)."""
+        the stop of every attempt that no longer runs whose tasks run there (`running`, from its
+        hello) or have not all reported their end: again, for a node whose daemon restarted, and
+        for the first time, for an attempt that ended while this controller was away."""
         for order in self.missed.pop(node, []):
             self.channels.send(node, order)
-        for name, watched in sorted(self.watched.items()):
-            if watched.stopped_at is not None and node in watched.running.values():
-                self.channels.send(node, StopPeTasks(name))
+        stale = {name for name, watched in self.watched.items()
+                 if watched.stopped_at is not None and node in watched.running.values()}
+        for name in running:
+            try:
+                key = parse_attempt_name(name)
+            except ValueError:
+                continue
+            if not _live(state, *key):
+                stale.add(name)
+        for name in sorted(stale):
+            self.channels.send(node, StopPeTasks(name))
 
 
 def _live(state: ControllerState, job_id: int, index: int, number: int) -> bool:

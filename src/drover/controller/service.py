@@ -994,7 +994,8 @@ class ControllerService:
         self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
         self.event_logs.node_connected(hello.node, self.store)  # the event logs it writes catch up
-        self.pe_tasks.node_connected(hello.node)  # the orders for its tasks it missed while away
+        # The orders for its tasks it missed while away, and the stops of tasks of ended attempts.
+        self.pe_tasks.node_connected(self.state, hello.node, hello.pe_task_attempts)
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:

@@ -76,6 +76,10 @@ class PeTasks:
         self.unacked: dict[tuple[str, str], PeTaskExited] = {}  # ends reported, not yet recorded by the controller
         self._loop = asyncio.get_running_loop()
 
+    def attempts(self) -> list[str]:
+        """The attempts whose tasks run here (said in each hello)."""
+        return sorted({task.attempt for task in self.live.values()})
+
     def task_dir(self, attempt: str, petask: str) -> str | None:
         if not ATTEMPT_NAME.fullmatch(attempt) or not PETASK_ID.fullmatch(petask):
             return None

@@ -29,6 +29,9 @@ class Hello(msgspec.Struct, tag="hello"):
     # "gpu:a100" (device gpu N of type a100), "nic" (untyped); and its features.
     gres: list[str] = []
     features: list[str] = []
+    # The attempts whose parallel tasks run on the node (execd/pe_tasks.py): the controller stops
+    # those of an attempt that no longer runs.
+    pe_task_attempts: list[str] = []
 
 
 class Started(msgspec.Struct, tag="started"):

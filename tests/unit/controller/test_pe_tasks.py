@@ -238,7 +238,7 @@ def test_a_node_away_gets_the_stops_and_signals_it_missed_when_it_is_back(world:
     assert channels.sent == [] and tasks.missed == {
         "n2": [SignalPeTasks(attempt.name, "suspend"), StopPeTasks(attempt.name)]}
     channels.away.clear()
-    tasks.node_connected("n2")
+    tasks.node_connected(world.state, "n2", [])
     # What it missed, in order; then the stop of each ended attempt with tasks there (again).
     assert channels.sent == [("n2", SignalPeTasks(attempt.name, "suspend")), ("n2", StopPeTasks(attempt.name)),
                              ("n2", StopPeTasks(attempt.name))] and not tasks.missed
@@ -351,3 +351,20 @@ def test_one_task_is_stopped_on_its_host_and_the_attempt_goes_on(world: World) -
     assert len(channels.sent) == 1
     with pytest.raises(NotFound):
         tasks.stop_task(attempt, "9")
+
+
+def test_a_node_saying_hello_with_tasks_of_an_attempt_that_ended_meanwhile_is_told_to_stop_them(
+        world: World) -> None:  # noqa: F811
+    """The controller was away when the job ended (its stop of the tasks never went out): the
+    node names, in its hello, the attempts whose tasks it runs, and those that no longer run get
+    their stop; a running one's tasks are left alone."""
+    _two_nodes(world)
+    job, order = _running(world, "mpi")
+    world.started(order.attempt)
+    other, other_order = _running(world, "mpi")
+    world.started(other_order.attempt)
+    world.exited(order.attempt, OK)
+    channels = _Channels()
+    restarted = pe_tasks.PeTasks(channels, lambda: 5.0)  # knows nothing of the first job's tasks
+    restarted.node_connected(world.state, "n2", [order.attempt, other_order.attempt, "not.an.attempt"])
+    assert channels.sent == [("n2", StopPeTasks(order.attempt))]
