@@ -5,6 +5,7 @@ failure. Skips with the reason where namespaces or munged cannot be had."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,3 +46,14 @@ def hosts_with_munge(nodes: Sequence[str], python: str = sys.executable,
         finally:
             munged.stop()
         print(hosts.logs())
+
+
+def run_on_node(hosts: Hosts, node: str, user: str, argv: Sequence[str], bindirs: Sequence[str | os.PathLike[str]],
+                **env: str) -> subprocess.CompletedProcess[str]:
+    """`argv` run as `user` inside `node`'s namespace, as a user logged in there runs it: the
+    commands in `bindirs` first on the PATH, the node's cluster file found, `env` over that."""
+    from tests.helpers.users import LOGIN_PATH, run_as_user
+
+    return run_as_user(user, argv, prefix=hosts.nodes[node].command(),
+                       env={"PATH": ":".join([*map(str, bindirs), LOGIN_PATH]),
+                            "DROVER_CLUSTER_FILE": str(hosts.nodes[node].state_dir / "cluster.json"), **env})

@@ -185,7 +185,7 @@ class PeTasks:
         acknowledged and changes nothing. One node cannot report another's tasks."""
         outcome = Outcome()
         outcome.send(node, Ack([f"{message.attempt}/{message.petask}"], PE_TASK_ACK))
-        record = next((r for r in attempt.pe_tasks if r["petask"] == message.petask), None) if attempt else None
+        record = _record(attempt, message.petask) if attempt is not None else None
         if attempt is None or record is None or record["host"] != node:
             return outcome
         if record["ended_at"] is None:
@@ -266,8 +266,12 @@ def _live(state: ControllerState, job_id: int, index: int, number: int) -> bool:
     return task is not None and task.attempt == number and task.state in LIVE
 
 
+def _record(attempt: Attempt, petask: str) -> PeTaskRecord | None:
+    return next((r for r in attempt.pe_tasks if r["petask"] == petask), None)
+
+
 def find(attempt: Attempt, petask: str) -> PeTaskRecord:
-    record = next((r for r in attempt.pe_tasks if r["petask"] == petask), None)
+    record = _record(attempt, petask)
     if record is None:
         raise NotFound(f"no task {petask} of attempt {attempt.name}")
     return record

@@ -22,10 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.munge_cluster import hosts_with_munge
+from tests.helpers.munge_cluster import hosts_with_munge, run_on_node
 from tests.helpers.netns import Hosts
 from tests.helpers.system_install import SystemInstall
-from tests.helpers.users import LOGIN_PATH, run_as_user
 from tests.helpers.wait import wait_until
 
 PE = """
@@ -45,9 +44,7 @@ def two_hosts(users: tuple[str, str], system_install: SystemInstall) -> Iterator
 
 def _on_node1(hosts: Hosts, install: SystemInstall, user: str, *argv: str,
               **env: str) -> subprocess.CompletedProcess[str]:
-    return run_as_user(user, argv, prefix=hosts.nodes["node1"].command(),
-                       env={"PATH": f"{install.bindir}:{LOGIN_PATH}",
-                            "DROVER_CLUSTER_FILE": str(hosts.nodes["node1"].state_dir / "cluster.json"), **env})
+    return run_on_node(hosts, "node1", user, argv, [install.bindir], **env)
 
 
 def _spool(hosts: Hosts, node: str) -> Path:

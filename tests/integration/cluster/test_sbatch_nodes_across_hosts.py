@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.munge_cluster import hosts_with_munge
+from tests.helpers.munge_cluster import hosts_with_munge, run_on_node
 from tests.helpers.netns import Hosts
 from tests.helpers.system_install import SystemInstall
-from tests.helpers.users import LOGIN_PATH, run_as_user
 from tests.helpers.wait import wait_until
 
 
@@ -34,9 +33,7 @@ def two_hosts(system_install: SystemInstall) -> Iterator[tuple[Hosts, Path]]:
 
 def _on_node1(hosts: Hosts, install: SystemInstall, front_ends: Path, user: str,
               *argv: str) -> subprocess.CompletedProcess[str]:
-    return run_as_user(user, argv, prefix=hosts.nodes["node1"].command(),
-                       env={"PATH": f"{front_ends}:{install.bindir}:{LOGIN_PATH}",
-                            "DROVER_CLUSTER_FILE": str(hosts.nodes["node1"].state_dir / "cluster.json")})
+    return run_on_node(hosts, "node1", user, argv, [front_ends, install.bindir])
 
 
 JOB = """echo "job $SLURM_JOB_NODELIST $SLURM_NNODES $SLURM_TASKS_PER_NODE $SLURM_NTASKS $SLURM_JOB_CPUS_PER_NODE"

@@ -14,6 +14,7 @@ from typing import Any
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 from tests.integration.compat.test_slurm_commands import install, run
+from tests.integration.execd.test_checkpoint_restart_migration import COUNTER
 
 COUNTING = "while true; do echo x >> {file}; sleep 0.1; done"
 
@@ -99,15 +100,6 @@ def test_gridengine_qmod_rq_reschedules_every_job_running_in_a_queue_instance(tm
         assert not cluster.stop()
 
 
-COUNTER = """#!/bin/bash
-dir="$SGE_CKPT_DIR"
-n=0
-if [ "$RESTARTED" = 1 ] && [ -f "$dir/counter" ]; then n=$(cat "$dir/counter"); echo "resumed at $n"; fi
-save() { echo "$n" > "$dir/counter.new"; mv "$dir/counter.new" "$dir/counter"; echo "saved $n"; }
-trap save USR2
-while [ "$n" -lt 400 ]; do n=$((n + 1)); echo "$n" > "$dir/progress"; sleep 0.05; done
-echo "done at $n"
-"""
 ON_SUSPEND = """
 [checkpoints.counter]
 interface = "userdefined"
@@ -122,7 +114,7 @@ def test_gridengine_checkpoint5_x_a_queue_suspend_migrates_the_job_and_it_restar
     cluster = LocalCluster(config_toml=ON_SUSPEND.replace("TMP", str(tmp_path)))
     try:
         cluster.start()
-        (cluster.workdir / "count.sh").write_text(COUNTER)
+        (cluster.workdir / "count.sh").write_text(COUNTER.replace("{limit}", "400"))
         job = cluster.submit("--checkpoint", "counter", "--", "bash", "count.sh")
         progress = tmp_path / "ckpt" / str(job) / "progress"
         wait_until(lambda: progress.exists() and int(progress.read_text() or 0) >= 20, timeout=60,

@@ -52,6 +52,14 @@ def _running(world: World, pe: str, slots: str = "2") -> tuple[int, StartAttempt
     return job, order
 
 
+def _started(world: World, slots: str = "2") -> tuple[int, StartAttempt, Attempt]:  # noqa: F811
+    """A job of `mpi` whose attempt runs, and the attempt, which may start tasks on n2."""
+    job, order = _running(world, "mpi", slots)
+    world.started(order.attempt)
+    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    return job, order, attempt
+
+
 def _two_nodes(world: World) -> None:  # noqa: F811
     world.connect("n1")
     world.connect("n2")
@@ -127,9 +135,7 @@ def _stored(world: World, job: int) -> Attempt:  # noqa: F811
 
 def test_tasks_get_ids_their_end_is_recorded_and_they_stop_when_the_attempt_ends(world: World) -> None:  # noqa: F811
     _two_nodes(world)
-    job, order = _running(world, "mpi", "4")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world, "4")
     channels = _Channels()
     tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
     before = len(world.sent)
@@ -165,9 +171,7 @@ def test_tasks_get_ids_their_end_is_recorded_and_they_stop_when_the_attempt_ends
 
 def test_a_restarted_controller_knows_the_tasks_and_stops_those_of_an_ended_attempt(world: World) -> None:  # noqa: F811
     _two_nodes(world)
-    job, order = _running(world, "mpi")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world)
     _start(world, tasks := pe_tasks.PeTasks(_Channels(), lambda: 5.0), attempt, "n2", ["sleep", "60"], order)
     del tasks
     restarted = pe_tasks.PeTasks(channels := _Channels(), lambda: 6.0)
@@ -187,9 +191,7 @@ def test_gridengine_job_is_first_task_the_job_script_holds_a_slot_of_the_master(
     host as the job holds slots there, one fewer on the master when it is true."""
     world.connect("n1", cpus=2)
     world.connect("n2", cpus=2)
-    job, order = _running(world, "mpi", "4")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world, "4")
     tasks = pe_tasks.PeTasks(_Channels(), lambda: 5.0)
     master = attempt.node
     other = next(node for node, _ in attempt.others)
@@ -225,9 +227,7 @@ def test_what_the_owner_signs_of_a_task_is_what_its_node_checks_and_a_change_is_
 
 def test_a_node_away_gets_the_stops_and_signals_it_missed_when_it_is_back(world: World) -> None:  # noqa: F811
     _two_nodes(world)
-    job, order = _running(world, "mpi")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world)
     channels = _Channels()
     tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
     _start(world, tasks, attempt, "n2", ["sleep", "60"], order)
@@ -253,9 +253,7 @@ def _usage(cpu_s: float, rss_kib: int, **more: float) -> Usage:
 def test_a_tasks_usage_is_counted_in_its_attempts_once_whether_it_ends_before_or_after_it(world: World) -> None:  # noqa: F811
     world.connect("n1", cpus=4)
     world.connect("n2", cpus=4)
-    job, order = _running(world, "mpi", "6")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world, "6")
     tasks = pe_tasks.PeTasks(_Channels(), lambda: 5.0)
     for _ in range(3):
         _start(world, tasks, attempt, "n2", ["burn"], order)
@@ -286,9 +284,7 @@ def test_gridengine_accounting_summary_false_keeps_each_tasks_usage_out_of_its_j
     """sge_pe(5) accounting_summary false (its default): a record for the master and one for each
     task, so the job's record is its script's alone; true: one record for the whole job."""
     _two_nodes(world)
-    job, order = _running(world, "mpi")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world)
     tasks = pe_tasks.PeTasks(_Channels(), lambda: 5.0)
     _start(world, tasks, attempt, "n2", ["burn"], order, summary=False)
     _end(world, tasks, "n2", PeTaskExited(attempt.name, "1", OK, _usage(4.0, 9000)))
@@ -302,9 +298,7 @@ def test_gridengine_accounting_summary_false_keeps_each_tasks_usage_out_of_its_j
 
 def test_a_stopped_attempt_is_kept_for_its_tasks_ends_for_a_while(world: World) -> None:  # noqa: F811
     _two_nodes(world)
-    job, order = _running(world, "mpi")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world)
     now = [5.0]
     tasks = pe_tasks.PeTasks(_Channels(), lambda: now[0])
     _start(world, tasks, attempt, "n2", ["sleep", "60"], order)
@@ -318,9 +312,7 @@ def test_a_stopped_attempt_is_kept_for_its_tasks_ends_for_a_while(world: World) 
 
 def test_a_suspend_resume_or_signal_of_the_attempt_reaches_its_running_tasks_hosts(world: World) -> None:  # noqa: F811
     _two_nodes(world)
-    job, order = _running(world, "mpi", "4")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world, "4")
     channels = _Channels()
     tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
     for host in ("n1", "n2", "n2"):
@@ -336,9 +328,7 @@ def test_a_suspend_resume_or_signal_of_the_attempt_reaches_its_running_tasks_hos
 
 def test_one_task_is_stopped_on_its_host_and_the_attempt_goes_on(world: World) -> None:  # noqa: F811
     _two_nodes(world)
-    job, order = _running(world, "mpi", "4")
-    world.started(order.attempt)
-    _, attempt, _ = pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n2")
+    job, order, attempt = _started(world, "4")
     channels = _Channels()
     tasks = pe_tasks.PeTasks(channels, lambda: 5.0)
     for _ in range(2):

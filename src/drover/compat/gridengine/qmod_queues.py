@@ -30,6 +30,18 @@ def instances(queues: list[QueueInfo], word: str) -> list[tuple[QueueInfo, str]]
             for node in queue.node_names if not node_pattern or fnmatchcase(node, node_pattern)]
 
 
+def _named(queues: list[QueueInfo], words: list[str]) -> tuple[list[tuple[QueueInfo, str]], int]:
+    """The instances the words name, in their order, and 1 if a word named none (said so)."""
+    found, status = [], 0
+    for word in words:
+        named = instances(queues, word)
+        if not named:
+            print(f'invalid queue "{word}"', file=sys.stderr)
+            status = 1
+        found += named
+    return found, status
+
+
 def suspension(command: str, action: str, words: list[str]) -> int:
     """qmod -sq (`action` "suspend") or -usq ("unsuspend") on the instances the words name."""
     if not words:
@@ -37,29 +49,23 @@ def suspension(command: str, action: str, words: list[str]) -> int:
         return 1
     from drover.client.client import Client
 
-    status = 0
     me, host = user_name(), host_name()
     wanted = action == "suspend"
     try:
         with Client() as client:
-            queues = client.queues()
-            for word in words:
-                found = instances(queues, word)
-                if not found:
-                    print(f'invalid queue "{word}"', file=sys.stderr)
+            found, status = _named(client.queues(), words)
+            for queue, node in found:
+                name = f"{ge_name(queue.name)}@{node}"
+                if (node in queue.suspended) == wanted:
+                    print(f'Queue instance "{name}" is already in the specified state: {action}ed')
+                    continue
+                try:
+                    (client.suspend_queue if wanted else client.unsuspend_queue)(queue.name, node)
+                except DroverError as error:
+                    print(f"{command}: {name}: {error}", file=sys.stderr)
                     status = 1
-                for queue, node in found:
-                    name = f"{ge_name(queue.name)}@{node}"
-                    if (node in queue.suspended) == wanted:
-                        print(f'Queue instance "{name}" is already in the specified state: {action}ed')
-                        continue
-                    try:
-                        (client.suspend_queue if wanted else client.unsuspend_queue)(queue.name, node)
-                    except DroverError as error:
-                        print(f"{command}: {name}: {error}", file=sys.stderr)
-                        status = 1
-                        continue
-                    print(f'{me}@{host} changed state of "{name}" ({action}ed)')
+                    continue
+                print(f'{me}@{host} changed state of "{name}" ({action}ed)')
     except DroverError as error:
         print(f"{command}: {error}", file=sys.stderr)
         return error.exit_code
@@ -74,18 +80,12 @@ def reschedule(command: str, words: list[str]) -> int:
         return 1
     from drover.client.client import Client
 
-    status = 0
     try:
         with Client() as client:
-            queues = client.queues()
-            jobs = _holding(client)
-            for word in words:
-                found = instances(queues, word)
-                if not found:
-                    print(f'invalid queue "{word}"', file=sys.stderr)
-                    status = 1
-                for queue, node in found:
-                    status |= _reschedule_instance(command, client, jobs, queue.name, node)
+            found, status = _named(client.queues(), words)
+            jobs = _holding(client) if found else []
+            for queue, node in found:
+                status |= _reschedule_instance(command, client, jobs, queue.name, node)
     except DroverError as error:
         print(f"{command}: {error}", file=sys.stderr)
         return error.exit_code
