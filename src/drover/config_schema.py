@@ -93,6 +93,8 @@ class ControllerSection(Section, frozen=True):
     max_env_bytes: Annotated[int, about("a job's environment, names and values", ge=1)] = Limits.max_env_bytes
     max_script_bytes: Annotated[int, about("a job's script", ge=1)] = Limits.max_script_bytes
     max_stage_in_bytes: Annotated[int, about("the files staged in with one job", ge=1)] = Limits.max_stage_in_bytes
+    max_job_bytes_per_user: Annotated[int, about("the scripts, environments and staged-in files of one user's "
+                                                 "unfinished jobs, together", ge=1)] = Limits.max_job_bytes_per_user
 
     def limits(self) -> Limits:
         return Limits(**{key: getattr(self, key) for key in Limits.KEYS})

@@ -38,7 +38,7 @@ from typing import Any
 from drover.cluster.signing import signed_request
 from drover.controller.node_channels import NodeChannels
 from drover.core.errors import Conflict, Unavailable
-from drover.core.job import Job
+from drover.core.job import Job, JobPayload
 from drover.owner_process import OwnerProcess
 from drover.protocol.node_channel import AppendEventLog, EventLogAppended
 from drover.store.base import EventRecord, Store
@@ -52,11 +52,21 @@ WRITER = "drover.controller.event_log_writer"
 Request = tuple[str, Job, list[tuple[int, str]]]  # path, job, (seq, line) pairs
 
 
+def signed_fields(job: Job, payload: JobPayload) -> dict[str, Any]:
+    """What the job's owner signed, as the controller makes it of the job's spec and its payload
+    (the store holds them apart): the digest its credential carries."""
+    return dict(signed_request({**job.spec, **payload, "name": job.name}))
+
+
 class EventLogFiles:
-    def __init__(self, channels: NodeChannels, record_refusal: Callable[[int, str, str], None] | None = None) -> None:
-        """`record_refusal(job, path, why)`: keeps a writer's refusal with the job (an event)."""
+    def __init__(self, channels: NodeChannels, record_refusal: Callable[[int, str, str], None] | None = None,
+                 payload_of: Callable[[int], JobPayload | None] | None = None) -> None:
+        """`record_refusal(job, path, why)`: keeps a writer's refusal with the job (an event);
+        `payload_of(job)`: the job's script, environment and staged files, as the store holds
+        them (what its owner signed covers them, and the working set holds none)."""
         self.channels = channels
         self.record_refusal = record_refusal
+        self.payload_of = payload_of
         self.me = pwd.getpwuid(os.geteuid()).pw_name
         self._last_seq: dict[tuple[str, int], int] = {}  # (path, job) → what the writer confirmed
         self._writers: dict[tuple[str, str | None], _Writer] = {}  # (owner, node or None: ours) → writer
@@ -149,7 +159,12 @@ class EventLogFiles:
         answer: asyncio.Future[EventLogAppended] = asyncio.get_running_loop().create_future()
         self._answers[request] = (node, answer)
         credential = job.spec.get("credential")
-        signed = dict(signed_request({**job.spec, "name": job.name})) if credential else None
+        signed = None
+        if credential:
+            payload = self.payload_of(job.id) if self.payload_of is not None else None
+            if payload is None:
+                raise Unavailable(f"the store holds no script for job {job.id}")
+            signed = signed_fields(job, payload)
         self.channels.send(node, AppendEventLog(request, job.id, job.owner, path, lines, credential, signed))
         try:
             return await asyncio.wait_for(answer, WRITE_TIMEOUT_S)

@@ -195,7 +195,8 @@ class ControllerService:
         # not take: tried again with the node's next frame, or on a timer (`_keep_unsaved`).
         self._unsaved: dict[str, list[Report]] = {}
         self._unsaved_retry: dict[str, tuple[asyncio.TimerHandle, float]] = {}
-        self.event_logs = EventLogFiles(self.channels, self._event_log_refused)
+        self.event_logs = EventLogFiles(self.channels, self._event_log_refused,
+                                        lambda job_id: store.job_payloads([job_id]).get(job_id))
         self.state = self._load()
         # A submission sent again after the controller that took it restarted or was replaced
         # gets the ids it got then: its key was committed with its jobs.
@@ -932,7 +933,10 @@ class ControllerService:
         job, attempt, environment = pe_tasks.check(self.state, self.orders.parallel_environments, policy, caller,
                                                    job_id, index, host)
         rooms = {name: (cpu_ids, memory) for name, cpu_ids, memory in attempt.rooms(job.resources.memory_mib)}
-        master = start_order(job, attempt, self.orders, queue_nice(self.state, job, self.orders),
+        payload = self.store.job_payloads([job_id]).get(job_id)  # the job's environment, for a task given none
+        if payload is None:
+            raise NotFound(f"the store holds no script for job {job_id}")
+        master = start_order(job, payload, attempt, self.orders, queue_nice(self.state, job, self.orders),
                              queue_of(self.state, job, self.orders))
 
         def order(petask: str) -> StartPeTask:
@@ -991,7 +995,8 @@ class ControllerService:
         node connects and says hello again."""
         self._settle()  # what the node said on its previous channel comes first
         previous = self.channels.attach(channel)
-        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.settings.heartbeat_s),
+        self._run(lambda: on_node_connected(self.state, hello, self.clock(), self.orders, self.store,
+                                            self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
         self.event_logs.node_connected(hello.node, self.store)  # the event logs it writes catch up
         # The orders for its tasks it missed while away, and the stops of tasks of ended attempts.

@@ -27,8 +27,9 @@ class ControllerState:
     ended_states: dict[int, str] = field(default_factory=dict)  # jobs that ended, for dependencies
     pending_reasons: dict[int, Waiting] = field(default_factory=dict)
     wake_at: float | None = None  # the earliest begin time of a waiting job: plan again then
-    # owner → [their jobs in the working set, those jobs' tasks]: what could be waiting, at most,
-    # so a submission far below the per-user limits is accepted without counting (add_job, remove_job).
+    # owner → [their jobs in the working set, those jobs' tasks, those jobs' payload bytes]: what
+    # could be waiting, at most, so a submission far below the per-user limits is accepted without
+    # counting (add_job, remove_job); the bytes are exact (every unfinished job is in the working set).
     owner_load: dict[str, list[int]] = field(default_factory=dict)
     # Attempts given up with their node (lose_attempt), by name → node: a report one of them
     # sends later, when its node comes back, is stale. In memory only, the newest LOST_KEPT.
@@ -84,9 +85,10 @@ class ControllerState:
 
     def add_job(self, job: Job) -> None:
         self.jobs[job.id] = job
-        load = self.owner_load.setdefault(job.owner, [0, 0])
+        load = self.owner_load.setdefault(job.owner, [0, 0, 0])
         load[0] += 1
         load[1] += job.indices.count
+        load[2] += job.payload_bytes
 
     def remove_job(self, job_id: int) -> Job | None:
         job = self.jobs.pop(job_id, None)
@@ -94,6 +96,7 @@ class ControllerState:
             load = self.owner_load[job.owner]
             load[0] -= 1
             load[1] -= job.indices.count
+            load[2] -= job.payload_bytes
         return job
 
     def held(self) -> list[tuple[Job, Attempt]]:
@@ -165,8 +168,9 @@ class ControllerState:
             assert node.holders == holders.get(name, set()), f"node {name}'s attempts are off"
         load: dict[str, list[int]] = {}
         for job in self.jobs.values():
-            owner = load.setdefault(job.owner, [0, 0])
+            owner = load.setdefault(job.owner, [0, 0, 0])
             owner[0] += 1
             owner[1] += job.indices.count
-        assert {k: v for k, v in self.owner_load.items() if v != [0, 0]} == load, "per-owner load is off"
+            owner[2] += job.payload_bytes
+        assert {k: v for k, v in self.owner_load.items() if v != [0, 0, 0]} == load, "per-owner load is off"
         self.work.check()

@@ -10,7 +10,7 @@ tasks start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
@@ -26,26 +26,54 @@ class StagedFileRecord(TypedDict):
     mode: int
 
 
-class JobSpec(TypedDict):
-    """The job as its user asked for it, beyond what the scheduler reads (owner, name, priority,
-    resources, indices, dependencies: the Job's own fields). Stored with the job as JSON;
-    validated once, when submitted (controller/handlers/submit.py); carried to the node in each
-    attempt's order (records.AttemptOrder). A job stored by an older Drover may lack the
-    keys added since: readers use .get with the default for those."""
+class JobPayload(TypedDict):
+    """What a job runs and hands its node, which only its node reads: its script, environment and
+    staged-in files. Up to megabytes a job, so kept in the store alone (its own table) and read
+    when an attempt's order is made, never held in the controller's working set."""
 
     script: str
+    environment: dict[str, str]
+    stage_in: list[StagedFileRecord]
+
+
+PAYLOAD_KEYS = ("script", "environment", "stage_in")
+
+
+def payload_bytes(payload: JobPayload) -> int:
+    """What a job's payload weighs against its owner's limit (Limits.max_job_bytes_per_user):
+    the script's bytes, the environment's as a process gets it, the staged files' as sent."""
+    return (len(payload["script"].encode())
+            + sum(len(name.encode()) + len(value.encode()) + 2 for name, value in payload["environment"].items())
+            + sum(len(staged["name"].encode()) + len(staged["data"]) for staged in payload["stage_in"]))
+
+
+def split_payload(spec: dict[str, Any]) -> JobPayload | None:
+    """Take the payload out of a spec stored by an older Drover, which kept it there (None for
+    a spec without one): the spec is left with what the working set keeps."""
+    if "script" not in spec:
+        return None
+    return {"script": spec.pop("script"), "environment": spec.pop("environment", None) or {},
+            "stage_in": spec.pop("stage_in", None) or []}
+
+
+class JobSpec(TypedDict):
+    """The job as its user asked for it, beyond what the scheduler reads (owner, name, priority,
+    resources, indices, dependencies: the Job's own fields) and beyond its payload (JobPayload,
+    stored apart). Stored with the job as JSON; validated once, when submitted
+    (controller/handlers/submit.py); carried to the node in each attempt's order
+    (records.AttemptOrder). A job stored by an older Drover may lack the keys added since:
+    readers use .get with the default for those."""
+
     workdir: str  # absolute; "" runs the job in a scratch directory on its node
     submit_dir: str
     output: str  # a pattern (core/patterns.py)
     error: str | None  # None joins stderr into the output
     open_mode: str  # "truncate" or "append"
-    environment: dict[str, str]
     time_limit_s: int | None
     mail_user: str | None
     mail_type: list[str]
     keep_spool: bool
     event_log: str | None  # an absolute path, appended to as the owner
-    stage_in: list[StagedFileRecord]
     stage_out: list[str]  # glob patterns
     prolog: str | None  # the job's own methods
     epilog: str | None
@@ -185,6 +213,7 @@ class Job:
     event_log_node: str | None = None
     begin_at: float | None = None  # it starts no earlier than this (sbatch --begin, qsub -a)
     tasks: dict[int, Task] = field(default_factory=dict)
+    payload_bytes: int = 0  # of its payload (JobPayload), which the store holds: its owner's limit counts it
 
     @property
     def fresh_count(self) -> int:

@@ -42,10 +42,13 @@ class Limits:
     max_env_bytes = 4 * MIB  # their names and values together
     max_script_bytes = 4 * MIB
     max_stage_in_bytes = 16 * MIB  # per job; the files travel through the controller
+    # The scripts, environments and staged-in files of one user's unfinished jobs, together: what
+    # the store holds for them (an array's tasks share their job's).
+    max_job_bytes_per_user = 1024 * MIB
 
     KEYS = ("max_request_bytes", "max_jobs_per_request", "max_pending_jobs_per_user",
             "max_pending_tasks_per_user", "max_array_size", "max_name_bytes", "max_path_bytes",
-            "max_env_vars", "max_env_bytes", "max_script_bytes", "max_stage_in_bytes")
+            "max_env_vars", "max_env_bytes", "max_script_bytes", "max_stage_in_bytes", "max_job_bytes_per_user")
 
     def __init__(self, **values: int) -> None:
         for key, value in values.items():

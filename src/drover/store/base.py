@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from drover.core.accounting import AccountingFacts, GroupSummary
-from drover.core.job import Attempt, Job, Task
+from drover.core.job import Attempt, Job, JobPayload, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.queues import QueueRecord
@@ -55,6 +55,9 @@ class Changes:
     # submission sent again after its answer was lost makes no second copy, even once the
     # controller that took it is gone.
     submissions: list[SubmissionKey] = field(default_factory=list)
+    # The payloads of `new_jobs` (script, environment, staged files): written with them into a
+    # table of their own, and held nowhere else once committed.
+    payloads: dict[int, JobPayload] = field(default_factory=dict)
 
     def job(self, job: Job, spec: bool = False) -> None:
         self.jobs[job.id] = job
@@ -82,7 +85,7 @@ class Changes:
 
     def __bool__(self) -> bool:
         return bool(self.new_jobs or self.jobs or self.tasks or self.attempts or self.nodes or self.events
-                    or self.given_up or self.queues or self.submissions)
+                    or self.given_up or self.queues or self.submissions or self.payloads)
 
     def merge(self, later: Changes) -> None:
         """Add what a later handler changed, as if one handler had made both: of a record both
@@ -98,6 +101,7 @@ class Changes:
         self.queues.update(later.queues)
         self.specs |= later.specs
         self.submissions.extend(later.submissions)
+        self.payloads.update(later.payloads)
 
     # Every field that belongs to a job is named by the job's id in the three methods below (a
     # test holds each field to it): a job set aside must leave nothing behind. Every field is
@@ -110,7 +114,8 @@ class Changes:
         return ({job.id for job in self.new_jobs} | set(self.jobs) | {key[0] for key in self.tasks}
                 | {key[0] for key in self.attempts} | {key[0] for key in self.given_up} | self.specs
                 | {event.job_id for event in self.events if event.job_id is not None}
-                | {job_id for submission in self.submissions for job_id in submission.job_ids})
+                | {job_id for submission in self.submissions for job_id in submission.job_ids}
+                | set(self.payloads))
 
     def drop_jobs(self, job_ids: Set[int]) -> None:
         """Forget what these jobs changed; the nodes' and the jobless events stay."""
@@ -123,6 +128,7 @@ class Changes:
         self.events = [event for event in self.events if event.job_id not in job_ids]
         self.submissions = [submission for submission in self.submissions
                             if job_ids.isdisjoint(submission.job_ids)]
+        self.payloads = {key: payload for key, payload in self.payloads.items() if key not in job_ids}
 
     def by_job(self) -> tuple[Changes, dict[int, Changes]]:
         """The changes split in one part per job, and what belongs to no job (nodes, and the
@@ -148,6 +154,8 @@ class Changes:
             part(step_key[0]).given_up[step_key] = steps
         for job_id in self.specs:
             part(job_id).specs.add(job_id)
+        for job_id, payload in self.payloads.items():
+            part(job_id).payloads[job_id] = payload
         for event in self.events:
             (common if event.job_id is None else part(event.job_id)).events.append(event)
         for submission in self.submissions:
@@ -259,6 +267,10 @@ class Store(Protocol):
         the same instant as the oldest kept one stay too); returns how many went."""
 
     def ended_job_states(self, job_ids: Sequence[int]) -> dict[int, str]: ...
+
+    def job_payloads(self, job_ids: Sequence[int]) -> dict[int, JobPayload]:
+        """The payloads of these jobs (script, environment, staged files), each read once; a
+        job without one (no such job) is left out."""
 
     def list_ended_jobs(self, query: JobFilter) -> list[Job]: ...
 

@@ -24,6 +24,7 @@ from drover.store.migrate import newest_version
 # are read in. A table a migration adds must be named here: copy refuses a schema it does not know.
 TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("jobs", ("id",)),
+    ("job_payloads", ("job_id",)),
     ("tasks", ("job_id", "idx")),
     ("attempts", ("job_id", "idx", "number")),
     ("accounting", ("job_id", "idx", "number")),  # made by triggers from the three above: copied as it is

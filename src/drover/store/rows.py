@@ -10,7 +10,7 @@ from typing import Any
 from drover.core import suspension
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies, Dependency
-from drover.core.job import Attempt, Job, JobSpec, Task
+from drover.core.job import Attempt, Job, JobPayload, JobSpec, Task, payload_bytes, split_payload
 from drover.core.job_state import JobState
 from drover.core.resources import Resources
 from drover.protocol.canonical import canonical
@@ -21,8 +21,9 @@ dumps = json.JSONEncoder(separators=(",", ":")).encode
 JOB_COLUMNS = (
     "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
     "after_ok, spec, fresh_from, fresh_state, fresh_skip, ended_at, state, end_reason, event_log_node, "
-    "dependencies, begin_at"
+    "dependencies, begin_at, payload_bytes"
 )
+PAYLOAD_COLUMNS = "job_id, script, environment, stage_in"
 TASK_COLUMNS = ("job_id", "idx", "state", "state_since", "attempt", "cancel_requested", "exit_status",
                 "requeue_requested", "hold_requested", "suspended_by")
 ATTEMPT_COLUMNS = ("job_id", "idx", "number", "node", "cpu_ids", "dispatched_at", "started_at", "ended_at",
@@ -42,21 +43,38 @@ def job_row(job: Job) -> tuple[Any, ...]:
         job.max_running, "[]", spec_text(job.spec), job.fresh_from,  # after_ok: superseded (migration 0011)
         job.fresh_state.value, dumps(sorted(job.fresh_skip)), job.ended_at,
         job.state.value if job.state else None, job.end_reason, job.event_log_node,
-        _dependencies_text(job.dependencies), job.begin_at,
+        _dependencies_text(job.dependencies), job.begin_at, job.payload_bytes,
     )
 
 
 def job_from_row(row: Sequence[Any]) -> Job:
+    """A row of JOB_COLUMNS. A spec stored by an older Drover holds the job's payload: it is
+    weighed and left out (the store reads it from there when an order is made)."""
+    spec = json.loads(row[11])
+    weight = row[21]
+    if "script" in spec:
+        legacy = split_payload(spec)
+        if weight is None and legacy is not None:
+            weight = payload_bytes(legacy)
     return Job(
         id=row[0], owner=row[1], name=row[2], submitted_at=row[3], priority=row[4],
         resources=Resources(row[5], row[6]),
         indices=TaskIndices(tuple(tuple(r) for r in json.loads(row[7]))),
         is_array=bool(row[8]), max_running=row[9], dependencies=_dependencies(row[19]),
-        spec=json.loads(row[11]), fresh_from=row[12], fresh_state=JobState(row[13]),
+        spec=spec, fresh_from=row[12], fresh_state=JobState(row[13]),
         fresh_skip=set(json.loads(row[14])), ended_at=row[15],
         state=JobState(row[16]) if row[16] else None, end_reason=row[17], event_log_node=row[18],
-        begin_at=row[20],
+        begin_at=row[20], payload_bytes=weight or 0,
     )
+
+
+def payload_row(job_id: int, payload: JobPayload) -> tuple[Any, ...]:
+    """A row of PAYLOAD_COLUMNS: the script as it is (no encoding to undo), the rest as JSON."""
+    return job_id, payload["script"], dumps(payload["environment"]), dumps(payload["stage_in"])
+
+
+def payload_from_row(row: Sequence[Any]) -> JobPayload:
+    return {"script": row[1], "environment": json.loads(row[2]), "stage_in": json.loads(row[3])}
 
 
 def task_row(t: Task) -> tuple[Any, ...]:

@@ -10,7 +10,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from drover.core.gres import devices_from_hello, hello_form
-from drover.core.job import Attempt, Job, Task, with_given_up
+from drover.core.job import (
+    Attempt,
+    Job,
+    JobPayload,
+    Task,
+    payload_bytes,
+    split_payload,
+    with_given_up,
+)
 from drover.core.membership import TokenRecord
 from drover.core.node import Node
 from drover.core.node_state import NodeState
@@ -22,6 +30,7 @@ from drover.store.rows import (
     ATTEMPT_COLUMNS,
     EVENT_COLUMNS,
     JOB_COLUMNS,
+    PAYLOAD_COLUMNS,
     TASK_COLUMNS,
     attempt_from_row,
     attempt_row,
@@ -29,6 +38,8 @@ from drover.store.rows import (
     event_from_row,
     job_from_row,
     job_row,
+    payload_from_row,
+    payload_row,
     spec_text,
     task_row,
     tasks_from_rows,
@@ -130,8 +141,11 @@ class SqlStore:
     def _write(self, db: Db, changes: Changes, first_seq: int) -> None:
         upsert = self.dialect.upsert
         if changes.new_jobs:
-            db.executemany(f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 21)})",
+            db.executemany(f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 22)})",
                            [job_row(job) for job in changes.new_jobs])
+        if changes.payloads:
+            db.executemany(f"INSERT INTO job_payloads ({PAYLOAD_COLUMNS}) VALUES (?, ?, ?, ?)",
+                           [payload_row(job_id, payload) for job_id, payload in changes.payloads.items()])
         if changes.jobs:
             db.executemany(
                 "UPDATE jobs SET priority=?, fresh_from=?, fresh_state=?, fresh_skip=?, ended_at=?, "
@@ -143,6 +157,7 @@ class SqlStore:
                 ],
             )
         if changes.specs:
+            _move_payloads_out_of_specs(db, sorted(changes.specs))
             db.executemany("UPDATE jobs SET spec=? WHERE id=?",
                            [(spec_text(changes.jobs[job_id].spec), job_id) for job_id in changes.specs])
         if changes.tasks:
@@ -266,6 +281,10 @@ class SqlStore:
         return found
 
     @translated
+    def job_payloads(self, job_ids: Sequence[int]) -> dict[int, JobPayload]:
+        return job_payloads(self.db, job_ids)
+
+    @translated
     def list_ended_jobs(self, query: JobFilter) -> list[Job]:
         where, args = ended_jobs_where(query)
         jobs = [job_from_row(row) for row in self.db.execute(
@@ -354,6 +373,7 @@ class SqlStore:
                 db.execute(f"DELETE FROM events WHERE job_id IN ({marks}) AND seq < ?", (*chunk, newest))
                 db.execute(f"DELETE FROM attempts WHERE job_id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM tasks WHERE job_id IN ({marks})", chunk)
+                db.execute(f"DELETE FROM job_payloads WHERE job_id IN ({marks})", chunk)
                 db.execute(f"DELETE FROM jobs WHERE id IN ({marks})", chunk)
             db.execute("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE job_id IS NULL AND time < ? "
                        "AND seq < ? ORDER BY seq LIMIT ?)", (before, newest, limit))
@@ -379,6 +399,43 @@ def ended_jobs_where(query: JobFilter) -> tuple[str, list[Any]]:
         where.append("id < ?")
         args.append(query.before)
     return " AND ".join(where), args
+
+
+def job_payloads(db: Db, job_ids: Sequence[int]) -> dict[int, JobPayload]:
+    """The payloads of `job_ids`, a statement for IDS_PER_STATEMENT of them; a job stored by an
+    older Drover has its payload in its spec, read from there."""
+    wanted = sorted(set(job_ids))
+    found: dict[int, JobPayload] = {}
+    for part in range(0, len(wanted), IDS_PER_STATEMENT):
+        chunk = wanted[part:part + IDS_PER_STATEMENT]
+        for row in db.execute(f"SELECT {PAYLOAD_COLUMNS} FROM job_payloads "
+                              f"WHERE job_id IN ({', '.join('?' * len(chunk))})", chunk):
+            found[row[0]] = payload_from_row(row)
+    older = [job_id for job_id in wanted if job_id not in found]
+    for part in range(0, len(older), IDS_PER_STATEMENT):
+        chunk = older[part:part + IDS_PER_STATEMENT]
+        for job_id, text in db.execute(f"SELECT id, spec FROM jobs WHERE id IN ({', '.join('?' * len(chunk))}) "
+                                       "AND payload_bytes IS NULL", chunk):
+            payload = split_payload(json.loads(text))
+            if payload is not None:
+                found[job_id] = payload
+    return found
+
+
+def _move_payloads_out_of_specs(db: Db, job_ids: Sequence[int]) -> None:
+    """Before the specs of these jobs are written again (from the working set, which holds no
+    payload): the payload of one stored by an older Drover, kept in its spec, is moved to its
+    own row first, so that it is not lost."""
+    for part in range(0, len(job_ids), IDS_PER_STATEMENT):
+        chunk = job_ids[part:part + IDS_PER_STATEMENT]
+        for job_id, text in list(db.execute(f"SELECT id, spec FROM jobs WHERE id IN ({', '.join('?' * len(chunk))}) "
+                                            "AND payload_bytes IS NULL", chunk)):
+            payload = split_payload(json.loads(text))
+            if payload is not None:
+                db.execute(f"INSERT INTO job_payloads ({PAYLOAD_COLUMNS}) VALUES (?, ?, ?, ?)",
+                           payload_row(job_id, payload))
+            db.execute("UPDATE jobs SET payload_bytes=? WHERE id=?",
+                       (payload_bytes(payload) if payload is not None else 0, job_id))
 
 
 def tasks_of(db: Db, job_id: int) -> dict[int, Task]:

@@ -14,6 +14,7 @@ import pytest
 from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
 
 from drover.cluster.signing import job_digest, outputs_as_signed, signed_order, signed_request
+from drover.controller.event_log import signed_fields
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import File, StartAttempt
 
@@ -123,4 +124,5 @@ def test_what_the_controller_sends_the_event_logs_node_is_what_the_owner_signed(
     _submitted(world, job)
     stored = world.store.load_job(max(world.state.jobs))
     assert stored is not None
-    assert job_digest(signed_request({**stored.spec, "name": stored.name})) == job_digest(signed_request(job))
+    payload = world.store.job_payloads([stored.id])[stored.id]  # kept apart from the spec
+    assert job_digest(signed_fields(stored, payload)) == job_digest(signed_request(job))

@@ -54,5 +54,5 @@ def test_the_queues_enforcement_settings_travel_in_the_order(world: World) -> No
     assert attempt is not None
     assert "enforce_cpu" not in order.config and "enforce_memory" not in order.config  # the node's own
     queues = {"default": QueueSection(enforce_cpu="off", enforce_memory="on")}
-    config = start_order(job, attempt, OrderOptions(1.0, queues=queues)).config
+    config = start_order(job, world.store.job_payloads([job_id])[job_id], attempt, OrderOptions(1.0, queues=queues)).config
     assert config.get("enforce_cpu") == "off" and config.get("enforce_memory") == "on"

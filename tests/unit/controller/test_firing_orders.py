@@ -24,7 +24,7 @@ def test_gridengine_starter_method_and_accelerator_environments_travel_in_the_or
     job.spec["environments"] = ["gcc13", "gone"]  # "gone": removed from drover.toml since the submission
     options = OrderOptions(1.0, queues={"default": QueueSection(starter_method="/opt/site/starter")},
                            environments={"gcc13": EnvironmentSection(setup="/opt/env/gcc13.sh", post="/opt/env/p.sh")})
-    config = start_order(job, attempt, options).config
+    config = start_order(job, world.store.job_payloads([job_id])[job_id], attempt, options).config
     assert config.get("queue_starter_method") == "/opt/site/starter"
     assert config.get("environments") == [
         {"name": "gcc13", "setup": "/opt/env/gcc13.sh", "post": "/opt/env/p.sh"},

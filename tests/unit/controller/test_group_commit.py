@@ -395,6 +395,8 @@ def test_merged_changes_are_those_of_one_handler_that_did_both() -> None:
     later.job(job(2), spec=True)
     first.new_jobs.append(job(3))
     later.new_jobs.append(job(4))
+    first.payloads[3] = {"script": "three\n", "environment": {}, "stage_in": []}
+    later.payloads[4] = {"script": "four\n", "environment": {}, "stage_in": []}
     first.attempt(Attempt(1, 0, 1, "n1", (0,), 0.0))
     later.attempt(Attempt(1, 0, 1, "n2", (1,), 0.0))
     first.node(Node("n1", 1, 1, NodeState.UP, 0.0))
@@ -411,6 +413,7 @@ def test_merged_changes_are_those_of_one_handler_that_did_both() -> None:
     first.merge(later)
     assert first.tasks == {(1, 0): new, (2, 0): Task(2, 0, JobState.RUNNING, 1.0)}  # the later value wins
     assert set(first.jobs) == {1, 2} and first.specs == {2} and [j.id for j in first.new_jobs] == [3, 4]
+    assert {job_id: p["script"] for job_id, p in first.payloads.items()} == {3: "three\n", 4: "four\n"}
     assert first.attempts[1, 0, 1].node == "n2" and first.nodes["n1"].state is NodeState.DRAINING
     assert first.queues == {"night": None}  # removed, after its change
     assert [e.kind for e in first.events] == ["a", "b", "c"]  # in order

@@ -69,7 +69,8 @@ class World:
         return ids
 
     def connect(self, node: str = "n1", cpus: int = 2, known: list[KnownAttempt] | None = None) -> None:
-        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, OrderOptions(1.0)))
+        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, OrderOptions(1.0),
+                                   self.store))
 
     def schedule(self) -> list[StartAttempt]:
         before = len(self.sent)

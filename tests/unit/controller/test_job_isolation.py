@@ -414,7 +414,8 @@ def test_a_job_that_fails_when_its_node_says_hello_again_is_failed_and_the_node_
 def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
     """A field added to Changes must be named in job_ids, drop_jobs and by_job (and merged:
     test_group_commit.py)."""
-    known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up", "queues", "specs", "submissions"}
+    known = {"new_jobs", "jobs", "tasks", "attempts", "nodes", "events", "given_up", "queues", "specs", "submissions",
+             "payloads"}
     assert {f.name for f in dataclasses.fields(Changes)} == known
     changes = Changes()
     for job_id in (1, 2):
@@ -426,6 +427,7 @@ def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
         changes.given_up_step(job_id, 0, 1, {"step": "mail", "tries": 5, "error": "down"})
         changes.event(0.0, "x", job_id)
         changes.submissions.append(SubmissionKey("a", f"key-{job_id}", (job_id,), 0.0))
+        changes.payloads[job_id] = {"script": "true\n", "environment": {}, "stage_in": []}
     changes.node(Node("n1", 1, 1, NodeState.UP, 0.0))
     changes.queue("night", QueueRecord("night", starting=False))
     changes.events.append(EventRecord(0.0, "node_connected"))
@@ -437,8 +439,10 @@ def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
         assert part.job_ids() == {job_id} and not part.nodes and not part.queues
         assert len(part.new_jobs) == len(part.jobs) == len(part.tasks) == len(part.attempts) == len(part.given_up) == 1
         assert part.specs == {job_id} and [k.key for k in part.submissions] == [f"key-{job_id}"]
+        assert list(part.payloads) == [job_id]
     changes.drop_jobs({1})
     assert changes.job_ids() == {2} and changes.nodes and changes.queues and len(changes.events) == 2
+    assert list(changes.payloads) == [2]
     assert [k.key for k in changes.submissions] == ["key-2"]
     both = Changes(submissions=[SubmissionKey("a", "key-3", (3, 4), 0.0)])  # a submission of two jobs
     assert both.job_ids() == {3, 4}

@@ -46,7 +46,7 @@ class Cluster:
         return outcome
 
     def connect(self, node: str) -> None:
-        self.run(on_node_connected(self.state, Hello(node, 2, 4096), self.now, self.orders))
+        self.run(on_node_connected(self.state, Hello(node, 2, 4096), self.now, self.orders, self.store))
 
     def submit(self, queue: str, cpus: int = 1) -> int:
         spec = JobSubmission(script="true\n", workdir="/tmp", queue=queue, cpus=cpus)

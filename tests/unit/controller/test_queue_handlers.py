@@ -45,7 +45,7 @@ class Cluster:
         return outcome
 
     def connect(self, node: str, cpus: int = 4) -> None:
-        self.run(on_node_connected(self.state, Hello(node, cpus, 4096), self.now, ORDERS))
+        self.run(on_node_connected(self.state, Hello(node, cpus, 4096), self.now, ORDERS, self.store))
 
     def submit(self, owner: str = "alice", **fields: object) -> int:
         spec = JobSubmission(**{"script": "true\n", "workdir": "/tmp", **fields})  # type: ignore[arg-type]

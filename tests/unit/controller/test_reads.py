@@ -47,7 +47,8 @@ class Cluster:
         self.service = ControllerService(self.store, Settings(), clock=lambda: self.now)
         self.reader_threads: set[int] = set()
         self.reads = Reads(self.service, ReadWorker(self._reader))
-        self._commit(on_node_connected(self.service.state, Hello("n1", 64, 100_000, []), self.now, OrderOptions(1.0)))
+        self._commit(on_node_connected(self.service.state, Hello("n1", 64, 100_000, []), self.now, OrderOptions(1.0),
+                                       self.store))
 
     def _reader(self) -> StoreReader:
         self.reader_threads.add(threading.get_ident())

@@ -27,7 +27,7 @@ from drover.controller.work_cache import WorkCache
 from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import Verdict
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
-from drover.core.job import Attempt, Job, Task
+from drover.core.job import Attempt, Job, JobPayload, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.patterns import expand
 from drover.core.queues import DEFAULT, Queue
@@ -95,11 +95,17 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
                     pe_slots=parallel_envs.free_slots(state, orders.parallel_environments))
     _record_reasons(state, decided, work, now, orders)
     failed = {fault.job_id for fault in outcome.faults}
-    for start in decided.starts:
+    starts = [start for start in decided.starts if start.job not in failed]
+    starts, more = within_pass_bytes(state, starts)
+    outcome.reschedule = outcome.reschedule or more
+    # The scripts, environments and staged files of the jobs that start, one read for all of
+    # them, each job's once (an array's tasks share it): the working set holds none.
+    payloads = store.job_payloads(sorted({start.job for start in starts}))
+    for start in starts:
         if start.job in failed:
             continue
         try:
-            _start(state, outcome, start, now, orders)
+            _start(state, outcome, start, now, orders, payloads)
         except Exception as error:
             failed.add(start.job)
             outcome.fault(start.job, error, f"starting task {start.job}.{start.index} on node {start.node}")
@@ -107,6 +113,22 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
 
 
 QUICK_ABOVE = 1000  # waiting jobs: above this many, an event's pass is the quick one (between full passes)
+PASS_PAYLOAD_BYTES = 256 * 1024 * 1024  # the scripts, environments and files a pass reads and sends, at most
+
+
+def within_pass_bytes(state: ControllerState, starts: list[Start]) -> tuple[list[Start], bool]:
+    """The plan's starts whose jobs' payloads, read and sent together, weigh PASS_PAYLOAD_BYTES
+    at most (the first job's always), so that a pass that starts many large jobs does not hold
+    all their scripts at once; and whether some were left (another pass starts them at once)."""
+    weight, seen = 0, set[int]()
+    for taken, start in enumerate(starts):
+        if start.job in seen:
+            continue
+        weight += state.jobs[start.job].payload_bytes
+        if seen and weight > PASS_PAYLOAD_BYTES:
+            return starts[:taken], True
+        seen.add(start.job)
+    return starts, False
 
 
 class InOrder(Sequence[PendingWork]):
@@ -253,9 +275,13 @@ def _plan(outcome: Outcome, work: Sequence[PendingWork], nodes: list[NodeView], 
     return plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots) if kept else Plan()
 
 
-def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions) -> None:
+def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions,
+           payloads: Mapping[int, JobPayload]) -> None:
     """One start of the plan: the task record, its new attempt, the node's room, the order."""
     job = state.jobs[start.job]
+    payload = payloads.get(job.id)
+    if payload is None:
+        raise LookupError(f"the store holds no script for job {job.id}")
     task = job.tasks.get(start.index)
     if task is None:
         job.take_fresh(start.index)
@@ -274,7 +300,7 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
         state.nodes[name].take(cpu_ids, memory_mib, gres if name == start.node else None,
                                (job.id, task.index, task.attempt))
     outcome.changes.attempt(attempt)
-    outcome.send(start.node, start_order(job, attempt, orders, queue_nice(state, job, orders),
+    outcome.send(start.node, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
                                          queue_of(state, job, orders)))
 
 
@@ -368,11 +394,12 @@ def queue_of(state: ControllerState, job: Job, orders: OrderOptions) -> Queue | 
     return queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
 
 
-def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
+def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOptions, nice: int = 0,
                 in_effect: Queue | None = None) -> StartAttempt:
-    """The order that tells a node to run an attempt: everything its shepherd needs; `nice`:
-    its queue's; `in_effect`: its queue with the changes `drover queue set` made (its methods
-    and notify time; drover.toml's without it)."""
+    """The order that tells a node to run an attempt: everything its shepherd needs; `payload`:
+    the job's script, environment and staged files, as the store holds them (Store.job_payloads);
+    `nice`: its queue's; `in_effect`: its queue with the changes `drover queue set` made (its
+    methods and notify time; drover.toml's without it)."""
     spec = job.spec
     queue = orders.queues.get(spec.get("queue", "default"), NO_QUEUE_METHODS)
     ranges = job.indices.sorted_ranges()
@@ -394,7 +421,7 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
         "stdout": output_path(job, attempt.index, spec["output"], attempt.node),
         "stderr": output_path(job, attempt.index, spec["error"], attempt.node) if spec["error"] else None,
         "open_mode": spec["open_mode"],
-        "environment": spec["environment"],
+        "environment": payload["environment"],
         "cpus": len(attempt.cpu_ids) or job.resources.cpus,  # an --exclusive task has all of its node's
         "cpu_ids": list(attempt.cpu_ids),
         "memory_mib": attempt.rooms(job.resources.memory_mib)[0][2],  # a parallel job's share on its master
@@ -460,5 +487,5 @@ def start_order(job: Job, attempt: Attempt, orders: OrderOptions, nice: int = 0,
     checkpoint = checkpoints.for_order(spec, job, attempt, orders.checkpoints)
     if checkpoint is not None:
         config["checkpoint"] = checkpoint
-    stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in spec.get("stage_in", [])]
-    return StartAttempt(attempt.name, config, spec["script"], stage_in)
+    stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in payload["stage_in"]]
+    return StartAttempt(attempt.name, config, payload["script"], stage_in)

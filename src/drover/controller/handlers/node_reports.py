@@ -6,7 +6,7 @@ never brings back a cancelled task, and never lets a second attempt run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.controller import pe_usage
@@ -34,7 +34,7 @@ from drover.core.exit_status import (
 )
 from drover.core.gres import devices_from_hello
 from drover.core.ids import job_of_attempt
-from drover.core.job import Attempt, Job, Task, with_given_up
+from drover.core.job import Attempt, Job, JobPayload, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
@@ -53,10 +53,12 @@ from drover.protocol.node_channel import (
     Welcome,
 )
 from drover.records import CleanupProgress, ExitStatus, GivenUpStep
+from drover.store.base import Store
 
 
-def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions,
+def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions, store: Store,
                       heartbeat_s: float = 10.0) -> Outcome:
+    """`store`: where the scripts of the orders sent again are read (Store.job_payloads)."""
     outcome = Outcome(reschedule=True)
     node = state.nodes.get(hello.node)
     if node is None:
@@ -78,9 +80,11 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     node.heard_at = now
     outcome.send(node.name, Welcome(node.name, heartbeat_s))
     known = {item.attempt: item.running for item in hello.attempts}
+    # The orders it never got are sent again: their jobs' payloads in one read.
+    payloads = store.job_payloads([job.id for job in state.jobs.values() if _order_lost(state, node, job, known)])
     for job in list(state.jobs.values()):
         try:
-            _reattach(state, outcome, node, job, known, now, orders)
+            _reattach(state, outcome, node, job, known, now, orders, payloads)
         except Exception as error:  # this job only: the shell fails it; the node's others go on
             outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
@@ -96,8 +100,18 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     return outcome
 
 
+def _order_lost(state: ControllerState, node: Node, job: Job, known: dict[str, bool]) -> bool:
+    """Whether a task of `job` was sent to `node`, which does not know of it: its order is sent again."""
+    for task in job.tasks.values():
+        if task.state is JobState.DISPATCHED:
+            attempt = state.latest_attempt(task)
+            if attempt is not None and attempt.node == node.name and attempt.name not in known:
+                return True
+    return False
+
+
 def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, known: dict[str, bool], now: float,
-              orders: OrderOptions) -> None:
+              orders: OrderOptions, payloads: Mapping[int, JobPayload]) -> None:
     """One job's attempts on a node that said hello: orders sent again, attempts lost or started."""
     for task in list(job.tasks.values()):
         attempt = state.latest_attempt(task)
@@ -106,8 +120,11 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, kn
         if attempt.name not in known:
             if task.state is JobState.DISPATCHED:
                 # The order never arrived (or the node lost it before starting): send it again.
-                outcome.send(node.name, start_order(job, attempt, orders, queue_nice(state, job, orders),
-                                                               queue_of(state, job, orders)))
+                payload = payloads.get(job.id)
+                if payload is None:
+                    raise LookupError(f"the store holds no script for job {job.id}")
+                outcome.send(node.name, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
+                                                    queue_of(state, job, orders)))
             else:
                 lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
                              orders.exits)

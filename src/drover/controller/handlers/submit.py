@@ -19,13 +19,14 @@ from drover.core.arrays import TaskIndices
 from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import KINDS, Dependencies, Dependency
 from drover.core.errors import BadRequest, NotFound
-from drover.core.job import Job, JobSpec
+from drover.core.job import Job, JobPayload, JobSpec, payload_bytes
 from drover.core.job_state import JobState
 from drover.core.limits import (
     MAX_CPUS,
     MAX_ID,
     MAX_MEMORY_MIB,
     MAX_TIME_LIMIT_S,
+    MIB,
     PRIORITY_RANGE,
     Limits,
     bounded,
@@ -57,12 +58,14 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
-    jobs = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {}, environments or {},
-                           parallel_environments, checkpoints or {})
-            for n, spec in enumerate(submissions)]
+    validated = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {},
+                                environments or {}, parallel_environments, checkpoints or {})
+                 for n, spec in enumerate(submissions)]
+    jobs = [job for job, _ in validated]
     _check_pending_per_user(state, owner, jobs, limits)
+    _check_bytes_per_user(state, owner, jobs, limits)
     ids: list[int] = []
-    for job in jobs:
+    for job, payload in validated:
         if job.spec["event_log"]:
             job.event_log_node = event_log_node
         job.id = state.next_job_id
@@ -70,6 +73,7 @@ def submit(
         state.add_job(job)
         ids.append(job.id)
         outcome.changes.new_jobs.append(job)
+        outcome.changes.payloads[job.id] = payload  # to the store alone: the working set keeps its weight
         outcome.changes.event(
             now, "submitted", job.id, name=job.name, tasks=job.indices.count,
             array=job.indices.describe() if job.is_array else None, held=job.fresh_state is JobState.HELD,
@@ -82,7 +86,7 @@ def _check_pending_per_user(state: ControllerState, owner: str, new: list[Job], 
     working set keeps each owner's jobs and tasks (an upper bound of what waits), so the exact
     count, which walks the working set, runs only near a limit."""
     new_tasks = sum(job.indices.count for job in new)
-    most_jobs, most_tasks = state.owner_load.get(owner, (0, 0))
+    most_jobs, most_tasks, _ = state.owner_load.get(owner, (0, 0, 0))
     if (most_jobs + len(new) <= limits.max_pending_jobs_per_user
             and most_tasks + new_tasks <= limits.max_pending_tasks_per_user):
         return
@@ -102,6 +106,21 @@ def _check_pending_per_user(state: ControllerState, owner: str, new: list[Job], 
     if tasks > limits.max_pending_tasks_per_user:
         raise refuse(f"{owner}'s pending tasks ({tasks} with this request)", limits.max_pending_tasks_per_user,
                      "max_pending_tasks_per_user", "tasks")
+
+
+def _check_bytes_per_user(state: ControllerState, owner: str, new: list[Job], limits: Limits) -> None:
+    """The scripts, environments and staged-in files of one user's unfinished jobs (every one is
+    in the working set, which keeps what each weighs), with the new ones', within the limit."""
+    held = state.owner_load.get(owner, (0, 0, 0))[2]
+    total = held + sum(job.payload_bytes for job in new)
+    if total > limits.max_job_bytes_per_user:
+        raise refuse(f"the scripts, environments and staged-in files of {owner}'s unfinished jobs "
+                     f"({_mib(total)} with this request, {_mib(held)} before it)", limits.max_job_bytes_per_user,
+                     "max_job_bytes_per_user", "bytes")
+
+
+def _mib(count: int) -> str:
+    return f"{count / MIB:.1f} MiB"
 
 
 def queue_time_limit(asked: int | None, queue: Queue, bad: Callable[[str], BadRequest]) -> int | None:
@@ -133,7 +152,8 @@ def _validated_job(
     environments: Mapping[str, object] | None = None,
     parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
     checkpoint_environments: Mapping[str, CheckpointEnvironment] | None = None,
-) -> Job:
+) -> tuple[Job, JobPayload]:
+    """The job, and its payload (script, environment, staged files), which only the store keeps."""
     where = f"job {position + 1} of the request: " if position else ""
 
     def bad(message: str) -> BadRequest:
@@ -250,20 +270,22 @@ def _validated_job(
         if dependency.kind != "singleton" and dependency.job not in state.jobs and (
                 state.ended_state(dependency.job, store) is None):
             raise NotFound(where + f"--dependency names job {dependency.job}, which does not exist")
-    job_spec: JobSpec = {
+    payload: JobPayload = {
         "script": spec.script,
+        "environment": spec.environment,
+        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in spec.stage_in],
+    }
+    job_spec: JobSpec = {
         "workdir": spec.workdir,
         "submit_dir": spec.submit_dir or spec.workdir,
         "output": spec.output or default_output(is_array),
         "error": spec.error,
         "open_mode": spec.open_mode,
-        "environment": spec.environment,
         "time_limit_s": time_limit_s,
         "mail_user": spec.mail_user,
         "mail_type": spec.mail_type,
         "keep_spool": spec.keep_spool,
         "event_log": spec.event_log,
-        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in spec.stage_in],
         "stage_out": spec.stage_out,
         "prolog": spec.prolog,
         "epilog": spec.epilog,
@@ -302,8 +324,8 @@ def _validated_job(
         id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
         dependencies=dependencies, spec=job_spec, begin_at=spec.begin_at,
-        fresh_state=JobState.HELD if spec.hold else JobState.PENDING,
-    )
+        fresh_state=JobState.HELD if spec.hold else JobState.PENDING, payload_bytes=payload_bytes(payload),
+    ), payload
 
 
 def known_environments(names: list[str], environments: Mapping[str, object],
