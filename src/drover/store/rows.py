@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from drover.core import suspension
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies, Dependency
@@ -17,6 +19,7 @@ from drover.protocol.canonical import canonical
 from drover.store.base import EventRecord
 
 dumps = json.JSONEncoder(separators=(",", ":")).encode
+_decode = msgspec.json.decode
 
 JOB_COLUMNS = (
     "id, owner, name, submitted_at, priority, cpus, memory_mib, indices, is_array, max_running, "
@@ -74,7 +77,10 @@ def payload_row(job_id: int, payload: JobPayload) -> tuple[Any, ...]:
 
 
 def payload_from_row(row: Sequence[Any]) -> JobPayload:
-    return {"script": row[1], "environment": json.loads(row[2]), "stage_in": json.loads(row[3])}
+    """Read for every job a pass starts: the usual empty environment and file list cost nothing."""
+    environment, stage_in = row[2], row[3]
+    return {"script": row[1], "environment": {} if environment == "{}" else _decode(environment),
+            "stage_in": [] if stage_in == "[]" else _decode(stage_in)}
 
 
 def task_row(t: Task) -> tuple[Any, ...]:

@@ -93,4 +93,9 @@ def test_a_database_left_at_an_earlier_version_migrates_with_its_rows(store_url:
     assert ended is not None and ended.state == "completed" and ended.tasks[0].exit_status == 0
     assert [e.kind for _, e in store.events_of(1, 0, 10)] == ["submitted", "job_ended"]
     assert store.recent_submissions(10) == []  # migration 16: no key was kept before it
+    # Migration 21: the payload of a job stored before is where it was, in its spec; read from there
+    # when an order is made, never held in the working set.
+    assert "script" not in working.jobs[2].spec and working.jobs[2].payload_bytes == len("true\n")
+    assert store.job_payloads([1, 2]) == {job_id: {"script": "true\n", "environment": {}, "stage_in": []}
+                                          for job_id in (1, 2)}
     store.close()
