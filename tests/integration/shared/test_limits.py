@@ -99,6 +99,28 @@ def test_each_limit_is_refused_with_its_key_and_others_are_unaffected(limited: S
     assert "reloading the working set" not in (limited.state_dir / "controller.log").read_text()
 
 
+def test_the_bytes_of_one_users_unfinished_jobs_are_limited(system_cluster_factory: Callable[..., SystemCluster],
+                                                            users: tuple[str, str]) -> None:
+    """What the store keeps of one user's unfinished jobs (their scripts, environments and staged
+    files) is bounded in bytes, not only in number: over max_job_bytes_per_user a submission is
+    refused with the limit's key and nothing of it is queued; the other user has room of their
+    own, and what ended makes room again."""
+    cluster = system_cluster_factory(config_toml="[controller]\nmax_job_bytes_per_user = 2500\n")
+    greedy, other = users
+    mine, theirs = _workdir(greedy), _workdir(other)
+    script = str(_owned(greedy, mine / "kilobyte.sh", "#!/bin/sh\necho one kilobyte\n" + "#" * 970 + "\n"))
+    held = [cluster.submit_as(greedy, "--hold", "--export", "NONE", script, cwd=mine) for _ in range(2)]
+    _refused(cluster, greedy, "submit", "--hold", "--export", "NONE", script, key="max_job_bytes_per_user", cwd=mine)
+    result = cluster.run_as(greedy, "drover", "submit", "--export", "NONE", script, cwd=mine)
+    assert (f"of {greedy}'s unfinished jobs (2997 bytes with this request; 1998 bytes before it) is over this "
+            "cluster's limit of 2500 bytes") in result.stderr, result.stderr
+    others = _owned(other, theirs / "kilobyte.sh", Path(script).read_text())
+    assert cluster.submit_as(other, "--hold", "--export", "NONE", str(others), cwd=theirs)
+    assert cluster.run_as(greedy, "drover", "cancel", str(held[0]), cwd=mine).returncode == 0
+    assert cluster.submit_as(greedy, "--hold", "--export", "NONE", script, cwd=mine)
+    assert "reloading the working set" not in (cluster.state_dir / "controller.log").read_text()
+
+
 def test_priority_above_zero_and_mail_to_anyone_are_refused(system_cluster: SystemCluster,
                                                             users: tuple[str, str]) -> None:
     user, other = users

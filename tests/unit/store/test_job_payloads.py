@@ -87,7 +87,8 @@ def test_the_per_user_byte_limit_refuses_with_the_key_and_stores_nothing(world: 
         submit(world.state, [JobSubmission(script="y" * 1000 + "\n", workdir="/tmp")], "alice", world.now,
                world.store, limits=limits)
     message = str(refused.value)
-    assert "the scripts, environments and staged-in files of alice's unfinished jobs" in message
+    assert ("the total of the scripts, environments and staged-in files of alice's unfinished jobs "
+            "(3003 bytes with this request; 2002 bytes before it) is over this cluster's limit of 3000 bytes") in message
     assert "max_job_bytes_per_user in [controller] of drover.toml" in message
     assert len(world.store.load_working_set().jobs) == 2 and len(world.state.jobs) == 2  # nothing stored
     # Another user has room of their own; and once alice's jobs end, so does she.

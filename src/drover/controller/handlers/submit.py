@@ -114,13 +114,13 @@ def _check_bytes_per_user(state: ControllerState, owner: str, new: list[Job], li
     held = state.owner_load.get(owner, (0, 0, 0))[2]
     total = held + sum(job.payload_bytes for job in new)
     if total > limits.max_job_bytes_per_user:
-        raise refuse(f"the scripts, environments and staged-in files of {owner}'s unfinished jobs "
-                     f"({_mib(total)} with this request, {_mib(held)} before it)", limits.max_job_bytes_per_user,
-                     "max_job_bytes_per_user", "bytes")
+        raise refuse(f"the total of the scripts, environments and staged-in files of {owner}'s unfinished jobs "
+                     f"({_amount(total)} with this request; {_amount(held)} before it)",
+                     limits.max_job_bytes_per_user, "max_job_bytes_per_user", "bytes")
 
 
-def _mib(count: int) -> str:
-    return f"{count / MIB:.1f} MiB"
+def _amount(count: int) -> str:
+    return f"{count} bytes" if count < MIB else f"{count / MIB:.1f} MiB"
 
 
 def queue_time_limit(asked: int | None, queue: Queue, bad: Callable[[str], BadRequest]) -> int | None:
