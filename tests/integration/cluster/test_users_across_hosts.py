@@ -169,8 +169,9 @@ def test_a_node_runs_only_what_the_jobs_owner_signed(
     import sqlite3
 
     with sqlite3.connect(hosts.ctl.state_dir / "drover.db") as db:
-        db.execute("UPDATE jobs SET spec = json_set(spec, '$.script', ?) WHERE id = ?",
-                   (f"touch {home / 'tampered'}\n", int(held)))
+        changed = db.execute("UPDATE job_payloads SET script = ? WHERE job_id = ?",  # where a job's script is kept
+                             (f"touch {home / 'tampered'}\n", int(held))).rowcount
+    assert changed == 1
     hosts.restart_controller()
     wait_until(lambda: json.loads(hosts.ctl.drover("nodes", "--json").stdout)[0]["state"] == "up",
                describe="node1 back with the controller")
