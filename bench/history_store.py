@@ -2,8 +2,8 @@
 
 The store is made by the controller itself: a personal cluster is started in a state directory
 of its own (so the migrations run), one `drover submit -- true` is run through the CLI as a user
-runs it, and the cluster is stopped. That job's rows (its job row with the whole spec and the
-user's environment, its task, its attempt with the exit and usage records, its events but the
+runs it, and the cluster is stopped. That job's rows (its job row with the whole spec, its
+script and the user's environment, its task, its attempt with the exit and usage records, its events but the
 cleanup steps) are the template: the history is `jobs` copies of it, ids 1..N, ending one after
 the other over the past year (every 20th failed, exit code 1), inserted in one transaction by
 SQL alone. The accounting rows are written by the store's own triggers as the attempts go in.
@@ -78,12 +78,12 @@ def build(path: str, jobs: int = 1_000_000, config: str = "") -> dict[str, float
         db.execute("INSERT INTO temp.n WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ?) "
                    "SELECT i, ? - (? - i) * ? - ?, i % 20 = 0 FROM c",
                    (jobs, now - 3600, jobs, step, template_end))
-        for table in ("jobs", "tasks", "attempts", "events"):
+        for table in ("jobs", "tasks", "attempts", "events", "job_payloads"):
             db.execute(f"CREATE TEMP TABLE t_{table} AS SELECT * FROM main.{table} WHERE job_id = ?"
                        if table != "jobs" else "CREATE TEMP TABLE t_jobs AS SELECT * FROM main.jobs WHERE id = ?",
                        (template_id,))
         db.execute("DELETE FROM temp.t_events WHERE kind = 'cleanup_step'")
-        for table in ("attempts", "tasks", "events", "jobs", "accounting"):
+        for table in ("attempts", "tasks", "events", "jobs", "accounting", "job_payloads"):
             db.execute(f"DELETE FROM main.{table}")
         timings = {"template (s)": time.perf_counter() - began}
         t0 = time.perf_counter()
@@ -92,13 +92,16 @@ def build(path: str, jobs: int = 1_000_000, config: str = "") -> dict[str, float
             "INSERT INTO main.jobs SELECT n.i, t.owner, CASE n.i % 5 " + names + " END, t.submitted_at + n.shift, "
             "t.priority, t.cpus, t.memory_mib, t.indices, t.is_array, t.max_running, t.after_ok, t.spec, t.fresh_from, "
             "t.fresh_state, t.fresh_skip, t.ended_at + n.shift, CASE WHEN n.failed THEN 'failed' ELSE t.state END, "
-            "t.end_reason, t.event_log_node, t.dependencies, t.begin_at FROM temp.n n, temp.t_jobs t ORDER BY n.i")
+            "t.end_reason, t.event_log_node, t.dependencies, t.begin_at, t.payload_bytes "
+            "FROM temp.n n, temp.t_jobs t ORDER BY n.i")
+        db.execute("INSERT INTO main.job_payloads SELECT n.i, t.script, t.environment, t.stage_in "
+                   "FROM temp.n n, temp.t_job_payloads t ORDER BY n.i")  # each job's script and environment
         timings["jobs (s)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         db.execute(
             "INSERT INTO main.tasks SELECT n.i, t.idx, CASE WHEN n.failed THEN 'failed' ELSE t.state END, "
             "t.state_since + n.shift, t.attempt, t.cancel_requested, CASE WHEN n.failed THEN 1 ELSE t.exit_status END, "
-            "t.requeue_requested, t.hold_requested FROM temp.n n, temp.t_tasks t ORDER BY n.i")
+            "t.requeue_requested, t.hold_requested, t.suspended_by FROM temp.n n, temp.t_tasks t ORDER BY n.i")
         timings["tasks (s)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         db.execute(
@@ -106,7 +109,7 @@ def build(path: str, jobs: int = 1_000_000, config: str = "") -> dict[str, float
             "t.started_at + n.shift, t.ended_at + n.shift, "
             "CASE WHEN n.failed THEN json_set(t.exit, '$.exit_code', 1) ELSE t.exit END, "
             "json_set(t.usage, '$.started_at', json_extract(t.usage, '$.started_at') + n.shift, "
-            "'$.ended_at', json_extract(t.usage, '$.ended_at') + n.shift), t.cleanup, t.gres "
+            "'$.ended_at', json_extract(t.usage, '$.ended_at') + n.shift), t.cleanup, t.gres, t.others, t.pe_tasks "
             "FROM temp.n n, temp.t_attempts t ORDER BY n.i")
         timings["attempts and accounting (s)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
