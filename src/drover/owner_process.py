@@ -220,6 +220,7 @@ class OwnerProcesses:
         self.module = module
         self.idle_s = idle_s
         self._helpers: dict[int | None, tuple[OwnerProcess, float]] = {}  # uid → its helper, last used
+        self._closing: set[asyncio.Task[None]] = set()
 
     def of(self, uid: int | None, gid: int | None = None, groups: list[int] | None = None) -> OwnerProcess:
         """The user's helper. `uid` None: this process's own user (a daemon that is not root
@@ -228,7 +229,9 @@ class OwnerProcesses:
         for other, (helper, used) in list(self._helpers.items()):
             if other != uid and now - used > self.idle_s and helper.idle:
                 del self._helpers[other]
-                asyncio.get_running_loop().create_task(helper.close())
+                task = asyncio.get_running_loop().create_task(helper.close())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
         kept = self._helpers.get(uid)
         helper = kept[0] if kept is not None else OwnerProcess(self.module, uid, gid, groups)
         self._helpers[uid] = (helper, now)
