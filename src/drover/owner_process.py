@@ -138,7 +138,11 @@ class OwnerProcess:
         try:
             async with asyncio.timeout(timeout_s):
                 async with self._lock:
-                    helper = self._helper or await self._start()
+                    helper = self._helper
+                    if helper is None or helper.exited.is_set():  # none yet, or it died while idle
+                        if helper is not None:
+                            helper.stop(graceful=False)
+                        helper = await self._start()
                     try:
                         reply = json.loads(await self._exchange(helper, json.dumps(request).encode() + b"\n"))
                         if not isinstance(reply, dict):

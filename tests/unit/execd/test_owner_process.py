@@ -140,3 +140,23 @@ def test_a_reply_longer_than_the_bound_is_refused_and_the_helper_stopped(readabl
             await helper.close()
 
     asyncio.run(main())
+
+
+def test_a_helper_killed_while_idle_is_replaced_at_the_next_request(readable: Path) -> None:
+    async def main() -> None:
+        helper = OwnerProcess(READER, NOBODY, NOBODY, [])
+        try:
+            await helper.ask(request(readable), 10)
+            pid = helper.pid
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # as its owner may
+            for _ in range(200):
+                if not psutil.pid_exists(pid):
+                    break
+                await asyncio.sleep(0.01)
+            assert (await helper.ask(request(readable), 10))["size"] == 6
+            assert helper.pid != pid
+        finally:
+            await helper.close()
+
+    asyncio.run(main())
