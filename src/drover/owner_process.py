@@ -242,9 +242,10 @@ class OwnerProcesses:
         return helper
 
     async def close(self) -> None:
-        for helper, _ in self._helpers.values():
-            await helper.close()
+        """End every helper, side by side: one its user stopped costs CLOSE_GRACE_S twice at most."""
+        helpers = [helper for helper, _ in self._helpers.values()]
         self._helpers.clear()
+        await asyncio.gather(*(helper.close() for helper in helpers), *self._closing)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

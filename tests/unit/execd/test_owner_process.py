@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from drover.owner_process import HelperBusy, OwnerProcess
+from drover.owner_process import CLOSE_GRACE_S, HelperBusy, OwnerProcess, OwnerProcesses
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the helper switches to another user: root only")
 NOBODY = 65534
@@ -158,5 +158,25 @@ def test_a_helper_killed_while_idle_is_replaced_at_the_next_request(readable: Pa
             assert helper.pid != pid
         finally:
             await helper.close()
+
+    asyncio.run(main())
+
+
+def test_one_helper_per_user_and_closing_ends_even_a_stopped_one_in_bounded_time(readable: Path) -> None:
+    async def main() -> None:
+        helpers = OwnerProcesses(READER, idle_s=60)
+        mine, theirs = helpers.of(NOBODY, NOBODY, []), helpers.of(NOBODY - 1, NOBODY - 1, [])
+        assert helpers.of(NOBODY, NOBODY, []) is mine and theirs is not mine
+        try:
+            await mine.ask(request(readable), 10)
+            await theirs.ask(request(readable), 10)
+            pids = [mine.pid, theirs.pid]
+            assert None not in pids
+            os.kill(pids[0], signal.SIGSTOP)  # type: ignore[arg-type]
+        finally:
+            started = time.monotonic()
+            await helpers.close()
+        assert time.monotonic() - started < 2 * CLOSE_GRACE_S + 1
+        assert not any(psutil.pid_exists(pid) for pid in pids)  # type: ignore[arg-type]
 
     asyncio.run(main())
