@@ -98,14 +98,22 @@ def _read_remote_cluster(path: str) -> RemoteCluster | None:
         return None
 
 
-def default_spool(paths: Paths) -> str:
+def default_spool(paths: Paths, skipped: list[str] | None = None) -> str:
     """Where the execd keeps its attempts' spool directories, unless told otherwise.
 
     On tmpfs when the user has one of their own ($XDG_RUNTIME_DIR but for root, else /dev/shm): each
     attempt creates a handful of files, which costs ~0.5 ms each on a disk and ~0.005 ms on
     tmpfs. tmpfs survives an execd restart (the jobs go on and are re-attached); only a reboot
     clears it, and a reboot ends the running jobs anyway. Falls back to the state directory.
+
+    /dev/shm is everyone's, and empty after each boot: another user may have made the name first
+    (a link to a directory of root's, which root would then chmod; a directory of their own). The
+    name is made and checked without following a link (spool/own_directory.py), and one someone
+    else made is not used: the spool is then in the state directory, and `skipped` (if given)
+    says why, for the execd's log. (Refusing to start would let any user stop the node.)
     """
+    from drover.spool.own_directory import NotOurs, UnsafeDirectory, own_directory
+
     tag = cluster_tag(paths)
     candidates = []
     runtime = os.environ.get("XDG_RUNTIME_DIR")
@@ -116,16 +124,17 @@ def default_spool(paths: Paths) -> str:
         candidates.append(os.path.join(runtime, "drover", tag))
     candidates.append(os.path.join("/dev/shm", f"drover-{os.getuid()}", tag))
     for candidate in candidates:
-        parent = os.path.dirname(candidate)
         try:
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-            if os.getuid() == 0:
-                os.chmod(parent, 0o711)  # jobs that run as their owners traverse it to their scripts
-            info = os.stat(parent)
-        except OSError:
+            # Root's is traversable by all: jobs that run as their owners reach their scripts below.
+            own_directory(os.path.dirname(candidate), 0o711 if os.getuid() == 0 else 0o700,
+                          set_mode=os.getuid() == 0)
+        except NotOurs as why:
+            if skipped is not None:
+                skipped.append(str(why))
             continue
-        if info.st_uid == os.getuid() and info.st_mode & 0o022 == 0:
-            return candidate  # ours, and no one else can write in it
+        except UnsafeDirectory:  # cannot be made (no such runtime directory, /dev/shm full)
+            continue
+        return candidate
     return paths.spool
 
 

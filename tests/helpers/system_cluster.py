@@ -12,7 +12,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,13 @@ class SystemCluster:
         return run_as_user(user, argv, env={"PATH": self.user_path, "DROVER_SOCKET": self.socket, **(env or {})},
                            input=input, cwd=cwd, timeout=timeout)
 
-    def as_root(self, *argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """Run the installed `drover` as root, with a clean environment, as an admin would."""
+    def as_root(self, *argv: str, check: bool = True, timeout: float = 60, prefix: Sequence[str] = (),
+                env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the installed `drover` as root, with a clean environment (plus `env`), as an admin
+        would; `prefix`: what runs it (`unshare ...`)."""
         env = {"HOME": "/root", "USER": "root", "LOGNAME": "root", "PATH": self.user_path, "LANG": "C.UTF-8",
-               "DROVER_SOCKET": self.socket}
-        result = subprocess.run([self.install.drover, *argv], env=env, capture_output=True, text=True,
+               "DROVER_SOCKET": self.socket, **(env or {})}
+        result = subprocess.run([*prefix, self.install.drover, *argv], env=env, capture_output=True, text=True,
                                 timeout=timeout, cwd="/", stdin=subprocess.DEVNULL)
         if check and result.returncode != 0:
             raise AssertionError(f"drover {' '.join(argv)} (as root) exited {result.returncode}\n"
@@ -90,10 +92,11 @@ class SystemCluster:
 
     # -- life -----------------------------------------------------------------------------------
 
-    def start(self) -> SystemCluster:
-        """`drover up --system --state-dir DIR`, as root, with the installed command."""
+    def start(self, prefix: Sequence[str] = (), env: Mapping[str, str] | None = None) -> SystemCluster:
+        """`drover up --system --state-dir DIR`, as root, with the installed command (see as_root
+        for `prefix` and `env`)."""
         result = self.as_root("up", "--system", "--state-dir", str(self.state_dir), "--cpus", str(self.cpus),
-                              "--kill-grace", str(self.kill_grace_s), check=False)
+                              "--kill-grace", str(self.kill_grace_s), check=False, prefix=prefix, env=env)
         for name in ("controller", "execd"):
             with contextlib.suppress(FileNotFoundError, ValueError, psutil.NoSuchProcess):
                 self.daemons.append(psutil.Process(int((self.state_dir / f"{name}.pid").read_text().split()[0])))

@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import pwd
     import subprocess
+    from collections.abc import Mapping
 
 START_TIMEOUT_S = 30.0
 
@@ -56,8 +57,7 @@ def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[
     # The daemon's own: a shared cluster's logs name every user's jobs, and its state directory
     # is traversable by all (for the socket). Opened here, by root: the log stays root's.
     log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600), "ab")
-    environment = None if user is None else {
-        **os.environ, "HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name}
+    environment = None if user is None else service_environment(os.environ, user)
     try:
         process = subprocess.Popen(
             [sys.executable, "-m", "drover", daemon, "--state-dir", paths.root, *extra],
@@ -78,6 +78,24 @@ def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[
     return process
 
 
+# What a daemon started as the service user gets of root's environment: the locale and the time
+# zone (its logs and times), the PATH, Drover's own settings and libpq's (a PostgreSQL store);
+# never the rest of root's (credentials, proxies, PYTHON* and LD_* variables, whatever root's
+# shell set).
+KEPT_FOR_THE_SERVICE_USER = ("PATH", "LANG", "LANGUAGE", "TZ")
+KEPT_PREFIXES_FOR_THE_SERVICE_USER = ("LC_", "DROVER_", "PG")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def service_environment(environ: Mapping[str, str], user: pwd.struct_passwd) -> dict[str, str]:
+    """The environment of a daemon started as `user` by root: a login's of that user (HOME, USER,
+    LOGNAME, SHELL), with what it needs of root's and nothing else."""
+    kept = {name: value for name, value in environ.items()
+            if name in KEPT_FOR_THE_SERVICE_USER or name.startswith(KEPT_PREFIXES_FOR_THE_SERVICE_USER)}
+    return {"PATH": DEFAULT_PATH, **kept, "HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name,
+            "SHELL": user.pw_shell or "/bin/sh"}
+
+
 def _log_tail(path: str, lines: int = 15) -> str:
     try:
         with open(path, errors="replace") as file:
@@ -91,9 +109,12 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
     """Start what is not running; wait until a node is up. Returns what was started, described.
     A shared cluster's state directory is traversable by all (its socket must be reachable), and
     its controller runs as `service_user` (the execd stays root)."""
-    os.makedirs(paths.root, mode=0o711 if shared else 0o700, exist_ok=True)
-    if shared:
-        os.chmod(paths.root, 0o711)
+    from drover.spool.own_directory import UnsafeDirectory, own_directory
+
+    try:  # never one a user made first, or a link: root would chmod, and trust, what it points to
+        own_directory(paths.root, 0o711 if shared else 0o700, set_mode=shared)
+    except UnsafeDirectory as error:
+        raise DroverError(f"the state directory: {error}") from None
     started: list[str] = []
     spawned: list[tuple[subprocess.Popen[bytes], str]] = []  # (daemon, its pid file): ours to stop
     execd = None

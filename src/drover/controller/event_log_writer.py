@@ -66,7 +66,7 @@ def last_seq_in(fd: int, job_id: int) -> int:
     return 0
 
 
-def serve() -> None:
+def main() -> int:
     for raw in sys.stdin.buffer:
         try:
             request = json.loads(raw)
@@ -79,7 +79,8 @@ def serve() -> None:
             reply = {"ok": False, "error": str(error)}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+    return 0
 
 
 if __name__ == "__main__":
-    serve()
+    sys.exit(main())

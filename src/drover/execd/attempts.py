@@ -36,6 +36,7 @@ from drover.records import AttemptConfig, ExitStatus, NodeOptions
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.outcome import make_reserve
+from drover.spool.own_directory import own_directory
 from drover.spool.process import is_alive, read_pid_record
 
 TYPE_CHECKING = False
@@ -79,9 +80,9 @@ class Attempts:
         self.cleanup = cleanup  # what happens after a job exits
         self.live: dict[str, LiveAttempt] = {}
         self._loop = asyncio.get_running_loop()
-        os.makedirs(root, mode=0o700, exist_ok=True)
-        if os.geteuid() == 0:
-            os.chmod(root, 0o711)  # jobs run as their owners read their scripts below
+        # Made and checked without following a link (the execd's start did so already); root's
+        # is traversable by all: jobs run as their owners read their scripts below.
+        own_directory(root, 0o711 if os.geteuid() == 0 else 0o700, set_mode=os.geteuid() == 0)
         self._notify = self._bind_notify_socket()
 
     # -- start-up -----------------------------------------------------------------------------

@@ -55,6 +55,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -76,6 +77,7 @@ CONTROLLER_STEPS = ("stage_out", "report")  # they wait for the controller: its 
 FINAL = "final"
 KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
 REMOVING = "removing."  # under the spool root, before the attempt's name: a spool on its way out
+CLEANUP_THREADS = 8  # the pipelines' own threads (disk, mail): shared with nothing else of the node's
 T = TypeVar("T")
 
 
@@ -167,6 +169,9 @@ class Cleanup:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._acks: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._loop = asyncio.get_running_loop()
+        # Their own, not the loop's default executor: whatever else of the node's uses that one
+        # (name lookups, anything that may wait on something slow) never delays a job's end.
+        self._threads = ThreadPoolExecutor(CLEANUP_THREADS, thread_name_prefix="drover-cleanup")
 
     def begin(self, spool: layout.SpoolDir) -> None:
         """The shepherd is gone and its records are final: tell the controller, start cleaning."""
@@ -229,7 +234,7 @@ class Cleanup:
 
     async def _remove_leftover(self, path: str) -> None:
         try:
-            await asyncio.to_thread(_remove_tree, path)
+            await self._loop.run_in_executor(self._threads, _remove_tree, path)
         except (StepFailed, OSError) as failure:
             log.warning("%s; it is left for an operator", failure)
         else:
@@ -299,6 +304,14 @@ class Cleanup:
         self._timers[spool.name] = self._loop.call_later(move.delay_s, self.trigger, spool.name)
         return False
 
+    async def _in_thread(self, work: Callable[[], T], timeout_s: float, what: str) -> T:
+        """`work` on one of the pipelines' threads, so a disk or a relay that hangs holds neither
+        the event loop nor, after `timeout_s`, the pipeline (the thread is left to finish on its own)."""
+        try:
+            return await asyncio.wait_for(self._loop.run_in_executor(self._threads, work), timeout_s)
+        except TimeoutError:
+            raise StepFailed(f"{what} did not finish in {timeout_s:.0f}s") from None
+
     def _removing(self, spool: layout.SpoolDir) -> str:
         return os.path.join(self.root, REMOVING + spool.name)
 
@@ -363,7 +376,7 @@ class Cleanup:
         def write() -> None:
             write_json(spool.record(FINAL), _final_record(spool), durable=True)
 
-        await _in_thread(write, self.settings.record_timeout_s, "writing the final record")
+        await self._in_thread(write, self.settings.record_timeout_s, "writing the final record")
         return True
 
     async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
@@ -387,7 +400,7 @@ class Cleanup:
         host, port, to = self.settings.smtp_host, self.settings.smtp_port, config["mail_user"]
         relay = f"{host}:{port}"
         try:
-            await _in_thread(lambda: mail.send(host, port, to, subject, body),
+            await self._in_thread(lambda: mail.send(host, port, to, subject, body),
                              self.settings.mail_timeout_s, f"sending mail through {relay}")
         except StepFailed:
             raise
@@ -425,13 +438,13 @@ class Cleanup:
                     # Tasks of the job (GE's tight integration) may still run on this node and
                     # write their records beneath: moving the directory would pull it from under
                     # them. Their handler removes it after the last of them (pe_tasks.py).
-                    await _in_thread(lambda: _remove_all_but_tasks(spool.path), self.settings.remove_timeout_s,
+                    await self._in_thread(lambda: _remove_all_but_tasks(spool.path), self.settings.remove_timeout_s,
                                      f"removing {spool.path}")
                     return True
                 os.rename(spool.path, removing)
             except OSError as error:
                 raise StepFailed(f"cannot move the spool {spool.path} aside: {_os_error(error)}") from None
-        await _in_thread(lambda: _remove_tree(removing), self.settings.remove_timeout_s, f"removing {removing}")
+        await self._in_thread(lambda: _remove_tree(removing), self.settings.remove_timeout_s, f"removing {removing}")
         return True
 
 
@@ -472,15 +485,6 @@ def _remember(spool: layout.SpoolDir, progress: CleanupProgress) -> None:
         write_json(spool.record(layout.CLEANUP), progress)
     except OSError as error:
         log.warning("attempt %s: cannot record the cleanup's progress: %s", spool.name, error.strerror)
-
-
-async def _in_thread(work: Callable[[], T], timeout_s: float, what: str) -> T:
-    """`work` on a thread, so a disk or a relay that hangs holds neither the event loop nor,
-    after `timeout_s`, the pipeline (the thread is left to finish on its own)."""
-    try:
-        return await asyncio.wait_for(asyncio.to_thread(work), timeout_s)
-    except TimeoutError:
-        raise StepFailed(f"{what} did not finish in {timeout_s:.0f}s") from None
 
 
 def _remove_all_but_tasks(path: str) -> None:

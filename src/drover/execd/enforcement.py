@@ -238,6 +238,9 @@ class Enforcer:
         self.send = send
         self.watched: dict[str, Watched] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # The note writers of owners who have notes on their way: one per owner, whose notes wait
+        # behind each other's only (a bounded number of them); it goes with the last of them.
+        self._note_writers: dict[int | None, OwnerProcess] = {}
 
     def forget(self, attempt: str) -> None:
         self.watched.pop(attempt, None)
@@ -290,25 +293,30 @@ class Enforcer:
         path = config["stderr"] or config["stdout"]
         if not os.path.isabs(path):
             path = os.path.join(config["workdir"], path)
-        identity = config.get("identity")
-        writer = (OwnerProcess(NOTE_WRITER, identity["uid"], identity["gid"], identity["groups"])
-                  if identity is not None else OwnerProcess(NOTE_WRITER))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no event loop (a unit test of the decisions): nothing to append with
-        task = loop.create_task(_append(writer, path, line))
+        identity = config.get("identity")
+        uid = identity["uid"] if identity is not None else None
+        writer = self._note_writers.get(uid)
+        if writer is None:
+            writer = self._note_writers[uid] = (
+                OwnerProcess(NOTE_WRITER, identity["uid"], identity["gid"], identity["groups"])
+                if identity is not None else OwnerProcess(NOTE_WRITER))
+        task = loop.create_task(self._append(uid, writer, path, line))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-
-async def _append(writer: OwnerProcess, path: str, line: str) -> None:
-    try:
-        answer = await writer.ask({"path": path, "line": line}, NOTE_TIMEOUT_S)
-        if answer.get("error"):
-            log.warning("cannot append to %s: %s", path, answer["error"])
-    except Exception as error:
-        log.warning("cannot append to %s: %s", path, error or "timed out")
-    finally:
-        await writer.close()
+    async def _append(self, uid: int | None, writer: OwnerProcess, path: str, line: str) -> None:
+        try:
+            answer = await writer.ask({"path": path, "line": line}, NOTE_TIMEOUT_S)
+            if answer.get("error"):
+                log.warning("cannot append to %s: %s", path, answer["error"])
+        except Exception as error:
+            log.warning("cannot append to %s: %s", path, error or "timed out")
+        finally:
+            if writer.idle and self._note_writers.get(uid) is writer:
+                del self._note_writers[uid]
+                await writer.close()
 

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from drover.execd.identities import Identities
 from drover.execd.signatures import SignedJobs
-from drover.owner_process import OwnerProcess
+from drover.owner_process import OwnerProcesses
 from drover.protocol.node_channel import AppendEventLog, EventLogAppended
-from drover.records import IdentityRecord
 
 log = logging.getLogger("drover.execd")
 WRITER = "drover.controller.event_log_writer"  # the same writer the controller starts when it can
@@ -38,7 +36,7 @@ class NodeEventLogs:
         self.send = send
         self.signed_jobs = signed_jobs
         self.identities = Identities()
-        self._writers: dict[str, tuple[OwnerProcess, float]] = {}  # owner → their writer, last used
+        self._writers = OwnerProcesses(WRITER, IDLE_S)  # one per owner
         self._verified: OrderedDict[tuple[int, str, str], None] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -54,7 +52,9 @@ class NodeEventLogs:
             return
         request = {"path": order.path, "job": order.job, "lines": order.lines}
         try:
-            answer = await self._writer(order.owner, identity).ask(request, WRITE_TIMEOUT_S)
+            writer = (self._writers.of(identity["uid"], identity["gid"], identity["groups"]) if identity is not None
+                      else self._writers.of(None))
+            answer = await writer.ask(request, WRITE_TIMEOUT_S)
         except Exception as error:  # timed out (the writer is stopped), or could not start as the owner
             self.send(EventLogAppended(order.request, error=f"the node's event log writer failed: {error or 'timed out'}"))
             return
@@ -77,27 +77,10 @@ class NodeEventLogs:
                 self._verified.popitem(last=False)
         return why
 
-    def _writer(self, owner: str, identity: IdentityRecord | None) -> OwnerProcess:
-        """The owner's writer (started at its first request); writers idle too long are stopped.
-        `identity` None: this execd is not root and runs its own user's jobs only."""
-        now = time.monotonic()
-        for other, (writer, used) in list(self._writers.items()):
-            if other != owner and now - used > IDLE_S:
-                del self._writers[other]
-                self._spawn(writer.close())
-        kept = self._writers.get(owner)
-        writer = kept[0] if kept is not None else (
-            OwnerProcess(WRITER, identity["uid"], identity["gid"], identity["groups"]) if identity is not None
-            else OwnerProcess(WRITER))
-        self._writers[owner] = (writer, now)
-        return writer
-
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def close(self) -> None:
-        for writer, _ in self._writers.values():
-            await writer.close()
-        self._writers.clear()
+        await self._writers.close()

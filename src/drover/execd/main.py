@@ -105,14 +105,22 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     node = args.node_name or options.node_name or host_name()
     cpus = args.cpus or options.cpus or host_cpus()
     memory = args.memory or options.memory_mib or host_memory_mib()
-    spool_root = os.path.abspath(args.spool or options.spool or default_spool(paths))
+    skipped: list[str] = []  # default spool directories someone else made first
+    spool_root = os.path.abspath(args.spool or options.spool or default_spool(paths, skipped))
+    for why in skipped:
+        logging.getLogger("drover.execd").warning("not using the default spool: %s", why)
 
     channel: ControllerChannel
 
     def send(message: object) -> None:
         channel.send(message)
 
-    os.makedirs(spool_root, mode=0o700, exist_ok=True)
+    from drover.spool.own_directory import UnsafeDirectory, own_directory
+
+    try:  # never one a user made, or a link: root would make attempts wherever it points
+        own_directory(spool_root, 0o711 if os.geteuid() == 0 else 0o700, set_mode=os.geteuid() == 0)
+    except UnsafeDirectory as error:
+        raise SystemExit(f"drover execd: the spool: {error}") from None
     faults = Faults.from_environment()
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())

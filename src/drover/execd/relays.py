@@ -17,13 +17,12 @@ import base64
 import logging
 import os
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
 from drover.execd import attempt_records, output_index
 from drover.execd.pe_tasks import OUTPUT_DIR, PETASK_ID
-from drover.owner_process import OwnerProcess
+from drover.owner_process import OwnerProcesses
 from drover.protocol.node_channel import (
     CloseTerminal,
     OpenTerminal,
@@ -48,7 +47,7 @@ class NodeRelays:
     def __init__(self, root: str, send: Callable[[Any], None]) -> None:
         self.root = root
         self.send = send
-        self._readers: dict[int | None, tuple[OwnerProcess, float]] = {}  # uid → reader, last used
+        self._readers = OwnerProcesses("drover.execd.output_reader", IDLE_S)  # one per owner
         self._terminals: dict[int, asyncio.StreamWriter | None] = {}  # session → its connection
         self._early: dict[int, list[bytes]] = {}  # input that came while the session was connecting
         self._tasks: set[asyncio.Task[None]] = set()
@@ -67,9 +66,11 @@ class NodeRelays:
         path, identity = where
         request = {"path": path, "offset": max(0, order.offset), "limit": max(0, min(order.limit, MAX_READ))}
         try:
-            answer = await self._reader(identity).ask(request, READ_TIMEOUT_S)
+            reader = (self._readers.of(identity["uid"], identity["gid"], identity["groups"]) if identity is not None
+                      else self._readers.of(None))
+            answer = await reader.ask(request, READ_TIMEOUT_S)
         except Exception as error:  # timed out, or could not start as the owner
-            log.warning("attempt %s: cannot read its %s: %s", order.attempt, order.stream, error)
+            log.warning("attempt %s: cannot read its %s: %s", order.attempt, order.stream, error or "timed out")
             self.send(OutputRead(order.request, error=f"the node could not read the output: {error or 'timed out'}"))
             return
         if answer.get("error"):
@@ -106,20 +107,6 @@ class NodeRelays:
         if identity is None and os.geteuid() == 0:
             return "the job's owner is not known on this node"  # never read as root
         return os.path.join(self.root, attempt, petask, OUTPUT_DIR, stream), identity
-
-    def _reader(self, identity: IdentityRecord | None) -> OwnerProcess:
-        uid = identity["uid"] if identity is not None else None
-        now = time.monotonic()
-        for other, (reader, used) in list(self._readers.items()):
-            if other != uid and now - used > IDLE_S:
-                del self._readers[other]
-                self._spawn(reader.close())
-        kept = self._readers.get(uid)
-        reader = kept[0] if kept is not None else (
-            OwnerProcess("drover.execd.output_reader", identity["uid"], identity["gid"], identity["groups"])
-            if identity is not None else OwnerProcess("drover.execd.output_reader"))
-        self._readers[uid] = (reader, now)
-        return reader
 
     # -- terminals ------------------------------------------------------------------------------
 
@@ -185,6 +172,4 @@ class NodeRelays:
 
     async def close(self) -> None:
         self.drop_terminals()
-        for reader, _ in self._readers.values():
-            await reader.close()
-        self._readers.clear()
+        await self._readers.close()
