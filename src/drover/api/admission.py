@@ -83,7 +83,7 @@ class Admission:
             return (f"the controller has {self.open} connections open; the last {self.reserved} are kept for "
                     "nodes and admins (max_connections, reserved_connections)")
         if not peer.reserved and self.by_peer[peer.key] >= self.per_peer:
-            return f"{peer.key} has {self.per_peer} connections open already (max_connections_per_peer)"
+            return f"it has {self.per_peer} connections open already (max_connections_per_peer)"
         self.open += 1
         if not peer.reserved:
             self.by_peer[peer.key] += 1

@@ -41,13 +41,13 @@ class RefusalLog:
         self.last = float("-inf")
         self.unsaid = 0
 
-    def refused(self, where: str, why: str) -> None:
+    def refused(self, where: str, peer: str, why: str) -> None:
         now = time.monotonic()
         if now - self.last < self.every_s:
             self.unsaid += 1
             return
         more = f" ({self.unsaid} more refused since the last said)" if self.unsaid else ""
-        log.warning("refused a connection on %s: %s%s", where, why, more)
+        log.warning("refused a connection on %s from %s: %s%s", where, peer, why, more)
         self.last, self.unsaid = now, 0
 
 
@@ -99,10 +99,10 @@ class Listener:
             return
         slot = self.admission.admit(peer)
         if isinstance(slot, str):
-            self.refusals.refused(self.where, f"{peer.key}: {slot}")
+            self.refusals.refused(self.where, peer.key, slot)
             if self.local:
                 with contextlib.suppress(OSError):
-                    conn.send(refusal_reply(503, slot))
+                    conn.send(refusal_reply(503, f"the controller refused this connection: {slot}"))
             conn.close()
             return
         assert self.loop is not None
@@ -140,7 +140,7 @@ class Listener:
     def _pause(self, error: OSError) -> None:
         """Out of descriptors: stop accepting for a moment, rather than wake up at once again
         for the same connection waiting in the backlog."""
-        self.refusals.refused(self.where, f"cannot accept: {error.strerror}")
+        self.refusals.refused(self.where, "a peer", f"cannot accept it: {error.strerror}")
         assert self.loop is not None
         loop = self.loop
         loop.remove_reader(self.sock.fileno())

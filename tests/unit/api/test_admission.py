@@ -18,7 +18,7 @@ def test_one_user_gets_their_share_and_another_user_is_still_served() -> None:
     admission = Admission(max_connections=100, reserved=10, per_peer=5)
     admitted(admission, local_peer(1001, OWN_UID), 5)
     refusal = admission.admit(local_peer(1001, OWN_UID))
-    assert refusal == "uid 1001 has 5 connections open already (max_connections_per_peer)"
+    assert refusal == "it has 5 connections open already (max_connections_per_peer)"
     assert isinstance(admission.admit(local_peer(1002, OWN_UID)), Slot)
 
 
