@@ -130,6 +130,7 @@ def test_when_every_ordinary_connection_is_taken_admins_and_a_reconnecting_node_
         assert counts["answered_at_once"] >= 1000 - 250
         refused = cluster.run_as(bob, "drover", "status")
         assert refused.returncode != 0, refused.stdout
+        assert "kept for nodes and admins" in refused.stderr, refused.stderr  # the reason, not a lost connection
         assert cluster.as_root("status").returncode == 0  # an admin, on the reserve
         restarted = restart_execd(cluster)
         try:
