@@ -68,7 +68,8 @@ class Slot:
 class Admission:
     def __init__(self, max_connections: int, reserved: int, per_peer: int) -> None:
         self.max_connections = max_connections
-        self.reserved = min(reserved, max_connections - 1)
+        # Where the open-files limit lowered max_connections, half of them at least stay open to all.
+        self.reserved = min(reserved, max_connections // 2)
         self.per_peer = per_peer
         self.open = 0
         self.by_peer: Counter[str] = Counter()

@@ -89,6 +89,7 @@ class Listener:
                     self._pause(error)
                     return
                 continue  # the peer went before it was accepted (ECONNABORTED, EPROTO)
+            conn.setblocking(False)
             self._admit(conn, address)
 
     def _admit(self, conn: socket.socket, address: Any) -> None:
@@ -125,8 +126,11 @@ class Listener:
             if self.tls is None:
                 await self.loop.connect_accepted_socket(lambda: self.make_protocol(slot), conn)
             else:
+                # A peer that neither finishes its handshake nor answers the closing one holds
+                # its descriptor no longer than a slow header would.
                 await self.loop.connect_accepted_socket(lambda: self.make_protocol(slot), conn, ssl=self.tls,
-                                                        ssl_handshake_timeout=self.handshake_timeout_s)
+                                                        ssl_handshake_timeout=self.handshake_timeout_s,
+                                                        ssl_shutdown_timeout=self.handshake_timeout_s)
         except (OSError, ssl.SSLError):  # TimeoutError is an OSError
             # A handshake that failed or took too long: its transport closed the socket; the
             # protocol was never made, so the slot is given back here.

@@ -75,3 +75,10 @@ def test_the_limit_stays_under_the_open_files_limit() -> None:
     assert within_open_files(8192, 1_048_576) == 8192
     assert within_open_files(8192, 1024) == 768
     assert within_open_files(8192, 100) == 16
+
+
+def test_a_max_lowered_by_the_open_files_limit_keeps_half_open_to_all() -> None:
+    admission = Admission(max_connections=within_open_files(8192, 1024), reserved=512, per_peer=1000)
+    assert (admission.max_connections, admission.reserved) == (768, 384)
+    admitted(admission, local_peer(1001, OWN_UID), 384)
+    assert isinstance(admission.admit(local_peer(1001, OWN_UID)), str)
