@@ -147,9 +147,15 @@ def _type_text(kind: object, meta: msgspec.Meta | None = None) -> str:
     else:
         text = {bool: "bool", int: "int", float: "float", str: "string"}.get(
             kind, getattr(kind, "__name__", str(kind)))  # type: ignore[call-overload]
-    if meta is not None and meta.ge is not None:
-        text += f" ≥ {meta.ge}"
+    if meta is not None and meta.ge is not None and meta.le is not None:
+        text += f", {_number(meta.ge)} to {_number(meta.le)}"
+    elif meta is not None and meta.ge is not None:
+        text += f" ≥ {_number(meta.ge)}"
     return text
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and not isinstance(value, float) else f"{value:g}"
 
 
 def _plural(text: str) -> str:

@@ -27,14 +27,55 @@ MIB = 1024 * 1024
 MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
 
 
-def about(description: str, ge: int | None = None) -> Meta:
-    """A key's one-line description (shown by `drover config check`), and its lower bound if any."""
-    return Meta(description=description, ge=ge)
+def about(description: str, ge: float | None = None, le: float | None = None) -> Meta:
+    """A key's one-line description (shown by `drover config check`), and its bounds if any."""
+    return Meta(description=description, ge=ge, le=le)
 
 
 class Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """A table of drover.toml: unknown keys are refused. (Each subclass says frozen=True again:
     mypy reads msgspec's options per class.)"""
+
+
+class ConnectionsSection(Section, frozen=True):
+    """[controller.connections]: what anyone who can reach the controller's sockets gets before
+    they are known: how much of a request is read, how long it is waited for, and how many
+    connections one peer (a local user, a remote address) and all of them may hold."""
+
+    max_request_line_bytes: Annotated[int, about(
+        "a request's first line (method, path and query); a longer one is answered 414 and the "
+        "connection closed", ge=256, le=65536)] = 8192
+    max_header_bytes: Annotated[int, about(
+        "a request's first line and headers together; more is answered 431 and the connection closed, "
+        "before the rest is read", ge=1024, le=MIB)] = 16384
+    header_timeout_s: Annotated[float, about(
+        "seconds from a connection (its TLS handshake included) or a request's first byte until its "
+        "headers are all in; a slower one is answered 408 and closed", ge=0.1, le=3600)] = 10.0
+    body_timeout_s: Annotated[float, about(
+        "the longest pause within a request's body; a longer one closes the connection",
+        ge=0.1, le=3600)] = 30.0
+    idle_timeout_s: Annotated[float, about(
+        "how long a connection may wait for its next request once its last was answered",
+        ge=0.1, le=3600)] = 5.0
+    max_connections: Annotated[int, about(
+        "connections open at once, all peers together (the controller also keeps it under its open-files "
+        "limit, which it raises to the hard limit when it starts)", ge=16, le=1_000_000)] = 8192
+    reserved_connections: Annotated[int, about(
+        "of those, how many only nodes and admins may use (root and the controller's user on the local "
+        "socket, addresses of nodes that connected over TLS): a crowd cannot lock them out",
+        ge=0, le=1_000_000)] = 512
+    max_connections_per_peer: Annotated[int, about(
+        "connections open at once from one local user (by the uid the kernel gives) or one address on TCP "
+        "(an IPv6 /64); root and the controller's user on the local socket are not counted",
+        ge=1, le=1_000_000)] = 128
+
+    def __post_init__(self) -> None:
+        if self.max_header_bytes < self.max_request_line_bytes:
+            raise ValueError(f"max_header_bytes ({self.max_header_bytes}) must be at least "
+                             f"max_request_line_bytes ({self.max_request_line_bytes}): it counts the request line too")
+        if self.reserved_connections >= self.max_connections:
+            raise ValueError(f"reserved_connections ({self.reserved_connections}) must be less than "
+                             f"max_connections ({self.max_connections})")
 
 
 class ControllerSection(Section, frozen=True):
@@ -95,6 +136,8 @@ class ControllerSection(Section, frozen=True):
     max_stage_in_bytes: Annotated[int, about("the files staged in with one job", ge=1)] = Limits.max_stage_in_bytes
     max_job_bytes_per_user: Annotated[int, about("the scripts, environments and staged-in files of one user's "
                                                  "unfinished jobs, together", ge=1)] = Limits.max_job_bytes_per_user
+    connections: Annotated[ConnectionsSection, about(
+        "requests and connections before their peer is known ([controller.connections])")] = ConnectionsSection()
 
     def limits(self) -> Limits:
         return Limits(**{key: getattr(self, key) for key in Limits.KEYS})
@@ -131,6 +174,10 @@ class ExecdSection(Section, frozen=True):
     tls_cert: Annotated[str | None, about("this node's certificate, naming the node (PEM), for `controller`")] = None
     tls_key: Annotated[str | None, about("its private key (PEM)")] = None
     tls_ca: Annotated[str | None, about("the cluster's CA, which the controller's certificate must chain to (PEM)")] = None
+    reconnect_max_s: Annotated[float, about(
+        "the longest wait between tries to reach a controller that cannot be reached or refuses the node: "
+        "the wait doubles from 0.05 s (1 s after a refusal) up to this, each drawn at random from its upper "
+        "half, and starts again once a controller takes the node", ge=1, le=3600)] = 30.0
     cpus: Annotated[int | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
     memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 import msgspec
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 
 from drover.core.errors import BadRequest, DroverError, PayloadTooLarge
@@ -44,11 +44,16 @@ async def body_within_limit(request: Request, limit: int) -> bytes:
     if declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(str(too_big))
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(str(too_big))
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(str(too_big))
+            chunks.append(chunk)
+    except ClientDisconnect:
+        # The peer went, or paused longer than the body timeout (api/connections.py): nobody
+        # is left to answer, and nothing of the request is done.
+        raise BadRequest("the request's body did not all come") from None
     body = b"".join(chunks)
     # Kept where Starlette's own Request.body() keeps it, so that a second read (the endpoint's,
     # after a remote user's credential was checked against the body) gets it again.

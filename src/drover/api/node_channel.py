@@ -15,6 +15,7 @@ from typing import Any
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from drover.api.admission import SLOT, Slot
 from drover.controller.auth import Policy, TlsPeer
 from drover.controller.membership import Membership
 from drover.controller.node_channels import NodeChannel
@@ -65,6 +66,9 @@ def node_channel_route(service: ControllerService, policy: Policy, membership: M
                 return
             channel = NodeChannel(hello.node, socket, local=not isinstance(tls, TlsPeer),
                                   host=tls.host if isinstance(tls, TlsPeer) else None)
+            slot = state.get(SLOT)
+            if isinstance(slot, Slot):
+                slot.is_node()  # its address may use the connections kept for nodes
             previous = service.node_connected(channel, hello)
             if previous is not None:
                 await previous.close()

@@ -3,8 +3,8 @@
 On the Unix socket, the kernel says (SO_PEERCRED): the peer's (pid, uid, gid) goes into the
 per-connection ASGI state as "peer". On TCP, which is always TLS, "peer" is None and "tls" holds
 the client's address and the node its verified certificate names, if it showed one. uvicorn does
-not expose the socket to the app, so its HTTP protocol is subclassed to fill that state; a
-WebSocket upgraded from that connection inherits it.
+not expose the socket to the app, so the controller's HTTP protocol (api/connections.py) fills
+that state; a WebSocket upgraded from that connection inherits it.
 """
 
 from __future__ import annotations
@@ -42,18 +42,3 @@ def tls_peer_of(transport: Any) -> TlsPeer | None:
         return TlsPeer(shown)
     node, serial = certificate
     return TlsPeer(shown, node or None, serial)
-
-
-def protocol_class() -> type:
-    """uvicorn's HTTP protocol (httptools if installed, else h11), telling the app its peer."""
-    try:
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
-    except ImportError:  # httptools is optional for uvicorn
-        from uvicorn.protocols.http.h11_impl import H11Protocol as Base  # type: ignore[assignment]  # either class serves as the base
-
-    class PeerCredentialsProtocol(Base):
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self.app_state = {**self.app_state, "peer": peer_of(transport), "tls": tls_peer_of(transport)}
-
-    return PeerCredentialsProtocol

@@ -159,10 +159,10 @@ class Transport:
                 try:
                     sock.sendall(head.encode() + b"\r\n" + (body or b""))
                 except ConnectionError:
-                    if not body:
-                        raise
-                    # The controller may have refused the body before reading all of it (over
-                    # its max_request_bytes): its answer says why.
+                    # The controller may have answered and closed before reading all of it: a
+                    # body over its max_request_bytes, or a connection it did not take (too many
+                    # of this user's open): its answer says why. Without one, the connection is lost.
+                    pass
                 return self._read_response()
             except (ConnectionError, EOFError):
                 self.close()

@@ -12,7 +12,6 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 from drover import eventloop
@@ -58,8 +57,10 @@ def serve(argv: list[str]) -> int:
     )
     import uvicorn
 
+    from drover.api.admission import Admission, within_open_files
     from drover.api.app import create_app
-    from drover.api.peercred import protocol_class as peer_credentials_protocol
+    from drover.api.listener import RefusalLog
+    from drover.api.listener import server as guarded_server
     from drover.controller import parallel_envs
     from drover.controller.auth import Policy
     from drover.controller.reads import Reads
@@ -81,6 +82,11 @@ def serve(argv: list[str]) -> int:
     tls, tls_context = _tls(paths.root, section, listen is not None)
     tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
     sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
+    limits = section.connections
+    open_files = _raise_open_files_limit()
+    admission = Admission(within_open_files(limits.max_connections, open_files), limits.reserved_connections,
+                          limits.max_connections_per_peer)
+    refusals = RefusalLog()
     lost: list[str] = []  # why this controller stopped being the active one
     fatal: list[str] = []  # why this controller could not become the active one
 
@@ -98,18 +104,21 @@ def serve(argv: list[str]) -> int:
             for server in servers:
                 server.should_exit = True
 
-        def config(context: ssl.SSLContext | None) -> uvicorn.Config:
+        def config() -> uvicorn.Config:
             # No per-message deflate on WebSockets: the node channel's messages are small and
             # many, and compressing each cost more of the controller's CPU than anything else
             # per job (0.5 ms a frame, profiled on B1); a cluster's links are not the limit.
             return uvicorn.Config(switch, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
-                                  http=peer_credentials_protocol(), ws_per_message_deflate=False,
-                                  ssl_context_factory=(lambda _config, _default: context) if context else None)
+                                  ws_per_message_deflate=False)
 
         # The local socket and TCP are served apart: TLS on TCP only, the Unix socket as ever.
-        servers.append(_server(config(None)))
+        # Their connections are counted together (one admission, one limit of descriptors).
+        servers.append(guarded_server(config(), sockets, None, admission, limits, refusals, os.getuid()))
         if tcp_sockets:
-            servers.append(_server(config(tls_context)))
+            servers.append(guarded_server(config(), tcp_sockets, tls_context, admission, limits, refusals,
+                                          os.getuid()))
+        log.info("connections: at most %d (%d kept for nodes and admins), %d per peer; open files limit %d",
+                 admission.max_connections, admission.reserved, admission.per_peer, open_files)
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, shutdown)
@@ -337,18 +346,19 @@ def _open_store(url: str, synchronous: str) -> SqlStore:
     raise SystemExit(f"drover controller: {message}")
 
 
-def _server(config: uvicorn.Config) -> uvicorn.Server:
-    """uvicorn's server without its own signal handling: uvicorn re-raises SIGTERM once it has
-    shut down, which would kill this process before it removes its socket and closes the store.
-    The controller installs its handlers on the event loop instead."""
-    import uvicorn
+def _raise_open_files_limit() -> int:
+    """The soft limit of open files raised to the hard one: each connection is a descriptor, and
+    the soft limit (often 1024) is far below what a busy cluster needs. Returns the limit now."""
+    import resource
 
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    return Server(config)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
 
 
 def _unix_socket(path: str, mode: int) -> socket.socket:

@@ -5,8 +5,10 @@ channel is TLS only, the controller verified against the cluster's CA and this n
 its certificate. Several controllers may share one PostgreSQL store, one of them active: the
 channel is given all their addresses and keeps to the one that takes it. A standby refuses the
 channel with a 503 that names the active controller, which is tried next; a refused or lost
-connection moves on to the next address; after a whole round without a controller, it waits
-(0.05 s, doubling up to 2 s) before the next round.
+connection moves on to the next address; after a whole round without a controller taking the
+node, it waits before the next round (execd/reconnect.py: doubling from 0.05 s, or from 1 s once
+a controller refused the node, up to `reconnect_max_s`, with jitter), and starts again from the
+shortest wait once a controller welcomed it.
 
 Messages sent while disconnected are dropped: what matters is rebuilt on the next connect (the
 hello lists the attempts the spool holds, and every unacknowledged exit is sent again), whichever
@@ -25,6 +27,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from drover.execd.reconnect import Backoff
 from drover.protocol.node_channel import (
     Ack,
     Heartbeat,
@@ -38,11 +41,13 @@ from drover.protocol.node_channel import (
 
 log = logging.getLogger("drover.execd")
 CHANNEL_PATH = "/v1/nodes/channel"
+POLICY_VIOLATION = 1008  # the controller's close for a node it refuses (api/node_channel.py)
 
 
 class ControllerChannel:
     def __init__(self, addresses: Sequence[str], hello: Callable[[], Hello], on_connect: Callable[[], None],
-                 tls: ssl.SSLContext | None = None, heartbeat: Callable[[], Heartbeat] | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, heartbeat: Callable[[], Heartbeat] | None = None,
+                 reconnect_max_s: float = 30.0) -> None:
         """`addresses`: the controller's Unix socket, or https://ADDR:PORT with `tls`; several
         where controllers share one store. `heartbeat`: what the node says every heartbeat_s (the
         controller's Welcome says how often)."""
@@ -57,6 +62,7 @@ class ControllerChannel:
         self._queue: list[Any] = []
         self._wake = asyncio.Event()
         self.connected = asyncio.Event()
+        self.backoff = Backoff(reconnect_max_s)
 
     def on(self, kind: type, handler: Callable[[Any], None]) -> None:
         self.handlers[kind] = handler
@@ -67,20 +73,31 @@ class ControllerChannel:
             self._wake.set()
 
     async def run_forever(self) -> None:
-        delay = 0.05
         missed = 0  # addresses tried in a row without a controller taking the channel
+        refused = False  # a controller of this round refused the node
         while True:
             address = self.addresses[self._index]
-            served = False
+            welcomed = False
             try:
                 async with self._connect(address) as connection:
-                    delay, missed, served = 0.05, 0, True
-                    await self._serve(connection)
+                    try:
+                        await self._serve(connection)
+                    finally:
+                        welcomed = self.connected.is_set()
             except InvalidStatus as refusal:
-                self._refused(address, refusal)
-            except (OSError, ConnectionClosed) as error:
+                refused = self._refused(address, refusal) or refused
+            except ConnectionClosed as closed:
+                if closed.rcvd is not None and closed.rcvd.code == POLICY_VIOLATION and not welcomed:
+                    log.warning("controller channel: %s refused this node: %s", address,
+                                closed.rcvd.reason or "policy violation")
+                    refused = True
+                else:
+                    log.info("controller channel to %s: %s", address, closed)
+                if not welcomed:
+                    self._index = (self._index + 1) % len(self.addresses)
+            except OSError as error:
                 log.info("controller channel to %s: %s", address, error or "closed")
-                if not served:
+                if not welcomed:
                     self._index = (self._index + 1) % len(self.addresses)
             except asyncio.CancelledError:
                 raise
@@ -89,20 +106,25 @@ class ControllerChannel:
             finally:
                 self._connection = None
                 self.connected.clear()
-            if served:
-                continue  # the controller it had went away: try it, then the others, at once
+            if welcomed:
+                # The controller that had taken the node went away: try it, then the others, at once.
+                self.backoff.reset()
+                missed, refused = 0, False
+                continue
             missed += 1
             if missed >= len(self.addresses):  # a whole round without a controller
-                missed = 0
-                log.info("controller channel: no controller took it; trying again in %.1fs", delay)
+                delay = self.backoff.after_failure(refused)
+                missed, refused = 0, False
+                log.info("controller channel: no controller took it; trying again in %.2fs", delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 2.0)
 
-    def _refused(self, address: str, refusal: InvalidStatus) -> None:
+    def _refused(self, address: str, refusal: InvalidStatus) -> bool:
         """A controller refused the channel: a standby names the active one, which is tried
-        next (it is verified against the cluster's CA as any other); else the next address."""
+        next (it is verified against the cluster's CA as any other); else the next address.
+        Whether it refused the node itself (a 4xx), rather than being busy or a standby."""
         active = _active_named(refusal)
-        log.info("controller channel: %s refused it (HTTP %d)%s", address, refusal.response.status_code,
+        status = refusal.response.status_code
+        log.info("controller channel: %s refused it (HTTP %d)%s", address, status,
                  f"; the active controller is {active}" if active else "")
         if active and active != address and (active in self.addresses or active.startswith("https://")):
             if active not in self.addresses:
@@ -110,6 +132,7 @@ class ControllerChannel:
             self._index = self.addresses.index(active)
         else:
             self._index = (self._index + 1) % len(self.addresses)
+        return 400 <= status < 500
 
     def _connect(self, address: str) -> connect:
         if address.startswith("https://"):

@@ -149,6 +149,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         on_connect=on_connect,
         tls=tls,
         heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),
+        reconnect_max_s=options.reconnect_max_s,
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)

@@ -14,6 +14,7 @@ from types import FrameType
 import pytest
 
 from drover.client.transport import ConnectionLost, Transport
+from drover.core.errors import Unavailable
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
 
@@ -200,3 +201,34 @@ def test_several_controllers_none_answering_is_one_error_naming_each(tmp_path: P
     monkeypatch.setattr("drover.client.transport.FAIL_OVER_S", 0.3)
     with pytest.raises(Unavailable, match=r"no controller of the Drover cluster answers: .*a\.sock.*b\.sock"):
         Transport(f"{tmp_path / 'a.sock'},{tmp_path / 'b.sock'}", timeout_s=5).call("GET", "/v1/ping")
+
+
+def test_a_connection_the_controller_refused_at_once_says_why(tmp_path: Path) -> None:
+    """The controller answers 503 and closes as soon as it accepts a connection it does not
+    take (api/listener.py), without reading the request: the client reads that answer, even
+    when sending its request fails (a request larger than the socket's buffers always does)."""
+    path = str(tmp_path / "api.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen()
+    body = b'{"error": "the controller refused this connection: it has 128 connections open already", "kind": "unavailable"}'
+
+    def refuse() -> None:
+        for _ in range(2):
+            connection, _ = listener.accept()
+            connection.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                               % (len(body), body))
+            connection.close()
+
+    refusing = threading.Thread(target=refuse)
+    refusing.start()
+    transport = Transport(path, timeout_s=5)
+    try:
+        with pytest.raises(Unavailable, match="it has 128 connections open already"):
+            transport.call("POST", "/v1/jobs", "x" * 4_000_000)
+        with pytest.raises(Unavailable, match="refused this connection"):
+            transport.call("GET", "/v1/jobs")
+    finally:
+        transport.close()
+        listener.close()
+        refusing.join()
