@@ -4,6 +4,7 @@ background, with their state, socket and logs in the user's state directory."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
@@ -86,14 +87,41 @@ def _log_tail(path: str, lines: int = 15) -> str:
         return "(no log)"
 
 
+def _writable_state_dir(root: str, shared: bool) -> None:
+    """Make the state directory if missing; refuse, in one line that names it and the cause, one
+    where the daemons could not write their logs, pid files, socket and job store."""
+    try:
+        os.makedirs(root, mode=0o711 if shared else 0o700, exist_ok=True)
+        if shared:
+            os.chmod(root, 0o711)
+    except OSError as error:
+        raise _unwritable(root, error) from None
+    try:
+        read_only = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except OSError as error:
+        raise _unwritable(root, error) from None
+    if read_only:
+        raise _unwritable(root, OSError(errno.EROFS, os.strerror(errno.EROFS)))
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise _unwritable(root, OSError(errno.EACCES, os.strerror(errno.EACCES)))
+
+
+def _unwritable(root: str, error: OSError) -> DroverError:
+    if error.errno == errno.EROFS:
+        return DroverError(f"the state directory {root} is on a read-only filesystem: the cluster keeps its job "
+                           "store, logs, pid files and socket there; remount it read-write, or give a writable "
+                           "one with --state-dir or DROVER_STATE_DIR")
+    return DroverError(f"the state directory {root} cannot be written ({error.strerror or error}): the cluster keeps "
+                       "its job store, logs, pid files and socket there; make it writable by you, or give another "
+                       "with --state-dir or DROVER_STATE_DIR")
+
+
 def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[str] | None = None,
        shared: bool = False, service_user: pwd.struct_passwd | None = None) -> list[str]:
     """Start what is not running; wait until a node is up. Returns what was started, described.
     A shared cluster's state directory is traversable by all (its socket must be reachable), and
     its controller runs as `service_user` (the execd stays root)."""
-    os.makedirs(paths.root, mode=0o711 if shared else 0o700, exist_ok=True)
-    if shared:
-        os.chmod(paths.root, 0o711)
+    _writable_state_dir(paths.root, shared)
     started: list[str] = []
     spawned: list[tuple[subprocess.Popen[bytes], str]] = []  # (daemon, its pid file): ours to stop
     execd = None

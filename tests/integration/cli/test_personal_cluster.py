@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.personal import drover_in, state_dir_for_test
+from tests.helpers.personal import drover_in, env_for, state_dir_for_test
 
 
 @pytest.fixture
@@ -66,3 +69,34 @@ def test_an_execd_that_cannot_start_takes_down_the_controller_this_up_started(st
     assert not (state_dir / "api.sock").exists()
     status = drover_in(state_dir, "status")
     assert status.returncode == 2 and "drover up" in status.stderr
+
+
+def _in_a_read_only_mount(state_dir: Path, *commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
+    """Run each command with `state_dir` bind-mounted read-only over itself, in a mount namespace
+    of its own: the mount ends with the namespace, and the directory itself stays writable."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a read-only bind mount needs root and unshare(1) (chmod does not stop root)")
+    results = []
+    for command in commands:
+        script = ('mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"')
+        results.append(subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                                       str(state_dir), *command], capture_output=True, text=True, timeout=60,
+                                      env=env_for(state_dir), cwd="/"))
+    return results
+
+
+def test_up_on_a_read_only_state_directory_names_it_and_the_cause(state_dir: Path) -> None:
+    drover = [sys.executable, "-m", "drover"]
+    up, submit, controller = _in_a_read_only_mount(
+        state_dir, [*drover, "up"], [*drover, "submit", "--", "true"],
+        [*drover, "controller", "--state-dir", str(state_dir)])
+    for result in (up, submit):
+        assert result.returncode == 1, result
+        assert f"the state directory {state_dir} is on a read-only filesystem" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    # The controller started on its own says the same of its store.
+    assert controller.returncode == 1, controller
+    assert (f"the job store {state_dir / 'drover.db'} cannot be used: it is on a read-only filesystem ({state_dir})"
+            in controller.stderr), controller.stderr
+    assert "Traceback" not in controller.stderr
+    assert list(state_dir.iterdir()) == []  # nothing was made, and nothing is left running
