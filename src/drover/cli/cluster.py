@@ -48,10 +48,12 @@ def _read_pid(path: str) -> int | None:
     return pid
 
 
-def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str],
+def _spawn(daemon: str, paths: Paths, log_path: str, extra: list[str],
            user: pwd.struct_passwd | None = None) -> subprocess.Popen[bytes]:
     """Start `daemon` in the background; as `user` (uid, gid, no other groups), switched before
-    exec, when given: a shared cluster's controller runs as its service user."""
+    exec, when given: a shared cluster's controller runs as its service user. The daemon writes
+    its own pid file, once it holds its lock (pid_file.py): two starters at once never leave it
+    naming the daemon that gave up."""
     import subprocess  # here, not at the top: `drover submit` to a running cluster never needs it
 
     # The daemon's own: a shared cluster's logs name every user's jobs, and its state directory
@@ -74,8 +76,6 @@ def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[
                           "(make install-system)") from None
     finally:
         log.close()
-    with open(pid_path, "w") as file:
-        file.write(f"{process.pid}\n")
     return process
 
 
@@ -132,20 +132,30 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
         read_config(paths.config_file)
     try:
         if not is_serving(paths):
-            controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [],
-                                service_user)
-            spawned.append((controller, paths.controller_pid))
+            controller: subprocess.Popen[bytes] | None = _spawn(
+                "controller", paths, paths.controller_log, controller_args or [], service_user)
+            assert controller is not None
+            spawned.append((controller, controller_pid_paths(paths)[1 if shared else 0]))
             who = f" as {service_user.pw_name}" if service_user else ""
-            started.append(f"controller{who} (pid {controller.pid}, log {paths.controller_log})")
+            line = f"controller{who} (pid {controller.pid}, log {paths.controller_log})"
             deadline = time.monotonic() + START_TIMEOUT_S
             while not is_serving(paths):
-                _check_alive("controller", controller, deadline, paths.controller_log)
+                if controller is not None and _lost_the_race(controller):
+                    controller = None  # another starter's controller runs: wait for it to serve
+                elif controller is not None:
+                    _check_alive("controller", controller, deadline, paths.controller_log)
+                elif time.monotonic() > deadline:
+                    raise Unavailable(f"no controller served {paths.socket} in {START_TIMEOUT_S:.0f}s; "
+                                      f"see {paths.controller_log}")
                 time.sleep(0.02)
+            if controller is not None and not _lost_the_race(controller):
+                started.append(line)
         if _read_pid(paths.execd_pid) is None:
-            execd = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
+            execd = _spawn("execd", paths, paths.execd_log, execd_args or [])
             spawned.append((execd, paths.execd_pid))
             started.append(f"execd (pid {execd.pid}, log {paths.execd_log})")
-        _wait_for_node(paths, execd)
+        if not _wait_for_node(paths, execd):
+            started = [line for line in started if not line.startswith("execd ")]
     except BaseException:
         # A start that failed halfway leaves nothing of its own running: a controller without
         # a node (or a node whose controller died) only makes the next `drover up` harder to read.
@@ -154,8 +164,24 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
     return started
 
 
+def controller_pid_paths(paths: Paths) -> tuple[str, str]:
+    """Where a controller writes its pid: in the state directory, or, for a shared cluster, in
+    the controller's own directory (it runs as the service user, who may not write the state
+    directory)."""
+    return paths.controller_pid, Paths(paths.controller_dir).controller_pid
+
+
+def _lost_the_race(process: subprocess.Popen[bytes]) -> bool:
+    """Whether the daemon exited because another one holds its pid file (another starter's, at
+    the same moment): then that one runs, and this start waits for it."""
+    from drover.pid_file import ALREADY_RUNNING
+
+    return process.poll() == ALREADY_RUNNING
+
+
 def _stop_spawned(spawned: list[tuple[subprocess.Popen[bytes], str]]) -> None:
-    """SIGTERM what this `up` started (newest first), SIGKILL what outlives the grace."""
+    """SIGTERM what this `up` started (newest first), SIGKILL what outlives the grace. A daemon
+    removes its own pid file as it stops; one killed leaves it, removed here if it names it."""
     for process, pid_path in reversed(spawned):
         if process.poll() is None:
             process.terminate()
@@ -164,8 +190,17 @@ def _stop_spawned(spawned: list[tuple[subprocess.Popen[bytes], str]]) -> None:
             except Exception:  # subprocess.TimeoutExpired: the module is imported lazily here
                 process.kill()
                 process.wait()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(pid_path)
+        if _pid_in(pid_path) == process.pid:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(pid_path)
+
+
+def _pid_in(path: str) -> int | None:
+    try:
+        with open(path) as file:
+            return int(file.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, log_path: str) -> None:
@@ -177,7 +212,9 @@ def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, l
         raise DroverError(f"the {name} {what}; its log {log_path} ends:\n" + _log_tail(log_path))
 
 
-def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
+def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> bool:
+    """Wait until a node is up; whether it is the execd given (False: another starter's execd
+    took its place, or none was given)."""
     from drover.client.transport import Transport
 
     transport = Transport(paths.socket)
@@ -194,7 +231,9 @@ def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
                     raise
                 nodes = []
             if any(node["state"] == "up" for node in nodes):
-                return
+                return execd is not None and execd.poll() is None
+            if execd is not None and _lost_the_race(execd):
+                execd = None  # another starter's execd runs: wait for its node
             if execd is not None:
                 _check_alive("execd", execd, deadline, paths.execd_log)
             elif time.monotonic() > deadline:
@@ -211,7 +250,8 @@ def down(paths: Paths, timeout_s: float = 15.0) -> list[str]:
     from drover.spool.process import is_alive, read_starttime
 
     stopped = []
-    for name, pid_path in (("execd", paths.execd_pid), ("controller", paths.controller_pid)):
+    daemons = [("execd", paths.execd_pid)] + [("controller", path) for path in controller_pid_paths(paths)]
+    for name, pid_path in daemons:
         pid = _read_pid(pid_path)
         if pid is None:
             continue
