@@ -138,6 +138,15 @@ def serve(argv: list[str]) -> int:
                 return
             opened.append(led)
         store = opened[0]
+        if section.store_check_s > 0:
+            from drover.controller import store_check
+
+            found = await store_check.first_check(url)
+            if not found.sound:
+                fatal.append(found.refusal())
+                shutdown()
+                await serving
+                return
 
         settings = Settings(
             kill_grace_s=kill_grace, files_dir=os.path.join(own.root, "files"),
@@ -172,6 +181,8 @@ def serve(argv: list[str]) -> int:
                      tls.cert, tls.ca, spaced(tls.fingerprint()))
         service.request_schedule()
         tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
+        if section.store_check_s > 0:
+            tasks.append(loop.create_task(store_check.watch(store, url, section.store_check_s)))
         if leadership is not None:
             from drover.controller.leadership import watch
             from drover.store.postgres import PostgresStore
