@@ -214,6 +214,7 @@ def test_a_running_controller_notices_a_damaged_page_on_its_schedule_and_refuses
         assert refused.returncode == 2, refused
         assert f"the job store {database} cannot be used: it is corrupt (PRAGMA quick_check found damage" \
             in refused.stderr, refused.stderr
+        assert [node["state"] for node in cluster.drover_json("nodes")] == ["up"]  # reads from memory go on
     finally:
         _restore(database, offset, page)  # restored from a backup
     wait_until(lambda: "is sound again" in (cluster.state_dir / "controller.log").read_text(),
