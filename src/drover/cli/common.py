@@ -24,7 +24,13 @@ class NotRegularFile(OSError):
 def read_regular_file(path: str, limit: int | None = None) -> bytes:
     """The whole of a regular file. Opened without blocking, so a FIFO with no writer is refused
     at once instead of hanging the command, and a device (/dev/zero) is never read forever."""
-    return read_regular(path, limit)[0]
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as file:  # a directory: IsADirectoryError, "Is a directory"
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(f"{path} is not a regular file")
+        return file.read() if limit is None else file.read(limit + 1)
 
 
 def read_regular(path: str, limit: int | None = None) -> tuple[bytes, int]:
@@ -34,10 +40,14 @@ def read_regular(path: str, limit: int | None = None) -> tuple[bytes, int]:
     import stat
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as file:
-        status = os.fstat(fd)
+    try:
+        status = os.fstat(fd)  # before the file object, which refuses a directory in words of its own
         if not stat.S_ISREG(status.st_mode):
             raise NotRegularFile(f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as file:
         return (file.read() if limit is None else file.read(limit + 1)), stat.S_IMODE(status.st_mode) & 0o777
 
 
