@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -136,7 +137,7 @@ def test_two_starters_at_once_leave_one_cluster_that_down_stops_whole() -> None:
     times: both succeed, the pid files name the daemons that run, and `drover down` leaves
     nothing of the cluster running."""
     for _ in range(4):
-        for state_dir in state_dir_for_test():
+        with contextlib.contextmanager(state_dir_for_test)() as state_dir:
             starters = [subprocess.Popen([sys.executable, "-m", "drover", *argv], env=env_for(state_dir),
                                          cwd=state_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                         for argv in (["up"], ["submit", "--", "true"])]
