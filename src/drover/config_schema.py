@@ -108,6 +108,10 @@ class ControllerSection(Section, frozen=True):
                                            "FORBID_APPERROR); with both, a job's 0 succeeds, anything else fails")] = False
     user_queues: Annotated[bool, about("users may make queues of their own (`drover queue create`), which they "
                                        "manage (jobd's personal queues)")] = False
+    store_check_s: Annotated[float, about("how often the controller checks its store's pages for damage "
+                                          "(SQLite's quick_check; PostgreSQL's amcheck where installed), and once "
+                                          "when it starts; a damaged store refuses every write (0: never)",
+                                          ge=0)] = 3600.0
     history_days: Annotated[int, about("ended jobs, with their attempts, accounting records and events, are "
                                        "forgotten this many days after they ended (0: kept for ever); looked "
                                        "for hourly, 1,000 a transaction", ge=0)] = 365

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from typing import Any
 
-from tests.helpers.cluster import LocalCluster
+import pytest
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
 
 
@@ -151,3 +154,39 @@ def test_a_node_gone_for_longer_than_the_timeout_loses_its_jobs_and_stops_them_w
         assert cluster.drover_json("show", str(once))["state"] == "node_fail"
     finally:
         assert not cluster.stop()
+
+
+@pytest.fixture
+def eight_cpus(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    yield from serve(request, LocalCluster(cpus=8))
+
+
+def test_a_node_back_with_fewer_cpus_than_its_running_jobs_hold_fails_nothing(eight_cpus: LocalCluster) -> None:
+    """1. A node of 8 CPUs runs six jobs; two are cancelled (CPUs 0 and 1 free). 2. kill -9 the
+    execd and start it offering 2 CPUs: four jobs run on a node of two. 3. Five more jobs are
+    submitted: none fails; they wait for CPUs, and run once the four running jobs end."""
+    cluster = eight_cpus
+    release = cluster.workdir / "go"
+    running = [cluster.submit("--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done")
+               for _ in range(6)]
+    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "running" for j in running),
+               describe="six jobs running")
+    cluster.drover("cancel", *map(str, running[:2]))
+    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "cancelled" for j in running[:2]),
+               describe="two jobs cancelled")
+    cluster.kill("execd")
+    cluster.cpus = 2
+    cluster.start_execd()
+    wait_until(lambda: [n.cpus for n in cluster.client().nodes()] == [2], describe="the node to offer 2 CPUs")
+    later = [cluster.submit("--", "true") for _ in range(5)]
+
+    def planned() -> dict[int, Any] | None:
+        shown = {j: cluster.drover_json("show", str(j)) for j in later}
+        return shown if all(job["pending_reason"] or job["state"] != "pending" for job in shown.values()) else None
+
+    states = wait_until(planned, describe="a planner pass over the new jobs")
+    assert [job["state"] for job in states.values()] == ["pending"] * 5, states
+    assert {job["pending_reason"] for job in states.values()} <= {"resources", "priority"}, states
+    release.touch()
+    assert cluster.drover("wait", *map(str, running[2:] + later)).returncode == 0
+    assert all(cluster.drover_json("show", str(j))["state"] == "completed" for j in running[2:] + later)

@@ -94,7 +94,12 @@ def route(endpoint: Endpoint, controller: Controller) -> Route:
 
     async def checked(request: Request) -> Response:
         try:
-            controller.service.ready()  # nothing is answered from a working set that is not whole
+            # Nothing is answered from a working set that is not whole; while the store is away,
+            # reads are answered from memory if it is whole but for the jobs in doubt.
+            if request.method == "GET":
+                controller.service.ready_to_read()
+            else:
+                controller.service.ready()
             state = request.scope.get("state", {})
             peer = state.get("peer")
             if access is Access.ANYONE and peer is None:

@@ -4,6 +4,7 @@ background, with their state, socket and logs in the user's state directory."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
@@ -48,10 +49,12 @@ def _read_pid(path: str) -> int | None:
     return pid
 
 
-def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[str],
+def _spawn(daemon: str, paths: Paths, log_path: str, extra: list[str],
            user: pwd.struct_passwd | None = None) -> subprocess.Popen[bytes]:
     """Start `daemon` in the background; as `user` (uid, gid, no other groups), switched before
-    exec, when given: a shared cluster's controller runs as its service user."""
+    exec, when given: a shared cluster's controller runs as its service user. The daemon writes
+    its own pid file, once it holds its lock (pid_file.py): two starters at once never leave it
+    naming the daemon that gave up."""
     import subprocess  # here, not at the top: `drover submit` to a running cluster never needs it
 
     # The daemon's own: a shared cluster's logs name every user's jobs, and its state directory
@@ -73,8 +76,6 @@ def _spawn(daemon: str, paths: Paths, log_path: str, pid_path: str, extra: list[
                           "(make install-system)") from None
     finally:
         log.close()
-    with open(pid_path, "w") as file:
-        file.write(f"{process.pid}\n")
     return process
 
 
@@ -104,17 +105,51 @@ def _log_tail(path: str, lines: int = 15) -> str:
         return "(no log)"
 
 
+def _writable_state_dir(root: str, shared: bool) -> None:
+    """Make the state directory if missing; refuse, in one line that names it and the cause, one
+    where the daemons could not write their logs, pid files, socket and job store."""
+    from drover.spool.own_directory import NotOurs, UnsafeDirectory, own_directory
+
+    try:  # never one a user made first, or a link: root would chmod, and trust, what it points to
+        own_directory(root, 0o711 if shared else 0o700, set_mode=shared)
+    except NotOurs as error:
+        raise DroverError(f"the state directory: {error}") from None
+    except (UnsafeDirectory, OSError) as error:
+        existing = root
+        while not os.path.lexists(existing) and existing != os.path.dirname(existing):
+            existing = os.path.dirname(existing)
+        if _read_only(existing):
+            raise _unwritable(root, OSError(errno.EROFS, os.strerror(errno.EROFS))) from None
+        raise DroverError(f"the state directory: {error}") from None
+    if _read_only(root):
+        raise _unwritable(root, OSError(errno.EROFS, os.strerror(errno.EROFS)))
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise _unwritable(root, OSError(errno.EACCES, os.strerror(errno.EACCES)))
+
+
+def _read_only(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _unwritable(root: str, error: OSError) -> DroverError:
+    if error.errno == errno.EROFS:
+        return DroverError(f"the state directory {root} is on a read-only filesystem: the cluster keeps its job "
+                           "store, logs, pid files and socket there; remount it read-write, or give a writable "
+                           "one with --state-dir or DROVER_STATE_DIR")
+    return DroverError(f"the state directory {root} cannot be written ({error.strerror or error}): the cluster keeps "
+                       "its job store, logs, pid files and socket there; make it writable by you, or give another "
+                       "with --state-dir or DROVER_STATE_DIR")
+
+
 def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[str] | None = None,
        shared: bool = False, service_user: pwd.struct_passwd | None = None) -> list[str]:
     """Start what is not running; wait until a node is up. Returns what was started, described.
     A shared cluster's state directory is traversable by all (its socket must be reachable), and
     its controller runs as `service_user` (the execd stays root)."""
-    from drover.spool.own_directory import UnsafeDirectory, own_directory
-
-    try:  # never one a user made first, or a link: root would chmod, and trust, what it points to
-        own_directory(paths.root, 0o711 if shared else 0o700, set_mode=shared)
-    except UnsafeDirectory as error:
-        raise DroverError(f"the state directory: {error}") from None
+    _writable_state_dir(paths.root, shared)
     started: list[str] = []
     spawned: list[tuple[subprocess.Popen[bytes], str]] = []  # (daemon, its pid file): ours to stop
     execd = None
@@ -125,20 +160,30 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
         read_config(paths.config_file)
     try:
         if not is_serving(paths):
-            controller = _spawn("controller", paths, paths.controller_log, paths.controller_pid, controller_args or [],
-                                service_user)
-            spawned.append((controller, paths.controller_pid))
+            controller: subprocess.Popen[bytes] | None = _spawn(
+                "controller", paths, paths.controller_log, controller_args or [], service_user)
+            assert controller is not None
+            spawned.append((controller, controller_pid_paths(paths)[1 if shared else 0]))
             who = f" as {service_user.pw_name}" if service_user else ""
-            started.append(f"controller{who} (pid {controller.pid}, log {paths.controller_log})")
+            line = f"controller{who} (pid {controller.pid}, log {paths.controller_log})"
             deadline = time.monotonic() + START_TIMEOUT_S
             while not is_serving(paths):
-                _check_alive("controller", controller, deadline, paths.controller_log)
+                if controller is not None and _lost_the_race(controller):
+                    controller = None  # another starter's controller runs: wait for it to serve
+                elif controller is not None:
+                    _check_alive("controller", controller, deadline, paths.controller_log)
+                elif time.monotonic() > deadline:
+                    raise Unavailable(f"no controller served {paths.socket} in {START_TIMEOUT_S:.0f}s; "
+                                      f"see {paths.controller_log}")
                 time.sleep(0.02)
+            if controller is not None and not _lost_the_race(controller):
+                started.append(line)
         if _read_pid(paths.execd_pid) is None:
-            execd = _spawn("execd", paths, paths.execd_log, paths.execd_pid, execd_args or [])
+            execd = _spawn("execd", paths, paths.execd_log, execd_args or [])
             spawned.append((execd, paths.execd_pid))
             started.append(f"execd (pid {execd.pid}, log {paths.execd_log})")
-        _wait_for_node(paths, execd)
+        if not _wait_for_node(paths, execd):
+            started = [line for line in started if not line.startswith("execd ")]
     except BaseException:
         # A start that failed halfway leaves nothing of its own running: a controller without
         # a node (or a node whose controller died) only makes the next `drover up` harder to read.
@@ -147,8 +192,24 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
     return started
 
 
+def controller_pid_paths(paths: Paths) -> tuple[str, str]:
+    """Where a controller writes its pid: in the state directory, or, for a shared cluster, in
+    the controller's own directory (it runs as the service user, who may not write the state
+    directory)."""
+    return paths.controller_pid, Paths(paths.controller_dir).controller_pid
+
+
+def _lost_the_race(process: subprocess.Popen[bytes]) -> bool:
+    """Whether the daemon exited because another one holds its pid file (another starter's, at
+    the same moment): then that one runs, and this start waits for it."""
+    from drover.pid_file import ALREADY_RUNNING
+
+    return process.poll() == ALREADY_RUNNING
+
+
 def _stop_spawned(spawned: list[tuple[subprocess.Popen[bytes], str]]) -> None:
-    """SIGTERM what this `up` started (newest first), SIGKILL what outlives the grace."""
+    """SIGTERM what this `up` started (newest first), SIGKILL what outlives the grace. A daemon
+    removes its own pid file as it stops; one killed leaves it, removed here if it names it."""
     for process, pid_path in reversed(spawned):
         if process.poll() is None:
             process.terminate()
@@ -157,8 +218,17 @@ def _stop_spawned(spawned: list[tuple[subprocess.Popen[bytes], str]]) -> None:
             except Exception:  # subprocess.TimeoutExpired: the module is imported lazily here
                 process.kill()
                 process.wait()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(pid_path)
+        if _pid_in(pid_path) == process.pid:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(pid_path)
+
+
+def _pid_in(path: str) -> int | None:
+    try:
+        with open(path) as file:
+            return int(file.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, log_path: str) -> None:
@@ -170,7 +240,9 @@ def _check_alive(name: str, process: subprocess.Popen[bytes], deadline: float, l
         raise DroverError(f"the {name} {what}; its log {log_path} ends:\n" + _log_tail(log_path))
 
 
-def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
+def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> bool:
+    """Wait until a node is up; whether it is the execd given (False: another starter's execd
+    took its place, or none was given)."""
     from drover.client.transport import Transport
 
     transport = Transport(paths.socket)
@@ -187,7 +259,9 @@ def _wait_for_node(paths: Paths, execd: subprocess.Popen[bytes] | None) -> None:
                     raise
                 nodes = []
             if any(node["state"] == "up" for node in nodes):
-                return
+                return execd is not None and execd.poll() is None
+            if execd is not None and _lost_the_race(execd):
+                execd = None  # another starter's execd runs: wait for its node
             if execd is not None:
                 _check_alive("execd", execd, deadline, paths.execd_log)
             elif time.monotonic() > deadline:
@@ -204,7 +278,8 @@ def down(paths: Paths, timeout_s: float = 15.0) -> list[str]:
     from drover.spool.process import is_alive, read_starttime
 
     stopped = []
-    for name, pid_path in (("execd", paths.execd_pid), ("controller", paths.controller_pid)):
+    daemons = [("execd", paths.execd_pid)] + [("controller", path) for path in controller_pid_paths(paths)]
+    for name, pid_path in daemons:
         pid = _read_pid(pid_path)
         if pid is None:
             continue

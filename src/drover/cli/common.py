@@ -21,16 +21,34 @@ class NotRegularFile(OSError):
     """A script path that names a FIFO, a device or a directory: refused at once, never waited on."""
 
 
-def read_regular_file(path: str) -> bytes:
+def read_regular_file(path: str, limit: int | None = None) -> bytes:
     """The whole of a regular file. Opened without blocking, so a FIFO with no writer is refused
     at once instead of hanging the command, and a device (/dev/zero) is never read forever."""
     import stat
 
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as file:
+    with open(fd, "rb") as file:  # a directory: IsADirectoryError, "Is a directory"
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegularFile(f"{path} is not a regular file")
-        return file.read()
+        return file.read() if limit is None else file.read(limit + 1)
+
+
+def read_regular(path: str, limit: int | None = None) -> tuple[bytes, int]:
+    """A regular file's bytes and permission bits, from one descriptor opened without blocking
+    (a FIFO or a device is refused before anything is read). `limit`: read at most one byte
+    more than that, enough for the caller to tell the file is too big without holding it all."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        status = os.fstat(fd)  # before the file object, which refuses a directory in words of its own
+        if not stat.S_ISREG(status.st_mode):
+            raise NotRegularFile(f"{path} is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as file:
+        return (file.read() if limit is None else file.read(limit + 1)), stat.S_IMODE(status.st_mode) & 0o777
 
 
 class _Formatter(argparse.HelpFormatter):

@@ -179,6 +179,8 @@ def pending_reason(job: JobInfo, nodes: Sequence[NodeInfo] | None = None, now: f
         "queue_limit": f"the next starts when one of queue {job.queue}'s running tasks ends; {move}",
         "user_limit": f"the next starts when one of its owner's running tasks in queue {job.queue} ends; {move}",
         "pe_slots": "it starts when running jobs of its parallel environment give slots back (drover pe show NAME)",
+        "planning_error": "the fault is the controller's, not the job's: an operator finds the error in the "
+                          "controller's log; the job is planned again on every pass",
     }
     return [said or reason, *([remedies[reason]] if reason in remedies else [])]
 

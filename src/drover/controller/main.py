@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from drover.cluster.setup import ControllerTls
     from drover.config_schema import ControllerSection
     from drover.controller.standing import Standing
+    from drover.pid_file import Claimed
     from drover.store.leadership import Leadership
     from drover.store.sql_store import SqlStore
 
@@ -74,14 +75,22 @@ def serve(argv: list[str]) -> int:
                     allow_root_jobs=section.allow_root_jobs, munge_socket=section.munge_socket)
     listen = _address(args.listen) if args.listen else None
     socket_path = args.socket or own.socket
+    # One controller a state directory: the one holding its pid file's lock, before it opens the
+    # store or binds the socket. Another started at the same moment exits, and its starter waits
+    # for this one (pid_file.py); the pid file never names a controller that gave up.
+    claimed = _claim(own.controller_pid, socket_path)
     # On PostgreSQL, other controllers may share the store: this one serves as the active one
     # only once it holds the leadership (controller/leadership.py), a standby until then. On
     # SQLite it is the only one, and active at once.
-    leadership = _leadership(url, listen, socket_path)
-    opened: list[SqlStore] = [] if leadership is not None else [_open_store(url, section.sqlite_synchronous)]
-    tls, tls_context = _tls(paths.root, section, listen is not None)
-    tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
-    sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
+    try:
+        leadership = _leadership(url, listen, socket_path)
+        opened: list[SqlStore] = [] if leadership is not None else [_open_store(url, section.sqlite_synchronous)]
+        tls, tls_context = _tls(paths.root, section, listen is not None)
+        tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
+        sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
+    except BaseException:
+        claimed.release()  # a controller that does not start leaves no pid file
+        raise
     limits = section.connections
     open_files = _raise_open_files_limit()
     admission = Admission(within_open_files(limits.max_connections, open_files), limits.reserved_connections,
@@ -138,6 +147,15 @@ def serve(argv: list[str]) -> int:
                 return
             opened.append(led)
         store = opened[0]
+        if section.store_check_s > 0:
+            from drover.controller import store_check
+
+            found = await store_check.first_check(url)
+            if not found.sound:
+                fatal.append(found.refusal())
+                shutdown()
+                await serving
+                return
 
         settings = Settings(
             kill_grace_s=kill_grace, files_dir=os.path.join(own.root, "files"),
@@ -172,6 +190,8 @@ def serve(argv: list[str]) -> int:
                      tls.cert, tls.ca, spaced(tls.fingerprint()))
         service.request_schedule()
         tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
+        if section.store_check_s > 0:
+            tasks.append(loop.create_task(store_check.watch(store, url, section.store_check_s)))
         if leadership is not None:
             from drover.controller.leadership import watch
             from drover.store.postgres import PostgresStore
@@ -206,6 +226,7 @@ def serve(argv: list[str]) -> int:
             os.unlink(socket_path)
         except FileNotFoundError:
             pass
+        claimed.release()
     if fatal:
         print(f"drover controller: {fatal[0]}", file=sys.stderr)
         return 1
@@ -213,6 +234,26 @@ def serve(argv: list[str]) -> int:
         print(f"drover controller: stopped, no longer the active controller: {lost[0]}", file=sys.stderr)
         return 1
     return 0
+
+
+def _claim(pid_path: str, socket_path: str) -> Claimed:
+    """This controller's pid file, locked for its life; an exit if another controller holds it."""
+    from drover.pid_file import ALREADY_RUNNING, claim
+    from drover.store.faults import read_only_directory
+
+    try:
+        claimed = claim(pid_path)
+    except OSError as error:
+        directory = read_only_directory(pid_path)
+        if directory is not None:
+            raise SystemExit(f"drover controller: its directory {directory} is on a read-only filesystem "
+                             f"(cannot write {pid_path}); remount it read-write, or give the cluster a state "
+                             "directory on a writable one") from None
+        raise SystemExit(f"drover controller: cannot write its pid file {pid_path}: {error.strerror or error}") from None
+    if claimed is None:
+        print(f"drover controller: a controller already serves {socket_path} (it holds {pid_path})", file=sys.stderr)
+        raise SystemExit(ALREADY_RUNNING)
+    return claimed
 
 
 def _leadership(url: str, listen: tuple[str, int] | None, socket_path: str) -> Leadership | None:

@@ -44,6 +44,7 @@ from drover.protocol.api import (
     TopList,
 )
 from drover.store.base import HistoryCursor, HistoryFilter, JobFilter, StoreReader
+from drover.store.faults import StoreFault
 
 MaySee = Callable[[str, int], None]  # (owner, job id): raises if the asker may not see the job
 READS_AT_ONCE = 4  # listings worked on at once; with 2 reading threads, one can wait ready
@@ -91,10 +92,18 @@ class Reads:
         """A job, live or ended, with its tasks and every attempt. A live one is read on the
         loop (its tasks change there); an ended one, which may have many, on a reading thread."""
         service = self._service
+        if job_id in service.in_doubt:
+            raise StoreFault(f"job {job_id} changed while the job store was away, and whether the change was kept "
+                             "is not known yet; ask again once the store answers")
         live = service.state.jobs.get(job_id)
         if live is not None:
             may_see(live.owner, job_id)
-            return views.job_info(service.state, live, with_tasks=True, store=service.store)
+            try:
+                return views.job_info(service.state, live, with_tasks=True, store=service.store)
+            except StoreFault:
+                # The store is away: the job as the working set has it (whole, or `ready_to_read`
+                # would have refused), with its tasks' attempts now; earlier attempts are the store's.
+                return views.job_info(service.state, live, with_tasks=True)
 
         def stored(reader: StoreReader) -> JobInfo | None:
             job = reader.load_job(job_id)
@@ -126,10 +135,11 @@ class Reads:
     def _live_candidates(self, query: JobFilter) -> list[int]:
         """Ids of the live jobs that pass the cheap checks (owner, name, cursor), newest first."""
         owner, name, before = query.owner, query.name, query.before
+        doubted = self._service.in_doubt  # changed while the store was away: left out until it is back
         ids = [
             job.id for job in self._service.state.jobs.values()
             if (owner is None or job.owner == owner) and (name is None or job.name == name)
-            and (before is None or job.id < before)
+            and (before is None or job.id < before) and job.id not in doubted
         ]
         ids.sort(reverse=True)
         return ids

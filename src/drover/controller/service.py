@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from drover.config_schema import (
@@ -70,7 +70,7 @@ from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.ids import job_of_attempt, parse_attempt_name, parse_job_ref
-from drover.core.job import Attempt
+from drover.core.job import Attempt, Job
 from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
@@ -189,6 +189,10 @@ class ControllerService:
         self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
         self._new_events = asyncio.Event()
         self._reload_due = False  # the working set is not whole: reloaded from the store before anything
+        # While a reload is due: whether memory is whole but for the jobs in doubt (changed, and
+        # maybe not committed), so that reads may be answered from it without them.
+        self._memory_intact = False
+        self._in_doubt: set[int] = set()
         self._report_handler = faults.report_handler(handle_report)
         self._exit_after_submit = faults.exit_after_submit
         # Reports a node sends once (started, suspended, exiting, progress) that the store could
@@ -331,21 +335,30 @@ class ControllerService:
             jobs |= outcome.changes.job_ids()
             if scope.nodes is None:
                 nodes |= set(outcome.changes.nodes)
+        intact = False  # whether memory is as it was, but for these jobs' uncommitted changes
         try:
             if self._restore(jobs, scope.next_job_id, nodes):
                 return True
             log.error("the working set contradicts itself after jobs %s were restored from the store",
                       sorted(jobs))
+        except StoreFault as error:
+            intact = True  # _restore reads everything before it changes anything
+            log.error("restoring jobs %s from the store failed: %s", sorted(jobs), error)
         except Exception:
             log.exception("restoring jobs %s from the store failed", sorted(jobs))
         log.error("reloading the working set from the store; every node is asked to say hello again")
         try:
             self.state = self._load()
         except Exception as error:
-            # The store is away (a restart of its server): what is in memory may lack the jobs
-            # being restored, so nothing is done or answered from it until the store gives the
-            # whole working set again (`ready`, tried before every handler and request).
+            # The store is away (a restart of its server): nothing is done from memory until the
+            # store gives the whole working set again (`ready`, tried before every handler and
+            # request). Reads are answered from memory meanwhile if it is whole but for the jobs
+            # whose changes may not be committed (`ready_to_read`): those are not shown.
             log.error("reloading the working set failed (%s); it is reloaded once the store answers", error)
+            self._memory_intact = intact and (self._memory_intact or not self._reload_due)
+            if scope.next_job_id is not None:
+                jobs |= set(range(scope.next_job_id, self.state.next_job_id))
+            self._in_doubt |= jobs
             self._reload_due = True
             return False
         self._reconnect_nodes()
@@ -357,20 +370,48 @@ class ControllerService:
         if not self._reload_due:
             return
         self.state = self._load()  # a StoreFault while the store is away
-        self._reload_due = False
+        self._reload_due, self._memory_intact, self._in_doubt = False, False, set()
         log.info("the working set is reloaded from the store; every node is asked to say hello again")
         self._reconnect_nodes()
         self.request_schedule()
 
+    def ready_to_read(self) -> None:
+        """Before a read: as `ready`, except that while the store is away a working set that is
+        whole but for the jobs in doubt is read from memory as it is (`in_doubt` says which
+        jobs a read leaves out: their last change may not have been committed)."""
+        try:
+            self.ready()
+        except StoreFault:
+            if not self._memory_intact:
+                raise
+
+    @property
+    def in_doubt(self) -> Set[int]:
+        """The jobs whose in-memory state may hold a change the store never took, while the
+        working set waits to be reloaded: reads leave them out until it is."""
+        return self._in_doubt if self._reload_due else frozenset()
+
     def _restore(self, job_ids: Iterable[int], next_job_id: int | None = None, nodes: Iterable[str] = ()) -> bool:
         """Put these jobs (and those added from `next_job_id` on) and nodes back as the store has
         them, and count again what each node holds; False if the working set still contradicts
-        itself afterwards (then only a full reload will do)."""
+        itself afterwards (then only a full reload will do). Everything is read from the store
+        before anything in memory changes: a store that fails meanwhile (a StoreFault) leaves the
+        working set as it was."""
         state = self.state
-        state.queues, state.queues_in_effect = self.store.load_queues(), None  # a handful: always as stored
+        queues = self.store.load_queues()  # a handful: always as stored
         ids = set(job_ids)
         if next_job_id is not None:
             ids.update(range(next_job_id, state.next_job_id))
+        loaded: dict[int, tuple[Job | None, dict[tuple[int, int], Attempt]]] = {}
+        for job_id in ids:
+            stored = self.store.load_job(job_id)
+            attempts: dict[tuple[int, int], Attempt] = {}
+            if stored is not None and stored.ended_at is None and any(task.attempt for task in stored.tasks.values()):
+                attempts = {(a.index, a.number): a for a in self.store.attempts_of(job_id)}
+            loaded[job_id] = (stored, attempts)
+        stored_nodes = self.store.load_nodes() if nodes else {}
+        state.queues, state.queues_in_effect = queues, None
+        if next_job_id is not None:
             state.next_job_id = next_job_id
         for job_id in ids:
             state.pending_reasons.pop(job_id, None)
@@ -381,19 +422,16 @@ class ControllerService:
                 attempt = state.attempts.pop((job_id, task.index, task.attempt), None)
                 if attempt is not None and attempt.pty_socket:
                     terminals[task.index, attempt.number] = attempt.pty_socket
-            stored = self.store.load_job(job_id)
+            stored, attempts = loaded[job_id]
             if stored is None or stored.ended_at is not None:
                 continue
             state.add_job(stored)
-            if any(task.attempt for task in stored.tasks.values()):
-                attempts = {(a.index, a.number): a for a in self.store.attempts_of(job_id)}
-                for task in stored.tasks.values():
-                    found = attempts.get((task.index, task.attempt)) if task.attempt else None
-                    if found is not None:
-                        found.pty_socket = terminals.get((task.index, task.attempt))
-                        state.attempts[job_id, task.index, task.attempt] = found
+            for task in stored.tasks.values():
+                found = attempts.get((task.index, task.attempt)) if task.attempt else None
+                if found is not None:
+                    found.pty_socket = terminals.get((task.index, task.attempt))
+                    state.attempts[job_id, task.index, task.attempt] = found
         if nodes:
-            stored_nodes = self.store.load_nodes()
             for name in nodes:
                 node, row = state.nodes.get(name), stored_nodes.get(name)
                 if row is None:

@@ -32,8 +32,9 @@ from drover.store.base import EndedJobRecord, HistoryRecord, Store
 def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: Store | None = None) -> JobInfo:
     reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
     info = job_summary(job, job.task_counts(), job_exit_status(job), reason)
-    if with_tasks and store is not None:
-        attempts = store.attempts_of(job.id)
+    if with_tasks:
+        # Without the store (it is away), the working set's attempts alone: those of the tasks now.
+        attempts = store.attempts_of(job.id) if store is not None else []
         latest = [attempt for attempt in state.attempts.values() if attempt.job_id == job.id]
         with_tasks_of(info, job, attempts + latest)  # the working set's, possibly not committed, last
     return info

@@ -50,14 +50,30 @@ class Node:
     def total(self) -> Resources:
         return Resources(self.cpus, self.memory_mib)
 
+    # A node's CPUs and memory may change under running work: its hello after a restart says
+    # what the host offers now (`drover up --cpus 8`, then `drover up` offering 2), while the
+    # attempts that still run keep what they were given, CPU ids beyond the new count included.
+    # What is free is then what the count leaves beyond all that is held, never less than none;
+    # what the running attempts hold beyond the count is `overdrawn`, and is paid back first as
+    # they end.
+
     @property
     def free(self) -> Resources:
         return Resources(
             max(self.cpus - len(self.used_cpu_ids), 0), max(self.memory_mib - self.used_memory_mib, 0)
         )
 
+    @property
+    def overdrawn(self) -> Resources:
+        return Resources(
+            max(len(self.used_cpu_ids) - self.cpus, 0), max(self.used_memory_mib - self.memory_mib, 0)
+        )
+
     def free_cpu_ids(self) -> frozenset[int]:
-        return frozenset(range(self.cpus)) - self.used_cpu_ids
+        """The CPU ids a new attempt may take: the lowest of the node's ids that no attempt holds,
+        as many as are free (when attempts hold ids beyond the count, fewer than are unheld)."""
+        unheld = sorted(set(range(self.cpus)) - self.used_cpu_ids)
+        return frozenset(unheld[:self.free.cpus])
 
     def free_devices(self) -> frozenset[Device]:
         return frozenset(self.devices) - self.used_devices

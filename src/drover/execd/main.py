@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from drover.execd.enforcement import Enforcer
     from drover.execd.forkserver import ForkServer
     from drover.execd.gres_inventory import NodeInventory
+    from drover.pid_file import Claimed
     from drover.records import NodeOptions
 
 
@@ -55,6 +56,29 @@ def serve(argv: list[str]) -> int:
     except ConfigError as error:
         raise SystemExit(f"drover execd: {error}") from None
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
+    claimed = _claim(paths.execd_pid)
+    try:
+        return _serve(args, paths, options)
+    finally:
+        claimed.release()
+
+
+def _claim(pid_path: str) -> Claimed:
+    """This execd's pid file, locked for its life: one execd a state directory (pid_file.py); an
+    exit if another holds it."""
+    from drover.pid_file import ALREADY_RUNNING, claim
+
+    try:
+        claimed = claim(pid_path)
+    except OSError as error:
+        raise SystemExit(f"drover execd: cannot write its pid file {pid_path}: {error.strerror or error}") from None
+    if claimed is None:
+        print(f"drover execd: an execd already runs for this state directory (it holds {pid_path})", file=sys.stderr)
+        raise SystemExit(ALREADY_RUNNING)
+    return claimed
+
+
+def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection) -> int:
     # A controller on another host: the node's TLS files are checked before anything starts.
     tls = node_tls(options) if options.controllers() and not args.socket else None
     inventory = node_inventory(options)  # before the fork server: nvidia-smi may run

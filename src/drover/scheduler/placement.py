@@ -72,6 +72,7 @@ class Room:
     running: int
     load: float
     releases: list[Release]
+    overdrawn: Resources = Resources()  # held by running tasks beyond `total`: paid back first
 
     @property
     def key(self) -> tuple[float, float, str]:
@@ -115,9 +116,14 @@ class Rooms:
         self.all: dict[str, Room] = {}
         for node in sorted(nodes, key=lambda view: view.name):
             if node.state.accepts_work:
+                # The free CPU ids and the free count are one: the ids the node has, as many as
+                # are free. A pass plans on that whatever the view says, so a node that changed
+                # under running work (fewer CPUs than they hold) never gives out what it has not.
+                cpu_ids = sorted(cpu for cpu in node.free_cpu_ids if 0 <= cpu < node.total.cpus)[:max(node.free.cpus, 0)]
+                free = Resources(len(cpu_ids), max(node.free.memory_mib, 0))
                 self.all[node.name] = Room(
-                    node.name, node.total, node.free, sorted(node.free_cpu_ids), node.devices,
-                    node.free_devices, node.features, node.running, node.load, list(node.releases))
+                    node.name, node.total, free, cpu_ids, node.devices, node.free_devices, node.features,
+                    node.running, node.load, list(node.releases), node.overdrawn)
         self._order = sorted((room for room in self.all.values() if room.free_cpu_ids), key=lambda room: room.key)
         self._keys = [room.key for room in self._order]
 
@@ -183,6 +189,7 @@ def reserve(job: int, need: Need, rooms: Rooms, allowed: frozenset[str] | None,
 
 def _when(room: Room, need: Need, now: float) -> tuple[float, Spare] | None:
     free = Resources(len(room.free_cpu_ids), room.free.memory_mib)
+    owed = room.overdrawn
     devices = room.free_devices
     running = room.running
     at = now
@@ -191,7 +198,11 @@ def _when(room: Room, need: Need, now: float) -> tuple[float, Spare] | None:
             break
         if release.at == math.inf:
             return None
-        free, devices, running, at = free + release.resources, devices | release.devices, running - 1, max(release.at, now)
+        # What the node holds beyond its count comes back first, to nothing.
+        paid = Resources(min(owed.cpus, release.resources.cpus), min(owed.memory_mib, release.resources.memory_mib))
+        owed = owed - paid
+        free = free + release.resources - paid
+        devices, running, at = devices | release.devices, running - 1, max(release.at, now)
     if not _fits_then(need, free, devices, running, room.total):
         return None
     if need.exclusive:

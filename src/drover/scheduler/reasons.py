@@ -23,6 +23,7 @@ class PendingReason(StrEnum):
     QUEUE_LIMIT = "queue_limit"  # its queue runs as many tasks as its max_running allows
     USER_LIMIT = "user_limit"  # its owner runs as many tasks in the queue as max_running_per_user allows
     PE_SLOTS = "pe_slots"  # its parallel environment has not enough slots free
+    PLANNING_ERROR = "planning_error"  # the controller failed to plan it (its fault): planned again next pass
 
     @property
     def explanation(self) -> str:
@@ -46,6 +47,8 @@ _EXPLANATIONS = {
     PendingReason.QUEUE_LIMIT: "its queue runs as many tasks as it allows at once",
     PendingReason.USER_LIMIT: "its owner runs as many tasks in its queue as it allows one user",
     PendingReason.PE_SLOTS: "waiting for slots of its parallel environment to be given back",
+    PendingReason.PLANNING_ERROR: "the controller could not plan it (its log says why); it stays pending and is "
+                                  "planned again",
 }
 
 

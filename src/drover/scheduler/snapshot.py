@@ -29,6 +29,9 @@ class NodeView:
     features: frozenset[str] = frozenset()  # what --constraint matches
     running: int = 0  # tasks holding room there (an --exclusive task needs a node with none)
     load: float = 0.0  # its load average, from its heartbeats: breaks ties between equally used nodes
+    # What the running tasks hold beyond `total` (the node came back with fewer CPUs or less
+    # memory than they were given): the first of `releases` pay it back before anything is free.
+    overdrawn: Resources = Resources()
 
 
 @dataclass(frozen=True, slots=True)

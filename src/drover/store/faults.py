@@ -40,9 +40,31 @@ def fault(path: str, error: sqlite3.Error) -> StoreFault:
     name = getattr(error, "sqlite_errorname", "") or ""
     primary = "_".join(name.split("_")[:2])
     cause, step = CAUSES.get(primary, (str(error), "see the controller's log"))
+    if primary in ON_A_READ_ONLY_FILESYSTEM:
+        directory = read_only_directory(path)
+        if directory is not None:
+            cause = f"it is on a read-only filesystem ({directory})"
+            step = "remount that filesystem read-write, or give the cluster a state directory on a writable one"
     if cause == str(error):
         return StoreFault(f"the job store {path} failed: {error}; {step}")
     return StoreFault(f"the job store {path} cannot be used: {cause} ({error}); {step}")
+
+
+# What SQLite says when the file or its directory is on a filesystem mounted read-only: it cannot
+# create the file (CANTOPEN), its journal (READONLY, IOERR) or may not write (PERM). The cause an
+# operator needs is the mount, which SQLite does not name.
+ON_A_READ_ONLY_FILESYSTEM = {"SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_IOERR"}
+
+
+def read_only_directory(path: str) -> str | None:
+    """The directory of the file at `path` if the filesystem it is on is mounted read-only."""
+    import os
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        return directory if os.statvfs(directory).f_flag & os.ST_RDONLY else None
+    except OSError:
+        return None
 
 
 # Failures after which SQLite keeps refusing on the same connection even once the cause is gone

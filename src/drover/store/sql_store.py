@@ -80,6 +80,9 @@ class SqlStore:
     path: str  # what failures name: the file, or the server's URL without its password
     needs_reopen: bool
     schema_version: int
+    # Set while an integrity check (store/integrity.py) finds the store damaged: what every write
+    # is refused with, so that nothing more is written over damage and nothing is acknowledged.
+    damaged: str | None = None
 
     def __init__(self) -> None:
         self._last_seq = self._newest_seq()
@@ -118,6 +121,8 @@ class SqlStore:
         `batched`: its statements are sent together (`_batched`), for a body that reads no
         row count (a batched statement's result comes only when the batch is sent); a
         statement's failure may then show only at the end, which the rollback covers too."""
+        if self.damaged is not None:
+            raise StoreFault(self.damaged)
         try:
             with self._batched() if batched else contextlib.nullcontext():
                 self.db.execute(self.dialect.begin_write)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.personal import drover_in, state_dir_for_test
+from tests.helpers.personal import drover_in, env_for, state_dir_for_test
 
 
 @pytest.fixture
@@ -66,3 +70,86 @@ def test_an_execd_that_cannot_start_takes_down_the_controller_this_up_started(st
     assert not (state_dir / "api.sock").exists()
     status = drover_in(state_dir, "status")
     assert status.returncode == 2 and "drover up" in status.stderr
+
+
+def _in_a_read_only_mount(read_only: Path, state_dir: Path, *commands: list[str]
+                          ) -> list[subprocess.CompletedProcess[str]]:
+    """Run each command (with `state_dir` as the state directory) with `read_only` bind-mounted
+    read-only over itself, in a mount namespace of its own: the mount ends with the namespace,
+    and the directory itself stays writable."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a read-only bind mount needs root and unshare(1) (chmod does not stop root)")
+    results = []
+    for command in commands:
+        script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+        results.append(subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                                       str(read_only), *command], capture_output=True, text=True, timeout=60,
+                                      env=env_for(state_dir), cwd="/"))
+    return results
+
+
+def test_up_on_a_read_only_state_directory_names_it_and_the_cause(state_dir: Path) -> None:
+    drover = [sys.executable, "-m", "drover"]
+    up, submit, controller = _in_a_read_only_mount(
+        state_dir, state_dir, [*drover, "up"], [*drover, "submit", "--", "true"],
+        [*drover, "controller", "--state-dir", str(state_dir)])
+    for result in (up, submit):
+        assert result.returncode == 1, result
+        assert f"the state directory {state_dir} is on a read-only filesystem" in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    # The controller started on its own says so too.
+    assert controller.returncode == 1, controller
+    assert f"its directory {state_dir} is on a read-only filesystem" in controller.stderr, controller.stderr
+    assert "Traceback" not in controller.stderr
+    assert list(state_dir.iterdir()) == []  # nothing was made, and nothing is left running
+
+
+def test_a_store_on_a_read_only_filesystem_is_named_so(state_dir: Path) -> None:
+    """The state directory is writable, the store's directory is not: the controller's one line
+    names the store, the read-only filesystem and its directory."""
+    stores = state_dir / "stores"
+    stores.mkdir()
+    (state_dir / "drover.toml").write_text(f'[store]\nurl = "sqlite://{stores}/drover.db"\n')
+    (controller,) = _in_a_read_only_mount(stores, state_dir,
+                                          [sys.executable, "-m", "drover", "controller", "--state-dir", str(state_dir)])
+    assert controller.returncode == 1, controller
+    assert (f"the job store {stores / 'drover.db'} cannot be used: it is on a read-only filesystem ({stores})"
+            in controller.stderr), controller.stderr
+    assert "Traceback" not in controller.stderr and not (state_dir / "controller.pid").exists()
+
+
+def _daemons_of(state_dir: Path) -> list[int]:
+    """The processes whose command line names this state directory (only this test's daemons)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                words = (Path("/proc") / entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(state_dir).encode() in words and b"drover" in b" ".join(words):
+                found.append(int(entry))
+    return found
+
+
+def test_two_starters_at_once_leave_one_cluster_that_down_stops_whole() -> None:
+    """`drover up` and a `drover submit` that starts the cluster, at the same moment, several
+    times: both succeed, the pid files name the daemons that run, and `drover down` leaves
+    nothing of the cluster running."""
+    for _ in range(4):
+        with contextlib.contextmanager(state_dir_for_test)() as state_dir:
+            starters = [subprocess.Popen([sys.executable, "-m", "drover", *argv], env=env_for(state_dir),
+                                         cwd=state_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                        for argv in (["up"], ["submit", "--", "true"])]
+            results = [starter.communicate(timeout=60) for starter in starters]
+            assert [starter.returncode for starter in starters] == [0, 0], results
+            running = sorted(_daemons_of(state_dir))
+            named = sorted(int((state_dir / name).read_text()) for name in ("controller.pid", "execd.pid"))
+            try:
+                assert running == named, (running, named, results)
+                stopped = drover_in(state_dir, "down")
+                assert stopped.returncode == 0, stopped
+                assert _daemons_of(state_dir) == []
+            finally:
+                for pid in _daemons_of(state_dir):  # this test's own daemons, if any outlived `down`
+                    os.kill(pid, 9)

@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,3 +149,75 @@ def test_a_store_corrupted_under_a_running_controller_is_named_and_nothing_befor
     after = cluster.submit("--", "true")
     wait_until(lambda: state(cluster, after) == "completed", describe="a job once the store is restored")
     assert sorted(job["id"] for job in cluster.drover_json("status", "--all")) == [before, after]
+
+
+def _damage_a_page_of(database: Path, table: str) -> tuple[int, bytes]:
+    """Write garbage over the first page of `table` in the file, as a stray write or a failing
+    disk would (the WAL checkpointed first, so the file holds the page); (offset, what was there)."""
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    offset = (root - 1) * page_size
+    with open(database, "r+b") as file:
+        file.seek(offset)
+        before = file.read(page_size)
+        file.seek(offset)
+        file.write(b"\xa5" * page_size)
+    return offset, before
+
+
+def _restore(database: Path, offset: int, page: bytes) -> None:
+    with open(database, "r+b") as file:
+        file.seek(offset)
+        file.write(page)
+
+
+def test_store_check_finds_a_damaged_page_of_a_table_and_says_so(tmp_path: Path) -> None:
+    from drover.store.sqlite import SqliteStore
+
+    database = tmp_path / "drover.db"
+    SqliteStore(str(database)).close()
+    checked = subprocess.run([sys.executable, "-m", "drover", "store", "check", "--url", f"sqlite://{database}"],
+                             capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0 and "integrity: PRAGMA integrity_check: ok" in checked.stdout, checked
+    offset, page = _damage_a_page_of(database, "jobs")
+    damaged = subprocess.run([sys.executable, "-m", "drover", "store", "check", "--url", f"sqlite://{database}"],
+                             capture_output=True, text=True, timeout=60)
+    assert damaged.returncode == 3, damaged
+    assert "integrity: PRAGMA integrity_check found damage: " in damaged.stdout, damaged.stdout
+    assert f"the job store {database} cannot be used: it is corrupt" in damaged.stderr, damaged.stderr
+    assert "Traceback" not in damaged.stderr
+    _restore(database, offset, page)
+    assert subprocess.run([sys.executable, "-m", "drover", "store", "check", "--url", f"sqlite://{database}"],
+                          capture_output=True, text=True, timeout=60).returncode == 0
+
+
+@pytest.fixture
+def checked_often(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    from tests.helpers.cluster import serve
+
+    yield from serve(request, LocalCluster(config_toml="[controller]\nstore_check_s = 0.2\n"))
+
+
+def test_a_running_controller_notices_a_damaged_page_on_its_schedule_and_refuses_writes(
+        checked_often: LocalCluster) -> None:
+    cluster = checked_often
+    before = cluster.submit("--", "true")
+    wait_until(lambda: state(cluster, before) == "completed", describe="a job before")
+    database = cluster.state_dir / "drover.db"
+    offset, page = _damage_a_page_of(database, "jobs")
+    try:
+        wait_until(lambda: "every write is refused" in (cluster.state_dir / "controller.log").read_text(),
+                   describe="the controller's check to find the damage")
+        refused = cluster.drover("submit", "--", "true", check=False)
+        assert refused.returncode == 2, refused
+        assert f"the job store {database} cannot be used: it is corrupt (PRAGMA quick_check found damage" \
+            in refused.stderr, refused.stderr
+        assert [node["state"] for node in cluster.drover_json("nodes")] == ["up"]  # reads from memory go on
+    finally:
+        _restore(database, offset, page)  # restored from a backup
+    wait_until(lambda: "is sound again" in (cluster.state_dir / "controller.log").read_text(),
+               describe="the controller's check to find it sound again")
+    after = cluster.submit("--", "true")
+    wait_until(lambda: state(cluster, after) == "completed", describe="a job once the store is restored")

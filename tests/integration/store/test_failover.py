@@ -257,3 +257,38 @@ def test_the_store_restarted_under_load_loses_nothing(request: pytest.FixtureReq
                 assert process.returncode == 1 and "no longer the active controller" in cluster.log(name)
                 cluster.processes.pop(name)
         cluster.kill("node", signal.SIGTERM)
+
+
+def test_reads_are_answered_from_memory_while_the_store_restarts(request: pytest.FixtureRequest,
+                                                                 own_server: PrivateServer) -> None:
+    """1. Jobs run, one waits held. 2. The server stops: `drover status`, `show` and `nodes` are
+    answered from the active controller's memory, as they were; a submission is refused (exit 2,
+    naming PostgreSQL). 3. It starts again: the jobs go on."""
+    url = own_server.url(own_server.create_database())
+    with _cluster(request, url) as cluster:
+        flag = cluster.root / "go"
+        jobs = [cluster.submit("--", "sh", "-c", f"while [ ! -e {flag} ]; do sleep 0.05; done") for _ in range(2)]
+        held = cluster.submit("--hold", "--", "true")
+        wait_until(lambda: running(cluster, jobs), describe="the jobs running")
+        before = {job: cluster.json("show", str(job))["state"] for job in [*jobs, held]}
+        own_server.pause()
+        try:
+            first = cluster.drover("show", "--json", str(jobs[0]), check=False, timeout=30)
+            assert first.returncode == 0 and json.loads(first.stdout)["state"] == "running", first.stderr
+            refused = cluster.drover("submit", "--", "true", check=False, timeout=90)
+            assert refused.returncode == 2 and "PostgreSQL" in refused.stderr, refused.stderr
+            # The refused submission's job is not shown: it was never acknowledged.
+            status = cluster.drover("status", "--json", check=False, timeout=30)
+            assert status.returncode == 0, status.stderr
+            assert {job["id"]: job["state"] for job in json.loads(status.stdout)} == before
+            for job in [*jobs, held]:
+                shown = cluster.drover("show", "--json", str(job), check=False, timeout=30)
+                assert shown.returncode == 0, shown.stderr
+                assert json.loads(shown.stdout)["state"] == before[job]
+            nodes = cluster.drover("nodes", "--json", check=False, timeout=30)
+            assert nodes.returncode == 0 and [n["state"] for n in json.loads(nodes.stdout)] == ["up"], nodes.stderr
+        finally:
+            own_server.resume()
+        flag.touch()
+        cluster.drover("release", str(held), timeout=90)
+        cluster.drover("wait", *map(str, [*jobs, held]), timeout=90)

@@ -336,17 +336,17 @@ def test_a_frame_whose_handling_raises_is_put_back_and_the_other_frames_and_the_
 
 def test_a_job_the_pass_sets_aside_after_its_reports_of_the_same_turn_puts_the_group_back_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """The pass gives the CPU an array's report freed to another job, and raises on the array:
-    restored alone as the store has it, the array would hold that CPU again. The group is put
-    back whole, its report committed on its own, then the pass runs again."""
-    real_plan, poisoned = dispatch.plan, set[int]()
+    """The pass gives the CPU an array's report freed to its next task, and raises starting it:
+    restored alone as the store has it, the array would not have had its report. The group is
+    put back whole, its report committed on its own, then the pass runs again."""
+    real_order, poisoned = dispatch.start_order, set[int]()
 
-    def plan(work: Any, nodes: Any, now: float, *policy: Any, **options: Any) -> Any:
-        if any(item.job in poisoned for item in work):
-            raise ZeroDivisionError("a planner bug")
-        return real_plan(work, nodes, now, *policy, **options)
+    def start_order(job: Any, *args: Any, **options: Any) -> Any:
+        if job.id in poisoned:
+            raise ZeroDivisionError("a bug in starting it")
+        return real_order(job, *args, **options)
 
-    monkeypatch.setattr(dispatch, "plan", plan)
+    monkeypatch.setattr(dispatch, "start_order", start_order)
 
     async def body(cluster: Cluster) -> None:
         service = cluster.service
@@ -364,11 +364,11 @@ def test_a_job_the_pass_sets_aside_after_its_reports_of_the_same_turn_puts_the_g
         node, attempt = starts[0]
         service.node_messages(node, [Exited(attempt, dict(OK))])
         await cluster.turn()
-        assert cluster.commits() == [{array}, {other}, {array}]  # the report, the pass, the array's failure
+        assert cluster.commits() == [{array}, {array}, {other}]  # the report, the array's failure, the pass
         assert cluster.state_of(other) == "dispatched" and cluster.state_of(array) == "failed"
         assert [name for m in cluster.sockets[node].messages if isinstance(m, Ack) for name in m.attempts] == [attempt]
         stored = cluster.store.load_job(array)
-        assert stored is not None and "while planning it: ZeroDivisionError" in (stored.end_reason or "")
+        assert stored is not None and "while starting task" in (stored.end_reason or "")
         assert stored.tasks[int(attempt.split(".")[1])].state is JobState.COMPLETED  # its report counted
         cluster.check()
 

@@ -334,8 +334,11 @@ def test_a_start_that_cannot_be_ordered_fails_its_job_and_the_others_start(tmp_p
     no_reload(caplog)
 
 
-def test_a_job_the_planner_raises_on_is_found_and_failed_and_the_others_are_planned(
+def test_a_job_the_planner_raises_on_stays_pending_with_its_reason_and_the_others_are_planned(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A planning error is the controller's fault, not the job's: the job is neither failed nor
+    changed, it says why it waits, the log has the traceback, and it starts once the planner can
+    plan it."""
     real_plan = dispatch.plan
     poisoned: set[int] = set()
 
@@ -351,12 +354,21 @@ def test_a_job_the_planner_raises_on_is_found_and_failed_and_the_others_are_plan
         poisoned.add(bad)
         await cluster.release(bad, good)
         assert [order.config["job_id"] for order in cluster.sent(StartAttempt)] == [good]
-        assert "while planning it: ZeroDivisionError: a planner bug" in (cluster.stored(bad).end_reason or "")
+        held = cluster.service.state.jobs[bad]
+        assert not held.tasks and held.fresh_state is JobState.PENDING and cluster.stored(bad).end_reason is None
+        assert "internal_error" not in cluster.event_kinds(bad)
+        waiting = cluster.service.state.pending_reasons[bad]
+        assert waiting.value == "planning_error" and "ZeroDivisionError: a planner bug" in waiting.explanation
+        cluster.check()
+        poisoned.clear()
+        await cluster.submit(1)  # a change: the planner runs again
+        assert bad in [order.config["job_id"] for order in cluster.sent(StartAttempt)]
         cluster.check()
 
     with caplog.at_level(logging.INFO):
         run(tmp_path, body)
     no_reload(caplog)
+    assert "planning job 1 failed; it stays pending" in caplog.text and "Traceback" in caplog.text
 
 
 def test_a_job_that_fails_the_lost_node_check_is_failed_and_the_others_are_lost_as_usual(

@@ -180,7 +180,7 @@ def _start_execd(paths: Paths, node: str) -> str:
     from drover.cli.cluster import _check_alive, _spawn
 
     offset = os.path.getsize(paths.execd_log) if os.path.exists(paths.execd_log) else 0
-    execd = _spawn("execd", paths, paths.execd_log, paths.execd_pid, [])
+    execd = _spawn("execd", paths, paths.execd_log, [])
     deadline = time.monotonic() + START_TIMEOUT_S
     welcomed = f"joined the cluster as node {node}"
     while True:

@@ -16,8 +16,9 @@ def run(command: str, argv: list[str]) -> int:
                         "(SQLite to PostgreSQL, or back).")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     migrate = actions.add_parser("migrate", help="bring the store's schema to this Drover's version")
-    check = actions.add_parser("check", help="the schema version and what the store holds; exit 1 if the schema "
-                                             "is behind, 2 if the store cannot be reached")
+    check = actions.add_parser("check", help="the schema version, what the store holds, and whether its pages are "
+                                             "sound; exit 1 if the schema is behind, 2 if the store cannot be "
+                                             "reached, 3 if it is damaged")
     for sub in (migrate, check):
         sub.add_argument("--url", help="the store: sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE "
                                        "(default: the cluster's)")
@@ -45,14 +46,27 @@ def run(command: str, argv: list[str]) -> int:
             print(f"schema version {after}" + (f" (was {before})" if before != after else ", already current"))
         return 0
     status = admin.check(url)
+    found = status.integrity
     if args.json:
         print_json({"store": status.where, "version": status.version, "newest": status.newest,
-                    "current": status.is_current, "counts": status.counts})
+                    "current": status.is_current, "counts": status.counts,
+                    "integrity": {"method": found.method, "sound": found.sound, "problems": list(found.problems),
+                                  "skipped": found.skipped}})
     else:
-        state = "current" if status.is_current else f"behind: this Drover's is {status.newest}; run `drover store migrate`"
-        print(f"{status.where}: schema version {status.version} ({state})")
+        if status.version is None:
+            print(f"{status.where}: its schema version cannot be read: {status.unreadable}")
+        else:
+            state = ("current" if status.is_current
+                     else f"behind: this Drover's is {status.newest}; run `drover store migrate`")
+            print(f"{status.where}: schema version {status.version} ({state})")
         for table, count in status.counts.items():
             print(f"  {table:<9} {count:>12,}")
+        print(f"integrity: {found.describe()}")
+    if not found.sound:
+        import sys
+
+        print(f"drover store check: {found.refusal()}", file=sys.stderr)
+        return 3
     return 0 if status.is_current else 1
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from drover.cli.common import NotRegularFile, parser, read_regular_file
+from drover.cli.common import NotRegularFile, parser, read_regular, read_regular_file
 from drover.core.errors import BadRequest
 
 TYPE_CHECKING = False
@@ -418,9 +418,10 @@ def staged_files(paths: list[str]) -> list[StagedFileRequest]:
     total = 0
     for path in paths:
         try:
-            with open(path, "rb") as file:
-                data = file.read()
-            mode = os.stat(path).st_mode & 0o777
+            # At most a byte past what the limit leaves: a huge file is refused without being held.
+            data, mode = read_regular(path, Limits.max_stage_in_bytes - total)
+        except NotRegularFile as error:
+            raise BadRequest(f"--stage-in: {error}; stage in regular files only") from None
         except OSError as error:
             raise BadRequest(f"--stage-in: cannot read {path}: {error.strerror}") from None
         total += len(data)

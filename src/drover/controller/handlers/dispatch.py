@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
+import logging
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
 from drover.config_schema import (
@@ -29,6 +30,7 @@ from drover.core.dependencies import Verdict
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics
 from drover.core.job import Attempt, Job, JobPayload, Task
 from drover.core.job_state import JobState, Trigger
+from drover.core.node import Node
 from drover.core.patterns import expand
 from drover.core.queues import DEFAULT, Queue
 from drover.core.resources import Resources
@@ -36,7 +38,7 @@ from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
 from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.priority import Policy, Weights
-from drover.scheduler.reasons import Waiting
+from drover.scheduler.reasons import PendingReason, Waiting
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, QueueView, Release
 from drover.store.base import Store
 from drover.store.faults import StoreFault
@@ -59,13 +61,16 @@ class OrderOptions:
     checkpoints: Mapping[str, CheckpointEnvironment] = field(default_factory=dict)  # [checkpoints.NAME]
 
 
+log = logging.getLogger("drover.controller")
+
 NO_QUEUE_METHODS = QueueSection()  # "default" and any queue drover.toml does not name
 
 
 def schedule(state: ControllerState, now: float, store: Store, orders: OrderOptions) -> Outcome:
     """Plan, then start what the plan starts, job by job. An exception while reading one job's
-    pending work, planning it or starting one of its tasks sets that job aside (Outcome.fault:
-    the shell fails it, with the reason); the other jobs are planned and started all the same.
+    pending work or starting one of its tasks sets that job aside (Outcome.fault: the shell
+    fails it, with the reason); one while planning it leaves it pending (_plan). The other jobs
+    are planned and started all the same.
     A fault of the store itself (StoreFault) is no job's: it ends the pass, before any change."""
     outcome = Outcome()
     for node in state.nodes.values():  # a draining node whose last attempt ended meanwhile
@@ -83,14 +88,10 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         return outcome
     full = full or len(cache.items) <= QUICK_ABOVE or now - cache.last_full >= orders.scheduler.full_pass_s
     policy, releases = _policy(state, now, orders)
-    nodes = [
-        NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases.get(node.name, ())),
-                 node.devices, node.free_devices(), node.features, node.running, node.load or 0.0)
-        for node in state.nodes.values()
-    ]
+    nodes = [node_view(node, releases.get(node.name, ())) for node in state.nodes.values()]
     presorted = policy.weights.plain
     work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
-    decided = _plan(outcome, work, nodes, now, policy, _free_licenses(state, orders),
+    decided = _plan(work, nodes, now, policy, _free_licenses(state, orders),
                     planner_views(state, orders.queues, now), quick=not full, presorted=presorted,
                     pe_slots=parallel_envs.free_slots(state, orders.parallel_environments))
     _record_reasons(state, decided, work, now, orders)
@@ -110,6 +111,14 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
             failed.add(start.job)
             outcome.fault(start.job, error, f"starting task {start.job}.{start.index} on node {start.node}")
     return outcome
+
+
+def node_view(node: Node, releases: Sequence[Release] = ()) -> NodeView:
+    """A node as the planner sees it: what is really free there, even while the running attempts
+    hold more than the node now has (core/node.py)."""
+    return NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases),
+                    node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
+                    node.overdrawn)
 
 
 QUICK_ABOVE = 1000  # waiting jobs: above this many, an event's pass is the quick one (between full passes)
@@ -251,28 +260,36 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
     return Policy(weights, usage, dict(config.shares), top, config.backfill), held
 
 
-def _plan(outcome: Outcome, work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
+def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
           licenses: Mapping[str, int], queues: Mapping[str, QueueView], quick: bool = False,
           presorted: bool = False, pe_slots: Mapping[str, int] | None = None) -> Plan:
-    """The planner's decisions. It is pure, so an exception from it comes of what some job asks:
-    then each job is planned alone to find which, those are set aside, and the others are
-    planned again (in a full pass). An exception no one job causes alone is raised (the pass
-    starts nothing)."""
+    """The planner's decisions. An exception from it is the controller's fault, never a job's:
+    each job is then planned alone to find which the planner cannot plan; those stay pending,
+    untouched, with the reason PLANNING_ERROR, the error is logged with its traceback, and the
+    others are planned again (in a full pass). An exception no one job causes alone is raised
+    (the pass starts nothing, and the jobs stay as they are)."""
     try:
         return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted, pe_slots=pe_slots)
     except Exception as error:
         failure = error
     kept = []
+    unplanned: dict[int, PendingReason] = {}
+    details: dict[int, str] = {}
     for item in work:
         try:
             plan([item], nodes, now, policy, licenses, queues, pe_slots=pe_slots)
         except Exception as error:
-            outcome.fault(item.job, error, "planning it")
+            log.exception("planning job %d failed; it stays pending and is planned again on the next pass", item.job)
+            unplanned[item.job] = PendingReason.PLANNING_ERROR
+            details[item.job] = f"the controller could not plan it ({type(error).__name__}: {error}); " \
+                                "it stays pending and is planned again"
         else:
             kept.append(item)
-    if len(kept) == len(work):
+    if not unplanned:
         raise failure
-    return plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots) if kept else Plan()
+    decided = plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots) if kept else Plan()
+    return replace(decided, pending_reasons={**decided.pending_reasons, **unplanned},
+                   details={**decided.details, **details})
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions,
