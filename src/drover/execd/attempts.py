@@ -163,7 +163,7 @@ class Attempts:
             return unknown  # nothing runs: the order asked for commands this node does not give
         identity, refusal = self.identities.for_job(order.config["owner"])
         config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
-        config.update(self.site.filled(order.config))  # type: ignore[typeddict-item]  # keys of AttemptOrder
+        self.site.fill(config)  # type: ignore[arg-type]  # the site's commands: this node's drover.toml's
         if not config["workdir"]:
             # The job runs in a scratch directory of its own (its submitter's files are not
             # here); its output goes back through the controller.

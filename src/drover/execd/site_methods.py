@@ -19,7 +19,7 @@ queue set` may choose a signal or NONE, never a command).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,8 +91,9 @@ class SiteMethods:
 
     def filled(self, order: AttemptOrder) -> dict[str, Any]:
         """The keys of the attempt's config that carry the site's commands, from this node's
-        drover.toml (call after `refusal` said None). The order's queue method overrides are
-        signals or NONE: a signal stays; NONE leaves the queue's method out."""
+        drover.toml (call after `refusal` said None); None: the key is left out. The order's
+        queue method overrides are signals or NONE: a signal stays; NONE leaves the queue's
+        method out."""
         queue = self.queues.get(order["queue"])
         own: dict[str, Any] = {"queue_prolog": queue.prolog if queue else None,
                                "queue_epilog": queue.epilog if queue else None}
@@ -119,6 +120,15 @@ class SiteMethods:
         for digested in order.get("site_methods", {}).items():
             self._compare(order, *digested, own)
         return own
+
+    def fill(self, config: MutableMapping[str, Any]) -> None:
+        """Put this node's commands into an attempt's config made from its order (`filled`):
+        a key without one is left out, as the shepherd's records want it."""
+        for key, value in self.filled(config).items():  # type: ignore[arg-type]  # the order's keys are there
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
 
     def _own(self, order: AttemptOrder, key: str) -> str | None:
         """This node's command (or signal) for an order key of `site_methods`."""

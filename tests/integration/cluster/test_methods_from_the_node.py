@@ -68,6 +68,7 @@ epilog = "true"
 [parallel_environments.evil]
 slots = 8
 start_proc_args = "root@id -u > {evidence}/node_pe_start"
+stop_proc_args = "true"
 
 [environments.evil]
 setup = "{evidence}/node-setup.sh"

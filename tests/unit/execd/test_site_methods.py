@@ -152,3 +152,18 @@ def test_on_one_host_the_same_drover_toml_runs_as_before(tmp_path: Path) -> None
     assert node.refusal(made) is None
     filled = node.filled(made)
     assert filled["queue_prolog"] == "/opt/site/prolog" and filled["pe_start"] == "/p"
+
+
+def test_the_filled_config_reads_back_as_the_shepherds_record(tmp_path: Path) -> None:
+    """What the node writes is read back typed (execd/attempt_records.py): a method the node
+    does not have is left out, never written as null; NONE is taken out."""
+    import msgspec
+
+    toml = OrderOptions(1.0, queues={"default": QueueSection(prolog="/p", suspend_method="SIGUSR1")})
+    made = order(tmp_path, toml, _record=QueueRecord("default", settings={"resume_method": "NONE"}))
+    config: dict[str, object] = dict(made)
+    SiteMethods(str(NODE), queues=toml.queues).fill(config)
+    back = msgspec.json.decode(msgspec.json.encode(config), type=AttemptOrder)
+    assert back.get("queue_prolog") == "/p" and back.get("queue_suspend_method") == "SIGUSR1"
+    assert "queue_resume_method" not in back and "queue_terminate_method" not in back
+    assert "queue_starter_method" not in back and "pe_start" not in back
