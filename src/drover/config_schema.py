@@ -288,7 +288,9 @@ def check_starter_method(command: str | None) -> None:
 
 
 class QueueSection(Section, frozen=True):
-    """[queues.NAME]: a queue jobs may name with --queue, and its methods ("default" always exists)."""
+    """[queues.NAME]: a queue jobs may name with --queue, and its methods ("default" always exists).
+    Each node runs the commands (prolog, epilog, starter and the other methods) of its own
+    drover.toml, never the controller's: on a joined node, set them in that node's."""
 
     prolog: Annotated[str | None, about("run as root before each job of the queue, after the node's prolog")] = None
     epilog: Annotated[str | None, about("run as root after each job of the queue, before the node's epilog")] = None
@@ -408,7 +410,8 @@ class StoreSection(Section, frozen=True):
 
 class EnvironmentSection(Section, frozen=True):
     """[environments.NAME]: a named environment jobs ask for with `drover submit --environment NAME`
-    (Altair Accelerator's environments: "switch environment, its .pre scripts"; docs/environments.md)."""
+    (Altair Accelerator's environments: "switch environment, its .pre scripts"; docs/environments.md).
+    A node runs the scripts its own drover.toml names: on a joined node, define it in that node's too."""
 
     setup: Annotated[str | None, about(
         "an absolute path to a script that bash sources as the job's owner before the job's prolog; the "
@@ -429,7 +432,8 @@ def check_environment_name(name: str) -> None:
         raise ValueError(f"an environment's name is 1 to 64 letters, digits, _ . - (not first . or -), not {name!r}")
 class ParallelEnvironmentSection(Section, frozen=True):
     """[parallel_environments.NAME]: a parallel environment jobs ask for with --pe NAME SLOTS (qsub
-    -pe), Grid Engine's sge_pe(5); docs/parallel-environments.md."""
+    -pe), Grid Engine's sge_pe(5); docs/parallel-environments.md. A node runs the procedures its own
+    drover.toml gives the PE: on a joined node, set them in that node's too."""
 
     slots: Annotated[int, about("slots (CPUs) the jobs of this parallel environment may hold at once, in the "
                                 "whole cluster", ge=0)]
@@ -463,7 +467,8 @@ class ParallelEnvironmentSection(Section, frozen=True):
         parse_procedure("stop_proc_args", self.stop_proc_args)
 class CheckpointSection(Section, frozen=True):
     """[checkpoints.NAME]: a checkpoint environment jobs may name with --checkpoint (qsub -ckpt),
-    Grid Engine's checkpoint(5) (docs/checkpointing.md)."""
+    Grid Engine's checkpoint(5) (docs/checkpointing.md). A node runs the commands its own drover.toml
+    gives it: on a joined node, define it in that node's too."""
 
     interface: Annotated[str, about("\"application-level\" (Drover runs the commands) or \"userdefined\" (the job "
                                     "checkpoints itself on the signal); kernel-level and transparent are not "

@@ -54,8 +54,14 @@ class AttemptOrder(TypedDict):
     rerunnable: bool  # requeued as a new attempt when its shepherd dies
     pty: bool  # an interactive job, on a pseudo-terminal
     queue: str
-    queue_prolog: str | None  # the queue's methods (the site's)
-    queue_epilog: str | None
+    # The site's commands below (the queue's prolog, epilog and starter, the PE's procedures, the
+    # named environments' scripts, the checkpoint commands) are filled in by the node from its own
+    # drover.toml (execd/site_methods.py): an order that carries one is refused. The order names
+    # what the job uses, and lists the methods the controller's drover.toml has for them.
+    queue_prolog: NotRequired[str | None]  # the queue's methods (the site's)
+    queue_epilog: NotRequired[str | None]
+    site_methods: NotRequired[dict[str, str]]  # order key ("queue_prolog", "pe_start") → SHA-256 of the command
+    environment_names: NotRequired[list[str]]  # the named environments the job asked for, in order
     credential: NotRequired[str | None]  # the owner's signature over what the job runs (cluster/signing.py)
     output_pattern: NotRequired[str]  # what `stdout` and `stderr` were made from, as the owner signed them
     error_pattern: NotRequired[str | None]
@@ -83,7 +89,7 @@ class AttemptOrder(TypedDict):
     # place (shepherd/starter.py); it wins over the node's `starter_method`.
     queue_starter_method: NotRequired[str]
     # The Accelerator's named environments the job asked for, in order, with their scripts as the
-    # controller's drover.toml has them (shepherd/environments.py).
+    # node's drover.toml has them (shepherd/environments.py).
     environments: NotRequired[list[EnvironmentRecord]]
     # Grid Engine's parallel environment (sge_pe(5)), for a job that asked for one: its name, the
     # slots it was given, and its start and stop procedures (placeholders not yet replaced), each
@@ -95,13 +101,15 @@ class AttemptOrder(TypedDict):
     pe_stop: NotRequired[str]
     pe_stop_as_site: NotRequired[bool]
     # Grid Engine's queue_conf(5) suspend_method, resume_method, terminate_method of the job's
-    # queue (method_command.py), and its notify time for a job submitted with --notify.
+    # queue (method_command.py), and its notify time for a job submitted with --notify. In an
+    # order: a signal or NONE an operator set (`drover queue set`); the node's drover.toml else.
     queue_suspend_method: NotRequired[str]
     queue_resume_method: NotRequired[str]
     queue_terminate_method: NotRequired[str]
     notify_s: NotRequired[int]
-    # The job's checkpoint environment (Grid Engine's checkpoint(5); core/checkpoints.py), its
-    # placeholders expanded by the controller but $job_pid, which the shepherd fills in.
+    # The job's checkpoint environment (Grid Engine's checkpoint(5); core/checkpoints.py): in an
+    # order, its name and the job's occasions without commands; the node fills in its own
+    # drover.toml's, their placeholders expanded but $job_pid, which the shepherd fills in.
     checkpoint: NotRequired[AttemptCheckpoint]
     # A parallel job's other hosts and the CPUs it holds on each (its slots there), after this
     # node, its master: the pe_hostfile's further lines (GE: "each involved host").
@@ -126,7 +134,7 @@ class EnvironmentRecord(TypedDict):
     name: str
     setup: str | None  # sourced by bash as the owner; the environment it leaves is the job's
     post: str | None  # run as the owner after the job's epilog
-    unknown: NotRequired[bool]  # named at submission, no longer in the controller's drover.toml
+    unknown: NotRequired[bool]  # named at submission, not in the node's drover.toml (refused before)
 
 
 class AttemptCheckpoint(TypedDict):

@@ -218,6 +218,26 @@ class Hosts:
         return host.drover("join", self.url, "--token", token, "--name", node, "--state-dir", str(host.state_dir),
                            "--cpus", "2", *args, check=check)
 
+    def configure_node(self, node: str, more_config: str) -> None:
+        """Add tables to a joined node's own drover.toml (its root's: the queues, parallel
+        environments and methods it runs) and restart its execd to read them; returns once the
+        controller welcomed it again."""
+        host = self.nodes[node]
+        config = host.state_dir / "drover.toml"
+        config.write_text(config.read_text() + "\n" + more_config)
+        pid = int((host.state_dir / "execd.pid").read_text().split()[0])  # the execd `drover join` started
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not Path(f"/proc/{pid}").exists() or "zombie" in _proc_state(pid),
+                   describe=f"{node}'s execd to stop", timeout=30)
+        log_path = host.state_dir / "execd.log"
+        welcomed = log_path.read_text(errors="replace").count(f"joined the cluster as node {node}")
+        with open(log_path, "ab") as log:
+            subprocess.Popen(host.command(host.interpreter, "-m", "drover", "execd", "--state-dir", str(host.state_dir)),
+                             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **host.env},
+                             process_group=0)  # killed with everything in its namespace at close
+        wait_until(lambda: log_path.read_text(errors="replace").count(f"joined the cluster as node {node}") > welcomed,
+                   describe=f"{node}'s execd back", timeout=30)
+
     # -- cleaning up ------------------------------------------------------------------------------
 
     def logs(self) -> str:
@@ -276,3 +296,10 @@ def _kill_attempts(spool: Path) -> None:
         job_pid = Path(layout.SpoolDir(str(spool), name).path) / layout.JOB_PID
         with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
             os.killpg(int(job_pid.read_text().split()[0]), signal.SIGKILL)
+
+
+def _proc_state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0].lower()
+    except (OSError, IndexError):
+        return "gone"

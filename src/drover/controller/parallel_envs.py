@@ -14,7 +14,6 @@ from drover.core.parallel_env import (
     PE_SLOTS,
     may_use,
     parse_allocation_rule,
-    parse_procedure,
     parse_slots,
     slots_across_nodes,
     slots_on_one_node,
@@ -122,21 +121,12 @@ def spans_nodes(spec: JobSubmission, environments: Mapping[str, ParallelEnvironm
             and not spec.gres and not spec.exclusive)
 
 
-def add_to_order(config: AttemptOrder, job: Job, environments: Mapping[str, ParallelEnvironmentSection]) -> None:
-    """The PE facts and procedures the shepherd needs, for a job of a parallel environment."""
+def add_to_order(config: AttemptOrder, job: Job) -> None:
+    """The PE's name and the job's slots, for a job of a parallel environment. Its procedures
+    are the node's own drover.toml's (execd/site_methods.py): the order names the PE only."""
     held = of_job(job)
-    if held is None:
-        return
-    config["pe"], config["pe_slots"] = held
-    environment = environments.get(held[0])
-    if environment is None:
-        return
-    start = parse_procedure("start_proc_args", environment.start_proc_args)
-    if start is not None:
-        config["pe_start"], config["pe_start_as_site"] = start.command, start.as_site
-    stop = parse_procedure("stop_proc_args", environment.stop_proc_args)
-    if stop is not None:
-        config["pe_stop"], config["pe_stop_as_site"] = stop.command, stop.as_site
+    if held is not None:
+        config["pe"], config["pe_slots"] = held
 
 
 def infos(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection]) -> list[ParallelEnvironmentInfo]:

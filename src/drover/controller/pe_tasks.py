@@ -53,7 +53,7 @@ LIVE = (JobState.RUNNING, JobState.SUSPENDED)
 AttemptKey = tuple[int, int, int]
 # What of the master's order a task does not take: GE's petasks run no prolog, epilog or PE
 # procedure, stage nothing, mail nothing, and are no interactive or checkpointing job.
-NOT_FOR_TASKS = ("pe_start", "pe_stop",
+NOT_FOR_TASKS = ("pe_start", "pe_stop", "site_methods", "environment_names", "queue_prolog", "queue_epilog",
                  "pe_start_as_site", "pe_stop_as_site", "environments", "checkpoint", "zap", "done_output",
                  "done_output_pattern", "mail_output", "queue_starter_method", "queue_suspend_method",
                  "queue_resume_method", "queue_terminate_method", "notify_s", "pe_hosts", "gres")
@@ -94,7 +94,7 @@ def task_order(master: AttemptOrder, host: str, cpu_ids: Sequence[int], memory_m
     config: dict[str, Any] = {key: value for key, value in master.items() if key not in NOT_FOR_TASKS}
     config.update(node=host, cpu_ids=list(cpu_ids), cpus=len(cpu_ids) or master["cpus"], memory_mib=memory_mib,
                   pe_task=petask, stage_out=[], mail_type=[], mail_user=None, pty=False, keep_spool=False,
-                  job_prolog=None, job_epilog=None, queue_prolog=None, queue_epilog=None,
+                  job_prolog=None, job_epilog=None,
                   credential=credential)  # the task's own signature, never the job's
     if cwd:
         config["workdir"] = cwd

@@ -23,7 +23,7 @@ from enum import StrEnum
 from drover.core.limits import MAX_MEMORY_MIB, MAX_TIME_LIMIT_S
 from drover.core.queue_windows import Window, parse_window
 from drover.core.units import parse_duration_s, parse_memory_mib
-from drover.method_command import MAX_NOTIFY_S, METHOD_NAMES, parse_method
+from drover.method_command import MAX_NOTIFY_S, METHOD_NAMES, CommandMethod, parse_method
 
 DEFAULT = "default"
 MAX_QUEUES_PER_USER = 20  # queues one user may make (`[controller] user_queues`)
@@ -115,8 +115,9 @@ SETTINGS = {
     "max_running_per_user": "max_running_per_user", "max_memory": "max_memory_mib",
     "default_time": "default_time_s", "max_time": "max_time_s", "window": "window", "owner": "owner",
     "mail_finished": "mail_finished",
-    # Grid Engine's queue_conf(5) methods and notify (docs/methods.md): operators only, since a
-    # method's command runs as the owner of every job of the queue.
+    # Grid Engine's queue_conf(5) methods and notify (docs/methods.md): operators only, and a
+    # signal or NONE only: a command would run as the owner of every job of the queue, so it is
+    # root's, in drover.toml.
     "suspend_method": "suspend_method", "resume_method": "resume_method", "terminate_method": "terminate_method",
     "notify": "notify_s",
 }
@@ -166,7 +167,8 @@ def parse_setting(key: str, text: str) -> object:
     if key in METHOD_NAMES:
         if text.upper() == "NONE":
             return None  # Drover's default action, whatever drover.toml says
-        parse_method(key, text)
+        if isinstance(parse_method(key, text), CommandMethod):
+            raise ValueError(command_refused(key))
         return text
     if key == "notify":
         seconds = int(text) if text.isdigit() else parse_duration_s(text)
@@ -179,6 +181,14 @@ def parse_setting(key: str, text: str) -> object:
             raise ValueError(f"owner takes a user name, not {text!r}")
         return text
     raise AssertionError(key)
+
+
+def command_refused(key: str) -> str:
+    """Why `drover queue set` takes no command: it would run as the owner of every job of the
+    queue, and commands are root's, in each node's drover.toml."""
+    return (f"{key} takes a signal (SIGUSR1, a number) or NONE here; a command runs as the owner of each job of "
+            f"the queue, so it is set by root in drover.toml ([queues.NAME] {key}) on each node, not with "
+            "`drover queue set`")
 
 
 def _whole(key: str, text: str, low: int, high: int) -> int:
@@ -202,6 +212,8 @@ def effective(name: str, section: object | None, record: QueueRecord | None) -> 
         values["window"] = parse_window(window) if window else None
     values = {key: value for key, value in values.items() if value is not None}
     for key, text in record.settings.items():
+        if key in METHOD_NAMES and text.strip().startswith("/"):
+            continue  # a command kept from before `drover queue set` refused them: drover.toml's holds
         values[SETTINGS[key]] = parse_setting(key, text)  # None: a limit lifted
     defined_in = ("drover queue create" if record.created_by is not None else
                   "drover.toml" if section is not None else "built in")

@@ -42,6 +42,7 @@ from drover.spool.process import is_alive, read_pid_record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.execd.signatures import SignedJobs
+    from drover.execd.site_methods import SiteMethods
 
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
@@ -70,9 +71,15 @@ class LiveAttempt:
 
 class Attempts:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
-                 node_options: NodeOptions, signed_jobs: SignedJobs | None = None) -> None:
+                 node_options: NodeOptions, signed_jobs: SignedJobs | None = None,
+                 site: SiteMethods | None = None) -> None:
+        from drover.execd.site_methods import SiteMethods
+
         self.root = root
         self.node_options = node_options  # the [execd] options every attempt's shepherd reads
+        # The site's commands (queue and PE methods, named and checkpoint environments): this
+        # node's drover.toml's, never the order's. None: a node that defines none.
+        self.site = site if site is not None else SiteMethods("drover.toml")
         self.signed_jobs = signed_jobs  # require_signed_jobs: each order's signature checked first
         self.identities = Identities()
         self.spawner = spawner
@@ -151,8 +158,13 @@ class Attempts:
             unsigned = self.signed_jobs.refusal(order)
             if unsigned is not None:
                 return unsigned  # nothing of the job is written: only why it did not run
+        unknown = self.site.refusal(order.config)
+        if unknown is not None:
+            log.warning("attempt %s refused: %s", order.attempt, unknown)
+            return unknown  # nothing runs: the order asked for commands this node does not give
         identity, refusal = self.identities.for_job(order.config["owner"])
         config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
+        self.site.fill(config)  # type: ignore[arg-type]  # the site's commands: this node's drover.toml's
         if not config["workdir"]:
             # The job runs in a scratch directory of its own (its submitter's files are not
             # here); its output goes back through the controller.

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from drover.execd.enforcement import Enforcer
     from drover.execd.forkserver import ForkServer
     from drover.execd.gres_inventory import NodeInventory
+    from drover.execd.site_methods import SiteMethods
     from drover.pid_file import Claimed
     from drover.records import NodeOptions
 
@@ -52,13 +53,18 @@ def serve(argv: list[str]) -> int:
     from drover.config_file import ConfigError, read_config
 
     try:
-        options = read_config(paths.config_file).config.execd
+        own = read_config(paths.config_file).config
     except ConfigError as error:
         raise SystemExit(f"drover execd: {error}") from None
+    options = own.execd
+    from drover.execd.site_methods import SiteMethods
+
+    # What the node runs as root, and as a job's owner unsigned, is its own drover.toml's.
+    site = SiteMethods.of(own, paths.config_file)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
     claimed = _claim(paths.execd_pid)
     try:
-        return _serve(args, paths, options)
+        return _serve(args, paths, options, site)
     finally:
         claimed.release()
 
@@ -78,7 +84,7 @@ def _claim(pid_path: str) -> Claimed:
     return claimed
 
 
-def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection) -> int:
+def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection, site: SiteMethods) -> int:
     # A controller on another host: the node's TLS files are checked before anything starts.
     tls = node_tls(options) if options.controllers() and not args.socket else None
     inventory = node_inventory(options)  # before the fork server: nvidia-smi may run
@@ -88,7 +94,7 @@ def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection) -> int
 
     fork_server = ForkServer.start()
     try:
-        eventloop.run(_run(args, paths, options, node_options, fork_server, tls, inventory))
+        eventloop.run(_run(args, paths, options, node_options, fork_server, tls, inventory, site))
     finally:
         fork_server.close()
         from drover.shepherd.containment.common import remove_cluster_parents
@@ -98,7 +104,8 @@ def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection) -> int
 
 
 async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, node_options: NodeOptions,
-               fork_server: ForkServer, tls: ssl.SSLContext | None, inventory: NodeInventory) -> None:
+               fork_server: ForkServer, tls: ssl.SSLContext | None, inventory: NodeInventory,
+               site: SiteMethods) -> None:
     from drover.execd import output_index
     from drover.execd.attempts import Attempts
     from drover.execd.channel import ControllerChannel
@@ -154,9 +161,9 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         from drover.execd.signatures import SignedJobs
 
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
-    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs)
+    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs, site)
     # Tasks of running parallel jobs (GE's tight integration), each under a shepherd of its own.
-    pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs)
+    pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs, site)
     relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals
     output_index.forget_old(spool_root)
     event_logs = NodeEventLogs(send, signed_jobs)  # jobs' event logs, for a controller that cannot be their owners

@@ -43,6 +43,7 @@ from drover.spool.process import is_alive, read_pid_record
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.execd.signatures import SignedJobs
+    from drover.execd.site_methods import SiteMethods
 
 log = logging.getLogger("drover.execd")
 ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
@@ -64,7 +65,10 @@ class LiveTask:
 
 class PeTasks:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], node_options: NodeOptions,
-                 identities: Identities, signed_jobs: SignedJobs | None) -> None:
+                 identities: Identities, signed_jobs: SignedJobs | None, site: SiteMethods | None = None) -> None:
+        from drover.execd.site_methods import SiteMethods
+
+        self.site = site if site is not None else SiteMethods("drover.toml")  # commands an order carries are refused
         self.root = root
         self.spawner = spawner
         self.send = send
@@ -99,6 +103,10 @@ class PeTasks:
             if unsigned is not None:
                 self._refused(order, unsigned)
                 return
+        carried = self.site.refusal(order.config)  # a task runs no method: only commands carried are refused
+        if carried is not None:
+            self._refused(order, carried)
+            return
         identity, refusal = self.identities.for_job(order.config["owner"])
         if refusal is not None:
             self._refused(order, refusal)

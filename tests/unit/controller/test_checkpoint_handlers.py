@@ -13,6 +13,7 @@ from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.submit import submit
 from drover.core.checkpoints import parse_environment
 from drover.core.errors import BadRequest
+from drover.execd.site_methods import SiteMethods
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import SignalAttempt, StartAttempt
 
@@ -63,9 +64,14 @@ def test_qsub_ckpt_a_name_not_configured_is_refused_at_submission(world: Checkpo
         world.submit(checkpoint="mine", checkpoint_occasion="q")
 
 
-def test_gridengine_start_order_carries_the_environment_expanded_but_job_pid(world: CheckpointWorld) -> None:
+def test_gridengine_start_order_names_the_environment_and_the_node_expands_its_own_but_job_pid(
+        world: CheckpointWorld) -> None:
     job, order = world.running_with(checkpoint="blcr", name="sim")
-    record = order.config["checkpoint"]
+    sent = order.config["checkpoint"]
+    assert sent["name"] == "blcr" and (sent["ckpt_command"], sent["migr_command"], sent["clean_command"]) == (None,) * 3
+    site = SiteMethods("drover.toml", checkpoints=ENVIRONMENTS)  # the node's own drover.toml
+    assert site.refusal(order.config) is None
+    record = site.filled(order.config)["checkpoint"]
     assert record["ckpt_command"] == ["/opt/ckpt", "$job_pid", f"/ckpt/alice/{job}.0"]
     assert record["migr_command"] == ["/opt/migr", "sim"]
     assert record["ckpt_dir"] == f"/ckpt/alice/{job}.0" and record["when"] == "sx" and record["interval_s"] is None

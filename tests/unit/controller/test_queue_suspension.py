@@ -162,3 +162,32 @@ def test_queue_suspension_refusals_are_clear(world: SuspensionWorld) -> None:
     world.suspend_queue("default@n1")
     with pytest.raises(Conflict, match="queue instance default@n1 is already suspended"):
         world.suspend_queue("default@n1")
+
+
+@pytest.mark.parametrize("owner, refused", [("carol", True), ("alice", False)])
+def test_a_queues_owner_suspends_and_resumes_only_their_own_running_jobs(
+        world: SuspensionWorld, owner: str, refused: bool) -> None:
+    """The queue's owner (not an operator) may suspend it where every job it freezes is theirs;
+    another user's running job (alice's here) is an operator's to freeze or thaw."""
+    from drover.config_schema import QueueSection
+
+    sections = {"default": QueueSection(owner=owner)}
+    job, order = world.running_with()  # alice's
+    world.state.queues_in_effect = None  # scheduled without the sections: read them now
+
+    def suspend() -> None:
+        world.run(queue_suspension.suspend(world.state, sections, "default", None, "", owner, False, world.now))
+
+    if refused:
+        with pytest.raises(Forbidden, match=rf"queue default runs jobs of other users there \({job}\): "
+                                            "suspending them needs an operator"):
+            suspend()
+        assert world.state.nodes["n1"].suspended_queues == {} and world.task(job) == (JobState.RUNNING, frozenset())
+        world.suspend_queue("default")  # an operator may
+        with pytest.raises(Forbidden, match="resuming them needs an operator"):
+            world.run(queue_suspension.unsuspend(world.state, sections, "default", None, owner, False, world.now))
+    else:
+        suspend()
+        assert world.task(job) == (JobState.RUNNING, {QUEUE})
+        world.run(queue_suspension.unsuspend(world.state, sections, "default", None, owner, False, world.now))
+        assert world.task(job) == (JobState.RUNNING, frozenset())

@@ -82,17 +82,20 @@ def test_the_queue_method_wins_over_the_node_default_and_unset_keeps_drovers_def
 
 def test_queue_set_takes_the_methods_and_notify_checked_as_drover_toml_does() -> None:
     """`drover queue set NAME suspend_method=... notify=...` (Grid Engine's qconf -mq): checked
-    as drover.toml's values are; NONE is Drover's default whatever drover.toml says; operators
-    only (none of them is an owner's setting)."""
+    as drover.toml's values are, signals and NONE only (a command is root's, in drover.toml);
+    NONE is Drover's default whatever drover.toml says; operators only (none of them is an
+    owner's setting)."""
     from drover.config_schema import QueueSection
     from drover.core.queues import OWNER_SETTINGS, QueueRecord, effective, parse_setting
 
     assert parse_setting("suspend_method", " SIGUSR1 ") == "SIGUSR1"
-    assert parse_setting("terminate_method", "/bin/stop $job_pid") == "/bin/stop $job_pid"
+    with pytest.raises(ValueError, match=r"a command runs as the owner .* drover.toml \(\[queues.NAME\] terminate_method\)"):
+        parse_setting("terminate_method", "/bin/stop $job_pid")  # root's, in drover.toml: never an operator's
     assert parse_setting("resume_method", "NONE") is None
     assert parse_setting("notify", "30") == 30 and parse_setting("notify", "00:00:60") == 60
     for key, text, error in (("suspend_method", "STOP", "suspend_method: unknown signal 'STOP'"),
                              ("terminate_method", "/bin/x $nope", "unknown placeholder $nope"),
+                             ("resume_method", "/bin/true", "takes a signal (SIGUSR1, a number) or NONE here"),
                              ("notify", "3601", "notify must be between 0 and 3600 seconds")):
         with pytest.raises(ValueError, match=None) as raised:
             parse_setting(key, text)
@@ -103,4 +106,7 @@ def test_queue_set_takes_the_methods_and_notify_checked_as_drover_toml_does() ->
     queue = effective("q", section, record)
     assert (queue.suspend_method, queue.resume_method, queue.terminate_method, queue.notify_s) == \
         ("SIGUSR1", "SIGUSR2", None, 7)
+    # A command a store kept from before they were refused is not in effect: drover.toml's is.
+    kept = effective("q", section, QueueRecord("q", settings={"suspend_method": "/bin/sh -c id"}))
+    assert kept.suspend_method == "SIGUSR1"
     assert effective("default", None, None).notify_s == 60

@@ -28,8 +28,8 @@ SETTINGS: dict[str, str] = {
     "window": "when it starts jobs: e.g. 'Mon-Fri 18:00-08:00; Sat,Sun', nights, weekends, always",
     "owner": "the user who manages it besides the operators",
     "mail_finished": "yes: mail when its last job finishes (to its owner, else that job's --mail-user or owner)",
-    "suspend_method": "a signal (SIGUSR1) or an absolute command sent or run instead of freezing a job; NONE: "
-                      "the default (operators only; docs/methods.md)",
+    "suspend_method": "a signal (SIGUSR1) sent instead of freezing a job; NONE: the default (operators only; a "
+                      "command is set by root in drover.toml; docs/methods.md)",
     "resume_method": "the same, instead of thawing it",
     "terminate_method": "the same, instead of SIGTERM when a job is stopped",
     "notify": "seconds (or HH:MM:SS) between a --notify job's SIGUSR1/SIGUSR2 and its suspend/stop",

@@ -56,4 +56,6 @@ def for_order(spec: JobSpec, job: Job, attempt: Attempt,
     values = values_for(environment, job_id=job.id, task_id=attempt.index, job_name=job.name, owner=job.owner,
                         host=attempt.node, queue=spec.get("queue", "default"))
     record = for_attempt(environment, values, when, interval_s, restarted=attempt.number > 1)
+    # Named, never sent: the node runs the commands its own drover.toml gives this environment.
+    record.update(ckpt_command=None, migr_command=None, clean_command=None)
     return record  # type: ignore[return-value]  # the same keys, built by the pure core

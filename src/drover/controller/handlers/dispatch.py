@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
+from drover.cluster.named_methods import configured_methods, operator_signals
 from drover.config_schema import (
     EnvironmentSection,
     ParallelEnvironmentSection,
@@ -462,8 +463,6 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         "rerunnable": spec.get("rerunnable", True),  # read by the node's cleanup (mail, final record)
         "pty": spec.get("pty", False),
         "queue": spec.get("queue", "default"),
-        "queue_prolog": queue.prolog,
-        "queue_epilog": queue.epilog,
     }
     if attempt.gres:
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
@@ -487,18 +486,20 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         config["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:
         config["enforce_memory"] = queue.enforce_memory
-    if queue.starter_method:
-        config["queue_starter_method"] = queue.starter_method
-    if spec.get("environments"):  # one no longer in drover.toml has no scripts: the shepherd says so
-        config["environments"] = [
-            {"name": name, "setup": known.setup, "post": known.post} if (known := orders.environments.get(name))
-            else {"name": name, "setup": None, "post": None, "unknown": True}
-            for name in spec["environments"]]
-    parallel_envs.add_to_order(config, job, orders.parallel_environments)
+    if spec.get("environments"):  # names only: the node runs the scripts its own drover.toml gives them
+        config["environment_names"] = list(spec["environments"])
+    parallel_envs.add_to_order(config, job)
+    # The site's commands are named, never sent: the node runs its own drover.toml's, and
+    # refuses the order if it lacks one named here (execd/site_methods.py).
+    pe = orders.parallel_environments.get(config.get("pe") or "")
+    overrides = operator_signals(in_effect.record.settings if in_effect is not None else {})
+    named = {key: sha for key, sha in configured_methods(orders.queues.get(config["queue"]), pe).items()
+             if key.removeprefix("queue_") not in overrides}
+    if named:
+        config["site_methods"] = named
+    for method, override in overrides.items():
+        config[f"queue_{method}"] = override  # type: ignore[literal-required]  # three keys of AttemptOrder
     settings: Queue | QueueSection = in_effect if in_effect is not None else queue
-    for method in ("suspend_method", "resume_method", "terminate_method"):
-        if getattr(settings, method) is not None:
-            config[f"queue_{method}"] = getattr(settings, method)  # type: ignore[literal-required]  # three keys of AttemptOrder
     if spec.get("notify"):
         config["notify_s"] = settings.notify_s
     checkpoint = checkpoints.for_order(spec, job, attempt, orders.checkpoints)

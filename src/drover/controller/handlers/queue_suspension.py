@@ -6,8 +6,9 @@ Each job of the queue running there is frozen by the queue's suspend method, as 
 suspend freezes it; a job whose checkpoint environment has the `x` occasion is migrated instead
 (checkpoint(5): "as soon as the job gets suspended (manually as well as automatically)"). A
 task keeps "queue" among its reasons to be frozen (core/suspension.py), so unsuspending thaws
-only the tasks nothing else keeps frozen. Who may: as for `drover queue stop` (its owner, or
-an operator).
+only the tasks nothing else keeps frozen. Who may: an operator; the queue's owner only where
+every job it freezes or thaws is their own (another user's running job is an operator's to
+suspend, as with `drover suspend`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from drover.controller.handlers.queues import may_manage, queue_named
 from drover.controller.handlers.suspend_orders import change_reasons, task_reasons
 from drover.controller.state import ControllerState
 from drover.core import suspension
-from drover.core.errors import BadRequest, Conflict, NotFound
+from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState
 from drover.core.queues import DEFAULT, Queue
@@ -44,6 +45,8 @@ def suspend(state: ControllerState, sections: Mapping[str, QueueSection], name: 
     if not nodes:
         raise Conflict(f"queue instance {_label(name, node)} is already suspended" if node else
                        f"queue {name} is suspended already on every node it has")
+    if not is_admin:
+        _only_own_jobs(state, name, set(nodes), user, "suspending")
     by = f"{reason} ({user})" if reason else f"by {user}"
     outcome = Outcome(reschedule=True)
     for n in nodes:
@@ -68,6 +71,8 @@ def unsuspend(state: ControllerState, sections: Mapping[str, QueueSection], name
     if not nodes:
         raise Conflict(f"queue instance {_label(name, node)} is not suspended" if node else
                        f"queue {name} is suspended on no node")
+    if not is_admin:
+        _only_own_jobs(state, name, set(nodes), user, "resuming")
     outcome = Outcome(reschedule=True)
     for n in nodes:
         del state.nodes[n].suspended_queues[name]
@@ -77,6 +82,16 @@ def unsuspend(state: ControllerState, sections: Mapping[str, QueueSection], name
         if SuspendReason.QUEUE in task.suspended_by:
             change_reasons(state, outcome, task, suspension.resume(task.suspended_by, SuspendReason.QUEUE))
     return outcome
+
+
+def _only_own_jobs(state: ControllerState, queue: str, nodes: set[str], user: str, verb: str) -> None:
+    """A queue's owner acts on the queue, and on their own jobs: freezing or thawing another
+    user's running job is an operator's (as `drover suspend` of another's job is)."""
+    others = sorted({job.id for job, _ in _tasks_there(state, queue, nodes) if job.owner != user})
+    if others:
+        shown = ", ".join(map(str, others[:10])) + ("..." if len(others) > 10 else "")
+        raise Forbidden(f"queue {queue} runs jobs of other users there ({shown}): {verb} them needs an operator "
+                        f"(as the queue's owner, stop or drain it: no job of it starts then)")
 
 
 def _instances(state: ControllerState, queue: Queue, node: str | None, every: bool = False) -> list[str]:
