@@ -158,7 +158,8 @@ class ExecdSection(Section, frozen=True):
     chdir_tries: Annotated[int, about("tries to enter the job's working directory")] = 3
     chdir_retry_s: Annotated[float, about("seconds between those tries")] = 2.0
     diagnostics_chdir: Annotated[str | None, about(
-        "a site script run when the working directory cannot be entered")] = None
+        "a site script run when the working directory cannot be entered, given the job's id and the "
+        "directory")] = None
     diagnostics_user: Annotated[str | None, about(
         "the user the diagnostics scripts run as, never root (unset: the service account drover where it "
         "exists, else nobody)")] = None

@@ -567,8 +567,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
             assert identity is not None
             if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
-                                          config.get("diagnostics_identity"))
+                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -609,8 +609,8 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
-                                          config.get("diagnostics_identity"))
+                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -638,8 +638,11 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot enter {workdir}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,
-                                          identity.user if identity else "", reason, config.get("diagnostics_identity"))
+                # VOV 17: "vov_diagnostics_chdir with arguments ID and DIR (the directory that
+                # could not be accessed)".
+                details = run_diagnostics(config.get("diagnostics_chdir"), [str(config["job_id"]), workdir],
+                                          spool.name, identity.user if identity else "", reason,
+                                          config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")
