@@ -178,7 +178,7 @@ class ExecdSection(Section, frozen=True):
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
                                                 "not sent")] = 64 * MIB
     require_signed_jobs: Annotated[bool, about("run only jobs their owners signed with MUNGE (set by `drover join` "
-                                               "where munged runs)")] = False
+                                               "where munged runs, unless given --no-munge)")] = False
     munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = MUNGE_SOCKET
     signed_job_max_age_s: Annotated[float, about("how old a job's signature may be when an attempt of it "
                                                  "starts")] = 30 * 86400.0
