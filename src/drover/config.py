@@ -20,6 +20,17 @@ CLUSTER_FILE_VARIABLE = "DROVER_CLUSTER_FILE"
 # cluster file names (a standby controller added since the host joined).
 CONTROLLER_VARIABLE = "DROVER_CONTROLLER"
 MUNGE_SOCKET = "/run/munge/munge.socket.2"  # munged's own default: where users and daemons find it
+# The munged a command on this host signs its jobs with, instead of the one at MUNGE_SOCKET when
+# it exists; empty: none (its jobs go unsigned). For a host with a munged of its own elsewhere.
+MUNGE_SOCKET_VARIABLE = "DROVER_MUNGE_SOCKET"
+
+
+def local_munge_socket() -> str | None:
+    """The munged a command signs with where it speaks to the cluster on this host."""
+    named = os.environ.get(MUNGE_SOCKET_VARIABLE)
+    if named is not None:
+        return named or None
+    return MUNGE_SOCKET if os.path.exists(MUNGE_SOCKET) else None
 # A shared cluster's controller runs as this unprivileged system user (as slurmctld runs as
 # SlurmUser); only the execds are root. `drover up --system` makes it if it is missing.
 SERVICE_USER = "drover"
@@ -68,7 +79,7 @@ class RemoteCluster:
     host's users: its address (or several, separated by commas: controllers sharing one store,
     one of them active), the CA its certificate chains to, and this host's munged."""
 
-    def __init__(self, controller: str, ca_pem: str, munge_socket: str) -> None:
+    def __init__(self, controller: str, ca_pem: str, munge_socket: str | None) -> None:
         self.controller, self.ca_pem, self.munge_socket = controller, ca_pem, munge_socket
 
 
@@ -92,8 +103,9 @@ def _read_remote_cluster(path: str) -> RemoteCluster | None:
         controller = found["controller"]
         if isinstance(controller, list):
             controller = ",".join(map(str, controller))
+        munge_socket = found["munge_socket"]  # null: the host joined without MUNGE (--no-munge)
         return RemoteCluster(os.environ.get(CONTROLLER_VARIABLE) or str(controller), str(found["ca_pem"]),
-                             str(found["munge_socket"]))
+                             None if munge_socket is None else str(munge_socket))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -211,7 +211,8 @@ class ExecdSection(Section, frozen=True):
     chdir_tries: Annotated[int, about("tries to enter the job's working directory")] = 3
     chdir_retry_s: Annotated[float, about("seconds between those tries")] = 2.0
     diagnostics_chdir: Annotated[str | None, about(
-        "a site script run when the working directory cannot be entered")] = None
+        "a site script run when the working directory cannot be entered, given the job's id and the "
+        "directory")] = None
     diagnostics_user: Annotated[str | None, about(
         "the user the diagnostics scripts run as, never root (unset: the service account drover where it "
         "exists, else nobody)")] = None
@@ -230,7 +231,7 @@ class ExecdSection(Section, frozen=True):
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
                                                 "not sent")] = 64 * MIB
     require_signed_jobs: Annotated[bool, about("run only jobs their owners signed with MUNGE (set by `drover join` "
-                                               "where munged runs)")] = False
+                                               "where munged runs, unless given --no-munge)")] = False
     munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = MUNGE_SOCKET
     signed_job_max_age_s: Annotated[float, about("how old a job's signature may be when an attempt of it "
                                                  "starts")] = 30 * 86400.0

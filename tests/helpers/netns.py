@@ -51,6 +51,23 @@ def why_not_available() -> str | None:
     return None
 
 
+# MUNGE is the test's to choose, never the machine's: a command on these hosts signs with no
+# munged unless the test names its own (tests/helpers/munge.py), though a system munged runs at
+# /run/munge/munge.socket.2 (the node's joins: Hosts.join; the controller's: start_controller).
+NO_MUNGE = {"DROVER_MUNGE_SOCKET": ""}
+
+
+def _with_munge_socket(config_toml: str, absent: Path) -> str:
+    """The controller's drover.toml, its munged `absent` (a path where none runs) unless the
+    test named one: a system munged must not vouch for users the test did not prove."""
+    if "munge_socket" in config_toml:
+        return config_toml
+    line = f'munge_socket = "{absent}"\n'
+    if "[controller]\n" in config_toml:
+        return config_toml.replace("[controller]\n", "[controller]\n" + line, 1)
+    return "[controller]\n" + line + config_toml
+
+
 @dataclass
 class Host:
     """One namespace: its name there, its address, and its state directory."""
@@ -98,7 +115,7 @@ class Hosts:
         self.controller_process: subprocess.Popen[bytes] | None = None
         self.service_user = False  # the controller runs as the service user (start_controller)
         self.ctl = self._namespace("ctl", "", self.root / "ctl", python)
-        self.ctl.env = {"DROVER_STATE_DIR": str(self.ctl.state_dir)}
+        self.ctl.env = {**NO_MUNGE, "DROVER_STATE_DIR": str(self.ctl.state_dir)}
 
     def __enter__(self) -> Hosts:
         return self
@@ -119,7 +136,7 @@ class Hosts:
         self.namespaces.append(name)
         self._ip("-n", name, "link", "set", "lo", "up")
         state_dir.mkdir(mode=0o700)
-        return Host(name, address, state_dir, interpreter=python)
+        return Host(name, address, state_dir, env=dict(NO_MUNGE), interpreter=python)
 
     def add_node(self, name: str) -> Host:
         """A node's host, linked to the controller's by a veth pair of its own."""
@@ -170,8 +187,7 @@ class Hosts:
         service user (`drover cluster init --system` first); give the hosts an installed
         Drover's python, which that user can run."""
         assert self.ctl.address, "add a node first: the controller listens on its link's address"
-        if config_toml:
-            (self.ctl.state_dir / "drover.toml").write_text(config_toml)
+        (self.ctl.state_dir / "drover.toml").write_text(_with_munge_socket(config_toml, self.root / "no-munged"))
         self.service_user = service_user
         self.ctl.drover("cluster", "init", *(["--system"] if service_user else []), "--state-dir",
                         str(self.ctl.state_dir), "--host", self.ctl.address)
@@ -214,9 +230,12 @@ class Hosts:
         return self.ctl.drover("token", "create", *args).stdout.strip()
 
     def join(self, node: str, token: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`drover join`: with the munged `args` name (`--munge-socket`, a test's own), else
+        with none (`--no-munge`), whatever munged this machine runs."""
         host = self.nodes[node]
+        munge = [] if "--munge-socket" in args or "--no-munge" in args else ["--no-munge"]
         return host.drover("join", self.url, "--token", token, "--name", node, "--state-dir", str(host.state_dir),
-                           "--cpus", "2", *args, check=check)
+                           "--cpus", "2", *munge, *args, check=check)
 
     def configure_node(self, node: str, more_config: str) -> None:
         """Add tables to a joined node's own drover.toml (its root's: the queues, parallel

@@ -3,9 +3,10 @@ account of `drover why`. Pure: it reads plain API records (JobInfo, Event, NodeI
 
 The reasons are the ones the controller's planner recorded (`pending_reason`, and
 `pending_explanation` with what exactly the job waits for); a held task's cause is read from
-its latest hold event ("held": a user's hold, with who held it in `by`; "held_in_error": exit
-status 100, or a requeue the cluster holds, `requeue_held`), or its submission with --hold, and
-its latest attempt.
+its latest hold event ("held": a user's hold, with who held it in `by`; "held_in_error": a
+status 100 of the job or of a prolog or epilog, or a requeue the cluster holds, `requeue_held`,
+the event's `cause` and `requeue_held` saying which), or its submission with --hold, and its
+latest attempt.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ class Hold:
     attempt: int | None
     by: str | None = None  # who held it (drover hold), when the event says
     submitted: bool = False  # held since its submission (--hold)
+    # A hold in error: what exited how ("the node epilog exited with status 100"), and whether
+    # the cluster's requeue_held made it (a requeue for a node's or queue's failure), as the
+    # controller decided it (core/exit_status.error_hold_cause); None from an older controller.
+    cause: str | None = None
+    requeue_held: bool = False
 
 
 def latest_holds(events: Sequence[Event]) -> dict[int | None, Hold]:
@@ -59,8 +65,10 @@ def latest_holds(events: Sequence[Event]) -> dict[int | None, Hold]:
         if event.kind == "submitted" and event.detail.get("held"):
             holds[None] = Hold("held", None, submitted=True)
         elif event.kind in ("held", "held_in_error"):
-            by = event.detail.get("by")
-            holds[event.index] = Hold(event.kind, event.attempt, by if isinstance(by, str) else None)
+            by, cause = event.detail.get("by"), event.detail.get("cause")
+            holds[event.index] = Hold(event.kind, event.attempt, by if isinstance(by, str) else None,
+                                      cause=cause if isinstance(cause, str) else None,
+                                      requeue_held=event.detail.get("requeue_held") is True)
         elif event.kind == "released":
             holds.pop(event.index, None)
     return holds
@@ -76,15 +84,22 @@ def held_reason(ref: str, task: TaskInfo | None, hold: Hold | None, owner: str =
             f"{hold.by}, not its owner {owner} (an administrator's or operator's drover hold)"
         return f"held by {who}; {release}"
     last: AttemptInfo | None = task.attempts[-1] if task is not None and task.attempts else None
-    if hold is not None and hold.kind == "held_in_error":
+    if hold is not None and hold.kind == "held_in_error" and hold.cause is not None:
+        number = f"attempt {hold.attempt}" if hold.attempt else "its attempt"
+        where = f" on node {last.node}" if last is not None else ""
+        if hold.requeue_held:
+            return (f"held: requeued after {number} failed{where} ({hold.cause}), and the cluster holds such jobs "
+                    f"(requeue_held); {release} to run it again")
+        return (f"held in error: in {number}{where}, {hold.cause}, which asks for a hold "
+                f"(fix the cause, then {release})")
+    if hold is not None and hold.kind == "held_in_error":  # recorded without its cause
         if last is not None and last.exit_code == 100:
             return (f"held in error: attempt {last.number} exited with status 100, which asks for a hold "
                     f"(fix the cause, then {release})")
         cause = f" ({last.failure})" if last is not None and last.failure else ""
         where = f" on node {last.node}" if last is not None else ""
         number = f"attempt {last.number}" if last is not None else "its attempt"
-        return (f"held: requeued after {number} failed{where}{cause}, and the cluster holds such jobs "
-                f"(requeue_held); {release} to run it again")
+        return f"held in error after {number} ended{where}{cause}; {release} to run it again"
     if last is not None:
         return f"held by a user after attempt {last.number} (drover hold, or drover requeue of a held job); {release}"
     return f"held by a user (drover hold, or submitted with --hold); {release}"

@@ -7,10 +7,8 @@ the start-up of `drover submit` and `drover wait` short.
 
 from __future__ import annotations
 
-import os
-
 from drover.client.transport import CREDENTIAL_HEADER, ConnectionLost, Transport
-from drover.config import MUNGE_SOCKET
+from drover.config import local_munge_socket
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
@@ -65,7 +63,7 @@ class Client:
         self.remote = False  # a user of a host that joined the cluster: the controller is elsewhere
         # Where munged runs, each job is signed by its owner (cluster/signing.py): this host's
         # munged, or the one the cluster file names for a host that joined a cluster.
-        self.munge_socket: str | None = MUNGE_SOCKET if os.path.exists(MUNGE_SOCKET) else None
+        self.munge_socket: str | None = local_munge_socket()
         if address is None:
             from drover.config import api_socket
 
@@ -75,7 +73,7 @@ class Client:
 
                 remote = remote_cluster()  # read once by api_socket already: kept
                 if remote is not None and remote.controller == address:
-                    tls, sign = _remote_user(remote)
+                    tls, sign = _remote_user(remote)  # no signature where the host joined without MUNGE
                     self.munge_socket = remote.munge_socket
                     self.remote = True
         self.transport = Transport(address, timeout_s, tls, sign)
@@ -510,7 +508,7 @@ def _to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def _remote_user(remote: RemoteCluster) -> tuple[ssl.SSLContext, Callable[[str, str, bytes], str]]:
+def _remote_user(remote: RemoteCluster) -> tuple[ssl.SSLContext, Callable[[str, str, bytes], str] | None]:
     """For a user on a host that joined the cluster: the controller verified against the
     cluster's CA, and each request signed with a MUNGE credential of this user's, made by this
     host's munged for that very request (cluster/munge.py)."""
@@ -519,9 +517,12 @@ def _remote_user(remote: RemoteCluster) -> tuple[ssl.SSLContext, Callable[[str, 
     from drover.cluster import munge
 
     context = ssl.create_default_context(cadata=remote.ca_pem)
+    socket = remote.munge_socket
+    if socket is None:
+        return context, None
 
     def sign(method: str, target: str, body: bytes) -> str:
-        return munge.encode(munge.request_digest(method, target, body), remote.munge_socket)
+        return munge.encode(munge.request_digest(method, target, body), socket)
 
     return context, sign
 

@@ -254,6 +254,25 @@ def classify_exit(facts: ExitFacts, semantics: ExitSemantics = GRID_ENGINE) -> T
     return meaning
 
 
+def error_hold_cause(facts: ExitFacts, semantics: ExitSemantics = GRID_ENGINE) -> tuple[str, bool]:
+    """Why `classify_exit` held a task in error, in its order: what exited how, and whether the
+    hold is the cluster's `requeue_held` (a requeue for the node's or the queue's failure) rather
+    than a status 100 that asked for it. For the `held_in_error` event, which `drover why` reads."""
+    if facts.node_fault:
+        return facts.failure or "the node could not prepare the attempt", True
+    for step, level, code in facts.methods:
+        meaning, queue_error = method_meaning(step, level, code, semantics)
+        if meaning is Trigger.REQUEUE and queue_error and facts.requeue_held:
+            return f"the {level} {step} exited with status {code}", True
+        if meaning is Trigger.ERROR_HOLD:
+            return f"the {level} {step} exited with status {code}", False
+        if meaning is not None:
+            break
+    exit_code = effective_exit_code(facts)
+    source = "the job's epilog" if facts.epilog_sets_exit and exit_code != facts.exit_code else "the job"
+    return f"{source} exited with status {exit_code}", False
+
+
 def system_failure_requeues(facts: ExitFacts) -> bool:
     return facts.rerunnable and facts.attempt_number <= MAX_SYSTEM_FAILURE_ATTEMPT
 

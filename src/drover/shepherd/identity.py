@@ -74,12 +74,14 @@ def acting_as(identity: Identity | None) -> Iterator[None]:
         os.setgroups(saved_groups)
 
 
-def run_diagnostics(script: str | None, attempt: str, user: str, reason: str,
+def run_diagnostics(script: str | None, arguments: list[str], attempt: str, user: str, reason: str,
                     runs_as: IdentityRecord | None = None) -> str:
-    """VOV 14: the site's diagnostics script, given the attempt, the user and the reason, run
-    "not as root, but as the owner" of the system: as `runs_as` (the node's diagnostics user)
-    when the shepherd is root, and never as root; its output (a little of it) goes into the
-    attempt's error record."""
+    """VOV 14 and 17: the site's diagnostics script, given `arguments` (the Accelerator's: for
+    vov_diagnostics_chdir the job's id and the directory), and in its environment the attempt
+    (DROVER_ATTEMPT), the job's owner (DROVER_USER) and the reason (DROVER_REASON); run "not as
+    root, but as the owner" of the system: as `runs_as` (the node's diagnostics user) when the
+    shepherd is root, and never as root; its output (a little of it) goes into the attempt's
+    error record."""
     if not script:
         return ""
     uid = gid = groups = None
@@ -89,8 +91,9 @@ def run_diagnostics(script: str | None, attempt: str, user: str, reason: str,
                     "but root; set [execd] diagnostics_user)")
         uid, gid, groups = runs_as["uid"], runs_as["gid"], list(runs_as["groups"])
     try:
-        result = subprocess.run([script, attempt, user, reason], capture_output=True, text=True, timeout=60,
-                                env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/", user=uid, group=gid,
+        result = subprocess.run([script, *arguments], capture_output=True, text=True, timeout=60,
+                                env={"PATH": SITE_PATH, "LANG": "C", "DROVER_ATTEMPT": attempt,
+                                     "DROVER_USER": user, "DROVER_REASON": reason}, cwd="/", user=uid, group=gid,
                                 extra_groups=groups)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"(the diagnostics script {script} failed: {error})"

@@ -430,13 +430,19 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
     for method in found:
         if trace is not None:
             trace.step(f"{method.level} {method.step} started")
-        containment.enter()
+        # The job's own methods (and a PE's run as the owner) are the job's processes: inside its
+        # containment. The site's run outside it, in the shepherd's own cgroup: not pinned to the
+        # job's cpuset, not held to its memory limit, not frozen with it (setup.py says why).
+        owners = method.level == "job" or method.as_owner
+        if owners:
+            containment.enter()
         try:
-            code = run_method(method, options if method.level == "job" or method.as_owner else site_options, timeout)
+            code = run_method(method, options if owners else site_options, timeout)
         except OSError as error:
             code = 126 if error.errno != 2 else 127
         finally:
-            containment.leave()
+            if owners:
+                containment.leave()
         if trace is not None:
             trace.step(f"{method.level} {method.step} exited {code}")
         if code != 0 and failure is None:
@@ -515,7 +521,7 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
     Otherwise Popen does the child's set-up in C: the process group, the working directory,
     setgid → setgroups → setuid; then only `reset_for_exec` runs in Python (VOV 12: signals to
     their defaults) and the job's set-up (VOV 8/13, setup.py), or, for a job posix_spawn'ed, the
-    shepherd takes the job's set-up first; a failed chdir, switch or exec comes back here as an exception. VOV 11: a
+    shepherd takes the job's set-up first (only one it can give back: setup.reversible); a failed chdir, switch or exec comes back here as an exception. VOV 11: a
     failed identity switch is retried. A job given as a command line is exec'd without bash
     (launch.py); if that exec fails, bash runs the line and reports it as it always has."""
     tries = int(config.get("identity_tries", 3))
@@ -537,7 +543,9 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
                     preexec_fn=_set_up(_terminal_and_default_signals, limits), user=user, group=group,
                     extra_groups=extra_groups,
                 )
-            elif not switching:  # no code of ours runs in between: the job inherits the shepherd's set-up
+            elif not switching and setup.reversible(limits, lock_hard=os.geteuid() == 0):
+                # No code of ours runs in between: the job inherits the shepherd's set-up, which
+                # the site's methods after it give back (_site_popen_options).
                 setup.apply(limits, lock_hard=os.geteuid() == 0)
                 return launch.spawn_as_self(argv, job_env, workdir_fd, stdout, stderr)
             else:
@@ -559,8 +567,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
             assert identity is not None
             if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
-                                          config.get("diagnostics_identity"))
+                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -601,8 +609,8 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), spool.name, identity.user, reason,
-                                          config.get("diagnostics_identity"))
+                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -630,8 +638,11 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot enter {workdir}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_chdir"), spool.name,
-                                          identity.user if identity else "", reason, config.get("diagnostics_identity"))
+                # VOV 17: "vov_diagnostics_chdir with arguments ID and DIR (the directory that
+                # could not be accessed)".
+                details = run_diagnostics(config.get("diagnostics_chdir"), [str(config["job_id"]), workdir],
+                                          spool.name, identity.user if identity else "", reason,
+                                          config.get("diagnostics_identity"))
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")

@@ -8,7 +8,9 @@ which are the job's own prolog and epilog. In firing order:
 PE start and stop run only for a job of a parallel environment: the node's, then its PE's
 start_proc_args; its PE's stop_proc_args, then the node's (shepherd/parallel.py).
 
-Each runs with bash, inside the attempt's containment, its output appended to the job's files.
+Each runs with bash, its output appended to the job's files. The job's own, and a PE's run as
+the owner, run inside the attempt's containment, as the job's processes; the site's run outside
+it, in the shepherd's own cgroup, so that no job's cpuset, memory limit or freeze reaches them.
 The job's own methods run as the job does: as its owner, in its working directory, with its
 environment, and so do a PE's procedures unless prefixed root@ (sge_pe(5): "An optional prefix
 "user@" specifies the user under which this procedure is to be started"), which marks them as the
@@ -28,6 +30,7 @@ ran (shepherd/main.py, _clean_up_without_job, quotes the seeds).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -71,7 +74,12 @@ def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> i
     try:
         out, err = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        process.kill()
+        # Its whole process group (it leads one): a child left holding the output pipes would
+        # keep communicate() waiting, and a site's method is in no cgroup of the attempt's.
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            process.kill()
         out, err = process.communicate()
         status = 124
     else:

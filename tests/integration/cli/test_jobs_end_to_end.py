@@ -120,10 +120,15 @@ def test_afterok_dependency_waits_and_never_runs_after_a_failure(cluster: LocalC
     assert cluster.drover_json("show", str(second))["pending_reason"] in ("dependency", None)
     assert cluster.drover("wait", str(second)).returncode == 0
     assert stamp.read_text() == "first\nsecond\n"
-    failing = cluster.submit("--", "bash", "-c", "sleep 0.3; false")
+    # The failing job waits for a gate, opened once the dependants were seen waiting for it: on
+    # a slow machine it would otherwise have failed before `status` was read.
+    gate = cluster.workdir / "fail-now"
+    failing = cluster.submit("--", "bash", "-c", f"until [ -e {gate} ]; do sleep 0.02; done; false")
     cancelled = cluster.submit("--dependency", f"afterok:{failing}", "--", "true")  # --kill-on-invalid-dep yes
     blocked = cluster.submit("--dependency", f"afterok:{failing}", "--kill-on-invalid-dep", "no", "--", "true")
-    assert f"waiting for job {failing} (afterok) to complete" in cluster.drover("status").stdout
+    wait_until(lambda: cluster.drover("status").stdout.count(f"waiting for job {failing} (afterok) to complete") == 2,
+               describe=f"both dependants waiting for job {failing}")
+    gate.touch()
     cluster.drover("wait", str(failing), check=False)
     wait_until(lambda: cluster.drover_json("show", str(blocked))["pending_reason"] == "dependency_never_satisfied",
                describe="the dependent job to be marked never satisfiable")

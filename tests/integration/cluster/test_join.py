@@ -23,6 +23,9 @@ def test_a_job_submitted_on_the_controller_host_runs_on_the_joined_node(hosts: H
     node = hosts.nodes["node1"]
     config = (node.state_dir / "drover.toml").read_text()
     assert 'controller = "https://10.213.0.1:7443"' in config and 'node_name = "node1"' in config
+    # joined with --no-munge: no signatures asked of the jobs, though this machine may run a munged
+    assert "require_signed_jobs" not in config and "joined without MUNGE (--no-munge)" in joined.stderr
+    assert json.loads((node.state_dir / "cluster.json").read_text())["munge_socket"] is None
     key = node.state_dir / "tls" / "node.key"
     assert oct(os.stat(key).st_mode & 0o777) == "0o600"
     assert "node node1 joined from 10.213.0.2:" in hosts.controller_log()

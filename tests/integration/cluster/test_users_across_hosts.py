@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tests.helpers.munge import Munged
 from tests.helpers.munge_cluster import hosts_with_munge
-from tests.helpers.netns import Hosts
+from tests.helpers.netns import NO_MUNGE, Hosts
 from tests.helpers.system_install import SystemInstall
 from tests.helpers.users import LOGIN_PATH, run_as_user
 from tests.helpers.wait import wait_until
@@ -154,7 +154,7 @@ def test_a_node_runs_only_what_the_jobs_owner_signed(
     unsigned = run_as_user(alice, ["drover", "submit", "--parsable", "--", "touch", str(home / "unsigned")],
                            prefix=hosts.ctl.command(),
                            env={"PATH": f"{system_install.bindir}:{LOGIN_PATH}",
-                                "DROVER_SOCKET": str(hosts.ctl.state_dir / "api.sock")})
+                                "DROVER_SOCKET": str(hosts.ctl.state_dir / "api.sock"), **NO_MUNGE})
     assert unsigned.returncode == 0, unsigned.stderr
     job = unsigned.stdout.split()[0]
     run(alice, "drover", "wait", "--timeout", "60", job, check=False)

@@ -173,6 +173,10 @@ def test_gridengine_manpage_epilog_exit_100_holds_the_job_in_error_without_a_que
         job = cluster.submit("--queue", "fast", "--", "true", cwd=job_dir(cluster, "j", epilog=100))
         waits(cluster, job, "held")
         assert node(cluster)["queue_errors"] == {}
+        # drover why names the epilog that asked for the hold, not requeue_held (which is off)
+        why = cluster.drover("why", str(job)).stdout
+        assert "the node epilog exited with status 100, which asks for a hold" in why, why
+        assert "requeue_held" not in why, why
     finally:
         assert not cluster.stop()
 

@@ -52,9 +52,10 @@ def test_gridengine_qmod_sq_suspends_the_jobs_of_a_queue_instance_and_starts_non
                    describe="the first job suspended")
         assert not counts(first_file)
         second = cluster.submit("--", "bash", "-c", COUNTING.format(file=second_file))
-        time.sleep(1.5)  # several planning passes
+        # the planner has looked at it, and says why it waits
+        wait_until(lambda: f"queue default is suspended on {node}" in cluster.drover("show", str(second)).stdout,
+                   describe="the second job waiting for its suspended queue")
         assert show(cluster, second)["state"] == "pending" and not second_file.exists()
-        assert f"queue default is suspended on {node}" in cluster.drover("show", str(second)).stdout
         assert f"(suspended by its queue instance default@{node})" in cluster.drover("show", str(first)).stdout
         qstat = {line.split()[0]: line.split() for line in run(cluster, bin_dir, "qstat").stdout.splitlines()[2:]}
         assert qstat[str(first)][4] == "S"
@@ -125,7 +126,8 @@ def test_gridengine_checkpoint5_x_a_queue_suspend_migrates_the_job_and_it_restar
                    describe="the job migrated back to the queue")
         assert "migrate_requested" in [event["kind"] for event in cluster.drover_json("events", str(job))]
         saved = int((tmp_path / "ckpt" / str(job) / "counter").read_text())
-        time.sleep(1.5)
+        wait_until(lambda: "queue default is suspended on" in cluster.drover("show", str(job)).stdout,
+                   describe="the migrated job waiting for its suspended queue")
         assert len(show(cluster, job)["tasks"][0]["attempts"]) == 1
         cluster.drover("queue", "unsuspend", "default")
         assert cluster.drover("wait", str(job), timeout=90).returncode == 0

@@ -76,10 +76,14 @@ def diagnostics_script(root: Path, line: str) -> Path:
 def test_a_directory_the_owner_cannot_enter_fails_after_retries_and_runs_the_diagnostics(
     tmp_path: Path, users: tuple[str, str]
 ) -> None:
+    """Accelerator step 17: "the subtasker calls vov_diagnostics_chdir with arguments ID and DIR
+    (the directory that could not be accessed)": the job's id and the directory, exactly two
+    arguments; the attempt, the owner and the reason are in its environment."""
     alice, bob = users
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o700)
-    diagnostics = diagnostics_script(tmp_path, 'echo "diagnosed $1 $2 as $(id -un)"')
+    diagnostics = diagnostics_script(
+        tmp_path, 'echo "diagnosed $# [$1] [$2] as $(id -un): $DROVER_ATTEMPT $DROVER_USER $DROVER_REASON"')
     spool = spool_for(tmp_path, alice, "true\n", diagnostics_chdir=str(diagnostics),
                       diagnostics_identity=identity_of(bob))
     config = (spool / "config").read_text().replace(f"/tmp/{alice}-work\"", f"{locked}\"", 1)
@@ -87,7 +91,9 @@ def test_a_directory_the_owner_cannot_enter_fails_after_retries_and_runs_the_dia
     subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=30)
     record = exit_status(spool)
     assert record["failure"] == f"cannot enter {locked}: Permission denied"
-    assert f"diagnosed {spool.name} {alice} as {bob}" in (spool / "error").read_text()
+    job_id = spool.name.split(".")[0]
+    assert (f"diagnosed 2 [{job_id}] [{locked}] as {bob}: {spool.name} {alice} cannot enter {locked}: "
+            "Permission denied") in (spool / "error").read_text()
 
 
 def test_accelerator_step_14_the_setuid_diagnostics_run_as_the_nodes_diagnostics_user_not_root(

@@ -82,8 +82,8 @@ def test_accelerator_step_13_nice_applies_to_precmd_job_and_postcmd_not_to_the_s
        node prolog, a job prolog, a job epilog and a node epilog, each reporting its nice, CPUs
        and nofile;
     2. the job's three run at nice 5 on that CPU with 512 open files; the node's at the
-       shepherd's own nice, on all its CPUs, with its own nofile. (Without a cgroup: where a
-       cpuset holds the attempt, every process of it, the site's methods too, stays on its CPUs.)"""
+       shepherd's own nice, on all its CPUs, with its own nofile. (Where a cpuset holds the
+       attempt, the site's methods are outside it: test_the_sites_methods_run_outside_the_jobs_cpuset.)"""
     from tests.integration.shepherd.test_identity import spool_for
 
     if len(os.sched_getaffinity(0)) < 2:
@@ -124,3 +124,58 @@ def test_accelerator_step_8_affinity_applies_to_the_precmd_even_when_it_fails(tm
     record = exit_status(spool)
     assert record["failure"] == "the job prolog exited with status 3; the job did not run"
     assert (tmp_path / "out.txt").read_text().split()[:3] == ["job_prolog", "8", pinned]
+
+
+SITE_REPORT = ("echo {label} $(ulimit -n -H) $(ulimit -n) $(grep Cpus_allowed_list /proc/self/status | cut -f2) "
+               "$(grep -c {attempt} /proc/self/cgroup)")
+
+
+def _site_methods_report(tmp_path: Path, containment: str) -> dict[str, list[str]]:
+    """A parallel job of the shepherd's own user (root's, on a node run by root), nofile 777, on
+    the node's second CPU, whose job, PE stop, queue epilog and node epilog each report their
+    hard and soft nofile, their CPUs and whether they are in the attempt's cgroup."""
+    attempt = "7.0.1"
+    spool = make_spool(tmp_path, SITE_REPORT.format(label="job", attempt=attempt) + "\n", attempt,
+                       rlimits={"nofile": 777}, cpu_ids=[1], pe="smp", pe_slots=1,
+                       node_pe_stop=SITE_REPORT.format(label="pe_stop", attempt=attempt),
+                       queue_epilog=SITE_REPORT.format(label="queue_epilog", attempt=attempt),
+                       node_epilog=SITE_REPORT.format(label="node_epilog", attempt=attempt))
+    run(spool, DROVER_CONTAINMENT=containment)
+    record = exit_status(spool)
+    assert record["exit_code"] == 0, record
+    lines = {line.split()[0]: line.split()[1:] for line in (tmp_path / "out.txt").read_text().splitlines()}
+    assert list(lines) == ["job", "pe_stop", "queue_epilog", "node_epilog"]
+    return lines
+
+
+def test_a_root_jobs_hard_limits_do_not_reach_the_sites_methods_after_it(tmp_path: Path) -> None:
+    """GE sets the job's limits in the job's child alone: a job run as the shepherd's own user
+    (root's job on a node run by root) with nofile 777, locked hard, is followed by PE stop, the
+    queue's and the node's epilogs with the node's own nofile, soft and hard (where root cannot
+    raise a hard limit again, without CAP_SYS_RESOURCE, as in many containers)."""
+    if os.geteuid() != 0:
+        pytest.skip("the shepherd must be root")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs to show the pinning")
+    lines = _site_methods_report(tmp_path, "subreaper")
+    assert lines["job"][:3] == ["777", "777", str(sorted(os.sched_getaffinity(0))[1])]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    for label in ("pe_stop", "queue_epilog", "node_epilog"):
+        assert lines[label][:3] == [str(hard), str(soft), _own_cpus_allowed()], label
+
+
+def test_the_sites_methods_run_outside_the_jobs_cpuset(tmp_path: Path) -> None:
+    """Where a cpuset cgroup holds the attempt (cgroup v1), the site's methods are not in it:
+    they run on the node's CPUs, in the shepherd's own cgroups, never pinned or limited by what
+    one job asked for; the job is in the attempt's cgroups, on its CPU."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs to show the pinning")
+    try:
+        lines = _site_methods_report(tmp_path, "cgroup-v1")
+    except AssertionError:
+        if not Path("/sys/fs/cgroup/cpuset/cgroup.procs").exists():
+            pytest.skip("no cgroup v1 cpuset here")
+        raise
+    assert lines["job"][2:] == [str(sorted(os.sched_getaffinity(0))[1]), "4"]  # freezer, memory, cpuacct, cpuset
+    for label in ("pe_stop", "queue_epilog", "node_epilog"):
+        assert lines[label][2:] == [_own_cpus_allowed(), "0"], label

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pwd
-import time
 from pathlib import Path
 
 from tests.helpers.attempts import read_kept
@@ -42,6 +41,18 @@ def _job(cluster: LocalCluster, name: str, *options: str) -> tuple[int, Path]:
     job = cluster.submit("--queue", "q", "--name", name, *options, "job.sh", cwd=where)
     wait_until(lambda: (where / "ticks").exists() and (where / "pid").exists(), describe="the job ticking")
     return job, where
+
+
+def _running(script: Path, name: str) -> bool:
+    """Whether a method command `script name ...` still runs (any process's command line)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # not a process, or gone meanwhile
+            continue
+        if str(script).encode() in words and name.encode() in words:
+            return True
+    return False
 
 
 def _ticks(where: Path) -> int:
@@ -114,7 +125,8 @@ def test_gridengine_queue_conf_command_methods_run_as_the_owner_with_placeholder
         cluster.drover("resume", str(job))
         wait_until(lambda: (where / "method.resume").exists(), describe="the resume command")
         assert (where / "method.resume").read_text().startswith("args=cmd x q 0\n")
-        time.sleep(0.5)  # the resume command has ended: GE starts no method while another runs
+        # the resume command has ended: GE starts no method while another runs
+        wait_until(lambda: not _running(script, "resume"), describe="the resume command to end")
         cluster.drover("cancel", str(job))
         cluster.drover("wait", str(job), check=False)  # SIGKILL after the grace: the command killed nothing
         assert (where / "method.terminate").read_text().startswith(f"args={me} {pid}\n")

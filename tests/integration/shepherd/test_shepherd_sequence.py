@@ -297,3 +297,19 @@ def test_takes_tells_whether_a_process_catches_or_ignores_a_signal() -> None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     assert takes(plain.pid, signal.SIGUSR1)  # gone: sending does no harm
+
+
+def test_a_site_method_over_its_time_is_killed_with_what_it_started(tmp_path: Path) -> None:
+    """A node epilog that outlives `method_timeout_s` is killed with its process group: a child
+    it left holding its output does not keep the shepherd waiting (the site's methods run
+    outside the attempt's cgroup, which would otherwise have caught it)."""
+    spool = make_spool(tmp_path, "echo job\n", node_epilog="sleep 300 & sleep 300", method_timeout_s=1.0)
+    shepherd = run_shepherd(spool)
+    try:
+        assert shepherd.wait(timeout=30) == 0
+    finally:
+        if shepherd.poll() is None:
+            os.killpg(shepherd.pid, signal.SIGKILL)
+            shepherd.wait()
+    record = exit_status(spool)
+    assert [(m["step"], m["level"], m["exit_code"]) for m in record["methods"]] == [("epilog", "node", 124)]

@@ -231,6 +231,7 @@ def test_the_store_restarted_under_load_loses_nothing(request: pytest.FixtureReq
         jobs = [cluster.submit("--", "sh", "-c", "sleep 2") for _ in range(6)]
         wait_until(lambda: cluster.json("show", str(jobs[0]))["state"] == "running", describe="a job running")
         own_server.pause()
+        ending = [spool for spool in cluster.spool.iterdir() if (spool / "job_pid").exists()]
         try:
             # A status is read from the active controller's memory, still the truth (no other
             # controller can take over while the store is away); a submission cannot be committed.
@@ -239,7 +240,10 @@ def test_the_store_restarted_under_load_loses_nothing(request: pytest.FixtureReq
             refused = cluster.drover("submit", "--", "true", check=False, timeout=90)
             assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
             assert "PostgreSQL" in refused.stderr, refused.stderr
-            time.sleep(2)  # jobs end while the store is away: their reports wait on the node
+            # jobs end while the store is away: their reports wait on the node
+            wait_until(lambda: ending and all(not spool.exists() or (spool / "exit_status").exists()
+                                              for spool in ending),
+                       timeout=60, describe="the running jobs to end while the store is away")
         finally:
             own_server.resume()
         wait_until(lambda: cluster.drover("status", check=False).returncode == 0, timeout=30,

@@ -90,9 +90,27 @@ def test_a_hold_in_error_says_which_attempt_and_why() -> None:
         "held in error: attempt 1 exited with status 100, which asks for a hold "
         "(fix the cause, then release it with drover release 12.3)")
     failed = TaskInfo(index=0, state="held", state_since=2.0, attempts=[attempt(2, failure="prolog failed")])
+    # An event of a controller that did not record the cause: no rule is blamed.
     assert held_reason("12", failed, latest_holds([event(1, "held_in_error", 0, 2)])[0]) == (
-        "held: requeued after attempt 2 failed on node n1 (prolog failed), and the cluster holds such jobs "
-        "(requeue_held); release it with drover release 12 to run it again")
+        "held in error after attempt 2 ended on node n1 (prolog failed); release it with drover release 12 "
+        "to run it again")
+
+
+def test_a_hold_in_error_names_the_method_that_asked_for_it_and_blames_requeue_held_only_when_it_held() -> None:
+    """A node epilog that exits 100 asks for the hold itself: `drover why` names it, not the
+    cluster's requeue_held (which was off); a queue prolog that failed with 1, requeued and held
+    by requeue_held, names both."""
+    ran = TaskInfo(index=0, state="held", state_since=2.0, attempts=[attempt(1, exit_code=0)])
+    asked = latest_holds([event(1, "held_in_error", 0, 1, cause="the node epilog exited with status 100",
+                                requeue_held=False)])[0]
+    assert held_reason("12", ran, asked) == (
+        "held in error: in attempt 1 on node n1, the node epilog exited with status 100, which asks for a hold "
+        "(fix the cause, then release it with drover release 12)")
+    by_rule = latest_holds([event(1, "held_in_error", 0, 1, cause="the queue prolog exited with status 1",
+                                  requeue_held=True)])[0]
+    assert held_reason("12", ran, by_rule) == (
+        "held: requeued after attempt 1 failed on node n1 (the queue prolog exited with status 1), and the "
+        "cluster holds such jobs (requeue_held); release it with drover release 12 to run it again")
 
 
 def test_a_release_forgets_the_hold_and_array_tasks_are_named_one_by_one() -> None:

@@ -242,3 +242,21 @@ def test_gridengine_manpage_checkpoint_success_except_for_kernel_checkpointing()
         assert (row.job, row.queue_error) == (None, False)
         assert outcome(ExitFacts(0, methods=(("checkpoint", "node", code),))) == (T.SUCCEED, False)
     assert "except for kernel checkpointing" in exit_row("checkpoint", 1).seed
+
+
+def test_the_cause_of_a_hold_in_error_is_the_row_that_held_it_and_says_whether_requeue_held_did() -> None:
+    from drover.core.exit_status import error_hold_cause
+
+    epilog_100 = ExitFacts(0, methods=(("epilog", "node", 100),))
+    assert classify_exit(epilog_100) is T.ERROR_HOLD
+    assert error_hold_cause(epilog_100) == ("the node epilog exited with status 100", False)
+    queue_prolog_1 = ExitFacts(None, methods=(("prolog", "queue", 1),), requeue_held=True)
+    assert classify_exit(queue_prolog_1) is T.ERROR_HOLD
+    assert error_hold_cause(queue_prolog_1) == ("the queue prolog exited with status 1", True)
+    assert error_hold_cause(ExitFacts(100)) == ("the job exited with status 100", False)
+    postcmd = ExitFacts(0, methods=(("epilog", "job", 100),), epilog_sets_exit=True)
+    assert classify_exit(postcmd) is T.ERROR_HOLD
+    assert error_hold_cause(postcmd) == ("the job's epilog exited with status 100", False)
+    unprepared = ExitFacts(None, failure="no space left", node_fault=True, requeue_held=True)
+    assert classify_exit(unprepared) is T.ERROR_HOLD
+    assert error_hold_cause(unprepared) == ("no space left", True)

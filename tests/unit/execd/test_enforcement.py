@@ -11,13 +11,13 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.helpers.attempt_config import attempt_config
+from tests.helpers.wait import wait_until
 
 from drover.execd import attempt_records, enforcement
 from drover.execd.enforcement import (
@@ -158,7 +158,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen([sys.executable, "-c", "import threading, time\n"
                                 "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
                                 "time.sleep(60)"])
-    time.sleep(0.3)  # its second thread started
+    wait_until(lambda: len(os.listdir(f"/proc/{process.pid}/task")) >= 2, describe="its second thread")
     yield process
     process.kill()
     process.wait()

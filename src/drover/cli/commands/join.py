@@ -45,7 +45,12 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("--munge-socket", metavar="PATH",
                    help="this host's munged, which vouches for its users to the controller and checks the "
                         "signatures of the jobs it is sent (default: /run/munge/munge.socket.2)")
+    p.add_argument("--no-munge", action="store_true",
+                   help="join without MUNGE even where munged runs: the node runs the jobs the controller sends "
+                        "without checking their owners' signatures, and its users cannot submit from here")
     args = p.parse_args(argv)
+    if args.no_munge and args.munge_socket:
+        p.error("--no-munge and --munge-socket contradict each other: give one")
     if os.geteuid() != 0:
         raise Forbidden("only root joins a host to a cluster: its execd runs each job as the job's owner")
 
@@ -87,14 +92,17 @@ def run(command: str, argv: list[str]) -> int:
     write_private(files.ca_cert, reply.ca.encode(), 0o644)
     # Where munged runs (or is named), the node runs only jobs their owners signed: the
     # controller cannot make it run anything as anyone (cluster/signing.py).
+    # --no-munge: none, whatever runs here (the node is told, not left to find one).
     munge_socket = args.munge_socket or MUNGE_SOCKET
-    signed = bool(args.munge_socket) or os.path.exists(MUNGE_SOCKET)
+    signed = not args.no_munge and (bool(args.munge_socket) or os.path.exists(MUNGE_SOCKET))
     config = _node_config(urls, reply.node, files, args.cpus, args.memory, munge_socket if signed else None)
     write_private(paths.config_file, config.encode(), 0o644)
     # For this host's users: where the cluster is, the CA to verify it by, and the munged that
-    # vouches for them (their commands send a MUNGE credential with each request).
+    # vouches for them (their commands send a MUNGE credential with each request); none after
+    # --no-munge.
     write_private(paths.cluster_file, json.dumps({"controller": url, "ca_pem": reply.ca,
-                                                  "munge_socket": munge_socket}).encode(), 0o644)
+                                                  "munge_socket": None if args.no_munge else munge_socket}
+                                                 ).encode(), 0o644)
     started = _start_execd(paths, reply.node)
     at_boot = _enabled_at_boot(paths)
     if args.json:
@@ -105,7 +113,11 @@ def run(command: str, argv: list[str]) -> int:
         print(f"started {started}")
         if at_boot:
             print(f"enabled {at_boot}: the node's execd starts at boot")
-        if not signed:
+        if args.no_munge:
+            print("warning: joined without MUNGE (--no-munge): this node runs the jobs the controller sends "
+                  "without checking their owners' signatures, and its users cannot submit from here",
+                  file=sys.stderr)
+        elif not signed:
             print(f"warning: no munged at {MUNGE_SOCKET}: this node runs the jobs the controller sends "
                   "without checking their owners' signatures, and its users cannot submit from here "
                   "(install munge with the cluster's key, then join again)", file=sys.stderr)

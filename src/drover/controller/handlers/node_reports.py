@@ -26,6 +26,7 @@ from drover.core.exit_status import (
     ExitSemantics,
     classify_exit,
     effective_exit_code,
+    error_hold_cause,
     exit_facts,
     node_failure,
     outcome_reason,
@@ -561,7 +562,10 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
                               node=node.name, queue=queue, reason=node.queue_errors[queue])
     trigger = classify_exit(facts, semantics)
     why = outcome_reason(facts, trigger) or why
-    after = change_task(outcome, task, trigger, now, reason=why) if why else change_task(outcome, task, trigger, now)
+    detail: dict[str, Any] = {"reason": why} if why else {}
+    if trigger is Trigger.ERROR_HOLD:  # what `drover why` says of the hold: what exited how, and whose rule
+        detail["cause"], detail["requeue_held"] = error_hold_cause(facts, semantics)
+    after = change_task(outcome, task, trigger, now, **detail)
     release_attempt(state, job, task)
     if after in (JobState.PENDING, JobState.HELD):
         task.cancel_requested = task.requeue_requested = task.hold_requested = False
