@@ -93,6 +93,9 @@ class ControllerSection(Section, frozen=True):
     max_env_bytes: Annotated[int, about("a job's environment, names and values", ge=1)] = Limits.max_env_bytes
     max_script_bytes: Annotated[int, about("a job's script", ge=1)] = Limits.max_script_bytes
     max_stage_in_bytes: Annotated[int, about("the files staged in with one job", ge=1)] = Limits.max_stage_in_bytes
+    max_stage_out_bytes: Annotated[int, about("the files one attempt stages out, kept by the controller until "
+                                              "fetched; a file over it is refused whole", ge=1)] = (
+        Limits.max_stage_out_bytes)
 
     def limits(self) -> Limits:
         return Limits(**{key: getattr(self, key) for key in Limits.KEYS})

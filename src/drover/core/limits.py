@@ -42,10 +42,11 @@ class Limits:
     max_env_bytes = 4 * MIB  # their names and values together
     max_script_bytes = 4 * MIB
     max_stage_in_bytes = 16 * MIB  # per job; the files travel through the controller
+    max_stage_out_bytes = 64 * MIB  # per attempt: what the controller keeps of the files a job stages out
 
     KEYS = ("max_request_bytes", "max_jobs_per_request", "max_pending_jobs_per_user",
             "max_pending_tasks_per_user", "max_array_size", "max_name_bytes", "max_path_bytes",
-            "max_env_vars", "max_env_bytes", "max_script_bytes", "max_stage_in_bytes")
+            "max_env_vars", "max_env_bytes", "max_script_bytes", "max_stage_in_bytes", "max_stage_out_bytes")
 
     def __init__(self, **values: int) -> None:
         for key, value in values.items():

@@ -34,6 +34,7 @@ from drover.protocol.node_channel import (
     Welcome,
     controller_decoder,
     encoder,
+    frames,
 )
 
 log = logging.getLogger("drover.execd")
@@ -155,8 +156,8 @@ class ControllerChannel:
             await self._wake.wait()
             self._wake.clear()
             batch, self._queue = self._queue, []
-            if batch:
-                await connection.send(encoder.encode(batch))
+            for frame in frames(batch):  # none past the controller's frame limit, however much is queued
+                await connection.send(frame)
 
 
 def _active_named(refusal: InvalidStatus) -> str | None:

@@ -90,6 +90,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         PE_TASK_ACK,
         Ack,
         AppendEventLog,
+        ChunkKept,
         CloseTerminal,
         Hello,
         OpenTerminal,
@@ -144,6 +145,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
+    channel.on(ChunkKept, cleanup.chunk_kept)
     channel.on(Ack, lambda ack: (pe_tasks.acknowledged(ack.attempts) if ack.kind == PE_TASK_ACK
                                  else cleanup.acknowledged(ack.attempts, ack.kind)))
     channel.on(ReadOutput, relays.read_output)

@@ -471,10 +471,10 @@ def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now
     if attempt is None or (attempt.cleanup and "staged_out" in attempt.cleanup):
         return
     attempt.cleanup = attempt.cleanup or {"done": [], "step": None, "tries": 0, "error": None}
-    attempt.cleanup["staged_out"] = [f.name for f in report.files]
+    attempt.cleanup["staged_out"] = report.names()
     outcome.changes.attempt(attempt)
     outcome.changes.event(now, "staged_out", attempt.job_id, attempt.index, attempt.number,
-                          files=[f.name for f in report.files], skipped=report.skipped or None,
+                          files=report.names(), skipped=report.skipped or None,
                           refused=report.refused or None)
 
 
