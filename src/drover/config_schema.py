@@ -101,6 +101,9 @@ class ControllerSection(Section, frozen=True):
         return Limits(**{key: getattr(self, key) for key in Limits.KEYS})
 
 
+MAX_PIDS_MAX = 1 << 22  # Linux's largest pid_max
+
+
 class RlimitsSection(Section, frozen=True):
     """[execd.rlimits]: resource limits every job starts with; -1 is unlimited. The names are
     those the shepherd sets (shepherd/setup.py RLIMITS)."""
@@ -179,6 +182,10 @@ class ExecdSection(Section, frozen=True):
     rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
                                                 "not sent")] = 64 * MIB
+    pids_max: Annotated[int | None, about(
+        "processes and threads one job may have at once (its cgroup's pids.max; a fork over it fails, and the "
+        "job's record says it hit its process limit); unset: the host's kernel.pid_max / (its CPUs + 1), "
+        "between 1024 and 65536; 0: no limit")] = None
     require_signed_jobs: Annotated[bool, about("run only jobs their owners signed with MUNGE (set by `drover join` "
                                                "where munged runs)")] = False
     munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = MUNGE_SOCKET
@@ -228,6 +235,8 @@ class ExecdSection(Section, frozen=True):
         check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
+        if self.pids_max is not None and not 0 <= self.pids_max <= MAX_PIDS_MAX:
+            raise ValueError(f"pids_max must be between 0 (no limit) and {MAX_PIDS_MAX}, not {self.pids_max}")
         _check_methods(self)
 
 

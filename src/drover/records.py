@@ -161,6 +161,7 @@ class NodeOptions(TypedDict):
     method_timeout_s: float
     rlimits: dict[str, int]  # RLIMIT_<NAME> (lower case, without the prefix) → soft = hard limit
     stage_out_limit_bytes: int  # per attempt; what is over is named, not sent
+    pids_max: NotRequired[int]  # each job's process limit (its cgroup's pids.max); 0: none
     # VOV 14: who runs the diagnostics scripts, "not as root, but as the owner" of the system:
     # [execd] diagnostics_user, else the service account. None: the shepherd's own user, or,
     # when that is root, nobody (the scripts do not run).
@@ -241,6 +242,9 @@ class ExitStatus(TypedDict):
     terminated: bool  # killed on request (cancel): warning signal, grace, SIGKILL
     out_of_memory: bool
     methods: NotRequired[list[MethodRun]]  # the prolog/epilog/PE steps that ran, in order
+    # The job hit its process limit: forks refused at its pids.max (pids.events "max"), and that limit.
+    pids_refused: NotRequired[int]
+    pids_max: NotRequired[int]
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
     # The node could not prepare the attempt (its spool could not be written: the disk is full):
     # the job never started. As after a node's failing prolog, the node goes to ERROR and the

@@ -252,6 +252,7 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
         "rlimits": options.rlimits.set(),
         # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
         "stage_out_limit_bytes": options.stage_out_limit_bytes,
+        "pids_max": pids_max(options),
         "diagnostics_identity": diagnostics,
         "debug_pause_s": debug_pause_s(options, environ),
         "node_suspend_method": options.suspend_method,
@@ -261,6 +262,16 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
     if options.starter_method:
         node["starter_method"] = options.starter_method
     return node
+
+
+def pids_max(options: ExecdSection) -> int:
+    """Each job's process limit (pids.max of its cgroup): [execd] pids_max, else one from the
+    host's pid_max and CPUs (host.default_pids_max); 0: none."""
+    from drover.execd.host import default_pids_max, host_cpus, host_pid_max
+
+    if options.pids_max is not None:
+        return options.pids_max
+    return default_pids_max(host_pid_max(), host_cpus())
 
 
 def debug_pause_s(options: ExecdSection, environ: Mapping[str, str]) -> float:

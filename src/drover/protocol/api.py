@@ -142,6 +142,10 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     failure: str | None = None
     timed_out: bool = False
     terminated: bool = False
+    out_of_memory: bool = False
+    # It hit its process limit: forks refused at its cgroup's pids.max (pids_max), and that limit.
+    pids_refused: int = 0
+    pids_max: int | None = None
     usage: Usage | None = None
     cleanup: CleanupProgress | None = None  # how far the node's cleanup pipeline got
     pty_socket: str | None = None  # where `drover run --pty` reaches a running interactive job

@@ -101,3 +101,68 @@ def test_no_cgroup_is_left_behind(tmp_path: Path, backend: str) -> None:
     run_shepherd(spool, backend).wait(timeout=30)
     leftovers = [str(p) for p in Path("/sys/fs/cgroup").rglob("9.0.1")]
     assert leftovers == []
+
+
+# Forks sleepers until a fork fails, then says how many it made and exits 0 (a fork bomb that
+# stops by itself: the shepherd's kill of the attempt's cgroup ends the sleepers).
+FORK_BOMB = """python3 - <<'PY'
+import os, time
+made = 0
+while made < 5000:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(300)
+        os._exit(0)
+    made += 1
+print(made, flush=True)
+PY
+"""
+
+
+def pids_controller_unusable(backend: str) -> str | None:
+    """None where the backend gives an attempt a process limit here, else why not."""
+    from drover.shepherd.containment import choose
+
+    os.environ["DROVER_CONTAINMENT"] = backend
+    try:
+        made = choose("probe.0.2", 0, pids_max=64)
+    finally:
+        del os.environ["DROVER_CONTAINMENT"]
+    try:
+        return None if made.pids_limit == 64 else f"{backend} has no writable pids controller here"
+    finally:
+        made.remove()
+
+
+def test_a_fork_bomb_stops_at_the_process_limit_and_the_hosts_other_jobs_fork_on(tmp_path: Path, backend: str) -> None:
+    """1. A job that forks without end runs under pids_max 64. 2. Its forks fail at the limit: it
+    made fewer than 64 processes, and its exit record says it hit the limit (its shell exits 0).
+    3. Another job, started alongside and let go once the first is stopped, forks 200 processes
+    and succeeds: the bomb took none of the host's pids from it. Nothing of either is left."""
+    why_not = pids_controller_unusable(backend)
+    if why_not:
+        pytest.skip(why_not)
+    gate = tmp_path / "go"
+    other = make_spool(tmp_path / "other", f"while [ ! -e {gate} ]; do sleep 0.05; done\n"
+                       "for i in $(seq 1 200); do sleep 0.5 & done; wait; echo forked 200\n", name="8.0.1",
+                       workdir=str(tmp_path), stdout=str(tmp_path / "other.out"))
+    bystander = run_shepherd(other, backend)
+    try:
+        bomb = make_spool(tmp_path / "bomb", FORK_BOMB, pids_max=64, workdir=str(tmp_path),
+                          stdout=str(tmp_path / "bomb.out"))
+        assert run_shepherd(bomb, backend).wait(timeout=120) == 0
+        record = exit_status(bomb)
+        assert record["exit_code"] == 0 and record["pids_max"] == 64 and record["pids_refused"] >= 1
+        assert 0 < int((tmp_path / "bomb.out").read_text()) < 64
+        assert "process limit:" in (bomb / "trace").read_text()
+        gate.touch()
+        assert bystander.wait(timeout=120) == 0
+    finally:
+        if bystander.poll() is None:
+            bystander.kill()
+            bystander.wait()
+    assert exit_status(other)["exit_code"] == 0 and "pids_refused" not in exit_status(other)
+    assert (tmp_path / "other.out").read_text() == "forked 200\n"

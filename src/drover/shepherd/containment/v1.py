@@ -1,4 +1,4 @@
-"""cgroup v1: the memory, freezer, cpuacct and cpuset hierarchies, one cgroup in each."""
+"""cgroup v1: the memory, freezer, cpuacct, cpuset and pids hierarchies, one cgroup in each."""
 
 from __future__ import annotations
 
@@ -9,25 +9,29 @@ from drover.records import ContainmentRecord
 from drover.shepherd.containment.common import (
     describe,
     kill_listed,
+    limit_pids,
     make_dir,
     own_cgroup,
     pids_of,
+    pids_refused,
     read,
     remove_dir,
     write,
 )
 
 ROOT = "/sys/fs/cgroup"
-CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset")
+CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset", "pids")
 
 
 class CgroupV1:
     name = "cgroup-v1"
 
-    def __init__(self, paths: dict[str, str], homes: dict[str, str], memory_limit_mib: int) -> None:
+    def __init__(self, paths: dict[str, str], homes: dict[str, str], memory_limit_mib: int,
+                 pids_limit: int = 0) -> None:
         self.paths = paths  # controller → the attempt's cgroup in it
         self.homes = homes  # controller → where the shepherd came from
         self.memory_limit_mib = memory_limit_mib
+        self.pids_limit = pids_limit
 
     def enter(self) -> None:
         for path in self.paths.values():
@@ -66,6 +70,9 @@ class CgroupV1:
                 return int(value) > 0
         return False
 
+    def pids_refused(self) -> int:
+        return pids_refused(self.paths.get("pids"))
+
     def peak_memory_bytes(self) -> int | None:
         text = read(os.path.join(self.paths.get("memory", "/nonexistent"), "memory.max_usage_in_bytes"))
         return int(text) if text else None
@@ -82,7 +89,7 @@ class CgroupV1:
         return describe(self.name, dict(self.paths))
 
 
-def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> CgroupV1 | None:
+def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_max: int = 0) -> CgroupV1 | None:
     paths: dict[str, str] = {}
     homes: dict[str, str] = {}
     for controller in CONTROLLERS:
@@ -102,7 +109,12 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> Cgro
         write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
     if "cpuset" in paths and not _pin(paths["cpuset"], homes["cpuset"], cpu_ids or []):
         remove_dir(paths.pop("cpuset"))
-    return CgroupV1(paths, homes, memory_mib)
+    pids_limit = 0
+    if "pids" in paths:
+        pids_limit = limit_pids(paths["pids"], pids_max)
+        if not pids_limit:
+            remove_dir(paths.pop("pids"))
+    return CgroupV1(paths, homes, memory_mib, pids_limit)
 
 
 def _pin(path: str, home: str, cpu_ids: list[int]) -> bool:
