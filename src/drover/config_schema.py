@@ -139,7 +139,9 @@ class ExecdSection(Section, frozen=True):
     memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "
                                             "[\"gpu:a100:2\", \"gpu:v100:1\", \"nic:1\"] (unset: its "
-                                            "NVIDIA GPUs, from nvidia-smi or /dev/nvidia*)")] = None
+                                            "NVIDIA GPUs, from nvidia-smi or /dev/nvidia*); gpu N is /dev/nvidiaN, "
+                                            "which a job not given it may not open where the cgroup v1 devices "
+                                            "controller is writable")] = None
     features: Annotated[list[str], about("the node's features, which jobs ask for with --constraint "
                                          "(it always has arch=<Grid Engine's architecture name>)")] = []
     spool: Annotated[str | None, about("the attempts' spool directory (unset: on tmpfs when there is one)")] = None

@@ -162,6 +162,7 @@ class NodeOptions(TypedDict):
     rlimits: dict[str, int]  # RLIMIT_<NAME> (lower case, without the prefix) → soft = hard limit
     stage_out_limit_bytes: int  # per attempt; what is over is named, not sent
     pids_max: NotRequired[int]  # each job's process limit (its cgroup's pids.max); 0: none
+    node_gpus: NotRequired[int]  # the node's GPUs (gpu 0 .. N-1, /dev/nvidia0 ..): those not given are denied
     # VOV 14: who runs the diagnostics scripts, "not as root, but as the owner" of the system:
     # [execd] diagnostics_user, else the service account. None: the shepherd's own user, or,
     # when that is root, nobody (the scripts do not run).

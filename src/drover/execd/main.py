@@ -58,7 +58,7 @@ def serve(argv: list[str]) -> int:
     # A controller on another host: the node's TLS files are checked before anything starts.
     tls = node_tls(options) if options.controllers() and not args.socket else None
     inventory = node_inventory(options)  # before the fork server: nvidia-smi may run
-    node_options = shepherd_options(options, cluster_tag(paths))  # refused here, before anything starts
+    node_options = shepherd_options(options, cluster_tag(paths), gpus=inventory.gpus())  # refused here, before anything starts
 
     from drover.execd.forkserver import ForkServer
 
@@ -225,7 +225,8 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     )
 
 
-def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[str, str] = os.environ) -> NodeOptions:
+def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[str, str] = os.environ,
+                     gpus: int = 0) -> NodeOptions:
     """The [execd] options that travel to each shepherd in its attempt's config; `cluster` is
     the cluster's tag, part of the name of each attempt's cgroup. Raises SystemExit, saying
     why, for a diagnostics user or a debug pause the node cannot use."""
@@ -253,6 +254,7 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
         # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
         "stage_out_limit_bytes": options.stage_out_limit_bytes,
         "pids_max": pids_max(options),
+        "node_gpus": gpus,  # those an attempt is not given are denied it, where the devices cgroup is writable
         "diagnostics_identity": diagnostics,
         "debug_pause_s": debug_pause_s(options, environ),
         "node_suspend_method": options.suspend_method,

@@ -111,8 +111,10 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
+    given_gpus = set((config.get("gres") or {}).get("gpu", []))
     containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"],
-                         str(config.get("cluster", "")), int(config.get("pids_max", 0)))
+                         str(config.get("cluster", "")), int(config.get("pids_max", 0)),
+                         [index for index in range(int(config.get("node_gpus", 0))) if index not in given_gpus])
     # Where it is, for the execd to end it all should we die (in the spool's `containment` record).
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
     # GE's spool files "osjobid" and "processor_set_number" (spool_files.py).
@@ -120,6 +122,8 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
                                config.get("queue_nice", 0))
     spool_files.write_where(spool, containment.record(), limits.cpus)
     trace.step(f"containment {containment.name}")
+    if containment.hidden_gpus:
+        trace.step(f"GPUs {','.join(map(str, containment.hidden_gpus))} of the node denied (devices cgroup)")
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
     identity = from_config(config)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -166,3 +167,34 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_the_hosts_other_jobs_fork_on
             bystander.wait()
     assert exit_status(other)["exit_code"] == 0 and "pids_refused" not in exit_status(other)
     assert (tmp_path / "other.out").read_text() == "forked 200\n"
+
+
+def devices_controller_unusable() -> str | None:
+    """None where a v1 devices cgroup denies an attempt the node's GPUs here, else why not."""
+    from drover.shepherd.containment import v1
+
+    made = v1.create("probe.0.3", 0, hidden_gpus=[1])
+    if made is None:
+        return "no writable cgroup v1 (freezer and memory) here"
+    try:
+        return None if made.hidden_gpus == [1] else "no writable devices cgroup here"
+    finally:
+        made.remove()
+
+
+def test_the_node_gpus_an_attempt_was_not_given_are_denied_by_its_devices_cgroup(tmp_path: Path) -> None:
+    """A job whose node has GPUs 0, 1 and 2 and that was given GPU 1 cannot open /dev/nvidia0 nor
+    /dev/nvidia2 (char 195:0 and 195:2, made here), root though it is; GPU 1's it can."""
+    why_not = devices_controller_unusable()
+    if why_not:
+        pytest.skip(why_not)
+    for index in range(3):
+        os.mknod(tmp_path / f"nvidia{index}", 0o666 | stat.S_IFCHR, os.makedev(195, index))
+    # ENXIO: the cgroup let the open through and no driver answered; EPERM: the cgroup denied it.
+    script = (f"python3 - <<'PY' > {tmp_path}/seen\nimport errno, os\nfor i in range(3):\n"
+              f"    try:\n        os.open('{tmp_path}/nvidia%d' % i, os.O_RDWR)\n"
+              "    except OSError as error:\n        print(errno.errorcode[error.errno])\nPY\n")
+    spool = make_spool(tmp_path / "spool", script, node_gpus=3, gres={"gpu": [1]})
+    assert run_shepherd(spool, "cgroup-v1").wait(timeout=60) == 0
+    assert (tmp_path / "seen").read_text().split() == ["EPERM", "ENXIO", "EPERM"]
+    assert "GPUs 0,2 of the node denied (devices cgroup)" in (spool / "trace").read_text()

@@ -7,7 +7,9 @@ Three backends behind one small interface, chosen once per attempt (`choose`):
               pids.max and pids.events where the pids controller is
   cgroup-v1   the memory, freezer, cpuacct, cpuset and pids hierarchies: memory.limit_in_bytes,
               the oom_kill counter of memory.oom_control, the freezer to suspend and to kill
-              without races (freeze, SIGKILL all, thaw), pids.max and pids.events
+              without races (freeze, SIGKILL all, thaw), pids.max and pids.events; the devices
+              hierarchy denies the node's GPUs the attempt was not given (v2 would need a BPF
+              program for that, which Drover does not load: there, only the environment hides them)
   subreaper   no writable cgroups (a laptop without root): the shepherd is the child subreaper
               of the job's tree and kills it with a loop; suspend is SIGSTOP/SIGCONT; no
               process limit (RLIMIT_NPROC counts all of the owner's processes, not the job's)
@@ -38,6 +40,7 @@ class Containment(Protocol):
     name: str
     memory_limit_mib: int  # 0: none enforced
     pids_limit: int  # the attempt's pids.max; 0: none enforced
+    hidden_gpus: list[int]  # the node's GPUs the attempt's devices cgroup denies it (v1 only)
 
     def enter(self) -> None:
         """Move the calling process (the shepherd) in, so that what it starts now is inside."""
@@ -69,14 +72,15 @@ class Containment(Protocol):
 
 
 def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None, cluster: str = "",
-           pids_max: int = 0) -> Containment:
+           pids_max: int = 0, hidden_gpus: list[int] | None = None) -> Containment:
     """`cpu_ids`: the CPUs the scheduler gave the attempt; a cpuset pins them where writable.
     `cluster`: the cluster's tag, part of the cgroup's name (common.group_name). `pids_max`:
-    the attempt's process limit where a pids controller is writable (0: none)."""
+    the attempt's process limit where a pids controller is writable (0: none). `hidden_gpus`:
+    the node's GPUs the attempt was not given, denied where a devices cgroup is writable (v1)."""
     name = group_name(cluster, attempt)
 
     def v1_made(name: str, memory: int) -> Containment | None:
-        return v1.create(name, memory, cpu_ids or [], pids_max)
+        return v1.create(name, memory, cpu_ids or [], pids_max, hidden_gpus)
 
     def v2_made(name: str, memory: int) -> Containment | None:
         return v2.create(name, memory, pids_max=pids_max)

@@ -1,4 +1,5 @@
-"""cgroup v1: the memory, freezer, cpuacct, cpuset and pids hierarchies, one cgroup in each."""
+"""cgroup v1: the memory, freezer, cpuacct, cpuset and pids hierarchies, one cgroup in each; and
+the devices hierarchy, where the node has GPUs the attempt was not given."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from drover.shepherd.containment.common import (
 )
 
 ROOT = "/sys/fs/cgroup"
-CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset", "pids")
+CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset", "pids", "devices")
+NVIDIA_MAJOR = 195  # the character devices /dev/nvidiaN are 195:N (nvidiactl, 195:255, is no GPU)
 
 
 class CgroupV1:
@@ -32,6 +34,7 @@ class CgroupV1:
         self.homes = homes  # controller → where the shepherd came from
         self.memory_limit_mib = memory_limit_mib
         self.pids_limit = pids_limit
+        self.hidden_gpus: list[int] = []  # the node's GPUs its devices cgroup denies the attempt
 
     def enter(self) -> None:
         for path in self.paths.values():
@@ -89,7 +92,9 @@ class CgroupV1:
         return describe(self.name, dict(self.paths))
 
 
-def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_max: int = 0) -> CgroupV1 | None:
+def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_max: int = 0,
+           hidden_gpus: list[int] | None = None) -> CgroupV1 | None:
+    """`hidden_gpus`: the node's GPUs (their indices, /dev/nvidiaN) the attempt may not open."""
     paths: dict[str, str] = {}
     homes: dict[str, str] = {}
     for controller in CONTROLLERS:
@@ -114,7 +119,26 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
         pids_limit = limit_pids(paths["pids"], pids_max)
         if not pids_limit:
             remove_dir(paths.pop("pids"))
-    return CgroupV1(paths, homes, memory_mib, pids_limit)
+    hidden: list[int] = []
+    if "devices" in paths:
+        hidden = _deny_gpus(paths["devices"], hidden_gpus or [])
+        if not hidden:
+            remove_dir(paths.pop("devices"))
+    made = CgroupV1(paths, homes, memory_mib, pids_limit)
+    made.hidden_gpus = hidden
+    return made
+
+
+def _deny_gpus(path: str, gpus: list[int]) -> list[int]:
+    """Slurm's ConstrainDevices for the GPUs the attempt was not given: each /dev/nvidiaN an
+    exception to the cgroup's "allow all", so opening it fails with EPERM, whoever the process
+    is (root too). The GPUs denied; none where the kernel refused a rule."""
+    try:
+        for index in gpus:
+            write(os.path.join(path, "devices.deny"), f"c {NVIDIA_MAJOR}:{index} rwm")
+    except OSError:
+        return []
+    return list(gpus)
 
 
 def _pin(path: str, home: str, cpu_ids: list[int]) -> bool:

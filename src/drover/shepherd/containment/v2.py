@@ -37,6 +37,7 @@ class CgroupV2:
         self.home = home  # where the shepherd came from
         self.memory_limit_mib = memory_limit_mib
         self.pids_limit = pids_limit
+        self.hidden_gpus: list[int] = []  # devices are not controlled on v2 (it takes a BPF program)
 
     def enter(self) -> None:
         write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
