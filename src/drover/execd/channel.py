@@ -58,6 +58,7 @@ class ControllerChannel:
         self._queue: list[Any] = []
         self._wake = asyncio.Event()
         self.connected = asyncio.Event()
+        self.staged_chunks = False  # whether the controller takes staged-out files in chunks (its Welcome)
 
     def on(self, kind: type, handler: Callable[[Any], None]) -> None:
         self.handlers[kind] = handler
@@ -131,6 +132,7 @@ class ControllerChannel:
                 data = frame.encode() if isinstance(frame, str) else frame
                 for message in controller_decoder.decode(data):
                     if isinstance(message, Welcome):
+                        self.staged_chunks = message.staged_chunks
                         self.connected.set()
                         log.info("joined the cluster as node %s", message.node)
                         if self.heartbeat is not None and beats is None:

@@ -70,6 +70,7 @@ from drover.protocol.node_channel import (
     ChunkKept,
     Exited,
     Exiting,
+    File,
     Progress,
     SentFile,
     StagedChunk,
@@ -161,11 +162,13 @@ class Cleanup:
     """The pipelines of the attempts that ended on this node."""
 
     def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
-                 faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True) -> None:
+                 faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True,
+                 chunks: Callable[[], bool] = lambda: True) -> None:
         self.root = root
         self.settings = settings
         self.send = send
         self.connected = connected  # whether the controller's channel is up
+        self.chunks = chunks  # whether it takes staged-out files in chunks (an earlier version: whole)
         self.faults = faults  # for fault-injection tests only (execd/faults.py)
         self.pending: dict[str, layout.SpoolDir] = {}
         # Each pending pipeline's progress, as recorded in its spool and kept here too: the
@@ -357,6 +360,11 @@ class Cleanup:
             return False
         sent: list[SentFile] = []
         refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
+        if not self.chunks():  # a controller of an earlier version: the files whole, in the report
+            whole = [File(entry["name"], _read(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])),
+                          entry["mode"]) for entry in collected["files"]]
+            await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, whole, collected["skipped"], refused))
+            return True
         for entry in collected["files"]:
             path = os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])
             size, digest = await _in_thread(functools.partial(_size_and_digest, path), self.settings.record_timeout_s,
@@ -587,6 +595,11 @@ def _remove_tree(path: str) -> None:
         failed, error = left[0]
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
         raise StepFailed(f"cannot remove the spool {path}: {failed}: {error.strerror or error}{more}")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def _size_and_digest(path: str) -> tuple[int, str]:

@@ -117,7 +117,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     faults = Faults.from_environment()
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
-    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set())
+    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set(),
+                      chunks=lambda: channel.staged_chunks)
     signed_jobs = None
     if options.require_signed_jobs:
         from drover.execd.signatures import SignedJobs

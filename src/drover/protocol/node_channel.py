@@ -172,6 +172,9 @@ PE_TASK_ACK = "pe_task"
 class Welcome(msgspec.Struct, tag="welcome"):
     node: str
     heartbeat_s: float = 10.0  # how often the node says how it is; silent for three, it is DOWN
+    # The controller takes staged-out files in StagedChunks; a controller of an earlier version
+    # (which says nothing of it) takes them only whole, in the StagedOut.
+    staged_chunks: bool = False
 
 
 class Heartbeat(msgspec.Struct, tag="heartbeat"):

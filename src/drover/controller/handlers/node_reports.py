@@ -76,7 +76,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib,
                           gres=hello.gres or None, features=hello.features or None)
     node.heard_at = now
-    outcome.send(node.name, Welcome(node.name, heartbeat_s))
+    outcome.send(node.name, Welcome(node.name, heartbeat_s, staged_chunks=True))
     known = {item.attempt: item.running for item in hello.attempts}
     for job in list(state.jobs.values()):
         try:
