@@ -360,10 +360,13 @@ class Cleanup:
             return False
         sent: list[SentFile] = []
         refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
+        config = attempt_records.config(spool)
+        limit = int(config.get("stage_out_limit_bytes", 0)) if config else 0
+        skipped = [f"{name}: {_over_node_limit(limit)}" for name in collected["skipped"]]
         if not self.chunks():  # a controller of an earlier version: the files whole, in the report
             whole = [File(entry["name"], _read(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])),
                           entry["mode"]) for entry in collected["files"]]
-            await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, whole, collected["skipped"], refused))
+            await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, whole, skipped, refused))
             return True
         for entry in collected["files"]:
             path = os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])
@@ -375,7 +378,7 @@ class Cleanup:
                 continue
             sent.append(SentFile(entry["name"], entry["record"], size, digest, entry["mode"]))
         await self._acknowledged(spool.name, "stage_out",
-                                 StagedOut(spool.name, [], collected["skipped"], refused, sent=sent))
+                                 StagedOut(spool.name, [], skipped, refused, sent=sent))
         self._sent.pop(spool.name, None)
         return True
 
@@ -595,6 +598,14 @@ def _remove_tree(path: str) -> None:
         failed, error = left[0]
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
         raise StepFailed(f"cannot remove the spool {path}: {failed}: {error.strerror or error}{more}")
+
+
+def _over_node_limit(limit_bytes: int) -> str:
+    """Why a file the shepherd did not copy was not sent: the node's own limit."""
+    mib = 1024 * 1024
+    amount = f"{limit_bytes // mib} MiB" if limit_bytes and limit_bytes % mib == 0 else f"{limit_bytes} bytes"
+    return (f"over the node's limit of {amount} staged out per attempt (stage_out_limit_bytes in [execd] "
+            "of drover.toml); not sent")
 
 
 def _read(path: str) -> bytes:

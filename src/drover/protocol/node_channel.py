@@ -130,7 +130,7 @@ class StagedOut(msgspec.Struct, tag="staged_out"):
 
     attempt: str
     files: list[File]  # carried in the message itself (small; nodes of this version send `sent`)
-    skipped: list[str] = []  # over the size limit: named, not sent
+    skipped: list[str] = []  # over the node's size limit: "name: the limit" (or the name alone), not sent
     refused: list[str] = []  # "name: reason" — a link, a FIFO, not the owner's to read: not sent
     sent: list[SentFile] = []  # sent ahead in StagedChunks
 

@@ -125,3 +125,20 @@ def test_a_stage_out_over_the_controllers_limit_is_refused_whole_with_a_note(tmp
         assert cluster.drover_json("show", str(job))["tasks"][0]["state"] == "completed"
     finally:
         assert not cluster.stop()
+
+
+def test_a_stage_out_over_the_nodes_limit_is_not_sent_and_the_event_says_why(tmp_path: Path) -> None:
+    """The node's own limit (stage_out_limit_bytes): the shepherd copies nothing of a file that
+    would go over it, and the job's staged_out event names it with the limit and its key."""
+    cluster = LocalCluster(config_toml=f"[execd]\nstage_out_limit_bytes = {3 * 1024 * 1024}\n")
+    try:
+        cluster.start()
+        job = cluster.submit("--stage-out", "big.bin", "--", "bash", "-c", "head -c 5242880 /dev/zero > big.bin")
+        assert cluster.drover("wait", str(job), timeout=120).returncode == 0
+        (staged,) = [e for e in cluster.drover_json("events", str(job)) if e["kind"] == "staged_out"]
+        assert staged["detail"]["skipped"] == [
+            "big.bin: over the node's limit of 3 MiB staged out per attempt (stage_out_limit_bytes in [execd] of "
+            "drover.toml); not sent"]
+        assert not os.path.exists(cluster.state_dir / "files" / f"{job}.0.1" / "big.bin")
+    finally:
+        assert not cluster.stop()
