@@ -17,7 +17,7 @@ import msgspec
 from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
-from drover.core.limits import MAX_TIME_LIMIT_S, Limits
+from drover.core.limits import MAX_PIDS, MAX_TIME_LIMIT_S, Limits
 from drover.method_command import MAX_NOTIFY_S
 
 if TYPE_CHECKING:
@@ -99,9 +99,6 @@ class ControllerSection(Section, frozen=True):
 
     def limits(self) -> Limits:
         return Limits(**{key: getattr(self, key) for key in Limits.KEYS})
-
-
-MAX_PIDS_MAX = 1 << 22  # Linux's largest pid_max
 
 
 class RlimitsSection(Section, frozen=True):
@@ -237,8 +234,8 @@ class ExecdSection(Section, frozen=True):
         check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
-        if self.pids_max is not None and not 0 <= self.pids_max <= MAX_PIDS_MAX:
-            raise ValueError(f"pids_max must be between 0 (no limit) and {MAX_PIDS_MAX}, not {self.pids_max}")
+        if self.pids_max is not None and not 0 <= self.pids_max <= MAX_PIDS:
+            raise ValueError(f"pids_max must be between 0 (no limit) and {MAX_PIDS}, not {self.pids_max}")
         _check_methods(self)
 
 

@@ -64,6 +64,7 @@ class AttemptOrder(TypedDict):
     # ({"gpu": [0, 2]}), for CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS and SGE_HGR_<name>.
     gres: NotRequired[dict[str, list[int]]]
     queue_nice: NotRequired[int]  # added to the job's nice: its queue's `nice` (jobd's)
+    job_pids_max: NotRequired[int | None]  # the job's own process limit (--pids-max); the node's caps it
     # [controller] forbid_reschedule and forbid_apperror, for the node's final record and end
     # mail: 99 and 100 mean what they mean to the controller (core/exit_status.ExitSemantics)
     forbid_reschedule: NotRequired[bool]

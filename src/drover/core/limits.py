@@ -24,6 +24,7 @@ MAX_MEMORY_MIB = 1 << 40  # an exbibyte
 MAX_TIME_LIMIT_S = 100 * 365 * 24 * 3600  # a century: "no limit" is spelt by giving none
 PRIORITY_RANGE = range(-1023, 1024)  # Grid Engine's -p range; above 0 for operators only
 MIB = 1024 * 1024
+MAX_PIDS = 1 << 22  # a process limit: Linux's largest pid_max
 
 
 class Limits:

@@ -92,6 +92,8 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
     # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
     pe_per_node: int | None = None
+    # The job's own process limit (its cgroup's pids.max), at most its node's [execd] pids_max.
+    pids_max: int | None = None
     # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
     # notify_s ahead (shepherd/notice.py).
     notify: bool = False

@@ -113,7 +113,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
     given_gpus = set((config.get("gres") or {}).get("gpu", []))
     containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"],
-                         str(config.get("cluster", "")), int(config.get("pids_max", 0)),
+                         str(config.get("cluster", "")), pids_limit(config),
                          [index for index in range(int(config.get("node_gpus", 0))) if index not in given_gpus])
     # Where it is, for the execd to end it all should we die (in the spool's `containment` record).
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
@@ -674,6 +674,12 @@ def _record_failure(spool: layout.SpoolDir, trace: Trace, failure: str, detail: 
 
 def _json(record: object) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
+
+
+def pids_limit(config: AttemptConfig) -> int:
+    """The attempt's process limit: the job's own (--pids-max) within the node's pids_max; 0: none."""
+    limits = [int(value) for value in (config.get("pids_max"), config.get("job_pids_max")) if value]
+    return min(limits) if limits else 0
 
 
 def _hint(spool: layout.SpoolDir, what: str) -> None:

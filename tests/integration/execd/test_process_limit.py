@@ -40,3 +40,23 @@ def test_a_fork_bomb_stops_at_the_nodes_pids_max_and_show_says_so(tmp_path: Path
         assert other_attempt["exit_code"] == 0 and other_attempt["pids_refused"] == 0
     finally:
         assert not cluster.stop()
+
+
+def test_a_job_may_ask_a_lower_process_limit_than_its_nodes(tmp_path: Path) -> None:
+    """`drover submit --pids-max 32` on a node whose own limit is 100: the job's fork bomb stops
+    at 32; one asking more than its node's (5000) gets the node's."""
+    if pids_controller_unusable("cgroup-v1") and pids_controller_unusable("cgroup-v2"):
+        pytest.skip("no writable pids controller here")
+    cluster = LocalCluster(config_toml="[execd]\npids_max = 100\n")
+    try:
+        cluster.start()
+        script = tmp_path / "bomb.sh"
+        script.write_text(FORK_BOMB)
+        own = cluster.submit("--pids-max", "32", str(script))
+        more = cluster.submit("--pids-max", "5000", str(script))
+        assert cluster.drover("wait", str(own), str(more), timeout=120).returncode == 0
+        limits = [cluster.drover_json("show", str(job))["tasks"][0]["attempts"][0]["pids_max"] for job in (own, more)]
+        assert limits == [32, 100]
+        assert "hit its process limit of 32" in cluster.drover("show", str(own)).stdout
+    finally:
+        assert not cluster.stop()

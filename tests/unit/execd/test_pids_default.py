@@ -19,3 +19,13 @@ def test_the_node_setting_wins_and_zero_means_no_limit() -> None:
     assert pids_max(parse_config("[execd]\npids_max = 300\n").config.execd) == 300
     assert pids_max(parse_config("[execd]\npids_max = 0\n").config.execd) == 0
     assert MIN_PIDS <= pids_max(parse_config("").config.execd) <= MAX_PIDS
+
+
+def test_a_jobs_own_limit_holds_within_its_nodes() -> None:
+    from drover.shepherd.main import pids_limit
+
+    assert pids_limit({"pids_max": 4096, "job_pids_max": 64}) == 64  # type: ignore[typeddict-item]
+    assert pids_limit({"pids_max": 64, "job_pids_max": 4096}) == 64  # type: ignore[typeddict-item]
+    assert pids_limit({"pids_max": 0, "job_pids_max": 64}) == 64  # type: ignore[typeddict-item]
+    assert pids_limit({"pids_max": 0, "job_pids_max": None}) == 0  # type: ignore[typeddict-item]
+    assert pids_limit({}) == 0  # type: ignore[typeddict-item]
