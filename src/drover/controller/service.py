@@ -1102,7 +1102,7 @@ class ControllerService:
         try:
             staged_files.keep(self.settings.files_dir, message)
             return True
-        except (OSError, ValueError, staged_files.NotKept) as error:
+        except (OSError, ValueError, staged_files.NotKept, NotFound) as error:  # NotFound: a name outside
             reason = error.strerror if isinstance(error, OSError) and error.strerror else error
             log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt[:100],
                       self.settings.files_dir, reason)

@@ -3,6 +3,8 @@ holds, bounded by its limit, and renamed into place only whole and matching thei
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -11,7 +13,17 @@ import msgspec
 import pytest
 
 from drover.controller import staged_files
-from drover.protocol.node_channel import SentFile, StagedChunk, StagedOut, frames, node_decoder
+from drover.core.errors import NotFound
+from drover.protocol.node_channel import (
+    Ack,
+    ChunkKept,
+    SentFile,
+    StagedChunk,
+    StagedOut,
+    StartAttempt,
+    frames,
+    node_decoder,
+)
 
 LIMIT = 1000
 
@@ -73,3 +85,37 @@ def test_frames_stay_under_their_bound_and_carry_every_message() -> None:
     assert [m for frame in cut for m in node_decoder.decode(frame)] == batch
     (alone,) = frames([chunk(0, b"z" * 9000, 9000)], limit=5000)  # one message bigger on its own
     assert msgspec.json.decode(alone)[0]["offset"] == 0
+
+
+def test_a_name_outside_the_jobs_files_keeps_nothing(tmp_path: Path) -> None:
+    staged_files.keep_chunk(str(tmp_path), chunk(0, b"x", 1), LIMIT)
+    with pytest.raises(NotFound):
+        staged_files.keep(str(tmp_path), StagedOut("7.0.1", [], sent=[sent(b"x", name="../../escaped")]))
+    assert not os.path.exists(tmp_path / "escaped") and not os.path.exists(tmp_path.parent / "escaped")
+
+
+def test_the_controller_answers_chunks_of_its_nodes_own_attempts_and_a_bad_report_closes_no_channel(
+        tmp_path: Path) -> None:
+    """Through the controller's service: a chunk of an attempt the node runs is kept and answered;
+    one naming an attempt that is not the node's is refused; a report naming a file outside the
+    job's files is not acknowledged, and the node keeps its channel."""
+    from tests.unit.controller.test_job_isolation import Cluster
+
+    async def main() -> None:
+        cluster = Cluster(tmp_path / "drover.db")
+        cluster.service.settings = dataclasses.replace(cluster.service.settings, files_dir=str(tmp_path / "files"))
+        await cluster.submit()
+        (order,) = cluster.sent(StartAttempt)
+        await cluster.report(chunk(0, b"abc", 3, attempt=order.attempt), chunk(0, b"abc", 3, attempt="99.0.1"))
+        answers = cluster.sent(ChunkKept)
+        assert [(a.attempt, a.have, a.refused) for a in answers] == [
+            (order.attempt, 3, None), ("99.0.1", 0, "not an attempt this node ran")]
+        await cluster.report(StagedOut(order.attempt, [], sent=[sent(b"abc", name="../../escaped")]))
+        assert order.attempt not in cluster.acked()
+        cluster.check()  # the node's channel is still open
+        await cluster.report(StagedOut(order.attempt, [], sent=[sent(b"abc", name="out.txt")]))
+        assert (tmp_path / "files" / order.attempt / "out.txt").read_bytes() == b"abc"
+        assert [ack.kind for ack in cluster.sent(Ack)] == ["stage_out"]
+        cluster.check()
+
+    asyncio.run(main())
