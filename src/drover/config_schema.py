@@ -17,7 +17,7 @@ import msgspec
 from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
-from drover.core.limits import MAX_TIME_LIMIT_S, Limits
+from drover.core.limits import MAX_PIDS, MAX_TIME_LIMIT_S, Limits
 from drover.method_command import MAX_NOTIFY_S
 
 if TYPE_CHECKING:
@@ -142,6 +142,9 @@ class ControllerSection(Section, frozen=True):
                                                  "unfinished jobs, together", ge=1)] = Limits.max_job_bytes_per_user
     connections: Annotated[ConnectionsSection, about(
         "requests and connections before their peer is known ([controller.connections])")] = ConnectionsSection()
+    max_stage_out_bytes: Annotated[int, about("the files one attempt stages out, kept by the controller until "
+                                              "fetched; a file over it is refused whole", ge=1)] = (
+        Limits.max_stage_out_bytes)
 
     def limits(self) -> Limits:
         return Limits(**{key: getattr(self, key) for key in Limits.KEYS})
@@ -186,7 +189,9 @@ class ExecdSection(Section, frozen=True):
     memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "
                                             "[\"gpu:a100:2\", \"gpu:v100:1\", \"nic:1\"] (unset: its "
-                                            "NVIDIA GPUs, from nvidia-smi or /dev/nvidia*)")] = None
+                                            "NVIDIA GPUs, from nvidia-smi or /dev/nvidia*); gpu N is /dev/nvidiaN, "
+                                            "which a job not given it may not open where the cgroup v1 devices "
+                                            "controller is writable")] = None
     features: Annotated[list[str], about("the node's features, which jobs ask for with --constraint "
                                          "(it always has arch=<Grid Engine's architecture name>)")] = []
     spool: Annotated[str | None, about("the attempts' spool directory (unset: on tmpfs when there is one)")] = None
@@ -230,6 +235,10 @@ class ExecdSection(Section, frozen=True):
     rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
                                                 "not sent")] = 64 * MIB
+    pids_max: Annotated[int | None, about(
+        "processes and threads one job may have at once (its cgroup's pids.max; a fork over it fails, and the "
+        "job's record says it hit its process limit); unset: the host's kernel.pid_max / (its CPUs + 1), "
+        "between 1024 and 65536; 0: no limit")] = None
     require_signed_jobs: Annotated[bool, about("run only jobs their owners signed with MUNGE (set by `drover join` "
                                                "where munged runs, unless given --no-munge)")] = False
     munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = MUNGE_SOCKET
@@ -279,6 +288,8 @@ class ExecdSection(Section, frozen=True):
         check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
+        if self.pids_max is not None and not 0 <= self.pids_max <= MAX_PIDS:
+            raise ValueError(f"pids_max must be between 0 (no limit) and {MAX_PIDS}, not {self.pids_max}")
         _check_methods(self)
 
 

@@ -70,6 +70,7 @@ class AttemptOrder(TypedDict):
     # ({"gpu": [0, 2]}), for CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS and SGE_HGR_<name>.
     gres: NotRequired[dict[str, list[int]]]
     queue_nice: NotRequired[int]  # added to the job's nice: its queue's `nice` (jobd's)
+    job_pids_max: NotRequired[int | None]  # the job's own process limit (--pids-max); the node's caps it
     # [controller] forbid_reschedule and forbid_apperror, for the node's final record and end
     # mail: 99 and 100 mean what they mean to the controller (core/exit_status.ExitSemantics)
     forbid_reschedule: NotRequired[bool]
@@ -169,6 +170,8 @@ class NodeOptions(TypedDict):
     method_timeout_s: float
     rlimits: dict[str, int]  # RLIMIT_<NAME> (lower case, without the prefix) → soft = hard limit
     stage_out_limit_bytes: int  # per attempt; what is over is named, not sent
+    pids_max: NotRequired[int]  # each job's process limit (its cgroup's pids.max); 0: none
+    node_gpus: NotRequired[int]  # the node's GPUs (gpu 0 .. N-1, /dev/nvidia0 ..): those not given are denied
     # VOV 14: who runs the diagnostics scripts, "not as root, but as the owner" of the system:
     # [execd] diagnostics_user, else the service account. None: the shepherd's own user, or,
     # when that is root, nobody (the scripts do not run).
@@ -249,6 +252,9 @@ class ExitStatus(TypedDict):
     terminated: bool  # killed on request (cancel): warning signal, grace, SIGKILL
     out_of_memory: bool
     methods: NotRequired[list[MethodRun]]  # the prolog/epilog/PE steps that ran, in order
+    # The job hit its process limit: forks refused at its pids.max (pids.events "max"), and that limit.
+    pids_refused: NotRequired[int]
+    pids_max: NotRequired[int]
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
     # The node could not prepare the attempt (its spool could not be written: the disk is full):
     # the job never started. As after a node's failing prolog, the node goes to ERROR and the

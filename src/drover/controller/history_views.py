@@ -72,6 +72,8 @@ def end_reason(exit_record: ExitStatus | None, state: str, controller_reason: st
         return "OutOfMemory"
     if exit_record.get("terminated"):
         return "Cancelled"
+    if exit_record.get("pids_refused") and (exit_record.get("signal") or exit_record.get("exit_code")):
+        return "ProcessLimit"
     if exit_record.get("signal"):
         return f"Signal {exit_record['signal']}"
     if exit_record.get("exit_code"):

@@ -1,5 +1,6 @@
 """One long-lived channel per connected execd. Messages queued in one loop turn leave as one
-frame, so a burst of orders (a planner cycle's starts) costs one write per node."""
+frame (several, past a few MiB), so a burst of orders (a planner cycle's starts) costs one
+write per node."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
-from drover.protocol.node_channel import encoder
+from drover.protocol.node_channel import frames
 
 log = logging.getLogger("drover.controller")
 
@@ -37,12 +38,12 @@ class NodeChannel:
             await self._wake.wait()
             self._wake.clear()
             batch, self._queue = self._queue, []
-            if batch:
-                try:
-                    await self.socket.send_bytes(encoder.encode(batch))
-                except Exception as error:  # the reader side notices the disconnect and cleans up
-                    log.info("node %s: send failed: %s", self.node, error)
-                    return
+            try:
+                for frame in frames(batch):  # a burst of orders with files in them: several frames
+                    await self.socket.send_bytes(frame)
+            except Exception as error:  # the reader side notices the disconnect and cleans up
+                log.info("node %s: send failed: %s", self.node, error)
+                return
 
     async def close(self) -> None:
         self._writer.cancel()

@@ -75,11 +75,14 @@ from drover.core.limits import Limits
 from drover.core.node_state import NodeState
 from drover.protocol.api import ActionResult, JobSubmission
 from drover.protocol.node_channel import (
+    ChunkKept,
     Exited,
     Heartbeat,
     Hello,
     NodeMessage,
     PeTaskExited,
+    Progress,
+    StagedChunk,
     StagedOut,
     StartPeTask,
     task_script,
@@ -1054,6 +1057,10 @@ class ControllerService:
         for message in messages:
             if isinstance(message, PeTaskExited):  # the end of a parallel job's task
                 self._pe_task_ended(node, message)
+            elif isinstance(message, StagedChunk):  # answered at once: the node sends the next
+                self.channels.send(node, self._chunk_kept(node, message))
+            elif isinstance(message, Progress) and message.given_up and message.step == "stage_out":
+                staged_files.forget_partial(self.settings.files_dir, message.attempt)
         self.event_logs.take(node, messages)  # answers to event log appends
         self.samples.take(node, messages)  # what its running attempts use, and which of them ended
         reports: list[Report] = [m for m in messages if isinstance(m, Report) and self._kept(m)]
@@ -1130,17 +1137,32 @@ class ControllerService:
 
     def _kept(self, message: NodeMessage) -> bool:
         """Staged-out files are on disk before they are acknowledged. Files that cannot be kept
-        (the controller's disk is full) are not acknowledged: the node tries again, and after
-        its stage_out_tries gives them up, in an event that says so; the job goes on."""
+        (the controller's disk is full, a chunk is missing) are not acknowledged: the node tries
+        again, and after its stage_out_tries gives them up, in an event that says so; the job
+        goes on."""
         if not isinstance(message, StagedOut):
             return True
         try:
             staged_files.keep(self.settings.files_dir, message)
             return True
-        except OSError as error:
-            log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt,
-                      self.settings.files_dir, error.strerror or error)
+        except (OSError, ValueError, staged_files.NotKept, NotFound) as error:  # NotFound: a name outside
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt[:100],
+                      self.settings.files_dir, reason)
             return False
+
+    def _chunk_kept(self, node: str, chunk: StagedChunk) -> ChunkKept:
+        """A chunk of a staged-out file, written where its file is assembled. Only the node
+        that ran the attempt sends its files."""
+        attempt = self.state.attempt_by_name(chunk.attempt)
+        if attempt is None or attempt.node != node:
+            return ChunkKept(chunk.attempt, chunk.record, refused="not an attempt this node ran")
+        try:
+            return staged_files.keep_chunk(self.settings.files_dir, chunk, self.settings.limits.max_stage_out_bytes)
+        except OSError as error:
+            log.error("cannot keep a chunk of the files attempt %s staged out, in %s: %s", chunk.attempt,
+                      self.settings.files_dir, error.strerror or error)
+            return ChunkKept(chunk.attempt, chunk.record, error=f"the controller cannot keep it: {error.strerror or error}")
 
     def node_disconnected(self, channel: NodeChannel) -> None:
         self._settle()  # what it said before it went is handled (and acknowledged) first

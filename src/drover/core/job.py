@@ -105,6 +105,7 @@ class JobSpec(TypedDict):
     pe: NotRequired[str]
     pe_slots: NotRequired[int]
     pe_per_node: NotRequired[int]  # its own slots on each node, in place of its PE's allocation rule
+    pids_max: NotRequired[int]  # its own process limit, at most its node's (--pids-max)
     notify: NotRequired[bool]  # Grid Engine's qsub -notify: SIGUSR1/SIGUSR2 ahead of a suspend/stop
     # Its checkpoint environment's name ([checkpoints.NAME]) and the occasions and period the
     # job asked for (qsub -c), overriding the environment's (core/checkpoints.py).

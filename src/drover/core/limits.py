@@ -24,6 +24,7 @@ MAX_MEMORY_MIB = 1 << 40  # an exbibyte
 MAX_TIME_LIMIT_S = 100 * 365 * 24 * 3600  # a century: "no limit" is spelt by giving none
 PRIORITY_RANGE = range(-1023, 1024)  # Grid Engine's -p range; above 0 for operators only
 MIB = 1024 * 1024
+MAX_PIDS = 1 << 22  # a process limit: Linux's largest pid_max
 
 
 class Limits:
@@ -45,10 +46,12 @@ class Limits:
     # The scripts, environments and staged-in files of one user's unfinished jobs, together: what
     # the store holds for them (an array's tasks share their job's).
     max_job_bytes_per_user = 1024 * MIB
+    max_stage_out_bytes = 64 * MIB  # per attempt: what the controller keeps of the files a job stages out
 
     KEYS = ("max_request_bytes", "max_jobs_per_request", "max_pending_jobs_per_user",
             "max_pending_tasks_per_user", "max_array_size", "max_name_bytes", "max_path_bytes",
-            "max_env_vars", "max_env_bytes", "max_script_bytes", "max_stage_in_bytes", "max_job_bytes_per_user")
+            "max_env_vars", "max_env_bytes", "max_script_bytes", "max_stage_in_bytes", "max_job_bytes_per_user",
+            "max_stage_out_bytes")
 
     def __init__(self, **values: int) -> None:
         for key, value in values.items():

@@ -37,6 +37,7 @@ from drover.protocol.node_channel import (
     Welcome,
     controller_decoder,
     encoder,
+    frames,
 )
 
 log = logging.getLogger("drover.execd")
@@ -63,6 +64,7 @@ class ControllerChannel:
         self._wake = asyncio.Event()
         self.connected = asyncio.Event()
         self.backoff = Backoff(reconnect_max_s)
+        self.staged_chunks = False  # whether the controller takes staged-out files in chunks (its Welcome)
 
     def on(self, kind: type, handler: Callable[[Any], None]) -> None:
         self.handlers[kind] = handler
@@ -153,6 +155,7 @@ class ControllerChannel:
                 data = frame.encode() if isinstance(frame, str) else frame
                 for message in controller_decoder.decode(data):
                     if isinstance(message, Welcome):
+                        self.staged_chunks = message.staged_chunks
                         self.connected.set()
                         log.info("joined the cluster as node %s", message.node)
                         if self.heartbeat is not None and beats is None:
@@ -178,8 +181,8 @@ class ControllerChannel:
             await self._wake.wait()
             self._wake.clear()
             batch, self._queue = self._queue, []
-            if batch:
-                await connection.send(encoder.encode(batch))
+            for frame in frames(batch):  # none past the controller's frame limit, however much is queued
+                await connection.send(frame)
 
 
 def _active_named(refusal: InvalidStatus) -> str | None:

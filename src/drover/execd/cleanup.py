@@ -50,6 +50,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
+import hashlib
 import logging
 import os
 import shutil
@@ -64,7 +66,17 @@ from drover.core.exit_status import ExitSemantics, classify_exit, exit_facts
 from drover.core.job_state import Trigger
 from drover.execd import attempt_records, output_index
 from drover.execd.faults import NO_FAULTS, Faults
-from drover.protocol.node_channel import Exited, Exiting, File, Progress, StagedOut
+from drover.protocol.node_channel import (
+    STAGE_OUT_CHUNK_BYTES,
+    ChunkKept,
+    Exited,
+    Exiting,
+    File,
+    Progress,
+    SentFile,
+    StagedChunk,
+    StagedOut,
+)
 from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
@@ -152,11 +164,13 @@ class Cleanup:
     """The pipelines of the attempts that ended on this node."""
 
     def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
-                 faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True) -> None:
+                 faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True,
+                 chunks: Callable[[], bool] = lambda: True) -> None:
         self.root = root
         self.settings = settings
         self.send = send
         self.connected = connected  # whether the controller's channel is up
+        self.chunks = chunks  # whether it takes staged-out files in chunks (an earlier version: whole)
         self.faults = faults  # for fault-injection tests only (execd/faults.py)
         self.pending: dict[str, layout.SpoolDir] = {}
         # Each pending pipeline's progress, as recorded in its spool and kept here too: the
@@ -168,6 +182,10 @@ class Cleanup:
         self._running: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._acks: dict[tuple[str, str], asyncio.Future[None]] = {}
+        # Staged-out files: the chunk awaiting its answer, by attempt and record; and how much
+        # of each file the controller holds, for the next try to go on from there.
+        self._chunks: dict[tuple[str, str], asyncio.Future[ChunkKept]] = {}
+        self._sent: dict[str, dict[str, int]] = {}
         self._loop = asyncio.get_running_loop()
         # Their own, not the loop's default executor: whatever else of the node's uses that one
         # (name lookups, anything that may wait on something slow) never delays a job's end.
@@ -267,6 +285,7 @@ class Cleanup:
                     _remember(spool, progress)
             del self.pending[name]
             del self._progress[name]
+            self._sent.pop(name, None)
         except Exception:
             log.exception("attempt %s: cleanup failed unexpectedly; will try again", name)
             self._timers[name] = self._loop.call_later(self.settings.retry_max_s, self.trigger, name)
@@ -345,17 +364,78 @@ class Cleanup:
         """Step 2: the declared output files, and the job's output when it ran in a scratch
         directory, go to the controller, which keeps them for the submitter. The shepherd
         collected them into the spool as the job's owner (shepherd/main.py `_stage_out`); here
-        they are only read from the spool, which is the node's own."""
+        they are only read from the spool, which is the node's own. Each file goes in chunks,
+        one at a time, each answered before the next (`_send_file`), so no frame of the
+        channel is big whatever the files are, and a retry goes on where the last try stopped;
+        then the StagedOut names them all."""
         collected = attempt_records.staged_out(spool)
         if not collected:
             return False
-        files = []
-        for entry in collected["files"]:
-            with open(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"]), "rb") as file:
-                files.append(File(entry["name"], file.read(), entry["mode"]))
+        sent: list[SentFile] = []
         refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
-        await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, files, collected["skipped"], refused))
+        config = attempt_records.config(spool)
+        limit = int(config.get("stage_out_limit_bytes", 0)) if config else 0
+        skipped = [f"{name}: {_over_node_limit(limit)}" for name in collected["skipped"]]
+        if not self.chunks():  # a controller of an earlier version: the files whole, in the report
+            whole = [File(entry["name"], _read(os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])),
+                          entry["mode"]) for entry in collected["files"]]
+            await self._acknowledged(spool.name, "stage_out", StagedOut(spool.name, whole, skipped, refused))
+            return True
+        for entry in collected["files"]:
+            path = os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])
+            size, digest = await _in_thread(functools.partial(_size_and_digest, path), self.settings.record_timeout_s,
+                                            f"reading {path}")
+            refusal = await self._send_file(spool.name, entry["record"], path, size)
+            if refusal is not None:
+                refused.append(f"{entry['name']}: {refusal}")
+                continue
+            sent.append(SentFile(entry["name"], entry["record"], size, digest, entry["mode"]))
+        await self._acknowledged(spool.name, "stage_out",
+                                 StagedOut(spool.name, [], skipped, refused, sent=sent))
+        self._sent.pop(spool.name, None)
         return True
+
+    async def _send_file(self, name: str, record: str, path: str, size: int) -> str | None:
+        """Send one file of attempt `name` in chunks from where the controller says it is; the
+        controller's refusal of it, or None once it holds all of it."""
+        offsets = self._sent.setdefault(name, {})
+        offset = min(offsets.get(record, 0), size)
+        with open(path, "rb") as file:
+            while True:
+                data = os.pread(file.fileno(), min(STAGE_OUT_CHUNK_BYTES, size - offset), offset)
+                answer = await self._chunk_answered(StagedChunk(name, record, offset, data, size))
+                if answer.refused is not None:
+                    return answer.refused
+                if answer.error is not None:
+                    raise StepFailed(answer.error)
+                if answer.have >= size:
+                    offsets[record] = size
+                    return None
+                if answer.have == offset and not data:
+                    raise StepFailed(f"{path} is shorter than it was ({offset} of {size} bytes)")
+                offset = offsets[record] = answer.have
+
+    async def _chunk_answered(self, chunk: StagedChunk) -> ChunkKept:
+        """Send a chunk and wait for the controller's answer to it."""
+        key = (chunk.attempt, chunk.record)
+        waiter: asyncio.Future[ChunkKept] = self._loop.create_future()
+        self._chunks[key] = waiter
+        self.send(chunk)
+        try:
+            return await asyncio.wait_for(waiter, self.settings.report_timeout_s)
+        except TimeoutError:
+            if not self.connected():
+                raise Unreachable("the controller is not connected; waiting for it") from None
+            raise StepFailed("the controller has not answered a chunk of the files") from None
+        finally:
+            if self._chunks.get(key) is waiter:
+                del self._chunks[key]
+
+    def chunk_kept(self, answer: ChunkKept) -> None:
+        """The controller's answer to a chunk of a staged-out file."""
+        waiter = self._chunks.get((answer.attempt, answer.record))
+        if waiter is not None and not waiter.done():
+            waiter.set_result(answer)
 
     async def _acknowledged(self, name: str, kind: str, message: Any) -> None:
         """Send `message` and wait for the controller's acknowledgement of it."""
@@ -522,6 +602,25 @@ def _remove_tree(path: str) -> None:
         failed, error = left[0]
         more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
         raise StepFailed(f"cannot remove the spool {path}: {failed}: {error.strerror or error}{more}")
+
+
+def _over_node_limit(limit_bytes: int) -> str:
+    """Why a file the shepherd did not copy was not sent: the node's own limit."""
+    mib = 1024 * 1024
+    amount = f"{limit_bytes // mib} MiB" if limit_bytes and limit_bytes % mib == 0 else f"{limit_bytes} bytes"
+    return (f"over the node's limit of {amount} staged out per attempt (stage_out_limit_bytes in [execd] "
+            "of drover.toml); not sent")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _size_and_digest(path: str) -> tuple[int, str]:
+    with open(path, "rb") as file:
+        digest = hashlib.file_digest(file, "sha256")
+        return file.tell(), digest.hexdigest()
 
 
 def _os_error(error: OSError) -> str:

@@ -32,6 +32,10 @@ class NodeInventory:
     features: list[str]
     described: str  # the devices for the node's log: "gpu:a100:2,nic:1"
 
+    def gpus(self) -> int:
+        """How many GPUs the node has (gpu 0 .. N-1)."""
+        return sum(1 for device in self.gres if device.split(":")[0] == "gpu")
+
     @classmethod
     def of(cls, gres: list[str] | None, features: list[str]) -> NodeInventory:
         """From drover.toml's [execd] gres and features; a bad entry is a ValueError naming its key."""

@@ -88,7 +88,7 @@ def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection, site: 
     # A controller on another host: the node's TLS files are checked before anything starts.
     tls = node_tls(options) if options.controllers() and not args.socket else None
     inventory = node_inventory(options)  # before the fork server: nvidia-smi may run
-    node_options = shepherd_options(options, cluster_tag(paths))  # refused here, before anything starts
+    node_options = shepherd_options(options, cluster_tag(paths), gpus=inventory.gpus())  # refused here, before anything starts
 
     from drover.execd.forkserver import ForkServer
 
@@ -121,6 +121,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         PE_TASK_ACK,
         Ack,
         AppendEventLog,
+        ChunkKept,
         CloseTerminal,
         Hello,
         OpenTerminal,
@@ -155,7 +156,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     faults = Faults.from_environment()
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
-    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set())
+    cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set(),
+                      chunks=lambda: channel.staged_chunks)
     signed_jobs = None
     if options.require_signed_jobs:
         from drover.execd.signatures import SignedJobs
@@ -184,6 +186,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     )
     channel.on(StartAttempt, attempts.start)
     channel.on(SignalAttempt, attempts.signal)
+    channel.on(ChunkKept, cleanup.chunk_kept)
     channel.on(Ack, lambda ack: (pe_tasks.acknowledged(ack.attempts) if ack.kind == PE_TASK_ACK
                                  else cleanup.acknowledged(ack.attempts, ack.kind)))
     channel.on(ReadOutput, relays.read_output)
@@ -263,7 +266,8 @@ def cleanup_settings(options: ExecdSection) -> CleanupSettings:
     )
 
 
-def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[str, str] = os.environ) -> NodeOptions:
+def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[str, str] = os.environ,
+                     gpus: int = 0) -> NodeOptions:
     """The [execd] options that travel to each shepherd in its attempt's config; `cluster` is
     the cluster's tag, part of the name of each attempt's cgroup. Raises SystemExit, saying
     why, for a diagnostics user or a debug pause the node cannot use."""
@@ -290,6 +294,8 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
         "rlimits": options.rlimits.set(),
         # Stage-out per attempt, collected by the shepherd: what is over is named, not sent.
         "stage_out_limit_bytes": options.stage_out_limit_bytes,
+        "pids_max": pids_max(options),
+        "node_gpus": gpus,  # those an attempt is not given are denied it, where the devices cgroup is writable
         "diagnostics_identity": diagnostics,
         "debug_pause_s": debug_pause_s(options, environ),
         "node_suspend_method": options.suspend_method,
@@ -299,6 +305,16 @@ def shepherd_options(options: ExecdSection, cluster: str = "", environ: Mapping[
     if options.starter_method:
         node["starter_method"] = options.starter_method
     return node
+
+
+def pids_max(options: ExecdSection) -> int:
+    """Each job's process limit (pids.max of its cgroup): [execd] pids_max, else one from the
+    host's pid_max and CPUs (host.default_pids_max); 0: none."""
+    from drover.execd.host import default_pids_max, host_cpus, host_pid_max
+
+    if options.pids_max is not None:
+        return options.pids_max
+    return default_pids_max(host_pid_max(), host_cpus())
 
 
 def debug_pause_s(options: ExecdSection, environ: Mapping[str, str]) -> float:

@@ -92,6 +92,8 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
     # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
     pe_per_node: int | None = None
+    # The job's own process limit (its cgroup's pids.max), at most its node's [execd] pids_max.
+    pids_max: int | None = None
     # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
     # notify_s ahead (shepherd/notice.py).
     notify: bool = False
@@ -142,6 +144,10 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     failure: str | None = None
     timed_out: bool = False
     terminated: bool = False
+    out_of_memory: bool = False
+    # It hit its process limit: forks refused at its cgroup's pids.max (pids_max), and that limit.
+    pids_refused: int = 0
+    pids_max: int | None = None
     usage: Usage | None = None
     cleanup: CleanupProgress | None = None  # how far the node's cleanup pipeline got
     pty_socket: str | None = None  # where `drover run --pty` reaches a running interactive job

@@ -9,6 +9,8 @@ again and changes nothing), so either side may resend after a reconnect.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
+from typing import Any
 
 import msgspec
 
@@ -83,14 +85,57 @@ class File(msgspec.Struct):
     mode: int = 0o644
 
 
+STAGE_OUT_CHUNK_BYTES = 1 << 20  # one StagedChunk's data: 1 MiB (about 1.4 MiB on the wire)
+FRAME_BYTES = 4 << 20  # a frame of several messages is cut before it grows past this (`frames`)
+
+
+class StagedChunk(msgspec.Struct, tag="staged_chunk"):
+    """Cleanup step 2, in pieces: bytes of one staged-out file from `offset`. The controller
+    writes them into a temporary file of the attempt's and answers each with ChunkKept, so one
+    file at a time is in flight, a chunk at a time, however big the files are; the StagedOut
+    that follows names the whole files."""
+
+    attempt: str
+    record: str  # the file's record in the attempt's spool: a number, unique within the attempt
+    offset: int
+    data: bytes
+    size: int  # the whole file's size, for the controller's limit
+
+
+class ChunkKept(msgspec.Struct, tag="chunk_kept"):
+    """The controller's answer to a StagedChunk: how much of the file it holds, from its start.
+    `have` may be less than the chunk's end (it lost what it had: the node goes on from there)
+    or more (it has the file from an earlier try: the node skips ahead)."""
+
+    attempt: str
+    record: str
+    have: int = 0
+    refused: str | None = None  # it will not keep this file at all (over its limit): the reason
+    error: str | None = None  # it cannot keep it now (its disk): the step fails and is tried again
+
+
+class SentFile(msgspec.Struct):
+    """A staged-out file whose bytes went ahead in StagedChunks."""
+
+    name: str  # relative to the job's working directory
+    record: str
+    size: int
+    sha256: str  # the controller checks the bytes it holds against it before keeping them
+    mode: int = 0o644
+
+
 class StagedOut(msgspec.Struct, tag="staged_out"):
     """Cleanup step 2: the job's declared output files (and its output, when the submitter
     cannot see the node's files), for the controller to keep until they are fetched."""
 
     attempt: str
-    files: list[File]
-    skipped: list[str] = []  # over the size limit: named, not sent
+    files: list[File]  # carried in the message itself (small; nodes of this version send `sent`)
+    skipped: list[str] = []  # over the node's size limit: "name: the limit" (or the name alone), not sent
     refused: list[str] = []  # "name: reason" — a link, a FIFO, not the owner's to read: not sent
+    sent: list[SentFile] = []  # sent ahead in StagedChunks
+
+    def names(self) -> list[str]:
+        return [f.name for f in self.files] + [f.name for f in self.sent]
 
 
 class Suspended(msgspec.Struct, tag="suspended"):
@@ -127,6 +172,9 @@ PE_TASK_ACK = "pe_task"
 class Welcome(msgspec.Struct, tag="welcome"):
     node: str
     heartbeat_s: float = 10.0  # how often the node says how it is; silent for three, it is DOWN
+    # The controller takes staged-out files in StagedChunks; a controller of an earlier version
+    # (which says nothing of it) takes them only whole, in the StagedOut.
+    staged_chunks: bool = False
 
 
 class Heartbeat(msgspec.Struct, tag="heartbeat"):
@@ -310,12 +358,31 @@ class PeTaskExited(msgspec.Struct, tag="pe_task_exited"):
     usage: Usage | None = None
 
 
-NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Progress | StagedOut | Exited
-               | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended | PeTaskExited)
-ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack
+NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Progress | StagedChunk | StagedOut
+               | Exited | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended
+               | PeTaskExited)
+ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack | ChunkKept
                      | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog
                      | StartPeTask | StopPeTasks | SignalPeTasks)
 
 node_decoder = msgspec.json.Decoder(list[NodeMessage])
 controller_decoder = msgspec.json.Decoder(list[ControllerMessage])
 encoder = msgspec.json.Encoder()
+
+
+def frames(batch: list[Any], limit: int = FRAME_BYTES) -> Iterator[bytes]:
+    """The messages of a batch as frames (JSON lists) of at most `limit` bytes each, but for one
+    message bigger on its own: a burst of chunks or orders never adds up to a frame that the
+    other side's size limit refuses (the controller's is 16 MiB), which would drop the channel
+    and every job's messages on it."""
+    parts: list[bytes] = []
+    size = 0
+    for message in batch:
+        encoded = encoder.encode(message)
+        if parts and size + len(encoded) + 1 > limit:
+            yield b"[" + b",".join(parts) + b"]"
+            parts, size = [], 0
+        parts.append(encoded)
+        size += len(encoded) + 1
+    if parts:
+        yield b"[" + b",".join(parts) + b"]"

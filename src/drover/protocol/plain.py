@@ -73,6 +73,7 @@ class JobRequest(TypedDict, total=False):
     pe: str | None
     pe_slots: str | None
     pe_per_node: int | None
+    pids_max: int | None
     notify: bool
     checkpoint: str | None
     checkpoint_occasion: str | None

@@ -283,20 +283,30 @@ def _across_hosts(config: AttemptConfig, request: dict[str, str]) -> tuple[int, 
             compress_counts(tasks))
 
 
+# What selects the GPUs a process may use: NVIDIA's CUDA, AMD's ROCm runtime, and OpenCL's (as
+# Slurm sets them); each is the job's GPUs' indices, or empty for none.
+GPU_SELECTORS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+
+
 def _gres_facts(gres: dict[str, list[int]]) -> dict[str, str]:
     """The devices the attempt was given, as Slurm and Grid Engine say it: for GPUs, the CUDA and
     Grid Engine ordinals and Slurm's SLURM_JOB_GPUS; for every resource, Univa Grid Engine's
     SGE_HGR_<name> (RSMAP ids, space-separated); and all of them in DROVER_GRES,
     "gpu:0,2;nic:0"."""
     given = {name: sorted(indices) for name, indices in sorted(gres.items()) if indices}
+    # A job given no GPU sees none: CUDA (and ROCm, and OpenCL through GPU_DEVICE_ORDINAL) would
+    # otherwise use every GPU of the node, another job's too. An empty list is "no device" to
+    # each; where the devices cgroup is writable, the node's GPUs are also denied to the job
+    # (shepherd/containment/v1.py), as Slurm's ConstrainDevices does.
+    facts = {name: "" for name in GPU_SELECTORS}
     if not given:
-        return {}
-    facts = {f"SGE_HGR_{name}": " ".join(str(index) for index in indices) for name, indices in given.items()}
+        return facts
+    facts.update({f"SGE_HGR_{name}": " ".join(str(index) for index in indices) for name, indices in given.items()})
     facts["DROVER_GRES"] = ";".join(f"{name}:{','.join(str(index) for index in indices)}"
                                     for name, indices in given.items())
     gpus = given.get("gpu")
     if gpus:
         ids = ",".join(str(index) for index in gpus)
-        facts.update({"CUDA_VISIBLE_DEVICES": ids, "GPU_DEVICE_ORDINAL": ids, "SLURM_JOB_GPUS": ids,
-                      "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
+        facts.update({name: ids for name in GPU_SELECTORS})
+        facts.update({"SLURM_JOB_GPUS": ids, "SLURM_STEP_GPUS": ids, "SLURM_GPUS_ON_NODE": str(len(gpus))})
     return facts

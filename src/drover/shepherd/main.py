@@ -111,7 +111,10 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
 
     # GE: "set an additional group id to control/monitor all child processes of the job" — here
     # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
-    containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"], str(config.get("cluster", "")))
+    given_gpus = set((config.get("gres") or {}).get("gpu", []))
+    containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"],
+                         str(config.get("cluster", "")), pids_limit(config),
+                         [index for index in range(int(config.get("node_gpus", 0))) if index not in given_gpus])
     # Where it is, for the execd to end it all should we die (in the spool's `containment` record).
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
     # GE's spool files "osjobid" and "processor_set_number" (spool_files.py).
@@ -119,6 +122,8 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
                                config.get("queue_nice", 0))
     spool_files.write_where(spool, containment.record(), limits.cpus)
     trace.step(f"containment {containment.name}")
+    if containment.hidden_gpus:
+        trace.step(f"GPUs {','.join(map(str, containment.hidden_gpus))} of the node denied (devices cgroup)")
 
     # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
     identity = from_config(config)
@@ -255,6 +260,11 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     except (ProcessLookupError, PermissionError):
         pass
     containment.kill_all()  # ...and everything that escaped it (setsid, double forks)
+    # Like an OOM kill: the job hit its process limit (pids.events "max"), which the exit record
+    # names, whatever the job's own status says (a fork bomb's shell may still exit 0).
+    pids_refused = containment.pids_refused()
+    if pids_refused:
+        trace.step(f"process limit: {pids_refused} fork(s) refused at pids.max {containment.pids_limit}")
     if checkpoints is not None:  # a running checkpoint ends; the clean_command follows a job that ended on its own
         checkpoints.finish(ended_on_its_own=not (ending.terminated or ending.timed_out or ending.out_of_memory))
         trace.extend(checkpoints.trace[len(checkpointed):])
@@ -310,6 +320,8 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
         "out_of_memory": ending.out_of_memory,
         "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in after],
     }
+    if pids_refused:
+        exit_status["pids_refused"], exit_status["pids_max"] = pids_refused, containment.pids_limit
     # GE's "shepherd_about_to_exit": the job and its epilogs are done; then the exit status.
     trace.step("about to exit; exit_status follows")
     write_outcome(spool, spool.record(layout.TRACE), trace.data())
@@ -673,6 +685,12 @@ def _record_failure(spool: layout.SpoolDir, trace: Trace, failure: str, detail: 
 
 def _json(record: object) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
+
+
+def pids_limit(config: AttemptConfig) -> int:
+    """The attempt's process limit: the job's own (--pids-max) within the node's pids_max; 0: none."""
+    limits = [int(value) for value in (config.get("pids_max"), config.get("job_pids_max")) if value]
+    return min(limits) if limits else 0
 
 
 def _hint(spool: layout.SpoolDir, what: str) -> None:

@@ -4,9 +4,12 @@ variables)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 from tests.helpers.cluster import LocalCluster
 
 CONFIG = """
@@ -118,3 +121,56 @@ def _arch() -> str:
     from drover.spool.architecture import architecture
 
     return architecture()
+
+
+# Opens each fake GPU's device file and says how: ENXIO (no driver behind it: the cgroup let it
+# through) or EPERM (the devices cgroup denied it); then the job's GPU variables.
+TRY_GPUS = """python3 - "$@" <<'PY'
+import errno, os, sys
+for path in sys.argv[1:]:
+    try:
+        os.close(os.open(path, os.O_RDWR))
+        print("opened")
+    except OSError as error:
+        print(errno.errorcode[error.errno])
+for name in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"):
+    print(name, repr(os.environ.get(name)))
+PY
+"""
+
+
+def test_the_gpus_a_job_was_not_given_are_hidden_and_denied(tmp_path: Path) -> None:
+    """Slurm's ConstrainDevices on cgroup v1. 1. A node has two (fake) GPUs, /dev/nvidia0 and
+    /dev/nvidia1 (char 195:0 and 195:1, made here: no driver answers them). 2. A job given GPU 0
+    may open its device (the kernel then finds no driver: ENXIO) but not GPU 1's (EPERM, from
+    the devices cgroup); its CUDA_VISIBLE_DEVICES is 0. 3. A job given no GPU may open neither,
+    and its CUDA, ROCm and OpenCL variables select none."""
+    from tests.integration.shepherd.test_containment import devices_controller_unusable
+
+    why_not = devices_controller_unusable()
+    if why_not:
+        pytest.skip(why_not)
+    devices = []
+    for index in (0, 1):
+        path = tmp_path / f"nvidia{index}"
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(195, index))
+        devices.append(str(path))
+    script = tmp_path / "try_gpus.sh"
+    script.write_text(TRY_GPUS)
+    cluster = LocalCluster(config_toml='[execd]\ngres = ["gpu:fake:2"]\n')
+    try:
+        cluster.start()
+        with_gpu = cluster.submit("--gpus", "1", "--", "bash", str(script), *devices, cwd=tmp_path)
+        cluster.drover("wait", str(with_gpu), timeout=60)
+        given = cluster.drover_json("show", str(with_gpu))["tasks"][0]["attempts"][0]["gres"]["gpu"]
+        other = 1 - given[0]
+        seen = _output(cluster, with_gpu).splitlines()
+        assert seen[given[0]] == "ENXIO" and seen[other] == "EPERM", seen
+        assert seen[2:] == [f"{name} '{given[0]}'" for name in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                                                 "GPU_DEVICE_ORDINAL")]
+        without = cluster.submit("--", "bash", str(script), *devices, cwd=tmp_path)
+        cluster.drover("wait", str(without), timeout=60)
+        assert _output(cluster, without).splitlines() == [
+            "EPERM", "EPERM", "CUDA_VISIBLE_DEVICES ''", "ROCR_VISIBLE_DEVICES ''", "GPU_DEVICE_ORDINAL ''"]
+    finally:
+        assert not cluster.stop()

@@ -177,3 +177,30 @@ def test_a_body_over_the_request_limit_is_refused_before_it_is_read(cluster: Loc
         client.submit([{"script": "#" * (160 * 1024 * 1024), "workdir": str(cluster.workdir)}])
     assert cluster.drover_json("status", "--all") == []
     assert cluster.submit("--", "true")  # and it goes on serving
+
+
+def test_one_users_fork_bomb_stops_at_its_process_limit_and_the_other_users_job_forks_on(
+        system_cluster_factory: Callable[..., SystemCluster], users: tuple[str, str]) -> None:
+    """1. On a shared cluster whose jobs may have 64 processes each, the other user's job waits
+    for a file. 2. The greedy user's job forks without end, stops at the limit, and `drover
+    show` tells its owner so. 3. The other user's job, let go, forks 230 processes (30 at once:
+    its own limit is 64 too) and succeeds, none of its forks refused."""
+    from tests.integration.shepherd.test_containment import FORK_BOMB, pids_controller_unusable
+
+    if pids_controller_unusable("cgroup-v1") and pids_controller_unusable("cgroup-v2"):
+        pytest.skip("no writable pids controller here")
+    cluster = system_cluster_factory(config_toml="[execd]\npids_max = 64\n")
+    greedy, other = users
+    mine, theirs = _workdir(greedy), _workdir(other)
+    gate = _owned(other, theirs / "wait.sh", f"while [ ! -e {theirs}/go ]; do sleep 0.05; done\n"
+                  "for i in $(seq 1 30); do sleep 0.5 & done; wait; for i in $(seq 1 200); do /bin/true; done\n")
+    others_job = cluster.submit_as(other, str(gate), cwd=theirs)
+    bomb = cluster.submit_as(greedy, str(_owned(greedy, mine / "bomb.sh", FORK_BOMB)), cwd=mine)
+    assert cluster.run_as(greedy, "drover", "wait", str(bomb), cwd=mine, timeout=120).returncode == 0
+    shown = cluster.run_as(greedy, "drover", "show", str(bomb), cwd=mine).stdout
+    assert "hit its process limit of 64" in shown, shown
+    assert cluster.job(others_job)["tasks"][0]["state"] == "running"
+    _owned(other, theirs / "go", "")
+    assert cluster.run_as(other, "drover", "wait", str(others_job), cwd=theirs, timeout=120).returncode == 0
+    (attempt,) = cluster.job(others_job)["tasks"][0]["attempts"]
+    assert attempt["exit_code"] == 0 and attempt["pids_refused"] == 0

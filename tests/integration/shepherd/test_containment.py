@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -101,3 +102,99 @@ def test_no_cgroup_is_left_behind(tmp_path: Path, backend: str) -> None:
     run_shepherd(spool, backend).wait(timeout=30)
     leftovers = [str(p) for p in Path("/sys/fs/cgroup").rglob("9.0.1")]
     assert leftovers == []
+
+
+# Forks sleepers until a fork fails, then says how many it made and exits 0 (a fork bomb that
+# stops by itself: the shepherd's kill of the attempt's cgroup ends the sleepers).
+FORK_BOMB = """python3 - <<'PY'
+import os, time
+made = 0
+while made < 5000:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(300)
+        os._exit(0)
+    made += 1
+print(made, flush=True)
+PY
+"""
+
+
+def pids_controller_unusable(backend: str) -> str | None:
+    """None where the backend gives an attempt a process limit here, else why not."""
+    from drover.shepherd.containment import choose
+
+    os.environ["DROVER_CONTAINMENT"] = backend
+    try:
+        made = choose("probe.0.2", 0, pids_max=64)
+    finally:
+        del os.environ["DROVER_CONTAINMENT"]
+    try:
+        return None if made.pids_limit == 64 else f"{backend} has no writable pids controller here"
+    finally:
+        made.remove()
+
+
+def test_a_fork_bomb_stops_at_the_process_limit_and_the_hosts_other_jobs_fork_on(tmp_path: Path, backend: str) -> None:
+    """1. A job that forks without end runs under pids_max 64. 2. Its forks fail at the limit: it
+    made fewer than 64 processes, and its exit record says it hit the limit (its shell exits 0).
+    3. Another job, started alongside and let go once the first is stopped, forks 200 processes
+    and succeeds: the bomb took none of the host's pids from it. Nothing of either is left."""
+    why_not = pids_controller_unusable(backend)
+    if why_not:
+        pytest.skip(why_not)
+    gate = tmp_path / "go"
+    other = make_spool(tmp_path / "other", f"while [ ! -e {gate} ]; do sleep 0.05; done\n"
+                       "for i in $(seq 1 200); do sleep 0.5 & done; wait; echo forked 200\n", name="8.0.1",
+                       workdir=str(tmp_path), stdout=str(tmp_path / "other.out"))
+    bystander = run_shepherd(other, backend)
+    try:
+        bomb = make_spool(tmp_path / "bomb", FORK_BOMB, pids_max=64, workdir=str(tmp_path),
+                          stdout=str(tmp_path / "bomb.out"))
+        assert run_shepherd(bomb, backend).wait(timeout=120) == 0
+        record = exit_status(bomb)
+        assert record["exit_code"] == 0 and record["pids_max"] == 64 and record["pids_refused"] >= 1
+        assert 0 < int((tmp_path / "bomb.out").read_text()) < 64
+        assert "process limit:" in (bomb / "trace").read_text()
+        gate.touch()
+        assert bystander.wait(timeout=120) == 0
+    finally:
+        if bystander.poll() is None:
+            bystander.kill()
+            bystander.wait()
+    assert exit_status(other)["exit_code"] == 0 and "pids_refused" not in exit_status(other)
+    assert (tmp_path / "other.out").read_text() == "forked 200\n"
+
+
+def devices_controller_unusable() -> str | None:
+    """None where a v1 devices cgroup denies an attempt the node's GPUs here, else why not."""
+    from drover.shepherd.containment import v1
+
+    made = v1.create("probe.0.3", 0, hidden_gpus=[1])
+    if made is None:
+        return "no writable cgroup v1 (freezer and memory) here"
+    try:
+        return None if made.hidden_gpus == [1] else "no writable devices cgroup here"
+    finally:
+        made.remove()
+
+
+def test_the_node_gpus_an_attempt_was_not_given_are_denied_by_its_devices_cgroup(tmp_path: Path) -> None:
+    """A job whose node has GPUs 0, 1 and 2 and that was given GPU 1 cannot open /dev/nvidia0 nor
+    /dev/nvidia2 (char 195:0 and 195:2, made here), root though it is; GPU 1's it can."""
+    why_not = devices_controller_unusable()
+    if why_not:
+        pytest.skip(why_not)
+    for index in range(3):
+        os.mknod(tmp_path / f"nvidia{index}", 0o666 | stat.S_IFCHR, os.makedev(195, index))
+    # ENXIO: the cgroup let the open through and no driver answered; EPERM: the cgroup denied it.
+    script = (f"python3 - <<'PY' > {tmp_path}/seen\nimport errno, os\nfor i in range(3):\n"
+              f"    try:\n        os.open('{tmp_path}/nvidia%d' % i, os.O_RDWR)\n"
+              "    except OSError as error:\n        print(errno.errorcode[error.errno])\nPY\n")
+    spool = make_spool(tmp_path / "spool", script, node_gpus=3, gres={"gpu": [1]})
+    assert run_shepherd(spool, "cgroup-v1").wait(timeout=60) == 0
+    assert (tmp_path / "seen").read_text().split() == ["EPERM", "ENXIO", "EPERM"]
+    assert "GPUs 0,2 of the node denied (devices cgroup)" in (spool / "trace").read_text()

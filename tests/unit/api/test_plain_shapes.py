@@ -76,7 +76,7 @@ def test_a_request_with_every_field_is_a_valid_submission() -> None:
         "kill_on_invalid_dep": False, "begin_at": 1.5, "gres": ["gpu:a100:1"], "licenses": {"matlab": 2},
         "constraint": "avx512&bigmem", "exclusive": True, "resource_requests": {"arch": "lx-amd64"},
         "environments": ["gcc13", "cuda"],
-        "pe": "mpi", "pe_slots": "2-8", "pe_per_node": 2, "notify": True,
+        "pe": "mpi", "pe_slots": "2-8", "pe_per_node": 2, "pids_max": 256, "notify": True,
         "checkpoint": "blcr", "checkpoint_occasion": "sx",
     }
     assert set(request) == set(typing.get_type_hints(JobRequest))

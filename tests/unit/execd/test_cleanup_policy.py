@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from drover import eventloop
+from drover.controller import staged_files
 from drover.core.job import with_given_up
 from drover.execd import cleanup as cleanup_module
 from drover.execd.cleanup import (
@@ -25,7 +26,7 @@ from drover.execd.cleanup import (
     next_move,
     retry_delay,
 )
-from drover.protocol.node_channel import Exited, Exiting, Progress
+from drover.protocol.node_channel import Exited, Exiting, Progress, StagedChunk, StagedOut
 from drover.records import CleanupProgress
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
@@ -313,5 +314,75 @@ def test_a_hook_gone_before_its_record_is_written_is_no_error_of_the_pipelines()
         await asyncio.sleep(0.2)  # it has exited: its stdin is closed
         assert await cleanup_module._hook_ran(process, b"x" * 100_000) == b"gone\n"
         assert process.returncode == 3
+
+    run(scenario)
+
+
+class FileKeeper(Controller):
+    """A controller that keeps staged-out files (controller/staged_files.py) and answers each
+    chunk; it loses its answer to the chunks at the offsets in `lose` once each."""
+
+    def __init__(self, files_dir: Path, lose: tuple[int, ...] = ()) -> None:
+        super().__init__()
+        self.files_dir = str(files_dir)
+        self.lose = set(lose)
+
+    def send(self, message: Any) -> None:
+        super().send(message)
+        assert self.cleanup is not None
+        loop = asyncio.get_running_loop()
+        if isinstance(message, StagedChunk):
+            answer = staged_files.keep_chunk(self.files_dir, message, 64 << 20)
+            if message.offset in self.lose:
+                self.lose.discard(message.offset)
+            else:
+                loop.call_soon(self.cleanup.chunk_kept, answer)
+        if isinstance(message, StagedOut):
+            staged_files.keep(self.files_dir, message)
+            loop.call_soon(self.cleanup.acknowledged, [message.attempt], "stage_out")
+
+
+def spool_with_output(root: Path, data: bytes) -> layout.SpoolDir:
+    spool = ended_spool(root)
+    os.mkdir(spool.record(layout.STAGED_OUT_DIR))
+    with open(os.path.join(spool.record(layout.STAGED_OUT_DIR), "0"), "wb") as file:
+        file.write(data)
+    write_json(spool.record(layout.STAGED_OUT), {
+        "files": [{"name": "out/big.bin", "record": "0", "mode": 0o640, "size": len(data)}], "skipped": [],
+        "refused": []})
+    return spool
+
+
+def test_staged_out_files_go_in_chunks_and_a_retry_goes_on_from_what_the_controller_holds(tmp_path: Path) -> None:
+    """A 2.5 MiB file goes in three chunks; the answer to the second is lost, the try fails, and
+    the next try sends the second chunk again, not the first: the file arrives whole, once."""
+    data = os.urandom(5 << 19)
+
+    async def scenario() -> None:
+        spool = spool_with_output(tmp_path / "spool", data)
+        controller = FileKeeper(tmp_path / "files", lose=(1 << 20,))
+        cleanup = pipeline(tmp_path / "spool", FAST, controller)
+        cleanup.begin(spool)
+        await until(lambda: not cleanup.pending)
+        chunks = [m.offset for m in controller.sent if isinstance(m, StagedChunk)]
+        assert chunks == [0, 1 << 20, 1 << 20, 2 << 20]
+        assert all(len(m.data) <= 1 << 20 for m in controller.sent if isinstance(m, StagedChunk))
+        assert "chunk" in controller.failures()[0].error
+
+    run(scenario)
+    assert (tmp_path / "files" / "7.0.1" / "out" / "big.bin").read_bytes() == data
+
+
+def test_a_controller_of_an_earlier_version_gets_the_files_whole_in_the_report(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        spool = spool_with_output(tmp_path / "spool", b"small")
+        controller = FileKeeper(tmp_path / "files")
+        cleanup = Cleanup(str(tmp_path / "spool"), FAST, controller.send, chunks=lambda: False)
+        controller.cleanup = cleanup
+        cleanup.begin(spool)
+        await until(lambda: not cleanup.pending)
+        assert not [m for m in controller.sent if isinstance(m, StagedChunk)]
+        (report,) = [m for m in controller.sent if isinstance(m, StagedOut)]
+        assert [(f.name, f.data, f.mode) for f in report.files] == [("out/big.bin", b"small", 0o640)]
 
     run(scenario)

@@ -7,9 +7,6 @@ from typing import Any
 
 from drover.shepherd.environment import build_environment, site_environment
 
-GPU_VARIABLES = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS",
-                 "SLURM_GPUS_ON_NODE")
-
 
 def a_config(**overrides: Any) -> Any:
     config = {
@@ -25,23 +22,33 @@ def a_config(**overrides: Any) -> Any:
 
 def test_a_job_given_gpus_sees_them_under_every_name() -> None:
     env = build_environment(a_config(gres={"gpu": [2, 0], "nic": [1]}), "/t")
-    for variable in ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS"):
+    for variable in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "SLURM_JOB_GPUS",
+                     "SLURM_STEP_GPUS"):
         assert env[variable] == "0,2", variable
     assert env["SLURM_GPUS_ON_NODE"] == "2"
     assert (env["SGE_HGR_gpu"], env["SGE_HGR_nic"]) == ("0 2", "1")
     assert env["DROVER_GRES"] == "gpu:0,2;nic:1"
 
 
-def test_other_resources_without_gpus_set_no_gpu_variable() -> None:
+SELECTORS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+SLURM_GPU_FACTS = ("SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE")
+
+
+def test_other_resources_without_gpus_select_no_gpu() -> None:
     env = build_environment(a_config(gres={"nic": [0], "fpga": [3, 1]}), "/t")
-    assert not any(variable in env for variable in GPU_VARIABLES)
+    assert [env[variable] for variable in SELECTORS] == ["", "", ""]
+    assert not any(variable in env for variable in SLURM_GPU_FACTS)
     assert (env["SGE_HGR_fpga"], env["SGE_HGR_nic"], env["DROVER_GRES"]) == ("1 3", "0", "fpga:1,3;nic:0")
 
 
-def test_a_job_given_nothing_has_none_of_them() -> None:
-    for config in (a_config(), a_config(gres={}), a_config(gres={"gpu": []})):
+def test_a_job_given_no_gpu_sees_none_whatever_it_asked_for() -> None:
+    """CUDA, ROCm and OpenCL would use every GPU of the node where their variable is unset: a job
+    given none gets each set empty (no device), over its own."""
+    mine = {name: "0,1" for name in SELECTORS}
+    for config in (a_config(), a_config(gres={}), a_config(gres={"gpu": []}), a_config(environment=mine)):
         env = build_environment(config, "/t")
-        assert not any(variable in env for variable in GPU_VARIABLES)
+        assert [env[variable] for variable in SELECTORS] == ["", "", ""]
+        assert not any(variable in env for variable in SLURM_GPU_FACTS)
         assert "DROVER_GRES" not in env and not any(variable.startswith("SGE_HGR_") for variable in env)
 
 

@@ -88,6 +88,11 @@ def run(command: str, argv: list[str]) -> int:
                     outcome.append(f"killed by signal {attempt.signal}")
                 if attempt.timed_out:
                     outcome.append("time limit reached")
+                if attempt.out_of_memory:
+                    outcome.append("out of memory")
+                if attempt.pids_refused:
+                    outcome.append(f"hit its process limit of {attempt.pids_max} ({attempt.pids_refused} fork(s) "
+                                   "refused; pids_max in [execd] of drover.toml)")
                 if attempt.terminated:
                     outcome.append("stopped on request")
                 if attempt.failure:

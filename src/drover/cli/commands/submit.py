@@ -65,6 +65,9 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--mail-type", metavar="TYPES", help="BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS or NONE "
                    "(comma-separated; default END,FAIL when --mail-user is given)")
     p.add_argument("--keep-spool", action="store_true", help="keep the attempt's spool directory on the node")
+    p.add_argument("--pids-max", type=int, metavar="N",
+                   help="at most N processes and threads at once (its cgroup's pids.max; the node's pids_max "
+                        "caps it): a fork past it fails")
     p.add_argument("--zap", action="store_true",
                    help="remove the job's output files when it ends (after --mail-output read them), as jobd's "
                         "zapthisjob")
@@ -336,6 +339,10 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         base["done_output"] = args.done_output
     if args.keep_spool:
         base["keep_spool"] = True
+    if args.pids_max is not None:
+        from drover.core.limits import MAX_PIDS, bounded
+
+        base["pids_max"] = bounded(args.pids_max, 1, MAX_PIDS, "--pids-max")
     if args.event_log:
         base["event_log"] = os.path.abspath(args.event_log)
     if args.prolog:

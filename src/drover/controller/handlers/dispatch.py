@@ -449,6 +449,7 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         "mail_user": spec.get("mail_user"),
         "mail_type": spec.get("mail_type", []),
         "keep_spool": spec.get("keep_spool", False),
+        "job_pids_max": spec.get("pids_max"),
         "stage_out": spec.get("stage_out", []),
         "job_prolog": spec.get("prolog"),
         "job_epilog": spec.get("epilog"),

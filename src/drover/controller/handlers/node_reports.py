@@ -79,7 +79,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     outcome.changes.event(now, "node_connected", node=node.name, cpus=node.cpus, memory_mib=node.memory_mib,
                           gres=hello.gres or None, features=hello.features or None)
     node.heard_at = now
-    outcome.send(node.name, Welcome(node.name, heartbeat_s))
+    outcome.send(node.name, Welcome(node.name, heartbeat_s, staged_chunks=True))
     known = {item.attempt: item.running for item in hello.attempts}
     # The orders it never got are sent again: their jobs' payloads in one read.
     payloads = store.job_payloads([job.id for job in state.jobs.values() if _order_lost(state, node, job, known)])
@@ -489,10 +489,10 @@ def _staged_out(state: ControllerState, outcome: Outcome, report: StagedOut, now
     if attempt is None or (attempt.cleanup and "staged_out" in attempt.cleanup):
         return
     attempt.cleanup = attempt.cleanup or {"done": [], "step": None, "tries": 0, "error": None}
-    attempt.cleanup["staged_out"] = [f.name for f in report.files]
+    attempt.cleanup["staged_out"] = report.names()
     outcome.changes.attempt(attempt)
     outcome.changes.event(now, "staged_out", attempt.job_id, attempt.index, attempt.number,
-                          files=[f.name for f in report.files], skipped=report.skipped or None,
+                          files=report.names(), skipped=report.skipped or None,
                           refused=report.refused or None)
 
 

@@ -25,6 +25,7 @@ from drover.core.limits import (
     MAX_CPUS,
     MAX_ID,
     MAX_MEMORY_MIB,
+    MAX_PIDS,
     MAX_TIME_LIMIT_S,
     MIB,
     PRIORITY_RANGE,
@@ -216,6 +217,8 @@ def _validated_job(
         bounded(spec.time_limit_s, 1, MAX_TIME_LIMIT_S, where + "--time (seconds)")
     time_limit_s = queue_time_limit(spec.time_limit_s, queue, bad)
     bounded(spec.warn_before_s, 0, MAX_TIME_LIMIT_S, where + "--signal's warning time (seconds)")
+    if spec.pids_max is not None:
+        bounded(spec.pids_max, 1, MAX_PIDS, where + "--pids-max")
     if spec.priority not in PRIORITY_RANGE:
         raise bad(f"--priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
     if spec.mail_user is not None:
@@ -315,6 +318,8 @@ def _validated_job(
         job_spec["pe"], job_spec["pe_slots"] = pe
         if spec.pe_per_node is not None:
             job_spec["pe_per_node"] = spec.pe_per_node
+    if spec.pids_max is not None:
+        job_spec["pids_max"] = spec.pids_max
     if spec.notify:
         job_spec["notify"] = True
     job_spec.update(checkpoints.checked(spec, checkpoint_environments or {}, bad))  # type: ignore[typeddict-item]

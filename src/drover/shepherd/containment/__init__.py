@@ -3,12 +3,19 @@
 Three backends behind one small interface, chosen once per attempt (`choose`):
 
   cgroup-v2   a cgroup of the attempt's own: cgroup.kill ends all, cgroup.freeze suspends all;
-              memory.max, memory.events and memory.peak where the memory controller is enabled
-  cgroup-v1   the memory, freezer, cpuacct and cpuset hierarchies: memory.limit_in_bytes, the
-              oom_kill counter of memory.oom_control, the freezer to suspend and to kill
-              without races (freeze, SIGKILL all, thaw)
+              memory.max, memory.events and memory.peak where the memory controller is enabled;
+              pids.max and pids.events where the pids controller is
+  cgroup-v1   the memory, freezer, cpuacct, cpuset and pids hierarchies: memory.limit_in_bytes,
+              the oom_kill counter of memory.oom_control, the freezer to suspend and to kill
+              without races (freeze, SIGKILL all, thaw), pids.max and pids.events; the devices
+              hierarchy denies the node's GPUs the attempt was not given (v2 would need a BPF
+              program for that, which Drover does not load: there, only the environment hides them)
   subreaper   no writable cgroups (a laptop without root): the shepherd is the child subreaper
-              of the job's tree and kills it with a loop; suspend is SIGSTOP/SIGCONT
+              of the job's tree and kills it with a loop; suspend is SIGSTOP/SIGCONT; no
+              process limit (RLIMIT_NPROC counts all of the owner's processes, not the job's)
+
+The process limit (pids.max, the node's pids_max) bounds what one job may fork: a fork bomb
+stops there, and the host's other jobs keep their share of the host's pids.
 
 A process group alone does not contain (setsid escapes it); it only carries signals.
 The order of preference: a cgroup v2 with the memory controller, else v1 where its memory
@@ -32,6 +39,8 @@ from drover.records import ContainmentRecord
 class Containment(Protocol):
     name: str
     memory_limit_mib: int  # 0: none enforced
+    pids_limit: int  # the attempt's pids.max; 0: none enforced
+    hidden_gpus: list[int]  # the node's GPUs the attempt's devices cgroup denies it (v1 only)
 
     def enter(self) -> None:
         """Move the calling process (the shepherd) in, so that what it starts now is inside."""
@@ -48,6 +57,9 @@ class Containment(Protocol):
 
     def oom_killed(self) -> bool: ...
 
+    def pids_refused(self) -> int:
+        """How many forks the process limit refused (pids.events "max")."""
+
     def peak_memory_bytes(self) -> int | None: ...
 
     def cpu_time_s(self) -> float | None: ...
@@ -59,16 +71,22 @@ class Containment(Protocol):
         """Where the attempt's processes are: for the execd, should the shepherd die."""
 
 
-def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None, cluster: str = "") -> Containment:
+def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None, cluster: str = "",
+           pids_max: int = 0, hidden_gpus: list[int] | None = None) -> Containment:
     """`cpu_ids`: the CPUs the scheduler gave the attempt; a cpuset pins them where writable.
-    `cluster`: the cluster's tag, part of the cgroup's name (common.group_name)."""
+    `cluster`: the cluster's tag, part of the cgroup's name (common.group_name). `pids_max`:
+    the attempt's process limit where a pids controller is writable (0: none). `hidden_gpus`:
+    the node's GPUs the attempt was not given, denied where a devices cgroup is writable (v1)."""
     name = group_name(cluster, attempt)
 
-    def v1_with_cpus(name: str, memory: int) -> Containment | None:
-        return v1.create(name, memory, cpu_ids or [])
+    def v1_made(name: str, memory: int) -> Containment | None:
+        return v1.create(name, memory, cpu_ids or [], pids_max, hidden_gpus)
+
+    def v2_made(name: str, memory: int) -> Containment | None:
+        return v2.create(name, memory, pids_max=pids_max)
 
     backends: dict[str, Callable[[str, int], Containment | None]] = {
-        "cgroup-v2": v2.create, "cgroup-v1": v1_with_cpus, "subreaper": fallback.create,
+        "cgroup-v2": v2_made, "cgroup-v1": v1_made, "subreaper": fallback.create,
     }
     forced = os.environ.get("DROVER_CONTAINMENT")
     if forced:
@@ -76,7 +94,7 @@ def choose(attempt: str, memory_mib: int, cpu_ids: list[int] | None = None, clus
         if made is None:
             raise RuntimeError(f"containment {forced} is not available on this host")
         return made
-    with_memory = v2.create(name, memory_mib, need_memory=True)
+    with_memory = v2.create(name, memory_mib, need_memory=True, pids_max=pids_max)
     if with_memory is not None:
         return with_memory
     for backend in ("cgroup-v1", "cgroup-v2", "subreaper"):

@@ -117,7 +117,7 @@ def remove_dir(path: str) -> None:
 
 
 HIERARCHIES = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freezer", "/sys/fs/cgroup/memory",
-               "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset")
+               "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/devices")
 
 
 def remove_cluster_parents(cluster: str) -> None:
@@ -133,6 +133,30 @@ def remove_cluster_parents(cluster: str) -> None:
             if (controllers == "" and name in ("cgroup", "unified")) or (controllers and name in names):
                 with contextlib.suppress(OSError):
                     os.rmdir(os.path.join(mount, own.lstrip("/"), parent))
+
+
+def limit_pids(path: str, pids_max: int) -> int:
+    """Set the attempt's pids.max (the same file in v1 and v2); the limit set, or 0 for none
+    (none asked for, or the kernel refused it)."""
+    if pids_max <= 0:
+        return 0
+    try:
+        write(os.path.join(path, "pids.max"), str(pids_max))
+    except OSError:
+        return 0
+    return pids_max
+
+
+def pids_refused(path: str | None) -> int:
+    """How many times a fork or clone of the attempt was refused at its pids.max: the "max"
+    counter of pids.events (v1 and v2 alike); 0 where there is none."""
+    if path is None:
+        return 0
+    for line in (read(os.path.join(path, "pids.events")) or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == "max" and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 def describe(backend: str, cgroups: dict[str, str]) -> ContainmentRecord:

@@ -37,6 +37,8 @@ def _descendants(pid: int) -> list[int]:
 class Subreaper:
     name = "subreaper"
     memory_limit_mib = 0
+    hidden_gpus: list[int] = []  # no devices controller: only the environment hides the node's GPUs
+    pids_limit = 0  # no pids controller: RLIMIT_NPROC would count the owner's every process (docs/security.md)
 
     def __init__(self) -> None:
         self.me = os.getpid()
@@ -80,6 +82,9 @@ class Subreaper:
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+
+    def pids_refused(self) -> int:
+        return 0
 
     def oom_killed(self) -> bool:
         return False

@@ -1,4 +1,5 @@
-"""cgroup v1: the memory, freezer, cpuacct and cpuset hierarchies, one cgroup in each."""
+"""cgroup v1: the memory, freezer, cpuacct, cpuset and pids hierarchies, one cgroup in each; and
+the devices hierarchy, where the node has GPUs the attempt was not given."""
 
 from __future__ import annotations
 
@@ -9,25 +10,31 @@ from drover.records import ContainmentRecord
 from drover.shepherd.containment.common import (
     describe,
     kill_listed,
+    limit_pids,
     make_dir,
     own_cgroup,
     pids_of,
+    pids_refused,
     read,
     remove_dir,
     write,
 )
 
 ROOT = "/sys/fs/cgroup"
-CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset")
+CONTROLLERS = ("freezer", "memory", "cpuacct", "cpuset", "pids", "devices")
+NVIDIA_MAJOR = 195  # the character devices /dev/nvidiaN are 195:N (nvidiactl, 195:255, is no GPU)
 
 
 class CgroupV1:
     name = "cgroup-v1"
 
-    def __init__(self, paths: dict[str, str], homes: dict[str, str], memory_limit_mib: int) -> None:
+    def __init__(self, paths: dict[str, str], homes: dict[str, str], memory_limit_mib: int,
+                 pids_limit: int = 0) -> None:
         self.paths = paths  # controller → the attempt's cgroup in it
         self.homes = homes  # controller → where the shepherd came from
         self.memory_limit_mib = memory_limit_mib
+        self.pids_limit = pids_limit
+        self.hidden_gpus: list[int] = []  # the node's GPUs its devices cgroup denies the attempt
 
     def enter(self) -> None:
         for path in self.paths.values():
@@ -66,6 +73,9 @@ class CgroupV1:
                 return int(value) > 0
         return False
 
+    def pids_refused(self) -> int:
+        return pids_refused(self.paths.get("pids"))
+
     def peak_memory_bytes(self) -> int | None:
         text = read(os.path.join(self.paths.get("memory", "/nonexistent"), "memory.max_usage_in_bytes"))
         return int(text) if text else None
@@ -82,7 +92,9 @@ class CgroupV1:
         return describe(self.name, dict(self.paths))
 
 
-def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> CgroupV1 | None:
+def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_max: int = 0,
+           hidden_gpus: list[int] | None = None) -> CgroupV1 | None:
+    """`hidden_gpus`: the node's GPUs (their indices, /dev/nvidiaN) the attempt may not open."""
     paths: dict[str, str] = {}
     homes: dict[str, str] = {}
     for controller in CONTROLLERS:
@@ -102,7 +114,31 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None) -> Cgro
         write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
     if "cpuset" in paths and not _pin(paths["cpuset"], homes["cpuset"], cpu_ids or []):
         remove_dir(paths.pop("cpuset"))
-    return CgroupV1(paths, homes, memory_mib)
+    pids_limit = 0
+    if "pids" in paths:
+        pids_limit = limit_pids(paths["pids"], pids_max)
+        if not pids_limit:
+            remove_dir(paths.pop("pids"))
+    hidden: list[int] = []
+    if "devices" in paths:
+        hidden = _deny_gpus(paths["devices"], hidden_gpus or [])
+        if not hidden:
+            remove_dir(paths.pop("devices"))
+    made = CgroupV1(paths, homes, memory_mib, pids_limit)
+    made.hidden_gpus = hidden
+    return made
+
+
+def _deny_gpus(path: str, gpus: list[int]) -> list[int]:
+    """Slurm's ConstrainDevices for the GPUs the attempt was not given: each /dev/nvidiaN an
+    exception to the cgroup's "allow all", so opening it fails with EPERM, whoever the process
+    is (root too). The GPUs denied; none where the kernel refused a rule."""
+    try:
+        for index in gpus:
+            write(os.path.join(path, "devices.deny"), f"c {NVIDIA_MAJOR}:{index} rwm")
+    except OSError:
+        return []
+    return list(gpus)
 
 
 def _pin(path: str, home: str, cpu_ids: list[int]) -> bool:

@@ -9,9 +9,11 @@ from drover.records import ContainmentRecord
 from drover.shepherd.containment.common import (
     describe,
     kill_listed,
+    limit_pids,
     make_dir,
     own_cgroup,
     pids_of,
+    pids_refused,
     read,
     remove_dir,
     write,
@@ -30,10 +32,12 @@ def _mount() -> str | None:
 class CgroupV2:
     name = "cgroup-v2"
 
-    def __init__(self, path: str, home: str, memory_limit_mib: int) -> None:
+    def __init__(self, path: str, home: str, memory_limit_mib: int, pids_limit: int = 0) -> None:
         self.path = path
         self.home = home  # where the shepherd came from
         self.memory_limit_mib = memory_limit_mib
+        self.pids_limit = pids_limit
+        self.hidden_gpus: list[int] = []  # devices are not controlled on v2 (it takes a BPF program)
 
     def enter(self) -> None:
         write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
@@ -73,6 +77,9 @@ class CgroupV2:
     def oom_killed(self) -> bool:
         return bool(self._stat("memory.events", "oom_kill"))
 
+    def pids_refused(self) -> int:
+        return pids_refused(self.path) if self.pids_limit else 0
+
     def peak_memory_bytes(self) -> int | None:
         text = read(os.path.join(self.path, "memory.peak"))
         return int(text) if text and text.strip().isdigit() else None
@@ -88,7 +95,7 @@ class CgroupV2:
         return describe(self.name, {"": self.path})
 
 
-def create(name: str, memory_mib: int, need_memory: bool = False) -> CgroupV2 | None:
+def create(name: str, memory_mib: int, need_memory: bool = False, pids_max: int = 0) -> CgroupV2 | None:
     mount = _mount()
     own = own_cgroup("")
     if mount is None or own is None:
@@ -105,15 +112,25 @@ def create(name: str, memory_mib: int, need_memory: bool = False) -> CgroupV2 | 
         remove_dir(path)
         return None  # the root of a hierarchy, or a kernel too old to freeze: not usable
     if has_memory:
-        try:  # memory must be delegated down to the attempt: home → drover-<cluster>/ → attempt
-            for directory in (home, os.path.dirname(path)):
-                if "memory" not in (read(os.path.join(directory, "cgroup.subtree_control")) or ""):
-                    write(os.path.join(directory, "cgroup.subtree_control"), "+memory")
-        except OSError:
-            has_memory = False
+        has_memory = _delegate("memory", home, path)
     if memory_mib and has_memory:
         write(os.path.join(path, "memory.max"), str(memory_mib * 1024 * 1024))
     elif need_memory:
         remove_dir(path)
         return None
-    return CgroupV2(path, home, memory_mib if has_memory else 0)
+    pids_limit = 0
+    if pids_max and "pids" in (read(os.path.join(parent, "cgroup.controllers")) or "").split():
+        pids_limit = limit_pids(path, pids_max) if _delegate("pids", home, path) else 0
+    return CgroupV2(path, home, memory_mib if has_memory else 0, pids_limit)
+
+
+def _delegate(controller: str, home: str, path: str) -> bool:
+    """Enable `controller` down to the attempt: home → drover-<cluster>/ → attempt; False where
+    the kernel refuses (a controller bound to a v1 hierarchy, a cgroup with processes of its own)."""
+    try:
+        for directory in (home, os.path.dirname(path)):
+            if controller not in (read(os.path.join(directory, "cgroup.subtree_control")) or "").split():
+                write(os.path.join(directory, "cgroup.subtree_control"), f"+{controller}")
+    except OSError:
+        return False
+    return True
