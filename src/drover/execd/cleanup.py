@@ -383,7 +383,7 @@ class Cleanup:
             return True
         for entry in collected["files"]:
             path = os.path.join(spool.record(layout.STAGED_OUT_DIR), entry["record"])
-            size, digest = await _in_thread(functools.partial(_size_and_digest, path), self.settings.record_timeout_s,
+            size, digest = await self._in_thread(functools.partial(_size_and_digest, path), self.settings.record_timeout_s,
                                             f"reading {path}")
             refusal = await self._send_file(spool.name, entry["record"], path, size)
             if refusal is not None:
