@@ -254,8 +254,7 @@ def job_action(command: str, words: list[str], out: Output) -> int:
     refs: list[str] = []
     shown: dict[str, str] = {}
     for word in (w for text in words for w in text.split(",") if w):
-        job_text, _, index_text = word.partition("_")
-        if not (job_text.isascii() and job_text.isdigit()) or (index_text and not (index_text.isascii() and index_text.isdigit())):
+        if not _is_job_id(word):
             raise Refused(f"scontrol: error: Invalid job id: {word}")
         refs.append(slurm_ref(word))
         shown[slurm_ref(word)] = word
@@ -273,6 +272,13 @@ def job_action(command: str, words: list[str], out: Output) -> int:
     for refusal in refusals:
         out.error(f"{refusal.reason} for job {refusal.slurm_id}")
     return 1 if refusals else 0
+
+
+def _is_job_id(word: str) -> bool:
+    """JOB or JOB_INDEX, in ASCII digits."""
+    job_text, _, index_text = word.partition("_")
+    return (job_text.isascii() and job_text.isdigit()
+            and (not index_text or (index_text.isascii() and index_text.isdigit())))
 
 
 def hold_when_stopped(client: Client, refs: list[str], shown: dict[str, str], attempts: dict[str, int],
@@ -351,6 +357,9 @@ def update(words: list[str], out: Output) -> int:
     if queue is not None and (not queue or "," in queue):
         raise Refused("scontrol: error: Invalid partition name specified" if not queue else
                       "scontrol: error: update Partition: a Drover job waits in one partition")
+    if not _is_job_id(target):  # update_job.c: not a job id → ESLURM_INVALID_JOB_ID, nothing sent
+        out.error(f"{INVALID_JOB_ID} for job {target}")
+        return 1
     from drover.client.client import Client
 
     ref = slurm_ref(target)

@@ -375,6 +375,9 @@ def generic_resources(request: Request, ntasks: int) -> str:
         raise OptionError(f"Invalid generic resource (gres) specification: {error}") from None
 
 
+MAX_NICE = 2**31 - 3
+
+
 def _priority(request: Request) -> int | None:
     if request.value("priority") is not None:
         if (request.value("priority") or "").upper() == "TOP":
@@ -387,5 +390,7 @@ def _priority(request: Request) -> int | None:
             nice = 100 if nice_text is None else int(nice_text)
         except ValueError:
             raise OptionError(f"Invalid nice value: {nice_text}") from None
+        if abs(nice) > MAX_NICE:  # slurm_opt.c arg_set_nice: NICE_OFFSET - 3
+            raise OptionError(f"Invalid --nice value, out of range (+/- {MAX_NICE})")
         return max(min(-nice, 1023), -1023)
     return None
