@@ -7,7 +7,14 @@ from __future__ import annotations
 import sys
 
 from drover.compat.gridengine import qstat_detail, qstat_view
-from drover.compat.gridengine.common import approximator, arch, is_strict, queue_name, user_name
+from drover.compat.gridengine.common import (
+    approximator,
+    arch,
+    failed,
+    is_strict,
+    queue_name,
+    user_name,
+)
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse
 from drover.compat.gridengine.values import job_refs
@@ -67,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(parsed.given, given)
     except DroverError as error:
-        print(f"qstat: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed("qstat", error)
 
 
 def _main(all_given: list[Given], given: dict[str, Given]) -> int:

@@ -14,6 +14,7 @@ from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import timefmt
 from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, Refusal, act, slurm_ref
 from drover.compat.slurm.common import (
+    CONNECT_FAILURE,
     VERSION,
     Refused,
     command_line,
@@ -22,7 +23,7 @@ from drover.compat.slurm.common import (
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
 from drover.compat.slurm.scontrol_show import job_record, layout, node_record, partition_record
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import DroverError, NotFound, Unreachable
 
 if TYPE_CHECKING:
     from drover.client.client import Client
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(words, out)
     except Refused as error:
         out.error(str(error))
+        return 1
+    except Unreachable:  # slurm_perror after the load or update that failed
+        out.error(f"{'slurm_load_jobs error' if words[0].lower() == 'show' else 'scontrol: error'}: {CONNECT_FAILURE}")
         return 1
     except DroverError as error:
         out.error(f"scontrol: error: {error}")
