@@ -228,14 +228,29 @@ def _jobs_of_parts(parser: argparse.ArgumentParser, args: argparse.Namespace, ar
     return jobs
 
 
+# Options whose empty value was once dropped without a word: an empty one is refused.
+_NOT_EMPTY = (("queue", "-q/--queue"), ("workdir", "-D/--workdir"), ("mem", "--mem"), ("time", "-t/--time"), ("array", "-a/--array"), ("dependency", "-d/--dependency"),
+              ("begin", "-b/--begin"), ("mail_user", "--mail-user"), ("mail_type", "--mail-type"),
+              ("event_log", "--event-log"), ("stage_in", "--stage-in"), ("stage_out", "--stage-out"),
+              ("prolog", "--prolog"), ("epilog", "--epilog"), ("signal", "--signal"),
+              ("checkpoint_signal", "--checkpoint-signal"), ("checkpoint", "--checkpoint"),
+              ("checkpoint_interval", "--checkpoint-interval"), ("each_line", "--each-line"))
+
+
 def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None = None) -> list[JobRequest]:
     """Everything checked here, before the cluster is asked (or started). `script`: the
     script file's text, when the caller read it already."""
     from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
 
+    for key, option in _NOT_EMPTY:
+        value = getattr(args, key, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise BadRequest(f"{option} must not be empty (leave the option out for none)")
     sources = sum(bool(x) for x in (args.script, command_argv, args.each_line))
     if sources != 1:
         raise BadRequest("give exactly one of: a script file, -- COMMAND [ARGS...], or --each-line FILE")
+    if command_argv and not command_argv[0]:
+        raise BadRequest("the command is empty: give the program to run after --")
     staging = bool(args.stage_in or args.stage_out)
     if staging and not args.workdir:
         workdir = ""  # a scratch directory on the node; files travel through the controller
@@ -477,6 +492,8 @@ def _gres(text: str) -> str:
 
     from drover.core.gres import describe, parse_request
 
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty (--gres none for none)")
     try:
         return describe(parse_request(text, option="--gres"))
     except ValueError as error:

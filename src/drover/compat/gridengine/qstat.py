@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     if "help" in given:
         print(usage("qstat", OPTIONS, ""))
         return 0
+    if "s" in given and not _is_state_selection((given["s"].value or "").rstrip("+")):
+        print(usage("qstat", OPTIONS, ""), file=sys.stderr)
+        print("ERROR! wrong argument to -s option", file=sys.stderr)
+        return 1
     try:
         return _main(parsed.given, given)
     except DroverError as error:
@@ -145,6 +149,20 @@ def _jobs(client: Client, users: list[str]) -> list[JobInfo]:
 
 def _job(jobs: list[JobInfo], job_id: int) -> JobInfo:
     return next(job for job in jobs if job.id == job_id)
+
+
+STATE_FLAGS = ("hu", "hs", "ho", "hd", "hj", "ha", "h", "p", "r", "s", "z", "a")  # qstat(1) -s
+
+
+def _is_state_selection(spec: str) -> bool:
+    """Whether -s is made of qstat's flags only (its parser matches them in this order)."""
+    rest = spec
+    while rest:
+        flag = next((flag for flag in STATE_FLAGS if rest.startswith(flag)), None)
+        if flag is None:
+            return False
+        rest = rest[len(flag):]
+    return bool(spec)
 
 
 def _select(rows: list[qstat_view.Row], given: dict[str, Given]) -> list[qstat_view.Row]:

@@ -88,6 +88,9 @@ def job_refs(words: list[str]) -> list[tuple[str, list[int] | None]]:
     separated by commas or blanks. → (id or name, task indices or None)."""
     refs: list[tuple[str, list[int] | None]] = []
     for word in words:
+        if not word.strip():  # an empty word names no job: one that does not exist, not nothing
+            refs.append((word, None))
+            continue
         for item in word.split(","):
             if not item:
                 continue

@@ -239,6 +239,13 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
     if not os.path.isdir(workdir):
         raise Refused(f"chdir({workdir}): No such file or directory")
     is_array = request.value("array") is not None
+    named = request.given.get("job-name")
+    if named is not None and named.value == "" and not named.from_environment:
+        # Slurm keeps an empty name as given (sbatch names a job only when -J is missing); a
+        # Drover job has a name of one non-empty line, so an empty -J is refused, never replaced.
+        # (An empty SBATCH_JOB_NAME, as tools leave variables, names nothing.)
+        raise Refused("-J/--job-name: an empty job name is not supported by Drover (leave -J out for the "
+                      "default name)")
     job: JobRequest = {
         "script": script,
         "name": request.value("job-name") or default_name,
