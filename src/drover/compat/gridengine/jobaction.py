@@ -30,8 +30,8 @@ def parse_or_usage(command: str, argv: list[str], options: Sequence[Option]) -> 
     try:
         parsed = parse(argv, options, Operands.JOBS)
     except GeUsageError as error:
+        print(error, file=sys.stderr)  # the error first, then the usage, as qacct -t does
         print(usage(command, options), file=sys.stderr)
-        print(error, file=sys.stderr)
         return 1
     if any(g.key == "help" for g in parsed.given):
         print(usage(command, options))

@@ -64,16 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parsed = parse(list(sys.argv[1:] if argv is None else argv), OPTIONS, Operands.NONE)
     except GeUsageError as error:
+        print(error, file=sys.stderr)  # the error first, then the usage
         print(usage("qstat", OPTIONS, ""), file=sys.stderr)
-        print(error, file=sys.stderr)
         return 1
     given = {g.key: g for g in parsed.given}
     if "help" in given:
         print(usage("qstat", OPTIONS, ""))
         return 0
     if "s" in given and not _is_state_selection((given["s"].value or "").rstrip("+")):
-        print(usage("qstat", OPTIONS, ""), file=sys.stderr)
         print("ERROR! wrong argument to -s option", file=sys.stderr)
+        print(usage("qstat", OPTIONS, ""), file=sys.stderr)
         return 1
     try:
         return _main(parsed.given, given)
