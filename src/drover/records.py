@@ -241,6 +241,9 @@ class ExitStatus(TypedDict):
     terminated: bool  # killed on request (cancel): warning signal, grace, SIGKILL
     out_of_memory: bool
     methods: NotRequired[list[MethodRun]]  # the prolog/epilog/PE steps that ran, in order
+    # What the shepherd saw go wrong that did not change how the job ended, for its owner to read
+    # (an output file on a filesystem that was full: the job's writes to it failed).
+    notes: NotRequired[list[str]]
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
     # The node could not prepare the attempt (its spool could not be written: the disk is full):
     # the job never started. As after a node's failing prolog, the node goes to ERROR and the

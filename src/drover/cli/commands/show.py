@@ -122,6 +122,8 @@ def run(command: str, argv: list[str]) -> int:
 
                     for line in show_lines(sampled, job.cpus):
                         print(f"      {line}")
+                for note in attempt.notes:
+                    print(f"      note: {note}")
                 if attempt.usage:
                     u = attempt.usage
                     print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "
