@@ -18,7 +18,7 @@ import typing
 import msgspec
 
 from drover.config import STATE_DIR_VARIABLE, SYSTEM_STATE_DIR, Paths
-from drover.config_file import toml_key, toml_value
+from drover.config_file import number_text, toml_key, toml_value
 from drover.config_schema import DroverConfig, Section
 
 DOCUMENT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
@@ -148,9 +148,9 @@ def _type_text(kind: object, meta: msgspec.Meta | None = None) -> str:
         text = {bool: "bool", int: "int", float: "float", str: "string"}.get(
             kind, getattr(kind, "__name__", str(kind)))  # type: ignore[call-overload]
     if meta is not None and meta.ge is not None and meta.le is not None:
-        text += f", {_number(meta.ge)} to {_number(meta.le)}"
+        text += f" from {number_text(meta.ge)} to {number_text(meta.le)}"
     elif meta is not None and meta.ge is not None:
-        text += f" ≥ {_number(meta.ge)}"
+        text += f" ≥ {number_text(meta.ge)}"
     return text
 
 
@@ -245,6 +245,14 @@ refused, and so is a value of the wrong type: the daemons do not start, and the 
 file, the line and the key, for instance
 
     {FILE_NAME}:7: [execd] unknown key 'prologue' (did you mean 'prolog'?)
+
+Every number has a range, given with its type below; a value outside it (`nan` and `inf`
+included) is refused the same way, with the range:
+
+    {FILE_NAME}:2: [controller] heartbeat_s must be a number from 0.1 to 3600, not -5
+
+(`unit/config/test_number_ranges.py` walks the schema: every number has a range, and a value
+past either end is refused naming the key and the range.)
 
 `drover config check [--state-dir DIR]` reads the file as the daemons do and prints every
 setting in effect, defaults included, marking those the file sets; it exits with status 1, and

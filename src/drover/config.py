@@ -37,11 +37,118 @@ SERVICE_USER = "drover"
 
 
 def state_dir() -> str:
+    """The personal cluster's state directory: $DROVER_STATE_DIR; else $XDG_STATE_HOME/drover;
+    else, with XDG_STATE_HOME unset (as tools that clean the environment leave it), the one the
+    user's running personal cluster recorded (`personal_pointer`), so that a command run by such
+    a tool talks to the cluster the user's other commands talk to; else ~/.local/state/drover."""
     explicit = os.environ.get(STATE_DIR_VARIABLE)
     if explicit:
         return os.path.abspath(explicit)
+    if os.environ.get("XDG_STATE_HOME"):
+        return os.path.join(os.environ["XDG_STATE_HOME"], "drover")
+    recorded = recorded_state_dir()
+    if recorded is not None:
+        return recorded
+    return default_state_dir()
+
+
+def default_state_dir() -> str:
+    """Where a personal cluster lives by the environment alone: $XDG_STATE_HOME/drover, else
+    ~/.local/state/drover."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return os.path.join(base, "drover")
+
+
+# The user's running personal cluster, recorded where no environment variable moves it: a
+# directory of the user's own, found by their uid (/run/user/UID, which the login manager makes,
+# else /tmp/drover-UID, made here), holding the path of the cluster's state directory.
+POINTER_NAME = "personal-cluster"
+
+
+def pointer_dirs(uid: int | None = None) -> list[str]:
+    uid = os.getuid() if uid is None else uid
+    return [os.path.join(f"/run/user/{uid}", "drover"), f"/tmp/drover-{uid}"]
+
+
+def _own_private_dir(path: str, create: bool) -> bool:
+    """Whether `path` is a directory (not a link) of this user's that no one else may write in;
+    made so (0700) when `create` and its parent lets us."""
+    import stat
+
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and info.st_mode & 0o022 == 0
+
+
+def record_state_dir(root: str) -> None:
+    """Record `root` as the user's running personal cluster (by `drover up`); best effort."""
+    for directory in pointer_dirs():
+        if not _own_private_dir(directory, create=True):
+            continue
+        temporary = os.path.join(directory, f".{POINTER_NAME}.{os.getpid()}")
+        try:
+            with open(temporary, "w") as file:
+                file.write(root + "\n")
+            os.replace(temporary, os.path.join(directory, POINTER_NAME))
+            return
+        except OSError:
+            continue
+
+
+_recorded: list[str | None] = []  # read once a command
+
+
+def recorded_state_dir() -> str | None:
+    """The state directory the user's personal cluster recorded, while a cluster of the user's
+    answers there."""
+    if not _recorded:
+        _recorded.append(_read_recorded())
+    return _recorded[0]
+
+
+def _read_recorded() -> str | None:
+    for directory in pointer_dirs():
+        if not _own_private_dir(directory, create=False):
+            continue
+        try:
+            with open(os.path.join(directory, POINTER_NAME)) as file:
+                root = file.read().strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if os.path.isabs(root) and _answers(os.path.join(root, _FILES["socket"])):
+            return root
+    return None
+
+
+def _answers(socket_path: str) -> bool:
+    """Whether a socket of this user's is there and a process listens on it."""
+    import socket
+    import stat
+
+    try:
+        info = os.lstat(socket_path)
+    except OSError:
+        return False
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(socket_path)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 class Paths:

@@ -164,9 +164,9 @@ def _describe(info: msgspec.inspect.Type) -> str:
     if isinstance(info, inspect.BoolType):
         return "true or false"
     if isinstance(info, inspect.IntType):
-        return "a whole number" + (f" of {info.ge} or more" if info.ge is not None else "")
+        return "a whole number" + _range(info)
     if isinstance(info, inspect.FloatType):
-        return "a number"
+        return "a number" + _range(info)
     if isinstance(info, inspect.StrType):
         return "a string"
     if isinstance(info, inspect.LiteralType):
@@ -176,6 +176,19 @@ def _describe(info: msgspec.inspect.Type) -> str:
     if isinstance(info, inspect.ListType):
         return "a list"
     return "a table"
+
+
+def _range(info: msgspec.inspect.IntType | msgspec.inspect.FloatType) -> str:
+    if info.ge is not None and info.le is not None:
+        return f" from {number_text(info.ge)} to {number_text(info.le)}"
+    if info.ge is not None:
+        return f" of {number_text(info.ge)} or more"
+    return ""
+
+
+def number_text(value: float) -> str:
+    """3600.0 as 3600, 0.1 as 0.1."""
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")

@@ -17,7 +17,9 @@ import msgspec
 from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
-from drover.core.limits import MAX_PIDS, MAX_TIME_LIMIT_S, Limits
+from drover.core.checkpoints import MAX_INTERVAL_S
+from drover.core.limits import MAX_CPUS, MAX_ID, MAX_INDEX, MAX_MEMORY_MIB, MAX_PIDS, MAX_TIME_LIMIT_S, Limits
+from drover.core.parallel_env import MAX_SLOTS
 from drover.method_command import MAX_NOTIFY_S
 
 if TYPE_CHECKING:
@@ -25,10 +27,20 @@ if TYPE_CHECKING:
 
 MIB = 1024 * 1024
 MAX_DEBUG_PAUSE_S = 3600  # a shepherd waiting for a debugger: an hour at most
+# Every number of the file has a range (a test walks the schema for one), so that no value a
+# daemon cannot work with (a negative heartbeat, a grace of 10^20 s, NaN) is taken. Where the
+# cluster has a bound of its own (core/limits.py), that is the range's end; else these:
+MAX_BYTES = 1 << 40  # a size in bytes: a tebibyte
+MAX_COUNT = MAX_ID  # a number of jobs, tasks or variables: what the store can count
+MAX_TRIES = 1000  # tries of a step of the cleanup
+MAX_RLIMIT = 2**63 - 1  # RLIM_INFINITY - 1 (-1 is unlimited)
+MAX_WEIGHT = float(2**32 - 1)  # a priority weight: Slurm's are 32-bit
+MAX_KILL_GRACE_S = 3600.0  # kill_grace_s, and `drover up --kill-grace`
 
 
 def about(description: str, ge: float | None = None, le: float | None = None) -> Meta:
-    """A key's one-line description (shown by `drover config check`), and its bounds if any."""
+    """A key's one-line description (shown by `drover config check`), and its range: every
+    number has one."""
     return Meta(description=description, ge=ge, le=le)
 
 
@@ -82,20 +94,20 @@ class ControllerSection(Section, frozen=True):
     """[controller]: the controller daemon, and what one user may ask of the cluster."""
 
     kill_grace_s: Annotated[float, about("seconds between SIGTERM and SIGKILL when a job is stopped "
-                                         "(`drover controller --kill-grace` overrides it)")] = 10.0
+                                         "(`drover controller --kill-grace` overrides it)", ge=0.0, le=MAX_KILL_GRACE_S)] = 10.0
     sqlite_synchronous: Annotated[Literal["OFF", "NORMAL", "FULL", "EXTRA"], about(
         "SQLite's synchronous mode: NORMAL survives the controller being killed, FULL also a power loss")] = "NORMAL"
     node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs: requeued when "
-                                           "they may run again, NODE_FAIL otherwise")] = 300.0
+                                           "they may run again, NODE_FAIL otherwise", ge=1.0, le=30 * 86400.0)] = 300.0
     heartbeat_s: Annotated[float, about("how often nodes say they are there (with their load and free memory); "
-                                        "a node silent for three is DOWN")] = 10.0
+                                        "a node silent for three is DOWN", ge=0.1, le=3600.0)] = 10.0
     shared: Annotated[bool, about("serve every local user, each for their own jobs (as `--system` does)")] = False
     operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
     allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False
     munge_socket: Annotated[str, about("the controller's munged, which opens the MUNGE credentials of users "
                                        "on other hosts")] = MUNGE_SOCKET
     smtp_host: Annotated[str, about("the mail server for the controller's mail")] = "localhost"
-    smtp_port: Annotated[int, about("its port")] = 25
+    smtp_port: Annotated[int, about("its port", ge=1, le=65535)] = 25
     requeue_held: Annotated[bool, about("a job requeued for its node's failure (a failing prolog, which sets its "
                                         "queue in error there, or a node that could not prepare it) is held")] = False
     # Grid Engine's execd_params of the same names (sge_conf(5)), for the whole cluster: the
@@ -111,10 +123,10 @@ class ControllerSection(Section, frozen=True):
     store_check_s: Annotated[float, about("how often the controller checks its store's pages for damage "
                                           "(SQLite's quick_check; PostgreSQL's amcheck where installed), and once "
                                           "when it starts; a damaged store refuses every write (0: never)",
-                                          ge=0)] = 3600.0
+                                          ge=0, le=30 * 86400.0)] = 3600.0
     history_days: Annotated[int, about("ended jobs, with their attempts, accounting records and events, are "
                                        "forgotten this many days after they ended (0: kept for ever); looked "
-                                       "for hourly, 1,000 a transaction", ge=0)] = 365
+                                       "for hourly, 1,000 a transaction", ge=0, le=36500)] = 365
     # TLS on TCP (`--listen`): unset, the cluster's own CA and certificate under <state>/tls/,
     # made by `drover cluster init`. The admin's own certificates are named all three together.
     tls_cert: Annotated[str | None, about("the controller's TLS certificate (PEM), instead of the cluster's own")] = None
@@ -124,26 +136,27 @@ class ControllerSection(Section, frozen=True):
     tls_ca_key: Annotated[str | None, about("that CA's private key, for `drover join` to issue node "
                                             "certificates (unset with tls_ca: nodes cannot join by token)")] = None
     # The limits of core/limits.py; their defaults are stated there, once.
-    max_request_bytes: Annotated[int, about("one request's body (stage-in files travel in it)", ge=1)] = (
+    max_request_bytes: Annotated[int, about("one request's body (stage-in files travel in it)", ge=1, le=MAX_BYTES)] = (
         Limits.max_request_bytes)
-    max_jobs_per_request: Annotated[int, about("jobs in one request", ge=1)] = Limits.max_jobs_per_request
-    max_pending_jobs_per_user: Annotated[int, about("waiting or held jobs of one user", ge=1)] = (
+    max_jobs_per_request: Annotated[int, about("jobs in one request", ge=1, le=MAX_COUNT)] = Limits.max_jobs_per_request
+    max_pending_jobs_per_user: Annotated[int, about("waiting or held jobs of one user", ge=1, le=MAX_COUNT)] = (
         Limits.max_pending_jobs_per_user)
-    max_pending_tasks_per_user: Annotated[int, about("their array tasks, all counted", ge=1)] = (
+    max_pending_tasks_per_user: Annotated[int, about("their array tasks, all counted", ge=1, le=MAX_COUNT)] = (
         Limits.max_pending_tasks_per_user)
-    max_array_size: Annotated[int, about("tasks in one array", ge=1)] = Limits.max_array_size
-    max_name_bytes: Annotated[int, about("a job's name", ge=1)] = Limits.max_name_bytes
-    max_path_bytes: Annotated[int, about("each path a job names", ge=1)] = Limits.max_path_bytes
-    max_env_vars: Annotated[int, about("variables in a job's environment", ge=1)] = Limits.max_env_vars
-    max_env_bytes: Annotated[int, about("a job's environment, names and values", ge=1)] = Limits.max_env_bytes
-    max_script_bytes: Annotated[int, about("a job's script", ge=1)] = Limits.max_script_bytes
-    max_stage_in_bytes: Annotated[int, about("the files staged in with one job", ge=1)] = Limits.max_stage_in_bytes
+    max_array_size: Annotated[int, about("tasks in one array", ge=1, le=MAX_INDEX + 1)] = Limits.max_array_size
+    max_name_bytes: Annotated[int, about("a job's name", ge=1, le=MAX_BYTES)] = Limits.max_name_bytes
+    max_path_bytes: Annotated[int, about("each path a job names", ge=1, le=MAX_BYTES)] = Limits.max_path_bytes
+    max_env_vars: Annotated[int, about("variables in a job's environment", ge=1, le=MAX_COUNT)] = Limits.max_env_vars
+    max_env_bytes: Annotated[int, about("a job's environment, names and values", ge=1, le=MAX_BYTES)] = Limits.max_env_bytes
+    max_script_bytes: Annotated[int, about("a job's script", ge=1, le=MAX_BYTES)] = Limits.max_script_bytes
+    max_stage_in_bytes: Annotated[int, about("the files staged in with one job", ge=1, le=MAX_BYTES)] = Limits.max_stage_in_bytes
     max_job_bytes_per_user: Annotated[int, about("the scripts, environments and staged-in files of one user's "
-                                                 "unfinished jobs, together", ge=1)] = Limits.max_job_bytes_per_user
+                                                 "unfinished jobs, together", ge=1, le=MAX_BYTES)] = (
+        Limits.max_job_bytes_per_user)
     connections: Annotated[ConnectionsSection, about(
         "requests and connections before their peer is known ([controller.connections])")] = ConnectionsSection()
     max_stage_out_bytes: Annotated[int, about("the files one attempt stages out, kept by the controller until "
-                                              "fetched; a file over it is refused whole", ge=1)] = (
+                                              "fetched; a file over it is refused whole", ge=1, le=MAX_BYTES)] = (
         Limits.max_stage_out_bytes)
 
     def limits(self) -> Limits:
@@ -154,16 +167,16 @@ class RlimitsSection(Section, frozen=True):
     """[execd.rlimits]: resource limits every job starts with; -1 is unlimited. The names are
     those the shepherd sets (shepherd/setup.py RLIMITS)."""
 
-    core: Annotated[int | None, about("core file size, bytes")] = None
-    cpu: Annotated[int | None, about("CPU time, seconds")] = None
-    data: Annotated[int | None, about("data segment, bytes")] = None
-    fsize: Annotated[int | None, about("size of a file written, bytes")] = None
-    nofile: Annotated[int | None, about("open files")] = None
-    nproc: Annotated[int | None, about("processes of the job's user")] = None
-    stack: Annotated[int | None, about("stack size, bytes")] = None
+    core: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("core file size, bytes")] = None
+    cpu: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("CPU time, seconds")] = None
+    data: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("data segment, bytes")] = None
+    fsize: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("size of a file written, bytes")] = None
+    nofile: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("open files")] = None
+    nproc: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("processes of the job's user")] = None
+    stack: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("stack size, bytes")] = None
     # `as` is a Python keyword: the field is `as_`, the key stays `as`.
-    as_: Annotated[int | None, about("address space, bytes")] = msgspec.field(default=None, name="as")
-    memlock: Annotated[int | None, about("locked memory, bytes")] = None
+    as_: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("address space, bytes")] = msgspec.field(default=None, name="as")
+    memlock: Annotated[Annotated[int, Meta(ge=-1, le=MAX_RLIMIT)] | None, about("locked memory, bytes")] = None
 
     def set(self) -> dict[str, int]:
         """The limits the file sets, by the names the shepherd reads."""
@@ -185,8 +198,8 @@ class ExecdSection(Section, frozen=True):
         "the longest wait between tries to reach a controller that cannot be reached or refuses the node: "
         "the wait doubles from 0.05 s (1 s after a refusal) up to this, each drawn at random from its upper "
         "half, and starts again once a controller takes the node", ge=1, le=3600)] = 30.0
-    cpus: Annotated[int | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
-    memory_mib: Annotated[int | None, about("memory the node offers, MiB (unset or 0: all)")] = None
+    cpus: Annotated[Annotated[int, Meta(ge=0, le=MAX_CPUS)] | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
+    memory_mib: Annotated[Annotated[int, Meta(ge=0, le=MAX_MEMORY_MIB)] | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "
                                             "[\"gpu:a100:2\", \"gpu:v100:1\", \"nic:1\"] (unset: its "
                                             "NVIDIA GPUs, from nvidia-smi or /dev/nvidia*); gpu N is /dev/nvidiaN, "
@@ -199,43 +212,41 @@ class ExecdSection(Section, frozen=True):
                                            "given its final record on stdin")] = None
     keep_spool: Annotated[bool, about("keep every attempt's spool directory, under <spool>/kept/")] = False
     smtp_host: Annotated[str, about("the mail server for job mail (--mail-type)")] = "localhost"
-    smtp_port: Annotated[int, about("its port")] = 25
-    mail_tries: Annotated[int, about("tries before a job's mail is given up")] = 5
+    smtp_port: Annotated[int, about("its port", ge=1, le=65535)] = 25
+    mail_tries: Annotated[int, about("tries before a job's mail is given up", ge=1, le=MAX_TRIES)] = 5
     exit_hook_tries: Annotated[int, about("tries before a failing exit hook is given up (the job's end is "
-                                          "reported all the same)")] = 5
+                                          "reported all the same)", ge=1, le=MAX_TRIES)] = 5
     stage_out_tries: Annotated[int, about("tries before output files the controller does not take are given up "
-                                          "(not counted while it is unreachable)")] = 5
+                                          "(not counted while it is unreachable)", ge=1, le=MAX_TRIES)] = 5
     record_tries: Annotated[int, about("tries before writing an attempt's final record to the spool is given up "
-                                       "(the job's end is reported from the shepherd's records)")] = 5
+                                       "(the job's end is reported from the shepherd's records)", ge=1, le=MAX_TRIES)] = 5
     remove_tries: Annotated[int, about("tries before removing an attempt's spool is given up (it is left as "
-                                       "<spool>/removing.<attempt> for an operator)")] = 5
-    identity_tries: Annotated[int, about("tries to switch to the job's owner before the attempt fails")] = 3
-    identity_retry_s: Annotated[float, about("seconds between those tries")] = 10.0
+                                       "<spool>/removing.<attempt> for an operator)", ge=1, le=MAX_TRIES)] = 5
+    identity_tries: Annotated[int, about("tries to switch to the job's owner before the attempt fails", ge=1, le=MAX_TRIES)] = 3
+    identity_retry_s: Annotated[float, about("seconds between those tries", ge=0.0, le=3600.0)] = 10.0
     diagnostics_setuid: Annotated[str | None, about(
         "a site script run when the switch to the owner fails; its output joins the error")] = None
-    chdir_tries: Annotated[int, about("tries to enter the job's working directory")] = 3
-    chdir_retry_s: Annotated[float, about("seconds between those tries")] = 2.0
+    chdir_tries: Annotated[int, about("tries to enter the job's working directory", ge=1, le=MAX_TRIES)] = 3
+    chdir_retry_s: Annotated[float, about("seconds between those tries", ge=0.0, le=3600.0)] = 2.0
     diagnostics_chdir: Annotated[str | None, about(
         "a site script run when the working directory cannot be entered, given the job's id and the "
         "directory")] = None
     diagnostics_user: Annotated[str | None, about(
         "the user the diagnostics scripts run as, never root (unset: the service account drover where it "
         "exists, else nobody)")] = None
-    debug_shepherd_s: Annotated[float, about(
-        "each shepherd waits this many seconds right after it starts, its pid in the node's log, for a "
-        "debugger to attach (at most 3600; DROVER_DEBUG_SHEPHERD in the execd's environment overrides it)",
-        ge=0)] = 0.0
+    debug_shepherd_s: Annotated[float, about("each shepherd waits this many seconds right after it starts, its pid in the node's log, for a "
+        "debugger to attach (at most 3600; DROVER_DEBUG_SHEPHERD in the execd's environment overrides it)", ge=0.0, le=float(MAX_DEBUG_PAUSE_S))] = 0.0
     prolog: Annotated[str | None, about("the node's prolog, run as root before every job")] = None
     epilog: Annotated[str | None, about("the node's epilog, run as root after every job")] = None
     pe_start: Annotated[str | None, about("run as root before each job of a parallel environment (--pe), before "
                                           "its PE's start_proc_args")] = None
     pe_stop: Annotated[str | None, about("run as root after each job of a parallel environment, after its PE's "
                                          "stop_proc_args")] = None
-    method_timeout_s: Annotated[float, about("seconds a prolog, epilog or PE method may run")] = 600.0
+    method_timeout_s: Annotated[float, about("seconds a prolog, epilog or PE method may run", ge=1.0, le=7 * 86400.0)] = 600.0
     rlimits: Annotated[RlimitsSection, about("resource limits for every job ([execd.rlimits])")] = RlimitsSection()
     stage_out_limit_bytes: Annotated[int, about("files staged out per attempt; what is over is named, "
-                                                "not sent")] = 64 * MIB
-    pids_max: Annotated[int | None, about(
+                                                "not sent", ge=0, le=MAX_BYTES)] = 64 * MIB
+    pids_max: Annotated[Annotated[int, Meta(ge=0, le=MAX_PIDS)] | None, about(
         "processes and threads one job may have at once (its cgroup's pids.max; a fork over it fails, and the "
         "job's record says it hit its process limit); unset: the host's kernel.pid_max / (its CPUs + 1), "
         "between 1024 and 65536; 0: no limit")] = None
@@ -243,10 +254,10 @@ class ExecdSection(Section, frozen=True):
                                                "where munged runs, unless given --no-munge)")] = False
     munge_socket: Annotated[str, about("this host's munged, which opens the jobs' signatures")] = MUNGE_SOCKET
     signed_job_max_age_s: Annotated[float, about("how old a job's signature may be when an attempt of it "
-                                                 "starts")] = 30 * 86400.0
+                                                 "starts", ge=1.0, le=3650 * 86400.0)] = 30 * 86400.0
     allow_root_jobs: Annotated[bool, about("with require_signed_jobs: run jobs signed by root")] = False
     sample_s: Annotated[float, about("how often each running job's memory and CPU are sampled and sent to the "
-                                     "controller (`drover top`, `drover show`)")] = 10.0
+                                     "controller (`drover top`, `drover show`)", ge=0.1, le=3600.0)] = 10.0
     enforce_cpu: Annotated[Literal["auto", "on", "off"], about(
         "renice a job whose CPU use stays over its CPUs (auto: only where no cpuset or CPU quota "
         "holds it)")] = "auto"
@@ -254,10 +265,10 @@ class ExecdSection(Section, frozen=True):
         "renice and warn a job over its memory request, and end it as OUT_OF_MEMORY over "
         "memory_hard_factor times it (auto: only where no cgroup memory limit acts)")] = "auto"
     cpu_tolerance: Annotated[float, about("how far over its CPUs a job may go before it is reniced "
-                                          "(0.25: 25 %), over the mean of its last three samples")] = 0.25
+                                          "(0.25: 25 %), over the mean of its last three samples", ge=0.0, le=100.0)] = 0.25
     memory_hard_factor: Annotated[float, about("where no cgroup memory limit acts, a job over its request times "
                                                "this ends as OUT_OF_MEMORY (0: never, warn only); between the "
-                                               "request and this it is warned and reniced")] = 1.5
+                                               "request and this it is warned and reniced", ge=0.0, le=1000.0)] = 1.5
     starter_method: Annotated[str | None, about(
         "an absolute command that starts every job of the node in its place, as the job's owner, given the "
         "job's script (or command line) as its arguments (Grid Engine's starter_method, the Accelerator's "
@@ -281,10 +292,6 @@ class ExecdSection(Section, frozen=True):
     def __post_init__(self) -> None:
         if isinstance(self.controller, list) and not self.controller:
             raise ValueError("controller must name at least one controller, or be left unset")
-        if self.cpu_tolerance < 0:
-            raise ValueError(f"cpu_tolerance must be 0 or more, not {self.cpu_tolerance}")
-        if self.debug_shepherd_s > MAX_DEBUG_PAUSE_S:
-            raise ValueError(f"debug_shepherd_s must be at most {MAX_DEBUG_PAUSE_S}, not {self.debug_shepherd_s}")
         check_starter_method(self.starter_method)
         if self.memory_hard_factor != 0 and self.memory_hard_factor < 1:
             raise ValueError(f"memory_hard_factor must be 0 (no hard limit) or 1 or more, not {self.memory_hard_factor}")
@@ -307,22 +314,22 @@ class QueueSection(Section, frozen=True):
     prolog: Annotated[str | None, about("run as root before each job of the queue, after the node's prolog")] = None
     epilog: Annotated[str | None, about("run as root after each job of the queue, before the node's epilog")] = None
     priority: Annotated[int, about("the queue's priority: its jobs' queue factor is this over the highest "
-                                   "queue priority, weighed by [scheduler] priority_weight_queue", ge=0)] = 0
-    default_time_s: Annotated[int | None, about("the time limit of a job of the queue that names none (Slurm's "
+                                   "queue priority, weighed by [scheduler] priority_weight_queue", ge=0, le=65533)] = 0
+    default_time_s: Annotated[Annotated[int, Meta(ge=1, le=MAX_TIME_LIMIT_S)] | None, about("the time limit of a job of the queue that names none (Slurm's "
                                                 "DefaultTime; default: max_time_s)")] = None
-    max_time_s: Annotated[int | None, about("the longest time limit a job of the queue may ask for; longer is "
+    max_time_s: Annotated[Annotated[int, Meta(ge=1, le=MAX_TIME_LIMIT_S)] | None, about("the longest time limit a job of the queue may ask for; longer is "
                                             "refused at submission (Slurm's MaxTime)")] = None
     owner: Annotated[str | None, about("a user who manages the queue (stop, start, drain, its limits and window) "
                                        "besides the operators")] = None
     nodes: Annotated[list[str] | None, about("the nodes its jobs may run on, names or patterns "
                                              "([\"gpu*\", \"big1\"]; unset: every node)")] = None
-    max_running: Annotated[int | None, about("tasks of the queue running at once")] = None
-    max_running_per_user: Annotated[int | None, about("tasks of one user in the queue running at once")] = None
-    max_memory_mib: Annotated[int | None, about("the most memory a task of the queue may ask for, MiB; more is "
+    max_running: Annotated[Annotated[int, Meta(ge=1, le=MAX_COUNT)] | None, about("tasks of the queue running at once")] = None
+    max_running_per_user: Annotated[Annotated[int, Meta(ge=1, le=MAX_COUNT)] | None, about("tasks of one user in the queue running at once")] = None
+    max_memory_mib: Annotated[Annotated[int, Meta(ge=1, le=MAX_MEMORY_MIB)] | None, about("the most memory a task of the queue may ask for, MiB; more is "
                                                 "refused at submission")] = None
     mail_finished: Annotated[bool, about("mail when the last job of the queue finishes (jobd's mailfinished): to "
                                          "the queue's owner, else to that job's --mail-user, else its owner")] = False
-    nice: Annotated[int, about("added to the nice of the queue's jobs (0..19; jobd's queue nice)", ge=0)] = 0
+    nice: Annotated[int, about("added to the nice of the queue's jobs (0..19; jobd's queue nice)", ge=0, le=19)] = 0
     window: Annotated[str | None, about("when the queue starts jobs: \"Mon-Fri 18:00-08:00; Sat,Sun\", "
                                         "\"nights\", \"weekends\" (unset: always)")] = None
     enforce_cpu: Annotated[Literal["auto", "on", "off"] | None, about(
@@ -341,29 +348,17 @@ class QueueSection(Section, frozen=True):
                                                   "(unset: the node's)")] = None
     notify_s: Annotated[int, about("Grid Engine's notify: a job submitted with --notify (qsub -notify) gets SIGUSR1 "
                                    "this many seconds before it is suspended and SIGUSR2 this many before it is "
-                                   "stopped or killed at its time limit", ge=0)] = 60
+                                   "stopped or killed at its time limit", ge=0, le=MAX_NOTIFY_S)] = 60
 
     def __post_init__(self) -> None:
         check_starter_method(self.starter_method)
-        for key in ("default_time_s", "max_time_s"):
-            value = getattr(self, key)
-            if value is not None and not 1 <= value <= MAX_TIME_LIMIT_S:
-                raise ValueError(f"{key} must be between 1 and {MAX_TIME_LIMIT_S} seconds, not {value}")
         if self.default_time_s is not None and self.max_time_s is not None and self.default_time_s > self.max_time_s:
             raise ValueError(f"default_time_s ({self.default_time_s}) is over max_time_s ({self.max_time_s})")
-        for key in ("max_running", "max_running_per_user", "max_memory_mib"):
-            value = getattr(self, key)
-            if value is not None and value < 1:
-                raise ValueError(f"{key} must be 1 or more, not {value}")
-        if self.nice > 19:
-            raise ValueError(f"nice must be between 0 and 19, not {self.nice}")
         if self.window is not None:
             from drover.core.queue_windows import parse_window
 
             parse_window(self.window)  # a malformed window is refused when the file is read
         _check_methods(self)
-        if self.notify_s > MAX_NOTIFY_S:
-            raise ValueError(f"notify_s must be at most {MAX_NOTIFY_S} seconds, not {self.notify_s}")
 
 
 def _check_methods(section: ExecdSection | QueueSection) -> None:
@@ -382,29 +377,29 @@ class SchedulerSection(Section, frozen=True):
     weights a job's own priority decides, then its submission time."""
 
     priority_weight_age: Annotated[float, about("weight of the age factor (time pending over priority_max_age_s, "
-                                                "at most 1)", ge=0)] = 0.0
+                                                "at most 1)", ge=0.0, le=MAX_WEIGHT)] = 0.0
     priority_weight_fairshare: Annotated[float, about("weight of the fair-share factor (2^(-usage/shares), "
-                                                      "both normalised over all users)", ge=0)] = 0.0
+                                                      "both normalised over all users)", ge=0.0, le=MAX_WEIGHT)] = 0.0
     priority_weight_queue: Annotated[float, about("weight of the queue factor (the queue's priority over the "
-                                                  "highest)", ge=0)] = 0.0
-    priority_weight_job: Annotated[float, about("weight of the job's own priority (not normalised)", ge=0)] = 1.0
+                                                  "highest)", ge=0.0, le=MAX_WEIGHT)] = 0.0
+    priority_weight_job: Annotated[float, about("weight of the job's own priority (not normalised)", ge=0.0, le=MAX_WEIGHT)] = 1.0
     priority_max_age_s: Annotated[float, about("pending this long, a job's age factor is 1 "
-                                               "(Slurm's PriorityMaxAge)")] = 7 * 86400.0
+                                               "(Slurm's PriorityMaxAge)", ge=1.0, le=float(MAX_TIME_LIMIT_S))] = 7 * 86400.0
     fairshare_half_life_s: Annotated[float, about("half-life of the users' usage (allocated CPU-seconds) "
-                                                  "for fair share (Slurm's PriorityDecayHalfLife)")] = 7 * 86400.0
-    shares: Annotated[dict[str, float], about("each user's shares ([scheduler.shares] alice = 2); "
+                                                  "for fair share (Slurm's PriorityDecayHalfLife)", ge=1.0, le=float(MAX_TIME_LIMIT_S))] = 7 * 86400.0
+    shares: Annotated[dict[str, Annotated[float, Meta(ge=0.0, le=MAX_WEIGHT)]], about("each user's shares ([scheduler.shares] alice = 2); "
                                               "users not named have 1")] = {}
     backfill: Annotated[bool, about("EASY backfill on time limits: jobs behind the first blocked one start "
                                     "when they do not delay it")] = True
     full_pass_s: Annotated[float, about("with over 1,000 waiting jobs, how often the full pass runs (backfill, "
                                         "every job's reason); each event between runs the quick pass, up to "
-                                        "the first job that must wait for room (Slurm's bf_interval)")] = 5.0
+                                        "the first job that must wait for room (Slurm's bf_interval)", ge=0.1, le=3600.0)] = 5.0
 
 
 class CompatSection(Section, frozen=True):
     """[compat]: the Grid Engine and Slurm front ends."""
 
-    min_job_age_s: Annotated[int | None, about("seconds an ended job stays in squeue and scontrol show job "
+    min_job_age_s: Annotated[Annotated[int, Meta(ge=0, le=366 * 86400)] | None, about("seconds an ended job stays in squeue and scontrol show job "
                                                "(Slurm's MinJobAge; unset: Slurm's default, 300)")] = None
 
 
@@ -448,7 +443,7 @@ class ParallelEnvironmentSection(Section, frozen=True):
     drover.toml gives the PE: on a joined node, set them in that node's too."""
 
     slots: Annotated[int, about("slots (CPUs) the jobs of this parallel environment may hold at once, in the "
-                                "whole cluster", ge=0)]
+                                "whole cluster", ge=0, le=MAX_SLOTS)]
     start_proc_args: Annotated[str | None, about(
         "run before the job, after the prologs, as the job's owner with its environment (\"root@\" first: as "
         "the node daemon's user, in a clean environment); $pe_hostfile, $host, $job_owner, $job_id, $job_name, "
@@ -470,10 +465,8 @@ class ParallelEnvironmentSection(Section, frozen=True):
     xuser_lists: Annotated[list[str], about("these users may not use it")] = []
 
     def __post_init__(self) -> None:
-        from drover.core.parallel_env import MAX_SLOTS, parse_allocation_rule, parse_procedure
+        from drover.core.parallel_env import parse_allocation_rule, parse_procedure
 
-        if self.slots > MAX_SLOTS:
-            raise ValueError(f"slots must be at most {MAX_SLOTS}, not {self.slots}")
         parse_allocation_rule(self.allocation_rule)
         parse_procedure("start_proc_args", self.start_proc_args)
         parse_procedure("stop_proc_args", self.stop_proc_args)
@@ -498,7 +491,7 @@ class CheckpointSection(Section, frozen=True):
     when: Annotated[str, about("s (on the node daemon's shutdown), m (every min_cpu_interval_s), x (migrate "
                                "when suspended), n (never), r (requeue on node loss)")] = "x"
     min_cpu_interval_s: Annotated[int, about("the period of 'm' checkpoints, in seconds of the job's run "
-                                             "time (Grid Engine's min_cpu_interval)")] = 300
+                                             "time (Grid Engine's min_cpu_interval)", ge=1, le=MAX_INTERVAL_S)] = 300
 
     def environment(self, name: str) -> CheckpointEnvironment:
         from drover.core.checkpoints import parse_environment
@@ -524,7 +517,7 @@ class DroverConfig(Section, frozen=True):
     execd: ExecdSection = ExecdSection()
     queues: dict[str, QueueSection] = {}
     scheduler: SchedulerSection = SchedulerSection()
-    licenses: Annotated[dict[str, int], about("[licenses]: counters of the whole cluster (software licences), "
+    licenses: Annotated[dict[str, Annotated[int, Meta(ge=0, le=MAX_INDEX)]], about("[licenses]: counters of the whole cluster (software licences), "
                                               "`matlab = 4`; a task asking --licenses matlab:2 holds 2 "
                                               "while it runs")] = {}
     compat: CompatSection = CompatSection()

@@ -255,6 +255,9 @@ class ExitStatus(TypedDict):
     # The job hit its process limit: forks refused at its pids.max (pids.events "max"), and that limit.
     pids_refused: NotRequired[int]
     pids_max: NotRequired[int]
+    # What the shepherd saw go wrong that did not change how the job ended, for its owner to read
+    # (an output file on a filesystem that was full: the job's writes to it failed).
+    notes: NotRequired[list[str]]
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
     # The node could not prepare the attempt (its spool could not be written: the disk is full):
     # the job never started. As after a node's failing prolog, the node goes to ERROR and the

@@ -9,7 +9,14 @@ import os
 import sys
 import time
 
-from drover.config import SOCKET_VARIABLE, SYSTEM_STATE_DIR, Paths
+from drover.config import (
+    SOCKET_VARIABLE,
+    STATE_DIR_VARIABLE,
+    SYSTEM_STATE_DIR,
+    Paths,
+    record_state_dir,
+    state_dir,
+)
 from drover.core.errors import DroverError, Standby, Unavailable
 
 TYPE_CHECKING = False
@@ -189,6 +196,10 @@ def up(paths: Paths, controller_args: list[str] | None = None, execd_args: list[
         # a node (or a node whose controller died) only makes the next `drover up` harder to read.
         _stop_spawned(spawned)
         raise
+    if not shared and not os.environ.get(STATE_DIR_VARIABLE) and paths.root == state_dir():
+        # The user's personal cluster: recorded where a command finds it even when a tool
+        # cleaned XDG_STATE_HOME out of its environment (config.state_dir).
+        record_state_dir(paths.root)
     return started
 
 
@@ -311,9 +322,11 @@ def _reap(pid: int) -> None:
 
 
 def ensure_running() -> bool:
-    """Before a submission: start the personal cluster if none answers (zero configuration);
-    whether one was started. A cluster named by DROVER_SOCKET is never started here: it is
-    someone else's."""
+    """Before `drover submit` and `drover run`: start the personal cluster if none answers (zero
+    configuration); whether one was started. A cluster named by DROVER_SOCKET is never started
+    here: it is someone else's. The front ends (sbatch, qsub...) never start one: as the real
+    commands, they fail when no controller answers (a tool that cleaned their environment must
+    not get a second cluster of its own)."""
     if os.environ.get(SOCKET_VARIABLE):
         return False
     paths = Paths()

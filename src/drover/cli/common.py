@@ -119,6 +119,18 @@ def seconds(text: str) -> float:
     return value
 
 
+def seconds_up_to(maximum: float) -> Callable[[str], float]:
+    """An argparse type: a number of seconds from 0 to `maximum`."""
+
+    def parse(text: str) -> float:
+        value = seconds(text)
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds from 0 to {maximum:g}, not {text!r}")
+        return value
+
+    return parse
+
+
 def client(timeout_s: float | None = 60.0) -> Client:
     from drover.client.client import Client
 

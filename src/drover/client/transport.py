@@ -22,7 +22,14 @@ from drover.client.addresses import (
     Addresses,
     standby_answer,
 )
-from drover.core.errors import ERROR_KINDS, BadRequest, DroverError, Standby, Unavailable
+from drover.core.errors import (
+    ERROR_KINDS,
+    BadRequest,
+    DroverError,
+    Standby,
+    Unavailable,
+    Unreachable,
+)
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; type checkers read this as True
 if TYPE_CHECKING:
@@ -73,7 +80,9 @@ class Transport:
             return sock
         if len(failures) == 1:
             raise failures[0]
-        raise Unavailable("no controller of the Drover cluster answers: " + "; ".join(map(str, failures)))
+        silent = all(isinstance(failure, Unreachable) for failure in failures)
+        raise (Unreachable if silent else Unavailable)(
+            "no controller of the Drover cluster answers: " + "; ".join(map(str, failures)))
 
     def _connect_to(self, address: str) -> _socket.socket:
         try:
@@ -97,7 +106,7 @@ class Transport:
                 raise
             return local
         except (FileNotFoundError, ConnectionRefusedError):
-            raise Unavailable(f"no Drover cluster answers at {address}; start one with `drover up`") from None
+            raise Unreachable(f"no Drover cluster answers at {address}; start one with `drover up`") from None
         except OSError as error:  # ssl.SSLError included: a certificate that does not verify says why
             raise Unavailable(f"cannot reach the Drover cluster at {address}: "
                               f"{getattr(error, 'reason', None) and str(error) or error.strerror or error}") from None

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import pwd
 import signal
@@ -30,6 +31,19 @@ if TYPE_CHECKING:
     from drover.store.sql_store import SqlStore
 
 
+def _kill_grace(text: str) -> float:
+    """--kill-grace: seconds within kill_grace_s's range (float() alone takes nan, -1 and 1e20)."""
+    from drover.config_schema import MAX_KILL_GRACE_S
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_KILL_GRACE_S:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from 0 to {MAX_KILL_GRACE_S:g}, not {text!r}")
+    return value
+
+
 def serve(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="drover controller", description="Run the controller daemon.")
     parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
@@ -37,7 +51,7 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="also serve on TCP, with TLS only: nodes of other hosts and their joining "
                              "(needs `drover cluster init`)")
-    parser.add_argument("--kill-grace", type=float, help="seconds between SIGTERM and SIGKILL (default 10)")
+    parser.add_argument("--kill-grace", type=_kill_grace, help="seconds between SIGTERM and SIGKILL (default 10)")
     parser.add_argument("--system", action="store_true",
                         help="a shared cluster: every local user may connect; each sees only their own jobs")
     args = parser.parse_args(argv)

@@ -125,6 +125,7 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         gres={name: list(indices) for name, indices in attempt.gres.items()},
         other_nodes={node: list(cpu_ids) for node, cpu_ids in attempt.others},
         pe_tasks=[pe_task_info(attempt, record) for record in attempt.pe_tasks],
+        notes=list(record.get("notes", [])) if record else [],
     )
 
 

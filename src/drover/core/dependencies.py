@@ -189,7 +189,10 @@ def parse_dependencies(text: str, option: str = "--dependency") -> Dependencies:
         per_task = kind == "aftercorr"
         if per_task:
             kind = "afterok"
-        if kind not in KINDS or kind == "singleton":
+        if kind == "singleton":
+            raise BadRequest(f"{option}: singleton takes no job ids (it waits for your other jobs of the same "
+                             f"name), not {part!r} in {text!r}")
+        if kind not in KINDS:
             raise BadRequest(f"{option}: unknown kind {kind or part!r} in {text!r}; known: after, afterok, "
                              "afternotok, afterany, aftercorr, singleton")
         if not ids:

@@ -49,6 +49,11 @@ class Unavailable(DroverError):
     kind = "unavailable"
 
 
+class Unreachable(Unavailable):
+    """No controller answers at all: nothing listens where the cluster should be. (The front
+    ends say it in their real commands' words.)"""
+
+
 class Standby(Unavailable):
     """This controller is a standby (several share one PostgreSQL store, one of them active):
     it serves nothing but its health. `active` is where the active one is, if known."""

@@ -230,5 +230,7 @@ def _check_name(name: str, option: str, part: str) -> None:
 
 
 def _check_type(kind: str, option: str, part: str) -> None:
+    if re.fullmatch(r"[-+][0-9]+", kind):  # a signed count, not a type named "-1"
+        raise ValueError(f"{option} {part!r}: the count must be 1 or more")
     if not _TYPE.fullmatch(kind):
         raise ValueError(f"{option} {part!r}: the type {kind!r} may hold only letters, digits, _ . and -")

@@ -13,10 +13,18 @@ from __future__ import annotations
 from drover.core.errors import BadRequest
 from drover.core.limits import MAX_INDEX
 
-_MEMORY_UNITS_MIB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+_MEMORY_UNITS_KIB = {"K": 1, "M": 1024, "G": 1024 ** 2, "T": 1024 ** 3}
 _TIME_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_ARRAY_TASKS = 1_000_000  # the default of max_array_size (core/limits.py)
 
+
+def _scaled_up(decimal: str, numerator: int, denominator: int = 1) -> int:
+    """`decimal` ("12" or "1.5", ASCII digits) times numerator / denominator, rounded up, in
+    whole numbers: a float would round a long number, and overflow to infinity at 1e309."""
+    whole, _, fraction = decimal.partition(".")
+    scaled = int(whole + fraction or "0") * numerator
+    places: int = 10 ** len(fraction)
+    return -(-scaled // (denominator * places))
 
 
 def parse_memory_mib(text: str) -> int:
@@ -24,22 +32,19 @@ def parse_memory_mib(text: str) -> int:
     raw = text.strip()
     body = raw.upper()
     for suffix in ("IB", "B"):
-        if body.endswith(suffix) and len(body) > len(suffix) and body[-len(suffix) - 1] in _MEMORY_UNITS_MIB:
+        if body.endswith(suffix) and len(body) > len(suffix) and body[-len(suffix) - 1] in _MEMORY_UNITS_KIB:
             body = body[: -len(suffix)]
             break
-    factor: float = 1
-    if body and body[-1] in _MEMORY_UNITS_MIB:
-        factor = _MEMORY_UNITS_MIB[body[-1]]
+    factor_kib = 1024
+    if body and body[-1] in _MEMORY_UNITS_KIB:
+        factor_kib = _MEMORY_UNITS_KIB[body[-1]]
         body = body[:-1]
     # Digits and one point, in ASCII: float() would also take '٥', '1_0', '1e3', 'nan' and 'inf'.
     if not body.isascii() or not body.replace(".", "", 1).isdigit():
         if body.startswith("-") and body[1:].replace(".", "", 1).isdigit():
             raise BadRequest(f"bad memory amount {text!r}: must be zero or more")
         raise BadRequest(f"bad memory amount {text!r}: expected e.g. 512M, 4G or 1.5G")
-    amount = float(body)
-    mib = amount * factor
-    whole = int(mib)
-    return whole + (1 if mib > whole else 0)
+    return _scaled_up(body, factor_kib, 1024)
 
 
 def parse_duration_s(text: str) -> int:
@@ -51,8 +56,7 @@ def parse_duration_s(text: str) -> int:
     if not raw or not raw.isascii():  # str.isdigit() below would take '٣'
         raise bad
     if raw[-1].lower() in _TIME_UNITS_S and raw[:-1].replace(".", "", 1).isdigit():
-        seconds = float(raw[:-1]) * _TIME_UNITS_S[raw[-1].lower()]
-        return int(seconds + 0.999999)
+        return _scaled_up(raw[:-1], _TIME_UNITS_S[raw[-1].lower()])
     days = 0
     rest = raw
     if "-" in raw:

@@ -156,6 +156,8 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     other_nodes: dict[str, list[int]] = {}
     # The tasks the attempt started on its hosts (qrsh -inherit; docs/parallel-environments.md).
     pe_tasks: list[PeTaskInfo] = []
+    # What went wrong that did not change how the job ended (an output file on a full filesystem).
+    notes: list[str] = []
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):

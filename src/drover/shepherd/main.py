@@ -56,6 +56,7 @@ from drover.shepherd import (
     control,
     environments,
     launch,
+    output_space,
     outputs,
     parallel,
     setup,
@@ -280,6 +281,9 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     if switch.post_due(None):
         switch.post(method_options, containment)
     containment.kill_all()
+    notes = output_space.full_outputs(config, stdout, stderr, identity.uid if identity is not None else os.getuid())
+    for note in notes:
+        trace.step(note)
     _close(stdout, stderr)
     # HTCondor's output transfer, read as the owner: what the job declared, and its output when
     # it ran in a scratch directory; the execd's cleanup sends it on from the spool.
@@ -322,6 +326,8 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     }
     if pids_refused:
         exit_status["pids_refused"], exit_status["pids_max"] = pids_refused, containment.pids_limit
+    if notes:
+        exit_status["notes"] = notes
     # GE's "shepherd_about_to_exit": the job and its epilogs are done; then the exit status.
     trace.step("about to exit; exit_status follows")
     write_outcome(spool, spool.record(layout.TRACE), trace.data())

@@ -92,3 +92,38 @@ def test_a_node_daemon_killed_while_sampling_loses_samples_never_the_accounting_
     peak = max(record["cgroup_peak_bytes"] or 0, (record["max_rss_kib"] or 0) * 1024)
     assert peak >= 40 * MIB and record["wall_s"] >= 3, record
     assert not any(row["job_id"] == job for row in cluster.drover_json("top"))  # gone once it ended
+
+
+def test_show_json_gives_the_live_samples_and_priority_the_text_shows(sampled_cluster: LocalCluster) -> None:
+    """`drover show --json` holds everything `drover show` prints: under a running attempt, its
+    live samples (the lines drawn from them are the text's, to the character), and for a
+    waiting job, its multifactor priority."""
+    import msgspec
+
+    from drover.cli.usage_render import show_lines
+    from drover.protocol.api import AttemptSamples
+
+    cluster = sampled_cluster
+    job = cluster.submit("--", "sh", "-c", "sleep 60")
+    held = cluster.submit("--dependency", f"afterok:{job}", "--", "true")  # waits: pending, not held
+
+    def agree() -> tuple[list[str], list[str]] | None:
+        text = [line.strip() for line in cluster.drover("show", str(job)).stdout.splitlines()]
+        shown = cluster.drover_json("show", str(job))
+        live = shown["tasks"][0]["attempts"][-1]["live"]
+        if live is None:
+            return None
+        lines = show_lines(msgspec.convert(live, AttemptSamples), shown["cpus"])
+        drawn = [line for line in text if line.startswith(("memory: now", "CPU:    now", "processes "))]
+        return (drawn, lines) if drawn == lines and len(live["history"]) >= 2 else None
+
+    wait_until(agree, timeout=30, describe="the text's sample lines to be those drawn from --json's live samples")
+    assert cluster.drover_json("show", str(job))["tasks"][0]["attempts"][-1]["enforced"] == []
+
+    text = cluster.drover("show", str(held)).stdout
+    factors = cluster.drover_json("show", str(held))["priority_factors"]
+    assert factors is not None and f"multifactor {factors['total']:.2f}" in text, (text, factors)
+    cluster.drover("cancel", str(job), str(held))
+    cluster.drover("wait", str(job), check=False)
+    ended = cluster.drover_json("show", str(job))
+    assert ended["tasks"][0]["attempts"][-1]["live"] is None and ended["priority_factors"] is None

@@ -84,3 +84,39 @@ def test_outside_a_job_srun_makes_its_own_allocation(cluster: LocalCluster) -> N
     unknown = subprocess.run([str(bin_dir / "srun"), "--bogus", "true"], capture_output=True, text=True, env=env,
                              cwd=cluster.workdir, timeout=60)
     assert unknown.returncode == 255 and "srun: unrecognized option '--bogus'" in unknown.stderr
+
+
+def test_a_step_gets_the_jobs_variables_when_its_caller_removed_them(cluster: LocalCluster) -> None:
+    """Snakemake's Slurm jobstep executor removes every SLURM_* variable but SLURM_JOB_ID,
+    SLURM_JOBID, SLURM_ARRAY_*, SLURM_CLUSTER_NAME, SLURM_SUBMIT_DIR and SLURM_SUBMIT_HOST, then
+    runs `srun -n1 --cpu-bind=q --cpus-per-task=N sh -s` with the rule's shell (`set -u`) on its
+    standard input. The step's variables come from the job, as Slurm's do."""
+    _, env = install(cluster)
+    kept = "SLURM_JOB_ID|SLURM_JOBID|SLURM_ARRAY_.*|SLURM_CLUSTER_NAME|SLURM_SUBMIT_DIR|SLURM_SUBMIT_HOST"
+    rule = ("set -u\n"
+            "echo name=$SLURM_JOB_NAME nodes=$SLURM_JOB_NUM_NODES list=$SLURM_NODELIST part=$SLURM_JOB_PARTITION\n"
+            "echo user=$SLURM_JOB_USER uid=$SLURM_JOB_UID gid=$SLURM_JOB_GID cpus=$SLURM_CPUS_ON_NODE\n"
+            "echo dist=$SLURM_DISTRIBUTION prio=$SLURM_PRIO_PROCESS bind=$SLURM_CPU_BIND_VERBOSE"
+            "/$SLURM_CPU_BIND_TYPE/$SLURM_CPU_BIND_LIST/$SLURM_CPU_BIND\n"
+            "echo ntasks=$SLURM_NTASKS step=$SLURM_STEP_ID cpt=$SLURM_CPUS_PER_TASK\n")
+    (cluster.workdir / "rule.sh").write_text(rule)
+    out = batch(cluster, env,
+                f"unset $(env | sed -n 's/^\\(SLURM_[A-Z_]*\\)=.*/\\1/p' | grep -Ev '^({kept})$')\n"
+                "env | grep -c '^SLURM_' | sed 's/^/left=/'\n"
+                "srun -n1 --cpu-bind=q --cpus-per-task=1 sh -s < rule.sh 2>&1; echo rc=$?\n",
+                "-J", "snakejob.rule_a", "-c", "2")
+    import pwd
+
+    me = pwd.getpwuid(os.getuid())
+    node = cluster.drover_json("nodes")[0]["name"]
+    lines = out.splitlines()
+    assert lines[0] == "left=5", out  # SLURM_JOB_ID, SLURM_JOBID, SLURM_CLUSTER_NAME, SLURM_SUBMIT_DIR and _HOST
+    prio = lines[3].split()[1]
+    assert prio.removeprefix("prio=").lstrip("-").isdigit(), out  # the job's nice value: the node renices jobs
+    assert lines[1:] == [
+        f"name=snakejob.rule_a nodes=1 list={node} part=default",
+        f"user={me.pw_name} uid={me.pw_uid} gid={os.getgid()} cpus=2",
+        f"dist=block {prio} bind=quiet///quiet",
+        "ntasks=1 step=0 cpt=1",
+        "rc=0",
+    ], out

@@ -94,6 +94,32 @@ def test_squeue_widths_justification_and_cuts() -> None:
     assert fmt.line(fmt.parse_names("name:.8,state:|,jobid:", names, []), running) == "   trainRUNNING|42"
 
 
+def test_a_bare_percent_prints_an_empty_line_per_job_as_squeue_does() -> None:
+    """squeue's parse_format: strtok finds no field in "%", so the header and each job print as
+    nothing but their newline (src/squeue/print.c _print_one_job_from_format)."""
+    (running,) = slurm_jobs(RUNNING, NOW)
+    specs = fmt.parse_letters("%", fmt.by_letter(COLUMNS), errors := [])
+    assert errors == [] and fmt.header(specs) == "" and fmt.line(specs, running) == ""
+
+
+def test_a_width_past_the_largest_is_refused_not_a_traceback() -> None:
+    """squeue keeps a width in a C int, which wraps; a width over MAX_WIDTH is refused in
+    squeue's form of error (-o and -O), as sacct's `%WIDTH` is."""
+    from drover.compat.slurm.common import Refused
+    from drover.compat.slurm.printfields import UnknownField
+
+    letters, names = fmt.by_letter(COLUMNS), fmt.by_name(COLUMNS)
+    assert fmt.parse_letters(f"%.{fmt.MAX_WIDTH}i", letters, [])[0].width == fmt.MAX_WIDTH
+    for text in (f"%{fmt.MAX_WIDTH + 1}i", "%" + "9" * 24 + "i"):
+        with pytest.raises(Refused, match="Invalid field width in %"):
+            fmt.parse_letters(text, letters, [])
+    with pytest.raises(Refused, match="Invalid field width in jobid:"):
+        fmt.parse_names("jobid:" + "9" * 24, names, [])
+    with pytest.raises(UnknownField, match="Invalid field width in"):
+        choose("JobID%" + "9" * 24, FIELDS)
+    assert choose("JobID%-7", FIELDS)[0].width == -7
+
+
 def test_squeue_array_lines() -> None:
     ids = [job.job_id_text for job in slurm_jobs(ARRAY, NOW)]
     assert ids == ["50_1", "50_2", "50_[3-6%2]"]

@@ -64,9 +64,10 @@ def test_types_and_defaults_read_as_words() -> None:
     rows = {(table.name, row.key): row for table in _generator().tables() for row in table.rows}
     assert rows["controller", "sqlite_synchronous"].type == '`"OFF"` \\| `"NORMAL"` \\| `"FULL"` \\| `"EXTRA"`'
     assert (rows["controller", "operators"].type, rows["controller", "operators"].default) == ("list of strings", "`[]`")
-    assert (rows["execd", "cpus"].type, rows["execd", "cpus"].default) == ("int", "unset")
-    assert rows["controller", "max_request_bytes"].type == "int ≥ 1"
-    assert rows["scheduler", "shares"].type == "table of string → float"
+    assert (rows["execd", "cpus"].type, rows["execd", "cpus"].default) == ("int from 0 to 1048576", "unset")
+    assert rows["controller", "max_request_bytes"].type == "int from 1 to 1099511627776"
+    assert rows["controller", "heartbeat_s"].type == "float from 0.1 to 3600"
+    assert rows["scheduler", "shares"].type == "table of string → float from 0 to 4294967295"
     assert rows["execd", "rlimits"].default == "see [execd.rlimits]"
 
 

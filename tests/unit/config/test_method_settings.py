@@ -42,5 +42,5 @@ def test_verify_method_at_configuration_a_relative_command_and_a_bad_placeholder
     assert "absolute path" in str(error)
     error = _refused('[execd]\ncpus = 1\nresume_method = "/bin/go $pid"\n')
     assert "resume_method: unknown placeholder $pid" in str(error)
-    assert "notify_s must be at most 3600" in str(_refused('[queues.q]\nnotify_s = 3601\n'))
+    assert "notify_s must be a whole number from 0 to 3600" in str(_refused('[queues.q]\nnotify_s = 3601\n'))
     assert "notify_s" in str(_refused('[queues.q]\nnotify_s = -1\n'))

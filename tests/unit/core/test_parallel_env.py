@@ -92,7 +92,7 @@ def test_drover_toml_parallel_environments_are_read_and_checked() -> None:
     assert refusal('[parallel_environments.mpi]\nslots = 4\nstop_proc_args = "/x $nope"\n').startswith(
         "drover.toml:1: [parallel_environments.mpi] stop_proc_args: unknown placeholder $nope")
     assert refusal('[parallel_environments.mpi]\nslots = -1\n') == (
-        "drover.toml:2: [parallel_environments.mpi] slots must be a whole number of 0 or more, not -1")
+        "drover.toml:2: [parallel_environments.mpi] slots must be a whole number from 0 to 9999999, not -1")
     assert refusal('[parallel_environments.mpi]\nslot = 4\n') == (
         "drover.toml:2: [parallel_environments.mpi] unknown key 'slot' (did you mean 'slots'?)")
 

@@ -109,3 +109,14 @@ def test_output_patterns_expand_and_unknown_placeholders_are_refused() -> None:
         check_pattern("out-%q")
     with pytest.raises(BadRequest, match="unknown placeholder"):
         check_pattern("trailing%")
+
+
+def test_long_numbers_are_read_exactly_never_as_an_infinite_float() -> None:
+    """A float would be infinity past 1e308 (and int(inf) a traceback); the amounts are exact, so
+    the caller's bounds can say what is wrong."""
+    huge = "1" + "0" * 400
+    assert parse_memory_mib(huge + "G") == 10**400 * 1024
+    assert parse_memory_mib(huge + "K") == -(-(10**400) // 1024)
+    assert parse_duration_s(huge + "s") == 10**400
+    assert parse_duration_s(huge + ".5m") == 10**400 * 60 + 30
+    assert parse_memory_mib("0.0001M") == 1

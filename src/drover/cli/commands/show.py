@@ -7,7 +7,9 @@ from drover.cli.why import ENFORCED_EVENTS, enforced_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from drover.protocol.api import TaskInfo
+    from typing import Any
+
+    from drover.protocol.api import Event, JobInfo, JobSamples, PriorityInfo, TaskInfo
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -17,15 +19,16 @@ def run(command: str, argv: list[str]) -> int:
     ids = job_ids(args.jobs)
     with client() as api:
         jobs = [api.job(job_id) for job_id in ids]
-        waiting = any(job.state in ("pending", "held") for job in jobs) and not args.json
+        waiting = any(job.state in ("pending", "held") for job in jobs)
         factors = {row.job_id: row for row in api.priority(None).jobs} if waiting else {}
         # What running attempts use now, from their nodes' samples (kept only while they run).
-        samples = {job.id: api.samples(job.id) for job in jobs if "running" in job.task_counts and not args.json}
+        samples = {job.id: api.samples(job.id) for job in jobs if "running" in job.task_counts}
         # What the node did to attempts over their reservation (reniced, warned, killed): events.
         enforced = {job.id: [e for e in api.events(job.id) if e.kind in ENFORCED_EVENTS] for job in jobs
-                    if not args.json and job.state in ("running", "completing", "out_of_memory")}
+                    if job.state in ("running", "completing", "out_of_memory")}
     if args.json:
-        print_json(jobs if len(jobs) > 1 else jobs[0])
+        shown = [as_json(job, factors.get(job.id), samples.get(job.id), enforced.get(job.id, [])) for job in jobs]
+        print_json(shown if len(shown) > 1 else shown[0])
         return 0
     from drover.cli.render import elapsed, memory, seconds, when
     from drover.core.units import format_duration
@@ -124,6 +127,8 @@ def run(command: str, argv: list[str]) -> int:
 
                     for line in show_lines(sampled, job.cpus):
                         print(f"      {line}")
+                for note in attempt.notes:
+                    print(f"      note: {note}")
                 if attempt.usage:
                     u = attempt.usage
                     print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "
@@ -131,6 +136,27 @@ def run(command: str, argv: list[str]) -> int:
                           f"faults {u.major_faults} major / {u.minor_faults} minor, "
                           f"switches {u.voluntary_switches} voluntary / {u.involuntary_switches} involuntary")
     return 0
+
+
+def as_json(job: JobInfo, factors: PriorityInfo | None, samples: JobSamples | None,
+            enforced: list[Event]) -> dict[str, Any]:
+    """The job as `--json` gives it: everything the text shows. Its record, and what the text
+    adds from elsewhere: the multifactor priority of a waiting job (`priority_factors`), and under
+    each attempt its live samples while it runs (`live`: now, peak, averages and the recent
+    samples the sparklines are drawn from) and what its node did to it over its reservation
+    (`enforced`: the events)."""
+    import msgspec
+
+    out: dict[str, Any] = msgspec.to_builtins(job)
+    out["priority_factors"] = msgspec.to_builtins(factors) if factors is not None else None
+    live = {(a.task, a.attempt): a for a in samples.attempts} if samples is not None else {}
+    for task in out["tasks"]:
+        for attempt in task["attempts"]:
+            key = (task["index"], attempt["number"])
+            sampled = live.get(key)
+            attempt["live"] = msgspec.to_builtins(sampled) if sampled is not None else None
+            attempt["enforced"] = [msgspec.to_builtins(e) for e in enforced if (e.index, e.attempt) == key]
+    return out
 
 
 def suspended_text(queue: str, task: TaskInfo) -> str:

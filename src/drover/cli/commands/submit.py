@@ -12,6 +12,7 @@ from drover.core.errors import BadRequest
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
     from typing import Any
 
     from drover.protocol.plain import JobRequest, StagedFileRequest
@@ -123,9 +124,14 @@ def run(command: str, argv: list[str]) -> int:
     if args.script and not command_argv and not args.each_line:
         script = _read(args.script)
         parts = script_parts(script)
-        if len(parts) == 1:
-            args = _with_directives(parser, args, argv, script)
-    jobs = _jobs_of_parts(parser, args, argv, parts) if len(parts) > 1 else jobs_from_arguments(args, command_argv, script)
+    if len(parts) > 1:
+        jobs = _jobs_of_parts(parser, args, argv, parts)
+    elif script is not None:
+        lines: list[tuple[int, list[str]]] = []
+        args = _with_directives(parser, args, argv, script, lines)
+        jobs = _naming_the_line(parser, args.script, lines, argv, lambda: jobs_from_arguments(args, [], script))
+    else:
+        jobs = jobs_from_arguments(args, command_argv, script)
 
     ids = _submit(jobs)
     if args.json:
@@ -162,15 +168,53 @@ def _submit(jobs: list[JobRequest]) -> list[int]:
 
 
 def _with_directives(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str],
-                     script: str) -> argparse.Namespace:
-    """The options of the script's #DROVER lines, then the command line's, which win."""
-    words = _directive_words(parser, args.script, script)
+                     script: str, lines: list[tuple[int, list[str]]] | None = None) -> argparse.Namespace:
+    """The options of the script's #DROVER lines, then the command line's, which win. `lines`
+    gets each directive line's number and words."""
+    words = _directive_words(parser, args.script, script, lines=lines)
     return parser.parse_args(words + argv) if words else args
 
 
-def _directive_words(parser: argparse.ArgumentParser, source: str, script: str, first_line: int = 1) -> list[str]:
+def _naming_the_line(parser: argparse.ArgumentParser, source: str, lines: list[tuple[int, list[str]]],
+                     argv: list[str], build: Callable[[], list[JobRequest]]) -> list[JobRequest]:
+    """`build()`; a value it refuses that a #DROVER line gave (not the command line, which wins)
+    is refused naming that line, as an unknown option there is: the last line that sets an
+    option the message names, or gives a value the message quotes."""
+    import re
+    import shlex
+
+    from drover.cli.directives import PREFIX
+
+    try:
+        return build()
+    except BadRequest as error:
+        message = str(error)
+
+        def names(words: list[str]) -> bool:
+            for word in words:
+                value = word.split("=", 1)[-1]
+                if value and f"{value!r}" in message:
+                    return True
+                action = parser._option_string_actions.get(word.split("=", 1)[0]) if word.startswith("-") else None
+                if action is not None and any(
+                        re.search(rf"(?<![\w-]){re.escape(spelling)}(?![\w-])", message)
+                        for spelling in action.option_strings):
+                    return True
+            return False
+
+        if names(argv):
+            raise
+        for number, words in reversed(lines):
+            if names(words):
+                raise BadRequest(f"{source}: line {number}: {PREFIX} {shlex.join(words)}: {message}") from None
+        raise
+
+
+def _directive_words(parser: argparse.ArgumentParser, source: str, script: str, first_line: int = 1,
+                     lines: list[tuple[int, list[str]]] | None = None) -> list[str]:
     """The words of the #DROVER lines at the top of `script` (which starts at line `first_line`
-    of the file `source`), each line checked on its own so that its errors name it."""
+    of the file `source`), each line checked on its own so that its errors name it; `lines`, if
+    given, gets each line's number and words."""
     import shlex
 
     from drover.cli.common import parse_from
@@ -189,6 +233,8 @@ def _directive_words(parser: argparse.ArgumentParser, source: str, script: str, 
             bad = unknown[0] if unknown else given.script
             raise BadRequest(f"{source}: line {number}: {PREFIX} {bad}: not an option of drover submit")
         words += line_words
+        if lines is not None:
+            lines.append((number, line_words))
     return words
 
 
@@ -217,13 +263,18 @@ def _jobs_of_parts(parser: argparse.ArgumentParser, args: argparse.Namespace, ar
     """One job per part of a script (script_parts), for one request: the #DROVER lines at the
     top of the file apply to every part, a later part's own add to them, and the command line
     wins over both. All of them go into one queue, as jobd's entries of one queue."""
+    import functools
+
     source = args.script
-    common = _directive_words(parser, source, parts[0][1])
+    common_lines: list[tuple[int, list[str]]] = []
+    common = _directive_words(parser, source, parts[0][1], lines=common_lines)
     jobs: list[JobRequest] = []
     for index, (first, text) in enumerate(parts):
-        own = _directive_words(parser, source, text, first) if index else []
+        own_lines: list[tuple[int, list[str]]] = []
+        own = _directive_words(parser, source, text, first, lines=own_lines) if index else []
         part_args = parser.parse_args(common + own + argv)
-        (job,) = jobs_from_arguments(part_args, [], text)
+        (job,) = _naming_the_line(parser, source, common_lines + own_lines, argv,
+                                  functools.partial(jobs_from_arguments, part_args, [], text))
         if jobs and job.get("queue") != jobs[0].get("queue"):
             raise BadRequest(f"{source}: line {first}: the jobs of one script go into one queue: this one names "
                              f"{job.get('queue', 'default')}, the first {jobs[0].get('queue', 'default')}")
@@ -231,14 +282,29 @@ def _jobs_of_parts(parser: argparse.ArgumentParser, args: argparse.Namespace, ar
     return jobs
 
 
+# Options whose empty value was once dropped without a word: an empty one is refused.
+_NOT_EMPTY = (("queue", "-q/--queue"), ("workdir", "-D/--workdir"), ("mem", "--mem"), ("time", "-t/--time"), ("array", "-a/--array"), ("dependency", "-d/--dependency"),
+              ("begin", "-b/--begin"), ("mail_user", "--mail-user"), ("mail_type", "--mail-type"),
+              ("event_log", "--event-log"), ("stage_in", "--stage-in"), ("stage_out", "--stage-out"),
+              ("prolog", "--prolog"), ("epilog", "--epilog"), ("signal", "--signal"),
+              ("checkpoint_signal", "--checkpoint-signal"), ("checkpoint", "--checkpoint"),
+              ("checkpoint_interval", "--checkpoint-interval"), ("each_line", "--each-line"))
+
+
 def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None = None) -> list[JobRequest]:
     """Everything checked here, before the cluster is asked (or started). `script`: the
     script file's text, when the caller read it already."""
     from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
 
+    for key, option in _NOT_EMPTY:
+        value = getattr(args, key, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise BadRequest(f"{option} must not be empty (leave the option out for none)")
     sources = sum(bool(x) for x in (args.script, command_argv, args.each_line))
     if sources != 1:
         raise BadRequest("give exactly one of: a script file, -- COMMAND [ARGS...], or --each-line FILE")
+    if command_argv and not command_argv[0]:
+        raise BadRequest("the command is empty: give the program to run after --")
     staging = bool(args.stage_in or args.stage_out)
     if staging and not args.workdir:
         workdir = ""  # a scratch directory on the node; files travel through the controller
@@ -485,6 +551,8 @@ def _gres(text: str) -> str:
 
     from drover.core.gres import describe, parse_request
 
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty (--gres none for none)")
     try:
         return describe(parse_request(text, option="--gres"))
     except ValueError as error:

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from drover.core.errors import BadRequest
+from drover.core.errors import BadRequest, DroverError, Unreachable
 from drover.core.suspension import ge_letters, parse
 
 TYPE_CHECKING = False
@@ -20,6 +20,29 @@ if TYPE_CHECKING:
 # after exit 100 is Eqw.
 QSTAT_STATES = {"pending": "qw", "held": "hqw", "dispatched": "t", "running": "r", "suspended": "s",
                 "completing": "r"}
+
+
+# The port Grid Engine's commands name when no qmaster answers (SGE_QMASTER_PORT, else 6444).
+QMASTER_PORT = "6444"
+
+
+def no_qmaster() -> str:
+    """What a Grid Engine command says first when its qmaster does not answer (commlib), and the
+    reason its request failed, in its words."""
+    port = os.environ.get("SGE_QMASTER_PORT") or QMASTER_PORT
+    return ("error: commlib error: got select error (Connection refused)\n"
+            f'unable to send message to qmaster using port {port} on host "{socket.gethostname()}": got send error')
+
+
+def failed(command: str, error: DroverError) -> int:
+    """Print a command's error as `COMMAND: message` and give its exit status; a cluster that
+    does not answer is said as Grid Engine says an unreachable qmaster (exit 1)."""
+    if isinstance(error, Unreachable):
+        first, reason = no_qmaster().split("\n")
+        print(f"{first}\nerror: {reason}", file=sys.stderr)
+        return 1
+    print(f"{command}: {error}", file=sys.stderr)
+    return error.exit_code
 
 
 def warn(command: str, message: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from drover.compat.gridengine.common import user_name
+from drover.compat.gridengine.common import failed, user_name
 from drover.compat.gridengine.jobrefs import Resolved, Target, resolve
 from drover.compat.gridengine.syntax import GeUsageError, Operands, Parsed, parse
 from drover.compat.optiontable import Option
@@ -30,8 +30,8 @@ def parse_or_usage(command: str, argv: list[str], options: Sequence[Option]) -> 
     try:
         parsed = parse(argv, options, Operands.JOBS)
     except GeUsageError as error:
+        print(error, file=sys.stderr)  # the error first, then the usage, as qacct -t does
         print(usage(command, options), file=sys.stderr)
-        print(error, file=sys.stderr)
         return 1
     if any(g.key == "help" for g in parsed.given):
         print(usage(command, options))
@@ -68,15 +68,14 @@ def run(command: str, parsed: Parsed, act: Callable[[Client, list[str]], list[Ac
                 status = 1
             for target in found.targets:
                 results = act(client, target.refs())
-                failed = [r for r in results if not r.ok]
-                if failed and target.job.owner != me:
-                    for result in failed:
+                refused = [r for r in results if not r.ok]
+                if refused and target.job.owner != me:
+                    for result in refused:
                         print(f"{command}: {result.message}", file=sys.stderr)
                     status = 1
                     continue
                 for line in report(target, me):
                     print(line)
     except DroverError as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed(command, error)
     return status

@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parsed = parse(list(sys.argv[1:] if argv is None else argv), OPTIONS, Operands.NONE)
     except GeUsageError as error:
+        print(error, file=sys.stderr)  # the error first, then the usage (as qacct -t does)
         print(usage("qacct", OPTIONS, ""), file=sys.stderr)
-        print(error, file=sys.stderr)
         return 1
     given = {g.key: g for g in parsed.given}
     if "help" in given:
@@ -69,14 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         days = given["d"].value if "d" in given else None
         if days is not None and not (days.isascii() and days.isdigit() and 0 < int(days) <= 100_000):
-            raise GeUsageError(f'ERROR! invalid option argument "-d {days}"')
+            raise GeUsageError(f'ERROR! invalid option argument "-d {days}": the number of days must be a whole '
+                               "number from 1 to 100000")
         for key in ("b", "e"):
             if key in given:
                 ge_time(given[key].value or "")  # refused before the cluster is asked
         return _main(given)
     except GeUsageError as error:
+        print(error, file=sys.stderr)  # the error first, then the usage (as qacct -t does)
         print(usage("qacct", OPTIONS, ""), file=sys.stderr)
-        print(error, file=sys.stderr)
         return 1
     except DroverError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -87,7 +88,7 @@ def ge_time(text: str) -> float:
     """qacct's -b/-e time: [[CC]YY]MMDDhhmm[.SS], in local time."""
     body, _, seconds = text.partition(".")
     if not text.isascii() or not body.isdigit() or len(body) not in (8, 10, 12) or (seconds and not seconds.isdigit()):
-        raise GeUsageError(f'ERROR! invalid option argument "{text}"')
+        raise GeUsageError(f'ERROR! invalid option argument "{text}": a time is [[CC]YY]MMDDhhmm[.SS]')
     now = time.localtime()
     if len(body) == 8:
         body = f"{now.tm_year}{body}"
@@ -96,7 +97,7 @@ def ge_time(text: str) -> float:
     try:
         return time.mktime(time.strptime(body + (seconds or "00"), "%Y%m%d%H%M%S"))
     except ValueError:
-        raise GeUsageError(f'ERROR! invalid option argument "{text}"') from None
+        raise GeUsageError(f'ERROR! invalid option argument "{text}": no such date or time') from None
 
 
 def _main(given: dict[str, Given]) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from drover.compat.gridengine.common import user_name
+from drover.compat.gridengine.common import failed, user_name
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.jobrefs import resolve
 from drover.compat.gridengine.submit_options import QALTER_OPTIONS
@@ -34,8 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _alter(parsed)
     except DroverError as error:
-        print(f"qalter: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed("qalter", error)
 
 
 def _alter(parsed: Parsed) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from drover.compat.gridengine.common import host_name, user_name
+from drover.compat.gridengine.common import failed, host_name, user_name
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse
 from drover.compat.optiontable import Arity, Mark, Option
@@ -81,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             environments = client.parallel_environments() if first.key in ("sp", "spl") else []
             checkpoints = client.checkpoints() if first.key in ("sckpt", "sckptl") else []
     except DroverError as error:
-        print(f"qconf: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed("qconf", error)
     text, status = show(first, nodes, queues, environments, checkpoints)
     print(text, end="" if text.endswith("\n") or not text else "\n", file=sys.stdout if status == 0 else sys.stderr)
     return status

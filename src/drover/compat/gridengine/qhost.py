@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from xml.sax.saxutils import escape
 
-from drover.compat.gridengine.common import arch, queue_name
+from drover.compat.gridengine.common import arch, failed, queue_name
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.qstat_view import Row, left, line, rows
 from drover.compat.gridengine.syntax import GeUsageError, Operands, parse
@@ -135,8 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 listed = client.jobs() if "*" in users else [j for u in users for j in client.jobs(user=u)]
                 jobs = [client.job(job.id) for job in listed if job.state in ("running", "suspended")]
     except DroverError as error:
-        print(f"qhost: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed("qhost", error)
     if "xml" in given:
         print(xml(nodes, jobs, arch(), "q" in given, "j" in given), end="")
     else:

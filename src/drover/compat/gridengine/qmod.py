@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from drover.compat.gridengine.common import host_name
+from drover.compat.gridengine.common import failed, host_name
 from drover.compat.gridengine.jobaction import parse_or_usage, run
 from drover.compat.gridengine.jobrefs import Target
 from drover.compat.optiontable import Arity, Mark, Option
@@ -151,8 +151,7 @@ def clear_queue_errors(command: str, words: list[str]) -> int:
                     client.clear_queue_error(name, queue)
                     print(f'{me}@{host} cleared error state of queue "{queue_word}@{name}"')
     except DroverError as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed(command, error)
     return status
 
 
@@ -192,8 +191,7 @@ def queue_state(command: str, action: str, words: list[str]) -> int:
                     client.queue_action(queues[name].name, action)
                     print(f'{me}@{host} changed state of "{name}" ({word})')
     except DroverError as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed(command, error)
     return status
 
 

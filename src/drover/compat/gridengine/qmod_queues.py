@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from fnmatch import fnmatchcase
 
-from drover.compat.gridengine.common import host_name, user_name
+from drover.compat.gridengine.common import failed, host_name, user_name
 from drover.compat.gridengine.queues import drover_name, ge_name
 from drover.core.errors import DroverError, NotFound
 
@@ -67,8 +67,7 @@ def suspension(command: str, action: str, words: list[str]) -> int:
                     continue
                 print(f'{me}@{host} changed state of "{name}" ({action}ed)')
     except DroverError as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed(command, error)
     return status
 
 
@@ -87,8 +86,7 @@ def reschedule(command: str, words: list[str]) -> int:
             for queue, node in found:
                 status |= _reschedule_instance(command, client, jobs, queue.name, node)
     except DroverError as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed(command, error)
     return status
 
 

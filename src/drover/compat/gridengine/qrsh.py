@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from drover.compat.gridengine.common import approximator, is_strict
+from drover.compat.gridengine.common import approximator, failed, is_strict
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.qsub import read_text
 from drover.compat.gridengine.submission import (
@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     except DroverError as error:
         print(f"qrsh: {error}", file=sys.stderr)
         return 1
+    from drover.client.client import Client
+
+    try:  # a front end never starts a cluster (`drover run` would): no qmaster is an error
+        with Client() as client:
+            client.ping()
+    except DroverError as error:
+        return failed("qrsh", error)
     from drover.cli.main import main as drover
 
     return drover(["run", *arguments])

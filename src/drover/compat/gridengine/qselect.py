@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 
+from drover.compat.gridengine.common import failed
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.syntax import GeUsageError, Operands, parse
 from drover.compat.optiontable import Arity, Mark, Option
@@ -83,8 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             environments = frozenset(pe.name for pe in client.parallel_environments()) if "pe" in given else (
                 frozenset())
     except DroverError as error:
-        print(f"qselect: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed("qselect", error)
     for name in select(nodes, queues, given, environments):
         print(name)
     return 0

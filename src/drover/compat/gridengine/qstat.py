@@ -7,7 +7,14 @@ from __future__ import annotations
 import sys
 
 from drover.compat.gridengine import qstat_detail, qstat_view
-from drover.compat.gridengine.common import approximator, arch, is_strict, queue_name, user_name
+from drover.compat.gridengine.common import (
+    approximator,
+    arch,
+    failed,
+    is_strict,
+    queue_name,
+    user_name,
+)
 from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse
 from drover.compat.gridengine.values import job_refs
@@ -57,18 +64,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parsed = parse(list(sys.argv[1:] if argv is None else argv), OPTIONS, Operands.NONE)
     except GeUsageError as error:
+        print(error, file=sys.stderr)  # the error first, then the usage
         print(usage("qstat", OPTIONS, ""), file=sys.stderr)
-        print(error, file=sys.stderr)
         return 1
     given = {g.key: g for g in parsed.given}
     if "help" in given:
         print(usage("qstat", OPTIONS, ""))
         return 0
+    if "s" in given and not _is_state_selection((given["s"].value or "").rstrip("+")):
+        print("ERROR! wrong argument to -s option", file=sys.stderr)
+        print(usage("qstat", OPTIONS, ""), file=sys.stderr)
+        return 1
     try:
         return _main(parsed.given, given)
     except DroverError as error:
-        print(f"qstat: {error}", file=sys.stderr)
-        return error.exit_code
+        return failed("qstat", error)
 
 
 def _main(all_given: list[Given], given: dict[str, Given]) -> int:
@@ -139,6 +149,20 @@ def _jobs(client: Client, users: list[str]) -> list[JobInfo]:
 
 def _job(jobs: list[JobInfo], job_id: int) -> JobInfo:
     return next(job for job in jobs if job.id == job_id)
+
+
+STATE_FLAGS = ("hu", "hs", "ho", "hd", "hj", "ha", "h", "p", "r", "s", "z", "a")  # qstat(1) -s
+
+
+def _is_state_selection(spec: str) -> bool:
+    """Whether -s is made of qstat's flags only (its parser matches them in this order)."""
+    rest = spec
+    while rest:
+        flag = next((flag for flag in STATE_FLAGS if rest.startswith(flag)), None)
+        if flag is None:
+            return False
+        rest = rest[len(flag):]
+    return bool(spec)
 
 
 def _select(rows: list[qstat_view.Row], given: dict[str, Given]) -> list[qstat_view.Row]:

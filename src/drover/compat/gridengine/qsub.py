@@ -12,7 +12,13 @@ import os
 import sys
 
 from drover.cli.common import NotRegularFile, read_regular_file
-from drover.compat.gridengine.common import approximator, host_name, is_strict, user_name
+from drover.compat.gridengine.common import (
+    approximator,
+    host_name,
+    is_strict,
+    no_qmaster,
+    user_name,
+)
 from drover.compat.gridengine.submission import Context, Submission, after_clear, build, last
 from drover.compat.gridengine.submit_options import QSUB_OPTIONS
 from drover.compat.gridengine.syntax import (
@@ -25,7 +31,7 @@ from drover.compat.gridengine.syntax import (
     yes_no,
 )
 from drover.compat.optiontable import DROVER_OWN, Arity, Mark, Option
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import DroverError, NotFound, Unreachable
 
 STATUS_EDISK = 14  # sgeobj/sge_answer.h: a file could not be read
 
@@ -43,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except GeUsageError as error:
         print(f"qsub: {error}", file=sys.stderr)
         return error.status
+    except Unreachable as error:  # before the submission (a -hold_jid name to look up)
+        print(_unable_to_run(error), file=sys.stderr)
+        return 1
     except DroverError as error:
         print(f"qsub: {error}", file=sys.stderr)
         return error.exit_code
@@ -114,10 +123,8 @@ def _main(argv: list[str]) -> int:
     if submission.verify:
         _show(submission)
         return 0
-    from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
-    ensure_running()
     with Client(timeout_s=None) as client:
         # Grid Engine's holds end when the predecessor ends, however it ended (Slurm's afterany);
         # -hold_jid_ad holds each task for the task of the same index.
@@ -128,7 +135,7 @@ def _main(argv: list[str]) -> int:
         try:
             (job_id,) = client.submit([submission.job])
         except DroverError as error:
-            print(f"Unable to run job: {error}.\nExiting.", file=sys.stderr)
+            print(_unable_to_run(error), file=sys.stderr)
             return 1
         print(_submitted(job_id, submission), flush=True)
         if not submission.sync:
@@ -236,3 +243,12 @@ def _show(submission: Submission) -> None:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _unable_to_run(error: DroverError) -> str:
+    """qsub's words for a submission that failed; for a qmaster that does not answer, commlib's
+    line first."""
+    if isinstance(error, Unreachable):
+        first, reason = no_qmaster().split("\n")
+        return f"{first}\nUnable to run job: {reason}.\nExiting."
+    return f"Unable to run job: {error}.\nExiting."

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from drover.compat.gridengine.syntax import Given, yes_no
+from drover.compat.gridengine.syntax import GeUsageError, Given, yes_no
 from drover.compat.gridengine.values import memory_mib, task_range, time_s
 from drover.compat.optiontable import Mark
 from drover.core.begin_time import parse_sge_time
@@ -132,6 +132,8 @@ def build(given: list[Given], script: str, arguments: list[str], script_name: st
                       ("dl", "deadline scheduling")):
         if key in o:
             approximate(f"-{key}: Drover has no {what}; ignored")
+    if "c" in o:
+        check_occasion(o["c"].value or "")
     if "ckpt" in o:  # checkpoint(5)'s environment; -c overrides its `when` (the controller checks both)
         job["checkpoint"] = o["ckpt"].value or ""
         if "c" in o:  # without -ckpt, as in Grid Engine, -c makes no job a checkpointing one
@@ -344,3 +346,20 @@ def _binary_script(command: str, arguments: list[str], shell: str | None, with_s
         line = " ".join([command, *arguments]) + " "
         return f"#!/bin/sh\nexec {shlex.quote(shell or '/bin/sh')} -c {shlex.quote(line)}\n"
     return f"#!/bin/sh\nexec {shlex.join([command, *arguments])}\n"
+
+
+def check_occasion(text: str) -> None:
+    """qsub -c as Grid Engine's parser reads it (sge_parse_checkpoint_attr), with or without
+    -ckpt: occasion letters (n, s, m, x, and Drover's r), else an interval; anything else is its
+    error, and nothing is submitted."""
+    from drover.core.checkpoints import OCCASIONS, CheckpointError, parse_occasion
+
+    word = text.strip()
+    if word[:1].isalpha():
+        if not set(word) <= set(OCCASIONS):
+            raise GeUsageError("ERROR! -c specifier invalid")
+        return
+    try:
+        parse_occasion(word)
+    except CheckpointError:
+        raise GeUsageError("ERROR! -c argument invalid") from None

@@ -21,7 +21,10 @@ def memory_bytes(text: str) -> int:
     # Digits and one point, in ASCII: float() would also take '٥', '1_0', 'nan' and 'inf'.
     if not body.isascii() or not body.replace(".", "", 1).isdigit():
         raise BadRequest(f"bad memory value {text!r}: expected a number with k, K, m, M, g, G, t or T")
-    return int(float(body) * factor)
+    # In whole numbers: a float rounds a long number, and overflows to infinity at 1e309.
+    whole, _, fraction = body.partition(".")
+    places: int = 10 ** len(fraction)
+    return int(whole + fraction or "0") * factor // places
 
 
 def memory_mib(text: str) -> int:
@@ -85,6 +88,9 @@ def job_refs(words: list[str]) -> list[tuple[str, list[int] | None]]:
     separated by commas or blanks. → (id or name, task indices or None)."""
     refs: list[tuple[str, list[int] | None]] = []
     for word in words:
+        if not word.strip():  # an empty word names no job: one that does not exist, not nothing
+            refs.append((word, None))
+            continue
         for item in word.split(","):
             if not item:
                 continue

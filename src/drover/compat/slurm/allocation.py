@@ -19,12 +19,10 @@ def stream_job(command: str, job: JobRequest, quiet: bool = False,
     `announce` (salloc's "Granted job allocation {id}") is printed to stderr once it starts,
     `farewell` ("Relinquishing job allocation {id}") once it has ended."""
     from drover.cli import attached
-    from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
     interrupted = None if quiet else ("srun: interrupt (one more within 1 sec to abort)" if command == "srun"
                                       else f"{command}: Job allocation {{id}} has been revoked.")
-    ensure_running()
     with Client(timeout_s=None) as client:
         reply = attached.stream(client, job, command, on_start=announce, on_interrupt=interrupted)
     info = msgspec.convert(reply["job"], JobInfo)
@@ -50,10 +48,8 @@ def on_terminal(command: str, job: JobRequest, announce: str | None = None) -> J
     """Run `job` on a terminal of its own, relayed to this one (as `drover run --pty`), and
     return it once it has ended."""
     from drover.cli import attached
-    from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
-    ensure_running()
     with Client(timeout_s=None) as client:
         reply = attached.on_terminal(client, job, on_start=announce)
     return msgspec.convert(reply["job"], JobInfo)

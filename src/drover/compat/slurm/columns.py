@@ -10,6 +10,7 @@ What is copied from the real commands (src/squeue/opts.c `parse_format`, `_parse
 - `-O`: comma-separated names, case-insensitive, each with an optional `:[.]WIDTH[SUFFIX]`.
   Without `:`, the width is 20, left-justified; with `:` and no digits, the width is 0 (the whole
   value) and the rest is a suffix printed after the field (`-O "JobID:|,State:|"`).
+- A width is a C int there, and wraps past 2^31; here a width over MAX_WIDTH is refused.
 - A field of width 0 is printed whole. Left-justified, a value is cut to the width and padded;
   right-justified, padded on the left, and cut to the width only for the fields that cut.
 """
@@ -21,6 +22,17 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 Row = TypeVar("Row")
+
+MAX_WIDTH = 65_536  # no column is wider; the real commands' int would wrap, and a wider pad is memory
+
+
+def width_of(digits: str, field: str) -> int:
+    """A field's width as written (ASCII digits, "" for none); over MAX_WIDTH is refused."""
+    from drover.compat.slurm.common import Refused
+
+    if len(digits) > len(str(MAX_WIDTH)) or int(digits or 0) > MAX_WIDTH:
+        raise Refused(f"Invalid field width in {field[:40]}: at most {MAX_WIDTH}")
+    return int(digits or 0)
 
 
 @dataclass(frozen=True)
@@ -73,7 +85,7 @@ def parse_letters(fmt: str, columns: Mapping[str, Column[Row]], errors: list[str
         i, right = 0, token.startswith(".")
         i += right
         digits = ""
-        while i < len(token) and token[i].isdigit():
+        while i < len(token) and "0" <= token[i] <= "9":
             digits += token[i]
             i += 1
         letter, suffix = token[i:i + 1], token[i + 1:]
@@ -82,7 +94,7 @@ def parse_letters(fmt: str, columns: Mapping[str, Column[Row]], errors: list[str
             errors.append(f"Invalid job format specification: {letter}")
             specs.append(Spec(None, suffix="%" + token))
             continue
-        specs.append(Spec(column, int(digits or 0), right, suffix))
+        specs.append(Spec(column, width_of(digits, "%" + token), right, suffix))
     return specs
 
 
@@ -99,7 +111,7 @@ def parse_names(fmt: str, columns: Mapping[str, Column[Row]], errors: list[str])
             right = rest.startswith(".")
             rest = rest[1:] if right else rest
             count = len(rest) - len(rest.lstrip("0123456789"))
-            width, suffix = int(rest[:count] or 0), rest[count:]
+            width, suffix = width_of(rest[:count], token), rest[count:]
         column = columns.get(name.lower())
         if column is None:
             errors.append(f"Invalid job format specification: {name}")

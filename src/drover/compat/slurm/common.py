@@ -28,6 +28,19 @@ STATES = {
 }
 
 
+# slurm_strerror(SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR): what every Slurm command says when no
+# controller answers (the commands never start one).
+CONNECT_FAILURE = "Unable to contact slurm controller (connect failure)"
+
+
+def slurm_words(error: BaseException) -> str:
+    """A Drover error as a Slurm command says it: no cluster answering is Slurm's connect
+    failure; anything else, Drover's own words."""
+    from drover.core.errors import Unreachable
+
+    return CONNECT_FAILURE if isinstance(error, Unreachable) else str(error)
+
+
 class Refused(Exception):
     """A command line the real command refuses: the message is printed, the exit status is 1."""
 
@@ -67,7 +80,7 @@ def reported(command: str, body: Callable[[], int]) -> int:
     try:
         return body()
     except (Refused, UnknownField, DroverError) as error:
-        print(f"{command}: error: {error}", file=sys.stderr)
+        print(f"{command}: error: {slurm_words(error)}", file=sys.stderr)
         return 1
 
 

@@ -20,7 +20,8 @@ class Field(Generic[Row]):
 
 
 class UnknownField(ValueError):
-    """A field name the command does not have, in its words."""
+    """A field the command refuses, in its words: a name it does not have, or a width over
+    columns.MAX_WIDTH (the real command's int would wrap)."""
 
 
 def choose(text: str, table: list[Field[Row]], allow_all: bool = False) -> list[Field[Row]]:
@@ -32,7 +33,7 @@ def choose(text: str, table: list[Field[Row]], allow_all: bool = False) -> list[
         if not word:
             continue
         name, percent, width_text = word.partition("%")
-        width = int(width_text) if percent and width_text.lstrip("-").isdigit() else (0 if percent else None)
+        width = _width(width_text, word) if percent else None
         if allow_all and name and "all".startswith(name.lower()):
             chosen += [sized(field, width) for field in table]
             continue
@@ -41,6 +42,18 @@ def choose(text: str, table: list[Field[Row]], allow_all: bool = False) -> list[
             raise UnknownField(f'Invalid field requested: "{name}"')
         chosen.append(sized(field, width))
     return chosen
+
+
+def _width(text: str, word: str) -> int:
+    """`%WIDTH` as atoi reads it: a sign and ASCII digits, else 0; over MAX_WIDTH refused."""
+    from drover.compat.slurm.columns import MAX_WIDTH
+
+    digits = text.removeprefix("-")
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return 0
+    if len(digits) > len(str(MAX_WIDTH)) or int(digits) > MAX_WIDTH:
+        raise UnknownField(f'Invalid field width in "{word[:40]}": at most {MAX_WIDTH}')
+    return -int(digits) if text.startswith("-") else int(digits)
 
 
 def sized(field: Field[Row], width: int | None) -> Field[Row]:

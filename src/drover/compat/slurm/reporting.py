@@ -7,9 +7,13 @@ import os
 import sys
 from collections.abc import Callable
 
+from drover.compat.slurm.common import slurm_words
 from drover.compat.slurm.directives import DirectiveError
 from drover.compat.slurm.request import OptionError, Refused
-from drover.core.errors import DroverError
+from drover.core.errors import DroverError, Unreachable
+
+# What srun and salloc say before slurm_strerror when their allocation cannot be asked for.
+UNREACHABLE_PREFIX = {"srun": "Unable to allocate resources: ", "salloc": "Job submission failed: "}
 
 
 def reporting_errors(command: str, body: Callable[[], int]) -> int:
@@ -26,7 +30,8 @@ def reporting_errors(command: str, body: Callable[[], int]) -> int:
         print(f"{command}: {'fatal' if error.fatal else 'error'}: {error}", file=sys.stderr)
         return error_exit
     except (Refused, DroverError) as error:
-        print(f"{command}: error: {error}", file=sys.stderr)
+        print(f"{command}: error: {UNREACHABLE_PREFIX.get(command, '') if isinstance(error, Unreachable) else ''}"
+              f"{slurm_words(error)}", file=sys.stderr)
         return error_exit
 
 

@@ -78,12 +78,10 @@ def _status(status: int) -> int:
 
 def _hold(request: Request, granted: str | None) -> int:
     """--no-shell: a job that holds the allocation until its time limit or scancel."""
-    from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
     job = to_job(request, "#!/bin/bash\nwhile :; do sleep 3600; done\n", "no-shell")
     job["output"] = "/dev/null"
-    ensure_running()
     with Client() as client:
         (job_id,) = client.submit([job])
     if granted:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from drover.cli.common import NotRegularFile, read_regular_file
 from drover.compat.slurm import submit_options
-from drover.compat.slurm.common import VERSION
+from drover.compat.slurm.common import VERSION, slurm_words
 from drover.compat.slurm.directives import sbatch_directives
 from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import OptionError, Refused, Request, apply_marks, parse
@@ -66,15 +66,13 @@ def _main(argv: list[str]) -> int:
     apply_marks(request, strict)
     job = to_job(request, wrapped(script, operands[1:]) if wrap is None else script, default_name)
 
-    from drover.cli.cluster import ensure_running
     from drover.client.client import Client
 
-    ensure_running()
     with Client(timeout_s=None) as client:
         try:
             (job_id,) = client.submit([job])
         except DroverError as error:
-            raise Refused(f"Batch job submission failed: {error}") from None
+            raise Refused(f"Batch job submission failed: {slurm_words(error)}") from None
         if not request.has("quiet") or request.has("parsable"):
             print(job_id if request.has("parsable") else f"Submitted batch job {job_id}", flush=True)
         if not request.has("wait"):

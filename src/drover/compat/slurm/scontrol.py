@@ -14,6 +14,7 @@ from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import timefmt
 from drover.compat.slurm.actions import INVALID_JOB_ID, NOT_PENDING, Refusal, act, slurm_ref
 from drover.compat.slurm.common import (
+    CONNECT_FAILURE,
     VERSION,
     Refused,
     command_line,
@@ -22,7 +23,7 @@ from drover.compat.slurm.common import (
 from drover.compat.slurm.hostlist import compress_hosts, expand
 from drover.compat.slurm.jobs import slurm_jobs
 from drover.compat.slurm.scontrol_show import job_record, layout, node_record, partition_record
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import DroverError, NotFound, Unreachable
 
 if TYPE_CHECKING:
     from drover.client.client import Client
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(words, out)
     except Refused as error:
         out.error(str(error))
+        return 1
+    except Unreachable:  # slurm_perror after the load or update that failed
+        out.error(f"{'slurm_load_jobs error' if words[0].lower() == 'show' else 'scontrol: error'}: {CONNECT_FAILURE}")
         return 1
     except DroverError as error:
         out.error(f"scontrol: error: {error}")
@@ -254,8 +258,7 @@ def job_action(command: str, words: list[str], out: Output) -> int:
     refs: list[str] = []
     shown: dict[str, str] = {}
     for word in (w for text in words for w in text.split(",") if w):
-        job_text, _, index_text = word.partition("_")
-        if not (job_text.isascii() and job_text.isdigit()) or (index_text and not (index_text.isascii() and index_text.isdigit())):
+        if not _is_job_id(word):
             raise Refused(f"scontrol: error: Invalid job id: {word}")
         refs.append(slurm_ref(word))
         shown[slurm_ref(word)] = word
@@ -273,6 +276,13 @@ def job_action(command: str, words: list[str], out: Output) -> int:
     for refusal in refusals:
         out.error(f"{refusal.reason} for job {refusal.slurm_id}")
     return 1 if refusals else 0
+
+
+def _is_job_id(word: str) -> bool:
+    """JOB or JOB_INDEX, in ASCII digits."""
+    job_text, _, index_text = word.partition("_")
+    return (job_text.isascii() and job_text.isdigit()
+            and (not index_text or (index_text.isascii() and index_text.isdigit())))
 
 
 def hold_when_stopped(client: Client, refs: list[str], shown: dict[str, str], attempts: dict[str, int],
@@ -351,6 +361,9 @@ def update(words: list[str], out: Output) -> int:
     if queue is not None and (not queue or "," in queue):
         raise Refused("scontrol: error: Invalid partition name specified" if not queue else
                       "scontrol: error: update Partition: a Drover job waits in one partition")
+    if not _is_job_id(target):  # update_job.c: not a job id → ESLURM_INVALID_JOB_ID, nothing sent
+        out.error(f"{INVALID_JOB_ID} for job {target}")
+        return 1
     from drover.client.client import Client
 
     ref = slurm_ref(target)

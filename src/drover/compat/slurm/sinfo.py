@@ -12,6 +12,7 @@ from dataclasses import replace
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.common import (
+    CONNECT_FAILURE,
     VERSION,
     Refused,
     command_line,
@@ -21,7 +22,7 @@ from drover.compat.slurm.common import (
 )
 from drover.compat.slurm.hostlist import expand
 from drover.compat.slurm.sinfo_columns import COLUMNS, LONG_STATES, Group, groups
-from drover.core.errors import DroverError
+from drover.core.errors import DroverError, Unreachable
 
 S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -189,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(iterate)
     except Refused as error:
         return _error(str(error))
+    except Unreachable:
+        print(f"slurm_load_partitions: {CONNECT_FAILURE}", file=sys.stderr)
+        return 1
     except (DroverError, ValueError) as error:
         return _error(str(error))
     except KeyboardInterrupt:

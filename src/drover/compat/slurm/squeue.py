@@ -11,6 +11,7 @@ import time
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.slurm import columns as fmt
 from drover.compat.slurm.common import (
+    CONNECT_FAILURE,
     VERSION,
     Refused,
     approximated,
@@ -27,7 +28,7 @@ from drover.compat.slurm.hostlist import expand
 from drover.compat.slurm.jobs import COMPACT, FINAL, SlurmJob, slurm_jobs
 from drover.compat.slurm.squeue_columns import COLUMNS
 from drover.compat.slurm.squeue_sort import sort_jobs
-from drover.core.errors import BadRequest, DroverError
+from drover.core.errors import BadRequest, DroverError, Unreachable
 
 S, A, M, R = Mark.SUPPORTED, Mark.APPROXIMATED, Mark.MEANINGLESS, Mark.REFUSED
 NONE, REQ, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -293,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (BadRequest, ValueError) as error:
         print(f"squeue: error: {error}", file=sys.stderr)
+        return 1
+    except Unreachable:
+        print(f"slurm_load_jobs error: {CONNECT_FAILURE}", file=sys.stderr)
         return 1
     except DroverError as error:
         print(f"squeue: error: {error}", file=sys.stderr)

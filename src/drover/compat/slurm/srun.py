@@ -11,6 +11,7 @@ while reading its options; 1 for other errors."""
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import socket
 import sys
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from drover.compat.slurm import submit_options
 from drover.compat.slurm.common import VERSION
+from drover.compat.slurm.job_facts import step_inherits
 from drover.compat.slurm.node_count import nodes_for_tasks
 from drover.compat.slurm.reporting import reporting_errors
 from drover.compat.slurm.request import Refused, Request, apply_marks, parse
@@ -43,6 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     found, command = parse("srun", argv)
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if job_id is not None:
+        # A step's variables come from its job, not from what its caller left of them.
+        os.environ.update(step_inherits(os.environ, job_id))
     request = Request("srun")
     request.add_environment(os.environ)
     request.add(found, "the command line")
@@ -57,7 +63,6 @@ def _main(argv: list[str]) -> int:
     if not command and not request.has("pty"):
         print("srun: fatal: No command given to execute.", file=sys.stderr)
         return 1
-    job_id = os.environ.get("SLURM_JOB_ID")
     if job_id is None:
         if request.has("jobid"):
             raise Refused(f"--jobid={request.value('jobid')}: a step cannot join a job from outside it on Drover")
@@ -103,9 +108,7 @@ def run_step(request: Request, command: list[str], job_id: str) -> int:
     if cpus_per_task is not None:
         env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
         env["SLURM_TRES_PER_TASK"] = f"cpu={cpus_per_task}"  # as srun sets it for -c
-    bind = request.value("cpu-bind") or request.value("cpu_bind")
-    if bind is not None:
-        env["SLURM_CPU_BIND"] = bind
+    env.update(_from_the_step(request, environ))
     kill = request.value("kill-on-bad-exit")
     step = Step(
         argv=command, ntasks=ntasks, environment=env, output=request.value("output"), error=request.value("error"),
@@ -147,6 +150,46 @@ def _run_across_hosts(step: Step, job_id: int) -> int:
     with client(timeout_s=None) as api:
         step.elsewhere = RemoteTasks(api, job_id, index)
         return run(step)
+
+
+def _from_the_step(request: Request, environ: Mapping[str, str]) -> dict[str, str]:
+    """What slurmstepd sets in every task's environment from the job and srun's options
+    (src/common/env.c setup_env), whatever srun's own environment holds: the job's name and
+    CPUs on the node, its user, the distribution, srun's nice value, the CPU binding asked for."""
+    entry = pwd.getpwuid(os.getuid())
+    out = {
+        "SLURM_JOB_UID": str(entry.pw_uid), "SLURM_JOB_USER": entry.pw_name, "SLURM_JOB_GID": str(os.getgid()),
+        "SLURM_DISTRIBUTION": (request.value("distribution") or "block").split(",")[0],
+        "SLURM_PRIO_PROCESS": str(os.getpriority(os.PRIO_PROCESS, 0)),
+    }
+    for name in ("SLURM_JOB_NAME", "SLURM_CPUS_ON_NODE"):
+        if name in environ:
+            out[name] = environ[name]
+    bind = request.value("cpu-bind") or request.value("cpu_bind")
+    if bind is not None:
+        out.update(cpu_bind_variables(bind))
+    return out
+
+
+def cpu_bind_variables(bind: str) -> dict[str, str]:
+    """--cpu-bind as env.c reports it: SLURM_CPU_BIND_VERBOSE (quiet unless v[erbose]),
+    SLURM_CPU_BIND_TYPE (the binding: "cores", "map_cpu:"...), SLURM_CPU_BIND_LIST (a map's or
+    mask's list), and SLURM_CPU_BIND, all of them in one ("quiet,map_cpu:0,1")."""
+    verbose = "quiet"
+    kind = listed = ""
+    for word in bind.split(","):
+        name, colon, values = word.partition(":")
+        if name.lower() in ("v", "verbose"):
+            verbose = "verbose"
+        elif name.lower() in ("q", "quiet"):
+            verbose = "quiet"
+        elif colon:
+            kind, listed = f"{name.lower()}:", values
+        elif word:
+            kind = word.lower()
+    together = verbose + (f",{kind}{listed}" if kind else "")
+    return {"SLURM_CPU_BIND_VERBOSE": verbose, "SLURM_CPU_BIND_TYPE": kind, "SLURM_CPU_BIND_LIST": listed,
+            "SLURM_CPU_BIND": together}
 
 
 def _umask() -> int:

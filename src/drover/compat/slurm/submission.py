@@ -239,6 +239,13 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
     if not os.path.isdir(workdir):
         raise Refused(f"chdir({workdir}): No such file or directory")
     is_array = request.value("array") is not None
+    named = request.given.get("job-name")
+    if named is not None and named.value == "" and not named.from_environment:
+        # Slurm keeps an empty name as given (sbatch names a job only when -J is missing); a
+        # Drover job has a name of one non-empty line, so an empty -J is refused, never replaced.
+        # (An empty SBATCH_JOB_NAME, as tools leave variables, names nothing.)
+        raise Refused("-J/--job-name: an empty job name is not supported by Drover (leave -J out for the "
+                      "default name)")
     job: JobRequest = {
         "script": script,
         "name": request.value("job-name") or default_name,
@@ -375,6 +382,9 @@ def generic_resources(request: Request, ntasks: int) -> str:
         raise OptionError(f"Invalid generic resource (gres) specification: {error}") from None
 
 
+MAX_NICE = 2**31 - 3
+
+
 def _priority(request: Request) -> int | None:
     if request.value("priority") is not None:
         if (request.value("priority") or "").upper() == "TOP":
@@ -387,5 +397,7 @@ def _priority(request: Request) -> int | None:
             nice = 100 if nice_text is None else int(nice_text)
         except ValueError:
             raise OptionError(f"Invalid nice value: {nice_text}") from None
+        if abs(nice) > MAX_NICE:  # slurm_opt.c arg_set_nice: NICE_OFFSET - 3
+            raise OptionError(f"Invalid --nice value, out of range (+/- {MAX_NICE})")
         return max(min(-nice, 1023), -1023)
     return None

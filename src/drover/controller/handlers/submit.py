@@ -171,6 +171,8 @@ def _validated_job(
     check_queue_takes(queue, spec.memory_mib, bad)
     if len(spec.script.encode()) > limits.max_script_bytes:
         raise over("the job script", limits.max_script_bytes, "max_script_bytes", "bytes")
+    if "\0" in spec.script:  # a shell stops reading at it (Slurm's controller refuses it too)
+        raise bad("the job script holds a NUL byte ('\\0'), which no shell script can")
     for option, path in (("the working directory", spec.workdir), ("the submit directory", spec.submit_dir),
                          ("--output", spec.output), ("--error", spec.error), ("--event-log", spec.event_log),
                          *(("a staged file's name", name) for name in [f.name for f in spec.stage_in] + spec.stage_out)):
