@@ -18,7 +18,15 @@ from msgspec import Meta
 
 from drover.config import MUNGE_SOCKET
 from drover.core.checkpoints import MAX_INTERVAL_S
-from drover.core.limits import MAX_CPUS, MAX_ID, MAX_INDEX, MAX_MEMORY_MIB, MAX_PIDS, MAX_TIME_LIMIT_S, Limits
+from drover.core.limits import (
+    MAX_CPUS,
+    MAX_ID,
+    MAX_INDEX,
+    MAX_MEMORY_MIB,
+    MAX_PIDS,
+    MAX_TIME_LIMIT_S,
+    Limits,
+)
 from drover.core.parallel_env import MAX_SLOTS
 from drover.method_command import MAX_NOTIFY_S
 
