@@ -11,12 +11,14 @@ import re
 
 def compress_hosts(names: list[str]) -> str:
     """Names in Slurm's compact form, keeping their order: runs of the same prefix whose numbers
-    follow each other become one bracket group ("n1,n2,n3,m" → "n[1-3],m")."""
+    rise become one bracket group ("n1,n2,n3,m" → "n[1-3],m"; "n2,n1" stays "n2,n1")."""
     groups: list[tuple[str, list[str]]] = []
     for name in names:
         match = re.fullmatch(r"(.*?)(\d+)", name)
         prefix, number = (match.group(1), match.group(2)) if match else (name, "")
-        if number and groups and groups[-1][0] == prefix and groups[-1][1]:
+        # A number joins its group only above the last one: a master-first "n2,n1" stays as it is
+        # (a bracket group reads in ascending order, and the order is the tasks' layout).
+        if number and groups and groups[-1][0] == prefix and groups[-1][1] and int(number) > int(groups[-1][1][-1]):
             groups[-1][1].append(number)
         else:
             groups.append((prefix, [number] if number else []))

@@ -93,3 +93,5 @@ def test_host_lists() -> None:
     assert compress_hosts(["n1", "n2", "n3", "n5", "m"]) == "n[1-3,5],m"
     assert compress_hosts(["n01", "n02"]) == "n[01-02]"
     assert compress_hosts(["vm"]) == "vm"
+    assert compress_hosts(["node2", "node1"]) == "node2,node1"  # a master-first list keeps its order
+    assert compress_hosts(["n3", "n1", "n2"]) == "n3,n[1-2]"
