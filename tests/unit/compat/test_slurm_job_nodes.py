@@ -26,12 +26,12 @@ def squeue(spec: str, info: object) -> str:
 
 
 def test_squeue_gives_every_node_of_a_job_and_their_count() -> None:
-    assert squeue("%N|%D|%B|%R", RUNNING) == "n[2,1]|2|n2|n[2,1]"  # the batch host first, as the hostfile
+    assert squeue("%N|%D|%B|%R", RUNNING) == "n2,n1|2|n2|n2,n1"  # the batch host first, as the hostfile
     assert squeue("%N|%D", PENDING) == "|3"  # 6 slots, 2 on each node
 
 
 def test_scontrol_show_job_gives_every_node_and_their_count() -> None:
     (line,) = slurm_jobs(RUNNING, NOW)
     record = layout(job_record(line), one_liner=True)
-    assert "NodeList=n[2,1] BatchHost=n2 NumNodes=2 NumCPUs=4" in record
+    assert "NodeList=n2,n1 BatchHost=n2 NumNodes=2 NumCPUs=4" in record
     assert "node=2,billing=4" in record and "MinCPUsNode=2" in record
