@@ -29,7 +29,7 @@ def _daemons_of(root: Path) -> list[psutil.Process]:
 
 
 @pytest.mark.parametrize(("daemon", "text", "line"), [
-    ("controller", MISTYPED, ':3: [controller] kill_grace_s must be a number, not "ten"'),
+    ("controller", MISTYPED, ':3: [controller] kill_grace_s must be a number from 0 to 3600, not "ten"'),
     ("execd", MISSPELT, ":4: [execd] unknown key 'prologue' (did you mean 'prolog'?)"),
 ])
 def test_a_daemon_refuses_a_bad_file_in_one_line(state_dir: Path, daemon: str, text: str, line: str) -> None:
