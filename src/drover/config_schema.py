@@ -203,9 +203,9 @@ class ExecdSection(Section, frozen=True):
     tls_key: Annotated[str | None, about("its private key (PEM)")] = None
     tls_ca: Annotated[str | None, about("the cluster's CA, which the controller's certificate must chain to (PEM)")] = None
     reconnect_max_s: Annotated[float, about(
-        "the longest wait between tries to reach a controller that cannot be reached or refuses the node: "
-        "the wait doubles from 0.05 s (1 s after a refusal) up to this, each drawn at random from its upper "
-        "half, and starts again once a controller takes the node", ge=1, le=3600)] = 30.0
+        "the longest wait between tries to reach a controller that refused the node: the wait doubles from "
+        "1 s up to this (from 0.05 s up to 2 s, or this if less, while no controller answers), each drawn at "
+        "random from its upper half, and starts again once a controller takes the node", ge=1, le=3600)] = 30.0
     cpus: Annotated[Annotated[int, Meta(ge=0, le=MAX_CPUS)] | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
     memory_mib: Annotated[Annotated[int, Meta(ge=0, le=MAX_MEMORY_MIB)] | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "

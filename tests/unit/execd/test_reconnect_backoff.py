@@ -11,9 +11,10 @@ def waits(backoff: Backoff, refused: list[bool]) -> list[float]:
     return [round(backoff.after_failure(each), 4) for each in refused]
 
 
-def test_failed_connects_double_from_50_ms_up_to_the_longest() -> None:
+def test_failed_connects_double_from_50_ms_up_to_two_seconds() -> None:
     backoff = Backoff(longest_s=30.0, draw=lambda: 1.0)  # the top of each step
-    assert waits(backoff, [False] * 13) == [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0]
+    assert waits(backoff, [False] * 8) == [0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0]
+    assert max(waits(Backoff(longest_s=1.0, draw=lambda: 1.0), [False] * 8)) == 1.0
 
 
 def test_a_refusal_starts_at_one_second() -> None:
@@ -21,6 +22,8 @@ def test_a_refusal_starts_at_one_second() -> None:
     assert waits(backoff, [True] * 7) == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
     backoff = Backoff(longest_s=30.0, draw=lambda: 1.0)
     assert waits(backoff, [False, False, True, False]) == [0.05, 0.1, 1.0, 2.0]
+    backoff = Backoff(longest_s=30.0, draw=lambda: 1.0)  # refused, then no controller at all
+    assert waits(backoff, [True] * 6 + [False]) == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 2.0]
 
 
 def test_each_wait_is_drawn_from_the_upper_half_of_its_step() -> None:
