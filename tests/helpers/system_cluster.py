@@ -97,9 +97,10 @@ class SystemCluster:
         for `prefix` and `env`)."""
         result = self.as_root("up", "--system", "--state-dir", str(self.state_dir), "--cpus", str(self.cpus),
                               "--kill-grace", str(self.kill_grace_s), check=False, prefix=prefix, env=env)
-        for name in ("controller", "execd"):
+        # A shared cluster's controller keeps its pid file in its own directory (controller/).
+        for pid_file in ("controller/controller.pid", "controller.pid", "execd.pid"):
             with contextlib.suppress(FileNotFoundError, ValueError, psutil.NoSuchProcess):
-                self.daemons.append(psutil.Process(int((self.state_dir / f"{name}.pid").read_text().split()[0])))
+                self.daemons.append(psutil.Process(int((self.state_dir / pid_file).read_text().split()[0])))
         if result.returncode != 0:
             raise AssertionError(f"drover up --system exited {result.returncode}: {result.stderr}\n{self.logs()}")
         return self

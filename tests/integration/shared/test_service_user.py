@@ -35,7 +35,13 @@ def ids_of(pid: int) -> dict[str, list[int]]:
 
 
 def daemon_pid(cluster: SystemCluster, name: str) -> int:
-    return int((cluster.state_dir / f"{name}.pid").read_text().split()[0])
+    """The daemon's pid from its pid file: a shared cluster's controller writes its own in its
+    directory (controller/), which the service user owns; the execd, and a root controller, in
+    the state directory."""
+    for pid_file in (cluster.state_dir / name / f"{name}.pid", cluster.state_dir / f"{name}.pid"):
+        if pid_file.exists():
+            return int(pid_file.read_text().split()[0])
+    raise AssertionError(f"no pid file of the {name} in {cluster.state_dir}")
 
 
 def owner_and_mode(path: Path) -> tuple[str, int]:

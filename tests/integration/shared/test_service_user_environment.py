@@ -39,7 +39,7 @@ def environment_of(pid: int) -> dict[str, str]:
 def test_the_controller_gets_none_of_roots_environment_but_what_it_needs(cluster: SystemCluster) -> None:
     cluster.start(env={"ROOTS_SECRET_TOKEN": "marker-of-roots-environment", "TZ": "Europe/Oslo",
                        "LC_TIME": "C.UTF-8", "DROVER_DEBUG_SETTING": "kept"})
-    controller = int((cluster.state_dir / "controller.pid").read_text().split()[0])
+    controller = next(daemon.pid for daemon in cluster.daemons if "controller" in daemon.cmdline())
     environment = environment_of(controller)
     assert "ROOTS_SECRET_TOKEN" not in environment, environment
     service = pwd.getpwnam(SERVICE_USER)
