@@ -39,7 +39,7 @@ def order(tmp_path: Path, options: OrderOptions, **spec: object) -> AttemptOrder
     assert attempt is not None
     assert record is None or isinstance(record, QueueRecord)
     in_effect = effective("default", options.queues.get("default"), record) if record is not None else None
-    made = start_order(job, attempt, options, in_effect=in_effect).config
+    made = start_order(job, world.store.job_payloads([job_id])[job_id], attempt, options, in_effect=in_effect).config
     world.store.close()
     return made
 
