@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+
 from drover.cli.common import client, job_ids, parser, print_json
 from drover.cli.why import ENFORCED_EVENTS, enforced_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
     from drover.protocol.api import Event, JobInfo, JobSamples, PriorityInfo, TaskInfo
 
@@ -20,12 +25,18 @@ def run(command: str, argv: list[str]) -> int:
     with client() as api:
         jobs = [api.job(job_id) for job_id in ids]
         waiting = any(job.state in ("pending", "held") for job in jobs)
-        factors = {row.job_id: row for row in api.priority(None).jobs} if waiting else {}
+        # What the jobs' records do not hold is read besides, each part as the controller can give it:
+        # while its store restarts it answers from memory, but not the events (they are the store's),
+        # and the job is shown without that part, which is said on stderr.
+        factors = _besides(command, "priority factors", lambda: {
+            row.job_id: row for row in api.priority(None).jobs} if waiting else {})
         # What running attempts use now, from their nodes' samples (kept only while they run).
-        samples = {job.id: api.samples(job.id) for job in jobs if "running" in job.task_counts}
+        samples = _besides(command, "live samples", lambda: {
+            job.id: api.samples(job.id) for job in jobs if "running" in job.task_counts})
         # What the node did to attempts over their reservation (reniced, warned, killed): events.
-        enforced = {job.id: [e for e in api.events(job.id) if e.kind in ENFORCED_EVENTS] for job in jobs
-                    if job.state in ("running", "completing", "out_of_memory")}
+        enforced = _besides(command, "what the node enforced", lambda: {
+            job.id: [e for e in api.events(job.id) if e.kind in ENFORCED_EVENTS] for job in jobs
+            if job.state in ("running", "completing", "out_of_memory")})
     if args.json:
         shown = [as_json(job, factors.get(job.id), samples.get(job.id), enforced.get(job.id, [])) for job in jobs]
         print_json(shown if len(shown) > 1 else shown[0])
@@ -136,6 +147,17 @@ def run(command: str, argv: list[str]) -> int:
                           f"faults {u.major_faults} major / {u.minor_faults} minor, "
                           f"switches {u.voluntary_switches} voluntary / {u.involuntary_switches} involuntary")
     return 0
+
+
+def _besides(command: str, what: str, read: Callable[[], dict[int, T]]) -> dict[int, T]:
+    """`read()`, or nothing (said on stderr) when the controller cannot give it now."""
+    from drover.core.errors import Unavailable
+
+    try:
+        return read()
+    except Unavailable as error:
+        print(f"drover {command}: {what} not shown: {error}", file=sys.stderr)
+        return {}
 
 
 def as_json(job: JobInfo, factors: PriorityInfo | None, samples: JobSamples | None,

@@ -6,6 +6,7 @@ import sys
 import time
 
 from drover.cli.common import client, job_ids, parser, seconds
+from drover.core.errors import Unavailable, Unreachable
 
 TIMED_OUT = 124  # as timeout(1)
 
@@ -24,7 +25,17 @@ def run(command: str, argv: list[str]) -> int:
         for job_id in ids:
             while True:
                 remaining = 60.0 if deadline is None else max(deadline - time.monotonic(), 0.0)
-                reply = api.wait_json(job_id, min(remaining, 60.0))
+                try:
+                    reply = api.wait_json(job_id, min(remaining, 60.0))
+                except Unreachable:
+                    raise
+                except Unavailable:
+                    # The controller answers but its store is restarting (or it hands over to a
+                    # standby): the jobs go on, and so does the wait, within its timeout.
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise
+                    time.sleep(1.0)
+                    continue
                 if reply["ended"]:
                     break
                 if deadline is not None and time.monotonic() >= deadline:
