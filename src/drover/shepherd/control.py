@@ -209,6 +209,12 @@ class JobControl:
             self._signal(signal.SIGTERM, "terminate")
         else:
             self._deliver("terminate_method", method)
+        # A suspended job is let go on to meet its stop (Grid Engine resumes a suspended job it
+        # kills): frozen, it would see neither the terminate nor, after the grace, SIGKILL.
+        if "suspend_method" in self.methods:
+            self._signal(signal.SIGCONT, "terminate of a job that may be stopped")
+        else:
+            self.containment.thaw()
         self.kill_at = time.monotonic() + self.kill_grace_s
 
     def _deliver(self, name: str, method: Method) -> None:

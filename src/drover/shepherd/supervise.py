@@ -187,6 +187,7 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
                 stop("migrated: stopped for its requeue")
             if control.tick():
                 _killpg(job_pid, signal.SIGKILL)
+                containment.thaw()  # a frozen process dies only once thawed (frozen again meanwhile)
                 note("SIGKILL to the job: its grace is over")
     finally:
         os.close(pidfd)
