@@ -99,8 +99,19 @@ def test_gridengine_queue_conf_signal_methods_replace_the_defaults(child: tuple[
     assert _got(got, 1) == ["SIGUSR1"] and box.calls == []
     control.resume()  # no resume method: thaw, and GE's SIGCONT since the suspend was a method
     assert box.calls == ["thaw"] and _got(got, 2) == ["SIGUSR1", "SIGCONT"]
-    control.stop()
-    assert _got(got, 3)[-1] == "SIGINT"
+    control.stop()  # the terminate method, then SIGCONT: a job its suspend method stopped meets it
+    assert _got(got, 4)[-2:] == ["SIGINT", "SIGCONT"]
+
+
+def test_a_frozen_job_that_is_stopped_is_thawed_to_meet_its_terminate(child: tuple[int, Path]) -> None:
+    pid, got = child
+    box = Recorded()
+    control = JobControl({}, box, kill_grace_s=5)  # type: ignore[arg-type]
+    control.start(pid)
+    control.suspend()
+    assert box.calls == ["freeze"]
+    control.stop()  # frozen, it would see neither SIGTERM nor, after the grace, SIGKILL
+    assert box.calls == ["freeze", "thaw"] and _got(got, 1) == ["SIGTERM"]
 
 
 def test_gridengine_submit_notify_usr1_then_the_suspend_and_a_resume_cancels_a_waiting_suspend(
