@@ -89,6 +89,21 @@ def system_cluster_factory(system_install: SystemInstall,
 
 
 @pytest.fixture
+def unstarted_system_cluster(system_install: SystemInstall) -> Iterator[SystemCluster]:
+    """A shared cluster not started yet: the test starts it its own way (`start(prefix, env)`);
+    stopped and removed after."""
+    from tests.helpers.users import can_manage_users
+
+    why_not = can_manage_users()
+    if why_not:
+        pytest.skip(why_not)
+    made = SystemCluster(system_install)
+    yield made
+    problems = made.stop()
+    assert not problems, "; ".join(problems)
+
+
+@pytest.fixture
 def system_cluster(system_cluster_factory: Callable[..., SystemCluster]) -> SystemCluster:
     """A shared cluster with the defaults (2 CPUs, 1 s kill grace); see system_cluster_factory."""
     return system_cluster_factory()

@@ -37,15 +37,8 @@ def roots_directory() -> Iterator[Path]:
 
 
 @pytest.fixture
-def cluster(system_install: SystemInstall) -> Iterator[SystemCluster]:
-    """A shared cluster not started yet (the test starts it its way); stopped and removed after."""
-    why_not = can_manage_users()
-    if why_not:
-        pytest.skip(why_not)
-    made = SystemCluster(system_install)
-    yield made
-    problems = made.stop()
-    assert not problems, "; ".join(problems)
+def cluster(unstarted_system_cluster: SystemCluster) -> SystemCluster:
+    return unstarted_system_cluster
 
 
 def untouched(target: Path) -> bool:

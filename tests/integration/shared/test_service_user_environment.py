@@ -5,26 +5,17 @@ never the rest of root's environment (its credentials, its proxies, whatever its
 from __future__ import annotations
 
 import pwd
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.helpers.system_cluster import SystemCluster
-from tests.helpers.system_install import SystemInstall
-from tests.helpers.users import can_manage_users
 
 from drover.config import SERVICE_USER
 
 
 @pytest.fixture
-def cluster(system_install: SystemInstall) -> Iterator[SystemCluster]:
-    why_not = can_manage_users()
-    if why_not:
-        pytest.skip(why_not)
-    made = SystemCluster(system_install)
-    yield made
-    problems = made.stop()
-    assert not problems, "; ".join(problems)
+def cluster(unstarted_system_cluster: SystemCluster) -> SystemCluster:
+    return unstarted_system_cluster
 
 
 def environment_of(pid: int) -> dict[str, str]:
