@@ -162,10 +162,13 @@ def test_singleton_jobs_of_one_name_run_one_at_a_time(cluster: LocalCluster) -> 
 
 
 def test_higher_priority_starts_first(cluster: LocalCluster) -> None:
-    order = cluster.workdir / "order"
-    blocker = cluster.submit("--cpus", "2", "--", "sleep", "0.5")
+    order, go = cluster.workdir / "order", cluster.workdir / "go"
+    # The blocker holds the node until both others wait behind it, however slow their submission.
+    blocker = cluster.submit("--cpus", "2", "--priority", "100", "--", "bash", "-c",
+                             f"until [ -e {go} ]; do sleep 0.05; done")
     low = cluster.submit("--cpus", "2", "--priority", "1", "--", "bash", "-c", f"echo low >> {order}")
     high = cluster.submit("--cpus", "2", "--priority", "10", "--", "bash", "-c", f"echo high >> {order}")
+    go.touch()
     assert cluster.drover("wait", str(blocker), str(low), str(high)).returncode == 0
     assert order.read_text() == "high\nlow\n"
 
