@@ -43,13 +43,13 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
         if job.get("error"):
             streams.append((TaskOutput(client, job_id, 0, "stderr", job["error"] if spool else None),
                             sys.stderr.buffer))
-        started = on_start is None
+        to_announce = on_start  # None once printed (or when there is nothing to print)
         try:
             while True:
                 reply = client.wait_json(job_id, 0)
-                if not started and (reply["ended"] or _started(reply)):
-                    print(on_start.format(id=job_id), file=sys.stderr, flush=True)  # type: ignore[union-attr]
-                    started = True
+                if to_announce is not None and (reply["ended"] or _started(reply)):
+                    print(to_announce.format(id=job_id), file=sys.stderr, flush=True)
+                    to_announce = None
                 for output, out in streams:
                     output.copy_new(out)
                 if reply["ended"]:

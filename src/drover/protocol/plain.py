@@ -2,79 +2,104 @@
 and the actions, and the front ends, which must start in a few tens of milliseconds and so never
 import msgspec (about 18 ms) to build a request or read a reply.
 
-The msgspec models of protocol/api.py are the truth; tests/unit/api/test_plain_shapes.py fails
-if a shape here differs from its model's fields (names, types, required ones; the summaries
-name only some of a model's fields), and the controller
-validates every request against the model (unknown fields refused).
+Generated from the msgspec models of protocol/api.py by scripts/plain_shapes.py; do not edit.
+Regenerate with: .venv/bin/python scripts/plain_shapes.py
+tests/unit/api/test_plain_shapes.py fails when this file is not what the script writes, and the
+controller validates every request against its model (unknown fields refused).
 """
 
 # No `from __future__ import annotations`: TypedDict reads Required[] only from evaluated annotations.
 from typing import Required, TypedDict
 
 
-class StagedFileRequest(TypedDict):
-    name: str
-    data: str  # base64
+class StagedFileRequest(TypedDict, total=False):
+    """api.StagedFile: a file staged in with a job."""
+
+    name: Required[str]  # relative path in the job's working directory
+    data: Required[str]  # base64 in JSON
     mode: int
 
 
 class DependencyRequest(TypedDict, total=False):
-    kind: Required[str]
-    job: int
-    task: int | None
-    per_task: bool
+    """api.DependencyOn, as a submission names it."""
+
+    kind: Required[str]  # after, afterok, afternotok, afterany, singleton
+    job: int  # 0 for singleton
+    task: int | None  # one array task of `job`, or the whole job
+    per_task: bool  # task N waits for task N of `job` (aftercorr, qsub -hold_jid_ad)
 
 
 class JobRequest(TypedDict, total=False):
+    """api.JobSubmission: one job to submit; a key left out takes the model's default."""
+
     script: Required[str]
     name: str
-    workdir: Required[str]
+    workdir: Required[str]  # absolute; "" runs the job in a scratch directory of its own on the node
     submit_dir: str
-    output: str | None
-    error: str | None
-    open_mode: str
+    output: str | None  # pattern with %j %a %x %u; default drover-%j.out (arrays drover-%j_%a.out)
+    error: str | None  # None joins stderr into the output file
+    open_mode: str  # or "append"
     environment: dict[str, str]
     cpus: int
     memory_mib: int
     time_limit_s: int | None
-    array: str | None
+    array: str | None  # "1-100:2%5"
     hold: bool
     priority: int
-    after_ok: list[int]
+    after_ok: list[int]  # run only once all these jobs completed successfully (= afterok dependencies)
     dependencies: list[DependencyRequest]
-    dependency_any: bool
-    kill_on_invalid_dep: bool
-    begin_at: float | None
+    dependency_any: bool  # one of `dependencies` met is enough (Slurm's `?`); else all must be
+    kill_on_invalid_dep: bool  # a dependency that can never be met cancels the job; else it waits
+    begin_at: float | None  # a Unix time: the job starts no earlier (sbatch --begin, qsub -a)
     mail_user: str | None
-    mail_type: list[str]
-    keep_spool: bool
-    event_log: str | None
+    mail_type: list[str]  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
+    keep_spool: bool  # keep the attempt's spool directory on the node after cleanup
+    event_log: str | None  # append every event of the job to this file, as JSON lines
+    # jobd's zapthisjob, doneoutput and mailoutput: remove the job's output files when it ends;
+    # put its output (stdout and stderr) in this file (a pattern) when it is done; mail it.
     zap: bool
     done_output: str | None
     mail_output: bool
-    stage_in: list[StagedFileRequest]
-    stage_out: list[str]
-    prolog: str | None
-    epilog: str | None
+    stage_in: list[StagedFileRequest]  # copied into the job's working directory before it starts
+    stage_out: list[str]  # glob patterns in the working directory, copied back after it exits
+    prolog: str | None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
+    epilog: str | None  # the job's own epilog (postcmd)
+    # Accelerator's postcmd (firing sequence step 22): the exit status of the job's own epilog is
+    # the job's; False keeps the job's own (`drover submit --no-epilog-sets-exit`).
     epilog_sets_exit: bool
-    warn_signal: str | None
-    warn_before_s: int
-    checkpoint_signal: str | None
-    rerunnable: bool
-    pty: bool
-    queue: str
-    gres: list[str]
-    licenses: dict[str, int]
-    constraint: str | None
-    exclusive: bool
+    warn_signal: str | None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
+    warn_before_s: int  # ...this long before the time limit
+    checkpoint_signal: str | None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
+    rerunnable: bool  # requeued as a new attempt when its shepherd dies (--no-requeue: failed)
+    pty: bool  # run under a pseudo-terminal, relayed to `drover run --pty`
+    queue: str  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
+    gres: list[str]  # generic resources each task needs on its node: "gpu:2", "gpu:a100:1" (core/gres.py)
+    licenses: dict[str, int]  # cluster-wide counters each task holds while it runs ([licenses])
+    constraint: str | None  # node features it needs: "avx512&bigmem", "a|b" (core/constraints.py)
+    exclusive: bool  # each task has its node to itself (all its CPUs), as jobd's soleaccess
+    # Grid Engine's -l NAME=VALUE beyond time and memory: the controller reads each as a licence,
+    # a generic resource or a node feature, by what the cluster has of that name.
     resource_requests: dict[str, str]
+    # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
+    # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: str | None
-    environments: list[str]  # named environments of the cluster, switched to in order
+    # The Accelerator's named environments ([environments.NAME] of drover.toml), switched to in
+    # this order before the job's prolog (`drover submit --environment A+B`).
+    environments: list[str]
+    # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
+    # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
     pe: str | None
     pe_slots: str | None
+    # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
+    # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
     pe_per_node: int | None
+    # The job's own process limit (its cgroup's pids.max), at most its node's [execd] pids_max.
     pids_max: int | None
+    # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
+    # notify_s ahead (shepherd/notice.py).
     notify: bool
+    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt), and qsub -c:
+    # occasion letters of s m x n r, or an interval (core/checkpoints.py).
     checkpoint: str | None
     checkpoint_occasion: str | None
 
@@ -84,7 +109,7 @@ class AttemptSummary(TypedDict):
 
     number: int
     node: str
-    pty_socket: str | None
+    pty_socket: str | None  # where `drover run --pty` reaches a running interactive job
 
 
 class TaskSummary(TypedDict):
@@ -92,17 +117,17 @@ class TaskSummary(TypedDict):
 
     index: int
     state: str
-    exit_status: int | None
+    exit_status: int | None  # what a shell would show: exit code, or 128 + signal
     attempts: list[AttemptSummary]
 
 
 class DependencySummary(TypedDict):
     """api.DependencyOn, as a job's summary shows it."""
 
-    kind: str
-    job: int
-    task: int | None
-    per_task: bool
+    kind: str  # after, afterok, afternotok, afterany, singleton
+    job: int  # 0 for singleton
+    task: int | None  # one array task of `job`, or the whole job
+    per_task: bool  # task N waits for task N of `job` (aftercorr, qsub -hold_jid_ad)
 
 
 class JobSummary(TypedDict):
@@ -111,7 +136,7 @@ class JobSummary(TypedDict):
     id: int
     name: str
     owner: str
-    state: str
+    state: str  # the job as a whole (see core.views.job_state)
     queue: str
     submitted_at: float
     ended_at: float | None
@@ -119,35 +144,30 @@ class JobSummary(TypedDict):
     cpus: int
     memory_mib: int
     time_limit_s: int | None
-    array: str | None
+    array: str | None  # the array's indices, compact ("1-100:2"), or None
     max_running: int | None
-    task_counts: dict[str, int]
+    task_counts: dict[str, int]  # state → number of tasks
     pending_reason: str | None
     pending_explanation: str | None
-    exit_status: int | None
-    end_reason: str | None
-    workdir: str
+    exit_status: int | None  # 0 when every task completed; else the first failure's
+    end_reason: str | None  # why the controller ended the job itself (an internal error)
+    workdir: str  # "" when the job runs in a scratch directory on its node
     submit_dir: str
     output: str
     error: str | None
-    after_ok: list[int]
+    after_ok: list[int]  # its afterok dependencies on whole jobs (older clients read these)
     dependencies: list[DependencySummary]
     dependency_any: bool
     begin_at: float | None
-    gres: list[str]
+    gres: list[str]  # what each task needs beyond CPUs and memory, as submitted (canonical)
     licenses: dict[str, int]
     constraint: str | None
     exclusive: bool
-    tasks: list[TaskSummary]
-    pe: str | None
-    pe_per_node: int | None
-    notify: bool
-    checkpoint: str | None
-
-
-class WaitReply(TypedDict):
-    ended: bool
-    job: JobSummary
+    tasks: list[TaskSummary]  # filled by GET /v1/jobs/{id}; the listing leaves it empty
+    pe: str | None  # its parallel environment; its slots are its CPUs
+    pe_per_node: int | None  # its slots on each node, in place of its PE's rule
+    notify: bool  # submitted with --notify (qsub -notify)
+    checkpoint: str | None  # its checkpoint environment ([checkpoints.NAME]) and occasions: "blcr (sx)"
 
 
 class ActionOutcome(TypedDict):
@@ -156,4 +176,11 @@ class ActionOutcome(TypedDict):
     ref: str
     ok: bool
     message: str
-    kind: str
+    kind: str  # when not ok: the error's kind (not_found, conflict, forbidden...; core/errors.py)
+
+
+class WaitReply(TypedDict):
+    """What a long poll on a job answers (GET /v1/jobs/{job_id}/wait): whether it ended, and the job."""
+
+    ended: bool
+    job: JobSummary

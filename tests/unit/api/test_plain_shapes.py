@@ -1,9 +1,16 @@
-"""The plain-data shapes the fast client paths use are the API's models, field for field."""
+"""The plain-data shapes the fast client paths use are the API's models, field for field:
+protocol/plain.py is what scripts/plain_shapes.py writes from them."""
 
 from __future__ import annotations
 
 import base64
+import importlib.util
+import pathlib
+import subprocess
+import sys
+import types
 import typing
+from typing import Annotated, Literal
 
 import msgspec
 import pytest
@@ -27,6 +34,78 @@ from drover.protocol.plain import (
     StagedFileRequest,
     TaskSummary,
 )
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+
+
+def _generator():  # scripts/ is not a package
+    spec = importlib.util.spec_from_file_location("plain_shapes", ROOT / "scripts" / "plain_shapes.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_plain_py_is_what_the_script_writes_from_the_models() -> None:
+    generated = _generator().generated()
+    assert generated == (ROOT / "src" / "drover" / "protocol" / "plain.py").read_text(), (
+        "src/drover/protocol/plain.py is out of date: run .venv/bin/python scripts/plain_shapes.py")
+
+
+def test_plain_py_imports_without_msgspec() -> None:
+    code = "import sys; sys.modules['msgspec'] = None; import drover.protocol.plain as p; print(p.JobRequest.__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "JobRequest\n", done.stderr
+
+
+# Models shaped unlike protocol/api.py's: the script reads whatever the models are when it runs.
+class _Attachment(msgspec.Struct):
+    blob: bytes  # base64 in JSON
+
+
+class _Common(msgspec.Struct, kw_only=True):
+    # Two lines above a field
+    # are carried over above it.
+    script: str
+    mode: Literal["a", "b"] = "a"  # one of two
+
+
+class _Reshaped(_Common, kw_only=True, rename={"size": "size_mib"}):
+    size: Annotated[int, msgspec.Meta(ge=0)] | None = None  # its name on the wire is size_mib
+    files: list[_Attachment] = []
+    extra: dict[str, typing.Any] = {}
+
+
+def test_the_script_follows_a_reshaped_model_its_bases_renames_and_comments(monkeypatch: pytest.MonkeyPatch) -> None:
+    generator = _generator()
+    monkeypatch.setattr(generator, "api", types.SimpleNamespace(Reshaped=_Reshaped, Attachment=_Attachment))
+    imports: set[str] = set()
+    names: dict[type, str] = {}
+    attachment = generator.Shape("AttachmentRequest", "Attachment", "{model}.", sent=True)
+    assert generator.written(attachment, names, imports) == (
+        'class AttachmentRequest(TypedDict):\n'
+        f'    """{__name__}._Attachment."""\n'
+        '\n'
+        '    blob: str  # base64 in JSON\n')
+    with pytest.raises(generator.ShapeError, match=r"_Reshaped.files holds .*_Attachment, which has no plain shape"):
+        generator.written(generator.Shape("ReshapedRequest", "Reshaped", "{model}.", sent=True), names, imports)
+    names[_Attachment] = "AttachmentRequest"
+    reshaped = generator.Shape("ReshapedRequest", "Reshaped", "{model}.", sent=True)
+    assert generator.written(reshaped, names, imports) == (
+        'class ReshapedRequest(TypedDict, total=False):\n'
+        f'    """{__name__}._Reshaped."""\n'
+        '\n'
+        '    # Two lines above a field\n'
+        '    # are carried over above it.\n'
+        '    script: Required[str]\n'
+        "    mode: Literal['a', 'b']  # one of two\n"
+        '    size_mib: int | None  # its name on the wire is size_mib\n'
+        '    files: list[AttachmentRequest]\n'
+        '    extra: dict[str, Any]\n')
+    assert imports == {"Required", "Literal", "Any"}
+    summary = generator.Shape("ReshapedSummary", "Reshaped", "{model}.", sent=False, keys=("script", "nothing"))
+    with pytest.raises(generator.ShapeError, match="ReshapedSummary.nothing is not a field of"):
+        generator.written(summary, {}, imports)
 
 
 def _required(struct: type[msgspec.Struct]) -> set[str]:

@@ -78,3 +78,32 @@ def test_help_imports_no_resource_parsing() -> None:
             "print(sorted(m for m in ('drover.core.gres', 'drover.core.licenses') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("text", ["afterok:5:6", "after:12.3?afterany:4", "aftercorr:7", "singleton",
+                                  "afternotok:3,singleton"])
+def test_dependencies_are_sent_as_the_core_spells_them(text: str) -> None:
+    from drover.cli.commands.submit import add_dependencies
+    from drover.core.dependencies import parse_dependencies, request_fields
+
+    job: JobRequest = {"script": "true\n", "workdir": "/"}
+    add_dependencies(job, parse_dependencies(text))
+    assert {key: job[key] for key in ("dependencies", "dependency_any")} == request_fields(parse_dependencies(text))
+    assert _job("-d", text)["dependencies"] == job["dependencies"]
+
+
+def test_a_request_with_every_kind_of_option_is_built_without_msgspec(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "in.dat").write_text("x")
+    code = ("import sys; sys.modules['msgspec'] = None\n"
+            "from drover.cli.commands.submit import build_parser, jobs_from_arguments\n"
+            "import drover.client.client\n"
+            "args = build_parser('submit').parse_args(sys.argv[1:])\n"
+            "(job,) = jobs_from_arguments(args, ['true'])\n"
+            "print(sorted(job))")
+    argv = ["-q", "q", "-J", "n", "-o", "o-%j", "--mem", "1G", "--gpus", "1", "-L", "matlab", "--pe", "mpi", "2",
+            "-t", "10m", "-a", "1-3", "-d", "afterok:5", "-b", "now+1hours", "--mail-user", "ann", "--zap",
+            "--pids-max", "9", "--signal", "USR1@30", "--checkpoint", "blcr", "--checkpoint-interval", "sx",
+            "--stage-in", str(tmp_path / "in.dat"), "--stage-out", "*.out", "--notify"]
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "'dependencies'" in done.stdout and "'stage_in'" in done.stdout and "'checkpoint_occasion'" in done.stdout

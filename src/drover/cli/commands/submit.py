@@ -15,21 +15,52 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from drover.protocol.plain import JobRequest, StagedFileRequest
+    from drover.core.dependencies import Dependencies
+    from drover.protocol.plain import DependencyRequest, JobRequest, StagedFileRequest
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:
+    """drover submit's options, and drover run's (which adds --pty). Each part adds its options in
+    turn, in the order `drover submit --help` lists them."""
     p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
+    _add_script_options(p)
+    _add_output_options(p)
+    _add_resource_options(p)
+    _add_environment_options(p)
+    _add_start_options(p)
+    _add_mail_options(p)
+    _add_node_options(p)
+    _add_end_options(p)
+    _add_staging_options(p)
+    _add_run_options(p)
+    _add_submission_options(p)
+    _add_environment_and_checkpoint_options(p)
+    if command == "run":
+        p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
+    return p
+
+
+def _add_script_options(p: argparse.ArgumentParser) -> None:
+    """The job itself: its script, its queue, its name, where it runs."""
     p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
                    "#DROVER lines at its top give options, which the command line overrides; lines #NEXT "
                    "or #NEXTSCRIPT separate jobs of one file, submitted together")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """Where the job's stdout and stderr go."""
     p.add_argument("-o", "--output", help="stdout file; %%j job id, %%a array index, %%x name, %%u user "
                    "(default: drover-%%j.out, arrays drover-%%j_%%a.out)")
     p.add_argument("-e", "--error", help="stderr file (default: joined with the output)")
     p.add_argument("--open-mode", choices=("truncate", "append"), default="truncate")
+
+
+def _add_resource_options(p: argparse.ArgumentParser) -> None:
+    """What each task holds while it runs: CPUs, memory, devices, node features, licences, a
+    parallel environment's slots (its CPUs), and time."""
     p.add_argument("-c", "--cpus", default="1", help="CPUs per task (default 1)")
     p.add_argument("--mem", help="memory per task, e.g. 512M, 4G (default: none reserved)")
     p.add_argument("--gres", action="append", default=[], type=_gres, metavar="LIST",
@@ -48,9 +79,18 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--pe-per-node", type=int, metavar="N",
                    help="with --pe: exactly N slots on each node the job gets, in place of its PE's allocation rule")
     p.add_argument("-t", "--time", help="time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS, or 90s, 10m, 2h")
+
+
+def _add_environment_options(p: argparse.ArgumentParser) -> None:
+    """The job's environment variables."""
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="set a variable (repeatable)")
     p.add_argument("--export", default="ALL", metavar="ALL|NONE|NAMES",
                    help="what of your environment the job gets: ALL (default), NONE, or NAME[=VALUE],...")
+
+
+def _add_start_options(p: argparse.ArgumentParser) -> None:
+    """Its array's tasks, and when they may start: held, by priority, after other jobs, not before
+    a time."""
     p.add_argument("-a", "--array", help="array tasks: 1-100, 1-100:2, 1,3,5, with %%N to run at most N at once")
     p.add_argument("-H", "--hold", action="store_true", help="submit held; `drover release` lets it start")
     p.add_argument("-p", "--priority", default="0", help="higher starts first (-1023..1023, default 0)")
@@ -62,13 +102,25 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("-b", "--begin", metavar="TIME",
                    help="start no earlier than TIME: HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], now+N[minutes|hours|days], "
                         "midnight, noon, teatime, today, tomorrow")
+
+
+def _add_mail_options(p: argparse.ArgumentParser) -> None:
+    """Mail about the job."""
     p.add_argument("--mail-user", metavar="ADDRESS", help="where to send mail about the job")
     p.add_argument("--mail-type", metavar="TYPES", help="BEGIN, END, FAIL, REQUEUE, ALL, ARRAY_TASKS or NONE "
                    "(comma-separated; default END,FAIL when --mail-user is given)")
+
+
+def _add_node_options(p: argparse.ArgumentParser) -> None:
+    """On its node: whether its spool directory stays, how many processes it may have."""
     p.add_argument("--keep-spool", action="store_true", help="keep the attempt's spool directory on the node")
     p.add_argument("--pids-max", type=int, metavar="N",
                    help="at most N processes and threads at once (its cgroup's pids.max; the node's pids_max "
                         "caps it): a fork past it fails")
+
+
+def _add_end_options(p: argparse.ArgumentParser) -> None:
+    """What becomes of its output when it ends, and where its events are written."""
     p.add_argument("--zap", action="store_true",
                    help="remove the job's output files when it ends (after --mail-output read them), as jobd's "
                         "zapthisjob")
@@ -78,12 +130,21 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--mail-output", action="store_true",
                    help="send the job's output with its end mail (to --mail-user, by default you)")
     p.add_argument("--event-log", metavar="FILE", help="also append the job's events to FILE (JSON lines)")
+
+
+def _add_staging_options(p: argparse.ArgumentParser) -> None:
+    """Files carried to the job's node before it starts, and back after it exits."""
     p.add_argument("--stage-in", action="append", default=[], metavar="FILE",
                    help="copy FILE to the job's working directory on its node before it starts (repeatable); "
                         "without --workdir the job then runs in a scratch directory of its own")
     p.add_argument("--stage-out", action="append", default=[], metavar="PATTERN",
                    help="copy the files matching PATTERN back after the job exits (repeatable); "
                         "`drover fetch JOB` brings them to you")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """Around its run: its own prolog and epilog, the signals it is sent, whether a node's failure
+    runs it again."""
     p.add_argument("--prolog", metavar="COMMAND", help="run before the job (as you); if it fails, the job does not run")
     p.add_argument("--epilog", metavar="COMMAND", help="run after the job (as you)")
     p.add_argument("--epilog-sets-exit", action=_boolean_option(), default=None,
@@ -94,8 +155,17 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-signal", metavar="SIG", help="what `drover checkpoint JOB` sends the job, e.g. USR2")
     p.add_argument("--no-requeue", action="store_true",
                    help="if the node fails the job (its shepherd dies), fail it instead of running it again (Slurm's --no-requeue)")
+
+
+def _add_submission_options(p: argparse.ArgumentParser) -> None:
+    """Many jobs from one file's lines, and how the submission answers."""
     p.add_argument("--each-line", metavar="FILE", help="submit each line of FILE as a job of its own, in one request")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
+
+
+def _add_environment_and_checkpoint_options(p: argparse.ArgumentParser) -> None:
+    """The cluster's named environments it runs in, its notices before a suspend or a stop, and
+    its checkpoint environment."""
     p.add_argument("--environment", type=_environments, metavar="NAME[+NAME...]",
                    help="switch to the cluster's named environments, in order, before the job's prolog")
     p.add_argument("--notify", action="store_true",
@@ -107,9 +177,6 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-interval", metavar="WHEN",
                    help="with --checkpoint: checkpoint every DURATION of run time (hh:mm:ss, 10m), or when "
                         "(letters of qsub -c: s shutdown, m periodically, x suspend, n never, r requeue)")
-    if command == "run":
-        p.add_argument("--pty", action="store_true", help="run under a terminal (like srun --pty, qrsh)")
-    return p
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -293,9 +360,22 @@ _NOT_EMPTY = (("queue", "-q/--queue"), ("workdir", "-D/--workdir"), ("mem", "--m
 
 def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None = None) -> list[JobRequest]:
     """Everything checked here, before the cluster is asked (or started). `script`: the
-    script file's text, when the caller read it already."""
-    from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
+    script file's text, when the caller read it already. Each part adds the fields of its
+    options in turn, and refuses a bad value naming the option."""
+    _check_sources(args, command_argv)
+    job = _job_basics(args)
+    _add_resources(job, args)
+    _add_output_files(job, args)
+    _add_dependencies(job, args)
+    _add_mail_and_end(job, args)
+    _add_run_fields(job, args)
+    _add_checkpoint_fields(job, args)
+    _add_staging(job, args)
+    return _with_payloads(job, args, command_argv, script)
 
+
+def _check_sources(args: Any, command_argv: list[str]) -> None:
+    """No option given empty, and exactly one thing to run: a script, a command, or --each-line."""
     for key, option in _NOT_EMPTY:
         value = getattr(args, key, None)
         if value == "" or (isinstance(value, list) and "" in value):
@@ -305,6 +385,11 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         raise BadRequest("give exactly one of: a script file, -- COMMAND [ARGS...], or --each-line FILE")
     if command_argv and not command_argv[0]:
         raise BadRequest("the command is empty: give the program to run after --")
+
+
+def _job_basics(args: Any) -> JobRequest:
+    """The request's fields every job has: where it runs, its CPUs, priority, environment, hold,
+    and its queue; the script and name are each job's own (_with_payloads)."""
     staging = bool(args.stage_in or args.stage_out)
     if staging and not args.workdir:
         workdir = ""  # a scratch directory on the node; files travel through the controller
@@ -312,7 +397,7 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         workdir = os.path.abspath(args.workdir or os.getcwd())
         if not staging and not os.path.isdir(workdir):
             raise BadRequest(f"the working directory {workdir} does not exist")
-    base: JobRequest = {
+    job: JobRequest = {
         "script": "",  # each job's, below
         "workdir": workdir,
         "submit_dir": os.getcwd(),
@@ -323,58 +408,94 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         "hold": args.hold,
     }
     if args.queue:
-        base["queue"] = args.queue
+        job["queue"] = args.queue
+    return job
+
+
+def _add_resources(job: JobRequest, args: Any) -> None:
+    """What each task holds while it runs (devices, licences, node features, a parallel
+    environment's slots, which are its CPUs, memory, time), and the array's tasks."""
+    from drover.core.units import parse_array, parse_duration_s, parse_memory_mib
+
     gres = [text for text in (*args.gres, args.gpus) if text]
     if gres:
         from drover.core.gres import describe, parse_requests
 
         try:
-            base["gres"] = [describe(parse_requests(gres))]
+            job["gres"] = [describe(parse_requests(gres))]
         except ValueError as error:
             raise BadRequest(str(error)) from None
     if args.licenses:
-        base["licenses"] = args.licenses
+        job["licenses"] = args.licenses
     if args.constraint is not None:
-        base["constraint"] = args.constraint
+        job["constraint"] = args.constraint
     if args.pe:
-        base["pe"], base["pe_slots"] = _pe(args.pe, args.cpus)
+        job["pe"], job["pe_slots"] = _pe(args.pe, args.cpus)
     if args.pe_per_node is not None:
         if not args.pe:
             raise BadRequest("--pe-per-node is the slots on each node of a job of a parallel environment: "
                              "give --pe NAME SLOTS")
-        base["pe_per_node"] = args.pe_per_node
+        job["pe_per_node"] = args.pe_per_node
     if args.exclusive:
-        base["exclusive"] = True
+        job["exclusive"] = True
     if args.mem is not None:
-        base["memory_mib"] = parse_memory_mib(args.mem)
+        job["memory_mib"] = parse_memory_mib(args.mem)
     if args.time is not None:
-        base["time_limit_s"] = parse_duration_s(args.time)
+        job["time_limit_s"] = parse_duration_s(args.time)
     if args.array is not None:
         parse_array(args.array)
-        base["array"] = args.array
+        job["array"] = args.array
+
+
+def _add_output_files(job: JobRequest, args: Any) -> None:
+    """Where its stdout and stderr go: patterns, checked here."""
     if args.output is not None or args.error is not None:
         from drover.core.patterns import check_pattern
 
         if args.output is not None:
             check_pattern(args.output)
-            base["output"] = args.output
+            job["output"] = args.output
         if args.error is not None:
             check_pattern(args.error)
-            base["error"] = args.error
-    if args.dependency:
-        from drover.core.dependencies import parse_dependencies, request_fields
+            job["error"] = args.error
 
-        base.update(request_fields(parse_dependencies(args.dependency)))  # type: ignore[typeddict-item]
+
+def _add_dependencies(job: JobRequest, args: Any) -> None:
+    """When it may start: after other jobs (and what becomes of it if they never let it), not
+    before a time."""
+    if args.dependency:
+        from drover.core.dependencies import parse_dependencies
+
+        add_dependencies(job, parse_dependencies(args.dependency))
     if args.kill_on_invalid_dep is not None:
         from drover.core.dependencies import kill_on_invalid
 
-        base["kill_on_invalid_dep"] = kill_on_invalid(args.kill_on_invalid_dep)
+        job["kill_on_invalid_dep"] = kill_on_invalid(args.kill_on_invalid_dep)
     if args.begin is not None:
         import time
 
         from drover.core.begin_time import parse_begin
 
-        base["begin_at"] = parse_begin(args.begin, time.time())
+        job["begin_at"] = parse_begin(args.begin, time.time())
+
+
+def add_dependencies(job: JobRequest, dependencies: Dependencies) -> None:
+    """The job's `dependencies` and `dependency_any`, each spelled as core.dependencies'
+    request_fields spells it (a task or per_task only where given)."""
+    on: list[DependencyRequest] = []
+    for dependency in dependencies.on:
+        request: DependencyRequest = {"kind": dependency.kind, "job": dependency.job}
+        if dependency.task is not None:
+            request["task"] = dependency.task
+        if dependency.per_task:
+            request["per_task"] = True
+        on.append(request)
+    job["dependencies"], job["dependency_any"] = on, dependencies.any
+
+
+def _add_mail_and_end(job: JobRequest, args: Any) -> None:
+    """Mail about the job, and what becomes of its output when it ends (removed, put in one
+    file, mailed) and of its events."""
     if args.mail_output and not args.mail_user:
         import getpass
 
@@ -384,16 +505,16 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
 
         if not args.mail_user:
             raise BadRequest("--mail-type needs --mail-user (where to send the mail)")
-        base["mail_user"] = args.mail_user
-        base["mail_type"] = parse_mail_types(args.mail_type or "END,FAIL")
-        if args.mail_output and not {"END", "FAIL"} & set(base["mail_type"]):
-            base["mail_type"] = [*base["mail_type"], "END"]  # the output goes with the end mail
+        job["mail_user"] = args.mail_user
+        job["mail_type"] = parse_mail_types(args.mail_type or "END,FAIL")
+        if args.mail_output and not {"END", "FAIL"} & set(job["mail_type"]):
+            job["mail_type"] = [*job["mail_type"], "END"]  # the output goes with the end mail
     if args.mail_output:
-        base["mail_output"] = True
+        job["mail_output"] = True
     if args.zap:
         if args.keep_spool:
             raise BadRequest("--zap removes what the job leaves on its node, --keep-spool keeps it: give one of them")
-        base["zap"] = True
+        job["zap"] = True
     if args.done_output is not None:
         from drover.core.patterns import check_pattern
 
@@ -402,55 +523,74 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
         if args.zap:
             raise BadRequest("--zap removes the job's output, --done-output keeps it: give one of them")
         check_pattern(args.done_output)
-        base["done_output"] = args.done_output
+        job["done_output"] = args.done_output
+    if args.event_log:
+        job["event_log"] = os.path.abspath(args.event_log)
+
+
+def _add_run_fields(job: JobRequest, args: Any) -> None:
+    """How it runs on its node: its spool kept, its process limit, its own prolog and epilog, the
+    warning before its time limit, whether a node's failure runs it again, its environments."""
     if args.keep_spool:
-        base["keep_spool"] = True
+        job["keep_spool"] = True
     if args.pids_max is not None:
         from drover.core.limits import MAX_PIDS, bounded
 
-        base["pids_max"] = bounded(args.pids_max, 1, MAX_PIDS, "--pids-max")
-    if args.event_log:
-        base["event_log"] = os.path.abspath(args.event_log)
+        job["pids_max"] = bounded(args.pids_max, 1, MAX_PIDS, "--pids-max")
     if args.prolog:
-        base["prolog"] = args.prolog
+        job["prolog"] = args.prolog
     if args.epilog:
-        base["epilog"] = args.epilog
+        job["epilog"] = args.epilog
     if args.epilog_sets_exit is not None:
-        base["epilog_sets_exit"] = args.epilog_sets_exit
+        job["epilog_sets_exit"] = args.epilog_sets_exit
     if args.signal:
-        base["warn_signal"], base["warn_before_s"] = warning_signal(args.signal)
+        job["warn_signal"], job["warn_before_s"] = warning_signal(args.signal)
+    if args.no_requeue:
+        job["rerunnable"] = False
+    if args.environment:
+        job["environments"] = args.environment
+
+
+def _add_checkpoint_fields(job: JobRequest, args: Any) -> None:
+    """How it is checkpointed (a signal, or a checkpoint environment and when), and its notices
+    before a suspend or a stop."""
     if args.checkpoint_signal:
         from drover.core.signals import job_signal
 
-        base["checkpoint_signal"] = job_signal(args.checkpoint_signal, "--checkpoint-signal").name
-    if args.no_requeue:
-        base["rerunnable"] = False
-    if args.environment:
-        base["environments"] = args.environment
+        job["checkpoint_signal"] = job_signal(args.checkpoint_signal, "--checkpoint-signal").name
     if args.checkpoint is not None:
-        base["checkpoint"] = args.checkpoint
+        job["checkpoint"] = args.checkpoint
     if args.checkpoint_interval is not None:
         if args.checkpoint is None:
             raise BadRequest("--checkpoint-interval needs --checkpoint NAME (a checkpoint environment)")
         from drover.core.checkpoints import parse_occasion
 
         parse_occasion(args.checkpoint_interval)  # a bad one is refused here, before anything is sent
-        base["checkpoint_occasion"] = args.checkpoint_interval
+        job["checkpoint_occasion"] = args.checkpoint_interval
+    if args.notify:
+        job["notify"] = True
+
+
+def _add_staging(job: JobRequest, args: Any) -> None:
+    """The files carried in with the job (read now), and the patterns of those brought back."""
     if args.stage_in:
-        base["stage_in"] = staged_files(args.stage_in)
+        job["stage_in"] = staged_files(args.stage_in)
     if args.stage_out:
         for pattern in args.stage_out:
             if os.path.isabs(pattern) or ".." in pattern.split("/"):
                 raise BadRequest(f"--stage-out takes patterns inside the working directory, not {pattern!r}")
-        base["stage_out"] = args.stage_out
-    if args.notify:
-        base["notify"] = True
+        job["stage_out"] = args.stage_out
+
+
+def _with_payloads(job: JobRequest, args: Any, command_argv: list[str], script: str | None) -> list[JobRequest]:
+    """The job with what it runs and its name: one for each line of --each-line's file, or one
+    for the command after --, or one for the script."""
     if args.each_line:
         lines = [line.strip() for line in _read(args.each_line).splitlines()]
         commands = [line for line in lines if line and not line.startswith("#")]
         if not commands:
             raise BadRequest(f"{args.each_line} holds no command")
-        return [{**base, "script": line + "\n", "name": args.name or line.split()[0]} for line in commands]
+        return [{**job, "script": line + "\n", "name": args.name or line.split()[0]} for line in commands]
     if command_argv:
         import shlex
 
@@ -459,7 +599,7 @@ def jobs_from_arguments(args: Any, command_argv: list[str], script: str | None =
     else:
         script = _read(args.script) if script is None else script
         name = args.name or os.path.basename(args.script)
-    return [{**base, "script": script, "name": name}]
+    return [{**job, "script": script, "name": name}]
 
 
 def _boolean_option() -> type[argparse.Action]:

@@ -71,15 +71,15 @@ class RemoteTasks:
         now = time.monotonic()
         if self.stop_asked and not self.stop_sent:
             self.stop_sent = True
-            for task in self._running():
+            for task, relay in self._running():
                 try:
-                    task.relay.stop(self.api)  # type: ignore[union-attr]  # running: it has a relay
+                    relay.stop(self.api)
                 except DroverError as error:  # it ended meanwhile, or its node is gone: its end tells
                     print(f"srun: error: {task.host}: task {task.rank}: {error}", file=sys.stderr)
         if now >= self.due:
-            for task in self._running():
+            for task, relay in self._running():
                 try:
-                    info = task.relay.look(self.api)  # type: ignore[union-attr]
+                    info = relay.look(self.api)
                 except DroverError as error:  # the controller forgot it (it restarted), or cannot be reached
                     print(f"srun: error: {task.host}: task {task.rank}: lost: {error}", file=sys.stderr)
                     self._ended(task, 1)
@@ -96,8 +96,9 @@ class RemoteTasks:
             task.stdout.close()
             task.stderr.close()
 
-    def _running(self) -> list[RemoteTask]:
-        return [task for task in self.tasks if task.code is None and task.relay is not None]
+    def _running(self) -> list[tuple[RemoteTask, TaskRelay]]:
+        """The tasks still running, each with its relay (one that could not be started has none)."""
+        return [(task, task.relay) for task in self.tasks if task.code is None and task.relay is not None]
 
     def _ended(self, task: RemoteTask, code: int) -> None:
         task.code = code

@@ -21,12 +21,7 @@ from drover.compat.slurm.node_count import (
 )
 from drover.compat.slurm.request import OptionError, Refused, Request, warn
 from drover.core.begin_time import parse_begin
-from drover.core.dependencies import (
-    Dependencies,
-    kill_on_invalid,
-    parse_dependencies,
-    request_fields,
-)
+from drover.core.dependencies import Dependencies, kill_on_invalid, parse_dependencies
 from drover.core.errors import BadRequest, DroverError
 from drover.protocol.plain import JobRequest
 
@@ -277,7 +272,9 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
         job["array"] = request.value("array")
     dependency = request.value("dependency")
     if dependency:
-        job.update(request_fields(dependencies(dependency)))  # type: ignore[typeddict-item]
+        from drover.cli.commands.submit import add_dependencies
+
+        add_dependencies(job, dependencies(dependency))
     kill = request.value("kill-on-invalid-dep")
     begin = request.value("begin")
     try:
