@@ -165,11 +165,6 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
     hosts = str(1 + len(config.get("pe_hosts", [])))
     slots = str(config.get("pe_slots", config["cpus"])) if config.get("pe_hosts") else cpus
     request = {} if _inherited_from_another_job(submitted) else submitted
-    ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
-    cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
-    nodelist, nodes, cpus_per_node, tasks_on_nodes = node, "1", cpus, str(ntasks)
-    if config.get("pe_hosts"):
-        ntasks, cpus_per_task, nodelist, nodes, cpus_per_node, tasks_on_nodes = _across_hosts(config, request)
     restarted = "1" if config["attempt_number"] > 1 else "0"
     queue = config.get("queue") or "default"  # a spool written before queues existed has none
     stdout = config["stdout"]
@@ -203,7 +198,43 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SGE_STDOUT_PATH": stdout,
         "SGE_STDERR_PATH": config["stderr"] or stdout,
         "SGE_STDIN_PATH": "/dev/null",
-        # Slurm
+    }
+    facts.update(_slurm_facts(config, request))
+    for variable in ("SGE_O_HOME", "SGE_O_LOGNAME", "SGE_O_MAIL", "SGE_O_PATH", "SGE_O_SHELL", "SGE_O_TZ",
+                     "SGE_O_TERM"):
+        value = submitted.get(variable[len("SGE_O_"):])
+        if value is not None:
+            facts[variable] = value
+    facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
+    facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config["owner"]
+    if config["time_limit_s"] is not None:
+        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config["time_limit_s"])
+    if config["memory_mib"] and "SLURM_MEM_PER_CPU" not in request:
+        facts["SLURM_MEM_PER_NODE"] = str(config["memory_mib"])
+    if config["cpu_ids"]:
+        facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config["cpu_ids"])
+    if config["cpus"] > 1 or config.get("pe"):
+        facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
+    if config.get("pe"):  # submit(1): "PE: The parallel environment under which the job executes"
+        facts["PE"] = str(config.get("pe"))
+    facts.update(_gres_facts(config.get("gres", {})))
+    if config["is_array"]:
+        facts.update(_array_facts(config))
+    return facts
+
+
+def _slurm_facts(config: AttemptConfig, request: dict[str, str]) -> dict[str, str]:
+    """sbatch(1)'s OUTPUT ENVIRONMENT VARIABLES of a batch job on its node, or on all its nodes
+    for a job of a parallel environment whose slots span several hosts. `request`: what sbatch
+    passed on of the job's request (SLURM_NTASKS, SLURM_CPUS_PER_TASK, SLURM_SUBMIT_HOST...)."""
+    job_id, cpus, node, name = str(config["job_id"]), str(config["cpus"]), config["node"], config["name"]
+    queue = config.get("queue") or "default"  # a spool written before queues existed has none
+    ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
+    cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
+    nodelist, nodes, cpus_per_node, tasks_on_nodes = node, "1", cpus, str(ntasks)
+    if config.get("pe_hosts"):
+        ntasks, cpus_per_task, nodelist, nodes, cpus_per_node, tasks_on_nodes = _across_hosts(config, request)
+    return {
         "SLURM_JOB_ID": job_id,
         "SLURM_JOBID": job_id,
         "SLURM_JOB_NAME": name,
@@ -233,39 +264,24 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURM_RESTART_COUNT": str(config["attempt_number"] - 1),
         "SLURM_JOB_START_TIME": str(int(time.time())),
     }
-    for variable in ("SGE_O_HOME", "SGE_O_LOGNAME", "SGE_O_MAIL", "SGE_O_PATH", "SGE_O_SHELL", "SGE_O_TZ",
-                     "SGE_O_TERM"):
-        value = submitted.get(variable[len("SGE_O_"):])
-        if value is not None:
-            facts[variable] = value
-    facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
-    facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config["owner"]
-    if config["time_limit_s"] is not None:
-        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config["time_limit_s"])
-    if config["memory_mib"] and "SLURM_MEM_PER_CPU" not in request:
-        facts["SLURM_MEM_PER_NODE"] = str(config["memory_mib"])
-    if config["cpu_ids"]:
-        facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config["cpu_ids"])
-    if config["cpus"] > 1 or config.get("pe"):
-        facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
-    if config.get("pe"):  # submit(1): "PE: The parallel environment under which the job executes"
-        facts["PE"] = str(config.get("pe"))
-    facts.update(_gres_facts(config.get("gres", {})))
-    if config["is_array"]:
-        first, last, step, count = (
-            str(config["array_first"]), str(config["array_last"]),
-            str(config["array_step"]), str(config["array_count"]),
-        )
-        facts.update({
-            "DROVER_ARRAY_JOB_ID": job_id, "DROVER_ARRAY_TASK_ID": index,
-            "DROVER_ARRAY_TASK_MIN": first, "DROVER_ARRAY_TASK_MAX": last,
-            "DROVER_ARRAY_TASK_STEP": step, "DROVER_ARRAY_TASK_COUNT": count,
-            "SGE_TASK_FIRST": first, "SGE_TASK_LAST": last, "SGE_TASK_STEPSIZE": step,
-            "SLURM_ARRAY_JOB_ID": job_id, "SLURM_ARRAY_TASK_ID": index,
-            "SLURM_ARRAY_TASK_MIN": first, "SLURM_ARRAY_TASK_MAX": last,
-            "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
-        })
-    return facts
+
+
+def _array_facts(config: AttemptConfig) -> dict[str, str]:
+    """An array task's indices, under Drover's, Grid Engine's and Slurm's names."""
+    job_id, index = str(config["job_id"]), str(config["task_index"])
+    first, last, step, count = (
+        str(config["array_first"]), str(config["array_last"]),
+        str(config["array_step"]), str(config["array_count"]),
+    )
+    return {
+        "DROVER_ARRAY_JOB_ID": job_id, "DROVER_ARRAY_TASK_ID": index,
+        "DROVER_ARRAY_TASK_MIN": first, "DROVER_ARRAY_TASK_MAX": last,
+        "DROVER_ARRAY_TASK_STEP": step, "DROVER_ARRAY_TASK_COUNT": count,
+        "SGE_TASK_FIRST": first, "SGE_TASK_LAST": last, "SGE_TASK_STEPSIZE": step,
+        "SLURM_ARRAY_JOB_ID": job_id, "SLURM_ARRAY_TASK_ID": index,
+        "SLURM_ARRAY_TASK_MIN": first, "SLURM_ARRAY_TASK_MAX": last,
+        "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
+    }
 
 
 def _across_hosts(config: AttemptConfig, request: dict[str, str]) -> tuple[int, int, str, str, str, str]:
