@@ -52,6 +52,7 @@ from drover.method_command import (
     expand,
     methods_in_effect,
 )
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as
@@ -62,11 +63,13 @@ NOTIFY_KILL = signal.SIGUSR2
 COMMAND_WAIT_S = 5.0  # how long a method's command still running when the job ended is waited for
 
 
-def verify(config: Mapping[str, object], identity: Identity | None) -> dict[str, Method]:
+def verify(config: ShepherdConfig, identity: Identity | None) -> dict[str, Method]:
     """GE's verify_method: the attempt's methods in effect (its queue's, else its node's), each
     command checked as the job's owner, who runs it. Raises StartFailure naming the method."""
-    node = {name: _text(config.get(f"node_{name}")) for name in METHOD_NAMES}
-    queue = {name: _text(config.get(f"queue_{name}")) for name in node}
+    node = dict(zip(METHOD_NAMES, (config.node_suspend_method, config.node_resume_method,
+                                   config.node_terminate_method), strict=True))
+    queue = dict(zip(METHOD_NAMES, (config.queue_suspend_method, config.queue_resume_method,
+                                    config.queue_terminate_method), strict=True))
     try:
         chosen = methods_in_effect(node, queue)
     except ValueError as error:
@@ -78,10 +81,6 @@ def verify(config: Mapping[str, object], identity: Identity | None) -> dict[str,
             if problem:
                 raise StartFailure(f"{name}: {method.path}: {problem}")
     return chosen
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _not_executable(path: str) -> str | None:
@@ -265,12 +264,12 @@ def method_popen_options(env: Mapping[str, str], cwd: str, identity: Identity | 
             "preexec_fn": preexec, "user": user, "group": group, "extra_groups": extra_groups}
 
 
-def facts_of(config: Mapping[str, object]) -> dict[str, object]:
+def facts_of(config: ShepherdConfig) -> dict[str, object]:
     """queue_conf(5)'s placeholders but $job_pid, which the job's start adds."""
-    task = config.get("task_index") if config.get("is_array") else 0
-    return {"host": socket.gethostname(), "ja_task_id": task, "task_id": task, "job_owner": config.get("owner"),
-            "job_id": config.get("job_id"), "job_name": config.get("name"), "queue": config.get("queue"),
-            "sge_cell": config.get("cluster") or "default", "sge_root": sys.prefix}
+    task = config.task_index if config.is_array else 0
+    return {"host": socket.gethostname(), "ja_task_id": task, "task_id": task, "job_owner": config.owner,
+            "job_id": config.job_id, "job_name": config.name, "queue": config.queue,
+            "sge_cell": config.cluster or "default", "sge_root": sys.prefix}
 
 
 def _killpg(pgid: int, signum: int) -> None:

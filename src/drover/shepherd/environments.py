@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import subprocess
 
-from drover.records import AttemptConfig, EnvironmentRecord
+from drover.records import EnvironmentRecord
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.methods import Method
@@ -35,9 +36,9 @@ class Switch:
     """The attempt's named environments: `due` says when to switch (once), `setup` switches,
     `post` runs their post scripts once the job's epilog is done."""
 
-    def __init__(self, config: AttemptConfig, trace: Trace) -> None:
-        self.wanted: list[EnvironmentRecord] = list(config.get("environments") or [])
-        self.timeout_s = float(config.get("method_timeout_s", 600.0))
+    def __init__(self, config: ShepherdConfig, trace: Trace) -> None:
+        self.wanted: list[EnvironmentRecord] = list(config.environments)
+        self.timeout_s = config.method_timeout_s
         self.trace = trace
         self.switched = False
         self.posted = False

@@ -51,11 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drover.method_command import CommandMethod, SignalMethod
-from drover.records import (
-    AttemptConfig,
-    ExitStatus,
-    Usage,
-)
+from drover.records import ExitStatus, Usage
 from drover.shepherd import (
     checkpoint,
     control,
@@ -68,6 +64,7 @@ from drover.shepherd import (
     spool_files,
     starter,
 )
+from drover.shepherd.config import ShepherdConfig, read_config
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment, site_environment
 from drover.shepherd.failure import StartFailure
@@ -139,7 +136,7 @@ class Attempt:
 
     spool: layout.SpoolDir
     trace: Trace
-    config: AttemptConfig
+    config: ShepherdConfig
     containment: Containment
     limits: setup.Setup  # the nice, CPUs and rlimits of the job's processes (setup.py)
     identity: Identity | None
@@ -180,31 +177,31 @@ def record_pid(spool: layout.SpoolDir, trace: Trace) -> int:
     return pid
 
 
-def read_attempt_config(spool: layout.SpoolDir, trace: Trace, inbox: SignalInbox, pid: int) -> AttemptConfig:
+def read_attempt_config(spool: layout.SpoolDir, trace: Trace, inbox: SignalInbox, pid: int) -> ShepherdConfig:
     """Step 2, GE shepherd: "receives information about the job to be started from the execd":
     the attempt's config, as the execd wrote it. VOV 10: "If VOV_DEBUG_TASKER is set, the
     subtasker sleeps ... (to allow connection of a debugger)": DROVER_DEBUG_SHEPHERD, which the
     node put in the config."""
     with open(spool.record(layout.CONFIG), "rb") as file:
-        config: AttemptConfig = json.loads(file.read())
+        config = read_config(json.loads(file.read()))
     trace.step("config read")
-    if config.get("debug_pause_s"):
-        _pause_for_debugger(spool, pid, inbox, float(config.get("debug_pause_s", 0)))
+    if config.debug_pause_s:
+        _pause_for_debugger(spool, pid, inbox, config.debug_pause_s)
     return config
 
 
-def contain(spool: layout.SpoolDir, config: AttemptConfig, trace: Trace) -> tuple[Containment, setup.Setup]:
+def contain(spool: layout.SpoolDir, config: ShepherdConfig, trace: Trace) -> tuple[Containment, setup.Setup]:
     """GE: "set an additional group id to control/monitor all child processes of the job": here
     a cgroup (or a subreaper where there is none): everything the job starts stays inside. Its
     record, for the execd to end it all should we die; GE's spool files "osjobid" and
     "processor_set_number" (spool_files.py). And the job's limits (VOV 5/8/13, GE limits)."""
-    given_gpus = set((config.get("gres") or {}).get("gpu", []))
-    containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"],
-                         str(config.get("cluster", "")), pids_limit(config),
-                         [index for index in range(int(config.get("node_gpus", 0))) if index not in given_gpus])
+    given_gpus = set(config.gres.get("gpu", []))
+    containment = choose(config.containment_name or spool.name, config.memory_mib, config.cpu_ids,
+                         config.cluster, pids_limit(config),
+                         [index for index in range(config.node_gpus) if index not in given_gpus])
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
-    limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
-                               config.get("queue_nice", 0))
+    limits = setup.for_attempt(config.priority, config.cpu_ids, dict(config.rlimits),
+                               config.queue_nice)
     spool_files.write_where(spool, containment.record(), limits.cpus)
     trace.step(f"containment {containment.name}")
     if containment.hidden_gpus:
@@ -212,7 +209,7 @@ def contain(spool: layout.SpoolDir, config: AttemptConfig, trace: Trace) -> tupl
     return containment, limits
 
 
-def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: AttemptConfig, containment: Containment,
+def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: ShepherdConfig, containment: Containment,
                           limits: setup.Setup, identity: Identity | None) -> Attempt:
     """Step 3, GE process flow, "Setting up the job's environment": the job's environment, with a
     TMPDIR of the attempt's own (the owner's); GE's pe_hostfile; a checkpointing job's
@@ -222,8 +219,8 @@ def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: AttemptC
     env = build_environment(config, tmpdir)
     env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     parallel.write_hostfiles(config, spool.path, tmpdir)  # GE: pe_hostfile, and $PE_HOSTFILE in TMPDIR
-    checkpoint_problems = checkpoint.prepare(config["checkpoint"], spool, identity) if "checkpoint" in config else []
-    env.update(checkpoint.environment(config["checkpoint"]) if "checkpoint" in config else {})
+    checkpoint_problems = checkpoint.prepare(config.checkpoint, spool, identity) if config.checkpoint is not None else []
+    env.update(checkpoint.environment(config.checkpoint) if config.checkpoint is not None else {})
     if identity is not None:
         env.update(identity.environment())
         if identity.switches:
@@ -232,11 +229,11 @@ def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: AttemptC
     return Attempt(spool, trace, config, containment, limits, identity, tmpdir, env, checkpoint_problems)
 
 
-def verify_methods(config: AttemptConfig, identity: Identity | None) -> dict[str, SignalMethod | CommandMethod]:
+def verify_methods(config: ShepherdConfig, identity: Identity | None) -> dict[str, SignalMethod | CommandMethod]:
     """GE Initialization, verify_method: the suspend, resume and terminate methods (control.py),
     and the checkpointing interface (checkpoint.py); StartFailure for one that cannot work."""
     control_methods = control.verify(config, identity)
-    checkpoint.verify(config.get("checkpoint"), identity)
+    checkpoint.verify(config.checkpoint, identity)
     return control_methods
 
 
@@ -247,7 +244,7 @@ def enter_as_owner(attempt: Attempt) -> Opened:
     directory as the owner. StartFailure for what cannot be done."""
     config, identity, trace = attempt.config, attempt.identity, attempt.trace
     workdir_fd = _open_workdir(attempt.spool, config, identity)
-    trace.step(f"working directory {config['workdir']} entered as {identity.user if identity else 'the shepherd'}")
+    trace.step(f"working directory {config.workdir} entered as {identity.user if identity else 'the shepherd'}")
     staged_in = staged_in_files(attempt.spool)
     with acting_as(identity):
         stdout, stderr = _open_outputs(config)
@@ -269,7 +266,7 @@ def methods_around_job(attempt: Attempt, opened: Opened) -> Around:
     config = attempt.config
     before_job, after_job = parallel.with_pe_methods(config, attempt.spool.path, methods(config, BEFORE_JOB),
                                                      methods(config, AFTER_JOB))
-    if config.get("pe_task"):
+    if config.pe_task:
         # GE process flow, tight integration: a task of a parallel job started on one of its
         # hosts is only the command, under its own shepherd: the prologs, epilogs and PE
         # procedures ran (or run) once, around the job's script on its master.
@@ -317,7 +314,7 @@ def start_job(attempt: Attempt, opened: Opened) -> tuple[int, PtyRelay | None]:
     relayed to its user. Its pid, and its terminal's relay."""
     identity = attempt.identity
     relay = None
-    if attempt.config.get("pty"):
+    if attempt.config.pty:
         relay = PtyRelay(attempt.spool.path, identity.uid if identity is not None and identity.switches else None)
     attempt.containment.enter()
     try:
@@ -357,8 +354,8 @@ def supervise_job(attempt: Attempt, opened: Opened, job_pid: int, inbox: SignalI
     checkpoints = _checkpointing(attempt.spool, config, attempt.containment, attempt.checkpoint_problems,
                                  lambda: _popen_options(opened.workdir_fd, env, opened.stdout, opened.stderr,
                                                         identity, limits))
-    ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], attempt.containment,
-                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
+    ending = supervise(job_pid, inbox, config.time_limit_s, config.kill_grace_s, attempt.containment,
+                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.checkpoint_signal),
                        before_start=before_start, by_record=SignalReader(attempt.spool.record(layout.SIGNAL)),
                        control=_job_control(control_methods, attempt.containment, config, env, opened.workdir_fd,
                                             identity, limits),
@@ -503,24 +500,24 @@ def _pause_for_debugger(spool: layout.SpoolDir, pid: int, inbox: SignalInbox, se
     print(f"drover shepherd {spool.name}: pid {pid} goes on", file=sys.stderr, flush=True)
 
 
-def _warning(config: AttemptConfig) -> tuple[int, float] | None:
+def _warning(config: ShepherdConfig) -> tuple[int, float] | None:
     """Slurm's --signal=SIG@T: (signal, seconds before the time limit), if the job asked."""
-    name = config.get("warn_signal")
-    if not name or not config["time_limit_s"]:
+    name = config.warn_signal
+    if not name or not config.time_limit_s:
         return None
-    return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))
+    return int(signal.Signals[str(name)]), config.warn_before_s
 
 
-def _job_control(methods: dict[str, SignalMethod | CommandMethod], containment: Containment, config: AttemptConfig,
+def _job_control(methods: dict[str, SignalMethod | CommandMethod], containment: Containment, config: ShepherdConfig,
                  env: dict[str, str], workdir_fd: int, identity: Identity | None,
                  limits: setup.Setup) -> control.JobControl:
     """How the job is suspended, resumed and stopped (control.py). How a method's command runs,
     and its placeholders' values (a copy of the environment, the host's name), are made only
     where a queue or the node configured a command: most attempts have none."""
     if not any(isinstance(method, CommandMethod) for method in methods.values()):
-        return control.JobControl(methods, containment, config["kill_grace_s"], config.get("notify_s"))
+        return control.JobControl(methods, containment, config.kill_grace_s, config.notify_s)
     return control.JobControl(
-        methods, containment, config["kill_grace_s"], config.get("notify_s"),
+        methods, containment, config.kill_grace_s, config.notify_s,
         control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
         control.facts_of(config))
 
@@ -532,15 +529,15 @@ def _entered(workdir_fd: int) -> str:
     return f"/proc/self/fd/{workdir_fd}"
 
 
-def _checkpointing(spool: layout.SpoolDir, config: AttemptConfig, containment: Containment, problems: list[str],
+def _checkpointing(spool: layout.SpoolDir, config: ShepherdConfig, containment: Containment, problems: list[str],
                    options: Callable[[], dict[str, object]]) -> checkpoint.Checkpointing | None:
     """A checkpointing job's checkpoints (checkpoint.py); None for any other job. `problems`:
     trace lines of its set-up."""
-    record = config.get("checkpoint")
+    record = config.checkpoint
     if record is None:
         return None
-    found = checkpoint.Checkpointing(record, spool, options(), containment, float(config["kill_grace_s"]),
-                                     float(config.get("method_timeout_s", 600.0)))
+    found = checkpoint.Checkpointing(record, spool, options(), containment, float(config.kill_grace_s),
+                                     config.method_timeout_s)
     found.trace += problems
     return found
 
@@ -572,7 +569,7 @@ def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None
     return preexec
 
 
-def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before: setup.Saved) -> dict[str, object]:
+def _site_popen_options(config: ShepherdConfig, stdout: int, stderr: int, before: setup.Saved) -> dict[str, object]:
     """How the site's methods (node and queue prolog and epilog, PE start and stop) run: as the
     node daemon's user (root on a shared node, like Slurm's Prolog and Epilog), in /, with a
     clean environment (environment.site_environment), so nothing of the job's changes how
@@ -591,10 +588,10 @@ def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before:
 
 
 def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
-                 containment: Containment, config: AttemptConfig,
+                 containment: Containment, config: ShepherdConfig,
                  stop_on_failure: bool = True, trace: Trace | None = None) -> tuple[Method, int] | None:
     """Run methods in order inside the attempt's containment; the first failure, if any."""
-    timeout = float(config.get("method_timeout_s", 600.0))
+    timeout = config.method_timeout_s
     failure = None
     for method in found:
         if trace is not None:
@@ -628,7 +625,7 @@ def _stopped_by(spool: layout.SpoolDir) -> str:
     return why if why in ("cancel", "requeue", "hold") else "stop"
 
 
-def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: AttemptConfig, options: dict[str, object],
+def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: ShepherdConfig, options: dict[str, object],
                           site_options: dict[str, object], containment: Containment,
                           trace: Trace) -> list[tuple[Method, int]]:
     """The methods that still run when the job does not (a prolog or PE start failed, a stop came
@@ -670,13 +667,13 @@ def _close(stdout: int, stderr: int) -> None:
         os.close(stderr)
 
 
-def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
+def _open_outputs(config: ShepherdConfig) -> tuple[int, int]:
     """As the owner (the caller acts as the owner): regular files or /dev/null only."""
-    paths = [config["stdout"]] + ([config["stderr"]] if config["stderr"] else [])
+    paths = [config.stdout] + ([config.stderr] if config.stderr else [])
     fds: list[int] = []
     try:
         for path in paths:
-            fds.append(open_output(path, append=config["open_mode"] == "append"))
+            fds.append(open_output(path, append=config.open_mode == "append"))
     except OSError as error:
         for fd in fds:
             os.close(fd)
@@ -684,7 +681,7 @@ def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
     return fds[0], fds[-1]
 
 
-def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
+def _start(spool: layout.SpoolDir, config: ShepherdConfig, env: dict[str, str], stdout: int, stderr: int,
            identity: Identity | None, workdir_fd: int, limits: setup.Setup, pty: int | None = None) -> int:
     """Start the job; its pid. A job of the shepherd's own user is posix_spawn'ed (launch.py).
     Otherwise Popen does the child's set-up in C: the process group, the working directory,
@@ -693,15 +690,15 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
     shepherd takes the job's set-up first (only one it can give back: setup.reversible); a failed chdir, switch or exec comes back here as an exception. VOV 11: a
     failed identity switch is retried. A job given as a command line is exec'd without bash
     (launch.py); if that exec fails, bash runs the line and reports it as it always has."""
-    tries = int(config.get("identity_tries", 3))
-    pause = float(config.get("identity_retry_s", 10.0))
+    tries = config.identity_tries
+    pause = config.identity_retry_s
     switching = identity is not None and identity.switches
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     script = spool.record(layout.JOB_SCRIPT)
     command = launch.command_of(_read_script(script))
     attempt = 0
     while True:
-        argv, job_env = (command, launch.environment(env, config["workdir"])) if command else (["/bin/bash", script], env)
+        argv, job_env = (command, launch.environment(env, config.workdir)) if command else (["/bin/bash", script], env)
         # GE queue_conf starter_method, VOV 3 (-E): the site's command starts the job (starter.py).
         argv, job_env = starter.wrap(starter.starter_of(config), argv, job_env, command is not None)
         try:
@@ -736,8 +733,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
             assert identity is not None
             if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
-                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
+                details = run_diagnostics(config.diagnostics_setuid, [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.diagnostics_identity)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -764,13 +761,13 @@ def _terminal_and_default_signals() -> None:
     take_controlling_terminal()
 
 
-def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:
+def _check_identity(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | None) -> None:
     """Switch to the owner and back, as the Accelerator's subtasker tries: 3 times, 10 s apart by
     default; then the site's diagnostics script, and the attempt fails with the reason."""
     if identity is None or not identity.switches:
         return
-    tries = max(int(config.get("identity_tries", 3)), 1)
-    pause = float(config.get("identity_retry_s", 10.0))
+    tries = max(config.identity_tries, 1)
+    pause = config.identity_retry_s
     for attempt in range(1, tries + 1):
         try:
             with acting_as(identity):
@@ -778,20 +775,20 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
-                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
+                details = run_diagnostics(config.diagnostics_setuid, [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.diagnostics_identity)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
 
-def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> int:
+def _open_workdir(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | None) -> int:
     """Open the working directory as the job's owner, retrying (an automounter or a network
     filesystem may need a moment: VOV_RETRY_CHDIR, VOV_RETRY_CHDIR_SLEEP); then the site's
     diagnostics script, and the attempt fails with the reason. The descriptor is how every
     process of the attempt enters the directory (_entered)."""
-    tries = max(int(config.get("chdir_tries", 3)), 1)
-    pause = float(config.get("chdir_retry_s", 2.0))
-    workdir = config["workdir"]
+    tries = max(config.chdir_tries, 1)
+    pause = config.chdir_retry_s
+    workdir = config.workdir
     for attempt in range(1, tries + 1):
         try:
             with acting_as(identity):
@@ -809,20 +806,20 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
                 reason = f"cannot enter {workdir}: {error.strerror}"
                 # VOV 17: "vov_diagnostics_chdir with arguments ID and DIR (the directory that
                 # could not be accessed)".
-                details = run_diagnostics(config.get("diagnostics_chdir"), [str(config["job_id"]), workdir],
+                details = run_diagnostics(config.diagnostics_chdir, [str(config.job_id), workdir],
                                           spool.name, identity.user if identity else "", reason,
-                                          config.get("diagnostics_identity"))
+                                          config.diagnostics_identity)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")
 
 
-def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
+def _start_failure(config: ShepherdConfig, error: OSError) -> StartFailure:
     method = starter.starter_of(config)
     if method is not None and error.filename == method:
         return StartFailure(f"cannot run the starter method {method}: {error.strerror or error}")
-    if error.filename == config["workdir"] or (not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)):
-        return StartFailure(f"cannot enter {config['workdir']}: {error.strerror}")
+    if error.filename == config.workdir or (not os.path.isdir(config.workdir) and error.errno in (2, 13, 20)):
+        return StartFailure(f"cannot enter {config.workdir}: {error.strerror}")
     return StartFailure(f"cannot start the job: {error.strerror or error}")
 
 
@@ -844,9 +841,9 @@ def _json(record: object) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
-def pids_limit(config: AttemptConfig) -> int:
+def pids_limit(config: ShepherdConfig) -> int:
     """The attempt's process limit: the job's own (--pids-max) within the node's pids_max; 0: none."""
-    limits = [int(value) for value in (config.get("pids_max"), config.get("job_pids_max")) if value]
+    limits = [value for value in (config.pids_max, config.job_pids_max) if value]
     return min(limits) if limits else 0
 
 

@@ -32,9 +32,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.signals import held_signals
 
 BEFORE_JOB = (("prolog", "node"), ("prolog", "queue"), ("prolog", "job"), ("pe_start", "node"))
@@ -49,12 +49,16 @@ class Method:
     as_owner: bool = False  # a site's method that runs as the job's owner (a PE's procedure without root@)
 
 
-def methods(config: Mapping[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
-    """The configured methods among `order`; config keys are e.g. "node_prolog", "job_epilog"."""
+def methods(config: ShepherdConfig, order: tuple[tuple[str, str], ...]) -> list[Method]:
+    """The configured methods among `order` (BEFORE_JOB, AFTER_JOB)."""
+    commands = {("prolog", "node"): config.node_prolog, ("prolog", "queue"): config.queue_prolog,
+                ("prolog", "job"): config.job_prolog, ("pe_start", "node"): config.node_pe_start,
+                ("pe_stop", "node"): config.node_pe_stop, ("epilog", "job"): config.job_epilog,
+                ("epilog", "queue"): config.queue_epilog, ("epilog", "node"): config.node_epilog}
     found = []
     for step, level in order:
-        command = config.get(f"{level}_{step}")
-        if isinstance(command, str) and command.strip():
+        command = commands[step, level]
+        if command is not None and command.strip():
             found.append(Method(step, level, command))
     return found
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 from tests.helpers.attempt_config import attempt_config
 
 from drover.shepherd import setup
+from drover.shepherd.config import read_config
 from drover.shepherd.containment import Containment
 from drover.shepherd.main import (
     Attempt,
@@ -66,7 +67,7 @@ def spool_of(tmp_path: Path) -> layout.SpoolDir:
 def attempt_of(spool: layout.SpoolDir, containment: object, env: dict[str, str] | None = None) -> Attempt:
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir)
-    return Attempt(spool, Trace(), attempt_config(spool.root), cast(Containment, containment),
+    return Attempt(spool, Trace(), read_config(attempt_config(spool.root)), cast(Containment, containment),
                    setup.for_attempt(0, [], {}, 0), None, tmpdir, env or {})
 
 
@@ -94,7 +95,7 @@ def test_step_2_reads_the_config_the_execd_wrote(tmp_path: Path) -> None:
     config = attempt_config(str(tmp_path), time_limit_s=30)
     Path(spool.record(layout.CONFIG)).write_text(json.dumps(config))
     inbox = cast(SignalInbox, FakeInbox([]))  # no debug pause asked for: the inbox is not read
-    assert read_attempt_config(spool, trace, inbox, os.getpid()) == config
+    assert read_attempt_config(spool, trace, inbox, os.getpid()) == read_config(config)
     assert trace.lines[-1].endswith("config read")
 
 
