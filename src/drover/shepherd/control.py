@@ -56,6 +56,7 @@ from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as
+from drover.shepherd.processes import ProcessOptions, start
 from drover.shepherd.signals import held_signals, reset_for_exec, signal_name
 
 NOTIFY_SUSPEND = signal.SIGUSR1
@@ -102,13 +103,13 @@ class JobControl:
     """Suspend, resume and terminate the job as the attempt's methods and --notify say."""
 
     def __init__(self, methods: Mapping[str, Method], containment: Containment, kill_grace_s: float,
-                 notify_s: float | None = None, popen_options: Mapping[str, object] | None = None,
+                 notify_s: float | None = None, popen_options: ProcessOptions | None = None,
                  facts: Mapping[str, object] | None = None) -> None:
         self.methods = dict(methods)
         self.containment = containment
         self.kill_grace_s = kill_grace_s
         self.notify_s = notify_s
-        self.popen_options = dict(popen_options or {})
+        self.popen_options = popen_options  # wherever a method is a command (main._job_control)
         self.facts = dict(facts or {})
         self.job_pid = 0
         self.trace: list[str] = []
@@ -225,9 +226,10 @@ class JobControl:
             self._note(f"{name}: skipped: the {self._command[0]} (pid {self._command[1].pid}) still runs")
             return
         argv = expand(method.argv, self.facts)
+        assert self.popen_options is not None, "a command method comes with the options it runs with"
         try:
             with held_signals():
-                process = subprocess.Popen(argv, **self.popen_options)  # type: ignore[call-overload]  # options as a dict
+                process = start(argv, self.popen_options)
         except OSError as error:
             self._note(f"{name}: {describe(method)}: cannot start: {error.strerror}")
             return
@@ -254,14 +256,12 @@ class JobControl:
 
 
 def method_popen_options(env: Mapping[str, str], cwd: str, identity: Identity | None,
-                         preexec: Callable[[], None] = reset_for_exec) -> dict[str, object]:
+                         preexec: Callable[[], None] = reset_for_exec) -> ProcessOptions:
     """How a method's command runs (GE's start_async_command): as the job's owner, in its
     working directory and environment, on /dev/null, in a process group of its own; `preexec`
     gives it the job's signals, nice, CPUs and rlimits (GE: "setrlimits")."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
-    return {"cwd": cwd, "env": dict(env), "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
-            "stderr": subprocess.DEVNULL, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": preexec, "user": user, "group": group, "extra_groups": extra_groups}
+    return ProcessOptions(cwd, dict(env), subprocess.DEVNULL, subprocess.DEVNULL, preexec, user, group, extra_groups)
 
 
 def facts_of(config: ShepherdConfig) -> dict[str, object]:

@@ -24,6 +24,7 @@ from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.methods import Method
+from drover.shepherd.processes import ProcessOptions, start
 from drover.shepherd.signals import held_signals
 from drover.shepherd.trace import Trace
 
@@ -52,7 +53,7 @@ class Switch:
         return bool(self.wanted) and not self.switched and (
             method is None or method.level == "job" or method.step == "pe_start")
 
-    def setup(self, env: dict[str, str], options: dict[str, object], containment: Containment) -> None:
+    def setup(self, env: dict[str, str], options: ProcessOptions, containment: Containment) -> None:
         """Switch `env` in place (the options of the job's methods hold the same dict). Raises
         StartFailure when an environment cannot be switched to."""
         self.switched = True
@@ -79,7 +80,7 @@ class Switch:
         return self.switched and not self.posted and (method is None or method.level != "job"
                                                       and method.step != "pe_stop")
 
-    def post(self, options: dict[str, object], containment: Containment) -> None:
+    def post(self, options: ProcessOptions, containment: Containment) -> None:
         self.posted = True
         for wanted in reversed(self.wanted):
             if not wanted["post"] or wanted.get("unknown"):
@@ -88,13 +89,13 @@ class Switch:
             code, _ = self._run(["/bin/bash", wanted["post"]], options, containment)
             self.trace.step(f"environment {wanted['name']} post exited {code}")
 
-    def _run(self, argv: list[str], options: dict[str, object], containment: Containment,
+    def _run(self, argv: list[str], options: ProcessOptions, containment: Containment,
              capture: bool = False) -> tuple[int, bytes]:
-        popen = dict(options, stdout=subprocess.PIPE) if capture else options
+        popen = options.with_output(subprocess.PIPE, options.stderr) if capture else options
         containment.enter()
         try:
             with held_signals():
-                process = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]  # the job's method options
+                process = start(argv, popen)
         except OSError as error:
             return (127 if error.errno == 2 else 126), b""
         finally:

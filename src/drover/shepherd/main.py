@@ -71,6 +71,7 @@ from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
+from drover.shepherd.processes import ProcessOptions
 from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
 from drover.shepherd.signals import SignalInbox, held_signals, reset_for_exec
 from drover.shepherd.supervise import Ending, supervise
@@ -163,8 +164,8 @@ class Around:
     before_job: list[Method]
     after_job: list[Method]
     switch: environments.Switch
-    options: dict[str, object]  # how the job's own methods run (_popen_options)
-    site_options: dict[str, object]  # how the site's run (_site_popen_options)
+    options: ProcessOptions  # how the job's own methods run (_popen_options)
+    site_options: ProcessOptions | None  # how the site's run (_site_popen_options); None: no method to run
     ran: list[Method] = field(default_factory=list)  # those of before_job that ran
 
 
@@ -272,12 +273,11 @@ def methods_around_job(attempt: Attempt, opened: Opened) -> Around:
         # procedures ran (or run) once, around the job's script on its master.
         before_job, after_job = [], []
     switch = environments.Switch(config, attempt.trace)
-    if before_job or after_job or switch:
-        options = _popen_options(opened.workdir_fd, attempt.env, opened.stdout, opened.stderr, attempt.identity,
-                                 attempt.limits)
+    options = _popen_options(opened.workdir_fd, attempt.env, opened.stdout, opened.stderr, attempt.identity,
+                             attempt.limits)
+    site_options = None
+    if before_job or after_job:
         site_options = _site_popen_options(config, opened.stdout, opened.stderr, setup.saved(attempt.limits))
-    else:
-        options = site_options = {}
     return Around(before_job, after_job, switch, options, site_options)
 
 
@@ -530,7 +530,7 @@ def _entered(workdir_fd: int) -> str:
 
 
 def _checkpointing(spool: layout.SpoolDir, config: ShepherdConfig, containment: Containment, problems: list[str],
-                   options: Callable[[], dict[str, object]]) -> checkpoint.Checkpointing | None:
+                   options: Callable[[], ProcessOptions]) -> checkpoint.Checkpointing | None:
     """A checkpointing job's checkpoints (checkpoint.py); None for any other job. `problems`:
     trace lines of its set-up."""
     record = config.checkpoint
@@ -547,14 +547,12 @@ def _signal_number(name: object) -> int | None:
 
 
 def _popen_options(workdir_fd: int, env: dict[str, str], stdout: int, stderr: int,
-                   identity: Identity | None, limits: setup.Setup) -> dict[str, object]:
+                   identity: Identity | None, limits: setup.Setup) -> ProcessOptions:
     """How the job's own methods (its --prolog and --epilog: VOV's precmd and postcmd) run: as
     the job does, with its nice, CPUs and rlimits (VOV 8 and 13 come before VOV 20)."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
-    return {"cwd": _entered(workdir_fd), "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
-            "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": _set_up(reset_for_exec, limits),
-            "user": user, "group": group, "extra_groups": extra_groups}
+    return ProcessOptions(_entered(workdir_fd), env, stdout, stderr, _set_up(reset_for_exec, limits),
+                          user, group, extra_groups)
 
 
 def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None]:
@@ -569,7 +567,7 @@ def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None
     return preexec
 
 
-def _site_popen_options(config: ShepherdConfig, stdout: int, stderr: int, before: setup.Saved) -> dict[str, object]:
+def _site_popen_options(config: ShepherdConfig, stdout: int, stderr: int, before: setup.Saved) -> ProcessOptions:
     """How the site's methods (node and queue prolog and epilog, PE start and stop) run: as the
     node daemon's user (root on a shared node, like Slurm's Prolog and Epilog), in /, with a
     clean environment (environment.site_environment), so nothing of the job's changes how
@@ -582,12 +580,10 @@ def _site_popen_options(config: ShepherdConfig, stdout: int, stderr: int, before
         reset_for_exec()
         setup.restore(before)
 
-    return {"cwd": "/", "env": site_environment(config), "stdin": subprocess.DEVNULL,
-            "stdout": stdout, "stderr": stderr, "close_fds": True, "process_group": 0,
-            "restore_signals": True, "preexec_fn": preexec}
+    return ProcessOptions("/", site_environment(config), stdout, stderr, preexec)
 
 
-def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
+def _run_methods(found: list[Method], options: ProcessOptions, site_options: ProcessOptions | None,
                  containment: Containment, config: ShepherdConfig,
                  stop_on_failure: bool = True, trace: Trace | None = None) -> tuple[Method, int] | None:
     """Run methods in order inside the attempt's containment; the first failure, if any."""
@@ -600,10 +596,12 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
         # containment. The site's run outside it, in the shepherd's own cgroup: not pinned to the
         # job's cpuset, not held to its memory limit, not frozen with it (setup.py says why).
         owners = method.level == "job" or method.as_owner
+        chosen = options if owners else site_options
+        assert chosen is not None, "the site's options are made wherever there is a method (methods_around_job)"
         if owners:
             containment.enter()
         try:
-            code = run_method(method, options if owners else site_options, timeout)
+            code = run_method(method, chosen, timeout)
         except OSError as error:
             code = 126 if error.errno != 2 else 127
         finally:
@@ -625,8 +623,8 @@ def _stopped_by(spool: layout.SpoolDir) -> str:
     return why if why in ("cancel", "requeue", "hold") else "stop"
 
 
-def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: ShepherdConfig, options: dict[str, object],
-                          site_options: dict[str, object], containment: Containment,
+def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: ShepherdConfig, options: ProcessOptions,
+                          site_options: ProcessOptions | None, containment: Containment,
                           trace: Trace) -> list[tuple[Method, int]]:
     """The methods that still run when the job does not (a prolog or PE start failed, a stop came
     before the job started, or the job could not be started), each with its exit status.
