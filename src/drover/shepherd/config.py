@@ -23,7 +23,9 @@ from drover.records import AttemptCheckpoint, EnvironmentRecord, IdentityRecord,
 STAGE_OUT_LIMIT_BYTES = 64 * 1024 * 1024  # per attempt, where the node says nothing
 
 
-@dataclass(frozen=True, slots=True)
+# Neither __eq__ nor __repr__: for some 90 fields each costs as much to generate as the rest of
+# the class, at every start of a shepherd run by hand (the fork server imports it once).
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ShepherdConfig:
     # The job's: the order's keys the shepherd cannot do without.
     job_id: int

@@ -3,6 +3,7 @@ its own: what it writes, what it tells the execd, what it hands to the steps aft
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -95,7 +96,8 @@ def test_step_2_reads_the_config_the_execd_wrote(tmp_path: Path) -> None:
     config = attempt_config(str(tmp_path), time_limit_s=30)
     Path(spool.record(layout.CONFIG)).write_text(json.dumps(config))
     inbox = cast(SignalInbox, FakeInbox([]))  # no debug pause asked for: the inbox is not read
-    assert read_attempt_config(spool, trace, inbox, os.getpid()) == read_config(config)
+    assert dataclasses.astuple(read_attempt_config(spool, trace, inbox, os.getpid())) == dataclasses.astuple(
+        read_config(config))
     assert trace.lines[-1].endswith("config read")
 
 
