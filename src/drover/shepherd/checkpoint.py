@@ -34,6 +34,7 @@ from drover.records import AttemptCheckpoint
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as
+from drover.shepherd.processes import ProcessOptions, start
 from drover.spool import layout
 from drover.spool.atomic import write_atomically
 
@@ -86,7 +87,7 @@ def prepare(record: AttemptCheckpoint, spool: layout.SpoolDir, identity: Identit
 class Checkpointing:
     """The checkpoints of one running job; supervise.py calls it from its loop."""
 
-    def __init__(self, record: AttemptCheckpoint, spool: layout.SpoolDir, popen_options: dict[str, object],
+    def __init__(self, record: AttemptCheckpoint, spool: layout.SpoolDir, popen_options: ProcessOptions,
                  containment: Containment, grace_s: float, timeout_s: float) -> None:
         self.record = record
         self.spool = spool
@@ -200,7 +201,7 @@ class Checkpointing:
         argv = [substitute(word, lambda name: pid if name == "job_pid" else None) for word in command]
         self.containment.enter()
         try:
-            return subprocess.Popen(argv, **self.options)  # type: ignore[call-overload,no-any-return]
+            return start(argv, self.options)
         except OSError as error:
             self._note(f"cannot start {argv[0]}: {error.strerror or error}: the checkpoint did not happen")
             return None

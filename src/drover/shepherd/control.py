@@ -52,9 +52,11 @@ from drover.method_command import (
     expand,
     methods_in_effect,
 )
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as
+from drover.shepherd.processes import ProcessOptions, start
 from drover.shepherd.signals import held_signals, reset_for_exec, signal_name
 
 NOTIFY_SUSPEND = signal.SIGUSR1
@@ -62,11 +64,13 @@ NOTIFY_KILL = signal.SIGUSR2
 COMMAND_WAIT_S = 5.0  # how long a method's command still running when the job ended is waited for
 
 
-def verify(config: Mapping[str, object], identity: Identity | None) -> dict[str, Method]:
+def verify(config: ShepherdConfig, identity: Identity | None) -> dict[str, Method]:
     """GE's verify_method: the attempt's methods in effect (its queue's, else its node's), each
     command checked as the job's owner, who runs it. Raises StartFailure naming the method."""
-    node = {name: _text(config.get(f"node_{name}")) for name in METHOD_NAMES}
-    queue = {name: _text(config.get(f"queue_{name}")) for name in node}
+    node = dict(zip(METHOD_NAMES, (config.node_suspend_method, config.node_resume_method,
+                                   config.node_terminate_method), strict=True))
+    queue = dict(zip(METHOD_NAMES, (config.queue_suspend_method, config.queue_resume_method,
+                                    config.queue_terminate_method), strict=True))
     try:
         chosen = methods_in_effect(node, queue)
     except ValueError as error:
@@ -78,10 +82,6 @@ def verify(config: Mapping[str, object], identity: Identity | None) -> dict[str,
             if problem:
                 raise StartFailure(f"{name}: {method.path}: {problem}")
     return chosen
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _not_executable(path: str) -> str | None:
@@ -103,13 +103,13 @@ class JobControl:
     """Suspend, resume and terminate the job as the attempt's methods and --notify say."""
 
     def __init__(self, methods: Mapping[str, Method], containment: Containment, kill_grace_s: float,
-                 notify_s: float | None = None, popen_options: Mapping[str, object] | None = None,
+                 notify_s: float | None = None, popen_options: ProcessOptions | None = None,
                  facts: Mapping[str, object] | None = None) -> None:
         self.methods = dict(methods)
         self.containment = containment
         self.kill_grace_s = kill_grace_s
         self.notify_s = notify_s
-        self.popen_options = dict(popen_options or {})
+        self.popen_options = popen_options  # wherever a method is a command (main._job_control)
         self.facts = dict(facts or {})
         self.job_pid = 0
         self.trace: list[str] = []
@@ -226,9 +226,10 @@ class JobControl:
             self._note(f"{name}: skipped: the {self._command[0]} (pid {self._command[1].pid}) still runs")
             return
         argv = expand(method.argv, self.facts)
+        assert self.popen_options is not None, "a command method comes with the options it runs with"
         try:
             with held_signals():
-                process = subprocess.Popen(argv, **self.popen_options)  # type: ignore[call-overload]  # options as a dict
+                process = start(argv, self.popen_options)
         except OSError as error:
             self._note(f"{name}: {describe(method)}: cannot start: {error.strerror}")
             return
@@ -255,22 +256,20 @@ class JobControl:
 
 
 def method_popen_options(env: Mapping[str, str], cwd: str, identity: Identity | None,
-                         preexec: Callable[[], None] = reset_for_exec) -> dict[str, object]:
+                         preexec: Callable[[], None] = reset_for_exec) -> ProcessOptions:
     """How a method's command runs (GE's start_async_command): as the job's owner, in its
     working directory and environment, on /dev/null, in a process group of its own; `preexec`
     gives it the job's signals, nice, CPUs and rlimits (GE: "setrlimits")."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
-    return {"cwd": cwd, "env": dict(env), "stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
-            "stderr": subprocess.DEVNULL, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": preexec, "user": user, "group": group, "extra_groups": extra_groups}
+    return ProcessOptions(cwd, dict(env), subprocess.DEVNULL, subprocess.DEVNULL, preexec, user, group, extra_groups)
 
 
-def facts_of(config: Mapping[str, object]) -> dict[str, object]:
+def facts_of(config: ShepherdConfig) -> dict[str, object]:
     """queue_conf(5)'s placeholders but $job_pid, which the job's start adds."""
-    task = config.get("task_index") if config.get("is_array") else 0
-    return {"host": socket.gethostname(), "ja_task_id": task, "task_id": task, "job_owner": config.get("owner"),
-            "job_id": config.get("job_id"), "job_name": config.get("name"), "queue": config.get("queue"),
-            "sge_cell": config.get("cluster") or "default", "sge_root": sys.prefix}
+    task = config.task_index if config.is_array else 0
+    return {"host": socket.gethostname(), "ja_task_id": task, "task_id": task, "job_owner": config.owner,
+            "job_id": config.job_id, "job_name": config.name, "queue": config.queue,
+            "sge_cell": config.cluster or "default", "sge_root": sys.prefix}
 
 
 def _killpg(pgid: int, signum: int) -> None:

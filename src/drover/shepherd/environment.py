@@ -9,7 +9,8 @@ import pwd
 import re
 import time
 
-from drover.records import AttemptConfig, IdentityRecord
+from drover.records import IdentityRecord
+from drover.shepherd.config import ShepherdConfig
 from drover.slurm_layout import compress_counts, compress_hosts, tasks_per_node
 from drover.spool.architecture import architecture
 
@@ -20,7 +21,7 @@ from drover.spool.architecture import architecture
 SITE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def site_environment(config: AttemptConfig) -> dict[str, str]:
+def site_environment(config: ShepherdConfig) -> dict[str, str]:
     """The environment of the site's methods: PATH, the attempt's facts (DROVER_*, and the Grid
     Engine and Slurm names: job id, name, owner, node, CPUs, working and submit directories,
     array indices), and HOME, USER, LOGNAME and SHELL of whom the method runs as (the node
@@ -32,24 +33,24 @@ def site_environment(config: AttemptConfig) -> dict[str, str]:
         facts.pop(name, None)
     me = pwd.getpwuid(os.geteuid())
     env = {"PATH": SITE_PATH, "LANG": "C", "HOME": me.pw_dir, "USER": me.pw_name, "LOGNAME": me.pw_name,
-           "SHELL": "/bin/sh", "DROVER_JOB_OWNER": config["owner"], "DROVER_WORKDIR": config["workdir"]}
+           "SHELL": "/bin/sh", "DROVER_JOB_OWNER": config.owner, "DROVER_WORKDIR": config.workdir}
     env.update(facts)
     return env
 
 
-def build_environment(config: AttemptConfig, tmpdir: str) -> dict[str, str]:
+def build_environment(config: ShepherdConfig, tmpdir: str) -> dict[str, str]:
     """What the job asked for, then the attempt's facts over it. SLURM_* variables that describe
     another job (the submitter was itself a job) are dropped: they would mislead srun."""
-    env = dict(config["environment"])
+    env = dict(config.environment)
     # A task started on a host of its job keeps its caller's variables of that same job.
-    same_job = bool(config.get("pe_task")) and env.get("SLURM_JOB_ID", str(config["job_id"])) == str(config["job_id"])
+    same_job = bool(config.pe_task) and env.get("SLURM_JOB_ID", str(config.job_id)) == str(config.job_id)
     if _inherited_from_another_job(env) and not same_job:
         env = {name: value for name, value in env.items() if not _OTHER_JOBS_VARIABLE.fullmatch(name)}
-    if config.get("pe_task"):
+    if config.pe_task:
         _facts_of_this_host(env, _facts(config, tmpdir, {}))
     else:
-        env.update(_facts(config, tmpdir, config["environment"]))
-    for name, value in _account(config["owner"], config.get("identity")).items():
+        env.update(_facts(config, tmpdir, config.environment))
+    for name, value in _account(config.owner, config.identity).items():
         env.setdefault(name, value)  # as Grid Engine: from the passwd entry, where the job has none
     return env
 
@@ -111,16 +112,16 @@ def _from_entry(user: str, home: str, shell: str) -> dict[str, str]:
     return {"HOME": home, "USER": user, "LOGNAME": user, "SHELL": shell or "/bin/sh"}
 
 
-def pe_hostfile(config: AttemptConfig) -> str | None:
+def pe_hostfile(config: ShepherdConfig) -> str | None:
     """Grid Engine's $PE_HOSTFILE for a job of a parallel environment, or of more than one CPU
     (the slots of an implicit one on its node): one line "host slots queue@host processors", as
     sge_pe(5) gives it; None for a serial job."""
-    if config["cpus"] <= 1 and not config.get("pe"):
+    if config.cpus <= 1 and not config.pe:
         return None
-    processors = ",".join(str(cpu) for cpu in config["cpu_ids"]) or "UNDEFINED"
-    node, queue = config["node"], config.get("queue") or "default"
-    lines = [f"{node} {config['cpus']} {queue}@{node} {processors}\n"]
-    for host in config.get("pe_hosts", []):  # a job on several hosts: one line each, the master first
+    processors = ",".join(str(cpu) for cpu in config.cpu_ids) or "UNDEFINED"
+    node, queue = config.node, config.queue
+    lines = [f"{node} {config.cpus} {queue}@{node} {processors}\n"]
+    for host in config.pe_hosts:  # a job on several hosts: one line each, the master first
         lines.append(f"{host['node']} {len(host['cpu_ids'])} {queue}@{host['node']} "
                      f"{','.join(str(cpu) for cpu in host['cpu_ids'])}\n")
     return "".join(lines)
@@ -153,34 +154,29 @@ def _requested(env: dict[str, str], name: str, cpus: int) -> int | None:
     return int(text)
 
 
-def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dict[str, str]:
+def _facts(config: ShepherdConfig, tmpdir: str, submitted: dict[str, str]) -> dict[str, str]:
     """The facts of the attempt, under Drover's, Grid Engine's and Slurm's names: for Grid
     Engine, submit(1)'s ENVIRONMENTAL VARIABLES; for Slurm, sbatch(1)'s OUTPUT ENVIRONMENT
     VARIABLES of a batch job on its node, or on all its nodes for a job of a parallel environment
     whose slots span several hosts (tests/data/manpages/ lists both, and which of them a Drover
     job gets)."""
-    job_id, index = str(config["job_id"]), str(config["task_index"])
-    cpus, node, name = str(config["cpus"]), config["node"], config["name"]
+    job_id, index = str(config.job_id), str(config.task_index)
+    cpus, node, name = str(config.cpus), config.node, config.name
     # A job on several hosts: NSLOTS counts its slots on all of them, NHOSTS the hosts.
-    hosts = str(1 + len(config.get("pe_hosts", [])))
-    slots = str(config.get("pe_slots", config["cpus"])) if config.get("pe_hosts") else cpus
+    hosts = str(1 + len(config.pe_hosts))
+    slots = str(config.cpus if config.pe_slots is None else config.pe_slots) if config.pe_hosts else cpus
     request = {} if _inherited_from_another_job(submitted) else submitted
-    ntasks = _requested(request, "SLURM_NTASKS", config["cpus"]) or 1
-    cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config["cpus"]) or max(config["cpus"] // ntasks, 1)
-    nodelist, nodes, cpus_per_node, tasks_on_nodes = node, "1", cpus, str(ntasks)
-    if config.get("pe_hosts"):
-        ntasks, cpus_per_task, nodelist, nodes, cpus_per_node, tasks_on_nodes = _across_hosts(config, request)
-    restarted = "1" if config["attempt_number"] > 1 else "0"
-    queue = config.get("queue") or "default"  # a spool written before queues existed has none
-    stdout = config["stdout"]
+    restarted = "1" if config.attempt_number > 1 else "0"
+    queue = config.queue
+    stdout = config.stdout
     facts = {
         "DROVER_JOB_ID": job_id,
         "DROVER_TASK_ID": index,
-        "DROVER_ATTEMPT": str(config["attempt_number"]),
+        "DROVER_ATTEMPT": str(config.attempt_number),
         "DROVER_JOB_NAME": name,
         "DROVER_NODE": node,
         "DROVER_CPUS": cpus,
-        "DROVER_SUBMIT_DIR": config["submit_dir"],
+        "DROVER_SUBMIT_DIR": config.submit_dir,
         "TMPDIR": tmpdir,
         "ENVIRONMENT": "BATCH",  # both Grid Engine and Slurm say so
         "HOSTNAME": node,
@@ -196,14 +192,50 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "TMP": tmpdir,
         "ARC": architecture(),
         "SGE_ARCH": architecture(),
-        "SGE_TASK_ID": index if config["is_array"] else "undefined",
+        "SGE_TASK_ID": index if config.is_array else "undefined",
         "SGE_TASK_FIRST": "undefined", "SGE_TASK_LAST": "undefined", "SGE_TASK_STEPSIZE": "undefined",
-        "SGE_O_WORKDIR": config["submit_dir"],
-        "SGE_CWD_PATH": config["workdir"],
+        "SGE_O_WORKDIR": config.submit_dir,
+        "SGE_CWD_PATH": config.workdir,
         "SGE_STDOUT_PATH": stdout,
-        "SGE_STDERR_PATH": config["stderr"] or stdout,
+        "SGE_STDERR_PATH": config.stderr or stdout,
         "SGE_STDIN_PATH": "/dev/null",
-        # Slurm
+    }
+    facts.update(_slurm_facts(config, request))
+    for variable in ("SGE_O_HOME", "SGE_O_LOGNAME", "SGE_O_MAIL", "SGE_O_PATH", "SGE_O_SHELL", "SGE_O_TZ",
+                     "SGE_O_TERM"):
+        value = submitted.get(variable[len("SGE_O_"):])
+        if value is not None:
+            facts[variable] = value
+    facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
+    facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config.owner
+    if config.time_limit_s is not None:
+        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config.time_limit_s)
+    if config.memory_mib and "SLURM_MEM_PER_CPU" not in request:
+        facts["SLURM_MEM_PER_NODE"] = str(config.memory_mib)
+    if config.cpu_ids:
+        facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config.cpu_ids)
+    if config.cpus > 1 or config.pe:
+        facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
+    if config.pe:  # submit(1): "PE: The parallel environment under which the job executes"
+        facts["PE"] = config.pe
+    facts.update(_gres_facts(config.gres))
+    if config.is_array:
+        facts.update(_array_facts(config))
+    return facts
+
+
+def _slurm_facts(config: ShepherdConfig, request: dict[str, str]) -> dict[str, str]:
+    """sbatch(1)'s OUTPUT ENVIRONMENT VARIABLES of a batch job on its node, or on all its nodes
+    for a job of a parallel environment whose slots span several hosts. `request`: what sbatch
+    passed on of the job's request (SLURM_NTASKS, SLURM_CPUS_PER_TASK, SLURM_SUBMIT_HOST...)."""
+    job_id, cpus, node, name = str(config.job_id), str(config.cpus), config.node, config.name
+    queue = config.queue
+    ntasks = _requested(request, "SLURM_NTASKS", config.cpus) or 1
+    cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config.cpus) or max(config.cpus // ntasks, 1)
+    nodelist, nodes, cpus_per_node, tasks_on_nodes = node, "1", cpus, str(ntasks)
+    if config.pe_hosts:
+        ntasks, cpus_per_task, nodelist, nodes, cpus_per_node, tasks_on_nodes = _across_hosts(config, request)
+    return {
         "SLURM_JOB_ID": job_id,
         "SLURM_JOBID": job_id,
         "SLURM_JOB_NAME": name,
@@ -217,9 +249,9 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURMD_NODENAME": node,
         "SLURM_TOPOLOGY_ADDR": node,
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
-        "SLURM_SUBMIT_DIR": config["submit_dir"],
+        "SLURM_SUBMIT_DIR": config.submit_dir,
         "SLURM_SUBMIT_HOST": request.get("SLURM_SUBMIT_HOST") or node,
-        "SLURM_JOB_USER": config["owner"],
+        "SLURM_JOB_USER": config.owner,
         "SLURM_NTASKS": str(ntasks),
         "SLURM_NPROCS": str(ntasks),
         "SLURM_TASKS_PER_NODE": tasks_on_nodes,
@@ -230,52 +262,37 @@ def _facts(config: AttemptConfig, tmpdir: str, submitted: dict[str, str]) -> dic
         "SLURM_LOCALID": "0",
         "SLURM_GTIDS": "0",
         "SLURM_PRIO_PROCESS": "0",
-        "SLURM_RESTART_COUNT": str(config["attempt_number"] - 1),
+        "SLURM_RESTART_COUNT": str(config.attempt_number - 1),
         "SLURM_JOB_START_TIME": str(int(time.time())),
     }
-    for variable in ("SGE_O_HOME", "SGE_O_LOGNAME", "SGE_O_MAIL", "SGE_O_PATH", "SGE_O_SHELL", "SGE_O_TZ",
-                     "SGE_O_TERM"):
-        value = submitted.get(variable[len("SGE_O_"):])
-        if value is not None:
-            facts[variable] = value
-    facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
-    facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config["owner"]
-    if config["time_limit_s"] is not None:
-        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config["time_limit_s"])
-    if config["memory_mib"] and "SLURM_MEM_PER_CPU" not in request:
-        facts["SLURM_MEM_PER_NODE"] = str(config["memory_mib"])
-    if config["cpu_ids"]:
-        facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config["cpu_ids"])
-    if config["cpus"] > 1 or config.get("pe"):
-        facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
-    if config.get("pe"):  # submit(1): "PE: The parallel environment under which the job executes"
-        facts["PE"] = str(config.get("pe"))
-    facts.update(_gres_facts(config.get("gres", {})))
-    if config["is_array"]:
-        first, last, step, count = (
-            str(config["array_first"]), str(config["array_last"]),
-            str(config["array_step"]), str(config["array_count"]),
-        )
-        facts.update({
-            "DROVER_ARRAY_JOB_ID": job_id, "DROVER_ARRAY_TASK_ID": index,
-            "DROVER_ARRAY_TASK_MIN": first, "DROVER_ARRAY_TASK_MAX": last,
-            "DROVER_ARRAY_TASK_STEP": step, "DROVER_ARRAY_TASK_COUNT": count,
-            "SGE_TASK_FIRST": first, "SGE_TASK_LAST": last, "SGE_TASK_STEPSIZE": step,
-            "SLURM_ARRAY_JOB_ID": job_id, "SLURM_ARRAY_TASK_ID": index,
-            "SLURM_ARRAY_TASK_MIN": first, "SLURM_ARRAY_TASK_MAX": last,
-            "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
-        })
-    return facts
 
 
-def _across_hosts(config: AttemptConfig, request: dict[str, str]) -> tuple[int, int, str, str, str, str]:
+def _array_facts(config: ShepherdConfig) -> dict[str, str]:
+    """An array task's indices, under Drover's, Grid Engine's and Slurm's names."""
+    job_id, index = str(config.job_id), str(config.task_index)
+    first, last, step, count = (
+        str(config.array_first), str(config.array_last),
+        str(config.array_step), str(config.array_count),
+    )
+    return {
+        "DROVER_ARRAY_JOB_ID": job_id, "DROVER_ARRAY_TASK_ID": index,
+        "DROVER_ARRAY_TASK_MIN": first, "DROVER_ARRAY_TASK_MAX": last,
+        "DROVER_ARRAY_TASK_STEP": step, "DROVER_ARRAY_TASK_COUNT": count,
+        "SGE_TASK_FIRST": first, "SGE_TASK_LAST": last, "SGE_TASK_STEPSIZE": step,
+        "SLURM_ARRAY_JOB_ID": job_id, "SLURM_ARRAY_TASK_ID": index,
+        "SLURM_ARRAY_TASK_MIN": first, "SLURM_ARRAY_TASK_MAX": last,
+        "SLURM_ARRAY_TASK_STEP": step, "SLURM_ARRAY_TASK_COUNT": count,
+    }
+
+
+def _across_hosts(config: ShepherdConfig, request: dict[str, str]) -> tuple[int, int, str, str, str, str]:
     """The Slurm facts of a job whose slots span several hosts, as sbatch(1) gives those of a
     job on several nodes: its tasks (by default one per slot: a parallel job's slots are its
     tasks), the CPUs per task, the nodes in Slurm's hostlist form, master first, as the
     pe_hostfile lists them, their count, and the CPUs and tasks on each ("2(x3),1")."""
-    names = [config["node"], *(host["node"] for host in config.get("pe_hosts", []))]
-    held = [config["cpus"], *(len(host["cpu_ids"]) for host in config.get("pe_hosts", []))]
-    slots = config.get("pe_slots") or sum(held)
+    names = [config.node, *(host["node"] for host in config.pe_hosts)]
+    held = [config.cpus, *(len(host["cpu_ids"]) for host in config.pe_hosts)]
+    slots = config.pe_slots or sum(held)
     ntasks = _requested(request, "SLURM_NTASKS", slots) or slots
     cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", max(held)) or max(slots // ntasks, 1)
     tasks = tasks_per_node([count // cpus_per_task for count in held], ntasks)

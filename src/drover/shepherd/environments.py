@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import subprocess
 
-from drover.records import AttemptConfig, EnvironmentRecord
+from drover.records import EnvironmentRecord
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.containment import Containment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.methods import Method
+from drover.shepherd.processes import ProcessOptions, start
 from drover.shepherd.signals import held_signals
 from drover.shepherd.trace import Trace
 
@@ -35,9 +37,9 @@ class Switch:
     """The attempt's named environments: `due` says when to switch (once), `setup` switches,
     `post` runs their post scripts once the job's epilog is done."""
 
-    def __init__(self, config: AttemptConfig, trace: Trace) -> None:
-        self.wanted: list[EnvironmentRecord] = list(config.get("environments") or [])
-        self.timeout_s = float(config.get("method_timeout_s", 600.0))
+    def __init__(self, config: ShepherdConfig, trace: Trace) -> None:
+        self.wanted: list[EnvironmentRecord] = list(config.environments)
+        self.timeout_s = config.method_timeout_s
         self.trace = trace
         self.switched = False
         self.posted = False
@@ -51,7 +53,7 @@ class Switch:
         return bool(self.wanted) and not self.switched and (
             method is None or method.level == "job" or method.step == "pe_start")
 
-    def setup(self, env: dict[str, str], options: dict[str, object], containment: Containment) -> None:
+    def setup(self, env: dict[str, str], options: ProcessOptions, containment: Containment) -> None:
         """Switch `env` in place (the options of the job's methods hold the same dict). Raises
         StartFailure when an environment cannot be switched to."""
         self.switched = True
@@ -78,7 +80,7 @@ class Switch:
         return self.switched and not self.posted and (method is None or method.level != "job"
                                                       and method.step != "pe_stop")
 
-    def post(self, options: dict[str, object], containment: Containment) -> None:
+    def post(self, options: ProcessOptions, containment: Containment) -> None:
         self.posted = True
         for wanted in reversed(self.wanted):
             if not wanted["post"] or wanted.get("unknown"):
@@ -87,13 +89,13 @@ class Switch:
             code, _ = self._run(["/bin/bash", wanted["post"]], options, containment)
             self.trace.step(f"environment {wanted['name']} post exited {code}")
 
-    def _run(self, argv: list[str], options: dict[str, object], containment: Containment,
+    def _run(self, argv: list[str], options: ProcessOptions, containment: Containment,
              capture: bool = False) -> tuple[int, bytes]:
-        popen = dict(options, stdout=subprocess.PIPE) if capture else options
+        popen = options.with_output(subprocess.PIPE, options.stderr) if capture else options
         containment.enter()
         try:
             with held_signals():
-                process = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]  # the job's method options
+                process = start(argv, popen)
         except OSError as error:
             return (127 if error.errno == 2 else 126), b""
         finally:

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from drover.records import AttemptConfig, IdentityRecord
+from drover.records import IdentityRecord
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.environment import SITE_PATH
 
 
@@ -46,9 +47,9 @@ class Identity:
         return self.uid, self.gid, list(self.groups)
 
 
-def from_config(config: AttemptConfig) -> Identity | None:
+def from_config(config: ShepherdConfig) -> Identity | None:
     """The identity the execd resolved (config "identity"), or None: run as the shepherd's user."""
-    found = config.get("identity")
+    found = config.identity
     if found is None:
         return None
     return Identity(found["user"], found["uid"], found["gid"], tuple(found["groups"]), found["home"], found["shell"])

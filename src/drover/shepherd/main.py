@@ -2,20 +2,24 @@
 (seeds/gridengine-shepherd-process-flow.txt, "GE") and Altair Accelerator's firing sequence
 (seeds/accelerator-vovtasker-firing-sequence.txt, "VOV").
 
-    1. record our pid (and start time), so a restarted execd can find us       GE: spool files
-    2. read the attempt's config from the spool                                 GE: read_config
-    3. build the job's environment and its TMPDIR                               GE: environment
-    4. as the owner: open the working directory, stdout/stderr; stage files in  GE: redirection
-                                                                                VOV 16: chdir
+    1. record_pid: our pid (and start time), so a restarted execd can find us   GE: spool files
+    2. read_attempt_config: the attempt's config from the spool                 GE: read_config
+    3. build_job_environment: the job's environment and its TMPDIR              GE: environment
+    4. enter_as_owner: as the owner, open the working directory,                GE: redirection
+       stdout/stderr; stage files in                                            VOV 16: chdir
                                                                                 HTCondor: input
-    5. start the job: bash SCRIPT (a command line: the command itself, launch),  GE: start_child
-       own process group, in its working directory
-    6. record the job's pid; hint the execd                                     GE: job_pid
-    7. supervise: forward signals, enforce the time limit                       GE: controls its child
-    8. reap with wait4; kill what is left of the job's process group            GE: usage
-       as the owner: collect the stage-out files into the spool             HTCondor: output
-    9. record usage, the trace, shepherd_about_to_exit, then exit_status       GE: exit_status
-       (last: its presence means done)
+    5. run_before_job, then start_job: bash SCRIPT (a command line: the         GE: start_child
+       command itself, launch), own process group, in its working directory
+    6. record_job_pid: the job's pid; hint the execd                            GE: job_pid
+    7. supervise_job: forward signals, enforce the time limit                   GE: controls its child
+    8. reap_job: reaped with wait4, kill what is left of the job's process      GE: usage
+       group; run_after_job: the epilogs; stage_out_outputs: as the owner,  HTCondor: output
+       collect the stage-out files into the spool
+    9. record_outcome: usage, the trace, shepherd_about_to_exit, then           GE: exit_status
+       exit_status (last: its presence means done)
+
+Each step is a function of its own (_run calls them in order), whose docstring names the seed's
+step it follows (so each can be tested alone: tests/unit/shepherd/test_sequence_steps.py).
 
 Identity switching, limits, containment in cgroups, prolog and epilog, the named environments
 (environments.py, VOV 18/19) and a site's starter method (starter.py, VOV 3) slot in between
@@ -44,13 +48,10 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from drover.method_command import CommandMethod, SignalMethod
-from drover.records import (
-    AttemptConfig,
-    ExitStatus,
-    Usage,
-)
+from drover.records import ExitStatus, Usage
 from drover.shepherd import (
     checkpoint,
     control,
@@ -63,15 +64,17 @@ from drover.shepherd import (
     spool_files,
     starter,
 )
+from drover.shepherd.config import ShepherdConfig, read_config
 from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment, site_environment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
+from drover.shepherd.processes import ProcessOptions
 from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
 from drover.shepherd.signals import SignalInbox, held_signals, reset_for_exec
-from drover.shepherd.supervise import supervise
+from drover.shepherd.supervise import Ending, supervise
 from drover.shepherd.trace import Trace
 from drover.shepherd.transfer import stage_in, stage_out, staged_in_files
 from drover.shepherd.userfiles import open_output
@@ -93,166 +96,279 @@ def run(spool_dir: str) -> int:
 
 
 def _run(spool: layout.SpoolDir, trace: Trace) -> int:
+    """The module's nine steps in order, with what slots in between them."""
     # GE Initialization: "Setup signal handlers and signal masks", before anything else: no
     # signal sent to us can kill us, and none meant for the job is missed (signals.py).
     inbox = SignalInbox()
-    # 1. Our pid first: from here on a restarted execd can tell we are alive.
+    pid = record_pid(spool, trace)  # 1
+    config = read_attempt_config(spool, trace, inbox, pid)  # 2
+    containment, limits = contain(spool, config, trace)
+    identity = from_config(config)  # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached)
+    attempt = build_job_environment(spool, trace, config, containment, limits, identity)  # 3
+    started_at, started_mono = time.time(), time.monotonic()
+    try:
+        _check_identity(spool, config, identity)  # VOV 11/14: the switch to the job's owner must work
+        control_methods = verify_methods(config, identity)
+        opened = enter_as_owner(attempt)  # 4
+    except StartFailure as failure:
+        return _give_up(spool, trace, containment, attempt.tmpdir, failure)
+    around = methods_around_job(attempt, opened)
+    try:
+        gave_up = run_before_job(attempt, opened, around, inbox)  # 5: the prologs, then the job
+        if gave_up is not None:
+            return gave_up
+        job_pid, relay = start_job(attempt, opened)
+    except StartFailure as failure:  # the job could not be started, after its prologs ran
+        return _abandon(attempt, opened, around, failure)
+    before_start = record_job_pid(attempt, job_pid, inbox)  # 6
+    ending, checkpoints = supervise_job(attempt, opened, job_pid, inbox, control_methods,  # 7
+                                        relay=relay, before_start=before_start)
+    ended_at, wall_s = time.time(), time.monotonic() - started_mono
+    pids_refused = reap_job(attempt, job_pid, ending, checkpoints, ended_at)  # 8
+    after = run_after_job(attempt, around)
+    notes = stage_out_outputs(attempt, opened)
+    return record_outcome(attempt, ending, after, notes, pids_refused,  # 9
+                          started_at=started_at, ended_at=ended_at, wall_s=wall_s)
+
+
+@dataclass(slots=True)
+class Attempt:
+    """The attempt as steps 1 to 3 made it, which every later step reads."""
+
+    spool: layout.SpoolDir
+    trace: Trace
+    config: ShepherdConfig
+    containment: Containment
+    limits: setup.Setup  # the nice, CPUs and rlimits of the job's processes (setup.py)
+    identity: Identity | None
+    tmpdir: str  # the attempt's TMPDIR, the owner's
+    env: dict[str, str]  # the job's environment
+    checkpoint_problems: list[str] = field(default_factory=list)  # trace lines of a checkpointing job's set-up
+
+
+@dataclass(slots=True)
+class Opened:
+    """What step 4 opened as the job's owner: every process of the attempt enters the working
+    directory through `workdir_fd`, and writes to `stdout` and `stderr` (the same descriptor
+    when the job has one output file)."""
+
+    workdir_fd: int
+    stdout: int
+    stderr: int
+
+
+@dataclass(slots=True)
+class Around:
+    """The methods that run around the job, and how they run (step 5 and step 8)."""
+
+    before_job: list[Method]
+    after_job: list[Method]
+    switch: environments.Switch
+    options: ProcessOptions  # how the job's own methods run (_popen_options)
+    site_options: ProcessOptions | None  # how the site's run (_site_popen_options); None: no method to run
+    ran: list[Method] = field(default_factory=list)  # those of before_job that ran
+
+
+def record_pid(spool: layout.SpoolDir, trace: Trace) -> int:
+    """Step 1, GE process flow, spool file "pid": our pid (and start time) first, so that from
+    here on a restarted execd can tell we are alive. Our pid."""
     pid = os.getpid()
     write_atomically(spool.record(layout.PID), format_pid_record(pid, read_starttime(pid) or 0))
     trace.step(f"shepherd started (pid {pid})")
+    return pid
 
-    # 2. The attempt's config, as the execd wrote it.
+
+def read_attempt_config(spool: layout.SpoolDir, trace: Trace, inbox: SignalInbox, pid: int) -> ShepherdConfig:
+    """Step 2, GE shepherd: "receives information about the job to be started from the execd":
+    the attempt's config, as the execd wrote it. VOV 10: "If VOV_DEBUG_TASKER is set, the
+    subtasker sleeps ... (to allow connection of a debugger)": DROVER_DEBUG_SHEPHERD, which the
+    node put in the config."""
     with open(spool.record(layout.CONFIG), "rb") as file:
-        config: AttemptConfig = json.loads(file.read())
+        config = read_config(json.loads(file.read()))
     trace.step("config read")
-    # VOV 10: "If VOV_DEBUG_TASKER is set, the subtasker sleeps ... (to allow connection of a
-    # debugger)": DROVER_DEBUG_SHEPHERD, which the node put in the config.
-    if config.get("debug_pause_s"):
-        _pause_for_debugger(spool, pid, inbox, float(config.get("debug_pause_s", 0)))
+    if config.debug_pause_s:
+        _pause_for_debugger(spool, pid, inbox, config.debug_pause_s)
+    return config
 
-    # GE: "set an additional group id to control/monitor all child processes of the job" — here
-    # a cgroup (or a subreaper where there is none): everything the job starts stays inside.
-    given_gpus = set((config.get("gres") or {}).get("gpu", []))
-    containment = choose(config.get("containment_name") or spool.name, config["memory_mib"], config["cpu_ids"],
-                         str(config.get("cluster", "")), pids_limit(config),
-                         [index for index in range(int(config.get("node_gpus", 0))) if index not in given_gpus])
-    # Where it is, for the execd to end it all should we die (in the spool's `containment` record).
+
+def contain(spool: layout.SpoolDir, config: ShepherdConfig, trace: Trace) -> tuple[Containment, setup.Setup]:
+    """GE: "set an additional group id to control/monitor all child processes of the job": here
+    a cgroup (or a subreaper where there is none): everything the job starts stays inside. Its
+    record, for the execd to end it all should we die; GE's spool files "osjobid" and
+    "processor_set_number" (spool_files.py). And the job's limits (VOV 5/8/13, GE limits)."""
+    given_gpus = set(config.gres.get("gpu", []))
+    containment = choose(config.containment_name or spool.name, config.memory_mib, config.cpu_ids,
+                         config.cluster, pids_limit(config),
+                         [index for index in range(config.node_gpus) if index not in given_gpus])
     write_json(spool.record(layout.CONTAINMENT), containment.record(), mode=0o600)
-    # GE's spool files "osjobid" and "processor_set_number" (spool_files.py).
-    limits = setup.for_attempt(config["priority"], config["cpu_ids"], dict(config.get("rlimits") or {}),
-                               config.get("queue_nice", 0))
+    limits = setup.for_attempt(config.priority, config.cpu_ids, dict(config.rlimits),
+                               config.queue_nice)
     spool_files.write_where(spool, containment.record(), limits.cpus)
     trace.step(f"containment {containment.name}")
     if containment.hidden_gpus:
         trace.step(f"GPUs {','.join(map(str, containment.hidden_gpus))} of the node denied (devices cgroup)")
+    return containment, limits
 
-    # VOV 6/11: who the job runs as (resolved by the execd, with the owner's groups cached).
-    identity = from_config(config)
 
-    # 3. The environment, with a TMPDIR of the attempt's own (the owner's).
+def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: ShepherdConfig, containment: Containment,
+                          limits: setup.Setup, identity: Identity | None) -> Attempt:
+    """Step 3, GE process flow, "Setting up the job's environment": the job's environment, with a
+    TMPDIR of the attempt's own (the owner's); GE's pe_hostfile; a checkpointing job's
+    RESTARTED, SGE_CKPT_ENV and SGE_CKPT_DIR (checkpoint.py); VOV 11's HOME, USER, LOGNAME, SHELL."""
     tmpdir = os.path.join(spool.path, "tmp")
     os.makedirs(tmpdir, mode=0o700, exist_ok=True)
     env = build_environment(config, tmpdir)
     env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     parallel.write_hostfiles(config, spool.path, tmpdir)  # GE: pe_hostfile, and $PE_HOSTFILE in TMPDIR
-    # A checkpointing job's RESTARTED, SGE_CKPT_ENV, SGE_CKPT_DIR; its directory, `checkpointed` (checkpoint.py).
-    checkpoint_problems = checkpoint.prepare(config["checkpoint"], spool, identity) if "checkpoint" in config else []
-    env.update(checkpoint.environment(config["checkpoint"]) if "checkpoint" in config else {})
+    checkpoint_problems = checkpoint.prepare(config.checkpoint, spool, identity) if config.checkpoint is not None else []
+    env.update(checkpoint.environment(config.checkpoint) if config.checkpoint is not None else {})
     if identity is not None:
         env.update(identity.environment())
         if identity.switches:
             os.chown(tmpdir, identity.uid, identity.gid)
     trace.step("environment built")
+    return Attempt(spool, trace, config, containment, limits, identity, tmpdir, env, checkpoint_problems)
 
-    started_at, started_mono = time.time(), time.monotonic()
-    try:
-        # VOV 11/14: the switch to the job's owner must work (retried, then diagnosed).
-        _check_identity(spool, config, identity)
-        # GE Initialization, verify_method: the suspend, resume and terminate methods (control.py),
-        # and the checkpointing interface (checkpoint.py).
-        control_methods = control.verify(config, identity)
-        checkpoint.verify(config.get("checkpoint"), identity)
-        # VOV 16/17: the working directory, opened by the job's owner (retried).
-        workdir_fd = _open_workdir(spool, config, identity)
-        trace.step(f"working directory {config['workdir']} entered as {identity.user if identity else 'the shepherd'}")
-        # 4. stdout and stderr to the job's files, created as the job's owner; then the files
-        # staged in for it, written beneath its working directory as the owner.
-        staged_in = staged_in_files(spool)
-        with acting_as(identity):
-            stdout, stderr = _open_outputs(config)
-            try:
-                stage_in(staged_in, workdir_fd)
-            except StartFailure:
-                _close(stdout, stderr)
-                raise
-        trace.step("output files opened" + (f", {len(staged_in)} file(s) staged in" if staged_in else ""))
-    except StartFailure as failure:
-        return _give_up(spool, trace, containment, tmpdir, failure)
-    # How methods run, made only where one is configured: the site's environment looks up the
-    # node daemon's user in the password database (about half a millisecond).
-    # VOV 5/8/13, GE limits: the nice, CPUs and rlimits of the job's processes (setup.py), `limits`.
-    # GE: PE start and stop only "if the job is a parallel job" (parallel.py).
-    before_job, after_job = parallel.with_pe_methods(config, spool.path, methods(config, BEFORE_JOB),
+
+def verify_methods(config: ShepherdConfig, identity: Identity | None) -> dict[str, SignalMethod | CommandMethod]:
+    """GE Initialization, verify_method: the suspend, resume and terminate methods (control.py),
+    and the checkpointing interface (checkpoint.py); StartFailure for one that cannot work."""
+    control_methods = control.verify(config, identity)
+    checkpoint.verify(config.checkpoint, identity)
+    return control_methods
+
+
+def enter_as_owner(attempt: Attempt) -> Opened:
+    """Step 4, VOV 16/17: the working directory, opened by the job's owner (retried); GE
+    process flow, "redirection of stdin, stdout, stderr": the job's output files, created as its
+    owner; HTCondor's input transfer: the files staged in for it, written beneath its working
+    directory as the owner. StartFailure for what cannot be done."""
+    config, identity, trace = attempt.config, attempt.identity, attempt.trace
+    workdir_fd = _open_workdir(attempt.spool, config, identity)
+    trace.step(f"working directory {config.workdir} entered as {identity.user if identity else 'the shepherd'}")
+    staged_in = staged_in_files(attempt.spool)
+    with acting_as(identity):
+        stdout, stderr = _open_outputs(config)
+        try:
+            stage_in(staged_in, workdir_fd)
+        except StartFailure:
+            _close(stdout, stderr)
+            raise
+    trace.step("output files opened" + (f", {len(staged_in)} file(s) staged in" if staged_in else ""))
+    return Opened(workdir_fd, stdout, stderr)
+
+
+def methods_around_job(attempt: Attempt, opened: Opened) -> Around:
+    """GE: the methods around the job, "prolog, PE start-up" before it and "PE shut-down,
+    epilog" after it, PE start and stop only "if the job is a parallel job" (parallel.py); VOV
+    18/19: the named environments (environments.py). How methods run is made only where one is
+    configured: the site's environment looks up the node daemon's user in the password database
+    (about half a millisecond)."""
+    config = attempt.config
+    before_job, after_job = parallel.with_pe_methods(config, attempt.spool.path, methods(config, BEFORE_JOB),
                                                      methods(config, AFTER_JOB))
-    if config.get("pe_task"):
+    if config.pe_task:
         # GE process flow, tight integration: a task of a parallel job started on one of its
         # hosts is only the command, under its own shepherd: the prologs, epilogs and PE
         # procedures ran (or run) once, around the job's script on its master.
         before_job, after_job = [], []
-    switch = environments.Switch(config, trace)  # VOV 18/19: the named environments (environments.py)
-    if before_job or after_job or switch:
-        method_options = _popen_options(workdir_fd, env, stdout, stderr, identity, limits)
-        site_options = _site_popen_options(config, stdout, stderr, setup.saved(limits))
-    else:
-        method_options = site_options = {}
-    ran: list[Method] = []
-    try:
-        # GE: prolog, PE start (and the job's own precmd); a failure means the job does not run,
-        # and so does a stop (a cancel, requeue or hold) that came meanwhile: the job is not
-        # started only to be killed. A method that runs is let finish; the next one does not start.
-        failed = None
-        for method in before_job:
-            if switch.due(method):
-                switch.setup(env, method_options, containment)
-            ran.append(method)
-            failed = _run_methods([method], method_options, site_options, containment, config, trace=trace)
-            if failed is not None or inbox.stop_requested():
-                break
-        if failed is None and switch.due(None):
-            switch.setup(env, method_options, containment)
-        stopped = inbox.stop_requested()
-        if failed is not None or stopped:
-            containment.kill_all()
-            cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment, trace)
-            _close(stdout, stderr)
-            outputs.finish(spool, config, identity)
-            if failed is not None:
-                reason = f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"
-            else:
-                reason = f"stopped before the job started (a {_stopped_by(spool)} came {'during its prolog' if ran else 'first'})"
-            return _give_up(spool, trace, containment, tmpdir, StartFailure(reason),
-                            methods_run=([failed] if failed else []) + cleaned, terminated=stopped)
-        # VOV 4/9: an interactive job gets a pseudo-terminal, relayed to its user.
-        relay = None
-        if config.get("pty"):
-            relay = PtyRelay(spool.path, identity.uid if identity is not None and identity.switches else None)
-        # 5. The job itself, started from inside the attempt's cgroup so it is born a member.
-        containment.enter()
-        try:
-            with held_signals():
-                job_pid = _start(spool, config, env, stdout, stderr, identity, workdir_fd, limits,
-                                 relay.slave if relay else None)
-        finally:
-            containment.leave()
-            if relay is not None:
-                os.close(relay.slave)
-    except StartFailure as failure:  # the job could not be started, after its prologs ran
-        containment.kill_all()
-        cleaned = _clean_up_without_job(ran, after_job, config, method_options, site_options, containment, trace)
-        _close(stdout, stderr)
-        outputs.finish(spool, config, identity)
-        return _give_up(spool, trace, containment, tmpdir, failure, methods_run=cleaned)
+    switch = environments.Switch(config, attempt.trace)
+    options = _popen_options(opened.workdir_fd, attempt.env, opened.stdout, opened.stderr, attempt.identity,
+                             attempt.limits)
+    site_options = None
+    if before_job or after_job:
+        site_options = _site_popen_options(config, opened.stdout, opened.stderr, setup.saved(attempt.limits))
+    return Around(before_job, after_job, switch, options, site_options)
 
-    # 6. The job's pid, and a hint to the execd that it started; the environment it got
-    # (GE's spool file "environment"; private: it may hold secrets).
+
+def run_before_job(attempt: Attempt, opened: Opened, around: Around, inbox: SignalInbox) -> int | None:
+    """Step 5, first half. GE: prolog, PE start (and VOV 20, the job's own precmd); a failure
+    means the job does not run, and so does a stop (a cancel, requeue or hold) that came
+    meanwhile: the job is not started only to be killed. A method that runs is let finish; the
+    next one does not start. None when the job is to start; else the attempt gave up (_give_up)."""
+    failed = None
+    for method in around.before_job:
+        if around.switch.due(method):
+            around.switch.setup(attempt.env, around.options, attempt.containment)
+        around.ran.append(method)
+        failed = _run_methods([method], around.options, around.site_options, attempt.containment, attempt.config,
+                              trace=attempt.trace)
+        if failed is not None or inbox.stop_requested():
+            break
+    if failed is None and around.switch.due(None):
+        around.switch.setup(attempt.env, around.options, attempt.containment)
+    stopped = inbox.stop_requested()
+    if failed is None and not stopped:
+        return None
+    if failed is not None:
+        reason = f"the {failed[0].level} {failed[0].step} exited with status {failed[1]}; the job did not run"
+    else:
+        came = "during its prolog" if around.ran else "first"
+        reason = f"stopped before the job started (a {_stopped_by(attempt.spool)} came {came})"
+    return _abandon(attempt, opened, around, StartFailure(reason), failed, terminated=stopped)
+
+
+def start_job(attempt: Attempt, opened: Opened) -> tuple[int, PtyRelay | None]:
+    """Step 5, GE start_child, VOV 21: the job itself, started from inside the attempt's cgroup
+    so it is born a member (_start); VOV 4/9: an interactive job gets a pseudo-terminal,
+    relayed to its user. Its pid, and its terminal's relay."""
+    identity = attempt.identity
+    relay = None
+    if attempt.config.pty:
+        relay = PtyRelay(attempt.spool.path, identity.uid if identity is not None and identity.switches else None)
+    attempt.containment.enter()
+    try:
+        with held_signals():
+            job_pid = _start(attempt.spool, attempt.config, attempt.env, opened.stdout, opened.stderr, identity,
+                             opened.workdir_fd, attempt.limits, relay.slave if relay else None)
+    finally:
+        attempt.containment.leave()
+        if relay is not None:
+            os.close(relay.slave)
+    return job_pid, relay
+
+
+def record_job_pid(attempt: Attempt, job_pid: int, inbox: SignalInbox) -> list[int]:
+    """Step 6, GE process flow, spool file "job_pid": the job's pid, and a hint to the execd
+    that it started; the environment it got (GE's spool file "environment"; private: it may
+    hold secrets). The signals that came before the job existed, which we kept (the job's own,
+    and those the execd wrote into the spool's `signal` record): they go as soon as the job is
+    ready for each (supervise.py)."""
+    spool = attempt.spool
     write_atomically(spool.record(layout.JOB_PID), f"{job_pid}\n".encode())
-    trace.step(f"job started (pid {job_pid}, containment {containment.name})")
-    # Signals that came before the job existed, which we kept (the job's own, and those the
-    # execd wrote into the spool's `signal` record), go as soon as it is ready for each.
+    attempt.trace.step(f"job started (pid {job_pid}, containment {attempt.containment.name})")
     before_start = inbox.drain()
     write_atomically(spool.record(layout.ENVIRONMENT),
-                     "".join(f"{k}={v}\n" for k, v in sorted(env.items())).encode(), mode=0o600)
+                     "".join(f"{k}={v}\n" for k, v in sorted(attempt.env.items())).encode(), mode=0o600)
     _hint(spool, "started")
+    return before_start
 
-    # 7. Supervise until the job exits (GE: "takes care of checkpointing/migration of a job"); 8. reap it.
-    checkpoints = _checkpointing(spool, config, containment, checkpoint_problems,
-                                 lambda: _popen_options(workdir_fd, env, stdout, stderr, identity, limits))
-    ending = supervise(job_pid, inbox, config["time_limit_s"], config["kill_grace_s"], containment,
-                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.get("checkpoint_signal")),
-                       before_start=before_start, by_record=SignalReader(spool.record(layout.SIGNAL)),
-                       control=_job_control(control_methods, containment, config, env, workdir_fd, identity, limits),
+
+def supervise_job(attempt: Attempt, opened: Opened, job_pid: int, inbox: SignalInbox,
+                  control_methods: dict[str, SignalMethod | CommandMethod], relay: PtyRelay | None,
+                  before_start: list[int]) -> tuple[Ending, checkpoint.Checkpointing | None]:
+    """Step 7, GE process flow: the shepherd "controls its child", forwards its signals, "takes
+    care of checkpointing/migration of a job"; the time limit (supervise.py). How it ended, and a
+    checkpointing job's checkpoints."""
+    config, env, identity, limits = attempt.config, attempt.env, attempt.identity, attempt.limits
+    checkpoints = _checkpointing(attempt.spool, config, attempt.containment, attempt.checkpoint_problems,
+                                 lambda: _popen_options(opened.workdir_fd, env, opened.stdout, opened.stderr,
+                                                        identity, limits))
+    ending = supervise(job_pid, inbox, config.time_limit_s, config.kill_grace_s, attempt.containment,
+                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.checkpoint_signal),
+                       before_start=before_start, by_record=SignalReader(attempt.spool.record(layout.SIGNAL)),
+                       control=_job_control(control_methods, attempt.containment, config, env, opened.workdir_fd,
+                                            identity, limits),
                        checkpointing=checkpoints)
-    ended_at, wall_s = time.time(), time.monotonic() - started_mono
+    return ending, checkpoints
+
+
+def reap_job(attempt: Attempt, job_pid: int, ending: Ending, checkpoints: checkpoint.Checkpointing | None,
+             ended_at: float) -> int:
+    """Step 8, GE: the parent reaped the job with wait4 (supervise.py), which gives its usage;
+    HTCondor's starter: what the job left behind is killed, in its process group and in its
+    cgroup. A running checkpoint ends. The forks refused at the process limit (0: none)."""
+    trace, containment = attempt.trace, attempt.containment
     checkpointed = list(checkpoints.trace) if checkpoints is not None else []  # while the job ran
     trace.extend(sorted(ending.events + ending.ignored + checkpointed))  # each stamped when it happened
     trace.step(f"job ended (wait status {ending.wait_status})", ended_at)
@@ -266,39 +382,58 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
     pids_refused = containment.pids_refused()
     if pids_refused:
         trace.step(f"process limit: {pids_refused} fork(s) refused at pids.max {containment.pids_limit}")
-    if checkpoints is not None:  # a running checkpoint ends; the clean_command follows a job that ended on its own
+    if checkpoints is not None:  # the clean_command follows a job that ended on its own
         checkpoints.finish(ended_on_its_own=not (ending.terminated or ending.timed_out or ending.out_of_memory))
         trace.extend(checkpoints.trace[len(checkpointed):])
+    return pids_refused
 
-    # GE: PE stop, then the epilogs (the job's postcmd, the node's epilog); all of them run.
+
+def run_after_job(attempt: Attempt, around: Around) -> list[tuple[Method, int]]:
+    """Step 8, GE: PE stop, then the epilogs (VOV 22, the job's postcmd; the node's epilog): all
+    of them run, each after the named environments' post scripts that are due. Each with its
+    exit status."""
     after: list[tuple[Method, int]] = []
-    for method in after_job:
-        if switch.post_due(method):
-            switch.post(method_options, containment)
-        status_of_method = _run_methods([method], method_options, site_options, containment, config,
-                                        stop_on_failure=False, trace=trace)
+    for method in around.after_job:
+        if around.switch.post_due(method):
+            around.switch.post(around.options, attempt.containment)
+        status_of_method = _run_methods([method], around.options, around.site_options, attempt.containment,
+                                        attempt.config, stop_on_failure=False, trace=attempt.trace)
         after.append((method, 0 if status_of_method is None else status_of_method[1]))
-    if switch.post_due(None):
-        switch.post(method_options, containment)
-    containment.kill_all()
-    notes = output_space.full_outputs(config, stdout, stderr, identity.uid if identity is not None else os.getuid())
+    if around.switch.post_due(None):
+        around.switch.post(around.options, attempt.containment)
+    attempt.containment.kill_all()
+    return after
+
+
+def stage_out_outputs(attempt: Attempt, opened: Opened) -> list[str]:
+    """Step 8, HTCondor's output transfer, read as the owner: what the job declared, and its
+    output when it ran in a scratch directory; the execd's cleanup sends it on from the spool.
+    jobd's --mail-output, --done-output and --zap, as the owner (outputs.py). The notes on
+    output files that filled their filesystem (output_space.py)."""
+    config, identity, trace = attempt.config, attempt.identity, attempt.trace
+    notes = output_space.full_outputs(config, opened.stdout, opened.stderr,
+                                      identity.uid if identity is not None else os.getuid())
     for note in notes:
         trace.step(note)
-    _close(stdout, stderr)
-    # HTCondor's output transfer, read as the owner: what the job declared, and its output when
-    # it ran in a scratch directory; the execd's cleanup sends it on from the spool.
-    stage_out(spool, config, workdir_fd, identity)
-    os.close(workdir_fd)
-    # jobd's --mail-output, --done-output and --zap, as the owner (outputs.py).
-    unfinished = outputs.finish(spool, config, identity)
+    _close(opened.stdout, opened.stderr)
+    stage_out(attempt.spool, config, opened.workdir_fd, identity)
+    os.close(opened.workdir_fd)
+    unfinished = outputs.finish(attempt.spool, config, identity)
     trace.step("output staged out and finished")
     for problem in unfinished:
         trace.step(problem)
+    return notes
+
+
+def record_outcome(attempt: Attempt, ending: Ending, after: list[tuple[Method, int]], notes: list[str],
+                   pids_refused: int, started_at: float, ended_at: float, wall_s: float) -> int:
+    """Step 9, GE: the usage, then "shepherd_about_to_exit", then exit_status: written last,
+    since its presence means "done". The containment and the TMPDIR go first. The shepherd's
+    exit code: 0, an outcome was recorded."""
+    spool, trace, containment = attempt.spool, attempt.trace, attempt.containment
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
-    shutil.rmtree(tmpdir, ignore_errors=True)
-
-    # 9. Usage, then the exit status: written last, since its presence means "done".
+    shutil.rmtree(attempt.tmpdir, ignore_errors=True)
     ru = ending.rusage
     usage: Usage = {
         "user_cpu_s": ru.ru_utime, "sys_cpu_s": ru.ru_stime,
@@ -328,13 +463,26 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
         exit_status["pids_refused"], exit_status["pids_max"] = pids_refused, containment.pids_limit
     if notes:
         exit_status["notes"] = notes
-    # GE's "shepherd_about_to_exit": the job and its epilogs are done; then the exit status.
     trace.step("about to exit; exit_status follows")
     write_outcome(spool, spool.record(layout.TRACE), trace.data())
     spool_files.write_about_to_exit(spool)
     write_outcome(spool, spool.record(layout.EXIT_STATUS), _json(exit_status))
     _hint(spool, "exited")
     return 0
+
+
+def _abandon(attempt: Attempt, opened: Opened, around: Around, failure: StartFailure,
+             failed: tuple[Method, int] | None = None, terminated: bool = False) -> int:
+    """The job does not run, after step 4: what it started is killed, the methods that clean up
+    after a prolog run (_clean_up_without_job), its output files are closed and finished, and the
+    attempt gives up with `failure`. `failed`: the method that failed before the job, if one did."""
+    attempt.containment.kill_all()
+    cleaned = _clean_up_without_job(around.ran, around.after_job, attempt.config, around.options,
+                                    around.site_options, attempt.containment, attempt.trace)
+    _close(opened.stdout, opened.stderr)
+    outputs.finish(attempt.spool, attempt.config, attempt.identity)
+    return _give_up(attempt.spool, attempt.trace, attempt.containment, attempt.tmpdir, failure,
+                    methods_run=([failed] if failed else []) + cleaned, terminated=terminated)
 
 
 MAX_DEBUG_PAUSE_S = 3600.0
@@ -352,24 +500,24 @@ def _pause_for_debugger(spool: layout.SpoolDir, pid: int, inbox: SignalInbox, se
     print(f"drover shepherd {spool.name}: pid {pid} goes on", file=sys.stderr, flush=True)
 
 
-def _warning(config: AttemptConfig) -> tuple[int, float] | None:
+def _warning(config: ShepherdConfig) -> tuple[int, float] | None:
     """Slurm's --signal=SIG@T: (signal, seconds before the time limit), if the job asked."""
-    name = config.get("warn_signal")
-    if not name or not config["time_limit_s"]:
+    name = config.warn_signal
+    if not name or not config.time_limit_s:
         return None
-    return int(signal.Signals[str(name)]), float(config.get("warn_before_s", 60))
+    return int(signal.Signals[str(name)]), config.warn_before_s
 
 
-def _job_control(methods: dict[str, SignalMethod | CommandMethod], containment: Containment, config: AttemptConfig,
+def _job_control(methods: dict[str, SignalMethod | CommandMethod], containment: Containment, config: ShepherdConfig,
                  env: dict[str, str], workdir_fd: int, identity: Identity | None,
                  limits: setup.Setup) -> control.JobControl:
     """How the job is suspended, resumed and stopped (control.py). How a method's command runs,
     and its placeholders' values (a copy of the environment, the host's name), are made only
     where a queue or the node configured a command: most attempts have none."""
     if not any(isinstance(method, CommandMethod) for method in methods.values()):
-        return control.JobControl(methods, containment, config["kill_grace_s"], config.get("notify_s"))
+        return control.JobControl(methods, containment, config.kill_grace_s, config.notify_s)
     return control.JobControl(
-        methods, containment, config["kill_grace_s"], config.get("notify_s"),
+        methods, containment, config.kill_grace_s, config.notify_s,
         control.method_popen_options(env, _entered(workdir_fd), identity, _set_up(reset_for_exec, limits)),
         control.facts_of(config))
 
@@ -381,15 +529,15 @@ def _entered(workdir_fd: int) -> str:
     return f"/proc/self/fd/{workdir_fd}"
 
 
-def _checkpointing(spool: layout.SpoolDir, config: AttemptConfig, containment: Containment, problems: list[str],
-                   options: Callable[[], dict[str, object]]) -> checkpoint.Checkpointing | None:
+def _checkpointing(spool: layout.SpoolDir, config: ShepherdConfig, containment: Containment, problems: list[str],
+                   options: Callable[[], ProcessOptions]) -> checkpoint.Checkpointing | None:
     """A checkpointing job's checkpoints (checkpoint.py); None for any other job. `problems`:
     trace lines of its set-up."""
-    record = config.get("checkpoint")
+    record = config.checkpoint
     if record is None:
         return None
-    found = checkpoint.Checkpointing(record, spool, options(), containment, float(config["kill_grace_s"]),
-                                     float(config.get("method_timeout_s", 600.0)))
+    found = checkpoint.Checkpointing(record, spool, options(), containment, float(config.kill_grace_s),
+                                     config.method_timeout_s)
     found.trace += problems
     return found
 
@@ -399,14 +547,12 @@ def _signal_number(name: object) -> int | None:
 
 
 def _popen_options(workdir_fd: int, env: dict[str, str], stdout: int, stderr: int,
-                   identity: Identity | None, limits: setup.Setup) -> dict[str, object]:
+                   identity: Identity | None, limits: setup.Setup) -> ProcessOptions:
     """How the job's own methods (its --prolog and --epilog: VOV's precmd and postcmd) run: as
     the job does, with its nice, CPUs and rlimits (VOV 8 and 13 come before VOV 20)."""
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
-    return {"cwd": _entered(workdir_fd), "env": env, "stdin": subprocess.DEVNULL, "stdout": stdout,
-            "stderr": stderr, "close_fds": True, "process_group": 0, "restore_signals": True,
-            "preexec_fn": _set_up(reset_for_exec, limits),
-            "user": user, "group": group, "extra_groups": extra_groups}
+    return ProcessOptions(_entered(workdir_fd), env, stdout, stderr, _set_up(reset_for_exec, limits),
+                          user, group, extra_groups)
 
 
 def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None]:
@@ -421,7 +567,7 @@ def _set_up(first: Callable[[], None], limits: setup.Setup) -> Callable[[], None
     return preexec
 
 
-def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before: setup.Saved) -> dict[str, object]:
+def _site_popen_options(config: ShepherdConfig, stdout: int, stderr: int, before: setup.Saved) -> ProcessOptions:
     """How the site's methods (node and queue prolog and epilog, PE start and stop) run: as the
     node daemon's user (root on a shared node, like Slurm's Prolog and Epilog), in /, with a
     clean environment (environment.site_environment), so nothing of the job's changes how
@@ -434,16 +580,14 @@ def _site_popen_options(config: AttemptConfig, stdout: int, stderr: int, before:
         reset_for_exec()
         setup.restore(before)
 
-    return {"cwd": "/", "env": site_environment(config), "stdin": subprocess.DEVNULL,
-            "stdout": stdout, "stderr": stderr, "close_fds": True, "process_group": 0,
-            "restore_signals": True, "preexec_fn": preexec}
+    return ProcessOptions("/", site_environment(config), stdout, stderr, preexec)
 
 
-def _run_methods(found: list[Method], options: dict[str, object], site_options: dict[str, object],
-                 containment: Containment, config: AttemptConfig,
+def _run_methods(found: list[Method], options: ProcessOptions, site_options: ProcessOptions | None,
+                 containment: Containment, config: ShepherdConfig,
                  stop_on_failure: bool = True, trace: Trace | None = None) -> tuple[Method, int] | None:
     """Run methods in order inside the attempt's containment; the first failure, if any."""
-    timeout = float(config.get("method_timeout_s", 600.0))
+    timeout = config.method_timeout_s
     failure = None
     for method in found:
         if trace is not None:
@@ -452,10 +596,12 @@ def _run_methods(found: list[Method], options: dict[str, object], site_options: 
         # containment. The site's run outside it, in the shepherd's own cgroup: not pinned to the
         # job's cpuset, not held to its memory limit, not frozen with it (setup.py says why).
         owners = method.level == "job" or method.as_owner
+        chosen = options if owners else site_options
+        assert chosen is not None, "the site's options are made wherever there is a method (methods_around_job)"
         if owners:
             containment.enter()
         try:
-            code = run_method(method, options if owners else site_options, timeout)
+            code = run_method(method, chosen, timeout)
         except OSError as error:
             code = 126 if error.errno != 2 else 127
         finally:
@@ -477,8 +623,8 @@ def _stopped_by(spool: layout.SpoolDir) -> str:
     return why if why in ("cancel", "requeue", "hold") else "stop"
 
 
-def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: AttemptConfig, options: dict[str, object],
-                          site_options: dict[str, object], containment: Containment,
+def _clean_up_without_job(ran: list[Method], after_job: list[Method], config: ShepherdConfig, options: ProcessOptions,
+                          site_options: ProcessOptions | None, containment: Containment,
                           trace: Trace) -> list[tuple[Method, int]]:
     """The methods that still run when the job does not (a prolog or PE start failed, a stop came
     before the job started, or the job could not be started), each with its exit status.
@@ -519,13 +665,13 @@ def _close(stdout: int, stderr: int) -> None:
         os.close(stderr)
 
 
-def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
+def _open_outputs(config: ShepherdConfig) -> tuple[int, int]:
     """As the owner (the caller acts as the owner): regular files or /dev/null only."""
-    paths = [config["stdout"]] + ([config["stderr"]] if config["stderr"] else [])
+    paths = [config.stdout] + ([config.stderr] if config.stderr else [])
     fds: list[int] = []
     try:
         for path in paths:
-            fds.append(open_output(path, append=config["open_mode"] == "append"))
+            fds.append(open_output(path, append=config.open_mode == "append"))
     except OSError as error:
         for fd in fds:
             os.close(fd)
@@ -533,7 +679,7 @@ def _open_outputs(config: AttemptConfig) -> tuple[int, int]:
     return fds[0], fds[-1]
 
 
-def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], stdout: int, stderr: int,
+def _start(spool: layout.SpoolDir, config: ShepherdConfig, env: dict[str, str], stdout: int, stderr: int,
            identity: Identity | None, workdir_fd: int, limits: setup.Setup, pty: int | None = None) -> int:
     """Start the job; its pid. A job of the shepherd's own user is posix_spawn'ed (launch.py).
     Otherwise Popen does the child's set-up in C: the process group, the working directory,
@@ -542,15 +688,15 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
     shepherd takes the job's set-up first (only one it can give back: setup.reversible); a failed chdir, switch or exec comes back here as an exception. VOV 11: a
     failed identity switch is retried. A job given as a command line is exec'd without bash
     (launch.py); if that exec fails, bash runs the line and reports it as it always has."""
-    tries = int(config.get("identity_tries", 3))
-    pause = float(config.get("identity_retry_s", 10.0))
+    tries = config.identity_tries
+    pause = config.identity_retry_s
     switching = identity is not None and identity.switches
     user, group, extra_groups = identity.popen_ids() if identity is not None else (None, None, None)
     script = spool.record(layout.JOB_SCRIPT)
     command = launch.command_of(_read_script(script))
     attempt = 0
     while True:
-        argv, job_env = (command, launch.environment(env, config["workdir"])) if command else (["/bin/bash", script], env)
+        argv, job_env = (command, launch.environment(env, config.workdir)) if command else (["/bin/bash", script], env)
         # GE queue_conf starter_method, VOV 3 (-E): the site's command starts the job (starter.py).
         argv, job_env = starter.wrap(starter.starter_of(config), argv, job_env, command is not None)
         try:
@@ -585,8 +731,8 @@ def _start(spool: layout.SpoolDir, config: AttemptConfig, env: dict[str, str], s
             assert identity is not None
             if attempt >= tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
-                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
+                details = run_diagnostics(config.diagnostics_setuid, [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.diagnostics_identity)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
@@ -613,13 +759,13 @@ def _terminal_and_default_signals() -> None:
     take_controlling_terminal()
 
 
-def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> None:
+def _check_identity(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | None) -> None:
     """Switch to the owner and back, as the Accelerator's subtasker tries: 3 times, 10 s apart by
     default; then the site's diagnostics script, and the attempt fails with the reason."""
     if identity is None or not identity.switches:
         return
-    tries = max(int(config.get("identity_tries", 3)), 1)
-    pause = float(config.get("identity_retry_s", 10.0))
+    tries = max(config.identity_tries, 1)
+    pause = config.identity_retry_s
     for attempt in range(1, tries + 1):
         try:
             with acting_as(identity):
@@ -627,20 +773,20 @@ def _check_identity(spool: layout.SpoolDir, config: AttemptConfig, identity: Ide
         except OSError as error:
             if attempt == tries:
                 reason = f"cannot switch to user {identity.user}: {error.strerror}"
-                details = run_diagnostics(config.get("diagnostics_setuid"), [spool.name, identity.user, reason],
-                                          spool.name, identity.user, reason, config.get("diagnostics_identity"))
+                details = run_diagnostics(config.diagnostics_setuid, [spool.name, identity.user, reason],
+                                          spool.name, identity.user, reason, config.diagnostics_identity)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
 
 
-def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> int:
+def _open_workdir(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | None) -> int:
     """Open the working directory as the job's owner, retrying (an automounter or a network
     filesystem may need a moment: VOV_RETRY_CHDIR, VOV_RETRY_CHDIR_SLEEP); then the site's
     diagnostics script, and the attempt fails with the reason. The descriptor is how every
     process of the attempt enters the directory (_entered)."""
-    tries = max(int(config.get("chdir_tries", 3)), 1)
-    pause = float(config.get("chdir_retry_s", 2.0))
-    workdir = config["workdir"]
+    tries = max(config.chdir_tries, 1)
+    pause = config.chdir_retry_s
+    workdir = config.workdir
     for attempt in range(1, tries + 1):
         try:
             with acting_as(identity):
@@ -658,20 +804,20 @@ def _open_workdir(spool: layout.SpoolDir, config: AttemptConfig, identity: Ident
                 reason = f"cannot enter {workdir}: {error.strerror}"
                 # VOV 17: "vov_diagnostics_chdir with arguments ID and DIR (the directory that
                 # could not be accessed)".
-                details = run_diagnostics(config.get("diagnostics_chdir"), [str(config["job_id"]), workdir],
+                details = run_diagnostics(config.diagnostics_chdir, [str(config.job_id), workdir],
                                           spool.name, identity.user if identity else "", reason,
-                                          config.get("diagnostics_identity"))
+                                          config.diagnostics_identity)
                 raise StartFailure(reason, details) from None
             time.sleep(pause)
     raise AssertionError("unreachable")
 
 
-def _start_failure(config: AttemptConfig, error: OSError) -> StartFailure:
+def _start_failure(config: ShepherdConfig, error: OSError) -> StartFailure:
     method = starter.starter_of(config)
     if method is not None and error.filename == method:
         return StartFailure(f"cannot run the starter method {method}: {error.strerror or error}")
-    if error.filename == config["workdir"] or (not os.path.isdir(config["workdir"]) and error.errno in (2, 13, 20)):
-        return StartFailure(f"cannot enter {config['workdir']}: {error.strerror}")
+    if error.filename == config.workdir or (not os.path.isdir(config.workdir) and error.errno in (2, 13, 20)):
+        return StartFailure(f"cannot enter {config.workdir}: {error.strerror}")
     return StartFailure(f"cannot start the job: {error.strerror or error}")
 
 
@@ -693,9 +839,9 @@ def _json(record: object) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
 
 
-def pids_limit(config: AttemptConfig) -> int:
+def pids_limit(config: ShepherdConfig) -> int:
     """The attempt's process limit: the job's own (--pids-max) within the node's pids_max; 0: none."""
-    limits = [int(value) for value in (config.get("pids_max"), config.get("job_pids_max")) if value]
+    limits = [value for value in (config.pids_max, config.job_pids_max) if value]
     return min(limits) if limits else 0
 
 

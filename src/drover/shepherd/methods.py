@@ -32,9 +32,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from drover.shepherd.config import ShepherdConfig
+from drover.shepherd.processes import ProcessOptions, start
 from drover.shepherd.signals import held_signals
 
 BEFORE_JOB = (("prolog", "node"), ("prolog", "queue"), ("prolog", "job"), ("pe_start", "node"))
@@ -49,28 +50,30 @@ class Method:
     as_owner: bool = False  # a site's method that runs as the job's owner (a PE's procedure without root@)
 
 
-def methods(config: Mapping[str, object], order: tuple[tuple[str, str], ...]) -> list[Method]:
-    """The configured methods among `order`; config keys are e.g. "node_prolog", "job_epilog"."""
+def methods(config: ShepherdConfig, order: tuple[tuple[str, str], ...]) -> list[Method]:
+    """The configured methods among `order` (BEFORE_JOB, AFTER_JOB)."""
+    commands = {("prolog", "node"): config.node_prolog, ("prolog", "queue"): config.queue_prolog,
+                ("prolog", "job"): config.job_prolog, ("pe_start", "node"): config.node_pe_start,
+                ("pe_stop", "node"): config.node_pe_stop, ("epilog", "job"): config.job_epilog,
+                ("epilog", "queue"): config.queue_epilog, ("epilog", "node"): config.node_epilog}
     found = []
     for step, level in order:
-        command = config.get(f"{level}_{step}")
-        if isinstance(command, str) and command.strip():
+        command = commands[step, level]
+        if command is not None and command.strip():
             found.append(Method(step, level, command))
     return found
 
 
-def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> int:
+def run(method: Method, options: ProcessOptions, timeout_s: float) -> int:
     """Run one method to its end; its exit status (128 + signal if killed, 124 on timeout).
 
     A site's method writes into pipes that the shepherd relays to the job's files afterwards,
     not into the job's files themselves: those are the owner's (a full quota, /dev/full), and a
     write the owner made fail must not fail the site's script and put the node in ERROR."""
-    relay = popen_options.get("stdout"), popen_options.get("stderr")
     site = method.level != "job" and not method.as_owner
-    if site:
-        popen_options = dict(popen_options, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    with held_signals():  # the method starts with default signals (popen_options' reset_for_exec)
-        process = subprocess.Popen(["/bin/bash", "-c", method.command], **popen_options)  # type: ignore[call-overload]  # options built as a dict in shepherd/main.py
+    with held_signals():  # the method starts with default signals (restore_signals, and its preexec_fn)
+        process = start(["/bin/bash", "-c", method.command],
+                        options.with_output(subprocess.PIPE, subprocess.PIPE) if site else options)
     try:
         out, err = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -85,14 +88,14 @@ def run(method: Method, popen_options: dict[str, object], timeout_s: float) -> i
     else:
         status = 128 - process.returncode if process.returncode < 0 else process.returncode
     if site:
-        for fd, data in zip(relay, (out, err), strict=True):
+        for fd, data in zip((options.stdout, options.stderr), (out, err), strict=True):
             _write_best_effort(fd, data)
     return status
 
 
-def _write_best_effort(fd: object, data: bytes | None) -> None:
+def _write_best_effort(fd: int, data: bytes | None) -> None:
     """Append a site method's output to the job's file; a failure there is the owner's affair."""
-    if not isinstance(fd, int) or not data:
+    if not data:
         return
     try:
         view = memoryview(data)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 import stat
 
-from drover.records import AttemptConfig
+from drover.shepherd.config import ShepherdConfig
 
 
-def full_outputs(config: AttemptConfig, stdout: int, stderr: int, uid: int) -> list[str]:
+def full_outputs(config: ShepherdConfig, stdout: int, stderr: int, uid: int) -> list[str]:
     """A note for each output file whose filesystem has no block left for the job's owner (root
     may use the blocks the filesystem keeps back; anyone else only the available ones)."""
     notes = []
-    files = [(config["stdout"], stdout)] + ([(config["stderr"], stderr)] if config["stderr"] else [])
+    files = [(config.stdout, stdout)] + ([(config.stderr, stderr)] if config.stderr else [])
     for path, fd in files:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):  # /dev/null takes everything

@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 
-from drover.records import AttemptConfig
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.identity import Identity, acting_as
 from drover.shepherd.userfiles import open_output
 from drover.spool import layout
@@ -27,13 +27,13 @@ from drover.spool.atomic import write_atomically
 MAIL_OUTPUT_LIMIT = 256 * 1024  # of each output file: the end of it, where a failure says why
 
 
-def finish(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | None) -> list[str]:
+def finish(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | None) -> list[str]:
     """Carry out the job's output options; what went wrong, as lines for the trace."""
-    if not (config.get("mail_output") or config.get("done_output") or config.get("zap")):
+    if not (config.mail_output or config.done_output or config.zap):
         return []
-    paths = [path for path in dict.fromkeys([config["stdout"], config["stderr"]]) if path and path != os.devnull]
+    paths = [path for path in dict.fromkeys([config.stdout, config.stderr]) if path and path != os.devnull]
     problems: list[str] = []
-    if config.get("mail_output"):
+    if config.mail_output:
         text = b""
         for path in paths:
             with acting_as(identity):
@@ -45,11 +45,11 @@ def finish(spool: layout.SpoolDir, config: AttemptConfig, identity: Identity | N
             write_atomically(spool.record(layout.MAIL_OUTPUT), text, mode=0o600)
         except OSError as error:
             problems.append(f"cannot keep the output for the mail: {error.strerror}")
-    done = config.get("done_output")
+    done = config.done_output
     if done and paths:
         with acting_as(identity):
             _move(paths[0], done, problems)
-    if config.get("zap"):
+    if config.zap:
         with acting_as(identity):
             for path in paths:
                 try:

@@ -17,43 +17,43 @@ import os
 import shlex
 
 from drover.method_command import substitute
-from drover.records import AttemptConfig
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.environment import pe_hostfile
 from drover.shepherd.methods import Method
 from drover.spool import layout
 from drover.spool.atomic import write_atomically
 
 
-def is_parallel(config: AttemptConfig) -> bool:
-    return bool(config.get("pe"))
+def is_parallel(config: ShepherdConfig) -> bool:
+    return bool(config.pe)
 
 
-def with_pe_methods(config: AttemptConfig, spool_path: str, before_job: list[Method],
+def with_pe_methods(config: ShepherdConfig, spool_path: str, before_job: list[Method],
                     after_job: list[Method]) -> tuple[list[Method], list[Method]]:
     """The attempt's methods before and after the job (methods.methods' lists): for a job of no
     PE, without the node's pe_start and pe_stop; for a job of one, with its PE's procedures."""
     if not is_parallel(config):
         return ([m for m in before_job if m.step != "pe_start"], [m for m in after_job if m.step != "pe_stop"])
     values = placeholders(config, spool_path)
-    start, stop = config.get("pe_start"), config.get("pe_stop")
+    start, stop = config.pe_start, config.pe_stop
     if start:
         before_job = [*before_job, Method("pe_start", "pe", expand(start, values),
-                                          as_owner=not config.get("pe_start_as_site", False))]
+                                          as_owner=not config.pe_start_as_site)]
     if stop:
         after_job = [Method("pe_stop", "pe", expand(stop, values),
-                            as_owner=not config.get("pe_stop_as_site", False)), *after_job]
+                            as_owner=not config.pe_stop_as_site), *after_job]
     return before_job, after_job
 
 
-def placeholders(config: AttemptConfig, spool_path: str) -> dict[str, str]:
+def placeholders(config: ShepherdConfig, spool_path: str) -> dict[str, str]:
     """sge_pe(5)'s $pe_hostfile, $host, $job_owner, $job_id, $job_name, $pe, $pe_slots,
     $processors (the CPUs the job was given, as in the hostfile) and $queue."""
-    processors = ",".join(str(cpu) for cpu in config["cpu_ids"]) or "UNDEFINED"
+    processors = ",".join(str(cpu) for cpu in config.cpu_ids) or "UNDEFINED"
     return {
-        "pe_hostfile": os.path.join(spool_path, layout.PE_HOSTFILE), "host": config["node"],
-        "job_owner": config["owner"], "job_id": str(config["job_id"]), "job_name": config["name"],
-        "pe": str(config.get("pe", "")), "pe_slots": str(config.get("pe_slots", config["cpus"])),
-        "processors": processors, "queue": config.get("queue") or "default",
+        "pe_hostfile": os.path.join(spool_path, layout.PE_HOSTFILE), "host": config.node,
+        "job_owner": config.owner, "job_id": str(config.job_id), "job_name": config.name,
+        "pe": config.pe, "pe_slots": str(config.cpus if config.pe_slots is None else config.pe_slots),
+        "processors": processors, "queue": config.queue,
     }
 
 
@@ -63,7 +63,7 @@ def expand(command: str, values: dict[str, str]) -> str:
     return substitute(command, lambda name: shlex.quote(values[name]) if name in values else None)
 
 
-def write_hostfiles(config: AttemptConfig, spool_path: str, tmpdir: str) -> None:
+def write_hostfiles(config: ShepherdConfig, spool_path: str, tmpdir: str) -> None:
     """GE's spool file pe_hostfile ("A file describing the host setup of a parallel job"), in the
     attempt's spool directory for a job of a PE, and $PE_HOSTFILE's copy in its TMPDIR (made
     just now, not yet its owner's) for it and for any job of more than one CPU. Readable by the

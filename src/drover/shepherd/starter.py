@@ -21,18 +21,17 @@ starter starts the job only, not the prolog, epilog or PE methods, and not an in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from drover.shepherd.config import ShepherdConfig
 
 SHELL = "/bin/bash"
 
 
-def starter_of(config: Mapping[str, object]) -> str | None:
+def starter_of(config: ShepherdConfig) -> str | None:
     """The attempt's starter method, if one applies: the queue's, else the node's."""
-    if config.get("pty"):
+    if config.pty:
         return None
-    for key in ("queue_starter_method", "starter_method"):
-        command = config.get(key)
-        if isinstance(command, str) and command.strip():
+    for command in (config.queue_starter_method, config.starter_method):
+        if command is not None and command.strip():
             return command
     return None
 

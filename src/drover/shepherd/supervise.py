@@ -93,113 +93,153 @@ def supervise(job_pid: int, inbox: SignalInbox, time_limit_s: int | None, kill_g
     forwarded = frozenset(FORWARDED) | ({checkpoint} if checkpoint in HANDLED - {TERMINATE, SUSPEND, RESUME} else set())
     # Handled on the first turn of the loop; the record is read first, whether or not its SIGTTIN came.
     arrived = ([READ_RECORD] if by_record is not None else []) + list(before_start)
-    kept: deque[int] = deque()  # the job's own signals waiting until it is ready for them
-    ignored: list[str] = []
-    events: list[str] = []
-
-    def note(what: str) -> None:
-        events.append(f"{time.time():.6f} {what}")
-
-    def stop(why: str) -> None:
-        note(why)
-        control.stop()
-
     pidfd = os.pidfd_open(job_pid)
-    watch_memory = containment.memory_limit_mib > 0
-    out_of_memory = False
     started = time.monotonic()
-    ready_by = started + READY_WAIT_S
     deadline = started + time_limit_s if time_limit_s else None
     if checkpointing is not None:
         checkpointing.started(job_pid, started, [signum for signum in arrived if signum in REQUESTS])
         arrived = [signum for signum in arrived if signum not in REQUESTS]
-    warn_at = deadline - warning[1] if deadline is not None and warning else None
-    timed_out = terminated = False
+    watch = _Watch(job_pid, containment, control, forwarded, by_record, checkpointing, warning,
+                   deadline=deadline, warn_at=deadline - warning[1] if deadline is not None and warning else None,
+                   ready_by=started + READY_WAIT_S, arrived=arrived)
     try:
         while True:
             now = time.monotonic()
-            wake_at = min(t for t in (deadline, control.wake_at(), warn_at, now + (OOM_POLL_S if watch_memory else 3600),
-                                      now if arrived else None, now + READY_POLL_S if kept else None,
-                                      checkpointing.wake_at() if checkpointing is not None else None)
-                          if t is not None)
             watched = [pidfd, inbox.fileno(), *(relay.fds() if relay else [])]
-            ready, _, _ = select.select(watched, [], [], max(wake_at - now, 0))
+            ready, _, _ = select.select(watched, [], [], max(watch.wake_at(now) - now, 0))
             if pidfd in ready:
                 break
             if relay is not None:
                 for fd in ready:
                     if fd in relay.fds():
                         relay.handle(fd)
-            came = [(True, signum) for signum in arrived] + [(False, signum) for signum in inbox.drain()]
-            arrived = []
+            came = [(True, signum) for signum in watch.arrived] + [(False, signum) for signum in inbox.drain()]
+            watch.arrived = []
             for early, signum in came:
-                if checkpointing is not None and signum in (SUSPEND, RESUME):
-                    checkpointing.suspended = signum == SUSPEND  # a frozen job is not checkpointed (checkpoint.py)
-                if checkpointing is not None and signum in REQUESTS:
-                    checkpointing.request(signum, time.monotonic())
-                elif signum == TERMINATE and not control.stopping:
-                    terminated, deadline = True, None
-                    stop("stop requested")
-                elif signum == SUSPEND:
-                    note("suspend requested")
-                    control.suspend()
-                elif signum == RESUME:
-                    note("resume requested")
-                    control.resume()
-                elif signum == READ_RECORD:
-                    for named in by_record.new() if by_record is not None else ():
-                        if named in (signal.SIGKILL, signal.SIGSTOP):
-                            _killpg(job_pid, named)  # no process can catch them: nothing to wait for
-                            note(f"{signal_name(named)} (spool record signal) to the job")
-                        elif early or kept:
-                            kept.append(named)
-                        else:
-                            _killpg(job_pid, named)
-                            note(f"{signal_name(named)} (spool record signal) to the job")
-                elif signum in forwarded and (early or kept):
-                    kept.append(signum)  # after those kept before it: in the order they came
-                elif signum in forwarded:
-                    _killpg(job_pid, signum)
-                    note(f"{signal_name(signum)} forwarded to the job")
-                elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
-                    ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
-            while kept and (time.monotonic() >= ready_by or takes(job_pid, kept[0])):
-                sent = kept.popleft()
-                _killpg(job_pid, sent)
-                note(f"{signal_name(sent)} (kept until the job was ready) to the job")
-            ignored += inbox.drain_faults()
-            if watch_memory and not out_of_memory and containment.oom_killed():
-                # The kernel killed one process; the attempt as a whole is over (a shell whose
-                # child was killed could otherwise go on, and exit 0).
-                out_of_memory = True
-                containment.kill_all()
-                note("out of memory: the attempt killed")
-            now = time.monotonic()
-            if warn_at is not None and now >= warn_at and warning is not None:
-                _killpg(job_pid, warning[0])  # the job's own warning, before its time is up
-                warn_at = None
-                note(f"{signal_name(warning[0])} to the job: its time limit is near")
-            if deadline is not None and now >= deadline:
-                timed_out, deadline = True, None
-                stop("time limit reached")
-            if checkpointing is not None and checkpointing.step(now) and not control.stopping:
-                terminated, deadline = True, None  # migrated: stopped as a requeue stops it
-                stop("migrated: stopped for its requeue")
-            if control.tick():
-                _killpg(job_pid, signal.SIGKILL)
-                containment.thaw()  # a frozen process dies only once thawed (frozen again meanwhile)
-                note("SIGKILL to the job: its grace is over")
+                watch.handle(signum, early)
+            watch.send_kept()
+            watch.ignored += inbox.drain_faults()
+            watch.check()
     finally:
         os.close(pidfd)
     _, wait_status, rusage = os.wait4(job_pid, 0)
     if relay is not None:
         relay.finish()
-    ignored += inbox.drain_faults()
+    watch.ignored += inbox.drain_faults()
     # The control's own lines (notices, methods and their ends) among the loop's, in time order:
     # each line starts with its time, printed to the microsecond.
-    events = sorted(events + control.finish())
-    return Ending(wait_status, rusage, timed_out, terminated, out_of_memory or containment.oom_killed(), ignored,
-                  events)
+    events = sorted(watch.events + control.finish())
+    return Ending(wait_status, rusage, watch.timed_out, watch.terminated,
+                  watch.out_of_memory or containment.oom_killed(), watch.ignored, events)
+
+
+@dataclass(slots=True)
+class _Watch:
+    """What supervise keeps while the job runs, and what it does on each turn of its loop."""
+
+    job_pid: int
+    containment: Containment
+    control: JobControl
+    forwarded: frozenset[int]  # FORWARDED, and the job's checkpoint signal
+    by_record: SignalReader | None
+    checkpointing: Checkpointing | None
+    warning: tuple[int, float] | None
+    deadline: float | None  # the time limit, on the monotonic clock
+    warn_at: float | None  # when the warning signal goes
+    ready_by: float  # a kept signal goes by then, whether or not the job is ready for it
+    arrived: list[int]  # signals that came before the job started, handled on the loop's next turn
+    kept: deque[int] = field(default_factory=deque)  # the job's own signals waiting until it is ready for them
+    ignored: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    terminated: bool = False
+    out_of_memory: bool = False
+
+    def note(self, what: str) -> None:
+        self.events.append(f"{time.time():.6f} {what}")
+
+    def stop(self, why: str) -> None:
+        self.note(why)
+        self.control.stop()
+
+    def wake_at(self, now: float) -> float:
+        """When the loop must look again, whatever comes before."""
+        watch_memory = self.containment.memory_limit_mib > 0
+        return min(t for t in (self.deadline, self.control.wake_at(), self.warn_at,
+                               now + (OOM_POLL_S if watch_memory else 3600),
+                               now if self.arrived else None, now + READY_POLL_S if self.kept else None,
+                               self.checkpointing.wake_at() if self.checkpointing is not None else None)
+                   if t is not None)
+
+    def handle(self, signum: int, early: bool) -> None:
+        """What a signal sent to the shepherd means (the module's docstring); `early`: it came
+        before the job started."""
+        checkpointing, control = self.checkpointing, self.control
+        if checkpointing is not None and signum in (SUSPEND, RESUME):
+            checkpointing.suspended = signum == SUSPEND  # a frozen job is not checkpointed (checkpoint.py)
+        if checkpointing is not None and signum in REQUESTS:
+            checkpointing.request(signum, time.monotonic())
+        elif signum == TERMINATE and not control.stopping:
+            self.terminated, self.deadline = True, None
+            self.stop("stop requested")
+        elif signum == SUSPEND:
+            self.note("suspend requested")
+            control.suspend()
+        elif signum == RESUME:
+            self.note("resume requested")
+            control.resume()
+        elif signum == READ_RECORD:
+            self._read_record(early)
+        elif signum in self.forwarded and (early or self.kept):
+            self.kept.append(signum)  # after those kept before it: in the order they came
+        elif signum in self.forwarded:
+            _killpg(self.job_pid, signum)
+            self.note(f"{signal_name(signum)} forwarded to the job")
+        elif signum != TERMINATE:  # a second SIGTERM: the stop is under way already
+            self.ignored.append(f"{time.time():.6f} ignored {signal_name(signum)}")
+
+    def _read_record(self, early: bool) -> None:
+        for named in self.by_record.new() if self.by_record is not None else ():
+            if named in (signal.SIGKILL, signal.SIGSTOP):
+                _killpg(self.job_pid, named)  # no process can catch them: nothing to wait for
+                self.note(f"{signal_name(named)} (spool record signal) to the job")
+            elif early or self.kept:
+                self.kept.append(named)
+            else:
+                _killpg(self.job_pid, named)
+                self.note(f"{signal_name(named)} (spool record signal) to the job")
+
+    def send_kept(self) -> None:
+        """The kept signals the job is ready for, in the order they came."""
+        while self.kept and (time.monotonic() >= self.ready_by or takes(self.job_pid, self.kept[0])):
+            sent = self.kept.popleft()
+            _killpg(self.job_pid, sent)
+            self.note(f"{signal_name(sent)} (kept until the job was ready) to the job")
+
+    def check(self) -> None:
+        """The attempt's memory, the warning and the time limit, a migration, the stop's grace."""
+        containment, control = self.containment, self.control
+        if containment.memory_limit_mib > 0 and not self.out_of_memory and containment.oom_killed():
+            # The kernel killed one process; the attempt as a whole is over (a shell whose
+            # child was killed could otherwise go on, and exit 0).
+            self.out_of_memory = True
+            containment.kill_all()
+            self.note("out of memory: the attempt killed")
+        now = time.monotonic()
+        if self.warn_at is not None and now >= self.warn_at and self.warning is not None:
+            _killpg(self.job_pid, self.warning[0])  # the job's own warning, before its time is up
+            self.warn_at = None
+            self.note(f"{signal_name(self.warning[0])} to the job: its time limit is near")
+        if self.deadline is not None and now >= self.deadline:
+            self.timed_out, self.deadline = True, None
+            self.stop("time limit reached")
+        if self.checkpointing is not None and self.checkpointing.step(now) and not control.stopping:
+            self.terminated, self.deadline = True, None  # migrated: stopped as a requeue stops it
+            self.stop("migrated: stopped for its requeue")
+        if control.tick():
+            _killpg(self.job_pid, signal.SIGKILL)
+            containment.thaw()  # a frozen process dies only once thawed (frozen again meanwhile)
+            self.note("SIGKILL to the job: its grace is over")
 
 
 def takes(pid: int, signum: int) -> bool:

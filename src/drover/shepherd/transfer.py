@@ -10,7 +10,8 @@ import base64
 import os
 import sys
 
-from drover.records import AttemptConfig, RefusedFile, StagedFile, StagedOutRecord
+from drover.records import RefusedFile, StagedFile, StagedOutRecord
+from drover.shepherd.config import ShepherdConfig
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as
 from drover.shepherd.userfiles import matching, open_regular_for_reading, write_beneath
@@ -34,18 +35,18 @@ def staged_in_files(spool: layout.SpoolDir) -> list[tuple[str, int, bytes]]:
     return [(f["name"], int(f["mode"]), base64.b64decode(f["data"])) for f in record]
 
 
-def stage_out(spool: layout.SpoolDir, config: AttemptConfig, workdir_fd: int, identity: Identity | None) -> None:
+def stage_out(spool: layout.SpoolDir, config: ShepherdConfig, workdir_fd: int, identity: Identity | None) -> None:
     """HTCondor's output transfer: the files matching the job's stage-out patterns (and its
     output files, when it ran in a scratch directory) are opened as the owner, beneath the
     working directory, regular files only, and copied into the spool's `staged_out.d/`, up to the
     attempt's limit. The `staged_out` record lists what was copied, skipped (over the limit)
     and refused (a link, a FIFO...)."""
-    patterns = list(config.get("stage_out") or [])
-    outputs = [config["stdout"], config["stderr"]] if config.get("scratch") else []
-    scratch = [os.path.relpath(path, config["workdir"]) for path in outputs if path]
+    patterns = list(config.stage_out)
+    outputs = [config.stdout, config.stderr] if config.scratch else []
+    scratch = [os.path.relpath(path, config.workdir) for path in outputs if path]
     if not patterns and not scratch:
         return
-    limit = int(config.get("stage_out_limit_bytes", 64 * 1024 * 1024))
+    limit = config.stage_out_limit_bytes
     with acting_as(identity):
         names = list(dict.fromkeys(matching(workdir_fd, patterns) + scratch))
     directory = spool.record(layout.STAGED_OUT_DIR)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from tests.helpers.attempt_config import attempt_config
+
+from drover.shepherd.config import ShepherdConfig, read_config
 from drover.shepherd.environment import build_environment, pe_hostfile, site_environment
 
 
-def a_config(**overrides: Any) -> Any:
+def a_config(**overrides: Any) -> ShepherdConfig:
     config = {
         "attempt": "7.0.2", "job_id": 7, "task_index": 0, "attempt_number": 2, "is_array": False,
         "array_first": None, "array_last": None, "array_step": None, "array_count": None, "name": "job",
@@ -16,7 +20,8 @@ def a_config(**overrides: Any) -> Any:
         "queue": "short", "cluster": "c1",
     }
     config.update(overrides)
-    return config
+    # Decoded as the shepherd decodes its record, over a whole one (tests/helpers/attempt_config.py)
+    return read_config({**attempt_config("/w"), **config})
 
 
 def test_sbatchs_request_shapes_the_slurm_variables() -> None:
@@ -94,6 +99,6 @@ def test_a_task_started_on_another_host_keeps_its_callers_job_and_step_variables
     assert env["SGE_BINDING"] == "0 1 2 3" and env["PE_HOSTFILE"] == "/t2/pe_hostfile"
     # a caller's variables of another job are not this job's
     other = dict(caller, SLURM_JOB_ID="3", SLURM_JOBID="3")
-    env = build_environment(dict(task, environment=other), "/t2")
+    env = build_environment(dataclasses.replace(task, environment=other), "/t2")
     assert (env["SLURM_JOB_ID"], env["SLURM_PROCID"], env["SLURM_JOB_NODELIST"]) == ("7", "0", "n2")
     assert "SLURM_STEP_ID" not in env

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.helpers.attempt_config import attempt_config
+
+from drover.shepherd.config import ShepherdConfig, read_config
 from drover.shepherd.environment import build_environment, site_environment
 
 
-def a_config(**overrides: Any) -> Any:
+def a_config(**overrides: Any) -> ShepherdConfig:
     config = {
         "attempt": "7.0.1", "job_id": 7, "task_index": 0, "attempt_number": 1, "is_array": False,
         "array_first": None, "array_last": None, "array_step": None, "array_count": None, "name": "job",
@@ -17,7 +20,8 @@ def a_config(**overrides: Any) -> Any:
         "queue": "gpu", "cluster": "c1",
     }
     config.update(overrides)
-    return config
+    # Decoded as the shepherd decodes its record, over a whole one (tests/helpers/attempt_config.py)
+    return read_config({**attempt_config("/w"), **config})
 
 
 def test_a_job_given_gpus_sees_them_under_every_name() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.helpers.attempt_config import attempt_config
+
 from drover.config_file import parse_config
 from drover.execd.host import MAX_PIDS, MIN_PIDS, default_pids_max
 from drover.execd.main import pids_max
@@ -22,10 +24,14 @@ def test_the_node_setting_wins_and_zero_means_no_limit() -> None:
 
 
 def test_a_jobs_own_limit_holds_within_its_nodes() -> None:
+    from drover.shepherd.config import read_config
     from drover.shepherd.main import pids_limit
 
-    assert pids_limit({"pids_max": 4096, "job_pids_max": 64}) == 64  # type: ignore[typeddict-item]
-    assert pids_limit({"pids_max": 64, "job_pids_max": 4096}) == 64  # type: ignore[typeddict-item]
-    assert pids_limit({"pids_max": 0, "job_pids_max": 64}) == 64  # type: ignore[typeddict-item]
-    assert pids_limit({"pids_max": 0, "job_pids_max": None}) == 0  # type: ignore[typeddict-item]
-    assert pids_limit({}) == 0  # type: ignore[typeddict-item]
+    def limit(**keys: int | None) -> int:
+        return pids_limit(read_config(attempt_config("/w", **keys)))
+
+    assert limit(pids_max=4096, job_pids_max=64) == 64
+    assert limit(pids_max=64, job_pids_max=4096) == 64
+    assert limit(pids_max=0, job_pids_max=64) == 64
+    assert limit(pids_max=0, job_pids_max=None) == 0
+    assert limit() == 0

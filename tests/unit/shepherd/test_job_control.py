@@ -17,6 +17,7 @@ import pytest
 
 from drover.method_command import CommandMethod, SignalMethod
 from drover.shepherd.control import JobControl
+from drover.shepherd.processes import ProcessOptions
 
 CHILD = """
 import signal, sys, time
@@ -167,7 +168,7 @@ def test_gridengine_queue_conf_a_command_method_runs_once_at_a_time_and_its_stat
     script.chmod(0o755)
     methods = {"suspend_method": CommandMethod((str(script), "$job_pid", "$job_name"))}
     control = JobControl(methods, Recorded(), kill_grace_s=5,  # type: ignore[arg-type]
-                         popen_options={"cwd": str(tmp_path), "stdin": subprocess.DEVNULL},
+                         popen_options=ProcessOptions(str(tmp_path), None, subprocess.DEVNULL, subprocess.DEVNULL),
                          facts={"job_name": "a b"})
     control.start(pid)
     control.suspend()

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.helpers.attempt_config import attempt_config
+
+from drover.shepherd.config import ShepherdConfig, read_config
 from drover.shepherd.environment import build_environment, pe_hostfile, site_environment
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.parallel import expand, placeholders, with_pe_methods
 
 
-def a_config(**overrides: Any) -> Any:
+def a_config(**overrides: Any) -> ShepherdConfig:
     config = {
         "attempt": "7.0.2", "job_id": 7, "task_index": 0, "attempt_number": 1, "is_array": False,
         "array_first": None, "array_last": None, "array_step": None, "array_count": None, "name": "job",
@@ -20,7 +23,8 @@ def a_config(**overrides: Any) -> Any:
         "queue": "short", "cluster": "c1",
     }
     config.update(overrides)
-    return config
+    # Decoded as the shepherd decodes its record, over a whole one (tests/helpers/attempt_config.py)
+    return read_config({**attempt_config("/w"), **config})
 
 
 def node_methods(**config: Any) -> Any:
