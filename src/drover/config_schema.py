@@ -29,6 +29,7 @@ from drover.core.limits import (
 )
 from drover.core.parallel_env import MAX_SLOTS
 from drover.method_command import MAX_NOTIFY_S
+from drover.protocol.node_channel import HEARTBEAT_S
 
 if TYPE_CHECKING:
     from drover.core.checkpoints import Environment as CheckpointEnvironment
@@ -108,7 +109,7 @@ class ControllerSection(Section, frozen=True):
     node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs: requeued when "
                                            "they may run again, NODE_FAIL otherwise", ge=1.0, le=30 * 86400.0)] = 300.0
     heartbeat_s: Annotated[float, about("how often nodes say they are there (with their load and free memory); "
-                                        "a node silent for three is DOWN", ge=0.1, le=3600.0)] = 10.0
+                                        "a node silent for three is DOWN", ge=0.1, le=3600.0)] = HEARTBEAT_S
     shared: Annotated[bool, about("serve every local user, each for their own jobs (as `--system` does)")] = False
     operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
     allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False

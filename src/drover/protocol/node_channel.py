@@ -167,11 +167,13 @@ class Ack(msgspec.Struct, tag="ack"):
 
 
 PE_TASK_ACK = "pe_task"
+# How often a node says how it is, unless the controller says otherwise ([controller] heartbeat_s).
+HEARTBEAT_S = 10.0
 
 
 class Welcome(msgspec.Struct, tag="welcome"):
     node: str
-    heartbeat_s: float = 10.0  # how often the node says how it is; silent for three, it is DOWN
+    heartbeat_s: float = HEARTBEAT_S  # how often the node says how it is; silent for three, it is DOWN
     # The controller takes staged-out files in StagedChunks; a controller of an earlier version
     # (which says nothing of it) takes them only whole, in the StagedOut.
     staged_chunks: bool = False

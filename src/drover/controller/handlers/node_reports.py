@@ -41,6 +41,7 @@ from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
 from drover.core.queues import DEFAULT as DEFAULT_QUEUE
 from drover.protocol.node_channel import (
+    HEARTBEAT_S,
     Ack,
     Enforced,
     Exited,
@@ -58,7 +59,7 @@ from drover.store.base import Store
 
 
 def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions, store: Store,
-                      heartbeat_s: float = 10.0) -> Outcome:
+                      heartbeat_s: float = HEARTBEAT_S) -> Outcome:
     """`store`: where the scripts of the orders sent again are read (Store.job_payloads)."""
     outcome = Outcome(reschedule=True)
     node = state.nodes.get(hello.node)
