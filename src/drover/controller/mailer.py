@@ -37,7 +37,6 @@ class Mailer:
         self.send(SendMail(ended.job_id, to, subject, body))
         return True
 
-
     async def _mail(self, message: SendMail) -> None:
         """Send in a thread, retrying with back-off; the outcome becomes an event. At most
         once: a controller that dies before sending does not send it later."""

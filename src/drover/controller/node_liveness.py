@@ -1,5 +1,5 @@
 """Node liveness: a node's channel attached, what it says heard and handed on (its reports to the
-grouped commit, report_group.py; answers to users' reads, samples and event log appends to their
+grouped commit, controller/report_group.py; answers to users' reads, samples and event log appends to their
 keepers), a node silent for three heartbeats or gone, and a node that leaves the cluster."""
 
 from __future__ import annotations
@@ -56,14 +56,14 @@ class NodeLiveness:
         node connects and says hello again."""
         self.group.settle()  # what the node said on its previous channel comes first
         previous = self.shell.channels.attach(channel)
-        self.shell.run(lambda: on_node_connected(self.shell.state, hello, self.shell.clock(), self.orders, self.shell.store,
+        shell = self.shell
+        shell.run(lambda: on_node_connected(shell.state, hello, shell.clock(), self.orders, shell.store,
                                             self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
         self.shell.event_logs.node_connected(hello.node, self.shell.store)  # the event logs it writes catch up
         # The orders for its tasks it missed while away, and the stops of tasks of ended attempts.
         self.shell.pe_tasks.node_connected(self.shell.state, hello.node, hello.pe_task_attempts)
         return previous
-
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
         """A frame of reports from a node: handled at the end of this loop turn, with the other
@@ -97,7 +97,6 @@ class NodeLiveness:
             if isinstance(message, Heartbeat):
                 node.load, node.memory_free_mib = message.load, message.memory_free_mib
 
-
     def silent_nodes(self, now: float) -> list[str]:
         """Connected nodes not heard for three heartbeats: a link cut without a word (no FIN, no
         RST) looks connected to TCP for minutes."""
@@ -105,7 +104,6 @@ class NodeLiveness:
         return [name for name in self.shell.channels.connected()
                 if (node := self.shell.state.nodes.get(name)) is not None and node.heard_at is not None
                 and now - node.heard_at > limit]
-
 
     def node_disconnected(self, channel: NodeChannel) -> None:
         self.group.settle()  # what it said before it went is handled (and acknowledged) first
@@ -119,10 +117,10 @@ class NodeLiveness:
             # A node whose channel is gone is DOWN whatever the store holds: if the store
             # refuses that, the working set keeps it (nodes=nothing to put back); a restarted
             # controller starts every node DOWN.
-            self.shell.run(lambda: on_node_disconnected(self.shell.state, channel.node, self.shell.clock()), Scope(nodes=frozenset()))
+            self.shell.run(lambda: on_node_disconnected(self.shell.state, channel.node, self.shell.clock()),
+                           Scope(nodes=frozenset()))
         except Exception:
             pass  # logged
-
 
     def forget_node(self, name: str, forget_in_store: Callable[[], None]) -> None:
         """A node that left the cluster: refused while it runs attempts. `forget_in_store`
@@ -149,11 +147,10 @@ class NodeLiveness:
 
         self.shell.run(handler, Scope(nodes=frozenset({name})))
 
-
-
     async def watch_nodes(self) -> None:
         """Every few seconds: a connected node silent for three heartbeats is disconnected (so it
         is DOWN), and nodes down for longer than node_timeout_s lose their jobs."""
+        shell = self.shell
         while True:
             await asyncio.sleep(min(max(self.settings.node_timeout_s / 4, 0.2), self.settings.heartbeat_s, 30))
             for name in self.silent_nodes(self.shell.clock()):
@@ -165,14 +162,13 @@ class NodeLiveness:
                 self.node_disconnected(channel)
                 await channel.close()
             try:
-                self.shell.run(lambda: on_nodes_lost(self.shell.state, self.shell.clock(), self.settings.node_timeout_s,
+                shell.run(lambda: on_nodes_lost(shell.state, shell.clock(), self.settings.node_timeout_s,
                                                 self.settings.exits),
                           Scope(per_job=True))
             except StoreFault as fault:
                 log.warning("checking for lost nodes: %s", fault)
             except Exception:
                 log.exception("checking for lost nodes failed")
-
 
     def _pe_task_ended(self, node: str, message: PeTaskExited) -> None:
         """A task's end, recorded with its attempt (pe_tasks.PeTasks.ended); an ended job's
@@ -184,13 +180,13 @@ class NodeLiveness:
             return
 
         def handler() -> Outcome:
-            return self.shell.pe_tasks.ended(self.shell.state, self.shell.find_attempt(job_id, index, number), node, message)
+            attempt = self.shell.find_attempt(job_id, index, number)
+            return self.shell.pe_tasks.ended(self.shell.state, attempt, node, message)
 
         try:
             self.shell.run(handler, Scope(jobs=frozenset({job_id})))
         except DroverError as fault:
             log.error("the end of task %s of %s is not recorded yet: %s", message.petask, message.attempt, fault)
-
 
     def _kept(self, message: NodeMessage) -> bool:
         """Staged-out files are on disk before they are acknowledged. Files that cannot be kept
@@ -207,7 +203,6 @@ class NodeLiveness:
             log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt[:100],
                       self.settings.files_dir, reason)
             return False
-
 
     def _chunk_kept(self, node: str, chunk: StagedChunk) -> ChunkKept:
         """A chunk of a staged-out file, written where its file is assembled. Only the node

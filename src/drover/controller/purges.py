@@ -35,7 +35,6 @@ class Purges:
                 await self.purge_once()
             await asyncio.sleep(every_s)
 
-
     def prune_submissions(self) -> int:
         """Forget the stored request keys this controller no longer remembers (it remembers the
         newest REMEMBERED_SUBMISSIONS); the number forgotten."""
@@ -44,7 +43,6 @@ class Purges:
         except Exception:
             log.exception("pruning the submissions' request keys failed; it is tried again later")
             return 0
-
 
     async def purge_once(self) -> int:
         """One round of purging (every batch due now); the number of jobs forgotten."""

@@ -1,6 +1,6 @@
 """The grouped commit of the nodes' reports: the frames of reports that come in one loop turn,
 and the planner's pass they ask for, are handled at the turn's end and committed in one
-transaction through the shell (shell.py), with the guarantees of a handler run on its own.
+transaction through the shell (controller/shell.py), with the guarantees of a handler run on its own.
 Reports the store refuses that a node says only once are kept here and tried again."""
 
 from __future__ import annotations
@@ -98,12 +98,10 @@ class ReportGroup:
         self._schedule_requested = True
         self._queue_group()
 
-
     def _queue_group(self) -> None:
         if not self._group_queued:
             self._group_queued = True
             asyncio.get_running_loop().call_soon(self._group)
-
 
     def _group(self) -> None:
         """At the end of a loop turn: the nodes' frames of reports that came in it, then the
@@ -116,7 +114,6 @@ class ReportGroup:
             log.exception("handling the nodes' reports and planning failed")
         self._wake_for_begin_time()
 
-
     def settle(self) -> None:
         """Before any other handler: the reports waiting for this turn's group are handled and
         committed now, in the order they came; the pass they ask for stays for the turn's end."""
@@ -125,7 +122,6 @@ class ReportGroup:
                 self._handle_group(plan=False, may_plan=False)
             except Exception:
                 log.exception("handling the nodes' reports failed")
-
 
     def _handle_group(self, plan: bool, may_plan: bool = True) -> None:
         """Handle the waiting frames of reports, in the order they came, then run a planner pass
@@ -200,7 +196,6 @@ class ReportGroup:
             if self._frames:  # left by an exception: the next turn takes them
                 self._queue_group()
 
-
     def _handle_frame(self, group: Outcome, named: set[int], memory: _Memory, node: str,
                       reports: list[Report]) -> None:
         jobs = frozenset(job_id for report in reports if (job_id := job_of_attempt(report.attempt)) is not None)
@@ -225,7 +220,6 @@ class ReportGroup:
             return
         self.shell.state.changed(outcome.changes)  # the planner builds again the work of what they touched
         self._merge(group, outcome)
-
 
     def _plan(self, group: Outcome, named: set[int]) -> bool:
         """A planner pass over the working set as the group left it, added to the group; True if
@@ -260,14 +254,12 @@ class ReportGroup:
         self._merge(group, outcome)
         return bool(outcome.changes)
 
-
     def _merge(self, group: Outcome, outcome: Outcome) -> None:
         """Add a handler's outcome to the group; the jobs it set aside are put back as the store
         has them, with what the group did to them before."""
         set_aside = group.merge(outcome)
         if set_aside and not self.shell.put_back(Scope(frozenset(set_aside), nodes=frozenset()), None):
             raise _Reloaded
-
 
     def _commit_group(self, group: Outcome, named: frozenset[int], frames: list[tuple[str, list[Report]]],
                       memory: _Memory, with_pass: bool) -> bool:
@@ -306,13 +298,11 @@ class ReportGroup:
                 retry[0].cancel()
         return False
 
-
     def _forget(self, memory: _Memory) -> None:
         """Undo what the group's handlers changed in memory beyond its jobs and nodes (a group
         that is not committed): its reports are handled again, as if for the first time."""
         self.shell.state.usage.restore(memory.usage)
         self.shell.state.lost_attempts.update(memory.lost)
-
 
     def _keep_unsaved_frames(self, frames: list[tuple[str, list[Report]]]) -> None:
         by_node: dict[str, list[Report]] = {}
@@ -320,7 +310,6 @@ class ReportGroup:
             by_node.setdefault(node, []).extend(reports)
         for node, reports in by_node.items():
             self.keep_unsaved(node, reports)
-
 
     def keep_unsaved(self, node: str, reports: list[Report]) -> None:
         """Keep what the node will not send again, and try it again with back-off (0.5 s,
@@ -340,11 +329,9 @@ class ReportGroup:
         timer = asyncio.get_running_loop().call_later(delay, self._retry_unsaved, node)
         self.unsaved_retry[node] = (timer, delay)
 
-
     def _retry_unsaved(self, node: str) -> None:
         if node in self.unsaved:
             self._retry(node)
-
 
     def _wake_for_begin_time(self) -> None:
         """Plan again when the earliest begin time of a waiting job comes (sbatch --begin): the

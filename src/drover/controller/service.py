@@ -1,11 +1,11 @@
 """The controller's service: the rooms built and wired together, and the users' commands, each a
-thin function over the shell (shell.py). A newcomer reads the rooms in this order:
+thin method over the shell. A newcomer reads the rooms in this order:
 
-- shell.py: runs a handler, commits its outcome, carries out its effects, undoes a failure;
-- report_group.py: the nodes' reports of a loop turn and the planner's pass, one commit;
-- node_liveness.py: nodes that connect, speak, fall silent, leave;
-- mailer.py and purges.py: the controller's own mail, and forgetting old history;
-- handlers/: the deciders the commands below call.
+- controller/shell.py: runs a handler, commits its outcome, carries out its effects, undoes a failure;
+- controller/report_group.py: the nodes' reports of a loop turn and the planner's pass, one commit;
+- controller/node_liveness.py: nodes that connect, speak, fall silent, leave;
+- controller/mailer.py, controller/purges.py: the controller's own mail, and forgetting old history;
+- controller/handlers/: the deciders the commands below call.
 """
 
 from __future__ import annotations
@@ -185,7 +185,6 @@ class ControllerService:
                 self._submitted.popitem(last=False)
         return ids
 
-
     def act(self, action: str, refs: list[str], may_touch: MayTouch, signal_name: str | None = None,
             priority: int | None = None, by: str | None = None, queue: str | None = None) -> list[ActionResult]:
         """`may_touch`: the caller's permission, asked of each job the refs name; `by`: the caller;
@@ -201,7 +200,6 @@ class ControllerService:
 
         self.shell.run(handler, Scope(frozenset(_job_ids(refs)), self.state.next_job_id))
         return results
-
 
     def start_pe_task(self, policy: Policy, caller: Caller, job_id: int, index: int, host: str, argv: list[str],
                       cwd: str | None, env: Mapping[str, str] | None,
@@ -234,7 +232,6 @@ class ControllerService:
         self.shell.run(handler, Scope(jobs=frozenset({job_id})))
         return attempt, started[0]
 
-
     def pe_task(self, job_id: int, index: int, number: int, petask: str) -> tuple[Attempt, PeTaskRecord]:
         """A task a parallel job's attempt started (qrsh -inherit), from the working set while its
         job is there, else from the store."""
@@ -243,53 +240,44 @@ class ControllerService:
             raise NotFound(f"job {job_id}.{index} has no attempt {number}")
         return attempt, pe_tasks.find(attempt, petask)
 
-
     def stop_pe_task(self, job_id: int, index: int, number: int, petask: str) -> PeTaskRecord:
         """Stop one task of a running parallel job (its caller was interrupted); the caller is
         checked as the job's owner first (api/pe_tasks.py)."""
         attempt, _ = self.pe_task(job_id, index, number, petask)
         return self.pe_tasks.stop_task(attempt, petask)
 
-
     def resume_node(self, name: str, queue: str | None = None) -> None:
         self.shell.run(lambda: resume_node(self.state, name, self.clock(), queue), Scope(nodes=frozenset({name})))
 
-
     def drain_node(self, name: str, reason: str) -> None:
         self.shell.run(lambda: drain_node(self.state, name, reason, self.clock()), Scope(nodes=frozenset({name})))
-
 
     # -- queues (controller/handlers/queues.py) -------------------------------------------------
 
     def switch_queue(self, name: str, action: str, reason: str, caller: Caller) -> None:
         self.shell.run(lambda: queues.switch(self.state, self.settings.queues, name, action, reason, caller.user,
-                                        caller.is_admin, self.clock()), Scope())
-
+                                             caller.is_admin, self.clock()), Scope())
 
     def suspend_queue(self, name: str, node: str | None, reason: str, caller: Caller) -> None:
         """Suspend the queue's instance on `node`, or on every node (queue_suspension.py)."""
-        self.shell.run(lambda: queue_suspension.suspend(self.state, self.settings.queues, name, node, reason, caller.user,
-                                                   caller.is_admin, self.clock()), Scope())
-
+        self.shell.run(lambda: queue_suspension.suspend(self.state, self.settings.queues, name, node, reason,
+                                                        caller.user, caller.is_admin, self.clock()), Scope())
 
     def unsuspend_queue(self, name: str, node: str | None, caller: Caller) -> None:
         self.shell.run(lambda: queue_suspension.unsuspend(self.state, self.settings.queues, name, node, caller.user,
-                                                     caller.is_admin, self.clock()), Scope())
-
+                                                          caller.is_admin, self.clock()), Scope())
 
     def change_queue(self, name: str, settings: Mapping[str, str], caller: Caller) -> None:
         self.shell.run(lambda: queues.change(self.state, self.settings.queues, name, settings, caller.user,
-                                        caller.is_admin, self.clock()), Scope())
-
+                                             caller.is_admin, self.clock()), Scope())
 
     def create_queue(self, name: str, settings: Mapping[str, str], caller: Caller) -> None:
         self.shell.run(lambda: queues.create(self.state, self.settings.queues, name, settings, caller.user,
-                                        caller.is_admin, self.settings.user_queues, self.clock()), Scope())
-
+                                             caller.is_admin, self.settings.user_queues, self.clock()), Scope())
 
     def delete_queue(self, name: str, caller: Caller) -> None:
         self.shell.run(lambda: queues.delete(self.state, self.settings.queues, name, caller.user, caller.is_admin,
-                                        self.clock()), Scope())
+                                             self.clock()), Scope())
 
 
 

@@ -3,7 +3,7 @@ effects; undoes a handler or a commit that fails.
 
 Every state change reaches the store before any reply, order or notification leaves: one
 transaction per handler (the nodes' reports of a loop turn are grouped into one by
-report_group.py, with the same guarantees). If a handler or a commit fails half way, what it may
+controller/report_group.py, with the same guarantees). If a handler or a commit fails half way, what it may
 have changed is put back as the store has it, which holds only whole transactions: the jobs it
 named (and the ones it was adding), the jobs and nodes its outcome changed; never the whole
 working set, and no node's channel is closed for it. Only if the working set still contradicts
@@ -73,7 +73,7 @@ class Hooks:
 
     settle: Callable[[], None] = _nothing  # the nodes' reports waiting for this turn go first
     request_schedule: Callable[[], None] = _nothing  # a planner pass at the turn's end
-    mail: Callable[[SendMail], None] = _no_mail  # sent in the background (mailer.py)
+    mail: Callable[[SendMail], None] = _no_mail  # sent in the background (controller/mailer.py)
     # jobd's mailfinished: True if the queue the job ended in was mailed about as empty
     mail_if_queue_finished: Callable[[JobEnded], bool] = _not_mailed
 
@@ -116,7 +116,6 @@ class Shell:
             self.store.commit(changes)
         return state
 
-
     def find_attempt(self, job_id: int, index: int, number: int) -> Attempt | None:
         """An attempt from the working set while its job is there, else from the store."""
         return self.state.attempts.get((job_id, index, number)) or next(
@@ -133,7 +132,6 @@ class Shell:
         self.reconnect_nodes()
         self.hooks.request_schedule()
 
-
     def ready_to_read(self) -> None:
         """Before a read: as `ready`, except that while the store is away a working set that is
         whole but for the jobs in doubt is read from memory as it is (`in_doubt` says which
@@ -143,7 +141,6 @@ class Shell:
         except StoreFault:
             if not self._memory_intact:
                 raise
-
 
     @property
     def in_doubt(self) -> Set[int]:
@@ -193,7 +190,6 @@ class Shell:
         if store_fault is not None:
             raise store_fault
         return outcome
-
 
     def record(self, changes: Changes) -> None:
         """Commit changes a handler did not make (what became of a mail), in a transaction of
@@ -254,7 +250,6 @@ class Shell:
             self.put_back(Scope(frozenset(put_back), nodes=frozenset()), None)
         return store_fault
 
-
     def put_back(self, scope: Scope, outcome: Outcome | None) -> bool:
         """Put back as the store has them the jobs and nodes `scope` names, and those `outcome`
         changed. Only if the working set still contradicts itself is it reloaded whole (and
@@ -293,7 +288,6 @@ class Shell:
             return False
         self.reconnect_nodes()
         return False
-
 
     def restore(self, job_ids: Iterable[int], next_job_id: int | None = None, nodes: Iterable[str] = ()) -> bool:
         """Put these jobs (and those added from `next_job_id` on) and nodes back as the store has
@@ -351,7 +345,6 @@ class Shell:
             return False
         return True
 
-
     def fail(self, fault: JobFault) -> None:
         """A job whose handling raised, put back as the store has it: it fails, with the reason,
         in a transaction of its own, and the reports it came from are acknowledged with it."""
@@ -383,7 +376,6 @@ class Shell:
             for ack in fault.acks:
                 self.channels.send(ack.node, ack.message)
 
-
     def carry_out(self, outcome: Outcome) -> None:
         emptied: set[str] = set()
         for effect in outcome.effects:
@@ -403,7 +395,6 @@ class Shell:
         if outcome.reschedule:
             self.hooks.request_schedule()
 
-
     def _events_committed(self, changes: Changes) -> None:
         self._new_events.set()
         self._new_events = asyncio.Event()
@@ -417,12 +408,10 @@ class Shell:
             if job is not None and job.spec.get("event_log"):
                 self.event_logs.append(job, events)
 
-
     def events_marker(self) -> asyncio.Event:
         """Set when the next events are committed. Taken before a read that runs off the loop,
         it also tells of a commit that happened while the read ran (no lost wake-up)."""
         return self._new_events
-
 
     async def wait_for_events(self, timeout_s: float, marker: asyncio.Event | None = None) -> None:
         """Return when new events are committed (since `marker` was taken), or after `timeout_s`."""
@@ -430,7 +419,6 @@ class Shell:
             await asyncio.wait_for((marker or self._new_events).wait(), timeout_s)
         except TimeoutError:
             pass
-
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
         """True once the job has ended (at once if it had), False if `timeout_s` passed first."""
@@ -448,7 +436,6 @@ class Shell:
             if waiters and waiter in waiters:
                 waiters.remove(waiter)
 
-
     def _event_log_refused(self, job_id: int, path: str, why: str) -> None:
         """A job's event log cannot be written (the file, or the node, refused): kept with the job
         as an event, in a transaction of its own once the one that is being committed is done."""
@@ -462,7 +449,6 @@ class Shell:
                 pass  # logged; the job goes on without its event log
 
         asyncio.get_running_loop().call_soon(record)
-
 
     def reconnect_nodes(self) -> None:
         """After a reload, make every node say hello again, so orders are rebuilt from the store."""
