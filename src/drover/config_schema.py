@@ -45,6 +45,7 @@ MAX_TRIES = 1000  # tries of a step of the cleanup
 MAX_RLIMIT = 2**63 - 1  # RLIM_INFINITY - 1 (-1 is unlimited)
 MAX_WEIGHT = float(2**32 - 1)  # a priority weight: Slurm's are 32-bit
 MAX_KILL_GRACE_S = 3600.0  # kill_grace_s, and `drover up --kill-grace`
+KILL_GRACE_S = 10.0  # kill_grace_s unset, and no --kill-grace
 
 
 def about(description: str, ge: float | None = None, le: float | None = None) -> Meta:
@@ -103,7 +104,7 @@ class ControllerSection(Section, frozen=True):
     """[controller]: the controller daemon, and what one user may ask of the cluster."""
 
     kill_grace_s: Annotated[float, about("seconds between SIGTERM and SIGKILL when a job is stopped "
-                                         "(`drover controller --kill-grace` overrides it)", ge=0.0, le=MAX_KILL_GRACE_S)] = 10.0
+                                         "(`drover controller --kill-grace` overrides it)", ge=0.0, le=MAX_KILL_GRACE_S)] = KILL_GRACE_S
     sqlite_synchronous: Annotated[Literal["OFF", "NORMAL", "FULL", "EXTRA"], about(
         "SQLite's synchronous mode: NORMAL survives the controller being killed, FULL also a power loss")] = "NORMAL"
     node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs: requeued when "

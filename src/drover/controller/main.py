@@ -80,13 +80,15 @@ def serve(argv: list[str]) -> int:
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
+    from drover.config_schema import KILL_GRACE_S
+
     parser = argparse.ArgumentParser(prog="drover controller", description="Run the controller daemon.")
     parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
     parser.add_argument("--socket", help="the API's Unix socket (default: STATE_DIR/api.sock)")
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="also serve on TCP, with TLS only: nodes of other hosts and their joining "
                              "(needs `drover cluster init`)")
-    parser.add_argument("--kill-grace", type=_kill_grace, help="seconds between SIGTERM and SIGKILL (default 10)")
+    parser.add_argument("--kill-grace", type=_kill_grace, help=f"seconds between SIGTERM and SIGKILL (default {KILL_GRACE_S:g})")
     parser.add_argument("--system", action="store_true",
                         help="a shared cluster: every local user may connect; each sees only their own jobs")
     return parser.parse_args(argv)
