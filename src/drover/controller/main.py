@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from drover.api.standby import RoleSwitch
     from drover.cluster.setup import ControllerTls
     from drover.config_schema import ControllerSection, DroverConfig
-    from drover.controller.auth import Policy
-    from drover.controller.reads import Reads
+    from drover.controller.ha.standing import Standing
+    from drover.controller.reads.queries import Reads
+    from drover.controller.security.auth import Policy
     from drover.controller.service import ControllerService
     from drover.controller.settings import Settings
-    from drover.controller.standing import Standing
     from drover.pid_file import Claimed
     from drover.store.leadership import Leadership
     from drover.store.sql_store import SqlStore
@@ -146,7 +146,7 @@ def _open(args: argparse.Namespace, paths: Paths, own: Paths, config: DroverConf
     """Claim the state directory, reach the store (or its leadership), bind the sockets."""
     from drover.api.admission import Admission, within_open_files
     from drover.api.listener import RefusalLog
-    from drover.controller.auth import Policy
+    from drover.controller.security.auth import Policy
     from drover.controller.settings import Settings
 
     section = config.controller
@@ -162,7 +162,7 @@ def _open(args: argparse.Namespace, paths: Paths, own: Paths, config: DroverConf
     # for this one (pid_file.py); the pid file never names a controller that gave up.
     claimed = _claim(own.controller_pid, socket_path)
     # On PostgreSQL, other controllers may share the store: this one serves as the active one
-    # only once it holds the leadership (controller/leadership.py), a standby until then. On
+    # only once it holds the leadership (controller/ha/leadership.py), a standby until then. On
     # SQLite it is the only one, and active at once.
     try:
         leadership = _leadership(url, listen, socket_path)
@@ -185,7 +185,7 @@ async def _run(daemon: _Daemon) -> None:
     """Serve: a standby until this controller leads (PostgreSQL), then the active controller
     until it is stopped or loses the leadership."""
     from drover.api.standby import RoleSwitch, standby_app
-    from drover.controller.standing import Standing
+    from drover.controller.ha.standing import Standing
 
     log = logging.getLogger("drover.controller")
     address = daemon.leadership.address if daemon.leadership is not None else daemon.socket_path
@@ -270,7 +270,7 @@ async def _become_active(daemon: _Daemon, standing: Standing, serving: asyncio.F
 
 async def _store_is_sound(daemon: _Daemon) -> bool:
     """The first check of the store's pages: a damaged store is not served."""
-    from drover.controller import store_check
+    from drover.controller.ha import store_check
 
     found = await store_check.first_check(daemon.url)
     if not found.sound:
@@ -283,8 +283,8 @@ def _start_service(daemon: _Daemon, store: SqlStore, switch: RoleSwitch, shutdow
     """The service on the store, the API app switched in for the standby's."""
     from drover.api.app import create_app
     from drover.controller.faults import Faults
-    from drover.controller.membership import Membership
-    from drover.controller.reads import Reads
+    from drover.controller.reads.queries import Reads
+    from drover.controller.security.membership import Membership
     from drover.controller.service import ControllerService
 
     log = logging.getLogger("drover.controller")
@@ -314,11 +314,11 @@ def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlSto
     loop = asyncio.get_running_loop()
     tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
     if daemon.section.store_check_s > 0:
-        from drover.controller import store_check
+        from drover.controller.ha import store_check
 
         tasks.append(loop.create_task(store_check.watch(store, daemon.url, daemon.section.store_check_s)))
     if daemon.leadership is not None:
-        from drover.controller.leadership import watch
+        from drover.controller.ha.leadership import watch
         from drover.store.postgres import PostgresStore
 
         assert isinstance(store, PostgresStore)
@@ -361,7 +361,7 @@ def _leadership(url: str, listen: tuple[str, int] | None, socket_path: str) -> L
 
     if backend_of(url) != "postgresql":
         return None
-    from drover.controller.leadership import advertised
+    from drover.controller.ha.leadership import advertised
     from drover.store.faults import StoreFault
     from drover.store.leadership import Leadership
     from drover.store.postgres import connect
@@ -377,7 +377,7 @@ async def _lead(url: str, leadership: Leadership, standing: Standing,
                 serving: asyncio.Future[Any]) -> SqlStore | None:
     """Wait as a standby until this controller holds the leadership (its store, opened), or
     until it stops serving (None)."""
-    from drover.controller.leadership import name_the_active, wait_to_lead
+    from drover.controller.ha.leadership import name_the_active, wait_to_lead
 
     namer = asyncio.get_running_loop().create_task(name_the_active(url, standing))
     waiter = asyncio.get_running_loop().create_task(wait_to_lead(url, leadership, standing))

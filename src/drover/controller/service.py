@@ -1,10 +1,10 @@
 """The controller's service: the rooms built and wired together, and the users' commands, each a
 thin method over the shell. A newcomer reads the rooms in this order:
 
-- controller/shell.py: runs a handler, commits its outcome, carries out its effects, undoes a failure;
-- controller/report_group.py: the nodes' reports of a loop turn and the planner's pass, one commit;
-- controller/node_liveness.py: nodes that connect, speak, fall silent, leave;
-- controller/mailer.py, controller/purges.py: the controller's own mail, and forgetting old history;
+- controller/shell/transaction.py: runs a handler, commits its outcome, carries out its effects, undoes a failure;
+- controller/shell/report_group.py: the nodes' reports of a loop turn and the planner's pass, one commit;
+- controller/nodes/node_liveness.py: nodes that connect, speak, fall silent, leave;
+- controller/upkeep/mailer.py, controller/upkeep/purges.py: the controller's own mail, and forgetting old history;
 - controller/handlers/: the deciders the commands below call.
 """
 
@@ -17,28 +17,29 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Set
 
-from drover.controller import pe_tasks, purges
-from drover.controller.auth import Caller, Policy
 from drover.controller.effects import Outcome
-from drover.controller.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
-from drover.controller.fairshare import DecayedUsage
 from drover.controller.faults import EXIT_AFTER_SUBMIT, NO_FAULTS, Faults
 from drover.controller.handlers import queue_suspension, queues
 from drover.controller.handlers.actions import MayTouch, act
 from drover.controller.handlers.dispatch import queue_nice, queue_of, start_order
+from drover.controller.handlers.fairshare import DecayedUsage
 from drover.controller.handlers.node_reports import drain_node, handle_report, resume_node
 from drover.controller.handlers.submit import submit
-from drover.controller.mailer import Mailer
-from drover.controller.node_channels import NodeChannel, NodeChannels
-from drover.controller.node_liveness import NodeLiveness
-from drover.controller.pe_tasks import PeTasks
-from drover.controller.purges import Purges
-from drover.controller.relays import Relays
-from drover.controller.report_group import ReportGroup
-from drover.controller.samples import LiveSamples
+from drover.controller.nodes import pe_tasks
+from drover.controller.nodes.node_channels import NodeChannel, NodeChannels
+from drover.controller.nodes.node_liveness import NodeLiveness
+from drover.controller.nodes.pe_tasks import PeTasks
+from drover.controller.nodes.relays import Relays
+from drover.controller.nodes.samples import LiveSamples
+from drover.controller.security.auth import Caller, Policy
 from drover.controller.settings import Settings
-from drover.controller.shell import Scope, Shell
+from drover.controller.shell.report_group import ReportGroup
+from drover.controller.shell.transaction import Scope, Shell
 from drover.controller.state import ControllerState
+from drover.controller.upkeep import purges
+from drover.controller.upkeep.event_log import CATCH_UP_ENDED_WITHIN_S, EventLogFiles
+from drover.controller.upkeep.mailer import Mailer
+from drover.controller.upkeep.purges import Purges
 from drover.core.errors import DroverError, NotFound
 from drover.core.ids import parse_job_ref
 from drover.core.job import Attempt
@@ -204,7 +205,7 @@ class ControllerService:
     def start_pe_task(self, policy: Policy, caller: Caller, job_id: int, index: int, host: str, argv: list[str],
                       cwd: str | None, env: Mapping[str, str] | None,
                       credential: str | None = None) -> tuple[Attempt, PeTaskRecord]:
-        """A task of a running parallel job on one of its hosts (controller/pe_tasks.py), checked
+        """A task of a running parallel job on one of its hosts (controller/nodes/pe_tasks.py), checked
         first; its record is committed with its attempt, then its node gets the master's order
         made the task's."""
         self.reports.settle()  # the latest reports first: an attempt that just ended starts nothing

@@ -50,7 +50,7 @@ class Settings:
     def of(cls, config: DroverConfig, files_dir: str, kill_grace_s: float | None = None) -> Settings:
         """The settings drover.toml gives (`kill_grace_s`: `drover controller --kill-grace`, which
         overrides [controller]'s)."""
-        from drover.controller import parallel_envs
+        from drover.controller.handlers import parallel_envs
 
         section = config.controller
         return cls(

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
-from drover.controller import report_group
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers import dispatch
-from drover.controller.node_channels import NodeChannel
+from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
+from drover.controller.shell import report_group
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
 from drover.core.job import Attempt, Job, Task

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
-from drover.controller import shell as shell_module
 from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
 from drover.controller.faults import REPORT_RAISES, Faults
 from drover.controller.handlers import dispatch, node_reports
 from drover.controller.handlers.node_reports import handle_report, on_reports
-from drover.controller.node_channels import NodeChannel
+from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
+from drover.controller.shell import transaction as shell_module
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from drover.controller import staged_files
+from drover.controller.nodes import staged_files
 from drover.core.errors import NotFound
 from drover.protocol.node_channel import (
     Ack,

@@ -70,7 +70,7 @@ def test_the_purge_removes_exactly_what_ended_before_the_cut_off(store_url: str)
 
 def test_the_controller_purges_in_batches_with_the_files_it_kept(tmp_path: Path, store_url: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from drover.controller import purges
+    from drover.controller.upkeep import purges
 
     monkeypatch.setattr(purges, "PURGE_BATCH", 10)  # 25 jobs: three transactions
     store = filled(store_url)

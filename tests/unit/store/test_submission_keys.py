@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from drover.controller import purges
 from drover.controller.service import ControllerService, Settings
+from drover.controller.upkeep import purges
 from drover.protocol.api import JobSubmission
 from drover.store.base import Changes, SubmissionKey, open_store
 from drover.store.sql_store import Db, SqlStore

@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from drover.controller import pe_usage
 from drover.controller.effects import Outcome, SendToNode
-from drover.controller.handlers import checkpoints
+from drover.controller.handlers import checkpoints, pe_usage
 from drover.controller.handlers.actions import migrate_task, stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
-from drover.controller.lifecycle import (
+from drover.controller.handlers.lifecycle import (
     change_task,
     drained_if_idle,
     end_job_if_done,

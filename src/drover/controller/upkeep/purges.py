@@ -8,9 +8,9 @@ import logging
 import shutil
 import time
 
-from drover.controller import staged_files
+from drover.controller.nodes import staged_files
 from drover.controller.settings import Settings
-from drover.controller.shell import Shell
+from drover.controller.shell.transaction import Shell
 
 log = logging.getLogger("drover.controller")
 # Request keys remembered: in memory, and in the store with their submissions (loaded by a

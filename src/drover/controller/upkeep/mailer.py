@@ -8,7 +8,7 @@ import asyncio
 from drover.controller.effects import JobEnded, SendMail
 from drover.controller.handlers import queues
 from drover.controller.settings import Settings
-from drover.controller.shell import Shell
+from drover.controller.shell.transaction import Shell
 from drover.store.base import Changes
 
 

@@ -1,6 +1,6 @@
 """The grouped commit of the nodes' reports: the frames of reports that come in one loop turn,
 and the planner's pass they ask for, are handled at the turn's end and committed in one
-transaction through the shell (controller/shell.py), with the guarantees of a handler run on its own.
+transaction through the shell (controller/shell/transaction.py), with the guarantees of a handler run on its own.
 Reports the store refuses that a node says only once are kept here and tried again."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from drover.controller.effects import Outcome
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import Report, ReportHandler, on_reports
-from drover.controller.shell import Scope, Shell
+from drover.controller.shell.transaction import Scope, Shell
 from drover.core.exit_status import ExitSemantics
 from drover.core.ids import job_of_attempt
 from drover.protocol.node_channel import Exited, StagedOut

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller import parallel_envs, pe_usage
-from drover.controller.auth import Caller, Policy
 from drover.controller.effects import Outcome
-from drover.controller.node_channels import NodeChannels
+from drover.controller.handlers import parallel_envs, pe_usage
+from drover.controller.nodes.node_channels import NodeChannels
+from drover.controller.security.auth import Caller, Policy
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from drover.core.ids import parse_attempt_name

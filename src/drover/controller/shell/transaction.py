@@ -3,7 +3,7 @@ effects; undoes a handler or a commit that fails.
 
 Every state change reaches the store before any reply, order or notification leaves: one
 transaction per handler (the nodes' reports of a loop turn are grouped into one by
-controller/report_group.py, with the same guarantees). If a handler or a commit fails half way, what it may
+controller/shell/report_group.py, with the same guarantees). If a handler or a commit fails half way, what it may
 have changed is put back as the store has it, which holds only whole transactions: the jobs it
 named (and the ones it was adding), the jobs and nodes its outcome changed; never the whole
 working set, and no node's channel is closed for it. Only if the working set still contradicts
@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
 from drover.controller.effects import JobEnded, JobFault, Outcome, SendMail, SendToNode
-from drover.controller.event_log import EventLogFiles
-from drover.controller.fairshare import DecayedUsage
-from drover.controller.lifecycle import fail_job
-from drover.controller.node_channels import NodeChannels
-from drover.controller.pe_tasks import PeTasks
+from drover.controller.handlers.fairshare import DecayedUsage
+from drover.controller.handlers.lifecycle import fail_job
+from drover.controller.nodes.node_channels import NodeChannels
+from drover.controller.nodes.pe_tasks import PeTasks
 from drover.controller.state import ControllerState
+from drover.controller.upkeep.event_log import EventLogFiles
 from drover.core.errors import DroverError
 from drover.core.job import Attempt, Job
 from drover.core.node_state import NodeState
@@ -73,7 +73,7 @@ class Hooks:
 
     settle: Callable[[], None] = _nothing  # the nodes' reports waiting for this turn go first
     request_schedule: Callable[[], None] = _nothing  # a planner pass at the turn's end
-    mail: Callable[[SendMail], None] = _no_mail  # sent in the background (controller/mailer.py)
+    mail: Callable[[SendMail], None] = _no_mail  # sent in the background (controller/upkeep/mailer.py)
     # jobd's mailfinished: True if the queue the job ended in was mailed about as empty
     mail_if_queue_finished: Callable[[JobEnded], bool] = _not_mailed
 

@@ -1,5 +1,5 @@
 """Node liveness: a node's channel attached, what it says heard and handed on (its reports to the
-grouped commit, controller/report_group.py; answers to users' reads, samples and event log appends to their
+grouped commit, controller/shell/report_group.py; answers to users' reads, samples and event log appends to their
 keepers), a node silent for three heartbeats or gone, and a node that leaves the cluster."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from drover.controller import staged_files
 from drover.controller.effects import Outcome
 from drover.controller.handlers.dispatch import OrderOptions
 from drover.controller.handlers.node_reports import (
@@ -17,12 +16,13 @@ from drover.controller.handlers.node_reports import (
     on_node_disconnected,
     on_nodes_lost,
 )
-from drover.controller.node_channels import NodeChannel
-from drover.controller.relays import Relays
-from drover.controller.report_group import ReportGroup
-from drover.controller.samples import LiveSamples
+from drover.controller.nodes import staged_files
+from drover.controller.nodes.node_channels import NodeChannel
+from drover.controller.nodes.relays import Relays
+from drover.controller.nodes.samples import LiveSamples
 from drover.controller.settings import Settings
-from drover.controller.shell import Scope, Shell
+from drover.controller.shell.report_group import ReportGroup
+from drover.controller.shell.transaction import Scope, Shell
 from drover.core.errors import Conflict, DroverError, NotFound
 from drover.core.ids import parse_attempt_name
 from drover.protocol.node_channel import (
