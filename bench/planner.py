@@ -10,7 +10,7 @@ Figures:
 - building the input (the PendingWork and NodeView records, as the controller's dispatch builds
   them from its working set; the controller also reads dependencies, which this leaves out);
 - a full pass over that input, as given (the planner sorts it), and over the input kept in the
-  planner's order, as the controller keeps it between passes (controller/work_cache.py);
+  planner's order, as the controller keeps it between passes (controller/handlers/work_cache.py);
 - a pass after one task completed: the starts of the full pass are taken (their room used,
   their tasks gone from the pending work) and one node gets 4 CPUs back. Measured as the
   controller runs it on a long queue, the quick pass over the kept order, which stops at the

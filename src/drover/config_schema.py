@@ -29,6 +29,7 @@ from drover.core.limits import (
 )
 from drover.core.parallel_env import MAX_SLOTS
 from drover.method_command import MAX_NOTIFY_S
+from drover.protocol.node_channel import HEARTBEAT_S
 
 if TYPE_CHECKING:
     from drover.core.checkpoints import Environment as CheckpointEnvironment
@@ -44,6 +45,7 @@ MAX_TRIES = 1000  # tries of a step of the cleanup
 MAX_RLIMIT = 2**63 - 1  # RLIM_INFINITY - 1 (-1 is unlimited)
 MAX_WEIGHT = float(2**32 - 1)  # a priority weight: Slurm's are 32-bit
 MAX_KILL_GRACE_S = 3600.0  # kill_grace_s, and `drover up --kill-grace`
+KILL_GRACE_S = 10.0  # kill_grace_s unset, and no --kill-grace
 
 
 def about(description: str, ge: float | None = None, le: float | None = None) -> Meta:
@@ -102,13 +104,13 @@ class ControllerSection(Section, frozen=True):
     """[controller]: the controller daemon, and what one user may ask of the cluster."""
 
     kill_grace_s: Annotated[float, about("seconds between SIGTERM and SIGKILL when a job is stopped "
-                                         "(`drover controller --kill-grace` overrides it)", ge=0.0, le=MAX_KILL_GRACE_S)] = 10.0
+                                         "(`drover controller --kill-grace` overrides it)", ge=0.0, le=MAX_KILL_GRACE_S)] = KILL_GRACE_S
     sqlite_synchronous: Annotated[Literal["OFF", "NORMAL", "FULL", "EXTRA"], about(
         "SQLite's synchronous mode: NORMAL survives the controller being killed, FULL also a power loss")] = "NORMAL"
     node_timeout_s: Annotated[float, about("a node away this long has lost its running jobs: requeued when "
                                            "they may run again, NODE_FAIL otherwise", ge=1.0, le=30 * 86400.0)] = 300.0
     heartbeat_s: Annotated[float, about("how often nodes say they are there (with their load and free memory); "
-                                        "a node silent for three is DOWN", ge=0.1, le=3600.0)] = 10.0
+                                        "a node silent for three is DOWN", ge=0.1, le=3600.0)] = HEARTBEAT_S
     shared: Annotated[bool, about("serve every local user, each for their own jobs (as `--system` does)")] = False
     operators: Annotated[list[str], about("users who manage every job, besides root and the controller's user")] = []
     allow_root_jobs: Annotated[bool, about("accept jobs submitted by root")] = False

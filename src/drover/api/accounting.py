@@ -11,7 +11,7 @@ from starlette.responses import Response
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import encoded_json_response, int_query, unix_time
 from drover.api.openapi import Operation, whole
-from drover.controller.auth import Access
+from drover.controller.security.auth import Access
 from drover.core.accounting import GROUPINGS
 from drover.core.errors import BadRequest
 from drover.core.job_state import JobState

@@ -4,7 +4,7 @@ node channel (a WebSocket).
 Each resource module (cluster, jobs, nodes, events, files) holds thin handlers and a table of
 its endpoints; the table says the access each needs (endpoint.py checks it) and is the source
 of the OpenAPI document. What the handlers read comes from the controller's read models
-(controller/reads.py); what they change goes through the controller's service.
+(controller/reads/queries.py); what they change goes through the controller's service.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from drover.api.endpoint import Controller, Endpoint, route
 from drover.api.http import json_response
 from drover.api.node_channel import node_channel_route
 from drover.api.openapi import openapi_document
-from drover.controller.auth import Policy
-from drover.controller.membership import Membership
-from drover.controller.reads import Reads
+from drover.controller.reads.queries import Reads
+from drover.controller.security.auth import Policy
+from drover.controller.security.membership import Membership
 from drover.controller.service import ControllerService
 
 ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOINTS, *queues.ENDPOINTS,
@@ -48,7 +48,7 @@ ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOIN
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],
                reads: Reads | None = None, membership: Membership | None = None, address: str = "") -> Starlette:
-    """`policy` says who a request's peer is and what they may do (controller/auth.py);
+    """`policy` says who a request's peer is and what they may do (controller/security/auth.py);
     `shutdown` stops the server; `reads` answers the queries (its reading threads are the
     caller's to stop: Reads.close); `membership` serves hosts joining and leaving, and nodes
     over TLS; `address`: where clients and nodes reach this controller."""

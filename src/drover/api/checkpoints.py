@@ -9,7 +9,7 @@ from starlette.responses import Response
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import json_response
 from drover.api.openapi import Operation
-from drover.controller.auth import Access
+from drover.controller.security.auth import Access
 from drover.protocol import api
 
 

@@ -15,8 +15,8 @@ from drover import __version__
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import decode, json_response
 from drover.api.openapi import Operation
-from drover.controller.auth import Access
-from drover.controller.membership import Membership
+from drover.controller.security.auth import Access
+from drover.controller.security.membership import Membership
 from drover.core.errors import Conflict
 from drover.protocol import api
 

@@ -2,7 +2,7 @@
 the `Access` it needs, and the handler that runs once that access is checked. Each resource
 module lists its endpoints in a table; `route` makes one a Starlette route.
 
-The access check is the only one at this level: controller/auth.py decides what each `Access`
+The access check is the only one at this level: controller/security/auth.py decides what each `Access`
 means, and finer decisions (each job of an action, whose jobs a listing shows) are asked of the
 same policy by the handlers.
 """
@@ -20,9 +20,9 @@ from starlette.routing import Route
 from drover.api.http import Model, decode, error_response, job_id_of
 from drover.api.openapi import Operation
 from drover.api.remote_users import remote_peer
-from drover.controller.auth import Access, Caller, Policy, TlsPeer
-from drover.controller.membership import Membership
-from drover.controller.reads import Reads
+from drover.controller.reads.queries import Reads
+from drover.controller.security.auth import Access, Caller, Policy, TlsPeer
+from drover.controller.security.membership import Membership
 from drover.controller.service import ControllerService
 from drover.core.errors import BadRequest, DroverError
 from drover.protocol import api

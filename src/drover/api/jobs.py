@@ -9,9 +9,9 @@ from drover.api.accounting import FILTERS, history_filter
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import encoded_json_response, int_query, json_response
 from drover.api.openapi import Operation, whole
-from drover.controller.auth import Access, TlsPeer
 from drover.controller.handlers.actions import ACTIONS
-from drover.controller.paging import history_cursor
+from drover.controller.reads.paging import history_cursor
+from drover.controller.security.auth import Access, TlsPeer
 from drover.core.errors import BadRequest, NotFound
 from drover.protocol import api
 from drover.store.base import JobFilter
@@ -92,7 +92,7 @@ async def history(call: Call) -> Response:
     return encoded_json_response(page)
 
 
-# A history page's next_before: ENDED_AT:JOB.TASK.ATTEMPT (controller/paging.py).
+# A history page's next_before: ENDED_AT:JOB.TASK.ATTEMPT (controller/reads/paging.py).
 HISTORY_TOKEN = r"^[0-9]{1,12}(\.[0-9]{1,9})?(e[+-]?[0-9]{1,2})?:[0-9]{1,9}\.[0-9]{1,6}\.[0-9]{1,6}$"
 
 ENDPOINTS = [

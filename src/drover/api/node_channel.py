@@ -1,6 +1,6 @@
 """The node channel (/v1/nodes/channel): the WebSocket each execd keeps open to the controller.
 The first frame is the node's hello; then the node's reports flow in and the controller's orders
-flow out (controller/node_channels.py), until either side goes.
+flow out (controller/nodes/node_channels.py), until either side goes.
 
 On the local socket a node is root or the daemon's own user. Over TLS it is the node its client
 certificate names: a hello under any other name is refused (one node cannot speak for another),
@@ -16,9 +16,9 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from drover.api.admission import SLOT, Slot
-from drover.controller.auth import Policy, TlsPeer
-from drover.controller.membership import Membership
-from drover.controller.node_channels import NodeChannel
+from drover.controller.nodes.node_channels import NodeChannel
+from drover.controller.security.auth import Policy, TlsPeer
+from drover.controller.security.membership import Membership
 from drover.controller.service import ControllerService
 from drover.protocol.node_channel import Hello, node_decoder
 

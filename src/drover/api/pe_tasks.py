@@ -1,4 +1,4 @@
-"""Tasks of a running parallel job on the hosts of its allocation (controller/pe_tasks.py):
+"""Tasks of a running parallel job on the hosts of its allocation (controller/nodes/pe_tasks.py):
 
 - POST /v1/jobs/{job_id}/pe-tasks {host, argv, task?, cwd?, env?}: start one; the job's owner
   alone, while the job runs, on a host of its attempt, in a PE with control_slaves = true;
@@ -19,8 +19,8 @@ from starlette.responses import Response
 from drover.api.endpoint import Call, Endpoint
 from drover.api.http import int_query, json_response
 from drover.api.openapi import Operation, whole
-from drover.controller.auth import Access
-from drover.controller.views import pe_task_info
+from drover.controller.reads.views import pe_task_info
+from drover.controller.security.auth import Access
 from drover.core.errors import BadRequest, NotFound
 from drover.core.job import Attempt
 from drover.core.limits import MAX_INDEX, ascii_int

@@ -14,7 +14,7 @@ import struct
 from typing import Any
 
 from drover.cluster.tls import peer_certificate
-from drover.controller.auth import TlsPeer
+from drover.controller.security.auth import TlsPeer
 
 _CREDENTIALS = struct.Struct("3i")
 

@@ -1,4 +1,4 @@
-"""A task's output and terminal, reached through the node that runs it (controller/relays.py):
+"""A task's output and terminal, reached through the node that runs it (controller/nodes/relays.py):
 
 - GET /v1/jobs/{job_id}/tasks/{task}/output?stream=stdout&offset=N[&limit=M][&attempt=A]: part
   of the attempt's output file (the newest attempt unless `attempt` says), as the node reads it;
@@ -21,8 +21,8 @@ from drover.api.endpoint import Call, Controller, Endpoint, visible_job
 from drover.api.http import int_query, job_id_of, json_response
 from drover.api.openapi import Operation
 from drover.api.remote_users import proven_peer
-from drover.controller.auth import Access, Caller, TlsPeer
-from drover.controller.relays import Terminal
+from drover.controller.nodes.relays import Terminal
+from drover.controller.security.auth import Access, Caller, TlsPeer
 from drover.core.errors import BadRequest, DroverError, NotFound
 from drover.core.limits import MAX_INDEX, ascii_int
 from drover.protocol import api

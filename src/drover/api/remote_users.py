@@ -12,7 +12,7 @@ from starlette.requests import HTTPConnection, Request
 
 from drover.api.http import body_within_limit
 from drover.cluster import munge
-from drover.controller.auth import CROSS_HOST_USERS, TlsPeer
+from drover.controller.security.auth import CROSS_HOST_USERS, TlsPeer
 from drover.core.errors import Forbidden
 
 log = logging.getLogger("drover.controller")

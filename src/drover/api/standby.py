@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from drover.api.http import json_response
-from drover.controller.standing import Standing
+from drover.controller.ha.standing import Standing
 
 HEALTH_PATH = "/v1/health"
 # A node channel refused where the server cannot send an HTTP answer to a WebSocket handshake:

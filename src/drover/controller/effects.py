@@ -44,7 +44,7 @@ Effect = SendToNode | JobEnded | SendMail
 @dataclass(frozen=True, slots=True)
 class JobFault:
     """An exception while handling one job: nothing of that job is committed or sent, and the
-    shell puts it back as the store has it and fails it (ControllerService._fail)."""
+    shell puts it back as the store has it and fails it (Shell.fail, controller/shell/transaction.py)."""
 
     job_id: int
     error: Exception

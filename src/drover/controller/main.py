@@ -13,6 +13,8 @@ import signal
 import socket
 import ssl
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from drover import eventloop
@@ -23,9 +25,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import uvicorn
 
+    from drover.api.admission import Admission
+    from drover.api.listener import RefusalLog
+    from drover.api.standby import RoleSwitch
     from drover.cluster.setup import ControllerTls
-    from drover.config_schema import ControllerSection
-    from drover.controller.standing import Standing
+    from drover.config_schema import ControllerSection, DroverConfig
+    from drover.controller.ha.standing import Standing
+    from drover.controller.reads.queries import Reads
+    from drover.controller.security.auth import Policy
+    from drover.controller.service import ControllerService
+    from drover.controller.settings import Settings
     from drover.pid_file import Claimed
     from drover.store.leadership import Leadership
     from drover.store.sql_store import SqlStore
@@ -45,45 +54,104 @@ def _kill_grace(text: str) -> float:
 
 
 def serve(argv: list[str]) -> int:
+    """Start-up in named steps: read the arguments and drover.toml, claim the state directory and
+    open what the daemon serves (`_open`), run the loop (`_run`), close everything in any case."""
+    args = _arguments(argv)
+    paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
+    os.makedirs(paths.root, mode=0o700, exist_ok=True)
+    own = _own_files(paths) if args.system else paths
+    os.umask(0o077)  # the database, logs and kept files are the cluster's alone
+    config = _read_config(paths)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
+    )
+    daemon = _open(args, paths, own, config)
+    try:
+        eventloop.run(_run(daemon))
+    finally:
+        daemon.close()
+    if daemon.fatal:
+        print(f"drover controller: {daemon.fatal[0]}", file=sys.stderr)
+        return 1
+    if daemon.lost:
+        print(f"drover controller: stopped, no longer the active controller: {daemon.lost[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    from drover.config_schema import KILL_GRACE_S
+
     parser = argparse.ArgumentParser(prog="drover controller", description="Run the controller daemon.")
     parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
     parser.add_argument("--socket", help="the API's Unix socket (default: STATE_DIR/api.sock)")
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="also serve on TCP, with TLS only: nodes of other hosts and their joining "
                              "(needs `drover cluster init`)")
-    parser.add_argument("--kill-grace", type=_kill_grace, help="seconds between SIGTERM and SIGKILL (default 10)")
+    parser.add_argument("--kill-grace", type=_kill_grace, help=f"seconds between SIGTERM and SIGKILL (default {KILL_GRACE_S:g})")
     parser.add_argument("--system", action="store_true",
                         help="a shared cluster: every local user may connect; each sees only their own jobs")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
-    os.makedirs(paths.root, mode=0o700, exist_ok=True)
-    own = _own_files(paths) if args.system else paths
-    os.umask(0o077)  # the database, logs and kept files are the cluster's alone
+
+def _read_config(paths: Paths) -> DroverConfig:
     from drover.config_file import ConfigError, read_config
 
     try:
-        drover_toml = read_config(paths.config_file).config
+        return read_config(paths.config_file).config
     except ConfigError as error:
         raise SystemExit(f"drover controller: {error}") from None
-    section = drover_toml.controller
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s controller %(levelname)s %(message)s", stream=sys.stderr
-    )
-    import uvicorn
 
+
+@dataclass
+class _Daemon:
+    """What the controller opened before its loop runs (closed by `close`, whatever happens),
+    and why it stopped."""
+
+    config: DroverConfig
+    settings: Settings
+    url: str
+    policy: Policy
+    socket_path: str
+    claimed: Claimed
+    leadership: Leadership | None
+    opened: list[SqlStore]  # the store, once this controller is the active one
+    tls: ControllerTls | None
+    tls_context: ssl.SSLContext | None
+    sockets: list[socket.socket]
+    tcp_sockets: list[socket.socket]
+    admission: Admission
+    refusals: RefusalLog
+    open_files: int
+    lost: list[str] = field(default_factory=list)  # why this controller stopped being the active one
+    fatal: list[str] = field(default_factory=list)  # why this controller could not become the active one
+
+    @property
+    def section(self) -> ControllerSection:
+        return self.config.controller
+
+    def close(self) -> None:
+        for store in self.opened:
+            store.close()
+        for sock in [*self.sockets, *self.tcp_sockets]:
+            sock.close()
+        try:
+            os.unlink(self.socket_path)
+        except FileNotFoundError:
+            pass
+        self.claimed.release()
+
+
+def _open(args: argparse.Namespace, paths: Paths, own: Paths, config: DroverConfig) -> _Daemon:
+    """Claim the state directory, reach the store (or its leadership), bind the sockets."""
     from drover.api.admission import Admission, within_open_files
-    from drover.api.app import create_app
     from drover.api.listener import RefusalLog
-    from drover.api.listener import server as guarded_server
-    from drover.controller import parallel_envs
-    from drover.controller.auth import Policy
-    from drover.controller.reads import Reads
-    from drover.controller.service import ControllerService, Settings
-    from drover.core.exit_status import ExitSemantics
+    from drover.controller.security.auth import Policy
+    from drover.controller.settings import Settings
 
-    kill_grace = args.kill_grace if args.kill_grace is not None else section.kill_grace_s
-    url = drover_toml.store.url or f"sqlite://{own.database}"
+    section = config.controller
+    settings = Settings.of(config, os.path.join(own.root, "files"), args.kill_grace)
+    url = config.store.url or f"sqlite://{own.database}"
     shared = args.system or section.shared
     policy = Policy(owner_uid=os.getuid(), shared=shared, operators=frozenset(section.operators),
                     allow_root_jobs=section.allow_root_jobs, munge_socket=section.munge_socket)
@@ -94,7 +162,7 @@ def serve(argv: list[str]) -> int:
     # for this one (pid_file.py); the pid file never names a controller that gave up.
     claimed = _claim(own.controller_pid, socket_path)
     # On PostgreSQL, other controllers may share the store: this one serves as the active one
-    # only once it holds the leadership (controller/leadership.py), a standby until then. On
+    # only once it holds the leadership (controller/ha/leadership.py), a standby until then. On
     # SQLite it is the only one, and active at once.
     try:
         leadership = _leadership(url, listen, socket_path)
@@ -109,145 +177,161 @@ def serve(argv: list[str]) -> int:
     open_files = _raise_open_files_limit()
     admission = Admission(within_open_files(limits.max_connections, open_files), limits.reserved_connections,
                           limits.max_connections_per_peer)
-    refusals = RefusalLog()
-    lost: list[str] = []  # why this controller stopped being the active one
-    fatal: list[str] = []  # why this controller could not become the active one
+    return _Daemon(config, settings, url, policy, socket_path, claimed, leadership, opened, tls, tls_context, sockets,
+                   tcp_sockets, admission, RefusalLog(), open_files)
 
-    async def main() -> None:
-        from drover.api.standby import RoleSwitch, standby_app
-        from drover.controller.standing import Standing
 
-        log = logging.getLogger("drover.controller")
-        address = leadership.address if leadership is not None else socket_path
-        standing = Standing(address)
-        switch = RoleSwitch(standby_app(standing))
-        servers: list[uvicorn.Server] = []
+async def _run(daemon: _Daemon) -> None:
+    """Serve: a standby until this controller leads (PostgreSQL), then the active controller
+    until it is stopped or loses the leadership."""
+    from drover.api.standby import RoleSwitch, standby_app
+    from drover.controller.ha.standing import Standing
 
-        def shutdown() -> None:
-            for server in servers:
-                server.should_exit = True
+    log = logging.getLogger("drover.controller")
+    address = daemon.leadership.address if daemon.leadership is not None else daemon.socket_path
+    standing = Standing(address)
+    switch = RoleSwitch(standby_app(standing))
+    servers = _servers(daemon, switch)
 
-        def config() -> uvicorn.Config:
-            # No per-message deflate on WebSockets: the node channel's messages are small and
-            # many, and compressing each cost more of the controller's CPU than anything else
-            # per job (0.5 ms a frame, profiled on B1); a cluster's links are not the limit.
-            return uvicorn.Config(switch, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
-                                  ws_per_message_deflate=False)
+    def shutdown() -> None:
+        for server in servers:
+            server.should_exit = True
 
-        # The local socket and TCP are served apart: TLS on TCP only, the Unix socket as ever.
-        # Their connections are counted together (one admission, one limit of descriptors).
-        servers.append(guarded_server(config(), sockets, None, admission, limits, refusals, os.getuid()))
-        if tcp_sockets:
-            servers.append(guarded_server(config(), tcp_sockets, tls_context, admission, limits, refusals,
-                                          os.getuid()))
-        log.info("connections: at most %d (%d kept for nodes and admins), %d per peer; open files limit %d",
-                 admission.max_connections, admission.reserved, admission.per_peer, open_files)
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, shutdown)
-        serving = asyncio.gather(servers[0].serve(sockets=sockets),
-                                 *(server.serve(sockets=tcp_sockets) for server in servers[1:]))
-        if leadership is not None:
-            log.info("standby on %s (store %s, advertised as %s): waiting for the leadership",
-                     ", ".join(str(s.getsockname()) for s in [*sockets, *tcp_sockets]), shown_url(url), address)
-            try:
-                led = await _lead(url, leadership, standing, serving)
-            except RuntimeError as error:  # a store written by a newer Drover
-                fatal.append(f"the job store {shown_url(url)} cannot be used: {error}; upgrade Drover")
-                shutdown()
-                led = None
-            if led is None:
-                await serving  # stopped while a standby
-                return
-            opened.append(led)
-        store = opened[0]
-        if section.store_check_s > 0:
-            from drover.controller import store_check
-
-            found = await store_check.first_check(url)
-            if not found.sound:
-                fatal.append(found.refusal())
-                shutdown()
-                await serving
-                return
-
-        settings = Settings(
-            kill_grace_s=kill_grace, files_dir=os.path.join(own.root, "files"),
-            smtp_host=section.smtp_host, smtp_port=section.smtp_port,
-            exits=ExitSemantics(forbid_reschedule=section.forbid_reschedule, forbid_apperror=section.forbid_apperror,
-                                requeue_held=section.requeue_held),
-            node_timeout_s=section.node_timeout_s, queues=drover_toml.queues, limits=section.limits(),
-            heartbeat_s=section.heartbeat_s, scheduler=drover_toml.scheduler, licenses=drover_toml.licenses,
-            user_queues=section.user_queues, history_days=section.history_days, environments=drover_toml.environments,
-            parallel_environments=parallel_envs.in_effect(drover_toml.parallel_environments),
-            min_job_age_s=drover_toml.compat.min_job_age_s if drover_toml.compat.min_job_age_s is not None else 300,
-            checkpoints={name: section.environment(name) for name, section in drover_toml.checkpoints.items()},
-        )
-        from drover.controller.faults import Faults
-
-        faults = Faults.from_environment()
-        if faults:
-            log.warning("fault injection for testing is on: %s", faults.describe())
-        service = ControllerService(store, settings, faults=faults)
-
-        from drover.controller.membership import Membership
-
-        reads = Reads(service)
-        switch.become(create_app(service, policy, shutdown, reads,
-                                 Membership(service, store, tls) if tls is not None else None, address))
-        log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in sockets),
-                 store.path, store.schema_version)
-        if tcp_sockets and tls is not None:
-            from drover.cluster.ca import spaced
-
-            log.info("serving TLS on %s (certificate %s, CA %s, SHA-256 %s)", tcp_sockets[0].getsockname(),
-                     tls.cert, tls.ca, spaced(tls.fingerprint()))
-        service.request_schedule()
-        tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
-        if section.store_check_s > 0:
-            tasks.append(loop.create_task(store_check.watch(store, url, section.store_check_s)))
-        if leadership is not None:
-            from drover.controller.leadership import watch
-            from drover.store.postgres import PostgresStore
-
-            assert isinstance(store, PostgresStore)
-
-            def step_down(why: Exception) -> None:
-                # Fenced: the store refuses this controller from now on (nothing is committed,
-                # so nothing is acknowledged or dispatched); it stops serving, which closes
-                # the nodes' channels, and they go to the active controller.
-                lost.append(str(why))
-                shutdown()
-
-            tasks.append(loop.create_task(watch(store, step_down)))
-        try:
-            await serving
-        finally:
-            reads.close()  # the reading threads' connections go before the store's own
-        for task in tasks:
-            task.cancel()
-        await service.channels.close_all()
-        await service.event_logs.close()
-
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, shutdown)
+    serving = asyncio.gather(servers[0].serve(sockets=daemon.sockets),
+                             *(server.serve(sockets=daemon.tcp_sockets) for server in servers[1:]))
+    if daemon.leadership is not None:
+        log.info("standby on %s (store %s, advertised as %s): waiting for the leadership",
+                 ", ".join(str(s.getsockname()) for s in [*daemon.sockets, *daemon.tcp_sockets]),
+                 shown_url(daemon.url), address)
+        if not await _become_active(daemon, standing, serving, shutdown):
+            await serving  # stopped while a standby
+            return
+    store = daemon.opened[0]
+    if daemon.section.store_check_s > 0 and not await _store_is_sound(daemon):
+        shutdown()
+        await serving
+        return
+    service, reads = _start_service(daemon, store, switch, shutdown, address)
+    tasks = _background_tasks(daemon, service, store, shutdown)
     try:
-        eventloop.run(main())
+        await serving
     finally:
-        for store in opened:
-            store.close()
-        for sock in [*sockets, *tcp_sockets]:
-            sock.close()
-        try:
-            os.unlink(socket_path)
-        except FileNotFoundError:
-            pass
-        claimed.release()
-    if fatal:
-        print(f"drover controller: {fatal[0]}", file=sys.stderr)
-        return 1
-    if lost:
-        print(f"drover controller: stopped, no longer the active controller: {lost[0]}", file=sys.stderr)
-        return 1
-    return 0
+        reads.close()  # the reading threads' connections go before the store's own
+    for task in tasks:
+        task.cancel()
+    await service.channels.close_all()
+    await service.event_logs.close()
+
+
+def _servers(daemon: _Daemon, switch: RoleSwitch) -> list[uvicorn.Server]:
+    """The local socket and TCP are served apart: TLS on TCP only, the Unix socket as ever.
+    Their connections are counted together (one admission, one limit of descriptors)."""
+    import uvicorn
+
+    from drover.api.listener import server as guarded_server
+
+    def config() -> uvicorn.Config:
+        # No per-message deflate on WebSockets: the node channel's messages are small and
+        # many, and compressing each cost more of the controller's CPU than anything else
+        # per job (0.5 ms a frame, profiled on B1); a cluster's links are not the limit.
+        return uvicorn.Config(switch, log_level="warning", lifespan="off", timeout_graceful_shutdown=2,
+                              ws_per_message_deflate=False)
+
+    limits, admission = daemon.section.connections, daemon.admission
+    servers = [guarded_server(config(), daemon.sockets, None, admission, limits, daemon.refusals, os.getuid())]
+    if daemon.tcp_sockets:
+        servers.append(guarded_server(config(), daemon.tcp_sockets, daemon.tls_context, admission, limits,
+                                      daemon.refusals, os.getuid()))
+    logging.getLogger("drover.controller").info(
+        "connections: at most %d (%d kept for nodes and admins), %d per peer; open files limit %d",
+        admission.max_connections, admission.reserved, admission.per_peer, daemon.open_files)
+    return servers
+
+
+async def _become_active(daemon: _Daemon, standing: Standing, serving: asyncio.Future[Any],
+                         shutdown: Callable[[], None]) -> bool:
+    """Wait as a standby for the leadership; True once this controller holds it (its store
+    opened), False if it stopped serving first or the store cannot be used."""
+    assert daemon.leadership is not None
+    try:
+        led = await _lead(daemon.url, daemon.leadership, standing, serving)
+    except RuntimeError as error:  # a store written by a newer Drover
+        daemon.fatal.append(f"the job store {shown_url(daemon.url)} cannot be used: {error}; upgrade Drover")
+        shutdown()
+        led = None
+    if led is None:
+        return False
+    daemon.opened.append(led)
+    return True
+
+
+async def _store_is_sound(daemon: _Daemon) -> bool:
+    """The first check of the store's pages: a damaged store is not served."""
+    from drover.controller.ha import store_check
+
+    found = await store_check.first_check(daemon.url)
+    if not found.sound:
+        daemon.fatal.append(found.refusal())
+    return found.sound
+
+
+def _start_service(daemon: _Daemon, store: SqlStore, switch: RoleSwitch, shutdown: Callable[[], None],
+                   address: str) -> tuple[ControllerService, Reads]:
+    """The service on the store, the API app switched in for the standby's."""
+    from drover.api.app import create_app
+    from drover.controller.faults import Faults
+    from drover.controller.reads.queries import Reads
+    from drover.controller.security.membership import Membership
+    from drover.controller.service import ControllerService
+
+    log = logging.getLogger("drover.controller")
+    faults = Faults.from_environment()
+    if faults:
+        log.warning("fault injection for testing is on: %s", faults.describe())
+    service = ControllerService(store, daemon.settings, faults=faults)
+    reads = Reads(service)
+    tls = daemon.tls
+    switch.become(create_app(service, daemon.policy, shutdown, reads,
+                             Membership(service, store, tls) if tls is not None else None, address))
+    log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in daemon.sockets),
+             store.path, store.schema_version)
+    if daemon.tcp_sockets and tls is not None:
+        from drover.cluster.ca import spaced
+
+        log.info("serving TLS on %s (certificate %s, CA %s, SHA-256 %s)", daemon.tcp_sockets[0].getsockname(),
+                 tls.cert, tls.ca, spaced(tls.fingerprint()))
+    service.request_schedule()
+    return service, reads
+
+
+def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlStore,
+                      shutdown: Callable[[], None]) -> list[asyncio.Task[None]]:
+    """What runs beside the API: the nodes' watch, the purges, the store's checks, and (with a
+    shared store) the watch of this controller's leadership."""
+    loop = asyncio.get_running_loop()
+    tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
+    if daemon.section.store_check_s > 0:
+        from drover.controller.ha import store_check
+
+        tasks.append(loop.create_task(store_check.watch(store, daemon.url, daemon.section.store_check_s)))
+    if daemon.leadership is not None:
+        from drover.controller.ha.leadership import watch
+        from drover.store.postgres import PostgresStore
+
+        assert isinstance(store, PostgresStore)
+
+        def step_down(why: Exception) -> None:
+            # Fenced: the store refuses this controller from now on (nothing is committed,
+            # so nothing is acknowledged or dispatched); it stops serving, which closes
+            # the nodes' channels, and they go to the active controller.
+            daemon.lost.append(str(why))
+            shutdown()
+
+        tasks.append(loop.create_task(watch(store, step_down)))
+    return tasks
 
 
 def _claim(pid_path: str, socket_path: str) -> Claimed:
@@ -277,7 +361,7 @@ def _leadership(url: str, listen: tuple[str, int] | None, socket_path: str) -> L
 
     if backend_of(url) != "postgresql":
         return None
-    from drover.controller.leadership import advertised
+    from drover.controller.ha.leadership import advertised
     from drover.store.faults import StoreFault
     from drover.store.leadership import Leadership
     from drover.store.postgres import connect
@@ -293,7 +377,7 @@ async def _lead(url: str, leadership: Leadership, standing: Standing,
                 serving: asyncio.Future[Any]) -> SqlStore | None:
     """Wait as a standby until this controller holds the leadership (its store, opened), or
     until it stops serving (None)."""
-    from drover.controller.leadership import name_the_active, wait_to_lead
+    from drover.controller.ha.leadership import name_the_active, wait_to_lead
 
     namer = asyncio.get_running_loop().create_task(name_the_active(url, standing))
     waiter = asyncio.get_running_loop().create_task(wait_to_lead(url, leadership, standing))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drover.controller.fairshare import DecayedUsage
-from drover.controller.work_cache import WorkCache
+from drover.controller.handlers.fairshare import DecayedUsage
+from drover.controller.handlers.work_cache import WorkCache
 from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
@@ -34,7 +34,7 @@ class ControllerState:
     # Attempts given up with their node (lose_attempt), by name → node: a report one of them
     # sends later, when its node comes back, is stale. In memory only, the newest LOST_KEPT.
     lost_attempts: dict[str, str] = field(default_factory=dict)
-    # Every user's decayed usage, for fair share (controller/fairshare.py); in memory only.
+    # Every user's decayed usage, for fair share (controller/handlers/fairshare.py); in memory only.
     usage: DecayedUsage = field(default_factory=DecayedUsage)
     # Queues' records: what changed of drover.toml's, and users' own (core/queues.py); and the
     # queues in effect, made from them and drover.toml when first asked after a change.

@@ -88,7 +88,7 @@ class JobSpec(TypedDict):
     # A dependency that can never be met cancels the job (sbatch --kill-on-invalid-dep=yes, the
     # default); False: it stays pending with reason DependencyNeverSatisfied.
     kill_on_invalid_dep: bool
-    # What each task needs beyond CPUs and memory (controller/resource_requests.py): generic
+    # What each task needs beyond CPUs and memory (controller/handlers/resource_requests.py): generic
     # resources ("gpu:a100:1", canonical), licences, node features, a node to itself.
     gres: NotRequired[list[str]]
     licenses: NotRequired[dict[str, int]]
@@ -210,7 +210,7 @@ class Job:
     state: JobState | None = None  # the job as a whole, set when it ends
     end_reason: str | None = None  # why the controller ended the job itself (an internal error)
     # The node that appends to the job's event log as its owner, when the controller cannot
-    # become the owner (controller/event_log.py); None: the controller's own writer does.
+    # become the owner (controller/upkeep/event_log.py); None: the controller's own writer does.
     event_log_node: str | None = None
     begin_at: float | None = None  # it starts no earlier than this (sbatch --begin, qsub -a)
     tasks: dict[int, Task] = field(default_factory=dict)

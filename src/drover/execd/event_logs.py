@@ -1,7 +1,7 @@
 """The node's end of a job's event log (`--event-log FILE`), for a controller that cannot write it:
 one that runs as an unprivileged service user cannot become the job's owner, so it sends the
-lines to the node on the host the job was submitted from (controller/event_log.py), and this
-node appends them with the controller's own writer (controller/event_log_writer.py), started as
+lines to the node on the host the job was submitted from (controller/upkeep/event_log.py), and this
+node appends them with the controller's own writer (controller/upkeep/event_log_writer.py), started as
 the owner with their uid, gid and groups: the kernel checks every open against the owner's rights,
 and the writer skips what the file holds already (exactly once, as ever).
 
@@ -24,7 +24,7 @@ from drover.owner_process import OwnerProcesses
 from drover.protocol.node_channel import AppendEventLog, EventLogAppended
 
 log = logging.getLogger("drover.execd")
-WRITER = "drover.controller.event_log_writer"  # the same writer the controller starts when it can
+WRITER = "drover.controller.upkeep.event_log_writer"  # the same writer the controller starts when it can
 WRITE_TIMEOUT_S = 10.0  # a file on a hung network filesystem costs that owner's writer only
 IDLE_S = 60.0  # a writer with nothing to do for this long is stopped
 VERIFIED = 10_000  # (job, owner, path) whose signature was checked, the oldest forgotten first

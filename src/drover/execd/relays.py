@@ -1,4 +1,4 @@
-"""The node's end of a user's view of an attempt (controller/relays.py has the other): reads of
+"""The node's end of a user's view of an attempt (controller/nodes/relays.py has the other): reads of
 its output files, and its terminal.
 
 A read names the attempt and the stream, never a path: the path is the one this node's records

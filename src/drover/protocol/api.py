@@ -86,7 +86,7 @@ class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # this order before the job's prolog (`drover submit --environment A+B`).
     environments: Annotated[list[str], msgspec.Meta(max_length=64)] = []
     # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
-    # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
+    # or a range n-m (each slot a CPU of the job's node; controller/handlers/parallel_envs.py).
     pe: str | None = None
     pe_slots: str | None = None
     # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots

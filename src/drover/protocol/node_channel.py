@@ -167,11 +167,13 @@ class Ack(msgspec.Struct, tag="ack"):
 
 
 PE_TASK_ACK = "pe_task"
+# How often a node says how it is, unless the controller says otherwise ([controller] heartbeat_s).
+HEARTBEAT_S = 10.0
 
 
 class Welcome(msgspec.Struct, tag="welcome"):
     node: str
-    heartbeat_s: float = 10.0  # how often the node says how it is; silent for three, it is DOWN
+    heartbeat_s: float = HEARTBEAT_S  # how often the node says how it is; silent for three, it is DOWN
     # The controller takes staged-out files in StagedChunks; a controller of an earlier version
     # (which says nothing of it) takes them only whole, in the StagedOut.
     staged_chunks: bool = False
@@ -280,7 +282,7 @@ class TerminalClosed(msgspec.Struct, tag="terminal_closed"):
 # -- a job's event log, appended to on a node as the job's owner ---------------------------------
 # A controller that runs as an unprivileged service user cannot become a job's owner: the node on
 # the host the job was submitted from appends to its `--event-log` instead, with the writer the
-# controller would have started (controller/event_log.py; execd/event_logs.py on the node).
+# controller would have started (controller/upkeep/event_log.py; execd/event_logs.py on the node).
 
 
 class AppendEventLog(msgspec.Struct, tag="append_event_log"):
@@ -308,7 +310,7 @@ class EventLogAppended(msgspec.Struct, tag="event_log_appended"):
 # GE's tight integration (`qrsh -inherit`): "this job specific spool directory is created on each
 # execution host involved in the execution of the job, for each task a subdirectory <petaskid>
 # is created that holds the task specific spool files". The controller keeps the tasks in memory
-# only (controller/pe_tasks.py); the node runs each under a shepherd of its own (execd/pe_tasks.py).
+# only (controller/nodes/pe_tasks.py); the node runs each under a shepherd of its own (execd/pe_tasks.py).
 
 
 class StartPeTask(msgspec.Struct, tag="start_pe_task"):

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
-from drover.controller.staged_files import PARTIAL_DIR
+from drover.controller.nodes.staged_files import PARTIAL_DIR
 
 
 def test_stage_in_and_out_with_a_working_directory_the_submit_side_cannot_see(

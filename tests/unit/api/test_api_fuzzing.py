@@ -28,7 +28,7 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from drover.api.app import ENDPOINTS, create_app
-from drover.controller.auth import Policy
+from drover.controller.security.auth import Policy
 from drover.controller.service import ControllerService, Settings
 from drover.store.sqlite import SqliteStore
 

@@ -4,7 +4,7 @@ what, made on purpose (docs/security.md)."""
 from __future__ import annotations
 
 from drover.api.app import ENDPOINTS
-from drover.controller.auth import Access
+from drover.controller.security.auth import Access
 
 EXPECTED = {
     ("GET", "/v1/ping"): (Access.ANYONE, ""),

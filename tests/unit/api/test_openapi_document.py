@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from drover.api.app import create_app
-from drover.controller.auth import Policy
+from drover.controller.security.auth import Policy
 from drover.controller.service import ControllerService, Settings
 from drover.store.sqlite import SqliteStore
 

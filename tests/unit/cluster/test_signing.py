@@ -14,7 +14,7 @@ import pytest
 from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
 
 from drover.cluster.signing import job_digest, outputs_as_signed, signed_order, signed_request
-from drover.controller.event_log import signed_fields
+from drover.controller.upkeep.event_log import signed_fields
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import File, StartAttempt
 
@@ -119,7 +119,7 @@ def test_a_job_without_an_event_log_signs_what_it_signed_before_the_event_log_wa
 def test_what_the_controller_sends_the_event_logs_node_is_what_the_owner_signed(world: World,  # noqa: F811
                                                                                  job: dict[str, Any]) -> None:
     """The node that writes a job's event log is sent the signed fields as the controller makes
-    them of the stored job (controller/event_log.py): the digest the owner's credential carries."""
+    them of the stored job (controller/upkeep/event_log.py): the digest the owner's credential carries."""
     world.connect(cpus=4)
     _submitted(world, job)
     stored = world.store.load_job(max(world.state.jobs))

@@ -7,7 +7,7 @@ import pwd
 
 import pytest
 
-from drover.controller.auth import Policy, TlsPeer
+from drover.controller.security.auth import Policy, TlsPeer
 from drover.core.errors import Forbidden
 
 ME = os.getuid()
@@ -121,7 +121,7 @@ def test_no_request_can_name_who_sends_it() -> None:
 
 
 def test_a_user_of_another_host_is_never_an_admin_and_must_exist_here() -> None:
-    from drover.controller.auth import Policy
+    from drover.controller.security.auth import Policy
 
     shared = Policy(owner_uid=0, shared=True, operators=frozenset({"root"}))
     assert shared.caller((0, 0, 0), remote=True).is_admin is False  # a host's root is not the cluster's

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
-from drover.controller import event_log
-from drover.controller.node_channels import NodeChannel
+from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
+from drover.controller.upkeep import event_log
 from drover.core.errors import Conflict
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import EventLogAppended, Hello

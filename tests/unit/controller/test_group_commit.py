@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
-from drover.controller import service as service_module
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers import dispatch
-from drover.controller.node_channels import NodeChannel
+from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
+from drover.controller.shell import report_group
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
 from drover.core.job import Attempt, Job, Task
@@ -241,11 +241,11 @@ def test_what_a_node_says_once_is_kept_when_the_store_refuses_the_group(tmp_path
             cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
         await cluster.turn()
         assert {cluster.state_of(job_id) for job_id in ids} == {"dispatched"}
-        assert {node: [r.attempt for r in reports] for node, reports in cluster.service._unsaved.items()} == \
+        assert {node: [r.attempt for r in reports] for node, reports in cluster.service.reports.unsaved.items()} == \
                {node: [attempt] for node, attempt in orders.values()}
         await asyncio.sleep(0.6)  # tried again on a timer, one group again
         assert {cluster.state_of(job_id) for job_id in ids} == {"running"}
-        assert not cluster.service._unsaved and not cluster.service._unsaved_retry
+        assert not cluster.service.reports.unsaved and not cluster.service.reports.unsaved_retry
         cluster.check()
 
     run(tmp_path, body)
@@ -304,7 +304,7 @@ def test_a_job_set_aside_by_one_nodes_frame_is_failed_before_the_next_frames_and
 
 def test_a_frame_whose_handling_raises_is_put_back_and_the_other_frames_and_the_pass_commit(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    real, armed = service_module.on_reports, []
+    real, armed = report_group.on_reports, []
 
     def on_reports(state: Any, node: str, reports: Any, *args: Any) -> Outcome:
         outcome = real(state, node, reports, *args)
@@ -312,7 +312,7 @@ def test_a_frame_whose_handling_raises_is_put_back_and_the_other_frames_and_the_
             raise RuntimeError("not a job's fault")
         return outcome
 
-    monkeypatch.setattr(service_module, "on_reports", on_reports)
+    monkeypatch.setattr(report_group, "on_reports", on_reports)
 
     async def body(cluster: Cluster) -> None:
         (first, second, third, _), orders = await running(cluster, 4)

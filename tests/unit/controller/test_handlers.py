@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from drover.controller.auth import Caller, Policy
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import on_node_connected, on_reports
 from drover.controller.handlers.submit import submit
+from drover.controller.security.auth import Caller, Policy
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest
 from drover.core.queues import Queue, QueueRecord

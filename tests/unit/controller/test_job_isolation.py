@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
-from drover.controller import service as service_module
 from drover.controller.effects import JobEnded, Outcome, SendMail, SendToNode
 from drover.controller.faults import REPORT_RAISES, Faults
 from drover.controller.handlers import dispatch, node_reports
 from drover.controller.handlers.node_reports import handle_report, on_reports
-from drover.controller.node_channels import NodeChannel
+from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
+from drover.controller.shell import transaction as shell_module
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
@@ -69,9 +69,9 @@ def disk_full() -> StoreFault:
 class Cluster:
     """A controller service on a real store with one node, n1, connected over a fake socket."""
 
-    def __init__(self, path: Path, faults: Faults | None = None) -> None:
+    def __init__(self, path: Path, faults: Faults | None = None, settings: Settings | None = None) -> None:
         self.store = FlakyStore(str(path))
-        self.service = ControllerService(self.store, Settings(), faults=faults or Faults())
+        self.service = ControllerService(self.store, settings or Settings(), faults=faults or Faults())
         self.socket = FakeSocket()
         self.service.node_connected(NodeChannel("n1", self.socket), Hello("n1", 4, 8192, []))
 
@@ -242,12 +242,12 @@ def test_a_store_fault_during_reports_acknowledges_nothing_closes_no_channel_and
         assert not cluster.acked()  # the node sends its exit report again
         assert cluster.state_of(first_job) == "dispatched" and cluster.state_of(second_job) == "running"
         cluster.check()  # put back as the store has them; the channel is open
-        assert [r.attempt for r in cluster.service._unsaved["n1"]] == [first]  # what the node says once
+        assert [r.attempt for r in cluster.service.reports.unsaved["n1"]] == [first]  # what the node says once
         # The store takes changes again: the node's next frame (its exit report, again) comes
         # after what was kept.
         await cluster.report(Exited(second, dict(OK)))
         assert cluster.state_of(first_job) == "running" and cluster.state_of(second_job) == "completed"
-        assert cluster.acked() == [second] and not cluster.service._unsaved
+        assert cluster.acked() == [second] and not cluster.service.reports.unsaved
         cluster.check()
 
     with caplog.at_level(logging.INFO):
@@ -262,12 +262,12 @@ def test_what_the_store_refused_is_tried_again_on_a_timer(tmp_path: Path, monkey
         (order,) = cluster.sent(StartAttempt)
         cluster.store.refuse = [disk_full(), disk_full()]
         await cluster.report(Started(order.attempt, 10, 1.0))
-        assert cluster.service._unsaved_retry["n1"][1] == 0.5
+        assert cluster.service.reports.unsaved_retry["n1"][1] == 0.5
         await asyncio.sleep(0.6)  # the first retry: refused again, the next one later
-        assert cluster.service._unsaved_retry["n1"][1] == 1.0 and cluster.state_of(job) == "dispatched"
+        assert cluster.service.reports.unsaved_retry["n1"][1] == 1.0 and cluster.state_of(job) == "dispatched"
         await asyncio.sleep(1.1)
-        assert cluster.state_of(job) == "running" and not cluster.service._unsaved
-        assert "n1" not in cluster.service._unsaved_retry
+        assert cluster.state_of(job) == "running" and not cluster.service.reports.unsaved
+        assert "n1" not in cluster.service.reports.unsaved_retry
         cluster.check()
 
     run(tmp_path, body)
@@ -298,7 +298,7 @@ def test_a_job_that_cannot_be_failed_either_is_left_as_stored_and_its_report_ack
     def broken(*args: Any) -> None:
         raise RuntimeError("failing it fails too")
 
-    monkeypatch.setattr(service_module, "fail_job", broken)
+    monkeypatch.setattr(shell_module, "fail_job", broken)
 
     async def body(cluster: Cluster) -> None:
         (job,) = await cluster.submit()
@@ -388,8 +388,8 @@ def test_a_job_that_fails_the_lost_node_check_is_failed_and_the_others_are_lost_
         poisoned.add(bad)
         node = cluster.service.state.nodes["n1"]
         node.state, node.last_seen = NodeState.DOWN, 0.0
-        cluster.service._run(lambda: node_reports.on_nodes_lost(cluster.service.state, 1000.0, 10.0),
-                             service_module.Scope(per_job=True))
+        cluster.service.shell.run(lambda: node_reports.on_nodes_lost(cluster.service.state, 1000.0, 10.0),
+                                  shell_module.Scope(per_job=True))
         await cluster.turn()
         assert cluster.state_of(good) == "pending" and cluster.state_of(bad) == "failed"  # good: requeued
         assert "failing its attempts on lost node(s) n1: LookupError" in (cluster.stored(bad).end_reason or "")

@@ -12,8 +12,8 @@ from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import on_node_disconnected, on_nodes_lost
+from drover.controller.handlers.parallel_envs import in_effect
 from drover.controller.handlers.submit import submit
-from drover.controller.parallel_envs import in_effect
 from drover.controller.state import ControllerState
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import SignalAttempt, StartAttempt

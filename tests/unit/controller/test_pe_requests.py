@@ -1,12 +1,12 @@
 """A job's parallel environment as the controller checks it when it is submitted
-(controller/parallel_envs.py): sge_pe(5)'s user lists, qsub's slot ranges, one clear error each."""
+(controller/handlers/parallel_envs.py): sge_pe(5)'s user lists, qsub's slot ranges, one clear error each."""
 
 from __future__ import annotations
 
 import pytest
 
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller.parallel_envs import SLURM, SMP, checked, in_effect
+from drover.controller.handlers.parallel_envs import SLURM, SMP, checked, in_effect
 from drover.core.errors import BadRequest
 from drover.protocol.api import JobSubmission
 

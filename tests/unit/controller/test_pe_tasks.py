@@ -1,5 +1,5 @@
 """The controller's check of a request to start a task of a running parallel job on one of its
-hosts (GE's tight integration; controller/pe_tasks.py): the job's owner, a running job, a host of
+hosts (GE's tight integration; controller/nodes/pe_tasks.py): the job's owner, a running job, a host of
 its attempt, a PE with control_slaves = true; anything else is refused with a clear message. The
 order the task's node gets, the report of its end, and its stop when the attempt ends."""
 
@@ -10,13 +10,13 @@ from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  
 
 from drover.cluster.signing import job_digest, signed_pe_task_order, signed_pe_task_request
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller import pe_tasks
-from drover.controller.auth import Caller, Policy
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import on_reports
+from drover.controller.handlers.parallel_envs import in_effect
 from drover.controller.handlers.submit import submit
-from drover.controller.node_channels import NodeChannels
-from drover.controller.parallel_envs import in_effect
+from drover.controller.nodes import pe_tasks
+from drover.controller.nodes.node_channels import NodeChannels
+from drover.controller.security.auth import Caller, Policy
 from drover.controller.state import ControllerState
 from drover.core.errors import Conflict, Forbidden, NotFound
 from drover.core.job import Attempt

@@ -14,10 +14,10 @@ from drover.controller.effects import Outcome
 from drover.controller.handlers import queues
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import on_node_connected, on_reports, resume_node
+from drover.controller.handlers.queue_load import queue_infos
 from drover.controller.handlers.submit import submit
-from drover.controller.queue_load import queue_infos
+from drover.controller.reads.views import node_info
 from drover.controller.state import ControllerState
-from drover.controller.views import node_info
 from drover.core.errors import Conflict
 from drover.core.exit_status import GRID_ENGINE, PLAIN, ExitSemantics
 from drover.core.node_state import NodeState

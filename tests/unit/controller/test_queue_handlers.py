@@ -14,8 +14,8 @@ from drover.controller.handlers import queues
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import on_node_connected
+from drover.controller.handlers.queue_load import queue_infos
 from drover.controller.handlers.submit import submit
-from drover.controller.queue_load import queue_infos
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden
 from drover.protocol.api import JobSubmission

@@ -13,7 +13,7 @@ from tests.unit.controller.test_checkpoint_handlers import CheckpointWorld
 
 from drover.controller.handlers import queue_suspension
 from drover.controller.handlers.node_reports import on_reports
-from drover.controller.queue_load import queue_infos
+from drover.controller.handlers.queue_load import queue_infos
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from drover.core.job_state import JobState
 from drover.core.suspension import SuspendReason

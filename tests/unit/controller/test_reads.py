@@ -12,14 +12,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from drover.controller.ended_views import EndedJobViews
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.node_reports import on_node_connected, on_reports
-from drover.controller.read_worker import ReadWorker
-from drover.controller.reads import Reads
+from drover.controller.reads.ended_views import EndedJobViews
+from drover.controller.reads.queries import Reads
+from drover.controller.reads.read_worker import ReadWorker
+from drover.controller.reads.views import job_info
 from drover.controller.service import ControllerService, Settings
-from drover.controller.views import job_info
 from drover.core.errors import BadRequest, NotFound
 from drover.protocol.api import EventList, History, JobInfo, JobList, JobSubmission
 from drover.protocol.node_channel import Exited, Hello, StartAttempt, Started
@@ -216,7 +216,7 @@ def test_history_pages_by_cursor_without_gaps_or_repeats(cluster: Cluster) -> No
         seen = [row.job_id for row in page.rows] + seen
         if page.next_before is None:
             break
-        from drover.controller.paging import history_cursor
+        from drover.controller.reads.paging import history_cursor
 
         page = cluster.history(2, history_cursor(page.next_before))
     assert seen == jobs
@@ -232,7 +232,7 @@ def test_a_requeued_attempt_shows_as_requeued_in_the_history(cluster: Cluster) -
 
 
 def test_history_cursors_round_trip_and_bad_ones_are_refused() -> None:
-    from drover.controller.paging import history_cursor, history_token
+    from drover.controller.reads.paging import history_cursor, history_token
 
     cursor = (1700000000.1234567, 12, 3, 2)
     assert history_cursor(history_token(cursor)) == cursor
@@ -277,7 +277,7 @@ def test_a_readers_failures_name_the_file(tmp_path: Path) -> None:
 
 
 def test_a_history_record_is_shown_as_the_api_row() -> None:
-    from drover.controller.views import history_row
+    from drover.controller.reads.views import history_row
     from drover.core.job_state import JobState
 
     record = HistoryRecord(

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from drover.controller.node_channels import NodeChannels
-from drover.controller.relays import TERMINAL_BACKLOG, Relays
+from drover.controller.nodes.node_channels import NodeChannels
+from drover.controller.nodes.relays import TERMINAL_BACKLOG, Relays
 from drover.core.errors import Unavailable
 from drover.protocol.node_channel import (
     CloseTerminal,

@@ -3,7 +3,7 @@ when an attempt leaves its node's round, reports its exit, or its node's channel
 
 from __future__ import annotations
 
-from drover.controller.samples import HISTORY, LiveSamples
+from drover.controller.nodes.samples import HISTORY, LiveSamples
 from drover.protocol.node_channel import Exiting, Sample, Samples
 
 

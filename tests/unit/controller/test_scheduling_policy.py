@@ -9,8 +9,8 @@ from pathlib import Path
 from tests.unit.controller.test_handlers import World
 
 from drover.config_schema import QueueSection, SchedulerSection
-from drover.controller.fairshare import DecayedUsage
 from drover.controller.handlers.dispatch import OrderOptions, policy_of, schedule
+from drover.controller.handlers.fairshare import DecayedUsage
 from drover.protocol.node_channel import StartAttempt
 from drover.scheduler.reasons import PendingReason
 

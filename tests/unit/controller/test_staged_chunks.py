@@ -4,7 +4,6 @@ holds, bounded by its limit, and renamed into place only whole and matching thei
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from drover.controller import staged_files
+from drover.controller.nodes import staged_files
 from drover.core.errors import NotFound
 from drover.protocol.node_channel import (
     Ack,
@@ -101,9 +100,10 @@ def test_the_controller_answers_chunks_of_its_nodes_own_attempts_and_a_bad_repor
     job's files is not acknowledged, and the node keeps its channel."""
     from tests.unit.controller.test_job_isolation import Cluster
 
+    from drover.controller.settings import Settings
+
     async def main() -> None:
-        cluster = Cluster(tmp_path / "drover.db")
-        cluster.service.settings = dataclasses.replace(cluster.service.settings, files_dir=str(tmp_path / "files"))
+        cluster = Cluster(tmp_path / "drover.db", settings=Settings(files_dir=str(tmp_path / "files")))
         await cluster.submit()
         (order,) = cluster.sent(StartAttempt)
         await cluster.report(chunk(0, b"abc", 3, attempt=order.attempt), chunk(0, b"abc", 3, attempt="99.0.1"))

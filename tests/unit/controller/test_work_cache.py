@@ -20,7 +20,7 @@ from drover.controller.handlers.dispatch import (
     _refresh,
     schedule,
 )
-from drover.controller.waiting import ProgressLookup
+from drover.controller.handlers.waiting import ProgressLookup
 from drover.protocol.api import DependencyOn
 from drover.protocol.node_channel import StartAttempt
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from drover import eventloop
-from drover.controller import staged_files
+from drover.controller.nodes import staged_files
 from drover.core.job import with_given_up
 from drover.execd import cleanup as cleanup_module
 from drover.execd.cleanup import (
@@ -319,7 +319,7 @@ def test_a_hook_gone_before_its_record_is_written_is_no_error_of_the_pipelines()
 
 
 class FileKeeper(Controller):
-    """A controller that keeps staged-out files (controller/staged_files.py) and answers each
+    """A controller that keeps staged-out files (controller/nodes/staged_files.py) and answers each
     chunk; it loses its answer to the chunks at the offsets in `lose` once each."""
 
     def __init__(self, files_dir: Path, lose: tuple[int, ...] = ()) -> None:

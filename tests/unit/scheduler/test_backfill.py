@@ -210,7 +210,7 @@ def test_fair_share_converges_to_the_configured_shares() -> None:
     100 s waiting on 8 CPUs, bob's submitted first. With fair share weighing most, the CPU time
     each gets over a long run comes to their shares (2:1), whoever asked first (without fair
     share, the order of submission gives them 1:1)."""
-    from drover.controller.fairshare import DecayedUsage
+    from drover.controller.handlers.fairshare import DecayedUsage
 
     usage = DecayedUsage(half_life_s=3600.0)
     shares = {"alice": 2.0, "bob": 1.0}

@@ -121,7 +121,7 @@ def test_a_record_follows_its_task_and_goes_with_its_attempt(store: tuple[SqlSto
 
 
 def test_a_record_follows_its_attempts_usage_rewritten_whole(store: tuple[SqlStore, StoreReader]) -> None:
-    """A parallel job's tasks that end after its master add to its usage (controller/pe_usage.py):
+    """A parallel job's tasks that end after its master add to its usage (controller/handlers/pe_usage.py):
     the store writes the attempt again whole, and its record counts the tasks."""
     made, reader = store
     (attempt,) = made.attempts_of(1)

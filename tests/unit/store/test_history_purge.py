@@ -70,9 +70,9 @@ def test_the_purge_removes_exactly_what_ended_before_the_cut_off(store_url: str)
 
 def test_the_controller_purges_in_batches_with_the_files_it_kept(tmp_path: Path, store_url: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from drover.controller import service as service_module
+    from drover.controller.upkeep import purges
 
-    monkeypatch.setattr(service_module, "PURGE_BATCH", 10)  # 25 jobs: three transactions
+    monkeypatch.setattr(purges, "PURGE_BATCH", 10)  # 25 jobs: three transactions
     store = filled(store_url)
     files = tmp_path / "files"
     for job_id in (3, 26):

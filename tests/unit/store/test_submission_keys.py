@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from drover.controller import service as service_module
 from drover.controller.service import ControllerService, Settings
+from drover.controller.upkeep import purges
 from drover.protocol.api import JobSubmission
 from drover.store.base import Changes, SubmissionKey, open_store
 from drover.store.sql_store import Db, SqlStore
@@ -100,7 +100,7 @@ def test_the_newest_keys_are_loaded_oldest_first_and_the_older_pruned(store_url:
 
 def test_the_controller_prunes_the_keys_it_no_longer_remembers(store_url: str,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service_module, "REMEMBERED_SUBMISSIONS", 3)
+    monkeypatch.setattr(purges, "REMEMBERED_SUBMISSIONS", 3)
     ticks = iter(NOW + n for n in range(1000))  # each submission a second after the one before
 
     def tick() -> float:

@@ -7,7 +7,7 @@ import os
 from drover.cli.cluster import is_serving, up
 from drover.cli.common import parser, print_json, seconds_up_to, whole_number
 from drover.config import SERVICE_USER, SYSTEM_STATE_DIR, Paths
-from drover.config_schema import MAX_KILL_GRACE_S
+from drover.config_schema import KILL_GRACE_S, MAX_KILL_GRACE_S
 from drover.core.errors import Forbidden
 from drover.core.limits import MAX_CPUS, MAX_MEMORY_MIB
 
@@ -17,7 +17,7 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("--cpus", type=whole_number(1, MAX_CPUS), help="CPUs the node offers (default: all)")
     p.add_argument("--memory", type=whole_number(1, MAX_MEMORY_MIB), metavar="MIB",
                    help="memory the node offers (default: all)")
-    p.add_argument("--kill-grace", type=seconds_up_to(MAX_KILL_GRACE_S), metavar="S", help="seconds between SIGTERM and SIGKILL (default 10)")
+    p.add_argument("--kill-grace", type=seconds_up_to(MAX_KILL_GRACE_S), metavar="S", help=f"seconds between SIGTERM and SIGKILL (default {KILL_GRACE_S:g})")
     p.add_argument("--system", action="store_true",
                    help=f"as root: a cluster every local user shares (state in {SYSTEM_STATE_DIR}); its controller "
                         f"runs as the service user {SERVICE_USER} (made if missing), each user's jobs as that user")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from drover.compat.slurm.request import OptionError, Refused, Request, warn
 
-PARALLEL_ENVIRONMENT = "slurm"  # controller/parallel_envs.py SLURM
+PARALLEL_ENVIRONMENT = "slurm"  # controller/handlers/parallel_envs.py SLURM
 
 
 @dataclass(frozen=True)

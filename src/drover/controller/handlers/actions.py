@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from drover.controller.effects import Outcome
 from drover.controller.handlers import checkpoints
+from drover.controller.handlers.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.handlers.submit import check_queue_takes
 from drover.controller.handlers.suspend_orders import change_reasons, queue_instances, task_reasons
-from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
 from drover.core import suspension
 from drover.core.errors import BadRequest, Conflict, DroverError, NotFound
@@ -27,7 +27,7 @@ RUNNING_STATES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSP
 
 
 # may_touch(owner, job_id, verb) raises Forbidden unless the caller may act on that owner's job:
-# the controller's Policy.may_touch bound to the request's caller (controller/auth.py decides).
+# the controller's Policy.may_touch bound to the request's caller (controller/security/auth.py decides).
 MayTouch = Callable[[str, int, str], None]
 
 

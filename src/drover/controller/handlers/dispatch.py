@@ -17,15 +17,19 @@ from drover.config_schema import (
     QueueSection,
     SchedulerSection,
 )
-from drover.controller import parallel_envs, resource_requests
 from drover.controller.effects import Outcome
-from drover.controller.handlers import checkpoints
+from drover.controller.handlers import checkpoints, parallel_envs, resource_requests
+from drover.controller.handlers.lifecycle import change_task, drained_if_idle
+from drover.controller.handlers.queue_load import planner_views
 from drover.controller.handlers.queues import queues_in_effect
-from drover.controller.lifecycle import change_task, drained_if_idle
-from drover.controller.queue_load import planner_views
+from drover.controller.handlers.waiting import (
+    JobWait,
+    ProgressLookup,
+    cancel_for_dependency,
+    job_wait,
+)
+from drover.controller.handlers.work_cache import WorkCache
 from drover.controller.state import ControllerState
-from drover.controller.waiting import JobWait, ProgressLookup, cancel_for_dependency, job_wait
-from drover.controller.work_cache import WorkCache
 from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import Verdict
 from drover.core.exit_status import GRID_ENGINE, ExitSemantics

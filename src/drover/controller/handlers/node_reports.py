@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from drover.controller import pe_usage
 from drover.controller.effects import Outcome, SendToNode
-from drover.controller.handlers import checkpoints
+from drover.controller.handlers import checkpoints, pe_usage
 from drover.controller.handlers.actions import migrate_task, stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
-from drover.controller.lifecycle import (
+from drover.controller.handlers.lifecycle import (
     change_task,
     drained_if_idle,
     end_job_if_done,
@@ -41,6 +40,7 @@ from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
 from drover.core.queues import DEFAULT as DEFAULT_QUEUE
 from drover.protocol.node_channel import (
+    HEARTBEAT_S,
     Ack,
     Enforced,
     Exited,
@@ -58,7 +58,7 @@ from drover.store.base import Store
 
 
 def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: OrderOptions, store: Store,
-                      heartbeat_s: float = 10.0) -> Outcome:
+                      heartbeat_s: float = HEARTBEAT_S) -> Outcome:
     """`store`: where the scripts of the orders sent again are read (Store.job_payloads)."""
     outcome = Outcome(reschedule=True)
     node = state.nodes.get(hello.node)

@@ -11,9 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller import parallel_envs, resource_requests
 from drover.controller.effects import Outcome
-from drover.controller.handlers import checkpoints
+from drover.controller.handlers import checkpoints, parallel_envs, resource_requests
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
 from drover.core.checkpoints import Environment as CheckpointEnvironment

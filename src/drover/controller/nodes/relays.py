@@ -16,7 +16,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from drover.controller.node_channels import NodeChannels
+from drover.controller.nodes.node_channels import NodeChannels
 from drover.core.errors import Unavailable
 from drover.protocol.node_channel import (
     CloseTerminal,

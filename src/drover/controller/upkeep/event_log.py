@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from drover.cluster.signing import signed_request
-from drover.controller.node_channels import NodeChannels
+from drover.controller.nodes.node_channels import NodeChannels
 from drover.core.errors import Conflict, Unavailable
 from drover.core.job import Job, JobPayload
 from drover.owner_process import OwnerProcess
@@ -47,7 +47,7 @@ log = logging.getLogger("drover.controller")
 CATCH_UP_ENDED_WITHIN_S = 3600.0
 WRITE_TIMEOUT_S = 10.0
 IDLE_S = 60.0  # a writer with nothing to do for this long is stopped
-WRITER = "drover.controller.event_log_writer"
+WRITER = "drover.controller.upkeep.event_log_writer"
 
 Request = tuple[str, Job, list[tuple[int, str]]]  # path, job, (seq, line) pairs
 

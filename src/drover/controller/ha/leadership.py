@@ -16,7 +16,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from drover.controller.standing import Standing
+from drover.controller.ha.standing import Standing
 from drover.store.faults import StoreFault
 from drover.store.leadership import Leadership, LeadershipLost, active
 from drover.store.postgres import PostgresStore, connect

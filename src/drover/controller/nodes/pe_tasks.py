@@ -24,13 +24,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from drover.config_schema import ParallelEnvironmentSection
-from drover.controller import parallel_envs, pe_usage
-from drover.controller.auth import Caller, Policy
 from drover.controller.effects import Outcome
-from drover.controller.node_channels import NodeChannels
+from drover.controller.handlers import parallel_envs, pe_usage
+from drover.controller.nodes.node_channels import NodeChannels
+from drover.controller.security.auth import Caller, Policy
 from drover.controller.state import ControllerState
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound, Unavailable
 from drover.core.ids import parse_attempt_name
@@ -53,10 +53,11 @@ LIVE = (JobState.RUNNING, JobState.SUSPENDED)
 AttemptKey = tuple[int, int, int]
 # What of the master's order a task does not take: GE's petasks run no prolog, epilog or PE
 # procedure, stage nothing, mail nothing, and are no interactive or checkpointing job.
-NOT_FOR_TASKS = ("pe_start", "pe_stop", "site_methods", "environment_names", "queue_prolog", "queue_epilog",
-                 "pe_start_as_site", "pe_stop_as_site", "environments", "checkpoint", "zap", "done_output",
-                 "done_output_pattern", "mail_output", "queue_starter_method", "queue_suspend_method",
-                 "queue_resume_method", "queue_terminate_method", "notify_s", "pe_hosts", "gres")
+NotForTasks = Literal["pe_start", "pe_stop", "site_methods", "environment_names", "queue_prolog", "queue_epilog",
+                      "pe_start_as_site", "pe_stop_as_site", "environments", "checkpoint", "zap", "done_output",
+                      "done_output_pattern", "mail_output", "queue_starter_method", "queue_suspend_method",
+                      "queue_resume_method", "queue_terminate_method", "notify_s", "pe_hosts", "gres"]
+NOT_FOR_TASKS: tuple[NotForTasks, ...] = get_args(NotForTasks)  # each optional in an AttemptOrder
 
 
 def check(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection], policy: Policy,
@@ -91,16 +92,19 @@ def task_order(master: AttemptOrder, host: str, cpu_ids: Sequence[int], memory_m
                cwd: str | None, env: Mapping[str, str] | None, credential: str | None = None) -> AttemptOrder:
     """The master's order, made a task's on `host`: its CPUs and memory there, its working
     directory and environment, nothing of the master's methods."""
-    config: dict[str, Any] = {key: value for key, value in master.items() if key not in NOT_FOR_TASKS}
-    config.update(node=host, cpu_ids=list(cpu_ids), cpus=len(cpu_ids) or master["cpus"], memory_mib=memory_mib,
-                  pe_task=petask, stage_out=[], mail_type=[], mail_user=None, pty=False, keep_spool=False,
-                  job_prolog=None, job_epilog=None,
-                  credential=credential)  # the task's own signature, never the job's
+    config = master.copy()
+    for key in NOT_FOR_TASKS:
+        config.pop(key, None)
+    config["node"], config["cpu_ids"], config["cpus"] = host, list(cpu_ids), len(cpu_ids) or master["cpus"]
+    config["memory_mib"], config["pe_task"], config["stage_out"] = memory_mib, petask, []
+    config["mail_type"], config["mail_user"], config["pty"], config["keep_spool"] = [], None, False, False
+    config["job_prolog"], config["job_epilog"] = None, None
+    config["credential"] = credential  # the task's own signature, never the job's
     if cwd:
         config["workdir"] = cwd
     if env is not None:
         config["environment"] = dict(env)
-    return config  # type: ignore[return-value]  # AttemptOrder's keys, less some optional ones
+    return config
 
 
 Order = StopPeTasks | SignalPeTasks

@@ -13,11 +13,15 @@ to the attempt's record at once. Record and flag are committed together, so it i
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 from drover.records import PeTaskRecord, Usage
 
-# Counters that add up over processes; wall time and start and end are the master's.
-SUMMED = ("user_cpu_s", "sys_cpu_s", "minor_faults", "major_faults", "voluntary_switches", "involuntary_switches")
+# Counters that add up over processes (seconds, and counts); wall time and start and end are the
+# master's.
+SUMMED_SECONDS: tuple[Literal["user_cpu_s", "sys_cpu_s"], ...] = ("user_cpu_s", "sys_cpu_s")
+SUMMED_COUNTS: tuple[Literal["minor_faults", "major_faults", "voluntary_switches", "involuntary_switches"], ...] = (
+    "minor_faults", "major_faults", "voluntary_switches", "involuntary_switches")
 
 
 def task_cpu_s(usage: Usage) -> float:
@@ -30,9 +34,11 @@ def fold(master: Usage | None, tasks: Usage | None) -> Usage | None:
     measure it) stays none: the tasks alone are not the attempt's usage."""
     if master is None or tasks is None:
         return master
-    total: Usage = dict(master)  # type: ignore[assignment]  # the same keys
-    for key in SUMMED:
-        total[key] = master[key] + tasks[key]  # type: ignore[literal-required]
+    total = master.copy()
+    for seconds in SUMMED_SECONDS:
+        total[seconds] = master[seconds] + tasks[seconds]
+    for count in SUMMED_COUNTS:
+        total[count] = master[count] + tasks[count]
     total["max_rss_kib"] = max(master["max_rss_kib"], tasks["max_rss_kib"])
     if "cgroup_cpu_s" in master:  # else the accounting adds user and system, the tasks' included
         total["cgroup_cpu_s"] = master["cgroup_cpu_s"] + task_cpu_s(tasks)
@@ -59,12 +65,14 @@ def uncounted(records: Iterable[PeTaskRecord]) -> Usage | None:
 def _add(before: Usage | None, usage: Usage) -> Usage:
     """`before` with one more task's usage in it (its CPU time in `cgroup_cpu_s`, so that a task
     its cgroup measured adds what the cgroup counted)."""
-    task: Usage = dict(usage)  # type: ignore[assignment]
+    task = usage.copy()
     task["cgroup_cpu_s"] = task_cpu_s(usage)
     if before is None:
         return task
-    for key in SUMMED:
-        before[key] = before[key] + task[key]  # type: ignore[literal-required]
+    for seconds in SUMMED_SECONDS:
+        before[seconds] = before[seconds] + task[seconds]
+    for count in SUMMED_COUNTS:
+        before[count] = before[count] + task[count]
     before["cgroup_cpu_s"] = before.get("cgroup_cpu_s", 0.0) + task["cgroup_cpu_s"]
     before["max_rss_kib"] = max(before["max_rss_kib"], task["max_rss_kib"])
     if "cgroup_peak_memory_bytes" in task:

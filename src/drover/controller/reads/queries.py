@@ -10,7 +10,7 @@ reading threads (read_worker.py). An ended job's entry is encoded once and kept
 their turn holding nothing, so a burst of them costs memory for a few pages, not for every
 request, and the loop's share of each is small.
 
-Who may ask is decided before (controller/auth.py); a query that must check each job it finds
+Who may ask is decided before (controller/security/auth.py); a query that must check each job it finds
 takes the check as an argument, as the actions do.
 """
 
@@ -21,11 +21,12 @@ from collections.abc import Callable
 
 import msgspec
 
-from drover.controller import staged_files, views
-from drover.controller.ended_views import EndedJobViews
-from drover.controller.live_views import LiveJobViews
-from drover.controller.paging import history_token
-from drover.controller.read_worker import ReadWorker
+from drover.controller.nodes import staged_files
+from drover.controller.reads import views
+from drover.controller.reads.ended_views import EndedJobViews
+from drover.controller.reads.live_views import LiveJobViews
+from drover.controller.reads.paging import history_token
+from drover.controller.reads.read_worker import ReadWorker
 from drover.controller.service import ControllerService
 from drover.core.errors import NotFound
 from drover.core.views import job_state
@@ -187,7 +188,7 @@ class Reads:
         """The JSON of an api.History: ended attempts, the newest `limit` (older than `before`,
         if set) of those `where` selects, newest last; `owner` None for everyone's (`owner` and
         `since`, if set, narrow `where`)."""
-        from drover.controller.history_views import history_row
+        from drover.controller.reads.history_views import history_row
 
         def page(reader: StoreReader) -> bytes:
             records = reader.history(owner, limit, since, before, where)
@@ -203,7 +204,7 @@ class Reads:
         """The JSON of an api.HistorySummary: the ended attempts `where` selects, grouped by
         user, queue, node or day, by the store (its indexes choose the rows); only the groups
         are sent."""
-        from drover.controller.history_views import history_group
+        from drover.controller.reads.history_views import history_group
         from drover.protocol.api import HistorySummary
 
         def summary(reader: StoreReader) -> bytes:
@@ -287,24 +288,24 @@ class Reads:
                 for _, e in sorted(self._service.settings.checkpoints.items())]
 
     def queues(self) -> list[QueueInfo]:
-        from drover.controller.queue_load import queue_infos
+        from drover.controller.handlers.queue_load import queue_infos
 
         service = self._service
         return queue_infos(service.state, service.settings.queues, service.clock())
 
     def samples(self, job_id: int) -> JobSamples:
         """What the job's running attempts use now, as their nodes sampled it (in memory only)."""
-        from drover.controller.usage_views import job_samples
+        from drover.controller.reads.usage_views import job_samples
 
         return job_samples(self._service.state, self._service.samples, job_id)
 
     def top(self, owner: str | None) -> TopList:
-        from drover.controller.usage_views import top
+        from drover.controller.reads.usage_views import top
 
         return top(self._service.state, self._service.samples, owner, self._service.clock())
 
     def parallel_environments(self) -> list[ParallelEnvironmentInfo]:
-        from drover.controller.parallel_envs import infos
+        from drover.controller.handlers.parallel_envs import infos
 
         return infos(self._service.state, self._service.settings.parallel_environments)
 

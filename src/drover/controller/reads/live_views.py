@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from drover.controller import views
+from drover.controller.reads import views
 from drover.core.job import Job
 from drover.scheduler.reasons import Waiting
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drover.controller.effects import Outcome
-from drover.controller.lifecycle import change_fresh, change_task, end_job_if_done
+from drover.controller.handlers.lifecycle import change_fresh, change_task, end_job_if_done
 from drover.controller.state import ControllerState
 from drover.core.dependencies import (
     Evaluation,

@@ -7,7 +7,7 @@ latest and active are shown, so a sample that arrives just after an exit shows n
 
 from __future__ import annotations
 
-from drover.controller.samples import AttemptSamples, LiveSamples
+from drover.controller.nodes.samples import AttemptSamples, LiveSamples
 from drover.controller.state import ControllerState
 from drover.core.ids import parse_attempt_name
 from drover.core.job import Attempt, Job, Task

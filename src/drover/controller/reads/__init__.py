@@ -1,0 +1,1 @@
+"""What the API reads: the queries, the read models, paging, the reading threads. Read-only."""

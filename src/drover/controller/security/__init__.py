@@ -1,0 +1,1 @@
+"""Security: who may do what, and hosts joining and leaving the cluster."""

@@ -1,0 +1,1 @@
+"""The transaction shell: runs a handler, commits its outcome, carries out its effects, undoes a failure."""
