@@ -87,7 +87,7 @@ class JobRequest(TypedDict, total=False):
     # this order before the job's prolog (`drover submit --environment A+B`).
     environments: list[str]
     # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
-    # or a range n-m (each slot a CPU of the job's node; controller/parallel_envs.py).
+    # or a range n-m (each slot a CPU of the job's node; controller/handlers/parallel_envs.py).
     pe: str | None
     pe_slots: str | None
     # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
