@@ -491,7 +491,7 @@ class ControllerService:
                 by_job.setdefault(event.job_id, []).append(event)
         for job_id, events in by_job.items():
             job = jobs.get(job_id) or self.state.jobs.get(job_id)
-            if job is not None and job.spec.get("event_log"):
+            if job is not None and job.spec.event_log:
                 self.event_logs.append(job, events)
 
     def resume_node(self, name: str, queue: str | None = None) -> None:
@@ -566,7 +566,7 @@ class ControllerService:
         queue = queues.queues_in_effect(self.state, self.settings.queues).get(ended.queue)
         if queue is None or not queue.mail_finished:
             return False
-        if any(job.spec.get("queue", "default") == ended.queue for job in self.state.jobs.values()):
+        if any(job.spec.queue == ended.queue for job in self.state.jobs.values()):
             return False
         to = queue.owner or ended.mail_user or ended.owner
         subject = f"Drover queue {ended.queue}: its last job finished"
