@@ -65,7 +65,10 @@ def job_row(job: Job) -> tuple[Any, ...]:
 def job_from_row(row: Sequence[Any]) -> Job:
     """A row of JOB_COLUMNS. A spec stored by an older Drover holds the job's payload: it is
     weighed and left out (the store reads it from there when an order is made)."""
-    spec = spec_from_text(row[11])
+    try:
+        spec = spec_from_text(row[11])
+    except msgspec.ValidationError as error:  # written by hand, or by a Drover whose spec had other types
+        raise ValueError(f"job {row[0]}: its stored spec does not read as a job spec: {error}") from None
     weight = row[21]
     if weight is None:  # stored before payloads were weighed: an older Drover kept the payload in the spec
         legacy = split_payload(json.loads(row[11]))

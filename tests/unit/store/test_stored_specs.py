@@ -62,6 +62,14 @@ def test_a_job_row_of_an_older_drover_is_weighed_from_the_payload_its_spec_holds
     assert loaded.payload_bytes == len("#!/bin/sh\necho old\n") + len("A") + len("1") + 2
 
 
+def test_a_stored_spec_of_another_shape_is_refused_naming_its_job() -> None:
+    job = Job(7, "alice", "j", 1.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), JobSpec())
+    row = list(job_row(job))
+    row[11] = '{"workdir":"/w","warn_before_s":"soon"}'
+    with pytest.raises(ValueError, match=r"job 7: its stored spec does not read as a job spec: .*warn_before_s"):
+        job_from_row(row)
+
+
 def test_a_changed_spec_is_a_new_value() -> None:
     """The spec is frozen: a change (drover alter --queue) replaces it, and the store is told."""
     spec = JobSpec(workdir="/w")
