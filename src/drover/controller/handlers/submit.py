@@ -52,9 +52,9 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
-    validated = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {},
+    validated = [_validated_job(state, submission, owner, now, store, n, queues, limits, licenses or {},
                                 environments or {}, parallel_environments, checkpoints or {})
-                 for n, spec in enumerate(submissions)]
+                 for n, submission in enumerate(submissions)]
     jobs = [job for job, _ in validated]
     _check_pending_per_user(state, owner, jobs, limits)
     _check_bytes_per_user(state, owner, jobs, limits)
@@ -128,7 +128,7 @@ def check_queue_takes(queue: Queue, memory_mib: int, bad: Callable[[str], BadReq
 
 
 def _validated_job(
-    state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
+    state: ControllerState, submission: JobSubmission, owner: str, now: float, store: Store, position: int,
     queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
     environments: Mapping[str, object] | None = None,
     parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
@@ -136,38 +136,38 @@ def _validated_job(
 ) -> tuple[Job, JobPayload]:
     """The job, and its payload (script, environment, staged files), which only the store keeps."""
     refusals = Refusals.of(position)
-    if not spec.script.strip():
+    if not submission.script.strip():
         raise refusals.bad("the job script is empty")
-    queue = queues.get(spec.queue)
+    queue = queues.get(submission.queue)
     if queue is None:
-        raise refusals.bad(f"unknown queue {spec.queue!r}; this cluster has {', '.join(sorted(queues))}")
-    check_queue_takes(queue, spec.memory_mib, refusals.bad)
-    check_payload(spec, limits, refusals)
-    check_paths(spec, limits, refusals)
-    timing = checked_numbers_and_time(spec, queue, refusals)
-    check_outputs_and_mail(spec, refusals)
-    dependencies = _dependencies(spec, refusals.where)
-    if spec.array is not None:
-        ranges, max_running = parse_array(spec.array, limits.max_array_size)
+        raise refusals.bad(f"unknown queue {submission.queue!r}; this cluster has {', '.join(sorted(queues))}")
+    check_queue_takes(queue, submission.memory_mib, refusals.bad)
+    check_payload(submission, limits, refusals)
+    check_paths(submission, limits, refusals)
+    timing = checked_numbers_and_time(submission, queue, refusals)
+    check_outputs_and_mail(submission, refusals)
+    dependencies = _dependencies(submission, refusals.where)
+    if submission.array is not None:
+        ranges, max_running = parse_array(submission.array, limits.max_array_size)
         indices, is_array = TaskIndices(ranges), True
     else:
         indices, is_array, max_running = TaskIndices(), False, None
-    resources, pe, requests = _parallel_and_resources(state, spec, owner, parallel_environments or {},
+    resources, pe, requests = _parallel_and_resources(state, submission, owner, parallel_environments or {},
                                                       licenses or {}, refusals)
     _check_dependencies_exist(state, store, dependencies, refusals.where)
     payload: JobPayload = {
-        "script": spec.script,
-        "environment": spec.environment,
-        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in spec.stage_in],
+        "script": submission.script,
+        "environment": submission.environment,
+        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in submission.stage_in],
     }
-    job_spec = spec_of(spec, is_array=is_array, timing=timing, requests=requests, pe=pe,
-                       environments=known_environments(spec.environments, environments or {}, refusals.bad),
-                       checkpointing=checkpoints.checked(spec, checkpoint_environments or {}, refusals.bad))
+    stored = spec_of(submission, is_array=is_array, timing=timing, requests=requests, pe=pe,
+                       environments=known_environments(submission.environments, environments or {}, refusals.bad),
+                       checkpointing=checkpoints.checked(submission, checkpoint_environments or {}, refusals.bad))
     return Job(
-        id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
+        id=0, owner=owner, name=submission.name, submitted_at=now, priority=submission.priority,
         resources=resources, indices=indices, is_array=is_array, max_running=max_running,
-        dependencies=dependencies, spec=job_spec, begin_at=spec.begin_at,
-        fresh_state=JobState.HELD if spec.hold else JobState.PENDING, payload_bytes=payload_bytes(payload),
+        dependencies=dependencies, spec=stored, begin_at=submission.begin_at,
+        fresh_state=JobState.HELD if submission.hold else JobState.PENDING, payload_bytes=payload_bytes(payload),
     ), payload
 
 
@@ -200,21 +200,21 @@ def spec_of(submission: JobSubmission, *, is_array: bool, timing: Timing, reques
 
 
 def _parallel_and_resources(
-    state: ControllerState, spec: JobSubmission, owner: str,
+    state: ControllerState, submission: JobSubmission, owner: str,
     parallel_environments: Mapping[str, ParallelEnvironmentSection], licenses: Mapping[str, int], refusals: Refusals,
 ) -> tuple[Resources, tuple[str, int] | None, resource_requests.Requests]:
     """Its CPUs and memory (a parallel job's CPUs are its slots), its parallel environment and
     slots, and its requests beyond them, each checked against what the cluster has: what no
     registered node could ever run is refused."""
-    pe = parallel_envs.checked(spec, parallel_environments, owner, [node.cpus for node in state.nodes.values()],
+    pe = parallel_envs.checked(submission, parallel_environments, owner, [node.cpus for node in state.nodes.values()],
                                refusals.where)
-    resources = Resources(pe[1] if pe else spec.cpus, spec.memory_mib)
-    if pe is not None and parallel_envs.spans_nodes(spec, parallel_environments):
+    resources = Resources(pe[1] if pe else submission.cpus, submission.memory_mib)
+    if pe is not None and parallel_envs.spans_nodes(submission, parallel_environments):
         # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
-        _check_fits_somewhere(state, Resources(1, -(-spec.memory_mib // pe[1])), refusals.bad)
+        _check_fits_somewhere(state, Resources(1, -(-submission.memory_mib // pe[1])), refusals.bad)
     else:
         _check_fits_somewhere(state, resources, refusals.bad)
-    return resources, pe, resource_requests.checked(spec, licenses, state.nodes.values(), refusals.where)
+    return resources, pe, resource_requests.checked(submission, licenses, state.nodes.values(), refusals.where)
 
 
 def _check_dependencies_exist(state: ControllerState, store: Store, dependencies: Dependencies, where: str) -> None:
