@@ -5,9 +5,11 @@ defaults of core/job_spec.py and a newer Drover's keys are ignored."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import msgspec
 import pytest
+from tests.unit.controller.test_handlers import World
 
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
@@ -77,3 +79,23 @@ def test_a_changed_spec_is_a_new_value() -> None:
     assert spec.queue == "default" and moved.queue == "long"
     with pytest.raises(AttributeError):
         spec.queue = "long"  # type: ignore[misc]  # what the type refuses, refused when run too
+
+
+def test_a_job_stored_by_the_first_drover_is_ordered_with_the_defaults(tmp_path: Path) -> None:
+    """Its row as the first Drover wrote it: its attempt's order has the options added since at
+    their defaults, as a submission that leaves them out would."""
+    world = World(tmp_path / "drover.db")
+    world.connect()
+    (old,) = world.submit(hold=True)
+    (new,) = world.submit(hold=True, workdir="/home/alice", open_mode="append", time_limit_s=600)
+    with world.store.transaction() as db:  # type: ignore[attr-defined]
+        db.execute("DELETE FROM job_payloads WHERE job_id=?", (old,))
+        db.execute("UPDATE jobs SET spec=?, payload_bytes=NULL WHERE id=?", (FIRST_DROVER, old))
+    world.reload()
+    world.act("release", str(old), str(new))
+    orders = {order.config["job_id"]: order for order in world.schedule()}
+    assert orders[old].script == "#!/bin/sh\necho old\n" and orders[old].config["environment"] == {"A": "1"}
+    same = {"job_id", "attempt", "name", "cpu_ids", "stdout", "environment", "priority", "node"}
+    assert {key: value for key, value in orders[old].config.items() if key not in same} == {
+        key: value for key, value in orders[new].config.items() if key not in same}
+    world.store.close()
