@@ -1,1 +1,2 @@
-"""The domain vocabulary: pure, standard library only, cheap to import."""
+"""The domain vocabulary: pure, cheap to import; standard library only, but for the job spec
+(job_spec.py, a msgspec Struct every process may import)."""

@@ -10,10 +10,11 @@ tasks start.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
+from drover.core.job_spec import JobSpec
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.resources import Resources
 from drover.core.suspension import NONE, Reasons
@@ -54,64 +55,6 @@ def split_payload(spec: dict[str, Any]) -> JobPayload | None:
         return None
     return {"script": spec.pop("script"), "environment": spec.pop("environment", None) or {},
             "stage_in": spec.pop("stage_in", None) or []}
-
-
-class JobSpec(TypedDict):
-    """The job as its user asked for it, beyond what the scheduler reads (owner, name, priority,
-    resources, indices, dependencies: the Job's own fields) and beyond its payload (JobPayload,
-    stored apart). Stored with the job as JSON; validated once, when submitted
-    (controller/handlers/submit.py); carried to the node in each attempt's order
-    (records.AttemptOrder). A job stored by an older Drover may lack the keys added since:
-    readers use .get with the default for those."""
-
-    workdir: str  # absolute; "" runs the job in a scratch directory on its node
-    submit_dir: str
-    output: str  # a pattern (core/patterns.py)
-    error: str | None  # None joins stderr into the output
-    open_mode: str  # "truncate" or "append"
-    time_limit_s: int | None
-    mail_user: str | None
-    mail_type: list[str]
-    keep_spool: bool
-    event_log: str | None  # an absolute path, appended to as the owner
-    stage_out: list[str]  # glob patterns
-    prolog: str | None  # the job's own methods
-    epilog: str | None
-    epilog_sets_exit: bool
-    warn_signal: str | None  # a signal name of core/signals.JOB_SIGNALS
-    warn_before_s: int
-    checkpoint_signal: str | None
-    rerunnable: bool
-    pty: bool
-    queue: str
-    credential: str | None  # the owner's signature over what the job runs (cluster/signing.py)
-    # A dependency that can never be met cancels the job (sbatch --kill-on-invalid-dep=yes, the
-    # default); False: it stays pending with reason DependencyNeverSatisfied.
-    kill_on_invalid_dep: bool
-    # What each task needs beyond CPUs and memory (controller/handlers/resource_requests.py): generic
-    # resources ("gpu:a100:1", canonical), licences, node features, a node to itself.
-    gres: NotRequired[list[str]]
-    licenses: NotRequired[dict[str, int]]
-    constraint: NotRequired[str | None]
-    exclusive: NotRequired[bool]
-    # jobd's: remove the output files when the job ends (zapthisjob); its output, stdout and
-    # stderr, in this file (a pattern) once it is done (doneoutput); mailed with its end (mailoutput).
-    zap: NotRequired[bool]
-    done_output: NotRequired[str | None]
-    mail_output: NotRequired[bool]
-    # The Accelerator's named environments, in the order they are switched to (docs/environments.md).
-    environments: NotRequired[list[str]]
-    # Its parallel environment ([parallel_environments.NAME]) and the slots each task holds of it.
-    pe: NotRequired[str]
-    pe_slots: NotRequired[int]
-    pe_per_node: NotRequired[int]  # its own slots on each node, in place of its PE's allocation rule
-    pids_max: NotRequired[int]  # its own process limit, at most its node's (--pids-max)
-    notify: NotRequired[bool]  # Grid Engine's qsub -notify: SIGUSR1/SIGUSR2 ahead of a suspend/stop
-    # Its checkpoint environment's name ([checkpoints.NAME]) and the occasions and period the
-    # job asked for (qsub -c), overriding the environment's (core/checkpoints.py).
-    checkpoint: NotRequired[str]
-    checkpoint_when: NotRequired[str | None]
-    checkpoint_interval_s: NotRequired[int | None]
 
 
 @dataclass(slots=True)
@@ -202,7 +145,7 @@ class Job:
     is_array: bool
     max_running: int | None
     dependencies: Dependencies  # the jobs it waits for (core/dependencies.py)
-    spec: JobSpec  # what the user asked for beyond what the scheduler reads
+    spec: JobSpec  # what the user asked for beyond what the scheduler reads (core/job_spec.py)
     fresh_from: int = 0
     fresh_state: JobState = JobState.PENDING
     fresh_skip: set[int] = field(default_factory=set)  # indices past fresh_from that have records

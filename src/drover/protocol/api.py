@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from drover.core.job_spec import JobOptions
 from drover.records import CleanupProgress
 
 
@@ -28,78 +29,34 @@ class DependencyOn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     per_task: bool = False  # task N waits for task N of `job` (aftercorr, qsub -hold_jid_ad)
 
 
-class JobSubmission(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+# The options a submission shares with the stored spec are core/job_spec.py's `JobOptions`; the
+# fields below are the submission's own, or have another form in the stored spec. (Its docstring
+# is the OpenAPI document's description of it.)
+class JobSubmission(JobOptions, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One job as the user asked for it. Defaults are the zero-configuration ones."""
 
     script: str
     name: str = "job"
     workdir: str  # absolute; "" runs the job in a scratch directory of its own on the node
-    submit_dir: str = ""
     output: str | None = None  # pattern with %j %a %x %u; default drover-%j.out (arrays drover-%j_%a.out)
-    error: str | None = None  # None joins stderr into the output file
-    open_mode: str = "truncate"  # or "append"
     environment: dict[str, str] = {}
     cpus: int = 1
     memory_mib: int = 0
-    time_limit_s: int | None = None
     array: str | None = None  # "1-100:2%5"
     hold: bool = False
     priority: int = 0
     after_ok: list[int] = []  # run only once all these jobs completed successfully (= afterok dependencies)
     dependencies: list[DependencyOn] = []
     dependency_any: bool = False  # one of `dependencies` met is enough (Slurm's `?`); else all must be
-    kill_on_invalid_dep: bool = True  # a dependency that can never be met cancels the job; else it waits
     begin_at: float | None = None  # a Unix time: the job starts no earlier (sbatch --begin, qsub -a)
-    mail_user: str | None = None
-    mail_type: list[str] = []  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
-    keep_spool: bool = False  # keep the attempt's spool directory on the node after cleanup
-    event_log: str | None = None  # append every event of the job to this file, as JSON lines
-    # jobd's zapthisjob, doneoutput and mailoutput: remove the job's output files when it ends;
-    # put its output (stdout and stderr) in this file (a pattern) when it is done; mail it.
-    zap: bool = False
-    done_output: str | None = None
-    mail_output: bool = False
     stage_in: list[StagedFile] = []  # copied into the job's working directory before it starts
-    stage_out: list[str] = []  # glob patterns in the working directory, copied back after it exits
-    prolog: str | None = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
-    epilog: str | None = None  # the job's own epilog (postcmd)
-    # Accelerator's postcmd (firing sequence step 22): the exit status of the job's own epilog is
-    # the job's; False keeps the job's own (`drover submit --no-epilog-sets-exit`).
-    epilog_sets_exit: bool = True
-    warn_signal: str | None = None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
-    warn_before_s: int = 60  # ...this long before the time limit
-    checkpoint_signal: str | None = None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
-    rerunnable: bool = True  # requeued as a new attempt when its shepherd dies (--no-requeue: failed)
-    pty: bool = False  # run under a pseudo-terminal, relayed to `drover run --pty`
-    queue: str = "default"  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
-    gres: list[str] = []  # generic resources each task needs on its node: "gpu:2", "gpu:a100:1" (core/gres.py)
-    licenses: dict[str, int] = {}  # cluster-wide counters each task holds while it runs ([licenses])
-    constraint: str | None = None  # node features it needs: "avx512&bigmem", "a|b" (core/constraints.py)
-    exclusive: bool = False  # each task has its node to itself (all its CPUs), as jobd's soleaccess
     # Grid Engine's -l NAME=VALUE beyond time and memory: the controller reads each as a licence,
     # a generic resource or a node feature, by what the cluster has of that name.
     resource_requests: dict[str, str] = {}
-    # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
-    # `drover` where munged runs; nodes that require signed jobs check it before running anything.
-    credential: Annotated[str, msgspec.Meta(max_length=8192)] | None = None
-    # The Accelerator's named environments ([environments.NAME] of drover.toml), switched to in
-    # this order before the job's prolog (`drover submit --environment A+B`).
-    environments: Annotated[list[str], msgspec.Meta(max_length=64)] = []
-    # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
-    # or a range n-m (each slot a CPU of the job's node; controller/handlers/parallel_envs.py).
-    pe: str | None = None
+    # Grid Engine's -pe NAME SLOTS: the slots of its `pe`, a number or a range n-m (each slot a
+    # CPU of the job's node; controller/handlers/parallel_envs.py).
     pe_slots: str | None = None
-    # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
-    # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
-    pe_per_node: int | None = None
-    # The job's own process limit (its cgroup's pids.max), at most its node's [execd] pids_max.
-    pids_max: int | None = None
-    # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
-    # notify_s ahead (shepherd/notice.py).
-    notify: bool = False
-    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt), and qsub -c:
-    # occasion letters of s m x n r, or an interval (core/checkpoints.py).
-    checkpoint: str | None = None
+    # qsub -c: occasion letters of s m x n r, or an interval, with its `checkpoint` (core/checkpoints.py).
     checkpoint_occasion: str | None = None
 
 

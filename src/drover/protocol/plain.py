@@ -32,35 +32,20 @@ class DependencyRequest(TypedDict, total=False):
 class JobRequest(TypedDict, total=False):
     """api.JobSubmission: one job to submit; a key left out takes the model's default."""
 
-    script: Required[str]
-    name: str
-    workdir: Required[str]  # absolute; "" runs the job in a scratch directory of its own on the node
-    submit_dir: str
-    output: str | None  # pattern with %j %a %x %u; default drover-%j.out (arrays drover-%j_%a.out)
-    error: str | None  # None joins stderr into the output file
+    submit_dir: str  # absolute; where the user submitted from (stored: the working directory if not given)
+    error: str | None  # a pattern (core/patterns.py); None joins stderr into the output file
     open_mode: str  # or "append"
-    environment: dict[str, str]
-    cpus: int
-    memory_mib: int
-    time_limit_s: int | None
-    array: str | None  # "1-100:2%5"
-    hold: bool
-    priority: int
-    after_ok: list[int]  # run only once all these jobs completed successfully (= afterok dependencies)
-    dependencies: list[DependencyRequest]
-    dependency_any: bool  # one of `dependencies` met is enough (Slurm's `?`); else all must be
+    time_limit_s: int | None  # stored: the queue's default time when the user gave none
     kill_on_invalid_dep: bool  # a dependency that can never be met cancels the job; else it waits
-    begin_at: float | None  # a Unix time: the job starts no earlier (sbatch --begin, qsub -a)
     mail_user: str | None
     mail_type: list[str]  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
     keep_spool: bool  # keep the attempt's spool directory on the node after cleanup
-    event_log: str | None  # append every event of the job to this file, as JSON lines
+    event_log: str | None  # an absolute path: every event of the job appended as JSON lines, as the owner
     # jobd's zapthisjob, doneoutput and mailoutput: remove the job's output files when it ends;
     # put its output (stdout and stderr) in this file (a pattern) when it is done; mail it.
     zap: bool
     done_output: str | None
     mail_output: bool
-    stage_in: list[StagedFileRequest]  # copied into the job's working directory before it starts
     stage_out: list[str]  # glob patterns in the working directory, copied back after it exits
     prolog: str | None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
     epilog: str | None  # the job's own epilog (postcmd)
@@ -77,19 +62,14 @@ class JobRequest(TypedDict, total=False):
     licenses: dict[str, int]  # cluster-wide counters each task holds while it runs ([licenses])
     constraint: str | None  # node features it needs: "avx512&bigmem", "a|b" (core/constraints.py)
     exclusive: bool  # each task has its node to itself (all its CPUs), as jobd's soleaccess
-    # Grid Engine's -l NAME=VALUE beyond time and memory: the controller reads each as a licence,
-    # a generic resource or a node feature, by what the cluster has of that name.
-    resource_requests: dict[str, str]
     # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
     # `drover` where munged runs; nodes that require signed jobs check it before running anything.
     credential: str | None
     # The Accelerator's named environments ([environments.NAME] of drover.toml), switched to in
     # this order before the job's prolog (`drover submit --environment A+B`).
     environments: list[str]
-    # Grid Engine's -pe NAME SLOTS: a parallel environment of the cluster's and its slots, a number
-    # or a range n-m (each slot a CPU of the job's node; controller/handlers/parallel_envs.py).
+    # Grid Engine's -pe NAME: a parallel environment of the cluster's (controller/handlers/parallel_envs.py).
     pe: str | None
-    pe_slots: str | None
     # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
     # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
     pe_per_node: int | None
@@ -98,9 +78,30 @@ class JobRequest(TypedDict, total=False):
     # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
     # notify_s ahead (shepherd/notice.py).
     notify: bool
-    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt), and qsub -c:
-    # occasion letters of s m x n r, or an interval (core/checkpoints.py).
+    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt; core/checkpoints.py).
     checkpoint: str | None
+    script: Required[str]
+    name: str
+    workdir: Required[str]  # absolute; "" runs the job in a scratch directory of its own on the node
+    output: str | None  # pattern with %j %a %x %u; default drover-%j.out (arrays drover-%j_%a.out)
+    environment: dict[str, str]
+    cpus: int
+    memory_mib: int
+    array: str | None  # "1-100:2%5"
+    hold: bool
+    priority: int
+    after_ok: list[int]  # run only once all these jobs completed successfully (= afterok dependencies)
+    dependencies: list[DependencyRequest]
+    dependency_any: bool  # one of `dependencies` met is enough (Slurm's `?`); else all must be
+    begin_at: float | None  # a Unix time: the job starts no earlier (sbatch --begin, qsub -a)
+    stage_in: list[StagedFileRequest]  # copied into the job's working directory before it starts
+    # Grid Engine's -l NAME=VALUE beyond time and memory: the controller reads each as a licence,
+    # a generic resource or a node feature, by what the cluster has of that name.
+    resource_requests: dict[str, str]
+    # Grid Engine's -pe NAME SLOTS: the slots of its `pe`, a number or a range n-m (each slot a
+    # CPU of the job's node; controller/handlers/parallel_envs.py).
+    pe_slots: str | None
+    # qsub -c: occasion letters of s m x n r, or an interval, with its `checkpoint` (core/checkpoints.py).
     checkpoint_occasion: str | None
 
 

@@ -12,7 +12,8 @@ import msgspec
 from drover.core import suspension
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies, Dependency
-from drover.core.job import Attempt, Job, JobPayload, JobSpec, Task, payload_bytes, split_payload
+from drover.core.job import Attempt, Job, JobPayload, Task, payload_bytes, split_payload
+from drover.core.job_spec import JobSpec
 from drover.core.job_state import JobState
 from drover.core.resources import Resources
 from drover.protocol.canonical import canonical
@@ -35,8 +36,19 @@ EVENT_COLUMNS = "seq, time, job_id, idx, attempt, kind, detail"
 
 
 def spec_text(spec: JobSpec) -> str:
-    """The spec as stored: its canonical encoding, the bytes a signature over it covers."""
+    """The spec as stored: its canonical encoding, the bytes a signature over it covers. Every
+    field is written, defaults too: an older Drover reads some keys without a default."""
     return canonical(spec).decode()
+
+
+_spec_decoder = msgspec.json.Decoder(JobSpec)
+
+
+def spec_from_text(text: str) -> JobSpec:
+    """The one place a stored spec is read. A key an older Drover did not write gets its default
+    (core/job_spec.py); a key this Drover does not know is ignored: a newer Drover's (after a
+    downgrade), or the payload an older one kept in the spec (split_payload reads that)."""
+    return _spec_decoder.decode(text)
 
 
 def job_row(job: Job) -> tuple[Any, ...]:
@@ -53,12 +65,14 @@ def job_row(job: Job) -> tuple[Any, ...]:
 def job_from_row(row: Sequence[Any]) -> Job:
     """A row of JOB_COLUMNS. A spec stored by an older Drover holds the job's payload: it is
     weighed and left out (the store reads it from there when an order is made)."""
-    spec = json.loads(row[11])
+    try:
+        spec = spec_from_text(row[11])
+    except msgspec.ValidationError as error:  # written by hand, or by a Drover whose spec had other types
+        raise ValueError(f"job {row[0]}: its stored spec does not read as a job spec: {error}") from None
     weight = row[21]
-    if "script" in spec:
-        legacy = split_payload(spec)
-        if weight is None and legacy is not None:
-            weight = payload_bytes(legacy)
+    if weight is None:  # stored before payloads were weighed: an older Drover kept the payload in the spec
+        legacy = split_payload(json.loads(row[11]))
+        weight = payload_bytes(legacy) if legacy is not None else 0
     return Job(
         id=row[0], owner=row[1], name=row[2], submitted_at=row[3], priority=row[4],
         resources=Resources(row[5], row[6]),
@@ -67,7 +81,7 @@ def job_from_row(row: Sequence[Any]) -> Job:
         spec=spec, fresh_from=row[12], fresh_state=JobState(row[13]),
         fresh_skip=set(json.loads(row[14])), ended_at=row[15],
         state=JobState(row[16]) if row[16] else None, end_reason=row[17], event_log_node=row[18],
-        begin_at=row[20], payload_bytes=weight or 0,
+        begin_at=row[20], payload_bytes=weight,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 from tests.unit.controller.test_handlers import World
 
 from drover.cluster.named_methods import digest
@@ -25,7 +26,7 @@ def test_gridengine_starter_method_and_accelerator_environments_are_named_in_the
     assert attempt is not None
     assert "queue_starter_method" not in order.config and "environment_names" not in order.config
     assert "site_methods" not in order.config
-    job.spec["environments"] = ["gcc13", "gone"]  # "gone": removed from drover.toml since the submission
+    job.spec = msgspec.structs.replace(job.spec, environments=["gcc13", "gone"])  # "gone": no longer in drover.toml
     options = OrderOptions(1.0, queues={"default": QueueSection(starter_method="/opt/site/starter")},
                            environments={"gcc13": EnvironmentSection(setup="/opt/env/gcc13.sh", post="/opt/env/p.sh")})
     config = start_order(job, world.store.job_payloads([job_id])[job_id], attempt, options).config

@@ -22,6 +22,7 @@ from drover.controller.shell import report_group
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
 from drover.core.job import Attempt, Job, Task
+from drover.core.job_spec import JobSpec
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.node_state import NodeState
@@ -382,7 +383,7 @@ def test_a_job_the_pass_sets_aside_after_its_reports_of_the_same_turn_puts_the_g
 
 
 def job(job_id: int) -> Job:
-    return Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), {})  # type: ignore[typeddict-item]
+    return Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), JobSpec())
 
 
 def test_merged_changes_are_those_of_one_handler_that_did_both() -> None:

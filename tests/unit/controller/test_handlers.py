@@ -324,7 +324,7 @@ def test_a_queues_default_and_maximum_time_limit(world: World) -> None:
         spec = JobSubmission(**{"script": "true\n", "workdir": "/tmp", **fields})  # type: ignore[arg-type]
         outcome, (job,) = submit(world.state, [spec], "alice", world.now, world.store, queues)
         world.run(outcome)
-        return world.state.jobs[job].spec["time_limit_s"]
+        return world.state.jobs[job].spec.time_limit_s
 
     assert submitted(queue="short") == 60
     assert submitted(queue="short", time_limit_s=90) == 90

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
@@ -26,6 +27,7 @@ from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
 from drover.core.job import Attempt, Job, Task
+from drover.core.job_spec import JobSpec
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.node_state import NodeState
@@ -189,7 +191,7 @@ def test_a_job_failed_while_it_runs_is_stopped_on_its_node_and_its_later_reports
 
 def test_a_poisoned_job_puts_back_what_it_did_to_its_node() -> None:
     """Pure: a handler that raised after putting the node in ERROR leaves the node as it was."""
-    job = Job(1, "alice", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), {})  # type: ignore[typeddict-item]
+    job = Job(1, "alice", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), JobSpec())
     job.tasks[0] = Task(1, 0, JobState.COMPLETING, 0.0, attempt=1)
     node = Node("n1", 4, 8192, NodeState.UP, 0.0)
     state = ControllerState({1: job}, {(1, 0, 1): Attempt(1, 0, 1, "n1", (0,), 0.0)}, {"n1": node}, 2)
@@ -321,12 +323,12 @@ def test_a_start_that_cannot_be_ordered_fails_its_job_and_the_others_start(tmp_p
                                                                            caplog: pytest.LogCaptureFixture) -> None:
     async def body(cluster: Cluster) -> None:
         bad, good = await cluster.submit(2, hold=True)
-        del cluster.service.state.jobs[bad].spec["output"]  # what the order is built from
+        _spoil_output(cluster.service.state.jobs[bad])  # what the order is built from
         await cluster.release(bad, good)
         assert [order.config["job_id"] for order in cluster.sent(StartAttempt)] == [good]
         assert cluster.state_of(bad) == "failed" and cluster.state_of(good) == "dispatched"
         assert (cluster.stored(bad).end_reason or "").startswith(
-            f"internal error while starting task {bad}.0 on node n1: KeyError")
+            f"internal error while starting task {bad}.0 on node n1: TypeError")
         cluster.check()
 
     with caplog.at_level(logging.INFO):
@@ -405,19 +407,24 @@ def test_a_job_that_fails_when_its_node_says_hello_again_is_failed_and_the_node_
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async def body(cluster: Cluster) -> None:
         bad, good = await cluster.submit(2)
-        del cluster.service.state.jobs[bad].spec["output"]
+        _spoil_output(cluster.service.state.jobs[bad])
         socket = FakeSocket()  # the node comes back, having lost both orders: they are sent again
         cluster.service.node_connected(NodeChannel("n1", socket), Hello("n1", 4, 8192, []))
         cluster.socket = socket
         await cluster.turn()
         assert [order.config["job_id"] for order in cluster.sent(StartAttempt)] == [good]
         assert cluster.state_of(bad) == "failed" and cluster.state_of(good) == "dispatched"
-        assert "after node n1 said hello: KeyError" in (cluster.stored(bad).end_reason or "")
+        assert "after node n1 said hello: TypeError" in (cluster.stored(bad).end_reason or "")
         cluster.check()
 
     with caplog.at_level(logging.INFO):
         run(tmp_path, body)
     no_reload(caplog)
+
+
+def _spoil_output(job: Job) -> None:
+    """An output pattern no submission could give: making the job's order raises."""
+    job.spec = msgspec.structs.replace(job.spec, output=None)
 
 
 # -- pieces ------------------------------------------------------------------------------------
@@ -431,7 +438,7 @@ def test_every_field_of_changes_is_split_and_dropped_by_job() -> None:
     assert {f.name for f in dataclasses.fields(Changes)} == known
     changes = Changes()
     for job_id in (1, 2):
-        job = Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), {})  # type: ignore[typeddict-item]
+        job = Job(job_id, "a", "j", 0.0, 0, Resources(1, 100), TaskIndices(), False, None, Dependencies(), JobSpec())
         changes.new_jobs.append(job)
         changes.job(job, spec=True)
         changes.task(Task(job_id, 0, JobState.PENDING, 0.0))

@@ -95,7 +95,7 @@ def test_a_jobs_own_slots_on_each_node_replace_its_pes_rule_in_the_planner(world
     spec = JobSubmission(script="true\n", workdir="/tmp", pe="slurm", pe_slots="4", pe_per_node=2, memory_mib=400)
     outcome, (job,) = submit(world.state, [spec], "alice", world.now, world.store, parallel_environments=PES)
     world.run(outcome)
-    assert world.state.jobs[job].spec["pe_per_node"] == 2
+    assert world.state.jobs[job].spec.pe_per_node == 2
     (order,) = _schedule(world)
     assert (order.config["node"], order.config["cpu_ids"], order.config["pe_slots"]) == ("n1", [0, 1], 4)
     assert order.config["pe_hosts"] == [{"node": "n2", "cpu_ids": [0, 1]}]

@@ -165,7 +165,7 @@ def test_users_own_queues_where_the_cluster_allows_them(cluster: Cluster) -> Non
                              queue=queues.queue_named(cluster.state, SECTIONS, "default"))
     cluster.run(outcome)
     assert result.ok and result.message == "queue default"
-    assert cluster.store.load_job(job).spec["queue"] == "default"  # and so it is stored
+    assert cluster.store.load_job(job).spec.queue == "default"  # and so it is stored
     with pytest.raises(Forbidden):
         cluster.run(queues.delete(cluster.state, SECTIONS, "mine", "bob", False, cluster.now))
     cluster.run(queues.delete(cluster.state, SECTIONS, "mine", "alice", False, cluster.now))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from tests.unit.controller.test_handlers import World
 
@@ -34,7 +35,7 @@ def order(tmp_path: Path, options: OrderOptions, **spec: object) -> AttemptOrder
     (sent,) = world.schedule()
     record = spec.pop("_record", None)  # the queue's changes by `drover queue set`, if any
     job = world.state.jobs[job_id]
-    job.spec.update(spec)  # type: ignore[typeddict-item]  # the fields a test sets
+    job.spec = msgspec.structs.replace(job.spec, **spec)  # the fields a test sets
     attempt = world.state.attempt_by_name(sent.attempt)
     assert attempt is not None
     assert record is None or isinstance(record, QueueRecord)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 
+import msgspec
 import pytest
 from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
 
@@ -32,8 +33,8 @@ def _submit(world: World, **fields: object) -> int:  # noqa: F811
 def test_the_working_set_holds_no_payload_and_the_order_carries_it_whole(world: World) -> None:  # noqa: F811
     world.connect()
     job_id = _submit(world, stage_in=[StagedFile(name="in.txt", data=b"\x00data", mode=0o600)])
+    assert not {"script", "environment", "stage_in"} & set(_stored_spec(world, job_id))
     for job in (world.state.jobs[job_id], world.store.load_working_set().jobs[job_id]):
-        assert not {"script", "environment", "stage_in"} & set(job.spec)
         assert job.payload_bytes == len(SCRIPT) + sum(len(k) + len(v) + 2 for k, v in ENVIRONMENT.items()) + \
             len("in.txt") + len(base64.b64encode(b"\x00data"))
     stored = world.store.job_payloads([job_id])[job_id]
@@ -42,7 +43,7 @@ def test_the_working_set_holds_no_payload_and_the_order_carries_it_whole(world: 
     assert order.script == SCRIPT and order.config["environment"] == ENVIRONMENT
     assert [(f.name, f.data, f.mode) for f in order.stage_in] == [("in.txt", b"\x00data", 0o600)]
     world.reload()  # a restarted controller's working set holds none either
-    assert not {"script", "environment", "stage_in"} & set(world.state.jobs[job_id].spec)
+    assert world.state.jobs[job_id].payload_bytes == world.store.load_working_set().jobs[job_id].payload_bytes
 
 
 def test_a_pass_reads_each_starting_jobs_payload_once_in_one_read(world: World) -> None:  # noqa: F811
@@ -106,21 +107,29 @@ def test_a_job_stored_by_an_older_drover_with_its_payload_in_its_spec_still_runs
     it from the spec; a change of its spec (a move to another queue) keeps it."""
     world.connect()
     job_id = _submit(world, hold=True)
-    spec = {**world.state.jobs[job_id].spec, "script": SCRIPT, "environment": ENVIRONMENT,
+    spec = {**msgspec.structs.asdict(world.state.jobs[job_id].spec), "script": SCRIPT, "environment": ENVIRONMENT,
             "stage_in": [{"name": "f", "data": base64.b64encode(b"old").decode(), "mode": 0o644}]}
     with world.store.transaction() as db:  # type: ignore[attr-defined]
         db.execute("DELETE FROM job_payloads WHERE job_id=?", (job_id,))
         db.execute("UPDATE jobs SET spec=?, payload_bytes=NULL WHERE id=?", (json.dumps(spec), job_id))
     world.reload()
     job = world.state.jobs[job_id]
-    assert "script" not in job.spec and job.payload_bytes > len(SCRIPT)
+    assert job.spec.workdir == "/tmp" and job.payload_bytes > len(SCRIPT)
     assert world.store.job_payloads([job_id])[job_id]["script"] == SCRIPT
     world.run(_moved(world, job_id))  # its spec written again, from the working set
     world.reload()
+    assert "script" not in _stored_spec(world, job_id) and world.state.jobs[job_id].spec.time_limit_s == 60
     assert world.store.job_payloads([job_id])[job_id]["environment"] == ENVIRONMENT
     world.act("release", str(job_id))
     (order,) = world.schedule()
     assert order.script == SCRIPT and [f.data for f in order.stage_in] == [b"old"]
+
+
+def _stored_spec(world: World, job_id: int) -> dict[str, object]:  # noqa: F811
+    """The job's spec as its row holds it."""
+    with world.store.transaction() as db:  # type: ignore[attr-defined]
+        (text,) = db.execute("SELECT spec FROM jobs WHERE id=?", (job_id,)).fetchone()
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _moved(world: World, job_id: int) -> object:  # noqa: F811
@@ -129,7 +138,7 @@ def _moved(world: World, job_id: int) -> object:  # noqa: F811
 
     outcome = Outcome()
     job = world.state.jobs[job_id]
-    job.spec["time_limit_s"] = 60
+    job.spec = msgspec.structs.replace(job.spec, time_limit_s=60)
     outcome.changes.job(job, spec=True)
     return outcome
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import msgspec
+
 from drover.controller.effects import Outcome
 from drover.controller.handlers import checkpoints
 from drover.controller.handlers.lifecycle import change_fresh, change_task, end_job_if_done
@@ -16,7 +18,7 @@ from drover.core.ids import parse_job_ref
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.limits import PRIORITY_RANGE
-from drover.core.queues import DEFAULT, Queue
+from drover.core.queues import Queue
 from drover.core.signals import job_signal
 from drover.core.suspension import SuspendReason
 from drover.protocol.api import ActionResult
@@ -282,11 +284,11 @@ def _alter(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task]
     if priority is not None and priority not in PRIORITY_RANGE:
         raise BadRequest(f"the priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
     done = []
-    if queue is not None and queue.name != job.spec.get("queue", DEFAULT):
+    if queue is not None and queue.name != job.spec.queue:
         if not fresh and tasks:
             raise BadRequest(f"a queue is a whole job's: name job {job.id}, not one of its tasks")
         _check_move(job, queue)
-        job.spec["queue"] = queue.name
+        job.spec = msgspec.structs.replace(job.spec, queue=queue.name)
         done.append(f"queue {queue.name}")
     if priority is not None:
         job.priority = priority
@@ -294,7 +296,7 @@ def _alter(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task]
     outcome.changes.job(job, spec=queue is not None)
     outcome.changes.event(now, "altered", job.id, priority=priority, queue=queue.name if queue is not None else None)
     outcome.reschedule = True
-    return ", ".join(done) or f"already in queue {job.spec.get('queue', DEFAULT)}"
+    return ", ".join(done) or f"already in queue {job.spec.queue}"
 
 
 def _check_move(job: Job, queue: Queue) -> None:
@@ -307,7 +309,7 @@ def _check_move(job: Job, queue: Queue) -> None:
         return BadRequest(f"job {job.id}: {message}")
 
     check_queue_takes(queue, job.resources.memory_mib, bad)
-    limit = job.spec.get("time_limit_s")
+    limit = job.spec.time_limit_s
     if limit is not None and queue.max_time_s is not None and limit > queue.max_time_s:
         raise bad(f"its time limit is over queue {queue.name}'s max_time_s ({queue.max_time_s} s)")
 
@@ -317,9 +319,9 @@ def _checkpoint(state: ControllerState, outcome: Outcome, job: Job, tasks: list[
     """Checkpoint the job: in its checkpoint environment (its shepherd runs the ckpt_command or
     sends the environment's signal), else deliver its checkpoint signal (GE's checkpointing
     interface: the job saves its state)."""
-    if job.spec.get("checkpoint"):
+    if job.spec.checkpoint:
         return _send(state, outcome, job, tasks, "checkpoint", "asked to checkpoint")
-    name = job.spec.get("checkpoint_signal")
+    name = job.spec.checkpoint_signal
     if not name:
         raise Conflict(f"job {job.id} has no checkpoint signal (submit it with --checkpoint-signal) or checkpoint "
                        "environment (--checkpoint NAME)")
@@ -330,7 +332,7 @@ def _migrate(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
              now: float) -> str:
     """Checkpoint the running tasks (migr_command or the signal), stop them and put them back in
     the queue as new attempts, which restart from the checkpoint (GE's migration)."""
-    if not job.spec.get("checkpoint"):
+    if not job.spec.checkpoint:
         raise Conflict(f"job {job.id} has no checkpoint environment: only a checkpointing job migrates "
                        "(submit it with --checkpoint NAME); drover requeue runs a job again from its start")
     asked = sum(1 for task in tasks if migrate_task(state, outcome, task, now))

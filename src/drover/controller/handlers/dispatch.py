@@ -37,7 +37,7 @@ from drover.core.job import Attempt, Job, JobPayload, Task
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
 from drover.core.patterns import expand
-from drover.core.queues import DEFAULT, Queue
+from drover.core.queues import Queue
 from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptOrder
@@ -250,7 +250,7 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
                 cpus = len(attempt.cpu_ids) + sum(len(cpu_ids) for _, cpu_ids in attempt.others)
                 usage[job.owner] = usage.get(job.owner, 0.0) + cpus * max(now - began, 0.0)
             if releases and config.backfill:
-                limit = job.spec.get("time_limit_s")
+                limit = job.spec.time_limit_s
                 ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
                 node = state.nodes.get(attempt.node)
                 devices = frozenset(node.devices_of(attempt.gres)) if node is not None else frozenset()
@@ -368,20 +368,20 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
         dependencies_failed=wait.verdict is Verdict.NEVER, waiting_for=wait.text, blocked=wait.blocked,
         begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
         queue_priority=queue_priority(state, job, orders), run_limit_s=run_limit(job, orders),
-        queue=job.spec.get("queue", "default"), gres=requests.gres, licenses=requests.licenses,
+        queue=job.spec.queue, gres=requests.gres, licenses=requests.licenses,
         constraint=requests.constraint, exclusive=requests.exclusive, pe=parallel_envs.of_job(job),
         pe_rule=parallel_envs.rule_of(job, orders.parallel_environments),
     )
 
 
 def queue_priority(state: ControllerState, job: Job, orders: OrderOptions) -> int:
-    queue = queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
+    queue = queues_in_effect(state, orders.queues).get(job.spec.queue)
     return queue.priority if queue is not None else 0
 
 
 def run_limit(job: Job, orders: OrderOptions) -> float | None:
     """How long a task of the job holds its node at most: its time limit, then the kill grace."""
-    limit = job.spec.get("time_limit_s")
+    limit = job.spec.time_limit_s
     return float(limit) + orders.kill_grace_s if limit else None
 
 
@@ -393,7 +393,7 @@ def _cancel_if_hopeless(state: ControllerState, outcome: Outcome, job: Job, look
     per_task = any(dependency.per_task for dependency in job.dependencies.on)
     indices = pending.first(pending.count) if per_task and pending is not None else []  # read only task by task
     wait = job_wait(job, indices, lookup, free)
-    if wait.verdict is Verdict.NEVER and job.spec.get("kill_on_invalid_dep", True):
+    if wait.verdict is Verdict.NEVER and job.spec.kill_on_invalid_dep:
         cancel_for_dependency(state, outcome, job, wait.text, now)
         return None
     return wait
@@ -403,17 +403,17 @@ def output_path(job: Job, index: int, pattern: str, node: str = "%N") -> str:
     """Absolute in the job's working directory; relative when the job runs in a scratch
     directory of its own on the node (the execd resolves it there)."""
     path = expand(pattern, job_id=job.id, index=index, name=job.name, user=job.owner, node=node)
-    return os.path.join(job.spec["workdir"], path)
+    return os.path.join(job.spec.workdir, path)
 
 
 def queue_nice(state: ControllerState, job: Job, orders: OrderOptions) -> int:
-    queue = queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
+    queue = queues_in_effect(state, orders.queues).get(job.spec.queue)
     return queue.nice if queue is not None else 0
 
 
 def queue_of(state: ControllerState, job: Job, orders: OrderOptions) -> Queue | None:
     """The job's queue in effect (drover.toml's, with `drover queue set`'s changes)."""
-    return queues_in_effect(state, orders.queues).get(job.spec.get("queue", DEFAULT))
+    return queues_in_effect(state, orders.queues).get(job.spec.queue)
 
 
 def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOptions, nice: int = 0,
@@ -423,7 +423,7 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
     `nice`: its queue's; `in_effect`: its queue with the changes `drover queue set` made (its
     methods and notify time; drover.toml's without it)."""
     spec = job.spec
-    queue = orders.queues.get(spec.get("queue", "default"), NO_QUEUE_METHODS)
+    queue = orders.queues.get(spec.queue, NO_QUEUE_METHODS)
     ranges = job.indices.sorted_ranges()
     config: AttemptOrder = {
         "attempt": attempt.name,
@@ -438,36 +438,36 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         "name": job.name,
         "owner": job.owner,
         "node": attempt.node,
-        "workdir": spec["workdir"],
-        "submit_dir": spec["submit_dir"],
-        "stdout": output_path(job, attempt.index, spec["output"], attempt.node),
-        "stderr": output_path(job, attempt.index, spec["error"], attempt.node) if spec["error"] else None,
-        "open_mode": spec["open_mode"],
+        "workdir": spec.workdir,
+        "submit_dir": spec.submit_dir,
+        "stdout": output_path(job, attempt.index, spec.output, attempt.node),
+        "stderr": output_path(job, attempt.index, spec.error, attempt.node) if spec.error else None,
+        "open_mode": spec.open_mode,
         "environment": payload["environment"],
         "cpus": len(attempt.cpu_ids) or job.resources.cpus,  # an --exclusive task has all of its node's
         "cpu_ids": list(attempt.cpu_ids),
         "memory_mib": attempt.rooms(job.resources.memory_mib)[0][2],  # a parallel job's share on its master
-        "time_limit_s": spec["time_limit_s"],
+        "time_limit_s": spec.time_limit_s,
         "kill_grace_s": orders.kill_grace_s,
         "priority": job.priority,
-        "mail_user": spec.get("mail_user"),
-        "mail_type": spec.get("mail_type", []),
-        "keep_spool": spec.get("keep_spool", False),
-        "job_pids_max": spec.get("pids_max"),
-        "stage_out": spec.get("stage_out", []),
-        "job_prolog": spec.get("prolog"),
-        "job_epilog": spec.get("epilog"),
-        "credential": spec.get("credential"),
-        "output_pattern": spec["output"],
-        "error_pattern": spec["error"],
-        "event_log": spec.get("event_log"),  # covered by the owner's signature
-        "epilog_sets_exit": spec.get("epilog_sets_exit", False),
-        "warn_signal": spec.get("warn_signal"),
-        "warn_before_s": spec.get("warn_before_s", 60),
-        "checkpoint_signal": spec.get("checkpoint_signal"),  # the shepherd forwards it to the job
-        "rerunnable": spec.get("rerunnable", True),  # read by the node's cleanup (mail, final record)
-        "pty": spec.get("pty", False),
-        "queue": spec.get("queue", "default"),
+        "mail_user": spec.mail_user,
+        "mail_type": list(spec.mail_type),
+        "keep_spool": spec.keep_spool,
+        "job_pids_max": spec.pids_max,
+        "stage_out": list(spec.stage_out),
+        "job_prolog": spec.prolog,
+        "job_epilog": spec.epilog,
+        "credential": spec.credential,
+        "output_pattern": spec.output,
+        "error_pattern": spec.error,
+        "event_log": spec.event_log,  # covered by the owner's signature
+        "epilog_sets_exit": spec.epilog_sets_exit,
+        "warn_signal": spec.warn_signal,
+        "warn_before_s": spec.warn_before_s,
+        "checkpoint_signal": spec.checkpoint_signal,  # the shepherd forwards it to the job
+        "rerunnable": spec.rerunnable,  # read by the node's cleanup (mail, final record)
+        "pty": spec.pty,
+        "queue": spec.queue,
     }
     if attempt.gres:
         config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
@@ -479,36 +479,51 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         config["forbid_apperror"] = True
     if nice:
         config["queue_nice"] = nice
-    if spec.get("zap"):
-        config["zap"] = True
-    done_output = spec.get("done_output")
-    if done_output:
-        config["done_output"] = output_path(job, attempt.index, done_output, attempt.node)
-        config["done_output_pattern"] = done_output
-    if spec.get("mail_output"):
-        config["mail_output"] = True
+    _add_outputs(config, job, attempt)
     if queue.enforce_cpu is not None:
         config["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:
         config["enforce_memory"] = queue.enforce_memory
-    if spec.get("environments"):  # names only: the node runs the scripts its own drover.toml gives them
-        config["environment_names"] = list(spec["environments"])
+    if spec.environments:  # names only: the node runs the scripts its own drover.toml gives them
+        config["environment_names"] = list(spec.environments)
     parallel_envs.add_to_order(config, job)
-    # The site's commands are named, never sent: the node runs its own drover.toml's, and
-    # refuses the order if it lacks one named here (execd/site_methods.py).
-    pe = orders.parallel_environments.get(config.get("pe") or "")
-    overrides = operator_signals(in_effect.record.settings if in_effect is not None else {})
-    named = {key: sha for key, sha in configured_methods(orders.queues.get(config["queue"]), pe).items()
-             if key.removeprefix("queue_") not in overrides}
-    if named:
-        config["site_methods"] = named
-    for method, override in overrides.items():
-        config[f"queue_{method}"] = override  # type: ignore[literal-required]  # three keys of AttemptOrder
+    _add_site_methods(config, orders, in_effect)
     settings: Queue | QueueSection = in_effect if in_effect is not None else queue
-    if spec.get("notify"):
+    if spec.notify:
         config["notify_s"] = settings.notify_s
     checkpoint = checkpoints.for_order(spec, job, attempt, orders.checkpoints)
     if checkpoint is not None:
         config["checkpoint"] = checkpoint
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in payload["stage_in"]]
     return StartAttempt(attempt.name, config, payload["script"], stage_in)
+
+
+def _add_outputs(config: AttemptOrder, job: Job, attempt: Attempt) -> None:
+    """jobd's output options: the job's output removed when it ends (zap), its output in a file
+    of its own once it is done (done_output), mailed with its end (mail_output)."""
+    spec = job.spec
+    if spec.zap:
+        config["zap"] = True
+    if spec.done_output:
+        config["done_output"] = output_path(job, attempt.index, spec.done_output, attempt.node)
+        config["done_output_pattern"] = spec.done_output
+    if spec.mail_output:
+        config["mail_output"] = True
+
+
+def _add_site_methods(config: AttemptOrder, orders: OrderOptions, in_effect: Queue | None) -> None:
+    """The site's commands are named, never sent: the node runs its own drover.toml's, and
+    refuses the order if it lacks one named here (execd/site_methods.py). A queue method that
+    `drover queue set` made a signal (or NONE) is sent as it is, in place of the site's."""
+    pe = orders.parallel_environments.get(config.get("pe") or "")
+    overrides = operator_signals(in_effect.record.settings if in_effect is not None else {})
+    named = {key: sha for key, sha in configured_methods(orders.queues.get(config["queue"]), pe).items()
+             if key.removeprefix("queue_") not in overrides}
+    if named:
+        config["site_methods"] = named
+    if "suspend_method" in overrides:
+        config["queue_suspend_method"] = overrides["suspend_method"]
+    if "resume_method" in overrides:
+        config["queue_resume_method"] = overrides["resume_method"]
+    if "terminate_method" in overrides:
+        config["queue_terminate_method"] = overrides["terminate_method"]

@@ -73,7 +73,7 @@ def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
 def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:
     """BEGIN mail: for a job when it starts; for an array when its first task starts (or for
     every task with ARRAY_TASKS)."""
-    types, to = job.spec.get("mail_type") or [], job.spec.get("mail_user")
+    types, to = job.spec.mail_type, job.spec.mail_user
     if not to or "BEGIN" not in types:
         return
     first = task.attempt == 1 and not any(
@@ -88,7 +88,7 @@ def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:
 
 def _mail_array_end(outcome: Outcome, job: Job) -> None:
     """jobd's "mail when the last job of a queue finishes": one mail for a whole array."""
-    types, to = job.spec.get("mail_type") or [], job.spec.get("mail_user")
+    types, to = job.spec.mail_type, job.spec.mail_user
     if not job.is_array or not to or "ARRAY_TASKS" in types:
         return
     failed = job.state is not JobState.COMPLETED
@@ -112,7 +112,7 @@ def end_job_if_done(state: ControllerState, outcome: Outcome, job: Job, now: flo
         state.attempts.pop((job.id, task.index, task.attempt), None)
     state.ended_states[job.id] = job.state.value
     state.pending_reasons.pop(job.id, None)
-    outcome.effects.append(JobEnded(job.id, job.spec.get("queue", "default"), job.owner, job.spec.get("mail_user"),
+    outcome.effects.append(JobEnded(job.id, job.spec.queue, job.owner, job.spec.mail_user,
                                     job.name, job.state.value))
     _mail_array_end(outcome, job)
     outcome.reschedule = True  # jobs that depend on this one may now start (or never)

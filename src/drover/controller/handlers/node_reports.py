@@ -38,7 +38,6 @@ from drover.core.job import Attempt, Job, JobPayload, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
 from drover.core.node_state import NODE_TRANSITIONS, NodeState, NodeTrigger
-from drover.core.queues import DEFAULT as DEFAULT_QUEUE
 from drover.protocol.node_channel import (
     HEARTBEAT_S,
     Ack,
@@ -433,7 +432,7 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
     job_spec = state.jobs[attempt.job_id].spec
-    effective = effective_exit_code(exit_facts(record, epilog_sets_exit=bool(job_spec.get("epilog_sets_exit"))))
+    effective = effective_exit_code(exit_facts(record, epilog_sets_exit=job_spec.epilog_sets_exit))
     task.exit_status = shell_status(effective, record["signal"] if effective == record["exit_code"] else None)
     change_task(
         outcome, task, Trigger.EXIT, now, exit_code=record["exit_code"], signal=record["signal"],
@@ -543,8 +542,8 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
     """The task's outcome from its COMPLETING attempt's exit record, once: its new state (Grid
     Engine's exit table, core/exit_status.EXIT_TABLE), its queue's error on the node if a method
     failed, the node's ERROR if it could not prepare the attempt, and the job's end."""
-    facts = exit_facts(record, task.cancel_requested, bool(job.spec.get("epilog_sets_exit")), semantics.requeue_held,
-                       task.requeue_requested, rerunnable=bool(job.spec.get("rerunnable", True)),
+    facts = exit_facts(record, task.cancel_requested, job.spec.epilog_sets_exit, semantics.requeue_held,
+                       task.requeue_requested, rerunnable=job.spec.rerunnable,
                        attempt_number=attempt.number, hold_requested=task.hold_requested)
     reason = node_failure(facts)
     node = state.nodes.get(attempt.node)
@@ -554,7 +553,7 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
         outcome.changes.node(node)
         outcome.changes.event(now, "node_error", attempt.job_id, attempt.index, attempt.number,
                               node=node.name, reason=node.reason)
-    queue, failed = job.spec.get("queue", DEFAULT_QUEUE), queue_failure(facts, semantics)
+    queue, failed = job.spec.queue, queue_failure(facts, semantics)
     if failed and node is not None and queue not in node.queue_errors:
         node.queue_errors[queue] = f"{failed} (attempt {attempt.name})"
         outcome.changes.node(node)

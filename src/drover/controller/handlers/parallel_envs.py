@@ -91,7 +91,7 @@ def free_slots(state: ControllerState, environments: Mapping[str, ParallelEnviro
 
 
 def of_job(job: Job) -> tuple[str, int] | None:
-    name, slots = job.spec.get("pe"), job.spec.get("pe_slots")
+    name, slots = job.spec.pe, job.spec.pe_slots
     return (name, slots) if name is not None and slots is not None else None
 
 
@@ -100,7 +100,7 @@ def rule_of(job: Job, environments: Mapping[str, ParallelEnvironmentSection]) ->
     slots on each node if it has them, else its PE's rule; $pe_slots (one node) for a job of no
     PE or of one no longer in drover.toml."""
     held = of_job(job)
-    per_node = job.spec.get("pe_per_node")
+    per_node = job.spec.pe_per_node
     if held is not None and per_node:
         return per_node
     environment = environments.get(held[0]) if held is not None else None

@@ -11,7 +11,7 @@ from drover.controller.handlers.queues import queues_in_effect
 from drover.controller.state import ControllerState
 from drover.core.job_state import JobState
 from drover.core.node import Node
-from drover.core.queues import DEFAULT, Queue
+from drover.core.queues import Queue
 from drover.protocol.api import QueueInfo
 from drover.scheduler.snapshot import QueueView
 
@@ -28,12 +28,12 @@ def queue_loads(state: ControllerState, pending: bool = False) -> dict[str, Load
     with `pending` (`drover queue list`), its waiting ones too, a walk of every task."""
     loads: dict[str, Load] = {}
     for job, _ in state.held():
-        load = loads.setdefault(job.spec.get("queue", DEFAULT), Load())
+        load = loads.setdefault(job.spec.queue, Load())
         load.running += 1
         load.by_user[job.owner] = load.by_user.get(job.owner, 0) + 1
     if pending:
         for job in state.jobs.values():
-            load = loads.setdefault(job.spec.get("queue", DEFAULT), Load())
+            load = loads.setdefault(job.spec.queue, Load())
             load.pending += sum(1 for task in job.tasks.values() if task.state in WAITING)
             if job.fresh_state in WAITING:
                 load.pending += job.fresh_count

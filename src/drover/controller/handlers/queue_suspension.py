@@ -26,7 +26,7 @@ from drover.core import suspension
 from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState
-from drover.core.queues import DEFAULT, Queue
+from drover.core.queues import Queue
 from drover.core.suspension import SuspendReason
 
 # The states of a task whose attempt a queue instance's suspension touches: its job runs, or is
@@ -112,7 +112,7 @@ def _tasks_there(state: ControllerState, queue: str, nodes: set[str]) -> Iterato
     but those being stopped already (cancelled, requeued, held)."""
     for job, attempt in state.held():
         task = job.tasks.get(attempt.index)
-        if (job.spec.get("queue", DEFAULT) != queue or attempt.node not in nodes or task is None
+        if (job.spec.queue != queue or attempt.node not in nodes or task is None
                 or task.attempt != attempt.number or task.state not in _LIVE):
             continue
         if not (task.cancel_requested or task.requeue_requested or task.hold_requested):

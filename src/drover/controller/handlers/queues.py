@@ -120,7 +120,7 @@ def delete(state: ControllerState, sections: Mapping[str, QueueSection], name: s
     if queue.record.created_by is None:
         raise Conflict(f"queue {name} is {queue.defined_in}'s: remove it there")
     may_manage(queue, user, is_admin, "delete")
-    jobs = sorted(job.id for job in state.jobs.values() if job.spec.get("queue", DEFAULT) == name)
+    jobs = sorted(job.id for job in state.jobs.values() if job.spec.queue == name)
     if jobs:
         raise Conflict(f"queue {name} still has jobs ({', '.join(map(str, jobs[:10]))}"
                        f"{'...' if len(jobs) > 10 else ''}): cancel them or move them (drover alter --queue)")

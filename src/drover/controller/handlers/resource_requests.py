@@ -94,11 +94,9 @@ def _count(name: str, value: str, where: str) -> int:
 def of_job(job: Job) -> Requests:
     """A stored job's requests, for the planner (parsed once per distinct request)."""
     spec = job.spec
-    gres, licenses, constraint = spec.get("gres"), spec.get("licenses"), spec.get("constraint")
-    exclusive = spec.get("exclusive", False)
-    if not gres and not licenses and not constraint and not exclusive:
+    if not spec.gres and not spec.licenses and not spec.constraint and not spec.exclusive:
         return NONE
-    return _parsed(tuple(gres or ()), tuple(sorted((licenses or {}).items())), constraint, exclusive)
+    return _parsed(tuple(spec.gres), tuple(sorted(spec.licenses.items())), spec.constraint, spec.exclusive)
 
 
 NONE = Requests()

@@ -3,40 +3,33 @@
 from __future__ import annotations
 
 import base64
-import math
-import os
-import pwd
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller.effects import Outcome
 from drover.controller.handlers import checkpoints, parallel_envs, resource_requests
+from drover.controller.handlers.submission_checks import (
+    Refusals,
+    Timing,
+    check_outputs_and_mail,
+    check_paths,
+    check_payload,
+    checked_numbers_and_time,
+)
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
 from drover.core.checkpoints import Environment as CheckpointEnvironment
 from drover.core.dependencies import KINDS, Dependencies, Dependency
 from drover.core.errors import BadRequest, NotFound
-from drover.core.job import Job, JobPayload, JobSpec, payload_bytes
+from drover.core.job import Job, JobPayload, payload_bytes
+from drover.core.job_spec import JobOptions, JobSpec
 from drover.core.job_state import JobState
-from drover.core.limits import (
-    MAX_CPUS,
-    MAX_ID,
-    MAX_MEMORY_MIB,
-    MAX_PIDS,
-    MAX_TIME_LIMIT_S,
-    MIB,
-    PRIORITY_RANGE,
-    Limits,
-    bounded,
-    refuse,
-)
-from drover.core.patterns import check_pattern, default_output
+from drover.core.limits import MAX_ID, MIB, Limits, bounded, refuse
+from drover.core.patterns import default_output
 from drover.core.queues import DEFAULT, Queue, QueueRecord
 from drover.core.resources import Resources
-from drover.core.signals import job_signal
-from drover.core.units import format_duration, parse_array
+from drover.core.units import parse_array
 from drover.protocol.api import JobSubmission
 from drover.store.base import Store
 
@@ -58,15 +51,15 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
-    validated = [_validated_job(state, spec, owner, now, store, n, queues, limits, licenses or {},
+    validated = [_validated_job(state, submission, owner, now, store, n, queues, limits, licenses or {},
                                 environments or {}, parallel_environments, checkpoints or {})
-                 for n, spec in enumerate(submissions)]
+                 for n, submission in enumerate(submissions)]
     jobs = [job for job, _ in validated]
     _check_pending_per_user(state, owner, jobs, limits)
     _check_bytes_per_user(state, owner, jobs, limits)
     ids: list[int] = []
     for job, payload in validated:
-        if job.spec["event_log"]:
+        if job.spec.event_log:
             job.event_log_node = event_log_node
         job.id = state.next_job_id
         state.next_job_id += 1
@@ -123,19 +116,6 @@ def _amount(count: int) -> str:
     return f"{count} bytes" if count < MIB else f"{count / MIB:.1f} MiB"
 
 
-def queue_time_limit(asked: int | None, queue: Queue, bad: Callable[[str], BadRequest]) -> int | None:
-    """The job's time limit under its queue's (Slurm's partition DefaultTime and MaxTime): a job
-    that names none gets the queue's default (or its maximum); one over the maximum is refused
-    at once rather than left waiting for ever."""
-    default, maximum = queue.default_time_s, queue.max_time_s
-    if asked is None:
-        return default if default is not None else maximum
-    if maximum is not None and asked > maximum:
-        raise bad(f"--time {format_duration(asked)} is over queue {queue.name}'s limit of {format_duration(maximum)} "
-                  "(its max_time_s)")
-    return asked
-
-
 def check_queue_takes(queue: Queue, memory_mib: int, bad: Callable[[str], BadRequest]) -> None:
     """A draining queue takes no new job; one over the queue's max_memory is refused at once."""
     if not queue.record.accepting:
@@ -147,191 +127,100 @@ def check_queue_takes(queue: Queue, memory_mib: int, bad: Callable[[str], BadReq
 
 
 def _validated_job(
-    state: ControllerState, spec: JobSubmission, owner: str, now: float, store: Store, position: int,
+    state: ControllerState, submission: JobSubmission, owner: str, now: float, store: Store, position: int,
     queues: Mapping[str, Queue], limits: Limits, licenses: Mapping[str, int] | None = None,
     environments: Mapping[str, object] | None = None,
     parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
     checkpoint_environments: Mapping[str, CheckpointEnvironment] | None = None,
 ) -> tuple[Job, JobPayload]:
     """The job, and its payload (script, environment, staged files), which only the store keeps."""
-    where = f"job {position + 1} of the request: " if position else ""
-
-    def bad(message: str) -> BadRequest:
-        return BadRequest(where + message)
-
-    def over(what: str, limit: int, key: str, unit: str = "") -> BadRequest:
-        return BadRequest(where + str(refuse(what, limit, key, unit)))
-
-    if not spec.script.strip():
-        raise bad("the job script is empty")
-    queue = queues.get(spec.queue)
+    refusals = Refusals.of(position)
+    if not submission.script.strip():
+        raise refusals.bad("the job script is empty")
+    queue = queues.get(submission.queue)
     if queue is None:
-        raise bad(f"unknown queue {spec.queue!r}; this cluster has {', '.join(sorted(queues))}")
-    check_queue_takes(queue, spec.memory_mib, bad)
-    if len(spec.script.encode()) > limits.max_script_bytes:
-        raise over("the job script", limits.max_script_bytes, "max_script_bytes", "bytes")
-    if "\0" in spec.script:  # a shell stops reading at it (Slurm's controller refuses it too)
-        raise bad("the job script holds a NUL byte ('\\0'), which no shell script can")
-    for option, path in (("the working directory", spec.workdir), ("the submit directory", spec.submit_dir),
-                         ("--output", spec.output), ("--error", spec.error), ("--event-log", spec.event_log),
-                         *(("a staged file's name", name) for name in [f.name for f in spec.stage_in] + spec.stage_out)):
-        if path and "\0" in path:
-            raise bad(f"{option} must not hold a NUL byte")
-        if path and len(path.encode()) > limits.max_path_bytes:
-            raise over(f"{option} ({len(path.encode())} bytes)", limits.max_path_bytes, "max_path_bytes", "bytes")
-    if spec.workdir and not os.path.isabs(spec.workdir):
-        raise bad(f"the working directory must be an absolute path, not {spec.workdir!r}")
-    if spec.submit_dir and not os.path.isabs(spec.submit_dir):
-        raise bad(f"the submit directory must be an absolute path, not {spec.submit_dir!r}")
-    for option, command in (("--prolog", spec.prolog), ("--epilog", spec.epilog)):
-        if command is not None and "\0" in command:  # it runs as a command line, which cannot hold one
-            raise bad(f"{option} must not hold a NUL byte")
-    for staged in spec.stage_in:
-        if not 0 <= staged.mode <= 0o7777:
-            raise bad(f"a staged file's mode must be between 0 and 0o7777, not {staged.mode}")
-    if not spec.workdir and not spec.submit_dir:
-        raise bad("a job that runs in a scratch directory (no working directory) needs its submit directory")
-    staged_bytes = sum(len(file.data) for file in spec.stage_in)
-    if staged_bytes > limits.max_stage_in_bytes:
-        raise over(f"the stage-in files ({staged_bytes / 2**20:.1f} MiB)", limits.max_stage_in_bytes,
-                   "max_stage_in_bytes", "bytes")
-    for name in [file.name for file in spec.stage_in] + spec.stage_out:
-        if not is_relative_inside(name):
-            raise bad(f"stage-in and stage-out names must be relative paths inside the working directory, not {name!r}")
-    if any(char in spec.name for char in "\n\r\0") or not spec.name.strip():
-        raise bad("the job name must be one non-empty line")
-    if len(spec.name.encode()) > limits.max_name_bytes:
-        raise over("the job name", limits.max_name_bytes, "max_name_bytes", "bytes")
-    if len(spec.environment) > limits.max_env_vars:
-        raise over(f"the environment ({len(spec.environment)} variables)", limits.max_env_vars, "max_env_vars",
-                   "variables")
-    env_bytes = sum(len(k.encode()) + len(v.encode()) + 2 for k, v in spec.environment.items())
-    if env_bytes > limits.max_env_bytes:
-        raise over(f"the environment ({env_bytes} bytes)", limits.max_env_bytes, "max_env_bytes", "bytes")
-    if any("\0" in k or "=" in k or not k or "\0" in v for k, v in spec.environment.items()):
-        raise bad("environment names must be non-empty, without '=' or NUL bytes; values without NUL bytes")
-    if spec.cpus < 1:
-        raise bad(f"--cpus must be 1 or more, not {spec.cpus}")
-    bounded(spec.cpus, 1, MAX_CPUS, where + "--cpus")
-    bounded(spec.memory_mib, 0, MAX_MEMORY_MIB, where + "--mem (MiB)")
-    if spec.time_limit_s is not None:
-        bounded(spec.time_limit_s, 1, MAX_TIME_LIMIT_S, where + "--time (seconds)")
-    time_limit_s = queue_time_limit(spec.time_limit_s, queue, bad)
-    bounded(spec.warn_before_s, 0, MAX_TIME_LIMIT_S, where + "--signal's warning time (seconds)")
-    if spec.pids_max is not None:
-        bounded(spec.pids_max, 1, MAX_PIDS, where + "--pids-max")
-    if spec.priority not in PRIORITY_RANGE:
-        raise bad(f"--priority must be between {PRIORITY_RANGE.start} and {PRIORITY_RANGE.stop - 1}")
-    if spec.mail_user is not None:
-        check_mail_user(spec.mail_user, where)
-    dependencies = _dependencies(spec, where)
-    if spec.begin_at is not None and not math.isfinite(spec.begin_at):
-        raise bad("--begin must be a finite time")
-    if spec.open_mode not in ("truncate", "append"):
-        raise bad(f"the open mode must be 'truncate' or 'append', not {spec.open_mode!r}")
-    if spec.done_output is not None and spec.error is not None:
-        raise bad("--done-output holds stdout and stderr together: leave out --error")
-    if spec.zap and spec.done_output is not None:
-        raise bad("--zap removes the job's output, --done-output keeps it: give one of them")
-    if spec.zap and spec.keep_spool:
-        raise bad("--zap removes what the job leaves on its node, --keep-spool keeps it: give one of them")
-    if spec.mail_output and not spec.mail_user:
-        raise bad("--mail-output needs --mail-user (where to send the output)")
-    for pattern in (spec.output, spec.error, spec.done_output):
-        if pattern is not None:
-            if not pattern:
-                raise bad("an output file name must not be empty")
-            check_pattern(pattern)
-    from drover.mail import MAIL_TYPES
-
-    unknown = [kind for kind in spec.mail_type if kind not in MAIL_TYPES]
-    if unknown:
-        raise bad(f"unknown mail type {', '.join(unknown)}; known: {', '.join(MAIL_TYPES)}")
-    if spec.mail_type and not spec.mail_user:
-        raise bad("--mail-type needs --mail-user (where to send the mail)")
-    if spec.event_log is not None and (not os.path.isabs(spec.event_log) or "\0" in spec.event_log):
-        raise bad(f"the event log must be an absolute path without NUL bytes, not {spec.event_log!r}")
-    warn_signal = job_signal(spec.warn_signal, where + "--signal").name if spec.warn_signal is not None else None
-    checkpoint_signal = (job_signal(spec.checkpoint_signal, where + "--checkpoint-signal").name
-                         if spec.checkpoint_signal is not None else None)
-    if spec.warn_signal is not None and time_limit_s is None:
-        raise bad("--signal warns before the time limit: it needs --time")
-    if spec.array is not None:
-        ranges, max_running = parse_array(spec.array, limits.max_array_size)
+        raise refusals.bad(f"unknown queue {submission.queue!r}; this cluster has {', '.join(sorted(queues))}")
+    check_queue_takes(queue, submission.memory_mib, refusals.bad)
+    check_payload(submission, limits, refusals)
+    check_paths(submission, limits, refusals)
+    timing = checked_numbers_and_time(submission, queue, refusals)
+    check_outputs_and_mail(submission, refusals)
+    dependencies = _dependencies(submission, refusals.where)
+    if submission.array is not None:
+        ranges, max_running = parse_array(submission.array, limits.max_array_size)
         indices, is_array = TaskIndices(ranges), True
     else:
         indices, is_array, max_running = TaskIndices(), False, None
-    pe = parallel_envs.checked(spec, parallel_environments or {}, owner,
-                               [node.cpus for node in state.nodes.values()], where)
-    resources = Resources(pe[1] if pe else spec.cpus, spec.memory_mib)
-    if pe is not None and parallel_envs.spans_nodes(spec, parallel_environments or {}):
+    resources, pe, requests = _parallel_and_resources(state, submission, owner, parallel_environments or {},
+                                                      licenses or {}, refusals)
+    _check_dependencies_exist(state, store, dependencies, refusals.where)
+    payload: JobPayload = {
+        "script": submission.script,
+        "environment": submission.environment,
+        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in submission.stage_in],
+    }
+    stored = spec_of(submission, is_array=is_array, timing=timing, requests=requests, pe=pe,
+                       environments=known_environments(submission.environments, environments or {}, refusals.bad),
+                       checkpointing=checkpoints.checked(submission, checkpoint_environments or {}, refusals.bad))
+    return Job(
+        id=0, owner=owner, name=submission.name, submitted_at=now, priority=submission.priority,
+        resources=resources, indices=indices, is_array=is_array, max_running=max_running,
+        dependencies=dependencies, spec=stored, begin_at=submission.begin_at,
+        fresh_state=JobState.HELD if submission.hold else JobState.PENDING, payload_bytes=payload_bytes(payload),
+    ), payload
+
+
+def spec_of(submission: JobSubmission, *, is_array: bool, timing: Timing, requests: resource_requests.Requests,
+            pe: tuple[str, int] | None, environments: list[str], checkpointing: checkpoints.Checkpointing) -> JobSpec:
+    """The stored spec of a checked submission: the one place where the user's form of an option
+    becomes the stored one. The options both share are copied as they are (`JobOptions`), then
+    what the controller made of the rest: the default output pattern, the submit directory, the
+    queue's time limit, the signals' canonical names, the resource requests' canonical spelling
+    (Grid Engine's -l read into them), the PE's slots as a number, the named environments, and
+    the checkpoint occasions parsed."""
+    options = {name: getattr(submission, name) for name in JobOptions.__struct_fields__}
+    options.update(
+        submit_dir=submission.submit_dir or submission.workdir,
+        time_limit_s=timing.time_limit_s,
+        warn_signal=timing.warn_signal,
+        checkpoint_signal=timing.checkpoint_signal,
+        gres=[str(need) for need in requests.gres],
+        licenses=dict(requests.licenses),
+        constraint=requests.constraint.text if requests.constraint is not None else None,
+        exclusive=requests.exclusive,
+        environments=environments,
+        checkpoint=checkpointing.checkpoint,
+        # checkpoint(5)'s 'r': requeued when its node is lost
+        rerunnable=submission.rerunnable or "r" in (checkpointing.checkpoint_when or ""),
+    )
+    return JobSpec(**options, workdir=submission.workdir, output=submission.output or default_output(is_array),
+                   pe_slots=pe[1] if pe is not None else None, checkpoint_when=checkpointing.checkpoint_when,
+                   checkpoint_interval_s=checkpointing.checkpoint_interval_s)
+
+
+def _parallel_and_resources(
+    state: ControllerState, submission: JobSubmission, owner: str,
+    parallel_environments: Mapping[str, ParallelEnvironmentSection], licenses: Mapping[str, int], refusals: Refusals,
+) -> tuple[Resources, tuple[str, int] | None, resource_requests.Requests]:
+    """Its CPUs and memory (a parallel job's CPUs are its slots), its parallel environment and
+    slots, and its requests beyond them, each checked against what the cluster has: what no
+    registered node could ever run is refused."""
+    pe = parallel_envs.checked(submission, parallel_environments, owner, [node.cpus for node in state.nodes.values()],
+                               refusals.where)
+    resources = Resources(pe[1] if pe else submission.cpus, submission.memory_mib)
+    if pe is not None and parallel_envs.spans_nodes(submission, parallel_environments):
         # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
-        _check_fits_somewhere(state, Resources(1, -(-spec.memory_mib // pe[1])), bad)
+        _check_fits_somewhere(state, Resources(1, -(-submission.memory_mib // pe[1])), refusals.bad)
     else:
-        _check_fits_somewhere(state, resources, bad)
-    requests = resource_requests.checked(spec, licenses or {}, state.nodes.values(), where)
+        _check_fits_somewhere(state, resources, refusals.bad)
+    return resources, pe, resource_requests.checked(submission, licenses, state.nodes.values(), refusals.where)
+
+
+def _check_dependencies_exist(state: ControllerState, store: Store, dependencies: Dependencies, where: str) -> None:
     for dependency in dependencies.on:
         if dependency.kind != "singleton" and dependency.job not in state.jobs and (
                 state.ended_state(dependency.job, store) is None):
             raise NotFound(where + f"--dependency names job {dependency.job}, which does not exist")
-    payload: JobPayload = {
-        "script": spec.script,
-        "environment": spec.environment,
-        "stage_in": [{"name": f.name, "data": base64.b64encode(f.data).decode(), "mode": f.mode} for f in spec.stage_in],
-    }
-    job_spec: JobSpec = {
-        "workdir": spec.workdir,
-        "submit_dir": spec.submit_dir or spec.workdir,
-        "output": spec.output or default_output(is_array),
-        "error": spec.error,
-        "open_mode": spec.open_mode,
-        "time_limit_s": time_limit_s,
-        "mail_user": spec.mail_user,
-        "mail_type": spec.mail_type,
-        "keep_spool": spec.keep_spool,
-        "event_log": spec.event_log,
-        "stage_out": spec.stage_out,
-        "prolog": spec.prolog,
-        "epilog": spec.epilog,
-        "epilog_sets_exit": spec.epilog_sets_exit,
-        "warn_signal": warn_signal,
-        "warn_before_s": spec.warn_before_s,
-        "checkpoint_signal": checkpoint_signal,
-        "rerunnable": spec.rerunnable,
-        "pty": spec.pty,
-        "queue": spec.queue,
-        "credential": spec.credential,
-        "kill_on_invalid_dep": spec.kill_on_invalid_dep,
-        "gres": [str(need) for need in requests.gres],
-        "licenses": dict(requests.licenses),
-        "constraint": requests.constraint.text if requests.constraint is not None else None,
-        "exclusive": requests.exclusive,
-    }
-    if spec.zap:
-        job_spec["zap"] = True
-    if spec.done_output is not None:
-        job_spec["done_output"] = spec.done_output
-    if spec.mail_output:
-        job_spec["mail_output"] = True
-    if spec.environments:
-        job_spec["environments"] = known_environments(spec.environments, environments or {}, bad)
-    if pe is not None:
-        job_spec["pe"], job_spec["pe_slots"] = pe
-        if spec.pe_per_node is not None:
-            job_spec["pe_per_node"] = spec.pe_per_node
-    if spec.pids_max is not None:
-        job_spec["pids_max"] = spec.pids_max
-    if spec.notify:
-        job_spec["notify"] = True
-    job_spec.update(checkpoints.checked(spec, checkpoint_environments or {}, bad))  # type: ignore[typeddict-item]
-    if "r" in (job_spec.get("checkpoint_when") or ""):
-        job_spec["rerunnable"] = True  # checkpoint(5) 'r': requeued when its node is lost
-    return Job(
-        id=0, owner=owner, name=spec.name, submitted_at=now, priority=spec.priority,
-        resources=resources, indices=indices, is_array=is_array, max_running=max_running,
-        dependencies=dependencies, spec=job_spec, begin_at=spec.begin_at,
-        fresh_state=JobState.HELD if spec.hold else JobState.PENDING, payload_bytes=payload_bytes(payload),
-    ), payload
 
 
 def known_environments(names: list[str], environments: Mapping[str, object],
@@ -383,28 +272,3 @@ def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any) -> 
 
 
 WAITING = frozenset({JobState.PENDING, JobState.HELD})  # what counts against the pending limits
-
-# One mailbox: what an SMTP relay takes as one recipient (no lists, no spaces, no display names).
-_ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-                      r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*")
-
-
-def check_mail_user(text: str, where: str = "") -> None:
-    """--mail-user: one address, or the name of a local user (mailed on this host)."""
-    if len(text) <= 254 and _ADDRESS.fullmatch(text):
-        return
-    if text and text.isascii() and "@" not in text:
-        try:
-            pwd.getpwnam(text)
-            return
-        except KeyError:
-            pass
-    raise BadRequest(f"{where}--mail-user takes one address (user@example.org) or the name of a local user, "
-                     f"not {text!r}")
-
-
-def is_relative_inside(name: str) -> bool:
-    """A relative path that stays inside the directory it is relative to."""
-    if not name or os.path.isabs(name) or "\0" in name:
-        return False
-    return ".." not in os.path.normpath(name).split(os.sep)

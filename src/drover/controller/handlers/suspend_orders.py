@@ -10,7 +10,6 @@ from drover.controller.state import ControllerState
 from drover.core import suspension
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState
-from drover.core.queues import DEFAULT
 from drover.core.suspension import SuspendReason
 from drover.protocol.node_channel import SignalAttempt
 
@@ -34,6 +33,6 @@ def change_reasons(state: ControllerState, outcome: Outcome, task: Task, move: s
 
 def queue_instances(state: ControllerState, job: Job, tasks: list[Task]) -> str:
     """The queue instances (queue@node) of the tasks' attempts: "default@n1"."""
-    queue = job.spec.get("queue", DEFAULT)
+    queue = job.spec.queue
     nodes = sorted({attempt.node for task in tasks if (attempt := state.latest_attempt(task)) is not None})
     return ", ".join(f"{queue}@{node}" for node in nodes)

@@ -266,7 +266,7 @@ class Reads:
             if not waiting or (owner is not None and job.owner != owner):
                 continue
             factors = weigher.factors(job.owner, job.priority, queue_priority(state, job, service.orders), job.submitted_at)
-            rows.append(PriorityInfo(job_id=job.id, owner=job.owner, queue=job.spec.get("queue", "default"),
+            rows.append(PriorityInfo(job_id=job.id, owner=job.owner, queue=job.spec.queue,
                                      age=factors.age, fairshare=factors.fairshare, queue_factor=factors.queue,
                                      job=factors.job, total=factors.total))
         rows.sort(key=lambda row: (-row.total, state.jobs[row.job_id].submitted_at, row.job_id))

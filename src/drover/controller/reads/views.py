@@ -64,27 +64,27 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
     """What a listing shows of a job (no tasks): `counts` are its task counts (Job.task_counts)."""
     return JobInfo(
         id=job.id, name=job.name, owner=job.owner,
-        state=job.state.value if job.state else job_state(counts), queue=job.spec.get("queue", "default"),
+        state=job.state.value if job.state else job_state(counts), queue=job.spec.queue,
         submitted_at=job.submitted_at, ended_at=job.ended_at, priority=job.priority,
         cpus=job.resources.cpus, memory_mib=job.resources.memory_mib,
-        time_limit_s=job.spec.get("time_limit_s"),
+        time_limit_s=job.spec.time_limit_s,
         array=job.indices.describe() if job.is_array else None, max_running=job.max_running,
         task_counts=counts,
         pending_reason=reason.value if reason else None,
         pending_explanation=reason.explanation if reason else None,
-        exit_status=exit_status, end_reason=job.end_reason, workdir=job.spec["workdir"], submit_dir=job.spec.get("submit_dir", ""),
-        output=job.spec["output"],
-        error=job.spec["error"],
+        exit_status=exit_status, end_reason=job.end_reason, workdir=job.spec.workdir, submit_dir=job.spec.submit_dir,
+        output=job.spec.output,
+        error=job.spec.error,
         after_ok=[d.job for d in job.dependencies.on if d.kind == "afterok" and d.task is None and not d.per_task],
         dependencies=[DependencyOn(kind=d.kind, job=d.job, task=d.task, per_task=d.per_task)
                       for d in job.dependencies.on],
         dependency_any=job.dependencies.any, begin_at=job.begin_at,
-        gres=list(job.spec.get("gres") or []), licenses=dict(job.spec.get("licenses") or {}),
-        constraint=job.spec.get("constraint"), exclusive=bool(job.spec.get("exclusive", False)),
-        pe=job.spec.get("pe"), pe_per_node=job.spec.get("pe_per_node"),
-        notify=bool(job.spec.get("notify", False)),
-        checkpoint=(f"{job.spec['checkpoint']} ({job.spec.get('checkpoint_when') or '-'})"
-                    if job.spec.get("checkpoint") else None),
+        gres=list(job.spec.gres), licenses=dict(job.spec.licenses),
+        constraint=job.spec.constraint, exclusive=job.spec.exclusive,
+        pe=job.spec.pe, pe_per_node=job.spec.pe_per_node,
+        notify=job.spec.notify,
+        checkpoint=(f"{job.spec.checkpoint} ({job.spec.checkpoint_when or '-'})"
+                    if job.spec.checkpoint else None),
     )
 
 
@@ -105,8 +105,8 @@ def task_info(job: Job, task: Task, attempts: list[Attempt]) -> TaskInfo:
     return TaskInfo(
         index=task.index, state=task.state.value, state_since=task.state_since,
         cancel_requested=task.cancel_requested, exit_status=task.exit_status, suspended_by=sorted(task.suspended_by),
-        stdout=output_path(job, task.index, job.spec["output"]),
-        stderr=output_path(job, task.index, job.spec["error"]) if job.spec["error"] else None,
+        stdout=output_path(job, task.index, job.spec.output),
+        stderr=output_path(job, task.index, job.spec.error) if job.spec.error else None,
         attempts=[attempt_info(a) for a in sorted(attempts, key=lambda a: a.number)],
     )
 

@@ -405,7 +405,7 @@ class Shell:
                 by_job.setdefault(event.job_id, []).append(event)
         for job_id, events in by_job.items():
             job = jobs.get(job_id) or self.state.jobs.get(job_id)
-            if job is not None and job.spec.get("event_log"):
+            if job is not None and job.spec.event_log:
                 self.event_logs.append(job, events)
 
     def events_marker(self) -> asyncio.Event:

@@ -35,6 +35,8 @@ import pwd
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from drover.cluster.signing import signed_request
 from drover.controller.nodes.node_channels import NodeChannels
 from drover.core.errors import Conflict, Unavailable
@@ -55,7 +57,7 @@ Request = tuple[str, Job, list[tuple[int, str]]]  # path, job, (seq, line) pairs
 def signed_fields(job: Job, payload: JobPayload) -> dict[str, Any]:
     """What the job's owner signed, as the controller makes it of the job's spec and its payload
     (the store holds them apart): the digest its credential carries."""
-    return dict(signed_request({**job.spec, **payload, "name": job.name}))
+    return dict(signed_request({**msgspec.structs.asdict(job.spec), **payload, "name": job.name}))
 
 
 class EventLogFiles:
@@ -95,7 +97,7 @@ class EventLogFiles:
                        "is connected; submit without --event-log, or once that node is up")
 
     def append(self, job: Job, events: list[EventRecord]) -> None:
-        path = job.spec.get("event_log")
+        path = job.spec.event_log
         if not path:
             return
         last = self._last_seq.get((path, job.id), 0)
@@ -122,7 +124,7 @@ class EventLogFiles:
         """After a restart: send every job's events again; the writers append what is missing.
         The jobs whose node writes them wait for it to connect (no node is, yet)."""
         for job in jobs:
-            if job.spec.get("event_log"):
+            if job.spec.event_log:
                 self.append(job, [event for _, event in store.events_of(job.id, 0, 100_000)])
 
     def wait_for_node(self, node: str, job: Job) -> None:
@@ -158,7 +160,7 @@ class EventLogFiles:
         request = next(self._requests)
         answer: asyncio.Future[EventLogAppended] = asyncio.get_running_loop().create_future()
         self._answers[request] = (node, answer)
-        credential = job.spec.get("credential")
+        credential = job.spec.credential
         signed = None
         if credential:
             payload = self.payload_of(job.id) if self.payload_of is not None else None

@@ -28,7 +28,7 @@ class Mailer:
         queue = queues.queues_in_effect(self.shell.state, self.settings.queues).get(ended.queue)
         if queue is None or not queue.mail_finished:
             return False
-        if any(job.spec.get("queue", "default") == ended.queue for job in self.shell.state.jobs.values()):
+        if any(job.spec.queue == ended.queue for job in self.shell.state.jobs.values()):
             return False
         to = queue.owner or ended.mail_user or ended.owner
         subject = f"Drover queue {ended.queue}: its last job finished"
