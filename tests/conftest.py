@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.controller_world import world  # noqa: F401 (a fixture: the controller's handlers on a store)
 from tests.helpers.leftovers import kill_all, left_behind
 from tests.helpers.postgres import postgres_server, postgres_url, store_url  # noqa: F401 (fixtures)
 from tests.helpers.system_cluster import SystemCluster

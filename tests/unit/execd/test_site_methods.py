@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.controller.test_handlers import World
+from tests.helpers.controller_world import World
 
 from drover.config_schema import (
     DroverConfig,
