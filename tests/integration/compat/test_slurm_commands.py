@@ -3,10 +3,8 @@ scancel, accounted with sacct: the same file names and outputs as on Slurm."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
 
 SCRIPT = """#!/bin/bash
@@ -17,18 +15,6 @@ SCRIPT = """#!/bin/bash
 #SBATCH --cpus-per-task=1
 echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID named $SLURM_JOB_NAME cpus $SLURM_CPUS_PER_TASK"
 """
-
-
-def install(cluster: LocalCluster) -> Path:
-    bin_dir = cluster.root / "bin"
-    cluster.drover("compat", "install", str(bin_dir))
-    return bin_dir
-
-
-def run(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True,
-                          env={**cluster.env, **(env or {})}, cwd=cluster.workdir, input=stdin, timeout=60)
 
 
 def test_a_slurm_array_script_runs_with_slurms_file_names_and_environment(cluster: LocalCluster) -> None:
