@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 from tests.helpers.attempts import BACKENDS, backend_unusable
+from tests.helpers.spools import exit_status, make_spool
 from tests.helpers.wait import wait_until
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 ESCAPING = """
 sleep 300 &
