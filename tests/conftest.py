@@ -47,6 +47,14 @@ def pytest_configure(config: pytest.Config) -> None:
         run_wide.start()
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In each worker as in the process that started the run (a worker never unconfigures)."""
+    from tests.helpers import run_wide
+    from tests.helpers.attempt_config import CLUSTER
+
+    run_wide.remove_own_cgroups(CLUSTER)  # this process's hand-made attempts' parent cgroups
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # every worker is done by now
         from tests.helpers import run_wide

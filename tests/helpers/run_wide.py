@@ -62,6 +62,30 @@ def finish() -> None:
     os.environ.pop(RUN_DIR_VARIABLE, None)
 
 
+def remove_own_cgroups(tag: str) -> None:
+    """rmdir the empty cgroups drover-<tag> (and below) that this process's shepherds made
+    beneath its own cgroup, in every hierarchy (v2, and each v1 controller's)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        _, controllers, own = line.split(":", 2)
+        names = [c.removeprefix("name=") for c in controllers.split(",") if c]
+        mounts = [Path("/sys/fs/cgroup") / name for name in names] if names else \
+            [Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")]
+        for mount in mounts:
+            top = mount / own.lstrip("/") / f"drover-{tag}"
+            if not top.is_dir():
+                continue
+            for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
+                                    reverse=True):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+            with contextlib.suppress(OSError):
+                top.rmdir()
+
+
 def system_install() -> tuple[SystemInstall, bool]:
     """The run's install for all users, and whether this call made it. Raises
     InstallUnavailable (the same reason in every worker) when it cannot be made."""
