@@ -75,6 +75,17 @@ class World:
         self.run(schedule(self.state, self.now, self.store, OrderOptions(1.0)))
         return [s.message for s in self.sent[before:] if isinstance(s.message, StartAttempt)]
 
+    def until_idle(self, rounds: int = 100) -> list[StartAttempt]:
+        """Schedule round after round, as the service does after each event, until a round starts
+        nothing more: every start, in order. Fails when it never settles."""
+        started: list[StartAttempt] = []
+        for _ in range(rounds):
+            more = self.schedule()
+            if not more:
+                return started
+            started += more
+        raise AssertionError(f"still starting attempts after {rounds} rounds: {[s.attempt for s in started[-5:]]}")
+
     def exited(self, attempt: str, record: dict[str, object] | None = None, node: str = "n1") -> list[object]:
         before = len(self.sent)
         self.run(on_reports(self.state, node, [Exited(attempt, dict(record or OK))], self.now))
