@@ -19,14 +19,20 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
+# The tests run in WORKERS processes (pytest-xdist); those that share something machine-wide
+# carry an xdist_group mark and run in one worker, one after another. Most wait on daemons, so
+# more workers than cores pay. `make test WORKERS=0` runs them in this process alone.
+WORKERS ?= 3
+PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
+
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(PYTEST) tests
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest tests/unit
+	$(PYTEST) tests/unit
 
 test-integration: $(STAMP)
-	$(BIN)/python -m pytest tests/integration
+	$(PYTEST) tests/integration
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts

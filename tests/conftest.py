@@ -4,12 +4,12 @@ real users, and `run_as` to run the installed commands as them."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.controller_world import world  # noqa: F401 (a fixture: the controller's handlers on a store)
 from tests.helpers.leftovers import kill_all, left_behind
 from tests.helpers.postgres import postgres_server, postgres_url, store_url  # noqa: F401 (fixtures)
 from tests.helpers.system_cluster import SystemCluster
@@ -40,24 +40,46 @@ def users() -> Iterator[tuple[str, str]]:
         remove_user(name)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the process that starts the run (and its workers)
+        from tests.helpers import run_wide
+
+        run_wide.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In each worker as in the process that started the run (a worker never unconfigures)."""
+    from tests.helpers import run_wide
+    from tests.helpers.attempt_config import CLUSTER
+
+    run_wide.remove_own_cgroups(CLUSTER)  # this process's hand-made attempts' parent cgroups
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # every worker is done by now
+        from tests.helpers import run_wide
+
+        run_wide.finish()
+
+
 @pytest.fixture(scope="session")
-def system_install(request: pytest.FixtureRequest) -> Iterator[SystemInstall]:
+def system_install(request: pytest.FixtureRequest) -> SystemInstall:
     """Drover installed by scripts/install-system.sh (as `make install-system` does) into a
-    temporary prefix every user can execute; once per test session. Skips, saying why, where
-    it cannot be made (not root, no python3-venv, no package index)."""
-    from tests.helpers import system_install as installer
+    temporary prefix every user can execute; once per test run, shared by its workers and removed
+    at its end (tests/helpers/run_wide.py). Skips, saying why, where it cannot be made (not
+    root, no python3-venv, no package index)."""
+    from tests.helpers import run_wide
 
     try:
-        installed = installer.install()
+        installed, made_here = run_wide.system_install()
     except InstallUnavailable as why:
         pytest.skip(f"cannot install Drover for all users: {why}")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if capture is not None and reporter is not None:
+    if made_here and capture is not None and reporter is not None:
         with capture.global_and_fixture_disabled():
             reporter.write_line(f"\ninstalled Drover for all users in {installed.prefix} ({installed.seconds:.1f}s)")
-    yield installed
-    installed.remove()
+    return installed
 
 
 @pytest.fixture
@@ -130,40 +152,3 @@ def no_leftover_processes() -> Iterator[None]:
     found = left_behind()
     if found:
         pytest.fail(f"the test left processes behind: {kill_all(found)}")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def no_spool_left_behind() -> Iterator[None]:
-    """A personal cluster started with `drover up` keeps its attempts' spool on tmpfs, outside its
-    state directory (`drover down` leaves it there for the jobs that go on running): the spools
-    the session's clusters made go when it ends, so a test run leaves no memory taken."""
-    import os
-    import shutil
-    import tempfile
-
-    from drover.config import Paths, default_spool
-
-    base = os.path.dirname(default_spool(Paths(tempfile.gettempdir())))
-    if not os.path.basename(base).startswith("drover"):  # no tmpfs here: spools are in state directories
-        yield
-        return
-    before = set(os.listdir(base)) if os.path.isdir(base) else set()
-    yield
-    for name in (set(os.listdir(base)) if os.path.isdir(base) else set()) - before:
-        if not _node_listens(os.path.join(base, name)):  # another test run's cluster, still up
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-
-
-def _node_listens(spool: str) -> bool:
-    """Whether a live node daemon has the spool: its shepherds' notification socket takes a
-    datagram (every cluster this session started has stopped by now)."""
-    import socket
-
-    from drover.spool.layout import NOTIFY_SOCKET
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(os.path.join(spool, NOTIFY_SOCKET))
-        except OSError:
-            return False
-    return True

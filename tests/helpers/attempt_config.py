@@ -9,6 +9,12 @@ from typing import Any
 
 from drover.records import AttemptConfig
 
+# The cluster tag of the hand-made attempts: their cgroups are drover-<tag>/<attempt>, beneath
+# the machine's root. One tag per test process, so that two processes' attempts of the same name
+# (pytest-xdist's workers, another test run) never share a cgroup; its empty parent goes when the
+# process ends (tests/conftest.py).
+CLUSTER = f"tests{os.getpid()}"
+
 
 def attempt_config(root: str, name: str = "7.0.1", **overrides: Any) -> AttemptConfig:
     job_id, index, number = (int(part) for part in name.split("."))
@@ -22,7 +28,7 @@ def attempt_config(root: str, name: str = "7.0.1", **overrides: Any) -> AttemptC
         "keep_spool": False, "stage_out": [], "job_prolog": None, "job_epilog": None, "epilog_sets_exit": False,
         "warn_signal": None, "warn_before_s": 0, "checkpoint_signal": None, "rerunnable": True, "pty": False,
         "queue": "default", "queue_prolog": None, "queue_epilog": None,
-        "cluster": "", "identity_tries": 2, "identity_retry_s": 0.05, "diagnostics_setuid": None,
+        "cluster": CLUSTER, "identity_tries": 2, "identity_retry_s": 0.05, "diagnostics_setuid": None,
         "chdir_tries": 2, "chdir_retry_s": 0.05, "diagnostics_chdir": None, "node_prolog": None,
         "node_epilog": None, "node_pe_start": None, "node_pe_stop": None, "method_timeout_s": 60.0,
         "rlimits": {}, "stage_out_limit_bytes": 64 * 1024 * 1024, "diagnostics_identity": None, "debug_pause_s": 0.0,

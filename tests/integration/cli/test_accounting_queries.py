@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.helpers.cluster import LocalCluster, serve
-from tests.integration.compat.test_slurm_commands import install, run
+from tests.helpers.compat_install import install, run
 
 CONFIG = """[queues.q2]
 priority = 1

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 CONFIG = """[controller]
 user_queues = true

@@ -4,8 +4,8 @@ file names and outputs as on Grid Engine."""
 from __future__ import annotations
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 SCRIPT = """#!/bin/bash
 #$ -N sweep

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 
 def test_options_from_sge_request_option_files_and_directives(cluster: LocalCluster) -> None:

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 
 def _qstat_rows(cluster: LocalCluster, bin_dir: Path, *args: str) -> dict[str, list[str]]:

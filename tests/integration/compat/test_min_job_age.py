@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 AGE_S = 3
 

@@ -8,8 +8,8 @@ import os
 import pwd
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 JOB = "#!/bin/sh\nsleep 60\n"
 

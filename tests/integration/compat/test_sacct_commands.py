@@ -8,7 +8,7 @@ import datetime as dt
 import getpass
 
 from tests.helpers.cluster import LocalCluster
-from tests.integration.compat.test_slurm_commands import install, run
+from tests.helpers.compat_install import install, run
 
 
 def test_the_command_lines_of_submitit_parsl_snakemake_and_toil(cluster: LocalCluster) -> None:

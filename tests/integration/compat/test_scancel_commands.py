@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 
 def test_filters_tasks_signals_and_refusals(cluster: LocalCluster) -> None:

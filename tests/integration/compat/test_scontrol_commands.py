@@ -4,8 +4,8 @@ list psij reads inside a job, and refusals in Slurm's words."""
 from __future__ import annotations
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 
 def records(text: str) -> list[dict[str, str]]:

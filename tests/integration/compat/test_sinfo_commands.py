@@ -4,7 +4,7 @@ single spaces) read it."""
 from __future__ import annotations
 
 from tests.helpers.cluster import LocalCluster
-from tests.integration.compat.test_slurm_commands import install, run
+from tests.helpers.compat_install import install, run
 
 
 def test_the_tools_command_lines(cluster: LocalCluster) -> None:

@@ -3,10 +3,8 @@ scancel, accounted with sacct: the same file names and outputs as on Slurm."""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
 
 SCRIPT = """#!/bin/bash
@@ -17,18 +15,6 @@ SCRIPT = """#!/bin/bash
 #SBATCH --cpus-per-task=1
 echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID named $SLURM_JOB_NAME cpus $SLURM_CPUS_PER_TASK"
 """
-
-
-def install(cluster: LocalCluster) -> Path:
-    bin_dir = cluster.root / "bin"
-    cluster.drover("compat", "install", str(bin_dir))
-    return bin_dir
-
-
-def run(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(bin_dir / args[0]), *args[1:]], capture_output=True, text=True,
-                          env={**cluster.env, **(env or {})}, cwd=cluster.workdir, input=stdin, timeout=60)
 
 
 def test_a_slurm_array_script_runs_with_slurms_file_names_and_environment(cluster: LocalCluster) -> None:
@@ -122,28 +108,31 @@ def test_dependencies_through_sbatch_and_qsub(cluster: LocalCluster) -> None:
 
 def test_afternotok_waits_for_a_failure_and_shows_as_slurm_shows_it(cluster: LocalCluster) -> None:
     bin_dir = install(cluster)
-    order = cluster.workdir / "order"
-    first = run(cluster, bin_dir, "sbatch", "--parsable", "--wrap", f"sleep 1; echo first >> {order}; exit 3"
-                ).stdout.strip()
+    order, gate = cluster.workdir / "order", cluster.workdir / "go"
+    # The first job runs until the test has seen the second wait on it, however slow the machine.
+    first = run(cluster, bin_dir, "sbatch", "--parsable", "--wrap",
+                f"until [ -e {gate} ]; do sleep 0.05; done; echo first >> {order}; exit 3").stdout.strip()
     second = run(cluster, bin_dir, "sbatch", "--parsable", "-d", f"afternotok:{first}",
                  "--wrap", f"echo second >> {order}").stdout.strip()
     squeue = run(cluster, bin_dir, "squeue", "-h", "-j", second, "-o", "%i %r %E").stdout.split()
     assert squeue == [second, "Dependency", f"afternotok:{first}(unfulfilled)"]
     assert f"Dependency=afternotok:{first}(unfulfilled)" in run(cluster, bin_dir, "scontrol", "show", "job",
                                                                   second).stdout
+    gate.touch()
     cluster.drover("wait", second)
     assert order.read_text() == "first\nsecond\n"
 
 
 def test_qsub_hold_jid_by_name_waits_for_the_named_job(cluster: LocalCluster) -> None:
     bin_dir = install(cluster)
-    order = cluster.workdir / "order"
+    order, gate = cluster.workdir / "order", cluster.workdir / "go"
     first = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-N", "stage_one", "-b", "y",
-                f"sleep 1; echo first >> {order}; exit 1").stdout.strip()
+                f"until [ -e {gate} ]; do sleep 0.05; done; echo first >> {order}; exit 1").stdout.strip()
     second = run(cluster, bin_dir, "qsub", "-terse", "-cwd", "-hold_jid", "stage_*", "-b", "y",
                  f"echo second >> {order}").stdout.strip()
     detail = run(cluster, bin_dir, "qstat", "-j", second).stdout
     (line,) = [line for line in detail.splitlines() if line.startswith("jid_predecessor_list (req):")]
     assert line.split(":", 1)[1].strip() == first
+    gate.touch()
     cluster.drover("wait", second)  # Grid Engine's hold ends however the predecessor ended
     assert order.read_text() == "first\nsecond\n"

@@ -4,8 +4,8 @@ the parsing they do."""
 from __future__ import annotations
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 
 def test_the_tools_command_lines(cluster: LocalCluster) -> None:

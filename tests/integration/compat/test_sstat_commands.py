@@ -5,8 +5,8 @@ from __future__ import annotations
 import getpass
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 
 def test_sstat_sprio_and_sshare(cluster: LocalCluster) -> None:

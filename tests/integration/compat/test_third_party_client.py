@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
-from tests.integration.compat.test_slurm_commands import install
+from tests.helpers.compat_install import install
 
 
 def test_submitit_runs_a_function_through_the_slurm_front_ends(cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch,

@@ -261,7 +261,7 @@ echo "restarted=$RESTARTED env=$SGE_CKPT_ENV"
 def test_gridengine_qsub_ckpt_and_c_name_the_environment_and_its_occasions(tmp_path: Path) -> None:
     """qsub(1): -ckpt "Selects the checkpointing environment ... to be used for checkpointing the
     job"; -c "overwrites the definitions of the when parameter in the checkpointing environment"."""
-    from tests.integration.compat.test_slurm_commands import install, run
+    from tests.helpers.compat_install import install, run
 
     cluster = a_cluster(tmp_path, USERDEFINED)
     try:

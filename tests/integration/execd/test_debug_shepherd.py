@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.spools import exit_status, make_spool
 from tests.helpers.wait import wait_until
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 LINE = re.compile(r"drover shepherd (\S+): pid (\d+) waits ([0-9.]+)s for a debugger")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 
 METHOD = """#!/bin/bash
 # Exits with the status in $DROVER_WORKDIR/<step>, once (the file goes), else 0.

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
 from tests.helpers.wait import wait_until
-from tests.integration.compat.test_slurm_commands import install, run
 from tests.integration.execd.test_checkpoint_restart_migration import COUNTER
 
 COUNTING = "while true; do echo x >> {file}; sleep 0.1; done"

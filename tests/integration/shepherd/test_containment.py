@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 from tests.helpers.attempts import BACKENDS, backend_unusable
+from tests.helpers.spools import exit_status, make_spool
 from tests.helpers.wait import wait_until
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 ESCAPING = """
 sleep 300 &
@@ -43,22 +43,23 @@ def run_shepherd(spool: Path, backend: str) -> subprocess.Popen[bytes]:
                             env={**os.environ, "DROVER_CONTAINMENT": backend})
 
 
-def sleepers_started_after(marker: float) -> list[psutil.Process]:
+def sleepers(seconds: str) -> list[psutil.Process]:
     found = []
-    for process in psutil.process_iter(["name", "create_time", "cmdline"]):
-        if process.info["cmdline"] == ["sleep", "300"] and process.info["create_time"] >= marker - 1:
+    for process in psutil.process_iter(["cmdline"]):
+        if process.info["cmdline"] == ["sleep", seconds]:
             found.append(process)
     return found
 
 
 def test_an_escaping_job_leaves_no_survivors(tmp_path: Path, backend: str) -> None:
-    import time
+    import uuid
 
-    marker = time.time()
-    spool = make_spool(tmp_path, ESCAPING)
+    # Its sleeps' own duration: another test's `sleep 300`, running meanwhile, is no survivor of this job.
+    seconds = f"300.{uuid.uuid4().int % 10**9:09d}"
+    spool = make_spool(tmp_path, ESCAPING.replace("sleep 300", f"sleep {seconds}"))
     assert run_shepherd(spool, backend).wait(timeout=60) == 0
     assert exit_status(spool)["exit_code"] == 0
-    survivors = [p for p in sleepers_started_after(marker) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    survivors = [p for p in sleepers(seconds) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert survivors == []
     usage = json.loads((spool / "usage").read_text())
     assert usage["containment"] == backend

@@ -11,8 +11,8 @@ import sys
 import uuid
 from pathlib import Path
 
+from tests.helpers.spools import exit_status, make_spool
 from tests.integration.shepherd.test_identity import identity_of, job_dir, tmp_path  # noqa: F401  (a fixture)
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 
 def unique_job() -> int:

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers.spools import exit_status, make_spool
 from tests.integration.shepherd.test_firing_as_the_owner import unique_job
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
 
 STAMPED = re.compile(r"^\d{10}\.\d{6} \S")
 

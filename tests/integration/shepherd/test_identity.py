@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
+from tests.helpers.spools import exit_status, make_spool
 
 
 def identity_of(name: str) -> dict[str, object]:

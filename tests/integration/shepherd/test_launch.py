@@ -9,7 +9,7 @@ import shlex
 import signal
 from pathlib import Path
 
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool, run_shepherd
+from tests.helpers.spools import exit_status, make_spool, run_shepherd
 
 
 def command(*argv: str) -> str:

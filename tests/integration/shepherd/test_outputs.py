@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers.spools import exit_status
 from tests.integration.shepherd.test_identity import spool_for
-from tests.integration.shepherd.test_shepherd_sequence import exit_status
 
 
 @pytest.fixture

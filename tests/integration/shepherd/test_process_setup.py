@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from tests.integration.shepherd.test_shepherd_sequence import exit_status, make_spool
+from tests.helpers.spools import exit_status, make_spool
 
 from drover.shepherd.setup import nice_for
 

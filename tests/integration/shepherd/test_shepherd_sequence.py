@@ -11,25 +11,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-from tests.helpers.attempt_config import attempt_config
+from tests.helpers.spools import exit_status, make_spool, run_shepherd
 from tests.helpers.wait import wait_until
 
 from drover.execd.forkserver import ForkServer
 from drover.spool.process import is_alive, read_pid_record
-
-
-def make_spool(root: Path, script: str, name: str = "7.0.1", **overrides: Any) -> Path:
-    spool = root / name
-    spool.mkdir(parents=True)
-    (spool / "job_script").write_text(script)
-    workdir = overrides.pop("workdir", str(root))
-    config = attempt_config(str(root), name, workdir=workdir, submit_dir=workdir, **overrides)
-    (spool / "config").write_text(json.dumps(config))
-    return spool
 
 
 def wait_for_loop(spool: Path) -> None:
@@ -37,14 +26,6 @@ def wait_for_loop(spool: Path) -> None:
     wait_until(lambda: (spool / "job_pid").exists()
                and len(psutil.Process(int((spool / "job_pid").read_text())).children()) > 0,
                describe="the job's loop to run")
-
-
-def run_shepherd(spool: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "drover.shepherd", str(spool)], start_new_session=True)
-
-
-def exit_status(spool: Path) -> dict[str, Any]:
-    return json.loads((spool / "exit_status").read_text())
 
 
 def test_a_job_runs_and_its_exit_code_usage_and_pids_are_recorded(tmp_path: Path) -> None:

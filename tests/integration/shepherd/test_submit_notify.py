@@ -114,7 +114,7 @@ def test_without_notify_a_suspend_and_a_cancel_come_at_once_with_no_notice(tmp_p
 
 def test_gridengine_qsub_notify_is_drovers_notify(tmp_path: Path) -> None:
     """qsub -notify through the Grid Engine front end: the same notice before a qdel."""
-    from tests.integration.compat.test_slurm_commands import install, run
+    from tests.helpers.compat_install import install, run
 
     cluster = _cluster()
     try:

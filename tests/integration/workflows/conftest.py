@@ -73,3 +73,13 @@ def nothing_left_running(cluster: LocalCluster) -> Callable[[], None]:
             left = [(job.id, job.name, job.state) for job in cluster.client().jobs()]
             raise AssertionError(f"jobs left pending or running after the tool was interrupted: {left}") from None
     return check
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist, these tests run one after another in one worker: a tool's stop removes
+    the named semaphores its multiprocessing left in /dev/shm, which are not told apart from
+    another tool's running at the same time."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("workflow-tools"))

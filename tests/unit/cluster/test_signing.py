@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
+from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
 
 from drover.cluster.signing import job_digest, outputs_as_signed, signed_order, signed_request
 from drover.controller.upkeep.event_log import signed_fields

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from tests.unit.controller.test_handlers import OK, World
+from tests.helpers.controller_world import OK, World
 
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.submit import submit

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.controller.test_handlers import OK, World
+from tests.helpers.controller_world import OK, World
 
 from drover.controller.handlers.node_reports import on_reports
 from drover.protocol.node_channel import Ack, Exited, Progress

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.unit.controller.test_handlers import World
+from tests.helpers.controller_world import World
 
 from drover.config_schema import QueueSection
 from drover.controller.handlers.dispatch import OrderOptions, start_order

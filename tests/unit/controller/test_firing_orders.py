@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
-from tests.unit.controller.test_handlers import World
+from tests.helpers.controller_world import World
 
 from drover.cluster.named_methods import digest
 from drover.config_schema import EnvironmentSection, QueueSection

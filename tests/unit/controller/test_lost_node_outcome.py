@@ -6,7 +6,7 @@ back, and its late report is stale, counted nowhere. On plain data."""
 
 from __future__ import annotations
 
-from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  (a fixture)
+from tests.helpers.controller_world import OK, World, world  # noqa: F401  (a fixture)
 
 from drover.controller.handlers.node_reports import on_node_disconnected, on_nodes_lost
 from drover.core.exit_status import MAX_SYSTEM_FAILURE_ATTEMPT

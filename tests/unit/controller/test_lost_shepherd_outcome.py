@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tests.helpers.attempt_config import attempt_config
-from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
+from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
 
 from drover.core.exit_status import MAX_SYSTEM_FAILURE_ATTEMPT
 from drover.execd import cleanup

@@ -7,7 +7,7 @@ its master would. On plain data, with a real store."""
 
 from __future__ import annotations
 
-from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  (a fixture)
+from tests.helpers.controller_world import OK, World, world  # noqa: F401  (a fixture)
 
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller.handlers.dispatch import OrderOptions, schedule

@@ -6,7 +6,7 @@ order the task's node gets, the report of its end, and its stop when the attempt
 from __future__ import annotations
 
 import pytest
-from tests.unit.controller.test_handlers import OK, World, world  # noqa: F401  (a fixture)
+from tests.helpers.controller_world import OK, World, world  # noqa: F401  (a fixture)
 
 from drover.cluster.signing import job_digest, signed_pe_task_order, signed_pe_task_request
 from drover.config_schema import ParallelEnvironmentSection

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tests.unit.controller.test_handlers import World
+from tests.helpers.controller_world import World
 
 from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller.handlers.dispatch import OrderOptions, policy_of, schedule

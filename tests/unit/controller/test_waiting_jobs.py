@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from tests.unit.controller.test_handlers import OK, World
+from tests.helpers.controller_world import OK, World
 
 from drover.core.errors import NotFound
 from drover.protocol.api import DependencyOn

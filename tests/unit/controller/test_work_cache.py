@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from tests.unit.controller.test_handlers import OK, World
+from tests.helpers.controller_world import OK, World
 
 from drover.controller.effects import Outcome
 from drover.controller.handlers import queues

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from tests.unit.controller.test_handlers import World
+from tests.helpers.controller_world import World
 
 from drover.config_schema import (
     DroverConfig,

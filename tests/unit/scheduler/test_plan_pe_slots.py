@@ -4,18 +4,15 @@ planner never gives out more, says why a job waits for them, and lets the jobs b
 
 from __future__ import annotations
 
+from tests.helpers.nodes import a_node
+
 from drover.core.arrays import TaskIndices
-from drover.core.node_state import NodeState
 from drover.core.resources import Resources
 from drover.scheduler.plan import plan
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
+from drover.scheduler.snapshot import PendingIndices, PendingWork
 
 NOW = 1000.0
-
-
-def a_node(name: str, cpus: int = 8) -> NodeView:
-    return NodeView(name, NodeState.UP, Resources(cpus, 8192), Resources(cpus, 8192), frozenset(range(cpus)))
 
 
 def a_pe_job(number: int, slots: int, pe: str | None = "mpi") -> PendingWork:
@@ -25,13 +22,13 @@ def a_pe_job(number: int, slots: int, pe: str | None = "mpi") -> PendingWork:
 
 def test_sge_pe_slots_cap_the_slots_in_use_across_the_cluster() -> None:
     work = [a_pe_job(1, 4), a_pe_job(2, 4), a_pe_job(3, 2), a_pe_job(4, 4, pe=None)]
-    result = plan(work, [a_node("n1"), a_node("n2")], NOW, pe_slots={"mpi": 6})
+    result = plan(work, [a_node("n1", cpus=8), a_node("n2", cpus=8)], NOW, pe_slots={"mpi": 6})
     assert sorted(start.job for start in result.starts) == [1, 3, 4]  # 4 + 2 of 6; the plain job is not counted
     assert result.pending_reasons == {2: PendingReason.PE_SLOTS}
     assert result.details[2] == "waiting for slots of parallel environment mpi: 4 a task, 2 of its slots free"
 
 
 def test_a_job_of_a_pe_that_is_gone_says_so() -> None:
-    result = plan([a_pe_job(1, 2, pe="old")], [a_node("n1")], NOW, pe_slots={"mpi": 6})
+    result = plan([a_pe_job(1, 2, pe="old")], [a_node("n1", cpus=8)], NOW, pe_slots={"mpi": 6})
     assert result.pending_reasons == {1: PendingReason.PE_SLOTS}
     assert "the cluster has no parallel environment old" in result.details[1]

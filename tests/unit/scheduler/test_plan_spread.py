@@ -5,6 +5,8 @@ reserved slots (tasks) per host"). Without a rule, a job of a PE stays on one no
 
 from __future__ import annotations
 
+from tests.helpers.nodes import a_node
+
 from drover.core.arrays import TaskIndices
 from drover.core.node_state import NodeState
 from drover.core.resources import Resources
@@ -13,12 +15,6 @@ from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, QueueView, Release
 
 NOW = 1000.0
-
-
-def a_node(name: str, cpus: int = 4, free: int | None = None, memory: int = 8192) -> NodeView:
-    free = cpus if free is None else free
-    return NodeView(name, NodeState.UP, Resources(cpus, memory), Resources(free, memory),
-                    frozenset(range(cpus - free, cpus)))
 
 
 def a_pe_job(number: int, slots: int, rule: str | int = "$pe_slots", memory: int = 0,
@@ -88,7 +84,7 @@ def test_a_job_whose_slots_do_not_fit_now_holds_up_the_jobs_behind_it() -> None:
 
 
 def test_each_slot_takes_its_share_of_the_jobs_memory() -> None:
-    nodes = [a_node("n1", memory=2048), a_node("n2", memory=4096)]
+    nodes = [a_node("n1", memory_mib=2048), a_node("n2", memory_mib=4096)]
     result = plan([a_pe_job(1, 4, "$fill_up", memory=4096)], nodes, NOW, pe_slots={"mpi": 64})
     (start,) = result.starts  # 1024 MiB a slot: n2 holds 4 of them, n1 2
     assert (start.node, start.cpu_ids, start.others) == ("n1", (0, 1), (("n2", (0, 1)),))

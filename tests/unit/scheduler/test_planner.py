@@ -6,6 +6,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.helpers.nodes import a_node
 
 from drover.core.arrays import TaskIndices
 from drover.core.node_state import NodeState
@@ -13,13 +14,6 @@ from drover.core.resources import Resources
 from drover.scheduler.plan import plan
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork
-
-
-def a_node(name: str = "n1", cpus: int = 2, memory_mib: int = 4096, state: NodeState = NodeState.UP,
-           used_cpus: tuple[int, ...] = (), used_memory_mib: int = 0) -> NodeView:
-    return NodeView(name, state, Resources(cpus, memory_mib),
-                    Resources(cpus - len(used_cpus), memory_mib - used_memory_mib),
-                    frozenset(range(cpus)) - frozenset(used_cpus))
 
 
 def pending(job: int, cpus: int = 1, memory_mib: int = 0, priority: int = 0, submitted_at: float | None = None,
@@ -39,32 +33,32 @@ def started(result: object) -> list[tuple[int, int, str]]:
 
 
 def test_higher_priority_first_then_submission_order() -> None:
-    result = plan([pending(1), pending(2, priority=5), pending(3)], [a_node(cpus=2)], now=0)
+    result = plan([pending(1), pending(2, priority=5), pending(3)], [a_node(cpus=2, memory_mib=4096)], now=0)
     assert started(result) == [(2, 0, "n1"), (1, 0, "n1")]
     assert result.pending_reasons == {3: PendingReason.RESOURCES}
 
 
 def test_a_job_that_does_not_fit_blocks_the_jobs_behind_it() -> None:
-    result = plan([pending(1, cpus=2), pending(2, cpus=1)], [a_node(cpus=2, used_cpus=(0,))], now=0)
+    result = plan([pending(1, cpus=2), pending(2, cpus=1)], [a_node(cpus=2, used_cpus=(0,), memory_mib=4096)], now=0)
     assert started(result) == []
     assert result.pending_reasons == {1: PendingReason.RESOURCES, 2: PendingReason.PRIORITY}
 
 
 def test_jobs_waiting_for_dependencies_or_too_big_do_not_block_others() -> None:
     result = plan([pending(1, met=False), pending(2, failed=True, met=False), pending(3, cpus=64), pending(4)],
-                  [a_node(cpus=2)], now=0)
+                  [a_node(cpus=2, memory_mib=4096)], now=0)
     assert started(result) == [(4, 0, "n1")]
     assert result.pending_reasons == {1: PendingReason.DEPENDENCY, 2: PendingReason.DEPENDENCY_NEVER_SATISFIED,
                                       3: PendingReason.TOO_BIG}
 
 
 def test_no_node_up_means_nothing_starts() -> None:
-    result = plan([pending(1)], [a_node(state=NodeState.DOWN), a_node("n2", state=NodeState.DRAINED)], now=0)
+    result = plan([pending(1)], [a_node(cpus=2, state=NodeState.DOWN, memory_mib=4096), a_node("n2", cpus=2, state=NodeState.DRAINED, memory_mib=4096)], now=0)
     assert started(result) == [] and result.pending_reasons == {1: PendingReason.NO_NODES}
 
 
 def test_the_least_loaded_node_that_fits_then_name_order_with_the_lowest_free_cpus() -> None:
-    nodes = [a_node("n2", cpus=4), a_node("n1", cpus=4, used_cpus=(0, 2), memory_mib=1000)]
+    nodes = [a_node("n2", cpus=4, memory_mib=4096), a_node("n1", cpus=4, used_cpus=(0, 2), memory_mib=1000)]
     result = plan([pending(1, cpus=2, memory_mib=600), pending(2, cpus=1, memory_mib=600),
                    pending(3, cpus=1, memory_mib=600)], nodes, now=0)
     # Job 1 takes the idle n2; then both are half used: n1 first by name, until its memory runs out.
@@ -72,44 +66,44 @@ def test_the_least_loaded_node_that_fits_then_name_order_with_the_lowest_free_cp
 
 
 def test_array_tasks_start_in_index_order_up_to_their_limit() -> None:
-    result = plan([pending(1, array=(1, 9, 2), max_running=3, running=1)], [a_node(cpus=8)], now=0)
+    result = plan([pending(1, array=(1, 9, 2), max_running=3, running=1)], [a_node(cpus=8, memory_mib=4096)], now=0)
     assert started(result) == [(1, 1, "n1"), (1, 3, "n1")]
     assert result.pending_reasons == {1: PendingReason.ARRAY_LIMIT}
 
 
 def test_requeued_tasks_start_before_fresh_ones_and_held_fresh_ones_do_not_start() -> None:
-    result = plan([pending(1, array=(1, 10, 1), requeued=(2,), fresh_from=4)], [a_node(cpus=3)], now=0)
+    result = plan([pending(1, array=(1, 10, 1), requeued=(2,), fresh_from=4)], [a_node(cpus=3, memory_mib=4096)], now=0)
     assert started(result) == [(1, 2, "n1"), (1, 5, "n1"), (1, 6, "n1")]
-    held = plan([pending(1, array=(1, 10, 1), requeued=(2,), fresh_from=4, held=True)], [a_node(cpus=3)], now=0)
+    held = plan([pending(1, array=(1, 10, 1), requeued=(2,), fresh_from=4, held=True)], [a_node(cpus=3, memory_mib=4096)], now=0)
     assert started(held) == [(1, 2, "n1")]
 
 
 def test_a_hundred_thousand_task_array_plans_only_what_fits() -> None:
-    result = plan([pending(1, array=(1, 100_000, 1))], [a_node("n1"), a_node("n2")], now=0)
+    result = plan([pending(1, array=(1, 100_000, 1))], [a_node("n1", cpus=2, memory_mib=4096), a_node("n2", cpus=2, memory_mib=4096)], now=0)
     assert started(result) == [(1, 1, "n1"), (1, 2, "n2"), (1, 3, "n1"), (1, 4, "n2")]
     assert result.pending_reasons == {1: PendingReason.RESOURCES}
 
 
 def test_a_job_waits_for_its_begin_time_and_the_plan_says_when_to_plan_again() -> None:
     work = [pending(1, begin_at=50.0), pending(2, begin_at=20.0), pending(3, begin_at=5.0)]
-    result = plan(work, [a_node(cpus=4)], now=10)
+    result = plan(work, [a_node(cpus=4, memory_mib=4096)], now=10)
     assert started(result) == [(3, 0, "n1")]
     assert result.pending_reasons == {1: PendingReason.BEGIN_TIME, 2: PendingReason.BEGIN_TIME}
     assert result.details[2].startswith("waiting for its begin time, ") and result.wake_at == 20.0
-    assert started(plan(work, [a_node(cpus=4)], now=20)) == [(2, 0, "n1"), (3, 0, "n1")]
+    assert started(plan(work, [a_node(cpus=4, memory_mib=4096)], now=20)) == [(2, 0, "n1"), (3, 0, "n1")]
 
 
 def test_the_reason_names_what_the_dependencies_wait_for() -> None:
     result = plan([pending(1, met=False, waiting_for="waiting for job 12 (afterok) to complete"),
                    pending(2, met=False, failed=True, waiting_for="job 9 (afterok) did not complete")],
-                  [a_node()], now=0)
+                  [a_node(cpus=2, memory_mib=4096)], now=0)
     assert result.pending_reasons == {1: PendingReason.DEPENDENCY, 2: PendingReason.DEPENDENCY_NEVER_SATISFIED}
     assert result.details == {1: "waiting for job 12 (afterok) to complete", 2: "job 9 (afterok) did not complete"}
 
 
 def test_array_tasks_whose_own_dependencies_wait_do_not_start() -> None:
     result = plan([pending(1, array=(1, 4, 1), blocked=frozenset({1, 3}), waiting_for="waiting for the same task")],
-                  [a_node(cpus=8)], now=0)
+                  [a_node(cpus=8, memory_mib=4096)], now=0)
     assert started(result) == [(1, 2, "n1"), (1, 4, "n1")]
     assert result.pending_reasons == {1: PendingReason.DEPENDENCY}
 
@@ -117,7 +111,7 @@ def test_array_tasks_whose_own_dependencies_wait_do_not_start() -> None:
 def test_one_singleton_job_of_a_name_starts_in_a_pass() -> None:
     work = [pending(1, name="x", singleton=True), pending(2, name="x", singleton=True), pending(3, name="y",
                                                                                                 singleton=True)]
-    result = plan(work, [a_node(cpus=4)], now=0)
+    result = plan(work, [a_node(cpus=4, memory_mib=4096)], now=0)
     assert started(result) == [(1, 0, "n1"), (3, 0, "n1")]
     assert result.pending_reasons == {2: PendingReason.DEPENDENCY}
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from tests.helpers.nodes import a_node
 
 from drover.core.arrays import TaskIndices
 from drover.core.constraints import parse_constraint
@@ -17,26 +18,13 @@ from drover.core.node_state import NodeState
 from drover.core.resources import Resources
 from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, QueueView, Release
+from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, QueueView
 
 NOW = 1000.0
 
 
 def gpus(*types: str, name: str = "gpu") -> tuple[Device, ...]:
     return tuple(Device(name, index, kind) for index, kind in enumerate(types))
-
-
-def a_node(name: str = "n1", cpus: int = 4, memory_mib: int = 8192, devices: tuple[Device, ...] = (),
-           features: frozenset[str] = frozenset(), state: NodeState = NodeState.UP, load: float = 0.0,
-           running: Sequence[tuple[int, int, frozenset[Device], float, bool]] = ()) -> NodeView:
-    """A node with tasks running on it: (their CPUs, memory, devices, end at their limit, exclusive)."""
-    used_cpus = sum(c for c, *_ in running)
-    used_memory = sum(m for _, m, *_ in running)
-    held = frozenset(d for _, _, devs, *_ in running for d in devs)
-    releases = tuple(Release(ends, Resources(c, m), devs, whole) for c, m, devs, ends, whole in running)
-    return NodeView(name, state, Resources(cpus, memory_mib), Resources(cpus - used_cpus, memory_mib - used_memory),
-                    frozenset(range(used_cpus, cpus)), releases, devices, frozenset(devices) - held,
-                    frozenset(features), len(running), load)
 
 
 def a_job(number: int, cpus: int = 1, memory_mib: int = 0, tasks: int = 1, gres: str = "",
@@ -243,7 +231,7 @@ def nodes_st(draw: st.DrawFn, limits: bool = False, gpu_heavy: bool = False) -> 
             free_cpus, free_memory = free_cpus - c, free_memory - m
             if whole:
                 break
-        out.append(a_node(name, cpus, memory, devices, features, state, load, running))
+        out.append(a_node(name, cpus, memory, state, devices=devices, features=features, load=load, running=running))
     return out
 
 

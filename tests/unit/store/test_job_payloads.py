@@ -10,7 +10,7 @@ import json
 
 import msgspec
 import pytest
-from tests.unit.controller.test_handlers import World, world  # noqa: F401  (a fixture)
+from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
 
 from drover.controller.handlers.dispatch import OrderOptions, schedule
 from drover.controller.handlers.submit import submit

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.unit.controller.test_handlers import OK, World
+from tests.helpers.controller_world import OK, World
 
 from drover.core.membership import TokenRecord
 from drover.store.admin import CopyRefused, check, copy_store, figures
