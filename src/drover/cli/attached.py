@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -21,12 +22,24 @@ from drover.client.client import Client
 from drover.protocol.plain import JobRequest, WaitReply
 
 
+class Revoked(KeyboardInterrupt):
+    """Ctrl-C while the job still waited to start: it was cancelled (nothing is left queued to
+    start later with nobody attached), and `reply` is its last wait reply. A KeyboardInterrupt,
+    so that a command that does not catch it exits as an interrupted command does (130)."""
+
+    def __init__(self, reply: WaitReply) -> None:
+        super().__init__()
+        self.reply = reply
+
+
 def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = None,
-           on_interrupt: str | None = None, named_files: bool = False) -> WaitReply:
+           on_interrupt: str | None = None, named_files: bool = False,
+           on_revoke: str = "{prefix}: Job allocation {id} has been revoked.") -> WaitReply:
     """Submit `job`, copy its stdout and stderr here until it ends (Ctrl-C cancels it), and
     return the last wait reply. `on_start` is printed to stderr once it starts ({id} is its id),
-    `on_interrupt` on Ctrl-C. `named_files`: the job's output files are the user's choice, kept
-    where they said (and read through the node, which knows what their patterns made)."""
+    `on_interrupt` on Ctrl-C once it runs; Ctrl-C before it starts prints `on_revoke` and raises
+    Revoked. `named_files`: the job's output files are the user's choice, kept where they said
+    (and read through the node, which knows what their patterns made)."""
     spool = None  # set: the job's files are here, in this temporary directory, read directly
     if not named_files and all_nodes_here(client):
         spool = tempfile.mkdtemp(prefix=f"drover-{prefix}-")
@@ -37,17 +50,21 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
         # working directory there (hidden), and come here through the node.
         job["output"], job["error"] = ".drover-run-%j.out", ".drover-run-%j.err"
     try:
-        (job_id,) = client.submit([job])
+        job_id, interrupted = _submit(client, job)
         streams: list[tuple[TaskOutput, IO[bytes]]] = [
             (TaskOutput(client, job_id, 0, "stdout", job["output"] if spool else None), sys.stdout.buffer)]
         if job.get("error"):
             streams.append((TaskOutput(client, job_id, 0, "stderr", job["error"] if spool else None),
                             sys.stderr.buffer))
         to_announce = on_start  # None once printed (or when there is nothing to print)
+        started = False
         try:
+            if interrupted:
+                raise KeyboardInterrupt
             while True:
                 reply = client.wait_json(job_id, 0)
-                if to_announce is not None and (reply["ended"] or _started(reply)):
+                started = started or reply["ended"] or _started(reply)
+                if to_announce is not None and started:
                     print(to_announce.format(id=job_id), file=sys.stderr, flush=True)
                     to_announce = None
                 for output, out in streams:
@@ -56,6 +73,8 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
                     return reply
                 time.sleep(0.05)
         except KeyboardInterrupt:
+            if not started:
+                _revoke(client, job_id, on_revoke.format(prefix=prefix, id="{id}"))
             if on_interrupt:
                 print(on_interrupt.format(id=job_id), file=sys.stderr)
             client.action_json("cancel", [str(job_id)])
@@ -69,23 +88,31 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
             shutil.rmtree(spool, ignore_errors=True)
 
 
-def on_terminal(client: Client, job: JobRequest, on_start: str | None = None) -> WaitReply:
+def on_terminal(client: Client, job: JobRequest, on_start: str | None = None,
+                on_revoke: str = "drover run: Job allocation {id} has been revoked.") -> WaitReply:
     """Submit `job` to run on a terminal of its own, relay it to this one until it ends (Ctrl-C
-    goes to the job, as a key), and return the last wait reply."""
+    goes to the job, as a key), and return the last wait reply. Ctrl-C before its terminal is
+    there (the job waits to start) cancels it, prints `on_revoke` and raises Revoked."""
     from drover.cli.terminal import relay, relay_websocket
 
     job["pty"], job["output"] = True, "/dev/null"
     job.pop("error", None)
-    (job_id,) = client.submit([job])
+    job_id, interrupted = _submit(client, job)
     attempt = None
-    while attempt is None:
-        reply = client.wait_json(job_id, 0)
-        if reply["ended"]:
-            return reply
-        attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]
-        attempt = attempts[-1] if attempts and attempts[-1].get("pty_socket") else None
-        if attempt is None:
-            time.sleep(0.02)
+    try:
+        if interrupted:
+            raise KeyboardInterrupt
+        while attempt is None:
+            reply = client.wait_json(job_id, 0)
+            if reply["ended"]:
+                return reply
+            attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]
+            attempt = attempts[-1] if attempts and attempts[-1].get("pty_socket") else None
+            if attempt is None:
+                time.sleep(0.02)
+    except KeyboardInterrupt:
+        _revoke(client, job_id, on_revoke)
+    assert attempt is not None  # the loop ends with one, or returns
     if on_start:
         print(on_start.format(id=job_id), file=sys.stderr, flush=True)
     try:
@@ -98,6 +125,27 @@ def on_terminal(client: Client, job: JobRequest, on_start: str | None = None) ->
     while not (reply := client.wait_json(job_id, 30))["ended"]:
         pass
     return reply
+
+
+def _submit(client: Client, job: JobRequest) -> tuple[int, bool]:
+    """Submit `job`: its id, and whether Ctrl-C came meanwhile. Held back until the id is known:
+    a job the controller took but whose id never came back could not be cancelled."""
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pressed.append(signum))
+    try:
+        (job_id,) = client.submit([job])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return job_id, bool(pressed)
+
+
+def _revoke(client: Client, job_id: int, message: str) -> None:
+    """Ctrl-C before the job started: cancel it, wait for it to end, say so, raise Revoked."""
+    client.action_json("cancel", [str(job_id)])
+    while not (reply := client.wait_json(job_id, 60))["ended"]:
+        pass
+    print(message.format(id=job_id), file=sys.stderr, flush=True)
+    raise Revoked(reply)
 
 
 def _started(reply: WaitReply) -> bool:

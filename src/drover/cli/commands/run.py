@@ -1,7 +1,8 @@
 """drover run -- COMMAND: run a command as a job and stream its output here (like srun).
 
 Its stdout and stderr are followed as the job writes them; the exit status is the job's;
-Ctrl-C cancels the job (SIGTERM, a grace period, then SIGKILL) before returning."""
+Ctrl-C cancels the job (SIGTERM, a grace period, then SIGKILL) before returning; Ctrl-C before
+it starts cancels it where it waits ("Job allocation N has been revoked") and exits 130."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from drover.core.errors import BadRequest
 
 
 def run(command: str, argv: list[str]) -> int:
-    if "--" not in argv:
-        raise BadRequest("give the command after --, e.g. drover run --cpus 2 -- make -j2")
-    split = argv.index("--")
+    split = argv.index("--") if "--" in argv else len(argv)
     options, command_argv = argv[:split], argv[split + 1 :]
-    if not command_argv:
-        raise BadRequest("give the command after --")
+    if split == len(argv) and not {"-h", "--help"} & set(options):
+        raise BadRequest("give the command after --, e.g. drover run --cpus 2 -- make -j2")
     parser = build_parser(command)
     parser.prog = "drover run"
-    args = parser.parse_args(options)
+    args = parser.parse_args(options)  # --help: run's own, exit 0
+    if not command_argv:
+        raise BadRequest("give the command after --")
     named_files = bool(args.output or args.error) and not args.pty  # kept where the user said, and streamed
     if args.pty:
         args.output = args.error = None
@@ -35,7 +36,8 @@ def run(command: str, argv: list[str]) -> int:
         if args.pty:
             reply = attached.on_terminal(api, job)
         else:
-            reply = attached.stream(api, job, "run", on_start="drover run: job {id}", named_files=named_files)
+            reply = attached.stream(api, job, "run", on_start="drover run: job {id}", named_files=named_files,
+                                    on_revoke="drover run: Job allocation {id} has been revoked.")
     info = reply["job"]
     status = attached.exit_code(reply)
     if info["state"] != "completed" and not status:

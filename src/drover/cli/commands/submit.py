@@ -22,8 +22,15 @@ if TYPE_CHECKING:
 def build_parser(command: str) -> argparse.ArgumentParser:
     """drover submit's options, and drover run's (which adds --pty). Each part adds its options in
     turn, in the order `drover submit --help` lists them."""
-    p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
-    _add_script_options(p)
+    if command == "run":
+        p = parser(command, "Run COMMAND as a job and stream its output here until it ends; exit with its status "
+                   "(like srun). Ctrl-C cancels the job; with --pty, Ctrl-C goes to the job as a key, and before "
+                   "the job starts it cancels it.")
+        p.usage = "drover run [OPTIONS] -- COMMAND..."
+        p.set_defaults(script=None)
+    else:
+        p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
+    _add_script_options(p, command)
     _add_output_options(p)
     _add_resource_options(p)
     _add_environment_options(p)
@@ -40,11 +47,13 @@ def build_parser(command: str) -> argparse.ArgumentParser:
     return p
 
 
-def _add_script_options(p: argparse.ArgumentParser) -> None:
-    """The job itself: its script, its queue, its name, where it runs."""
-    p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
-                   "#DROVER lines at its top give options, which the command line overrides; lines #NEXT "
-                   "or #NEXTSCRIPT separate jobs of one file, submitted together")
+def _add_script_options(p: argparse.ArgumentParser, command: str) -> None:
+    """The job itself: its script (drover run takes a command only), its queue, its name, where
+    it runs."""
+    if command != "run":
+        p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
+                       "#DROVER lines at its top give options, which the command line overrides; lines #NEXT "
+                       "or #NEXTSCRIPT separate jobs of one file, submitted together")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")

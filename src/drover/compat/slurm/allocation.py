@@ -1,6 +1,7 @@
 """An allocation made by srun or salloc outside a job: a Drover job whose output is streamed
 here as it is written, whose exit status becomes the command's, and which Ctrl-C cancels (as
-srun's does: the job step is killed, the allocation given up)."""
+srun's does: the job step is killed, the allocation given up; before it starts, the waiting job
+is cancelled: "Job allocation NNN has been revoked")."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ def stream_job(command: str, job: JobRequest, quiet: bool = False,
     interrupted = None if quiet else ("srun: interrupt (one more within 1 sec to abort)" if command == "srun"
                                       else f"{command}: Job allocation {{id}} has been revoked.")
     with Client(timeout_s=None) as client:
-        reply = attached.stream(client, job, command, on_start=announce, on_interrupt=interrupted)
+        try:
+            reply = attached.stream(client, job, command, on_start=announce, on_interrupt=interrupted)
+        except attached.Revoked as revoked:  # Ctrl-C before it started: cancelled, said so
+            reply = revoked.reply
     info = msgspec.convert(reply["job"], JobInfo)
     status = exit_status(command, info)
     if farewell:
@@ -51,5 +55,9 @@ def on_terminal(command: str, job: JobRequest, announce: str | None = None) -> J
     from drover.client.client import Client
 
     with Client(timeout_s=None) as client:
-        reply = attached.on_terminal(client, job, on_start=announce)
+        try:
+            reply = attached.on_terminal(client, job, on_start=announce,
+                                         on_revoke=f"{command}: Job allocation {{id}} has been revoked.")
+        except attached.Revoked as revoked:  # Ctrl-C before it started: cancelled, said so
+            reply = revoked.reply
     return msgspec.convert(reply["job"], JobInfo)

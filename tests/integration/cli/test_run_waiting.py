@@ -1,0 +1,94 @@
+"""`drover run` and the front ends' interactive commands while their job waits: Ctrl-C then
+gives the job up (as srun's "Job allocation NNN has been revoked"), so nothing queued is left to
+start later with nobody attached; and `drover run --help` is run's own."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import subprocess
+import sys
+
+import pytest
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.terminal import read_until
+from tests.helpers.wait import wait_until
+
+
+def _occupy(cluster: LocalCluster) -> int:
+    """A job holding every CPU of the cluster's only node, once it runs: the next job queues."""
+    blocker = cluster.submit("--cpus", str(cluster.cpus), "--", "sleep", "600")
+    wait_until(lambda: cluster.client().job(blocker).state == "running", describe="the node to be busy")
+    return blocker
+
+
+def _the_waiting_job(cluster: LocalCluster, blocker: int) -> int:
+    """The id of the job submitted after `blocker`, once it is there, pending."""
+    jobs = wait_until(lambda: [j for j in cluster.client().jobs() if j.id != blocker],
+                      describe="the job to be submitted")
+    (job,) = jobs
+    assert job.state == "pending", job
+    return job.id
+
+
+def _cancelled(cluster: LocalCluster, job_id: int) -> None:
+    wait_until(lambda: cluster.client().job(job_id).state == "cancelled",
+               describe=f"job {job_id} to be cancelled")
+
+
+def _drover(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "drover", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_run_help_is_runs_own_and_exits_0() -> None:
+    result = _drover("run", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "drover run [OPTIONS] -- COMMAND..." in result.stdout
+    assert "--pty" in result.stdout and "script file" not in result.stdout
+    assert _drover("run", "-h").stdout == result.stdout
+    assert _drover("run", "--cpus", "2", "--help").stdout == result.stdout
+
+
+@pytest.mark.parametrize("command", [
+    ["-m", "drover", "run", "--", "true"],
+    ["-m", "drover.compat.slurm.srun", "true"],
+    ["-m", "drover.compat.slurm.salloc", "true"],
+    ["-m", "drover.compat.gridengine.qrsh", "-cwd", "true"],
+], ids=["run", "srun", "salloc", "qrsh"])
+def test_ctrl_c_while_queued_cancels_the_job(cluster: LocalCluster, command: list[str]) -> None:
+    blocker = _occupy(cluster)
+    process = subprocess.Popen([sys.executable, *command], env=cluster.env, cwd=cluster.workdir,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job_id = _the_waiting_job(cluster, blocker)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    _cancelled(cluster, job_id)
+    assert process.returncode != 0
+    assert "Traceback" not in err
+    if "salloc" in command[1] or "srun" in command[1]:
+        assert f"Job allocation {job_id} has been revoked" in err, err
+
+
+def test_ctrl_c_while_queued_cancels_a_pty_job(cluster: LocalCluster) -> None:
+    blocker = _occupy(cluster)
+    pid, fd = pty.fork()
+    if pid == 0:  # the user's side: `drover run --pty` on a terminal, its job queued
+        os.chdir(cluster.workdir)
+        os.execve(sys.executable, [sys.executable, "-m", "drover", "run", "--pty", "--", "bash"],
+                  cluster.env)
+    try:
+        job_id = _the_waiting_job(cluster, blocker)
+        os.kill(pid, signal.SIGINT)
+        seen = read_until(fd, b"revoked")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    _cancelled(cluster, job_id)
+    assert os.waitstatus_to_exitcode(status) == 130, seen
+    assert f"Job allocation {job_id} has been revoked".encode() in seen
