@@ -15,9 +15,8 @@ import signal
 import sys
 import tempfile
 import time
-from typing import IO
 
-from drover.cli.output_files import TaskOutput, all_nodes_here
+from drover.cli.output_files import Labelled, Sink, TaskOutput, all_nodes_here
 from drover.client.client import Client
 from drover.protocol.plain import JobRequest, WaitReply
 
@@ -40,22 +39,21 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
     `on_interrupt` on Ctrl-C once it runs; Ctrl-C before it starts prints `on_revoke` and raises
     Revoked. `named_files`: the job's output files are the user's choice, kept where they said
     (and read through the node, which knows what their patterns made)."""
+    array = bool(job.get("array"))
     spool = None  # set: the job's files are here, in this temporary directory, read directly
     if not named_files and all_nodes_here(client):
         spool = tempfile.mkdtemp(prefix=f"drover-{prefix}-")
         os.chmod(spool, 0o755)  # the job may run as its owner under a root-run node daemon
-        job["output"], job["error"] = os.path.join(spool, "out"), os.path.join(spool, "err")
+        # An array's tasks each a file of their own (%a their index), or they would overwrite each other.
+        job["output"], job["error"] = (os.path.join(spool, name + (".%a" if array else "")) for name in ("out", "err"))
     elif not named_files:
         # On another host this host's temporary directory does not exist: the files stay in the
         # working directory there (hidden), and come here through the node.
-        job["output"], job["error"] = ".drover-run-%j.out", ".drover-run-%j.err"
+        suffix = "%j_%a" if array else "%j"
+        job["output"], job["error"] = f".drover-run-{suffix}.out", f".drover-run-{suffix}.err"
     try:
         job_id, interrupted = _submit(client, job)
-        streams: list[tuple[TaskOutput, IO[bytes]]] = [
-            (TaskOutput(client, job_id, 0, "stdout", job["output"] if spool else None), sys.stdout.buffer)]
-        if job.get("error"):
-            streams.append((TaskOutput(client, job_id, 0, "stderr", job["error"] if spool else None),
-                            sys.stderr.buffer))
+        followed = _Followed(client, job_id, job, spool is not None, array)
         to_announce = on_start  # None once printed (or when there is nothing to print)
         started = False
         try:
@@ -67,9 +65,9 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
                 if to_announce is not None and started:
                     print(to_announce.format(id=job_id), file=sys.stderr, flush=True)
                     to_announce = None
-                for output, out in streams:
-                    output.copy_new(out)
+                followed.copy_new(reply)
                 if reply["ended"]:
+                    followed.close()
                     return reply
                 time.sleep(0.05)
         except KeyboardInterrupt:
@@ -80,8 +78,8 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
             client.action_json("cancel", [str(job_id)])
             while not (reply := client.wait_json(job_id, 60))["ended"]:
                 pass
-            for output, out in streams:
-                output.copy_new(out)
+            followed.copy_new(reply)
+            followed.close()
             return reply
     finally:
         if spool is not None:
@@ -125,6 +123,35 @@ def on_terminal(client: Client, job: JobRequest, on_start: str | None = None,
     while not (reply := client.wait_json(job_id, 30))["ended"]:
         pass
     return reply
+
+
+class _Followed:
+    """The job's stdout and stderr, each task's, copied here as they grow: a plain job's as they
+    are, an array's tasks' each line labelled with its index (output_files.Labelled)."""
+
+    def __init__(self, client: Client, job_id: int, job: JobRequest, here: bool, array: bool) -> None:
+        self.client, self.job_id, self.job, self.here, self.array = client, job_id, job, here, array
+        self.streams: dict[tuple[int, str], tuple[TaskOutput, Sink]] = {}
+
+    def copy_new(self, reply: WaitReply) -> None:
+        for task in reply["job"]["tasks"] if self.array else [{"index": 0}]:
+            self._follow(int(task["index"]))
+        for output, out in self.streams.values():
+            output.copy_new(out)
+
+    def _follow(self, index: int) -> None:
+        for stream, field, out in (("stdout", "output", sys.stdout.buffer), ("stderr", "error", sys.stderr.buffer)):
+            pattern = self.job.get(field)
+            if (index, stream) in self.streams or not isinstance(pattern, str):
+                continue
+            path = pattern.replace("%a", str(index)) if self.here else None
+            self.streams[index, stream] = (TaskOutput(self.client, self.job_id, index, stream, path),
+                                           Labelled(out, index) if self.array else out)
+
+    def close(self) -> None:
+        for _, out in self.streams.values():
+            if isinstance(out, Labelled):
+                out.close()
 
 
 def _submit(client: Client, job: JobRequest) -> tuple[int, bool]:

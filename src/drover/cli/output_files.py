@@ -3,14 +3,46 @@ and salloc outside a job)."""
 
 from __future__ import annotations
 
-from typing import IO
+from typing import IO, Protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.client.client import Client
 
 
-def copy_new_bytes(path: str, offset: int, out: IO[bytes]) -> int:
+class Sink(Protocol):
+    """Where a task's output is copied: a binary stream, or Labelled."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+    def flush(self) -> object: ...
+
+
+class Labelled:
+    """Each line written, prefixed with the task's index, as `srun --label` prints "3: ...": the
+    tasks of an array run at once and their lines interleave, so each line says whose it is. A
+    last line without its newline is printed (and given one) by `close`."""
+
+    def __init__(self, out: IO[bytes], index: int) -> None:
+        self.out, self.label, self.partial = out, f"{index}: ".encode(), b""
+
+    def write(self, data: bytes, /) -> int:
+        *lines, self.partial = (self.partial + data).split(b"\n")
+        if lines:
+            self.out.write(b"".join(self.label + line + b"\n" for line in lines))
+        return len(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.partial:
+            self.out.write(self.label + self.partial + b"\n")
+            self.partial = b""
+        self.out.flush()
+
+
+def copy_new_bytes(path: str, offset: int, out: Sink) -> int:
     """Copy what `path` holds past `offset` to `out`; return the new offset (the same one while
     the file does not exist yet)."""
     try:
@@ -34,7 +66,7 @@ class TaskOutput:
         self.offset = 0
         self.missing: str | None = None  # why the last call found nothing to read through the node
 
-    def copy_new(self, out: IO[bytes]) -> None:
+    def copy_new(self, out: Sink) -> None:
         """Copy what was written since the last call; nothing while the task has not started."""
         if self.path is not None:
             self.offset = copy_new_bytes(self.path, self.offset, out)

@@ -92,3 +92,17 @@ def test_ctrl_c_while_queued_cancels_a_pty_job(cluster: LocalCluster) -> None:
     _cancelled(cluster, job_id)
     assert os.waitstatus_to_exitcode(status) == 130, seen
     assert f"Job allocation {job_id} has been revoked".encode() in seen
+
+
+def test_run_of_an_array_shows_each_tasks_output_labelled(cluster: LocalCluster) -> None:
+    result = cluster.drover("run", "--array", "1-3", "--", "bash", "-c",
+                            "echo out $DROVER_TASK_ID; echo err $DROVER_TASK_ID >&2; printf 'no newline'", check=False)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "1: no newline", "1: out 1", "2: no newline", "2: out 2", "3: no newline", "3: out 3"], result.stdout
+    for index in (1, 2, 3):
+        assert f"{index}: err {index}\n" in result.stderr, result.stderr
+    job_id = int(result.stderr.split("drover run: job ")[1].split()[0])
+    logs = cluster.drover("logs", f"{job_id}.2", check=False)
+    assert logs.returncode != 0
+    assert "stays on its node" not in logs.stderr and f"task {job_id}.2 has ended" in logs.stderr, logs.stderr

@@ -38,12 +38,18 @@ def run(command: str, argv: list[str]) -> int:
         newest = task.attempts[-1] if task.attempts else None
         if api.remote or (newest is not None and newest.node not in {n.name for n in api.nodes() if n.local}):
             return _through_node(api, job_id, index, "stderr" if args.stderr else "stdout", args.follow)
-        if not os.path.isabs(path) or (not os.path.exists(path) and job.state not in ("pending", "running")):
+        from drover.core.job_state import FINAL_STATES
+
+        ended = task.state in FINAL_STATES  # it writes no more: a file not there now never will be
+        if not os.path.isabs(path) or (not os.path.exists(path) and (ended or job.state not in ("pending", "running"))):
             # Not visible from here (a scratch directory on the node): the controller keeps a copy.
             while args.follow and not api.wait_json(job_id, 30)["ended"]:
                 pass
             attempt = max((a.number for a in task.attempts), default=0)
             data = api.staged_file(job_id, index, attempt, path)
+            if data is None and ended:
+                raise NotFound(f"task {job_id}.{index} has ended and its output file {path} is no longer there "
+                               "(drover run keeps its own output files only until the job ends)")
             if data is None:
                 raise NotFound(f"the output of task {job_id}.{index} stays on its node until the task ends")
             sys.stdout.buffer.write(data)
