@@ -32,3 +32,32 @@ def test_a_bad_directive_names_the_file_and_line_and_submits_nothing(cluster: Lo
     assert refused.returncode == 1
     assert refused.stderr.strip() == "drover submit: bad.sh: line 3: #DROVER --bogus: not an option of drover submit"
     assert cluster.drover_json("status", "--all") == []
+
+
+ARGUMENTS_SCRIPT = """#!/bin/bash
+#DROVER --name with-arguments -o arguments.out
+echo "$# [$1] [$2] [$DROVER_JOB_NAME]"
+"""
+
+
+def test_a_script_and_its_arguments_are_spooled_as_sbatch_and_qsub_do(cluster: LocalCluster) -> None:
+    script = cluster.workdir / "args.sh"
+    script.write_text(ARGUMENTS_SCRIPT)
+    job = cluster.submit("--hold", "args.sh", "a", "b c", "--cpus")  # after the script: its arguments
+    script.unlink()  # the job runs the copy taken at submission
+    shown = cluster.drover_json("show", str(job))
+    assert shown["name"] == "with-arguments" and shown["cpus"] == 1
+    cluster.drover("release", str(job))
+    out = cluster.workdir / "arguments.out"
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "completed", describe="the job")
+    assert out.read_text() == "3 [a] [b c] [with-arguments]\n"
+
+
+def test_a_command_after_dashes_is_a_command_line_not_a_spooled_script(cluster: LocalCluster) -> None:
+    (cluster.workdir / "cmd.sh").write_text("#!/bin/bash\n#DROVER --name not-read\necho \"cmd $1\"\n")
+    job = cluster.submit("-o", "cmd.out", "--", "bash", str(cluster.workdir / "cmd.sh"), "x")
+    assert cluster.drover_json("show", str(job))["name"] == "bash"
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "completed", describe="the job")
+    assert (cluster.workdir / "cmd.out").read_text() == "cmd x\n"
+    shown_help = cluster.drover("submit", "--help").stdout
+    assert "SCRIPT [ARGS...]" in shown_help and "-- COMMAND [ARGS...]" in shown_help

@@ -27,9 +27,18 @@ def build_parser(command: str) -> argparse.ArgumentParser:
                    "(like srun). Ctrl-C cancels the job; with --pty, Ctrl-C goes to the job as a key, and before "
                    "the job starts it cancels it.")
         p.usage = "drover run [OPTIONS] -- COMMAND..."
-        p.set_defaults(script=None)
+        p.set_defaults(script=None, script_args=[])
     else:
-        p = parser(command, "Submit a job: a script file (run with bash), or a command after --.")
+        p = parser(command, "Submit a job: a script file (run with bash), or a command after --.\n\n"
+                   "drover submit [OPTIONS] SCRIPT [ARGS...]: the script's contents are taken now and become "
+                   "the job's (its #DROVER lines give options); ARGS, and everything after SCRIPT, are its "
+                   "$1 $2 ..., as sbatch and qsub pass them.\n"
+                   "drover submit [OPTIONS] -- COMMAND [ARGS...]: a command line, run as given where the job "
+                   "runs; a script named there is read when the job starts, not copied, and its #DROVER lines "
+                   "are not read.")
+        p.usage = ("drover submit [OPTIONS] SCRIPT [ARGS...]\n"
+                   "       drover submit [OPTIONS] -- COMMAND [ARGS...]\n"
+                   "       drover submit [OPTIONS] --each-line FILE")
     _add_script_options(p, command)
     _add_output_options(p)
     _add_resource_options(p)
@@ -54,6 +63,9 @@ def _add_script_options(p: argparse.ArgumentParser, command: str) -> None:
         p.add_argument("script", nargs="?", help="the job script (omit with -- COMMAND or --each-line); "
                        "#DROVER lines at its top give options, which the command line overrides; lines #NEXT "
                        "or #NEXTSCRIPT separate jobs of one file, submitted together")
+        p.add_argument("script_args", nargs=_remainder(), metavar="ARGS",
+                       help="the script's arguments, its $1 $2 ...: every word after SCRIPT (an option "
+                            "there is the script's, not drover submit's)")
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
@@ -306,7 +318,7 @@ def _directive_words(parser: argparse.ArgumentParser, source: str, script: str, 
         finally:
             parse_from(parser, None)
         if unknown or given.script:
-            bad = unknown[0] if unknown else given.script
+            bad = unknown[0] if unknown else given.script  # a stray word (and those after it, ARGS)
             raise BadRequest(f"{source}: line {number}: {PREFIX} {bad}: not an option of drover submit")
         words += line_words
         if lines is not None:
@@ -606,9 +618,18 @@ def _with_payloads(job: JobRequest, args: Any, command_argv: list[str], script: 
         script = "exec " + " ".join(shlex.quote(word) for word in command_argv) + "\n"
         name = args.name or os.path.basename(command_argv[0])
     else:
-        script = _read(args.script) if script is None else script
+        from drover.core.script_arguments import with_arguments
+
+        script = with_arguments(_read(args.script) if script is None else script, args.script_args)
         name = args.name or os.path.basename(args.script)
     return [{**job, "script": script, "name": name}]
+
+
+def _remainder() -> str:
+    """argparse.REMAINDER (argparse imported only when the parser is built)."""
+    import argparse
+
+    return argparse.REMAINDER
 
 
 def _boolean_option() -> type[argparse.Action]:

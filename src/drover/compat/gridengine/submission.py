@@ -328,10 +328,9 @@ def _script(script: str, arguments: list[str], shell: str | None) -> str:
     written to the job's TMPDIR and run by it; arguments become $1...."""
     set_arguments = f"set -- {shlex.join(arguments)}\n" if arguments else ""
     if shell is None or os.path.basename(shell) in SHELLS_RUN_DIRECTLY:
-        first, newline, rest = script.partition("\n")
-        if first.startswith("#!"):
-            return first + newline + set_arguments + rest
-        return set_arguments + script
+        from drover.core.script_arguments import with_arguments
+
+        return with_arguments(script, arguments)  # as `drover submit SCRIPT ARGS` does
     marker = "DROVER_SCRIPT_" + secrets.token_hex(8)
     body = script if script.endswith("\n") else script + "\n"
     return (f'#!/bin/bash\n{set_arguments}script=$(mktemp "${{TMPDIR:-/tmp}}/job_script.XXXXXX") || exit 1\n'
