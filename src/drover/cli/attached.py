@@ -20,6 +20,12 @@ from drover.cli.output_files import Labelled, Sink, TaskOutput, all_nodes_here
 from drover.client.client import Client
 from drover.protocol.plain import JobRequest, WaitReply
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from websockets.sync.client import ClientConnection as WebSocket
+
 
 class Revoked(KeyboardInterrupt):
     """Ctrl-C while the job still waited to start: it was cancelled (nothing is left queued to
@@ -40,17 +46,8 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
     Revoked. `named_files`: the job's output files are the user's choice, kept where they said
     (and read through the node, which knows what their patterns made)."""
     array = bool(job.get("array"))
-    spool = None  # set: the job's files are here, in this temporary directory, read directly
-    if not named_files and all_nodes_here(client):
-        spool = tempfile.mkdtemp(prefix=f"drover-{prefix}-")
-        os.chmod(spool, 0o755)  # the job may run as its owner under a root-run node daemon
-        # An array's tasks each a file of their own (%a their index), or they would overwrite each other.
-        job["output"], job["error"] = (os.path.join(spool, name + (".%a" if array else "")) for name in ("out", "err"))
-    elif not named_files:
-        # On another host this host's temporary directory does not exist: the files stay in the
-        # working directory there (hidden), and come here through the node.
-        suffix = "%j_%a" if array else "%j"
-        job["output"], job["error"] = f".drover-run-{suffix}.out", f".drover-run-{suffix}.err"
+    # Set: the job's files are here, in this temporary directory, read directly.
+    spool = None if named_files else _own_output_files(client, job, prefix, array)
     try:
         job_id, interrupted = _submit(client, job)
         followed = _Followed(client, job_id, job, spool is not None, array)
@@ -93,36 +90,75 @@ def on_terminal(client: Client, job: JobRequest, on_start: str | None = None,
     there (the job waits to start) cancels it, prints `on_revoke` and raises Revoked."""
     from drover.cli.terminal import relay, relay_websocket
 
-    job["pty"], job["output"] = True, "/dev/null"
-    job.pop("error", None)
-    job_id, interrupted = _submit(client, job)
-    attempt = None
+    spool = _own_output_files(client, job, "pty", array=False)
+    job["pty"] = True
+    job.pop("error", None)  # a terminal is one stream
     try:
-        if interrupted:
-            raise KeyboardInterrupt
-        while attempt is None:
-            reply = client.wait_json(job_id, 0)
-            if reply["ended"]:
-                return reply
-            attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]
-            attempt = attempts[-1] if attempts and attempts[-1].get("pty_socket") else None
+        job_id, interrupted = _submit(client, job)
+        attempt = None
+        try:
+            if interrupted:
+                raise KeyboardInterrupt
+            while attempt is None:
+                reply = client.wait_json(job_id, 0)
+                if reply["ended"]:
+                    break
+                attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]
+                attempt = attempts[-1] if attempts and attempts[-1].get("pty_socket") else None
+                if attempt is None:
+                    time.sleep(0.02)
+        except KeyboardInterrupt:
+            _revoke(client, job_id, on_revoke)
+        if on_start and (attempt is not None or _started(reply)):
+            print(on_start.format(id=job_id), file=sys.stderr, flush=True)
+        try:
             if attempt is None:
-                time.sleep(0.02)
-    except KeyboardInterrupt:
-        _revoke(client, job_id, on_revoke)
-    assert attempt is not None  # the loop ends with one, or returns
-    if on_start:
-        print(on_start.format(id=job_id), file=sys.stderr, flush=True)
+                pass  # it ended before its terminal was there
+            elif not client.remote and attempt["node"] in _local_nodes(client):
+                relay(str(attempt["pty_socket"]))
+            else:
+                _relay_through_node(client, job_id, relay_websocket)
+        except KeyboardInterrupt:
+            client.action_json("cancel", [str(job_id)])
+        while not (reply := client.wait_json(job_id, 30))["ended"]:
+            pass
+        # What the terminal had no one to give to (the job ended before the relay was reached),
+        # the node left in the job's output file.
+        TaskOutput(client, job_id, 0, "stdout", job["output"] if spool else None).copy_new(sys.stdout.buffer)
+        return reply
+    finally:
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)
+
+
+def _relay_through_node(client: Client, job_id: int, relay_websocket: Callable[[WebSocket], None]) -> None:
+    """The terminal through the job's node; none to reach once the job has ended is no error."""
+    from drover.core.errors import Unavailable
+
     try:
-        if not client.remote and attempt["node"] in _local_nodes(client):
-            relay(str(attempt["pty_socket"]))
-        else:
-            relay_websocket(client.terminal(job_id, 0))
-    except KeyboardInterrupt:
-        client.action_json("cancel", [str(job_id)])
-    while not (reply := client.wait_json(job_id, 30))["ended"]:
-        pass
-    return reply
+        websocket = client.terminal(job_id, 0)
+    except Unavailable:
+        if client.wait_json(job_id, 0)["ended"]:
+            return
+        raise
+    relay_websocket(websocket)
+
+
+def _own_output_files(client: Client, job: JobRequest, prefix: str, array: bool) -> str | None:
+    """Point the job's output and error files where this command reads them: a temporary
+    directory of this host's, returned (its caller removes it), when every node runs here; else
+    hidden files in its working directory, read through its node (None returned)."""
+    if all_nodes_here(client):
+        spool = tempfile.mkdtemp(prefix=f"drover-{prefix}-")
+        os.chmod(spool, 0o755)  # the job may run as its owner under a root-run node daemon
+        # An array's tasks each a file of their own (%a their index), or they would overwrite each other.
+        job["output"], job["error"] = (os.path.join(spool, name + (".%a" if array else "")) for name in ("out", "err"))
+        return spool
+    # On another host this host's temporary directory does not exist: the files stay in the
+    # working directory there (hidden), and come here through the node.
+    suffix = "%j_%a" if array else "%j"
+    job["output"], job["error"] = f".drover-run-{suffix}.out", f".drover-run-{suffix}.err"
+    return None
 
 
 class _Followed:

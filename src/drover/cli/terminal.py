@@ -30,9 +30,14 @@ def _window_size(fd: int) -> tuple[int, int]:
 
 def relay(path: str) -> None:
     """Connect to the job's terminal (its relay socket, on this host) and relay until the job
-    hangs up."""
+    hangs up. A socket gone or closed already is a job that ended first: nothing to relay (its
+    output is in its output file)."""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    connection.connect(path)
+    try:
+        connection.connect(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        connection.close()
+        return
     try:
         _relay(connection.sendall, connection.fileno(), lambda: connection.recv(65536))
     finally:

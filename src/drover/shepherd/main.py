@@ -315,7 +315,8 @@ def start_job(attempt: Attempt, opened: Opened) -> tuple[int, PtyRelay | None]:
     identity = attempt.identity
     relay = None
     if attempt.config.pty:
-        relay = PtyRelay(attempt.spool.path, identity.uid if identity is not None and identity.switches else None)
+        relay = PtyRelay(attempt.spool.path, identity.uid if identity is not None and identity.switches else None,
+                         undelivered_to=opened.stdout)
     attempt.containment.enter()
     try:
         with held_signals():

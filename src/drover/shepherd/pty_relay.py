@@ -6,6 +6,8 @@ Client → shepherd frames: b"d" + 2-byte length + bytes for the terminal (keys,
 the terminal's line discipline turns it into SIGINT for the job's foreground process group), or
 b"w" + rows + columns (2 bytes each) for a window size. Shepherd → client: the terminal's output,
 as it comes. The relay closes the connection once the job ended and its output was sent.
+A job that ended before any client connected (it ran for milliseconds) leaves what it wrote in
+its output file, where `drover run --pty` reads it instead.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def take_controlling_terminal() -> None:
 
 
 class PtyRelay:
-    def __init__(self, spool_dir: str, owner_uid: int | None) -> None:
+    def __init__(self, spool_dir: str, owner_uid: int | None, undelivered_to: int | None = None) -> None:
+        """`undelivered_to`: the job's output file (opened as its owner), which gets what no
+        client was there to take when the job ended."""
         self.master, self.slave = os.openpty()
         os.set_blocking(self.master, False)
         self.path = os.path.join(spool_dir, SOCKET)
@@ -39,6 +43,7 @@ class PtyRelay:
         os.chmod(self.path, 0o600)
         self.listener.listen(1)
         self.listener.setblocking(False)
+        self.undelivered_to = undelivered_to
         self.client: socket.socket | None = None
         self.pending = b""  # output not yet delivered
         self.incoming = b""
@@ -84,6 +89,15 @@ class PtyRelay:
                 return
             self.pending = b""
 
+    def _keep_undelivered(self) -> None:
+        view = memoryview(self.pending)
+        try:
+            while view and self.undelivered_to is not None:
+                view = view[os.write(self.undelivered_to, view):]
+        except OSError:  # the file's filesystem is full: nothing more to do for it
+            pass
+        self.pending = b""
+
     def _frames(self) -> None:
         while len(self.incoming) >= 3:
             kind = self.incoming[:1]
@@ -103,13 +117,23 @@ class PtyRelay:
                 self.incoming = b""  # not our protocol: drop it
 
     def finish(self) -> None:
-        """The job ended: send what it wrote last, then hang up."""
+        """The job ended: send what it wrote last, then hang up. A client that connected but was
+        not taken yet gets it; with no client, it goes to the job's output file."""
         while True:
             before = len(self.pending)
             self._read_master()
             if len(self.pending) == before:
                 break
+        try:
+            while True:
+                client, _ = self.listener.accept()
+                if self.client is not None:
+                    self.client.close()
+                self.client = client
+        except OSError:  # none is waiting (BlockingIOError)
+            pass
         self._flush()
+        self._keep_undelivered()
         for closing in (self.client, self.listener):
             if closing is not None:
                 closing.close()

@@ -38,3 +38,21 @@ def test_a_prompt_ctrl_c_and_a_resize_round_trip(cluster: LocalCluster) -> None:
         _, status = os.waitpid(pid, 0)
         os.close(fd)
     assert os.waitstatus_to_exitcode(status) == 7
+
+
+def test_a_job_that_ends_before_the_terminal_connects_still_shows_its_output_and_status(
+        cluster: LocalCluster) -> None:
+    for attempt in range(5):  # the job ends in milliseconds: mostly before the relay is reached
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.chdir(cluster.workdir)
+            os.execve(sys.executable, [sys.executable, "-m", "drover", "run", "--pty", "--", "bash", "-c",
+                                       f"echo quick-{attempt}; exit 3"], cluster.env)
+        try:
+            seen = read_until(fd, b"\x00never")  # everything, up to the end of the output
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+        assert b"Traceback" not in seen, seen
+        assert f"quick-{attempt}".encode() in seen, seen
+        assert os.waitstatus_to_exitcode(status) == 3, seen
