@@ -69,7 +69,12 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
                 time.sleep(0.05)
         except KeyboardInterrupt:
             if not started:
-                _revoke(client, job_id, on_revoke.format(prefix=prefix, id="{id}"))
+                try:
+                    _revoke(client, job_id, on_revoke.format(prefix=prefix, id="{id}"))
+                except Revoked as revoked:  # it may have started meanwhile: what it wrote is shown
+                    followed.copy_new(revoked.reply)
+                    followed.close()
+                    raise
             if on_interrupt:
                 print(on_interrupt.format(id=job_id), file=sys.stderr)
             client.action_json("cancel", [str(job_id)])
