@@ -5,6 +5,9 @@ Where the job runs on this host, its files and its terminal's socket are read he
 Where it runs on another host (this host joined a cluster, or the cluster has nodes elsewhere),
 both are reached through the controller and the node (GET .../output and the .../terminal
 WebSocket), which read them as the job's owner.
+
+Ctrl-C before the job starts cancels it where it waits ("Job allocation N has been revoked."),
+so that nothing is left queued to start later with nobody attached.
 """
 
 from __future__ import annotations
