@@ -289,13 +289,32 @@ def man_pages() -> dict[str, str]:
 _PATHS = ("FILE", "DIR", "DIRECTORY", "PATH", "SCRIPT")
 
 
+# Job ids, from `drover status` (the first column of its table): asked only when a word that
+# names a job is completed, and never starts a cluster (status only asks the one that runs).
+JOB_IDS = {"bash": "_drover_job_ids", "zsh": "_drover_job_ids"}
+JOB_IDS_PREAMBLE = {
+    "bash": '_drover_job_ids() {\n'
+            '  compgen -W "$(command drover status 2>/dev/null | awk \'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}\')" -- "$1"\n'
+            '}\n',
+    "zsh": '_drover_job_ids() {\n'
+           '  local -a ids\n'
+           '  ids=(${(f)"$(command drover status 2>/dev/null | awk \'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}\')"})\n'
+           '  compadd -a ids\n'
+           '}\n',
+}
+FISH_JOB_IDS = "(command drover status 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}')"
+
+
 def _mark_paths(parser: argparse.ArgumentParser) -> None:
-    """Options and arguments that name a file or a directory complete as paths."""
+    """Options and arguments that name a file or a directory complete as paths, those that name
+    a job as the cluster's job ids."""
     import shtab
 
     for action in parser._actions:
         words = f"{action.metavar or ''} {action.dest}".upper()
-        if any(word in words.split() or words.startswith(word) for word in _PATHS) and action.choices is None:
+        if action.metavar == "JOB":
+            action.complete = JOB_IDS  # type: ignore[attr-defined]
+        elif any(word in words.split() or words.startswith(word) for word in _PATHS) and action.choices is None:
             kind = shtab.DIRECTORY if "DIR" in words else shtab.FILE
             action.complete = kind  # type: ignore[attr-defined]
 
@@ -343,6 +362,8 @@ def _fish_options(parser: argparse.ArgumentParser, condition: str) -> list[str]:
             kind = getattr(action, "complete", None)
             if action.choices is not None:
                 words.append("-f -a " + _fish_quote(" ".join(map(str, action.choices))))
+            elif kind is JOB_IDS:
+                words.append("-f -a " + _fish_quote(FISH_JOB_IDS))
             elif kind is None:
                 words.append("-f")
         if action.help:
@@ -373,6 +394,8 @@ def fish(tree: argparse.ArgumentParser) -> str:
                     lines += _fish_options(subparser, f"{seen}; and __fish_seen_subcommand_from {sub}")
             elif action.choices is not None:
                 lines.append(f"complete -c drover -n {_fish_quote(seen)} -a {_fish_quote(' '.join(map(str, action.choices)))}")
+            elif getattr(action, "complete", None) is JOB_IDS:
+                lines.append(f"complete -c drover -n {_fish_quote(seen)} -a {_fish_quote(FISH_JOB_IDS)}")
             elif getattr(action, "complete", None) is not None:
                 lines.append(f"complete -c drover -n {_fish_quote(seen)} -F")
     return "\n".join(lines) + "\n"
@@ -382,7 +405,8 @@ def completions() -> dict[str, str]:
     import shtab
 
     tree = completion_tree()
-    out = {file: shtab.complete(tree, shell=shell) for shell, file in COMPLETION_FILES.items() if shell != "fish"}
+    out = {file: shtab.complete(tree, shell=shell, preamble=JOB_IDS_PREAMBLE[shell])
+           for shell, file in COMPLETION_FILES.items() if shell != "fish"}
     out[COMPLETION_FILES["fish"]] = fish(tree)
     return out
 

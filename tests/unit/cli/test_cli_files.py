@@ -77,3 +77,26 @@ def test_bash_completes_commands_subcommands_and_options(generated: dict[pathlib
     assert set(complete("drover", "queue", "s")) == {"show", "set", "stop", "start", "suspend"}
     assert complete("drover", "submit", "--arr") == ["--array"]
     assert complete("drover", "completion", "") == ["bash", "zsh", "fish"]
+
+
+def test_bash_completes_a_job_argument_with_the_ids_drover_status_lists(generated: dict[pathlib.Path, str],
+                                                                       tmp_path: pathlib.Path) -> None:
+    # A `drover` that prints what `drover status` prints: the ids are its first column.
+    fake = tmp_path / "drover"
+    fake.write_text('#!/bin/sh\n[ "$1" = status ] || exit 9\n'
+                    'printf "JOB  NAME  USER  STATE\\n12   a     u     RUNNING\\n130  b     u     PENDING\\n'
+                    '131  c     u     HELD\\n"\n')
+    fake.chmod(0o755)
+    script = generated[DATA / "completion" / "drover"]
+
+    def complete(*words: str) -> list[str]:
+        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
+        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _shtab_drover; printf "%s\\n" "${{COMPREPLY[@]}}"'],
+                             capture_output=True, text=True, check=True,
+                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+        return run.stdout.split()
+
+    assert complete("drover", "cancel", "13") == ["130", "131"]
+    assert sorted(complete("drover", "logs", "''")) == ["12", "130", "131"]
+    assert complete("drover", "status", "--before", "1") == ["12", "130", "131"]
+    assert complete("drover", "submit", "--array", "13") == []  # not a job: nothing asked
