@@ -53,10 +53,10 @@ def installed_bindir() -> str:
 
 
 def unit_text(name: str, bindir: str) -> str:
-    from importlib.resources import files
+    import drover
 
-    template = files("drover").joinpath("data", "systemd", name).read_text()
-    return template.replace("@BINDIR@", bindir)
+    with open(os.path.join(os.path.dirname(drover.__file__), "data", "systemd", name)) as file:
+        return file.read().replace("@BINDIR@", bindir)
 
 
 def write_units(directory: str, bindir: str) -> list[str]:
