@@ -100,3 +100,27 @@ def test_bash_completes_a_job_argument_with_the_ids_drover_status_lists(generate
     assert sorted(complete("drover", "logs", "''")) == ["12", "130", "131"]
     assert complete("drover", "status", "--before", "1") == ["12", "130", "131"]
     assert complete("drover", "submit", "--array", "13") == []  # not a job: nothing asked
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_commands_subcommands_and_options(generated: dict[pathlib.Path, str],
+                                                         tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "drover.fish"
+    script.write_text(generated[DATA / "completion" / "drover.fish"])
+
+    def complete(line: str) -> list[str]:
+        run = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C {line!r}"],
+                             capture_output=True, text=True, check=True)
+        return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
+
+    assert complete("drover sub") == ["submit"]
+    assert set(complete("drover queue s")) == {"show", "set", "stop", "start", "suspend"}
+    assert complete("drover submit --arr") == ["--array"]
+    assert complete("drover completion ") == ["bash", "fish", "zsh"]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_the_zsh_script_parses(generated: dict[pathlib.Path, str], tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "_drover"
+    script.write_text(generated[DATA / "completion" / "_drover"])
+    subprocess.run(["zsh", "-n", str(script)], check=True)
