@@ -3,21 +3,45 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two stamps in one environment: the demo needs Drover and its runtime dependencies alone;
+# the tests, lint and `make dist` add their tools (a later `make test` after `make demo` adds them).
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test test-unit test-integration lint bench clean venv install-system compat-docs
+.PHONY: demo test test-unit test-integration lint bench clean venv install-system compat-docs dist cli-files
 
-$(STAMP): pyproject.toml
+define make-venv
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 		echo "python3 -m venv failed: on Debian, install it with: apt-get install python3-venv"; exit 1; }
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
+endef
+
+$(STAMP): pyproject.toml
+	$(make-venv)
+	$(BIN)/python -m pip install --quiet -e '.[test,lint,dist]'
+	@touch $@ $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml
+	$(make-venv)
+	$(BIN)/python -m pip install --quiet -e .
 	@touch $@
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python scripts/demo.py
+
+# A wheel and an sdist in dist/, by python -m build: it builds the sdist first and the wheel from
+# it, so a file the sdist forgets fails here, not on a user's machine. The man pages and
+# completion scripts in them are the checked-in ones (`make cli-files` regenerates them).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	@ls -l dist
+
+# The man pages and the shell completion scripts, from the commands' parsers.
+cli-files: $(STAMP)
+	$(BIN)/python scripts/cli_files.py
 
 # The tests run in WORKERS processes (pytest-xdist); those that share something machine-wide
 # carry an xdist_group mark and run in one worker, one after another. Most wait on daemons, so
@@ -55,4 +79,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build dist src/*.egg-info

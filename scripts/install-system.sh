@@ -87,7 +87,7 @@ if ! getent passwd drover >/dev/null; then
     echo "made the system user drover, which a shared cluster's controller runs as"
 fi
 
-# The systemd units that start the daemons at boot (packaging/systemd), where systemd runs or
+# The systemd units that start the daemons at boot (the package's, `drover install-units`), where systemd runs or
 # UNITDIR names a directory: the installed `drover` written into them. Enabling them is the
 # admin's choice (see each unit's head); `drover join` enables drover-execd on a node.
 UNITDIR=${UNITDIR:-}
@@ -98,12 +98,7 @@ if [ -n "$UNITDIR" ]; then
     # Where the units keep their state and logs: root's, every user reaches the socket in it. The
     # controller's unit runs as drover and so does not make it (see its head).
     mkdir -p -m 0711 /var/lib/drover
-    mkdir -p "$UNITDIR"
-    for unit in drover-controller.service drover-execd.service; do
-        sed "s|@BINDIR@|$BINDIR|g" "$SOURCE/packaging/systemd/$unit" > "$UNITDIR/$unit.tmp"
-        chmod 0644 "$UNITDIR/$unit.tmp"
-        mv "$UNITDIR/$unit.tmp" "$UNITDIR/$unit"
-    done
+    "$PREFIX/bin/drover" install-units --prefix "$UNITDIR" --bindir "$BINDIR" >/dev/null
     [ -d /run/systemd/system ] && systemctl daemon-reload 2>/dev/null || true
     echo "installed drover-controller.service and drover-execd.service in $UNITDIR"
 fi

@@ -49,12 +49,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "store": ("store", "the job store: drover store migrate|check|copy (SQLite or PostgreSQL)"),
     "controller": ("daemons", "run the controller daemon in the foreground"),
     "execd": ("daemons", "run the node daemon in the foreground"),
+    "install-units": ("install_units", "write the systemd units that start the daemons at boot (as root)"),
+    "completion": ("completion", "print a shell's completion script: drover completion bash|zsh|fish"),
 }
 
 
 def usage() -> str:
     lines = ["usage: drover COMMAND [OPTIONS]", "", "Drover runs batch jobs on a personal or shared cluster.", "", "commands:"]
-    lines += [f"  {name:<11} {summary}" for name, (_, summary) in COMMANDS.items()]
+    width = max(map(len, COMMANDS))
+    lines += [f"  {name:<{width}} {summary}" for name, (_, summary) in COMMANDS.items()]
     lines += ["", "Run `drover COMMAND --help` for a command's options.",
               "A personal cluster starts on the first `drover submit`, or with `drover up`."]
     return "\n".join(lines)

@@ -1,5 +1,5 @@
-"""The systemd units `make install-system` installs (packaging/systemd): what they declare, and
-that what they start works. This machine runs no systemd, so each unit's commands run here as
+"""The systemd units `make install-system` installs (src/drover/data/systemd, written by `drover
+install-units`): what they declare, and that what they start works. This machine runs no systemd, so each unit's commands run here as
 systemd would run them (its ExecStartPre as root for a "+", ExecStart in the foreground as its
 User= and Group= with no other groups, output appended to the unit's log, the pid written by its
 ExecStartPost), with the install's `drover` and a temporary state directory in place of
@@ -24,7 +24,7 @@ from tests.helpers.wait import wait_until
 
 from drover.config import SERVICE_USER
 
-UNITS = Path(__file__).parents[3] / "packaging" / "systemd"
+UNITS = Path(__file__).parents[3] / "src" / "drover" / "data" / "systemd"
 
 
 def read_unit(name: str) -> dict[str, list[str]]:

@@ -126,7 +126,7 @@ def run(command: str, argv: list[str]) -> int:
 
 def _enabled_at_boot(paths: Paths) -> str | None:
     """Where systemd runs and `make install-system` installed its unit: the node's execd is
-    enabled to start at boot (packaging/systemd/drover-execd.service). The unit serves the
+    enabled to start at boot (drover-execd.service, `drover install-units`). The unit serves the
     system's state directory only."""
     if paths.root != SYSTEM_STATE_DIR or not os.path.isdir("/run/systemd/system") \
             or not os.path.exists(EXECD_UNIT_PATH):

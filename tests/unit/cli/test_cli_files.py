@@ -1,0 +1,126 @@
+"""The man pages and completion scripts the package ships are the ones the commands' parsers
+make now (scripts/cli_files.py), and say what those parsers accept."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from drover.cli.commands.compat import COMMANDS as FRONT_ENDS
+from drover.cli.main import COMMANDS
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+DATA = ROOT / "src" / "drover" / "data"
+
+
+def _generator():  # scripts/ is not a package
+    spec = importlib.util.spec_from_file_location("cli_files", ROOT / "scripts" / "cli_files.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[pathlib.Path, str]:
+    return _generator().wanted()
+
+
+def test_the_shipped_files_are_the_generated_ones(generated: dict[pathlib.Path, str]) -> None:
+    stale = [str(path.relative_to(DATA)) for path, text in generated.items()
+             if not path.exists() or path.read_text() != text]
+    assert not stale, f"out of date, run make cli-files: {stale}"
+    shipped = {p for d in ("man/man1", "completion") for p in (DATA / d).iterdir()}
+    assert shipped == set(generated), "files no command makes any more: run make cli-files"
+
+
+def test_every_command_and_front_end_has_a_man_page(generated: dict[pathlib.Path, str]) -> None:
+    names = {path.name for path in generated if path.suffix == ".1"}
+    assert names == {"drover.1"} | {f"drover-{c}.1" for c in COMMANDS} | {f"{c}.1" for c in FRONT_ENDS}
+
+
+def test_a_page_lists_the_options_its_parser_takes(generated: dict[pathlib.Path, str]) -> None:
+    submit = generated[DATA / "man" / "man1" / "drover-submit.1"]
+    assert "\\fB\\-\\-array\\fR" in submit and "\\fB\\-\\-dependency\\fR" in submit
+    queue = generated[DATA / "man" / "man1" / "drover-queue.1"]
+    assert ".SS create" in queue and "\\fB\\-\\-reason\\fR" in queue
+    sbatch = generated[DATA / "man" / "man1" / "sbatch.1"]
+    assert "\\fB\\-\\-job\\-name\\fR" in sbatch
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+def test_every_page_renders_without_warnings(generated: dict[pathlib.Path, str]) -> None:
+    for path, text in generated.items():
+        if path.suffix == ".1":
+            rendered = subprocess.run(["groff", "-man", "-Tutf8", "-wmac", "-wchar", "-wescape", "-wdelim", "-Wbreak"],
+                                      input=text, capture_output=True, text=True, check=True)
+            assert rendered.stderr == "", (path.name, rendered.stderr)
+            assert path.stem.upper() in rendered.stdout.replace("\u2010", "-")
+
+
+def test_bash_completes_commands_subcommands_and_options(generated: dict[pathlib.Path, str]) -> None:
+    script = generated[DATA / "completion" / "drover"]
+
+    def complete(*words: str) -> list[str]:
+        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
+        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _shtab_drover; printf "%s\\n" "${{COMPREPLY[@]}}"'],
+                             capture_output=True, text=True, check=True)
+        return run.stdout.split()
+
+    assert complete("drover", "sub") == ["submit"]
+    assert set(complete("drover", "queue", "s")) == {"show", "set", "stop", "start", "suspend"}
+    assert complete("drover", "submit", "--arr") == ["--array"]
+    assert complete("drover", "completion", "") == ["bash", "zsh", "fish"]
+
+
+def test_bash_completes_a_job_argument_with_the_ids_drover_status_lists(generated: dict[pathlib.Path, str],
+                                                                       tmp_path: pathlib.Path) -> None:
+    # A `drover` that prints what `drover status` prints: the ids are its first column.
+    fake = tmp_path / "drover"
+    fake.write_text('#!/bin/sh\n[ "$1" = status ] || exit 9\n'
+                    'printf "JOB  NAME  USER  STATE\\n12   a     u     RUNNING\\n130  b     u     PENDING\\n'
+                    '131  c     u     HELD\\n"\n')
+    fake.chmod(0o755)
+    script = generated[DATA / "completion" / "drover"]
+
+    def complete(*words: str) -> list[str]:
+        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
+        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _shtab_drover; printf "%s\\n" "${{COMPREPLY[@]}}"'],
+                             capture_output=True, text=True, check=True,
+                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+        return run.stdout.split()
+
+    assert complete("drover", "cancel", "13") == ["130", "131"]
+    assert sorted(complete("drover", "logs", "''")) == ["12", "130", "131"]
+    assert complete("drover", "status", "--before", "1") == ["12", "130", "131"]
+    assert complete("drover", "submit", "--array", "13") == []  # not a job: nothing asked
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_commands_subcommands_and_options(generated: dict[pathlib.Path, str],
+                                                         tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "drover.fish"
+    script.write_text(generated[DATA / "completion" / "drover.fish"])
+
+    def complete(line: str) -> list[str]:
+        run = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C {line!r}"],
+                             capture_output=True, text=True, check=True)
+        return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
+
+    assert complete("drover sub") == ["submit"]
+    assert set(complete("drover queue s")) == {"show", "set", "stop", "start", "suspend"}
+    assert complete("drover submit --arr") == ["--array"]
+    assert complete("drover completion ") == ["bash", "fish", "zsh"]
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_the_zsh_script_parses(generated: dict[pathlib.Path, str], tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "_drover"
+    script.write_text(generated[DATA / "completion" / "_drover"])
+    subprocess.run(["zsh", "-n", str(script)], check=True)
