@@ -114,10 +114,17 @@ def test_drover_and_the_front_ends_run_as_a_user(installed: Installed, users: tu
     assert helped.returncode == 0 and "install-units" in helped.stdout and "completion" in helped.stdout
     submit = _as(user, installed, "drover", "submit", "--help")
     assert submit.returncode == 0 and "--array" in submit.stdout
-    for front_end in ("sbatch", "squeue", "qsub", "qstat"):
-        assert (installed.bin / front_end).exists(), front_end
-    sbatch = _as(user, installed, "sbatch", "--version")
-    assert sbatch.returncode == 0 and "slurm" in sbatch.stdout.lower(), sbatch
+    # The front ends are opt-in: none beside drover, where they would hide a real Slurm's.
+    assert not any((installed.bin / front_end).exists() for front_end in ("sbatch", "squeue", "qsub", "qstat"))
+    assert not list((installed.venv / "share" / "man" / "man1").glob("sbatch*"))
+    front_ends = Path(tempfile.mkdtemp(prefix="drover-front-ends-", dir="/tmp"))
+    try:
+        os.chmod(front_ends, 0o777)
+        assert _as(user, installed, "drover", "compat", "install", str(front_ends)).returncode == 0
+        sbatch = _as(user, installed, str(front_ends / "sbatch"), "--version")
+        assert sbatch.returncode == 0 and "slurm" in sbatch.stdout.lower(), sbatch
+    finally:
+        shutil.rmtree(front_ends, ignore_errors=True)
 
 
 def test_bash_completion_completes_sub_to_submit(installed: Installed, users: tuple[str, str]) -> None:
