@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
 from tests.helpers.workflow_tools import DRIVERS, ToolEnv
 
 pytestmark = pytest.mark.timeout(240)
@@ -63,6 +64,7 @@ def test_interrupting_snakemake_cancels_the_jobs_it_submitted(
     finally:
         run.stop()
     assert status not in (None, 0), out  # snakemake stops, reporting the interruption
-    assert cluster.client().job(job_id).state == "cancelled"
+    # scancel asks; the job is cancelled once its node has ended it
+    wait_until(lambda: cluster.client().job(job_id).state == "cancelled", describe=f"job {job_id} cancelled")
     assert not (directory / "long.txt").exists()
     nothing_left_running()
