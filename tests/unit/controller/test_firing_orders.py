@@ -24,12 +24,12 @@ def test_gridengine_starter_method_and_accelerator_environments_are_named_in_the
     job = world.state.jobs[job_id]
     attempt = world.state.attempt_by_name(order.attempt)
     assert attempt is not None
-    assert "queue_starter_method" not in order.config and "environment_names" not in order.config
+    assert "queue_starter_method" not in order.config and order.config["job"]["environments"] == []
     assert "site_methods" not in order.config
     job.spec = msgspec.structs.replace(job.spec, environments=["gcc13", "gone"])  # "gone": no longer in drover.toml
     options = OrderOptions(1.0, queues={"default": QueueSection(starter_method="/opt/site/starter")},
                            environments={"gcc13": EnvironmentSection(setup="/opt/env/gcc13.sh", post="/opt/env/p.sh")})
     config = start_order(job, world.store.job_payloads([job_id])[job_id], attempt, options).config
     assert "queue_starter_method" not in config and "environments" not in config
-    assert config.get("environment_names") == ["gcc13", "gone"]
+    assert config["job"]["environments"] == ["gcc13", "gone"]
     assert config.get("site_methods") == {"queue_starter_method": digest("/opt/site/starter")}
