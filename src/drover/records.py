@@ -10,12 +10,12 @@ TypedDicts, standard library only, so the shepherd may import it and pays no dec
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
-class AttemptOrder(TypedDict):
-    """What the controller orders a node to run (the `config` of a StartAttempt message, checked
-    against this type when the node decodes it): everything about the attempt that is the job's."""
+class AttemptIdentity(TypedDict):
+    """Which attempt of which job this is, and its files (controller/handlers/dispatch.py,
+    `identity_part`): the job's own fields (not its spec's) and what the controller made of them."""
 
     attempt: str  # "<job>.<task>.<attempt>"
     job_id: int
@@ -29,48 +29,45 @@ class AttemptOrder(TypedDict):
     name: str
     owner: str  # user name
     node: str
-    workdir: str  # absolute; "" until the node gives the job a scratch directory
-    submit_dir: str
-    stdout: str  # absolute (relative to the scratch directory while workdir is "")
+    priority: int
+    # Where it runs: the spec's workdir, or a parallel task's own; "" until the node gives the job
+    # a scratch directory (then the node's config says where).
+    workdir: str
+    environment: dict[str, str]  # the job's environment, as submitted (its payload's)
+    # Its output files, made by the controller of the spec's patterns (`output`, `error`,
+    # `done_output`) for this task on this node: absolute (relative to the scratch directory
+    # while workdir is "").
+    stdout: str
     stderr: str | None  # None joins stderr into stdout
-    open_mode: str  # "append" or "truncate"
-    environment: dict[str, str]
+    done_output: NotRequired[str]  # jobd's doneoutput: the output moved here when the job is done
+    # A task of a running parallel job started on one of its hosts (GE's tight integration,
+    # `qrsh -inherit`): its <petaskid>, and the name of its own cgroup ("<attempt>.<petaskid>").
+    # Such a task runs no prolog, epilog or PE procedure (docs/parallel-environments.md).
+    pe_task: NotRequired[str]
+    containment_name: NotRequired[str]
+
+
+class Placement(TypedDict):
+    """What the attempt was given (`placement_part`): its CPUs, memory and devices here, and a
+    parallel job's other hosts (its parallel environment and slots: the spec's `pe`, `pe_slots`)."""
+
     cpus: int
     cpu_ids: list[int]
-    memory_mib: int
-    time_limit_s: int | None
-    kill_grace_s: float  # between the warning signal and SIGKILL
-    priority: int
-    mail_user: str | None
-    mail_type: list[str]
-    keep_spool: bool
-    stage_out: list[str]  # glob patterns in the working directory
-    job_prolog: str | None  # the job's own methods (Accelerator's precmd and postcmd)
-    job_epilog: str | None
-    epilog_sets_exit: bool
-    warn_signal: str | None  # Slurm's --signal=SIG@T: this signal...
-    warn_before_s: int  # ...this long before the time limit
-    checkpoint_signal: str | None  # what `drover checkpoint` delivers
-    rerunnable: bool  # requeued as a new attempt when its shepherd dies
-    pty: bool  # an interactive job, on a pseudo-terminal
-    queue: str
-    # The site's commands below (the queue's prolog, epilog and starter, the PE's procedures, the
-    # named environments' scripts, the checkpoint commands) are filled in by the node from its own
-    # drover.toml (execd/site_methods.py): an order that carries one is refused. The order names
-    # what the job uses, and lists the methods the controller's drover.toml has for them.
-    queue_prolog: NotRequired[str | None]  # the queue's methods (the site's)
-    queue_epilog: NotRequired[str | None]
-    site_methods: NotRequired[dict[str, str]]  # order key ("queue_prolog", "pe_start") → SHA-256 of the command
-    environment_names: NotRequired[list[str]]  # the named environments the job asked for, in order
-    credential: NotRequired[str | None]  # the owner's signature over what the job runs (cluster/signing.py)
-    output_pattern: NotRequired[str]  # what `stdout` and `stderr` were made from, as the owner signed them
-    error_pattern: NotRequired[str | None]
-    event_log: NotRequired[str | None]  # the job's --event-log: here for the owner's signature only
+    memory_mib: int  # a parallel job's share on this node
     # The generic resources the attempt was given: name → device indices on the node
     # ({"gpu": [0, 2]}), for CUDA_VISIBLE_DEVICES, SLURM_JOB_GPUS and SGE_HGR_<name>.
     gres: NotRequired[dict[str, list[int]]]
+    # A parallel job's other hosts and the CPUs it holds on each (its slots there), after this
+    # node, its master: the pe_hostfile's further lines (GE: "each involved host").
+    pe_hosts: NotRequired[list[PeHostRecord]]
+
+
+class SiteSettings(TypedDict):
+    """The site's settings for the attempt (`site_part`): the cluster's and its queue's, as the
+    controller has them, and the site's commands the node fills in from its own drover.toml."""
+
+    kill_grace_s: float  # between the warning signal and SIGKILL
     queue_nice: NotRequired[int]  # added to the job's nice: its queue's `nice` (jobd's)
-    job_pids_max: NotRequired[int | None]  # the job's own process limit (--pids-max); the node's caps it
     # [controller] forbid_reschedule and forbid_apperror, for the node's final record and end
     # mail: 99 and 100 mean what they mean to the controller (core/exit_status.ExitSemantics)
     forbid_reschedule: NotRequired[bool]
@@ -79,24 +76,21 @@ class AttemptOrder(TypedDict):
     # (execd/enforcement.py); absent: the node's own [execd] setting.
     enforce_cpu: NotRequired[str]
     enforce_memory: NotRequired[str]
-    # jobd's options, for the shepherd at the job's end, as the owner: remove the output files
-    # (zapthisjob); move the output to `done_output` (absolute; doneoutput), made of the pattern
-    # the owner signed; copy it into the spool for the end-of-job mail (mailoutput).
-    zap: NotRequired[bool]
-    done_output: NotRequired[str]
-    done_output_pattern: NotRequired[str]
-    mail_output: NotRequired[bool]
+    # The site's commands below (the queue's prolog, epilog and starter, the PE's procedures, the
+    # named environments' scripts, the checkpoint commands) are filled in by the node from its own
+    # drover.toml (execd/site_methods.py): an order that carries one is refused. The order names
+    # what the job uses (its spec does), and lists the methods the controller's drover.toml has.
+    site_methods: NotRequired[dict[str, str]]  # order key ("queue_prolog", "pe_start") → SHA-256 of the command
+    queue_prolog: NotRequired[str | None]  # the queue's methods (the site's)
+    queue_epilog: NotRequired[str | None]
     # Grid Engine's queue_conf starter_method: the job's queue's, which starts the job in its
     # place (shepherd/starter.py); it wins over the node's `starter_method`.
     queue_starter_method: NotRequired[str]
     # The Accelerator's named environments the job asked for, in order, with their scripts as the
     # node's drover.toml has them (shepherd/environments.py).
     environments: NotRequired[list[EnvironmentRecord]]
-    # Grid Engine's parallel environment (sge_pe(5)), for a job that asked for one: its name, the
-    # slots it was given, and its start and stop procedures (placeholders not yet replaced), each
+    # The parallel environment's start and stop procedures (placeholders not yet replaced), each
     # run as the job's owner, or as the node daemon's user when `_as_site` (the "root@" prefix).
-    pe: NotRequired[str]
-    pe_slots: NotRequired[int]
     pe_start: NotRequired[str]
     pe_start_as_site: NotRequired[bool]
     pe_stop: NotRequired[str]
@@ -112,14 +106,14 @@ class AttemptOrder(TypedDict):
     # order, its name and the job's occasions without commands; the node fills in its own
     # drover.toml's, their placeholders expanded but $job_pid, which the shepherd fills in.
     checkpoint: NotRequired[AttemptCheckpoint]
-    # A parallel job's other hosts and the CPUs it holds on each (its slots there), after this
-    # node, its master: the pe_hostfile's further lines (GE: "each involved host").
-    pe_hosts: NotRequired[list[PeHostRecord]]
-    # A task of a running parallel job started on one of its hosts (GE's tight integration,
-    # `qrsh -inherit`): its <petaskid>, and the name of its own cgroup ("<attempt>.<petaskid>").
-    # Such a task runs no prolog, epilog or PE procedure (docs/parallel-environments.md).
-    pe_task: NotRequired[str]
-    containment_name: NotRequired[str]
+
+
+class AttemptOrder(AttemptIdentity, Placement, SiteSettings):
+    """What the controller orders a node to run (the `config` of a StartAttempt message, checked
+    against this type when the node decodes it): the attempt's identity, its placement, the
+    site's settings, and the job's spec, whole."""
+
+    job: JobRecord  # what the user asked of the job, every field: read as config["job"]["NAME"]
 
 
 class PeHostRecord(TypedDict):
@@ -338,3 +332,135 @@ class FinalRecord(TypedDict):
     usage: Usage | None
     outcome: str  # END, FAIL or REQUEUE, as the controller will decide it
     recorded_at: float
+
+
+# Generated from core/job_spec.py's JobSpec by scripts/job_record.py; do not edit. Regenerate: .venv/bin/python scripts/job_record.py
+class JobRecord(TypedDict):
+    """The job's spec (core/job_spec.py, JobSpec) as the order carries it: its canonical
+    encoding, every field, as the store holds it."""
+
+    submit_dir: str  # absolute; where the user submitted from (stored: the working directory if not given)
+    error: str | None  # a pattern (core/patterns.py); None joins stderr into the output file
+    open_mode: str  # or "append"
+    time_limit_s: int | None  # stored: the queue's default time when the user gave none
+    kill_on_invalid_dep: bool  # a dependency that can never be met cancels the job; else it waits
+    mail_user: str | None
+    mail_type: list[str]  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
+    keep_spool: bool  # keep the attempt's spool directory on the node after cleanup
+    event_log: str | None  # an absolute path: every event of the job appended as JSON lines, as the owner
+    # jobd's zapthisjob, doneoutput and mailoutput: remove the job's output files when it ends;
+    # put its output (stdout and stderr) in this file (a pattern) when it is done; mail it.
+    zap: bool
+    done_output: str | None
+    mail_output: bool
+    stage_out: list[str]  # glob patterns in the working directory, copied back after it exits
+    prolog: str | None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
+    epilog: str | None  # the job's own epilog (postcmd)
+    # Accelerator's postcmd (firing sequence step 22): the exit status of the job's own epilog is
+    # the job's; False keeps the job's own (`drover submit --no-epilog-sets-exit`).
+    epilog_sets_exit: bool
+    warn_signal: str | None  # Slurm's --signal: send this signal (e.g. "SIGUSR1")...
+    warn_before_s: int  # ...this long before the time limit
+    checkpoint_signal: str | None  # what `drover checkpoint` sends the job (e.g. "SIGUSR2")
+    rerunnable: bool  # requeued as a new attempt when its shepherd dies (--no-requeue: failed)
+    pty: bool  # run under a pseudo-terminal, relayed to `drover run --pty`
+    queue: str  # a queue of the cluster's ([queues.NAME] in drover.toml), with its methods
+    gres: list[str]  # generic resources each task needs on its node: "gpu:2", "gpu:a100:1" (core/gres.py)
+    licenses: dict[str, int]  # cluster-wide counters each task holds while it runs ([licenses])
+    constraint: str | None  # node features it needs: "avx512&bigmem", "a|b" (core/constraints.py)
+    exclusive: bool  # each task has its node to itself (all its CPUs), as jobd's soleaccess
+    # The owner's MUNGE credential over what the job runs (cluster/signing.py), made by their
+    # `drover` where munged runs; nodes that require signed jobs check it before running anything.
+    credential: str | None
+    # The Accelerator's named environments ([environments.NAME] of drover.toml), switched to in
+    # this order before the job's prolog (`drover submit --environment A+B`).
+    environments: list[str]
+    # Grid Engine's -pe NAME: a parallel environment of the cluster's (controller/handlers/parallel_envs.py).
+    pe: str | None
+    # Its own slots on each node, in place of its PE's allocation rule (the integer rule N: N slots
+    # on each node it gets); Slurm's -N with --ntasks-per-node × --cpus-per-task.
+    pe_per_node: int | None
+    # The job's own process limit (its cgroup's pids.max), at most its node's [execd] pids_max.
+    pids_max: int | None
+    # Grid Engine's qsub -notify: SIGUSR1 before a suspend, SIGUSR2 before a stop, the queue's
+    # notify_s ahead (shepherd/notice.py).
+    notify: bool
+    # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt; core/checkpoints.py).
+    checkpoint: str | None
+    workdir: str  # absolute; "" runs the job in a scratch directory on its node
+    # A pattern (core/patterns.py); when submitted: the user's, or the default for an array or not.
+    output: str
+    pe_slots: int | None  # the slots each task holds of its `pe` (set with it), fixed when submitted
+    # The checkpoint occasions and period the job asked for (qsub -c), overriding its environment's.
+    checkpoint_when: str | None
+    checkpoint_interval_s: int | None
+
+
+# A spec's fields at their defaults: what an order of an older layout did not say.
+JOB_DEFAULTS: JobRecord = {
+    "submit_dir": "",
+    "error": None,
+    "open_mode": "truncate",
+    "time_limit_s": None,
+    "kill_on_invalid_dep": True,
+    "mail_user": None,
+    "mail_type": [],
+    "keep_spool": False,
+    "event_log": None,
+    "zap": False,
+    "done_output": None,
+    "mail_output": False,
+    "stage_out": [],
+    "prolog": None,
+    "epilog": None,
+    "epilog_sets_exit": True,
+    "warn_signal": None,
+    "warn_before_s": 60,
+    "checkpoint_signal": None,
+    "rerunnable": True,
+    "pty": False,
+    "queue": "default",
+    "gres": [],
+    "licenses": {},
+    "constraint": None,
+    "exclusive": False,
+    "credential": None,
+    "environments": [],
+    "pe": None,
+    "pe_per_node": None,
+    "pids_max": None,
+    "notify": False,
+    "checkpoint": None,
+    "workdir": "",
+    "output": "drover-%j.out",
+    "pe_slots": None,
+    "checkpoint_when": None,
+    "checkpoint_interval_s": None,
+}
+# End of the generated part.
+
+
+# The keys of a `config` record written before the order carried the job's spec whole, each
+# with the spec's field it was (the other keys of that record were the attempt's, as now).
+_EARLIER_KEYS = {"submit_dir": "submit_dir", "open_mode": "open_mode", "time_limit_s": "time_limit_s",
+                 "mail_user": "mail_user", "mail_type": "mail_type", "keep_spool": "keep_spool",
+                 "job_pids_max": "pids_max", "stage_out": "stage_out", "job_prolog": "prolog",
+                 "job_epilog": "epilog", "credential": "credential", "output_pattern": "output",
+                 "error_pattern": "error", "event_log": "event_log", "epilog_sets_exit": "epilog_sets_exit",
+                 "warn_signal": "warn_signal", "warn_before_s": "warn_before_s",
+                 "checkpoint_signal": "checkpoint_signal", "rerunnable": "rerunnable", "pty": "pty",
+                 "queue": "queue", "environment_names": "environments", "zap": "zap",
+                 "done_output_pattern": "done_output", "mail_output": "mail_output"}
+
+
+def config_in_current_layout(raw: dict[str, Any]) -> dict[str, Any]:
+    """A `config` record as this Drover writes it. One written before the order carried the
+    job's spec (an execd restarted over an older spool re-attaches its live attempts) had some
+    of the spec's fields flat, under the names above: they are gathered into its `job`, the
+    fields it did not have at their defaults."""
+    if "job" in raw:
+        return raw
+    job: dict[str, Any] = dict(JOB_DEFAULTS)
+    job.update({field: raw[key] for key, field in _EARLIER_KEYS.items() if raw.get(key) is not None})
+    job["workdir"] = "" if raw.get("scratch") else raw.get("workdir", "")
+    return {**raw, "job": job}

@@ -52,8 +52,9 @@ def spool_summary(spool_root: Path) -> dict[str, Any]:
         usage = attempt_records.usage(spool)
         ended = (directory / layout.EXIT_STATUS).exists()
         attempts[directory.name] = {
-            "config": None if config is None else {key: config[key] for key in  # type: ignore[literal-required]
-                                                   ("attempt", "job_id", "task_index", "name", "cpus", "queue")},
+            "config": None if config is None else {**{key: config[key] for key in  # type: ignore[literal-required]
+                                                      ("attempt", "job_id", "task_index", "name", "cpus")},
+                                                   "queue": config["job"]["queue"]},
             "job_script": (directory / layout.JOB_SCRIPT).read_text(),
             "exit_status": attempt_records.exit_status(spool) if ended else None,
             "usage": None if usage is None else sorted(usage),

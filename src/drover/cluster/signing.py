@@ -81,34 +81,32 @@ def signed_request(job: Mapping[str, Any]) -> Signed:
 def signed_order(order: StartAttempt) -> Signed:
     """The same, as a node's order says it: equal to what was signed unless the job was changed
     on its way (tests/unit/cluster/test_signing.py holds the two together)."""
-    config = order.config
+    config, job = order.config, order.config["job"]
     signed: Signed = {
-        "script": order.script, "workdir": config["workdir"], "environment": config["environment"],
-        "prolog": config["job_prolog"], "epilog": config["job_epilog"], "name": config["name"],
-        "output": config.get("output_pattern", ""), "error": config.get("error_pattern"),
+        "script": order.script, "workdir": job["workdir"], "environment": config["environment"],
+        "prolog": job["prolog"], "epilog": job["epilog"], "name": config["name"],
+        "output": job["output"], "error": job["error"],
         "stage_in": [file_entry(f.name, f.mode, f.data) for f in order.stage_in],
-        "stage_out": config["stage_out"],
+        "stage_out": job["stage_out"],
     }
-    event_log = config.get("event_log")
-    if event_log:
-        signed["event_log"] = event_log
-    done_output = config.get("done_output_pattern")
-    if done_output:
-        signed["done_output"] = done_output
+    if job["event_log"]:
+        signed["event_log"] = job["event_log"]
+    if job["done_output"]:
+        signed["done_output"] = job["done_output"]
     return signed
 
 
 def outputs_as_signed(order: StartAttempt) -> bool:
-    """The order's output and error files are what the signed patterns make of this attempt."""
-    config = order.config
+    """The order's working directory and its output and error files are what the signed spec
+    makes of this attempt."""
+    config, job = order.config, order.config["job"]
 
     def made(pattern: str) -> str:
-        return os.path.join(config["workdir"], expand(pattern, job_id=config["job_id"], index=config["task_index"],
-                                                      name=config["name"], user=config["owner"], node=config["node"]))
+        return os.path.join(job["workdir"], expand(pattern, job_id=config["job_id"], index=config["task_index"],
+                                                   name=config["name"], user=config["owner"], node=config["node"]))
 
-    error = config.get("error_pattern")
-    done = config.get("done_output_pattern")
-    return config["stdout"] == made(config.get("output_pattern", "")) and \
+    error, done = job["error"], job["done_output"]
+    return config["workdir"] == job["workdir"] and config["stdout"] == made(job["output"]) and \
         config["stderr"] == (made(error) if error is not None else None) and \
         config.get("done_output") == (made(done) if done else None)
 

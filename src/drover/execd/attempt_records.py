@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -21,6 +22,7 @@ from drover.records import (
     ExitStatus,
     StagedOutRecord,
     Usage,
+    config_in_current_layout,
 )
 from drover.spool import layout
 
@@ -47,7 +49,8 @@ def usage(spool: layout.SpoolDir) -> Usage | None:
 
 
 def config(spool: layout.SpoolDir) -> AttemptConfig | None:
-    return _read(spool, layout.CONFIG, AttemptConfig)[0]
+    """The attempt's config, in this Drover's layout even when an older one wrote it."""
+    return _read(spool, layout.CONFIG, AttemptConfig, config_in_current_layout)[0]
 
 
 def containment(spool: layout.SpoolDir) -> ContainmentRecord | None:
@@ -63,11 +66,14 @@ def cleanup_progress(spool: layout.SpoolDir) -> CleanupProgress:
     return _read(spool, layout.CLEANUP, CleanupProgress)[0] or {"done": [], "step": None, "tries": 0, "error": None}
 
 
-def _read(spool: layout.SpoolDir, name: str, kind: type[T]) -> tuple[T | None, str]:
+def _read(spool: layout.SpoolDir, name: str, kind: type[T],
+          upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[T | None, str]:
     path = spool.record(name)
     try:
         with open(path, "rb") as file:
-            return msgspec.json.decode(file.read(), type=kind), ""
+            if upgrade is None:
+                return msgspec.json.decode(file.read(), type=kind), ""
+            return msgspec.convert(upgrade(msgspec.json.decode(file.read(), type=dict[str, Any])), type=kind), ""
     except FileNotFoundError:
         return None, f"{path} is missing"
     except (OSError, msgspec.DecodeError) as error:  # ValidationError is a DecodeError

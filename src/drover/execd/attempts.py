@@ -32,7 +32,7 @@ from drover.protocol.node_channel import (
     Started,
     Suspended,
 )
-from drover.records import AttemptConfig, ExitStatus, NodeOptions
+from drover.records import AttemptConfig, ExitStatus, NodeOptions, config_in_current_layout
 from drover.spool import layout
 from drover.spool.atomic import read_json, read_text, write_atomically, write_json
 from drover.spool.outcome import make_reserve
@@ -213,10 +213,10 @@ class Attempts:
             log.info("attempt %s: %s not delivered: the shepherd is about to exit", order.attempt, order.action)
             return
         # The shepherd's signal contract, and nothing else (job_signals.py).
-        config = read_json(live.spool.record(layout.CONFIG)) or {}
+        config = config_in_current_layout(read_json(live.spool.record(layout.CONFIG)) or {})
         # A job that cannot checkpoint (its environment left drover.toml) is stopped for its requeue.
         action = "terminate" if order.action == "migrate" and "checkpoint" not in config else order.action
-        deliver = delivery(action, config.get("checkpoint_signal"))
+        deliver = delivery(action, config["job"]["checkpoint_signal"])
         if deliver is None:
             log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
             return

@@ -464,7 +464,8 @@ class Cleanup:
         record = _final_record(spool)
         config, exit_status, usage = record["config"], record["exit_status"], record["usage"]
         event = record["outcome"]
-        if config is None or not config["mail_user"] or not mail.wants(config["mail_type"], event, config["is_array"]):
+        if config is None or not config["job"]["mail_user"] or not mail.wants(config["job"]["mail_type"], event,
+                                                                         config["is_array"]):
             return False
         subject, body = mail.summary(
             config["job_id"], config["task_index"] if config["is_array"] else None, config["name"],
@@ -475,9 +476,9 @@ class Cleanup:
              "user CPU": _seconds(usage, "user_cpu_s"), "max RSS KiB": usage["max_rss_kib"] if usage else None,
              "output": config.get("done_output") or config["stdout"]},
         )
-        if config.get("mail_output"):  # jobd's mailoutput: the shepherd copied it as the owner
+        if config["job"]["mail_output"]:  # jobd's mailoutput: the shepherd copied it as the owner
             body += _mailed_output(spool)
-        host, port, to = self.settings.smtp_host, self.settings.smtp_port, config["mail_user"]
+        host, port, to = self.settings.smtp_host, self.settings.smtp_port, config["job"]["mail_user"]
         relay = f"{host}:{port}"
         try:
             await self._in_thread(lambda: mail.send(host, port, to, subject, body),
@@ -509,7 +510,7 @@ class Cleanup:
             try:
                 if config is not None:  # where its output is, for `drover logs` once the spool is gone
                     output_index.remember(self.root, spool.name, config)
-                if self.settings.keep_spool or (config and config["keep_spool"]):
+                if self.settings.keep_spool or (config and config["job"]["keep_spool"]):
                     kept = os.path.join(self.root, KEPT)
                     os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
                     os.rename(spool.path, os.path.join(kept, spool.name))
@@ -642,8 +643,8 @@ def _final_record(spool: layout.SpoolDir) -> FinalRecord:
     terminated = exit_status["terminated"]
     facts = exit_facts(exit_status, cancel_requested=terminated and why not in ("requeue", "hold"),
                        requeue_requested=terminated and why in ("requeue", "hold"),
-                       epilog_sets_exit=bool(config and config["epilog_sets_exit"]),
-                       rerunnable=config["rerunnable"] if config else True,
+                       epilog_sets_exit=bool(config and config["job"]["epilog_sets_exit"]),
+                       rerunnable=config["job"]["rerunnable"] if config else True,
                        attempt_number=config["attempt_number"] if config else 1)
     semantics = ExitSemantics(forbid_reschedule=bool(config and config.get("forbid_reschedule")),
                               forbid_apperror=bool(config and config.get("forbid_apperror")))

@@ -288,7 +288,7 @@ class Enforcer:
     def _note(self, config: AttemptConfig | None, line: str) -> None:
         """Append `line` to the job's error file (its output file when stderr is joined), as its
         owner. Never waited for: a file on a hung filesystem delays nothing."""
-        if config is None or config.get("pty"):
+        if config is None or config["job"]["pty"]:
             return
         path = config["stderr"] or config["stdout"]
         if not os.path.isabs(path):

@@ -129,7 +129,7 @@ class PeTasks:
             config["containment_name"] = f"{order.attempt}.{order.petask}"
             config["stdout"] = os.path.join(out, "stdout")
             config["stderr"] = os.path.join(out, "stderr")
-            config["open_mode"] = "truncate"
+            config["job"] = {**config["job"], "open_mode": "truncate"}
             write_atomically(spool.record(layout.JOB_SCRIPT), order.script.encode(), mode=0o500)
             if identity is not None:
                 os.chown(spool.record(layout.JOB_SCRIPT), identity["uid"], identity["gid"])

@@ -54,7 +54,7 @@ class SignedJobs:
 
     def _check(self, order: StartAttempt) -> str | None:
         config = order.config
-        opened = self._owners_credential(config.get("credential"), config["owner"])
+        opened = self._owners_credential(config["job"]["credential"], config["owner"])
         if isinstance(opened, str):
             return opened
         if config["node"] != self.node:
@@ -72,7 +72,7 @@ class SignedJobs:
         they started it from, exactly this command, working directory and environment, in this
         job, on this node (cluster/signing.py, SignedPeTask)."""
         config = order.config
-        opened = self._owners_credential(config.get("credential"), config["owner"])
+        opened = self._owners_credential(config["job"]["credential"], config["owner"])
         if isinstance(opened, str):
             why = opened.replace("the job is not signed", "the task is not signed")
         elif config["node"] != self.node:

@@ -80,7 +80,7 @@ class SiteMethods:
             return (f"the controller's drover.toml sets {', '.join(_described(order, key) for key in missing)}, which "
                     f"this node's drover.toml ({self.source}) does not: a node runs only the commands its own "
                     "drover.toml defines; set them there too")
-        unknown = [name for name in order.get("environment_names", []) if name not in self.environments]
+        unknown = [name for name in order["job"]["environments"] if name not in self.environments]
         if unknown:
             return (f"this node's drover.toml ({self.source}) defines no named environment "
                     f"{', '.join(repr(name) for name in unknown)} ([environments.NAME])")
@@ -94,7 +94,7 @@ class SiteMethods:
         drover.toml (call after `refusal` said None); None: the key is left out. The order's
         queue method overrides are signals or NONE: a signal stays; NONE leaves the queue's
         method out."""
-        queue = self.queues.get(order["queue"])
+        queue = self.queues.get(order["job"]["queue"])
         own: dict[str, Any] = {"queue_prolog": queue.prolog if queue else None,
                                "queue_epilog": queue.epilog if queue else None}
         if queue is not None and queue.starter_method:
@@ -104,13 +104,13 @@ class SiteMethods:
             given = order.get(key)
             value = getattr(queue, method) if given is None and queue is not None else given
             own[key] = value if value is not None and value != NONE else None
-        pe = self.parallel_environments.get(order.get("pe") or "")
+        pe = self.parallel_environments.get(order["job"]["pe"] or "")
         if pe is not None:
             for key, text in (("pe_start", pe.start_proc_args), ("pe_stop", pe.stop_proc_args)):
                 procedure = parse_procedure(key, text)
                 if procedure is not None:
                     own[key], own[f"{key}_as_site"] = procedure.command, procedure.as_site
-        names = order.get("environment_names", [])
+        names = order["job"]["environments"]
         if names:
             own["environments"] = [EnvironmentRecord(name=name, setup=self.environments[name].setup,
                                                      post=self.environments[name].post) for name in names]
@@ -133,9 +133,9 @@ class SiteMethods:
     def _own(self, order: AttemptOrder, key: str) -> str | None:
         """This node's command (or signal) for an order key of `site_methods`."""
         if key.startswith("queue_"):
-            queue = self.queues.get(order["queue"])
+            queue = self.queues.get(order["job"]["queue"])
             return getattr(queue, key.removeprefix("queue_"), None) if queue is not None else None
-        pe = self.parallel_environments.get(order.get("pe") or "")
+        pe = self.parallel_environments.get(order["job"]["pe"] or "")
         if pe is None or key not in ("pe_start", "pe_stop"):
             return None
         text = pe.start_proc_args if key == "pe_start" else pe.stop_proc_args
@@ -153,12 +153,12 @@ class SiteMethods:
         occasions, its period, whether it restarts) as the order says."""
         environment = self.checkpoints[given["name"]]
         values = values_for(environment, job_id=order["job_id"], task_id=order["task_index"], job_name=order["name"],
-                            owner=order["owner"], host=order["node"], queue=order["queue"])
+                            owner=order["owner"], host=order["node"], queue=order["job"]["queue"])
         record = for_attempt(environment, values, given["when"], given["interval_s"], restarted=given["restarted"])
         return record  # type: ignore[return-value]  # the same keys, built by the pure core
 
 
 def _described(order: AttemptOrder, key: str) -> str:
     if key.startswith("queue_"):
-        return f"[queues.{order['queue']}] {key.removeprefix('queue_')}"
-    return f"[parallel_environments.{order.get('pe')}] {'start' if key == 'pe_start' else 'stop'}_proc_args"
+        return f"[queues.{order['job']['queue']}] {key.removeprefix('queue_')}"
+    return f"[parallel_environments.{order['job']['pe']}] {'start' if key == 'pe_start' else 'stop'}_proc_args"

@@ -3,8 +3,11 @@ sequence (main.read_attempt_config), into a frozen, typed ShepherdConfig.
 
 The record on disk is the execd's (drover.records.AttemptConfig: the controller's order and the
 node's options, as JSON). The shepherd keeps of it only what it uses, under the same names, and
-states here, once, what each key the record may lack means: every other module reads fields,
-never keys. Should the record's layout change, this decoder is what follows it.
+states here, once, what each key the record may lack means: every other module reads fields.
+The job's spec is the exception: it is kept whole as `job` (drover.records.JobRecord, generated
+from core/job_spec.py), every field there, so an option the shepherd uses is read as
+`config.job["NAME"]` where it is used, with no line here. Should the record's layout change,
+this decoder is what follows it (records.config_in_current_layout reads the earlier one).
 
 A frozen dataclass, not a msgspec Struct: the shepherd imports only the standard library (see
 docs/architecture.md), and a fork of the shepherd's code for each attempt must stay cheap.
@@ -18,7 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from drover.records import AttemptCheckpoint, EnvironmentRecord, IdentityRecord, PeHostRecord
+from drover.records import (
+    AttemptCheckpoint,
+    EnvironmentRecord,
+    IdentityRecord,
+    JobRecord,
+    PeHostRecord,
+    config_in_current_layout,
+)
 
 STAGE_OUT_LIMIT_BYTES = 64 * 1024 * 1024  # per attempt, where the node says nothing
 
@@ -40,32 +50,22 @@ class ShepherdConfig:
     owner: str
     node: str
     workdir: str
-    submit_dir: str
     stdout: str
     stderr: str | None  # None joins stderr into stdout
-    open_mode: str  # "append" or "truncate"
     environment: dict[str, str]
     cpus: int
     cpu_ids: list[int]
     memory_mib: int
-    time_limit_s: int | None
     kill_grace_s: float
     priority: int
-    # The job's, that the shepherd does without.
-    queue: str  # "default" for a record written before queues existed
-    stage_out: list[str]
-    warn_signal: str | None
-    warn_before_s: float
-    checkpoint_signal: str | None
-    pty: bool
+    # The job's spec, whole (records.JobRecord, generated from core/job_spec.py): config.job["NAME"].
+    job: JobRecord
+    # The attempt's, that the shepherd does without.
     scratch: bool
     gres: dict[str, list[int]]
     queue_nice: int
-    job_pids_max: int  # 0: none
     containment_name: str | None
     # The methods around the job and in its place (methods.py, control.py, starter.py).
-    job_prolog: str | None
-    job_epilog: str | None
     queue_prolog: str | None
     queue_epilog: str | None
     node_prolog: str | None
@@ -84,8 +84,6 @@ class ShepherdConfig:
     environments: list[EnvironmentRecord]
     checkpoint: AttemptCheckpoint | None
     # A parallel environment's (parallel.py).
-    pe: str  # "": the job asked for none
-    pe_slots: int | None
     pe_start: str | None
     pe_start_as_site: bool
     pe_stop: str | None
@@ -93,9 +91,7 @@ class ShepherdConfig:
     pe_hosts: list[PeHostRecord]
     pe_task: str | None
     # jobd's output options (outputs.py).
-    zap: bool
     done_output: str | None
-    mail_output: bool
     # The node's.
     cluster: str
     identity: IdentityRecord | None  # None: the job runs as the shepherd's own user
@@ -114,30 +110,25 @@ class ShepherdConfig:
     debug_pause_s: float
 
 
-def read_config(raw: Mapping[str, Any]) -> ShepherdConfig:
+def read_config(record: Mapping[str, Any]) -> ShepherdConfig:
     """The record as the execd wrote it (JSON, decoded), as the shepherd reads it. A key the
-    shepherd needs that is missing raises KeyError; each other key's default is the one below."""
+    shepherd needs that is missing raises KeyError; each other key's default is the one below.
+    The job's spec is kept whole, as `job`: an option is read where it is used."""
+    raw = config_in_current_layout(dict(record))  # an older execd's record, of an attempt re-attached
     return ShepherdConfig(
+        job=raw["job"],
         job_id=int(raw["job_id"]), task_index=int(raw["task_index"]), attempt_number=int(raw["attempt_number"]),
         is_array=bool(raw["is_array"]), array_first=raw.get("array_first"), array_last=raw.get("array_last"),
         array_step=raw.get("array_step"), array_count=raw.get("array_count"),
         name=str(raw["name"]), owner=str(raw["owner"]), node=str(raw["node"]), workdir=str(raw["workdir"]),
-        submit_dir=str(raw["submit_dir"]), stdout=str(raw["stdout"]), stderr=_text(raw["stderr"]),
-        open_mode=str(raw["open_mode"]), environment=dict(raw["environment"]), cpus=int(raw["cpus"]),
-        cpu_ids=list(raw["cpu_ids"]), memory_mib=int(raw["memory_mib"]), time_limit_s=raw["time_limit_s"],
+        stdout=str(raw["stdout"]), stderr=_text(raw["stderr"]), environment=dict(raw["environment"]),
+        cpus=int(raw["cpus"]),
+        cpu_ids=list(raw["cpu_ids"]), memory_mib=int(raw["memory_mib"]),
         kill_grace_s=float(raw["kill_grace_s"]), priority=int(raw["priority"]),
-        queue=str(raw.get("queue") or "default"),
-        stage_out=list(raw.get("stage_out") or []),
-        warn_signal=_text(raw.get("warn_signal")),
-        warn_before_s=float(raw.get("warn_before_s", 60)),
-        checkpoint_signal=_text(raw.get("checkpoint_signal")),
-        pty=bool(raw.get("pty")),
         scratch=bool(raw.get("scratch")),
         gres=dict(raw.get("gres") or {}),
         queue_nice=int(raw.get("queue_nice", 0)),
-        job_pids_max=int(raw.get("job_pids_max") or 0),
         containment_name=_text(raw.get("containment_name")),
-        job_prolog=_text(raw.get("job_prolog")), job_epilog=_text(raw.get("job_epilog")),
         queue_prolog=_text(raw.get("queue_prolog")), queue_epilog=_text(raw.get("queue_epilog")),
         node_prolog=_text(raw.get("node_prolog")), node_epilog=_text(raw.get("node_epilog")),
         node_pe_start=_text(raw.get("node_pe_start")), node_pe_stop=_text(raw.get("node_pe_stop")),
@@ -148,17 +139,13 @@ def read_config(raw: Mapping[str, Any]) -> ShepherdConfig:
         notify_s=raw.get("notify_s"),
         environments=list(raw.get("environments") or []),
         checkpoint=raw.get("checkpoint"),
-        pe=str(raw.get("pe") or ""),
-        pe_slots=raw.get("pe_slots"),
         pe_start=_text(raw.get("pe_start")),
         pe_start_as_site=bool(raw.get("pe_start_as_site", False)),
         pe_stop=_text(raw.get("pe_stop")),
         pe_stop_as_site=bool(raw.get("pe_stop_as_site", False)),
         pe_hosts=list(raw.get("pe_hosts") or []),
         pe_task=_text(raw.get("pe_task")),
-        zap=bool(raw.get("zap")),
         done_output=_text(raw.get("done_output")),
-        mail_output=bool(raw.get("mail_output")),
         cluster=str(raw.get("cluster", "")),
         identity=raw.get("identity"),
         identity_tries=int(raw.get("identity_tries", 3)),  # VOV 11: 3 tries...

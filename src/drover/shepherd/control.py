@@ -268,7 +268,7 @@ def facts_of(config: ShepherdConfig) -> dict[str, object]:
     """queue_conf(5)'s placeholders but $job_pid, which the job's start adds."""
     task = config.task_index if config.is_array else 0
     return {"host": socket.gethostname(), "ja_task_id": task, "task_id": task, "job_owner": config.owner,
-            "job_id": config.job_id, "job_name": config.name, "queue": config.queue,
+            "job_id": config.job_id, "job_name": config.name, "queue": config.job["queue"],
             "sge_cell": config.cluster or "default", "sge_root": sys.prefix}
 
 

@@ -116,10 +116,10 @@ def pe_hostfile(config: ShepherdConfig) -> str | None:
     """Grid Engine's $PE_HOSTFILE for a job of a parallel environment, or of more than one CPU
     (the slots of an implicit one on its node): one line "host slots queue@host processors", as
     sge_pe(5) gives it; None for a serial job."""
-    if config.cpus <= 1 and not config.pe:
+    if config.cpus <= 1 and not config.job["pe"]:
         return None
     processors = ",".join(str(cpu) for cpu in config.cpu_ids) or "UNDEFINED"
-    node, queue = config.node, config.queue
+    node, queue = config.node, config.job["queue"]
     lines = [f"{node} {config.cpus} {queue}@{node} {processors}\n"]
     for host in config.pe_hosts:  # a job on several hosts: one line each, the master first
         lines.append(f"{host['node']} {len(host['cpu_ids'])} {queue}@{host['node']} "
@@ -164,10 +164,10 @@ def _facts(config: ShepherdConfig, tmpdir: str, submitted: dict[str, str]) -> di
     cpus, node, name = str(config.cpus), config.node, config.name
     # A job on several hosts: NSLOTS counts its slots on all of them, NHOSTS the hosts.
     hosts = str(1 + len(config.pe_hosts))
-    slots = str(config.cpus if config.pe_slots is None else config.pe_slots) if config.pe_hosts else cpus
+    slots = str(config.cpus if config.job["pe_slots"] is None else config.job["pe_slots"]) if config.pe_hosts else cpus
     request = {} if _inherited_from_another_job(submitted) else submitted
     restarted = "1" if config.attempt_number > 1 else "0"
-    queue = config.queue
+    queue = config.job["queue"]
     stdout = config.stdout
     facts = {
         "DROVER_JOB_ID": job_id,
@@ -176,7 +176,7 @@ def _facts(config: ShepherdConfig, tmpdir: str, submitted: dict[str, str]) -> di
         "DROVER_JOB_NAME": name,
         "DROVER_NODE": node,
         "DROVER_CPUS": cpus,
-        "DROVER_SUBMIT_DIR": config.submit_dir,
+        "DROVER_SUBMIT_DIR": config.job["submit_dir"],
         "TMPDIR": tmpdir,
         "ENVIRONMENT": "BATCH",  # both Grid Engine and Slurm say so
         "HOSTNAME": node,
@@ -194,7 +194,7 @@ def _facts(config: ShepherdConfig, tmpdir: str, submitted: dict[str, str]) -> di
         "SGE_ARCH": architecture(),
         "SGE_TASK_ID": index if config.is_array else "undefined",
         "SGE_TASK_FIRST": "undefined", "SGE_TASK_LAST": "undefined", "SGE_TASK_STEPSIZE": "undefined",
-        "SGE_O_WORKDIR": config.submit_dir,
+        "SGE_O_WORKDIR": config.job["submit_dir"],
         "SGE_CWD_PATH": config.workdir,
         "SGE_STDOUT_PATH": stdout,
         "SGE_STDERR_PATH": config.stderr or stdout,
@@ -208,16 +208,16 @@ def _facts(config: ShepherdConfig, tmpdir: str, submitted: dict[str, str]) -> di
             facts[variable] = value
     facts["SGE_O_HOST"] = submitted.get("SGE_O_HOST") or facts["SLURM_SUBMIT_HOST"]
     facts["SGE_O_LOGNAME"] = submitted.get("LOGNAME") or submitted.get("USER") or config.owner
-    if config.time_limit_s is not None:
-        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config.time_limit_s)
+    if config.job["time_limit_s"] is not None:
+        facts["SLURM_JOB_END_TIME"] = str(int(facts["SLURM_JOB_START_TIME"]) + config.job["time_limit_s"])
     if config.memory_mib and "SLURM_MEM_PER_CPU" not in request:
         facts["SLURM_MEM_PER_NODE"] = str(config.memory_mib)
     if config.cpu_ids:
         facts["SGE_BINDING"] = " ".join(str(cpu) for cpu in config.cpu_ids)
-    if config.cpus > 1 or config.pe:
+    if config.cpus > 1 or config.job["pe"]:
         facts["PE_HOSTFILE"] = os.path.join(tmpdir, PE_HOSTFILE_NAME)
-    if config.pe:  # submit(1): "PE: The parallel environment under which the job executes"
-        facts["PE"] = config.pe
+    if config.job["pe"]:  # submit(1): "PE: The parallel environment under which the job executes"
+        facts["PE"] = config.job["pe"]
     facts.update(_gres_facts(config.gres))
     if config.is_array:
         facts.update(_array_facts(config))
@@ -229,7 +229,7 @@ def _slurm_facts(config: ShepherdConfig, request: dict[str, str]) -> dict[str, s
     for a job of a parallel environment whose slots span several hosts. `request`: what sbatch
     passed on of the job's request (SLURM_NTASKS, SLURM_CPUS_PER_TASK, SLURM_SUBMIT_HOST...)."""
     job_id, cpus, node, name = str(config.job_id), str(config.cpus), config.node, config.name
-    queue = config.queue
+    queue = config.job["queue"]
     ntasks = _requested(request, "SLURM_NTASKS", config.cpus) or 1
     cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", config.cpus) or max(config.cpus // ntasks, 1)
     nodelist, nodes, cpus_per_node, tasks_on_nodes = node, "1", cpus, str(ntasks)
@@ -249,7 +249,7 @@ def _slurm_facts(config: ShepherdConfig, request: dict[str, str]) -> dict[str, s
         "SLURMD_NODENAME": node,
         "SLURM_TOPOLOGY_ADDR": node,
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
-        "SLURM_SUBMIT_DIR": config.submit_dir,
+        "SLURM_SUBMIT_DIR": config.job["submit_dir"],
         "SLURM_SUBMIT_HOST": request.get("SLURM_SUBMIT_HOST") or node,
         "SLURM_JOB_USER": config.owner,
         "SLURM_NTASKS": str(ntasks),
@@ -292,7 +292,7 @@ def _across_hosts(config: ShepherdConfig, request: dict[str, str]) -> tuple[int,
     pe_hostfile lists them, their count, and the CPUs and tasks on each ("2(x3),1")."""
     names = [config.node, *(host["node"] for host in config.pe_hosts)]
     held = [config.cpus, *(len(host["cpu_ids"]) for host in config.pe_hosts)]
-    slots = config.pe_slots or sum(held)
+    slots = config.job["pe_slots"] or sum(held)
     ntasks = _requested(request, "SLURM_NTASKS", slots) or slots
     cpus_per_task = _requested(request, "SLURM_CPUS_PER_TASK", max(held)) or max(slots // ntasks, 1)
     tasks = tasks_per_node([count // cpus_per_task for count in held], ntasks)

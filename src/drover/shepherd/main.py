@@ -314,7 +314,7 @@ def start_job(attempt: Attempt, opened: Opened) -> tuple[int, PtyRelay | None]:
     relayed to its user. Its pid, and its terminal's relay."""
     identity = attempt.identity
     relay = None
-    if attempt.config.pty:
+    if attempt.config.job["pty"]:
         relay = PtyRelay(attempt.spool.path, identity.uid if identity is not None and identity.switches else None,
                          undelivered_to=opened.stdout)
     attempt.containment.enter()
@@ -355,8 +355,8 @@ def supervise_job(attempt: Attempt, opened: Opened, job_pid: int, inbox: SignalI
     checkpoints = _checkpointing(attempt.spool, config, attempt.containment, attempt.checkpoint_problems,
                                  lambda: _popen_options(opened.workdir_fd, env, opened.stdout, opened.stderr,
                                                         identity, limits))
-    ending = supervise(job_pid, inbox, config.time_limit_s, config.kill_grace_s, attempt.containment,
-                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.checkpoint_signal),
+    ending = supervise(job_pid, inbox, config.job["time_limit_s"], config.kill_grace_s, attempt.containment,
+                       warning=_warning(config), relay=relay, checkpoint=_signal_number(config.job["checkpoint_signal"]),
                        before_start=before_start, by_record=SignalReader(attempt.spool.record(layout.SIGNAL)),
                        control=_job_control(control_methods, attempt.containment, config, env, opened.workdir_fd,
                                             identity, limits),
@@ -503,10 +503,10 @@ def _pause_for_debugger(spool: layout.SpoolDir, pid: int, inbox: SignalInbox, se
 
 def _warning(config: ShepherdConfig) -> tuple[int, float] | None:
     """Slurm's --signal=SIG@T: (signal, seconds before the time limit), if the job asked."""
-    name = config.warn_signal
-    if not name or not config.time_limit_s:
+    name = config.job["warn_signal"]
+    if not name or not config.job["time_limit_s"]:
         return None
-    return int(signal.Signals[str(name)]), config.warn_before_s
+    return int(signal.Signals[str(name)]), config.job["warn_before_s"]
 
 
 def _job_control(methods: dict[str, SignalMethod | CommandMethod], containment: Containment, config: ShepherdConfig,
@@ -672,7 +672,7 @@ def _open_outputs(config: ShepherdConfig) -> tuple[int, int]:
     fds: list[int] = []
     try:
         for path in paths:
-            fds.append(open_output(path, append=config.open_mode == "append"))
+            fds.append(open_output(path, append=config.job["open_mode"] == "append"))
     except OSError as error:
         for fd in fds:
             os.close(fd)
@@ -842,7 +842,7 @@ def _json(record: object) -> bytes:
 
 def pids_limit(config: ShepherdConfig) -> int:
     """The attempt's process limit: the job's own (--pids-max) within the node's pids_max; 0: none."""
-    limits = [value for value in (config.pids_max, config.job_pids_max) if value]
+    limits = [value for value in (config.pids_max, config.job["pids_max"]) if value]
     return min(limits) if limits else 0
 
 

@@ -53,8 +53,8 @@ class Method:
 def methods(config: ShepherdConfig, order: tuple[tuple[str, str], ...]) -> list[Method]:
     """The configured methods among `order` (BEFORE_JOB, AFTER_JOB)."""
     commands = {("prolog", "node"): config.node_prolog, ("prolog", "queue"): config.queue_prolog,
-                ("prolog", "job"): config.job_prolog, ("pe_start", "node"): config.node_pe_start,
-                ("pe_stop", "node"): config.node_pe_stop, ("epilog", "job"): config.job_epilog,
+                ("prolog", "job"): config.job["prolog"], ("pe_start", "node"): config.node_pe_start,
+                ("pe_stop", "node"): config.node_pe_stop, ("epilog", "job"): config.job["epilog"],
                 ("epilog", "queue"): config.queue_epilog, ("epilog", "node"): config.node_epilog}
     found = []
     for step, level in order:

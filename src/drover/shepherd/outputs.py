@@ -29,11 +29,11 @@ MAIL_OUTPUT_LIMIT = 256 * 1024  # of each output file: the end of it, where a fa
 
 def finish(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | None) -> list[str]:
     """Carry out the job's output options; what went wrong, as lines for the trace."""
-    if not (config.mail_output or config.done_output or config.zap):
+    if not (config.job["mail_output"] or config.done_output or config.job["zap"]):
         return []
     paths = [path for path in dict.fromkeys([config.stdout, config.stderr]) if path and path != os.devnull]
     problems: list[str] = []
-    if config.mail_output:
+    if config.job["mail_output"]:
         text = b""
         for path in paths:
             with acting_as(identity):
@@ -49,7 +49,7 @@ def finish(spool: layout.SpoolDir, config: ShepherdConfig, identity: Identity | 
     if done and paths:
         with acting_as(identity):
             _move(paths[0], done, problems)
-    if config.zap:
+    if config.job["zap"]:
         with acting_as(identity):
             for path in paths:
                 try:

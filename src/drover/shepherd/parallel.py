@@ -25,7 +25,7 @@ from drover.spool.atomic import write_atomically
 
 
 def is_parallel(config: ShepherdConfig) -> bool:
-    return bool(config.pe)
+    return bool(config.job["pe"])
 
 
 def with_pe_methods(config: ShepherdConfig, spool_path: str, before_job: list[Method],
@@ -52,8 +52,8 @@ def placeholders(config: ShepherdConfig, spool_path: str) -> dict[str, str]:
     return {
         "pe_hostfile": os.path.join(spool_path, layout.PE_HOSTFILE), "host": config.node,
         "job_owner": config.owner, "job_id": str(config.job_id), "job_name": config.name,
-        "pe": config.pe, "pe_slots": str(config.cpus if config.pe_slots is None else config.pe_slots),
-        "processors": processors, "queue": config.queue,
+        "pe": config.job["pe"] or "", "pe_slots": str(config.cpus if config.job["pe_slots"] is None else config.job["pe_slots"]),
+        "processors": processors, "queue": config.job["queue"],
     }
 
 

@@ -28,7 +28,7 @@ SHELL = "/bin/bash"
 
 def starter_of(config: ShepherdConfig) -> str | None:
     """The attempt's starter method, if one applies: the queue's, else the node's."""
-    if config.pty:
+    if config.job["pty"]:
         return None
     for command in (config.queue_starter_method, config.starter_method):
         if command is not None and command.strip():

@@ -41,7 +41,7 @@ def stage_out(spool: layout.SpoolDir, config: ShepherdConfig, workdir_fd: int, i
     working directory, regular files only, and copied into the spool's `staged_out.d/`, up to the
     attempt's limit. The `staged_out` record lists what was copied, skipped (over the limit)
     and refused (a link, a FIFO...)."""
-    patterns = list(config.stage_out)
+    patterns = list(config.job["stage_out"])
     outputs = [config.stdout, config.stderr] if config.scratch else []
     scratch = [os.path.relpath(path, config.workdir) for path in outputs if path]
     if not patterns and not scratch:

@@ -33,7 +33,7 @@ def test_accelerator_18_19_environments_switch_in_order_and_post_in_reverse(tmp_
     ]
     spool = make_spool(tmp_path, f'echo "job $A $LEVEL" >> {log}\n', name=f"{unique_job()}.0.1",
                        environments=environments,
-                       job_prolog=f'echo "precmd $LEVEL" >> {log}', job_epilog=f'echo "postcmd $LEVEL" >> {log}',
+                       prolog=f'echo "precmd $LEVEL" >> {log}', epilog=f'echo "postcmd $LEVEL" >> {log}',
                        node_epilog=f'echo "node epilog ${{LEVEL-none}}" >> {log}')
     _run(spool)
     assert exit_status(spool)["exit_code"] == 0

@@ -41,7 +41,7 @@ def test_jobd_mailoutput_and_zap_act_as_the_owner_never_as_root(root_dir: Path, 
     secret.chmod(0o600)
     out = Path(f"/tmp/{alice}-work/out.txt")
     spool = spool_for(root_dir, alice, "echo the output\n", mail_output=True, zap=True,
-                      job_epilog=f"rm -f {out}; ln -s {secret} {out}")
+                      epilog=f"rm -f {out}; ln -s {secret} {out}")
     run(spool)
     assert exit_status(spool)["exit_code"] == 0
     assert (spool / "mail_output").read_bytes() == b""

@@ -95,7 +95,7 @@ def test_accelerator_step_13_nice_applies_to_precmd_job_and_postcmd_not_to_the_s
         os.chmod(root, 0o711)
         spool = spool_for(root, alice, REPORT.format(label="job") + "\n", priority=3, cpu_ids=[1],
                           rlimits={"nofile": 512}, node_prolog=REPORT.format(label="node_prolog"),
-                          job_prolog=REPORT.format(label="job_prolog"), job_epilog=REPORT.format(label="job_epilog"),
+                          prolog=REPORT.format(label="job_prolog"), epilog=REPORT.format(label="job_epilog"),
                           node_epilog=REPORT.format(label="node_epilog"))
         run(spool, DROVER_CONTAINMENT="subreaper")
         assert exit_status(spool)["exit_code"] == 0
@@ -119,7 +119,7 @@ def test_accelerator_step_8_affinity_applies_to_the_precmd_even_when_it_fails(tm
         pytest.skip("needs two CPUs to show the pinning")
     pinned = str(sorted(os.sched_getaffinity(0))[1])
     spool = make_spool(tmp_path, "echo the job ran\n", cpu_ids=[1],
-                       job_prolog=REPORT.format(label="job_prolog") + "; exit 3")
+                       prolog=REPORT.format(label="job_prolog") + "; exit 3")
     run(spool)
     record = exit_status(spool)
     assert record["failure"] == "the job prolog exited with status 3; the job did not run"

@@ -238,8 +238,8 @@ def test_signals_that_come_during_the_prolog_wait_in_order_until_the_job_catches
 def test_a_stop_during_the_prolog_runs_the_site_epilog_but_not_the_jobs(tmp_path: Path) -> None:
     in_prolog = tmp_path / "in-prolog"
     spool = make_spool(tmp_path, "echo job\n", node_prolog=f"echo node-prolog; touch {in_prolog}; sleep 0.5",
-                       job_prolog="echo job-prolog", node_pe_start="echo pe-start", node_pe_stop="echo pe-stop",
-                       job_epilog="echo job-epilog", node_epilog="echo node-epilog")
+                       prolog="echo job-prolog", node_pe_start="echo pe-start", node_pe_stop="echo pe-stop",
+                       epilog="echo job-epilog", node_epilog="echo node-epilog")
     shepherd = run_shepherd(spool)
     wait_until(in_prolog.exists, describe="the prolog to run")
     (spool / "stop_request").write_text('{"why":"hold"}')  # as the execd writes it before its SIGTERM
@@ -255,7 +255,7 @@ def test_a_stop_during_the_prolog_runs_the_site_epilog_but_not_the_jobs(tmp_path
 
 def test_a_failing_pe_start_is_followed_by_pe_stop_and_the_node_epilog(tmp_path: Path) -> None:
     spool = make_spool(tmp_path, "echo job\n", node_pe_start="echo pe-start; exit 2", node_pe_stop="echo pe-stop",
-                       job_epilog="echo job-epilog", node_epilog="echo node-epilog", pe="smp", pe_slots=1)
+                       epilog="echo job-epilog", node_epilog="echo node-epilog", pe="smp", pe_slots=1)
     assert run_shepherd(spool).wait(timeout=30) == 0
     record = exit_status(spool)
     assert record["failure"] == "the node pe_start exited with status 2; the job did not run"

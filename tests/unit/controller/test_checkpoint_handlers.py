@@ -81,7 +81,7 @@ def test_gridengine_start_order_names_the_environment_and_the_node_expands_its_o
 def test_qsub_c_interval_is_at_least_min_cpu_interval_and_r_makes_the_job_rerunnable(world: CheckpointWorld) -> None:
     job, order = world.running_with(checkpoint="mine", checkpoint_occasion="00:00:10", rerunnable=False)
     assert order.config["checkpoint"]["when"] == "mr" and order.config["checkpoint"]["interval_s"] == 30
-    assert order.config["rerunnable"] is True  # checkpoint(5) 'r'
+    assert order.config["job"]["rerunnable"] is True  # checkpoint(5) 'r'
 
 
 def test_gridengine_migrate_checkpoints_stops_and_requeues_and_the_next_attempt_restarts(world: CheckpointWorld) -> None:

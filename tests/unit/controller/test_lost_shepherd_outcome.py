@@ -28,7 +28,7 @@ def test_a_lost_shepherd_requeues_the_job_until_attempt_3_then_fails_it(world: W
     for number in range(1, MAX_SYSTEM_FAILURE_ATTEMPT + 1):
         (order,) = world.schedule()
         assert order.attempt == f"{job}.0.{number}"
-        assert order.config["rerunnable"] is True
+        assert order.config["job"]["rerunnable"] is True
         world.exited(order.attempt, LOST)
         assert world.state.jobs[job].tasks[0].state.value == "pending"
     (order,) = world.schedule()
@@ -44,7 +44,7 @@ def test_a_job_that_may_not_run_again_fails_at_once_with_the_reason(world: World
     world.connect()
     (job,) = world.submit(rerunnable=False)
     (order,) = world.schedule()
-    assert order.config["rerunnable"] is False
+    assert order.config["job"]["rerunnable"] is False
     world.exited(order.attempt, LOST)
     assert world.store.load_job(job).state.value == "failed"  # type: ignore[union-attr]
     (attempt,) = world.store.attempts_of(job)

@@ -47,7 +47,7 @@ def test_pe_hostfile_round_robin_holds_a_slot_on_each_host_and_names_every_host(
     (order,) = _schedule(world)
     assert order.config["node"] == "n1" and order.config["cpu_ids"] == [0]
     assert order.config["pe_hosts"] == [{"node": "n2", "cpu_ids": [0]}]
-    assert order.config["pe_slots"] == 2 and order.config["memory_mib"] == 200  # its master's share
+    assert order.config["job"]["pe_slots"] == 2 and order.config["memory_mib"] == 200  # its master's share
     assert _used(world) == {"n1": (1, 200, 1), "n2": (1, 200, 1)}
     (attempt,) = world.store.attempts_of(job)
     assert attempt.others == (("n2", (0,)),)
@@ -97,7 +97,7 @@ def test_a_jobs_own_slots_on_each_node_replace_its_pes_rule_in_the_planner(world
     world.run(outcome)
     assert world.state.jobs[job].spec.pe_per_node == 2
     (order,) = _schedule(world)
-    assert (order.config["node"], order.config["cpu_ids"], order.config["pe_slots"]) == ("n1", [0, 1], 4)
+    assert (order.config["node"], order.config["cpu_ids"], order.config["job"]["pe_slots"]) == ("n1", [0, 1], 4)
     assert order.config["pe_hosts"] == [{"node": "n2", "cpu_ids": [0, 1]}]
     assert _used(world) == {"n1": (2, 200, 1), "n2": (2, 200, 1), "n3": (0, 0, 0)}
     fill = JobSubmission(script="true\n", workdir="/tmp", pe="slurm", pe_slots="4", memory_mib=400)

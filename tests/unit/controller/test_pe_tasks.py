@@ -146,7 +146,7 @@ def test_tasks_get_ids_their_end_is_recorded_and_they_stop_when_the_attempt_ends
     assert isinstance(sent, StartPeTask) and world.sent[before].node == "n2"
     config = pe_tasks.task_order(order.config, "n2", [0], 200, "1", "/work", {"A": "b"})
     assert (config["node"], config["cpu_ids"], config["workdir"], config["environment"], config.get("pe_task"),
-            config["job_prolog"]) == ("n2", [0], "/work", {"A": "b"}, "1", None)
+            config["job"]["prolog"]) == ("n2", [0], "/work", {"A": "b"}, "1", None)
     # Committed before the order went: a controller started again knows both.
     assert [(r["petask"], r["host"], r["argv"]) for r in _stored(world, job).pe_tasks] == [
         ("1", "n2", ["hostname"]), ("2", "n2", ["sleep", "1"])]
@@ -216,7 +216,7 @@ def test_what_the_owner_signs_of_a_task_is_what_its_node_checks_and_a_change_is_
     task = StartPeTask(order.attempt, "1", config, task_script(argv))
     signed = job_digest(signed_pe_task_request(job, "n2", argv, "/work", env))
     assert job_digest(signed_pe_task_order(task)) == signed
-    assert task.config.get("credential") == "CRED"  # the task's own, never the job's
+    assert task.config["job"]["credential"] == "CRED"  # the task's own, never the job's
     for changed in ({"environment": {"LD_PRELOAD": "/tmp/x.so"}}, {"workdir": "/other"}, {"node": "n1"},
                     {"job_id": job + 1}):
         other = StartPeTask(order.attempt, "1", {**config, **changed}, task.script)  # type: ignore[typeddict-item]

@@ -21,7 +21,8 @@ def a_config(**overrides: Any) -> ShepherdConfig:
     }
     config.update(overrides)
     # Decoded as the shepherd decodes its record, over a whole one (tests/helpers/attempt_config.py)
-    return read_config({**attempt_config("/w"), **config})
+    job_name = config.pop("name")
+    return read_config({**attempt_config("/w", **config), "name": job_name})
 
 
 def test_a_job_given_gpus_sees_them_under_every_name() -> None:

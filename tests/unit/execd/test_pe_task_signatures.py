@@ -30,7 +30,7 @@ def munged(tmp_path: Path) -> Iterator[str]:
 
 def _order(credential: str | None, **changed: Any) -> StartPeTask:
     config: dict[str, Any] = {"job_id": 5, "owner": "root", "node": "n2", "workdir": "/work",
-                              "environment": {"A": "1"}, "credential": credential, **changed}
+                              "environment": {"A": "1"}, "job": {"credential": credential}, **changed}
     return StartPeTask("5.0.1", "1", config, task_script(["./solver", "--rank", "1"]))  # type: ignore[arg-type]
 
 

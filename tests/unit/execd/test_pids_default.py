@@ -27,8 +27,8 @@ def test_a_jobs_own_limit_holds_within_its_nodes() -> None:
     from drover.shepherd.config import read_config
     from drover.shepherd.main import pids_limit
 
-    def limit(**keys: int | None) -> int:
-        return pids_limit(read_config(attempt_config("/w", **keys)))
+    def limit(pids_max: int = 0, job_pids_max: int | None = None) -> int:
+        return pids_limit(read_config(attempt_config("/w", pids_max=pids_max, job={"pids_max": job_pids_max})))
 
     assert limit(pids_max=4096, job_pids_max=64) == 64
     assert limit(pids_max=64, job_pids_max=4096) == 64

@@ -134,7 +134,7 @@ def test_parallel_environment_procedures_are_the_nodes(tmp_path: Path) -> None:
 def test_named_environments_are_the_nodes_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
     controller = OrderOptions(1.0, environments={"gcc13": EnvironmentSection(setup="/tmp/evil.sh")})
     made = order(tmp_path, controller, environments=["gcc13"])
-    assert made.get("environment_names") == ["gcc13"] and "environments" not in made
+    assert made["job"]["environments"] == ["gcc13"] and "environments" not in made
     why = SiteMethods(str(NODE)).refusal(made)
     assert why is not None and "no named environment 'gcc13'" in why
     node = SiteMethods(str(NODE), environments={"gcc13": EnvironmentSection(setup="/opt/env/gcc13.sh")})

@@ -24,7 +24,8 @@ def a_config(**overrides: Any) -> ShepherdConfig:
     }
     config.update(overrides)
     # Decoded as the shepherd decodes its record, over a whole one (tests/helpers/attempt_config.py)
-    return read_config({**attempt_config("/w"), **config})
+    job_name = config.pop("name")
+    return read_config({**attempt_config("/w", **config), "name": job_name})
 
 
 def node_methods(**config: Any) -> Any:

@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
+import msgspec
+
 from drover.cluster.named_methods import configured_methods, operator_signals
 from drover.config_schema import (
     EnvironmentSection,
@@ -40,7 +42,7 @@ from drover.core.patterns import expand
 from drover.core.queues import Queue
 from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
-from drover.records import AttemptOrder
+from drover.records import AttemptIdentity, AttemptOrder, JobRecord, Placement, SiteSettings
 from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import PendingReason, Waiting
@@ -418,14 +420,31 @@ def queue_of(state: ControllerState, job: Job, orders: OrderOptions) -> Queue | 
 
 def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOptions, nice: int = 0,
                 in_effect: Queue | None = None) -> StartAttempt:
-    """The order that tells a node to run an attempt: everything its shepherd needs; `payload`:
-    the job's script, environment and staged files, as the store holds them (Store.job_payloads);
-    `nice`: its queue's; `in_effect`: its queue with the changes `drover queue set` made (its
-    methods and notify time; drover.toml's without it)."""
-    spec = job.spec
-    queue = orders.queues.get(spec.queue, NO_QUEUE_METHODS)
-    ranges = job.indices.sorted_ranges()
+    """The order that tells a node to run an attempt: everything its shepherd needs, composed of
+    its parts, each made by one constructor below; `payload`: the job's script, environment and
+    staged files, as the store holds them (Store.job_payloads); `nice`: its queue's; `in_effect`:
+    its queue with the changes `drover queue set` made (its methods and notify time; drover.toml's
+    without it). The job's spec goes whole: a new job option reaches the node with no line here."""
     config: AttemptOrder = {
+        **identity_part(job, attempt, payload),
+        **placement_part(job, attempt),
+        **site_part(job, attempt, orders, nice, in_effect),
+        "job": job_part(job),
+    }
+    stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in payload["stage_in"]]
+    return StartAttempt(attempt.name, config, payload["script"], stage_in)
+
+
+def job_part(job: Job) -> JobRecord:
+    """The job's spec as the store holds it: every field, in its canonical encoding's values."""
+    return msgspec.to_builtins(job.spec)  # type: ignore[no-any-return]  # JobRecord is generated from JobSpec
+
+
+def identity_part(job: Job, attempt: Attempt, payload: JobPayload) -> AttemptIdentity:
+    """Which attempt of which job, and its output files made of the spec's patterns here."""
+    spec = job.spec
+    ranges = job.indices.sorted_ranges()
+    identity: AttemptIdentity = {
         "attempt": attempt.name,
         "job_id": job.id,
         "task_index": attempt.index,
@@ -438,92 +457,72 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         "name": job.name,
         "owner": job.owner,
         "node": attempt.node,
+        "priority": job.priority,
         "workdir": spec.workdir,
-        "submit_dir": spec.submit_dir,
+        "environment": payload["environment"],
         "stdout": output_path(job, attempt.index, spec.output, attempt.node),
         "stderr": output_path(job, attempt.index, spec.error, attempt.node) if spec.error else None,
-        "open_mode": spec.open_mode,
-        "environment": payload["environment"],
+    }
+    if spec.done_output:  # jobd's doneoutput: the output in a file of its own once it is done
+        identity["done_output"] = output_path(job, attempt.index, spec.done_output, attempt.node)
+    return identity
+
+
+def placement_part(job: Job, attempt: Attempt) -> Placement:
+    """What the attempt holds: its CPUs and memory on its node, its devices, a parallel job's
+    other hosts (its environment and slots are its spec's)."""
+    placement: Placement = {
         "cpus": len(attempt.cpu_ids) or job.resources.cpus,  # an --exclusive task has all of its node's
         "cpu_ids": list(attempt.cpu_ids),
         "memory_mib": attempt.rooms(job.resources.memory_mib)[0][2],  # a parallel job's share on its master
-        "time_limit_s": spec.time_limit_s,
-        "kill_grace_s": orders.kill_grace_s,
-        "priority": job.priority,
-        "mail_user": spec.mail_user,
-        "mail_type": list(spec.mail_type),
-        "keep_spool": spec.keep_spool,
-        "job_pids_max": spec.pids_max,
-        "stage_out": list(spec.stage_out),
-        "job_prolog": spec.prolog,
-        "job_epilog": spec.epilog,
-        "credential": spec.credential,
-        "output_pattern": spec.output,
-        "error_pattern": spec.error,
-        "event_log": spec.event_log,  # covered by the owner's signature
-        "epilog_sets_exit": spec.epilog_sets_exit,
-        "warn_signal": spec.warn_signal,
-        "warn_before_s": spec.warn_before_s,
-        "checkpoint_signal": spec.checkpoint_signal,  # the shepherd forwards it to the job
-        "rerunnable": spec.rerunnable,  # read by the node's cleanup (mail, final record)
-        "pty": spec.pty,
-        "queue": spec.queue,
     }
     if attempt.gres:
-        config["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
+        placement["gres"] = {name: list(indices) for name, indices in attempt.gres.items()}
     if attempt.others:  # the pe_hostfile's other hosts (GE: "each involved host")
-        config["pe_hosts"] = [{"node": node, "cpu_ids": list(cpu_ids)} for node, cpu_ids in attempt.others]
+        placement["pe_hosts"] = [{"node": node, "cpu_ids": list(cpu_ids)} for node, cpu_ids in attempt.others]
+    return placement
+
+
+def site_part(job: Job, attempt: Attempt, orders: OrderOptions, nice: int, in_effect: Queue | None) -> SiteSettings:
+    """The cluster's settings and the job's queue's, as the controller has them: the site's
+    commands are named, never sent (execd/site_methods.py)."""
+    spec = job.spec
+    queue = orders.queues.get(spec.queue, NO_QUEUE_METHODS)
+    site: SiteSettings = {"kill_grace_s": orders.kill_grace_s}
     if orders.exits.forbid_reschedule:
-        config["forbid_reschedule"] = True
+        site["forbid_reschedule"] = True
     if orders.exits.forbid_apperror:
-        config["forbid_apperror"] = True
+        site["forbid_apperror"] = True
     if nice:
-        config["queue_nice"] = nice
-    _add_outputs(config, job, attempt)
+        site["queue_nice"] = nice
     if queue.enforce_cpu is not None:
-        config["enforce_cpu"] = queue.enforce_cpu
+        site["enforce_cpu"] = queue.enforce_cpu
     if queue.enforce_memory is not None:
-        config["enforce_memory"] = queue.enforce_memory
-    if spec.environments:  # names only: the node runs the scripts its own drover.toml gives them
-        config["environment_names"] = list(spec.environments)
-    parallel_envs.add_to_order(config, job)
-    _add_site_methods(config, orders, in_effect)
+        site["enforce_memory"] = queue.enforce_memory
+    _add_site_methods(site, spec.queue, parallel_envs.of_job(job), orders, in_effect)
     settings: Queue | QueueSection = in_effect if in_effect is not None else queue
     if spec.notify:
-        config["notify_s"] = settings.notify_s
+        site["notify_s"] = settings.notify_s
     checkpoint = checkpoints.for_order(spec, job, attempt, orders.checkpoints)
     if checkpoint is not None:
-        config["checkpoint"] = checkpoint
-    stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in payload["stage_in"]]
-    return StartAttempt(attempt.name, config, payload["script"], stage_in)
+        site["checkpoint"] = checkpoint
+    return site
 
 
-def _add_outputs(config: AttemptOrder, job: Job, attempt: Attempt) -> None:
-    """jobd's output options: the job's output removed when it ends (zap), its output in a file
-    of its own once it is done (done_output), mailed with its end (mail_output)."""
-    spec = job.spec
-    if spec.zap:
-        config["zap"] = True
-    if spec.done_output:
-        config["done_output"] = output_path(job, attempt.index, spec.done_output, attempt.node)
-        config["done_output_pattern"] = spec.done_output
-    if spec.mail_output:
-        config["mail_output"] = True
-
-
-def _add_site_methods(config: AttemptOrder, orders: OrderOptions, in_effect: Queue | None) -> None:
+def _add_site_methods(site: SiteSettings, queue: str, pe_held: tuple[str, int] | None, orders: OrderOptions,
+                      in_effect: Queue | None) -> None:
     """The site's commands are named, never sent: the node runs its own drover.toml's, and
     refuses the order if it lacks one named here (execd/site_methods.py). A queue method that
     `drover queue set` made a signal (or NONE) is sent as it is, in place of the site's."""
-    pe = orders.parallel_environments.get(config.get("pe") or "")
+    pe = orders.parallel_environments.get(pe_held[0] if pe_held is not None else "")
     overrides = operator_signals(in_effect.record.settings if in_effect is not None else {})
-    named = {key: sha for key, sha in configured_methods(orders.queues.get(config["queue"]), pe).items()
+    named = {key: sha for key, sha in configured_methods(orders.queues.get(queue), pe).items()
              if key.removeprefix("queue_") not in overrides}
     if named:
-        config["site_methods"] = named
+        site["site_methods"] = named
     if "suspend_method" in overrides:
-        config["queue_suspend_method"] = overrides["suspend_method"]
+        site["queue_suspend_method"] = overrides["suspend_method"]
     if "resume_method" in overrides:
-        config["queue_resume_method"] = overrides["resume_method"]
+        site["queue_resume_method"] = overrides["resume_method"]
     if "terminate_method" in overrides:
-        config["queue_terminate_method"] = overrides["terminate_method"]
+        site["queue_terminate_method"] = overrides["terminate_method"]

@@ -19,7 +19,6 @@ from drover.core.parallel_env import (
     slots_on_one_node,
 )
 from drover.protocol.api import JobSubmission, ParallelEnvironmentInfo
-from drover.records import AttemptOrder
 
 # Grid Engine's usual parallel environment of one node, there unless drover.toml names its own
 # "smp": `qsub -pe smp 4` asks for 4 CPUs of one node, as it did before PEs were objects.
@@ -119,14 +118,6 @@ def spans_nodes(spec: JobSubmission, environments: Mapping[str, ParallelEnvironm
     environment = environments.get(spec.pe) if spec.pe is not None else None
     return (environment is not None and (spec.pe_per_node is not None or environment.allocation_rule != PE_SLOTS)
             and not spec.gres and not spec.exclusive)
-
-
-def add_to_order(config: AttemptOrder, job: Job) -> None:
-    """The PE's name and the job's slots, for a job of a parallel environment. Its procedures
-    are the node's own drover.toml's (execd/site_methods.py): the order names the PE only."""
-    held = of_job(job)
-    if held is not None:
-        config["pe"], config["pe_slots"] = held
 
 
 def infos(state: ControllerState, environments: Mapping[str, ParallelEnvironmentSection]) -> list[ParallelEnvironmentInfo]:

@@ -53,10 +53,10 @@ LIVE = (JobState.RUNNING, JobState.SUSPENDED)
 AttemptKey = tuple[int, int, int]
 # What of the master's order a task does not take: GE's petasks run no prolog, epilog or PE
 # procedure, stage nothing, mail nothing, and are no interactive or checkpointing job.
-NotForTasks = Literal["pe_start", "pe_stop", "site_methods", "environment_names", "queue_prolog", "queue_epilog",
-                      "pe_start_as_site", "pe_stop_as_site", "environments", "checkpoint", "zap", "done_output",
-                      "done_output_pattern", "mail_output", "queue_starter_method", "queue_suspend_method",
-                      "queue_resume_method", "queue_terminate_method", "notify_s", "pe_hosts", "gres"]
+NotForTasks = Literal["pe_start", "pe_stop", "site_methods", "queue_prolog", "queue_epilog",
+                      "pe_start_as_site", "pe_stop_as_site", "environments", "checkpoint", "done_output",
+                      "queue_starter_method", "queue_suspend_method", "queue_resume_method",
+                      "queue_terminate_method", "notify_s", "pe_hosts", "gres"]
 NOT_FOR_TASKS: tuple[NotForTasks, ...] = get_args(NotForTasks)  # each optional in an AttemptOrder
 
 
@@ -96,10 +96,12 @@ def task_order(master: AttemptOrder, host: str, cpu_ids: Sequence[int], memory_m
     for key in NOT_FOR_TASKS:
         config.pop(key, None)
     config["node"], config["cpu_ids"], config["cpus"] = host, list(cpu_ids), len(cpu_ids) or master["cpus"]
-    config["memory_mib"], config["pe_task"], config["stage_out"] = memory_mib, petask, []
-    config["mail_type"], config["mail_user"], config["pty"], config["keep_spool"] = [], None, False, False
-    config["job_prolog"], config["job_epilog"] = None, None
-    config["credential"] = credential  # the task's own signature, never the job's
+    config["memory_mib"], config["pe_task"] = memory_mib, petask
+    # Of the job's options, what runs around the job and after it is the master's alone; the
+    # task's own signature, never the job's.
+    config["job"] = {**master["job"], "stage_out": [], "mail_type": [], "mail_user": None, "pty": False,
+                     "keep_spool": False, "prolog": None, "epilog": None, "credential": credential,
+                     "environments": [], "zap": False, "done_output": None, "mail_output": False}
     if cwd:
         config["workdir"] = cwd
     if env is not None:
