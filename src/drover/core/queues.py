@@ -219,7 +219,7 @@ def effective(name: str, section: object | None, record: QueueRecord | None) -> 
                   "drover.toml" if section is not None else "built in")
     if record.created_by is not None and "owner" not in record.settings:
         values["owner"] = record.created_by
-    return Queue(name, record, defined_in=defined_in, **values)  # type: ignore[arg-type]
+    return Queue(name, record, defined_in=defined_in, **values)  # type: ignore[arg-type]  # values by setting name: each parsed to its field's type
 
 
 def check_name(name: str) -> None:
