@@ -219,7 +219,9 @@ class ExecdSection(Section, frozen=True):
                                          "(it always has arch=<Grid Engine's architecture name>)")] = []
     spool: Annotated[str | None, about("the attempts' spool directory (unset: on tmpfs when there is one)")] = None
     exit_hook: Annotated[str | None, about("a site script run as root after each attempt, "
-                                           "given its final record on stdin")] = None
+                                           "given its final record on stdin (JSON, `records.FinalRecord`: its "
+                                           "`config` is the attempt's `config` record, the job's options under "
+                                           "`job`, see [the spool](spool.md))")] = None
     keep_spool: Annotated[bool, about("keep every attempt's spool directory, under <spool>/kept/")] = False
     smtp_host: Annotated[str, about("the mail server for job mail (--mail-type)")] = "localhost"
     smtp_port: Annotated[int, about("its port", ge=1, le=65535)] = 25
