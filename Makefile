@@ -49,14 +49,20 @@ cli-files: $(STAMP)
 WORKERS ?= 3
 PYTEST := $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup
 
+# The workflow tools' tests (parsl, snakemake, ...) run last and alone: their own worker pools
+# and time-outs are the first to suffer when the other workers load the machine.
+SERIAL := tests/integration/workflows
+
 test: $(STAMP)
-	$(PYTEST) tests
+	$(PYTEST) tests --ignore=$(SERIAL)
+	$(BIN)/python -m pytest -n 0 $(SERIAL)
 
 test-unit: $(STAMP)
 	$(PYTEST) tests/unit
 
 test-integration: $(STAMP)
-	$(PYTEST) tests/integration
+	$(PYTEST) tests/integration --ignore=$(SERIAL)
+	$(BIN)/python -m pytest -n 0 $(SERIAL)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts

@@ -76,7 +76,7 @@ def test_a_job_over_its_cpus_is_reniced(cluster: LocalCluster) -> None:
             raise
         detail = events(cluster, job, "reniced")[0]
         assert detail["reason"] == "cpu" and detail["cpus"] == 1 and detail["nice_to"] > detail["nice_from"]
-        assert detail["cpu"] > 1.1
+        assert detail["cpu"] >= detail["limit"] == 1.1  # over the limit; shown to two places, so it may read equal
         spinners = processes_with_argument(marker)
         assert len(spinners) == SPINNERS
         assert all(nice_of(p.pid) >= detail["nice_to"] for p in spinners)
