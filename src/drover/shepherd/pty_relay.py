@@ -56,10 +56,7 @@ class PtyRelay:
 
     def handle(self, fd: int) -> None:
         if fd == self.listener.fileno():
-            client, _ = self.listener.accept()
-            if self.client is not None:
-                self.client.close()  # the newest client wins
-            self.client = client
+            self._accept()
             self._flush()
         elif fd == self.master:
             self._read_master()
@@ -88,6 +85,12 @@ class PtyRelay:
                 self.client = None
                 return
             self.pending = b""
+
+    def _accept(self) -> None:
+        client, _ = self.listener.accept()
+        if self.client is not None:
+            self.client.close()  # the newest client wins
+        self.client = client
 
     def _keep_undelivered(self) -> None:
         view = memoryview(self.pending)
@@ -126,10 +129,7 @@ class PtyRelay:
                 break
         try:
             while True:
-                client, _ = self.listener.accept()
-                if self.client is not None:
-                    self.client.close()
-                self.client = client
+                self._accept()
         except OSError:  # none is waiting (BlockingIOError)
             pass
         self._flush()
