@@ -21,7 +21,8 @@ enforce_cpu = "on"
 enforce_memory = "on"
 cpu_tolerance = 0.1
 """
-SPINNERS = 4  # on two cores: over one CPU even while other work shares this host
+SPINNERS = 8  # on two cores: over one CPU even while other work shares this host (CFS shares by thread)
+CPU_WINDOW = 3  # the node renices on the mean of this many samples (execd/enforcement.py)
 
 
 @pytest.fixture
@@ -54,6 +55,12 @@ def events(cluster: LocalCluster, job: int, kind: str) -> list[dict[str, Any]]:
         return [dict(e.detail) for e in api.events(job) if e.kind == kind]
 
 
+def best_mean(values: list[float], window: int) -> float:
+    """The highest mean of `window` consecutive values (0 when there are fewer)."""
+    means = [sum(values[i:i + window]) / window for i in range(len(values) - window + 1)]
+    return max(means, default=0.0)
+
+
 def test_a_job_over_its_cpus_is_reniced(cluster: LocalCluster) -> None:
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("two CPUs are needed to use more than one")
@@ -71,8 +78,12 @@ def test_a_job_over_its_cpus_is_reniced(cluster: LocalCluster) -> None:
         try:
             wait_until(reniced, timeout=40, describe="the job to be reniced", interval=1.0)
         except AssertionError:
-            if max(used, default=0.0) <= 1.1:  # the host's other work left it no second core
-                pytest.skip(f"this host is too busy: the job never used more than {max(used, default=0.0)} CPUs")
+            # The node acts on the mean of CPU_WINDOW samples, not on one: where the host's other
+            # work never left the job a second core for that long, there was nothing to act on.
+            best = best_mean(used, CPU_WINDOW)
+            if best <= 1.1:
+                pytest.skip(f"this host is too busy: the job never used more than {best:.2f} CPUs "
+                            f"over {CPU_WINDOW} samples running")
             raise
         detail = events(cluster, job, "reniced")[0]
         assert detail["reason"] == "cpu" and detail["cpus"] == 1 and detail["nice_to"] > detail["nice_from"]
