@@ -14,13 +14,14 @@ import json
 import pathlib
 import re
 import sys
+from collections.abc import Iterable
 
 import msgspec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from plain_shapes import Comments, ShapeError, field_comments, spelled  # noqa: E402  # scripts/ is no package
 
-from drover.core.job_spec import JobSpec  # noqa: E402
+from drover.core.job_spec import JobSpec, marked  # noqa: E402
 
 MODULE = pathlib.Path(__file__).resolve().parent.parent / "src" / "drover" / "records.py"
 REGENERATE = ".venv/bin/python scripts/job_record.py"
@@ -45,6 +46,14 @@ def generated() -> str:
               "JOB_DEFAULTS: JobRecord = {"]
     lines += [f"    {literal(name)}: {literal(value)}," for name, value in defaults.items()]
     lines.append("}")
+    signed = marked("signed")
+    lines += ["", "# What the owner signs of the spec (cluster/signing.py): these fields always; those after them",
+              "# only when set (signed since a later release, so that older credentials still match).",
+              f"SIGNED: tuple[str, ...] = {tuple_literal(n for n, when in signed.items() if when == 'always')}",
+              f"SIGNED_WHEN_SET: tuple[str, ...] = {tuple_literal(n for n, when in signed.items() if when == 'when_set')}",
+              "# The environment variables a job finds its spec's fields in, when set (shepherd/environment.py).",
+              "JOB_VARIABLES: dict[str, str] = {" + ", ".join(f"{literal(name)}: {literal(variable)}"
+                                                        for name, variable in marked("variable").items()) + "}"]
     return BEGIN + "\n".join(lines) + "\n" + END
 
 
@@ -57,6 +66,11 @@ def literal(value: object) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{literal(key)}: {literal(item)}" for key, item in value.items()) + "}"
     return repr(value)
+
+
+def tuple_literal(names: Iterable[str]) -> str:
+    items = [literal(name) for name in names]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def main(argv: list[str]) -> int:

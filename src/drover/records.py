@@ -437,6 +437,13 @@ JOB_DEFAULTS: JobRecord = {
     "checkpoint_when": None,
     "checkpoint_interval_s": None,
 }
+
+# What the owner signs of the spec (cluster/signing.py): these fields always; those after them
+# only when set (signed since a later release, so that older credentials still match).
+SIGNED: tuple[str, ...] = ("error", "stage_out", "prolog", "epilog", "workdir", "output")
+SIGNED_WHEN_SET: tuple[str, ...] = ("event_log", "done_output")
+# The environment variables a job finds its spec's fields in, when set (shepherd/environment.py).
+JOB_VARIABLES: dict[str, str] = {}
 # End of the generated part.
 
 

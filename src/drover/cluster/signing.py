@@ -4,8 +4,8 @@ model: its setuid helper checks a MUNGE signature over the jobspec before it bec
 When a user submits, their `drover` makes a MUNGE credential (cluster/munge.py) whose payload is
 the digest of what the job will run and where it will write, as the user: its script, working
 directory, environment, its own prolog and epilog, its name, its output and error patterns, the
-files staged in (names, modes and contents' digests), its stage-out patterns and its event log.
-munged puts the user's uid and gid in it. The
+files staged in (names, modes and contents' digests), its stage-out patterns and its event log
+(the spec's fields among these are those marked signed in core/job_spec.py). munged puts the user's uid and gid in it. The
 controller keeps the credential with the job and sends it with every attempt's order; a node
 that requires signed jobs (`[execd] require_signed_jobs`, which `drover join` sets where munge
 runs) opens it with its own munged before anything of the job is written, and refuses the
@@ -24,30 +24,27 @@ import base64
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from drover.core.patterns import default_output, expand
 from drover.protocol.canonical import canonical
 from drover.protocol.node_channel import StartAttempt, StartPeTask, task_script
+from drover.records import JOB_DEFAULTS, SIGNED, SIGNED_WHEN_SET
+
+# What a job's owner signs: what the job runs and as whom it writes where. The job's payload
+# (its script, environment and the files staged in, each as [name, mode, SHA-256 of the
+# contents], in order) and its name, and the spec's fields marked signed in core/job_spec.py
+# (records.SIGNED, always; records.SIGNED_WHEN_SET, only when set), with the defaults the
+# controller gives them. Its canonical encoding is what the credential carries.
+Signed = dict[str, Any]
 
 
-class Signed(TypedDict):
-    """What a job's owner signs, as their `drover` sends it (defaults as the controller reads them)."""
+def as_mapping(record: Mapping[str, object]) -> Mapping[str, object]:
+    """A TypedDict read by the names in SIGNED, which mypy cannot tell are its keys."""
+    return record
 
-    script: str
-    workdir: str
-    environment: dict[str, str]
-    prolog: str | None
-    epilog: str | None
-    name: str
-    output: str  # the pattern, the default (core/patterns.default_output) filled in
-    error: str | None  # None: joined into the output
-    stage_in: list[list[str | int]]  # [name, mode, SHA-256 of the contents], in order
-    stage_out: list[str]
-    # Only for a job that has one: a job without signs what it signed before the event log was
-    # covered, so jobs queued across that upgrade still run.
-    event_log: NotRequired[str]
-    done_output: NotRequired[str]  # the same: the pattern of --done-output, where the node writes as the owner
+
+DEFAULTS = as_mapping(JOB_DEFAULTS)
 
 
 def job_digest(signed: Mapping[str, Any]) -> bytes:
@@ -63,36 +60,32 @@ def signed_request(job: Mapping[str, Any]) -> Signed:
     """What the owner signs of a job as their `drover` sends it (a JobSubmission's fields, with
     the controller's defaults filled in as it fills them). The controller makes the same of a
     stored job for the node that writes its event log: its spec, with the job's name."""
+    def submitted(name: str) -> Any:
+        if name == "output":  # the one the controller fills from more than its own default
+            return job.get("output") or default_output(job.get("array") is not None)
+        value = job.get(name)
+        return DEFAULTS[name] if value is None else value
+
     signed: Signed = {
-        "script": job["script"], "workdir": job["workdir"], "environment": job.get("environment") or {},
-        "prolog": job.get("prolog"), "epilog": job.get("epilog"), "name": job.get("name") or "job",
-        "output": job.get("output") or default_output(job.get("array") is not None), "error": job.get("error"),
+        "script": job["script"], "environment": job.get("environment") or {}, "name": job.get("name") or "job",
         "stage_in": [file_entry(f["name"], f.get("mode", 0o644), base64.b64decode(f["data"]))
                      for f in job.get("stage_in") or []],
-        "stage_out": list(job.get("stage_out") or []),
     }
-    if job.get("event_log"):
-        signed["event_log"] = job["event_log"]
-    if job.get("done_output"):
-        signed["done_output"] = job["done_output"]
+    signed |= {name: submitted(name) for name in SIGNED}
+    signed |= {name: job[name] for name in SIGNED_WHEN_SET if job.get(name)}
     return signed
 
 
 def signed_order(order: StartAttempt) -> Signed:
     """The same, as a node's order says it: equal to what was signed unless the job was changed
     on its way (tests/unit/cluster/test_signing.py holds the two together)."""
-    config, job = order.config, order.config["job"]
+    config, job = order.config, as_mapping(order.config["job"])
     signed: Signed = {
-        "script": order.script, "workdir": job["workdir"], "environment": config["environment"],
-        "prolog": job["prolog"], "epilog": job["epilog"], "name": config["name"],
-        "output": job["output"], "error": job["error"],
+        "script": order.script, "environment": config["environment"], "name": config["name"],
         "stage_in": [file_entry(f.name, f.mode, f.data) for f in order.stage_in],
-        "stage_out": job["stage_out"],
     }
-    if job["event_log"]:
-        signed["event_log"] = job["event_log"]
-    if job["done_output"]:
-        signed["done_output"] = job["done_output"]
+    signed |= {name: job[name] for name in SIGNED}
+    signed |= {name: job[name] for name in SIGNED_WHEN_SET if job[name]}
     return signed
 
 

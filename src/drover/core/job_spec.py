@@ -25,33 +25,55 @@ this Drover does not know (a newer one's, after a downgrade) is ignored.
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from typing import Annotated, Any
 
 import msgspec
+import msgspec.inspect
 
 from drover.core.patterns import default_output
+
+# How a field travels beyond the store, marked on its annotation and read from there by those
+# that act on it (a new option marked here needs no change anywhere else):
+#   SIGNED           part of what the owner signs (cluster/signing.py), whatever its value;
+#   SIGNED_WHEN_SET  the same, but only when set: a field signed since a later release, so that
+#                    the credentials of jobs submitted before it still match;
+#   variable(NAME)   the job finds its value in the environment variable NAME, when set;
+#   shown(LABEL)     `drover show` prints it under LABEL, when set.
+# The shepherd and the client read the marks from records.py, generated from this module
+# (scripts/job_record.py), as they import no msgspec.
+SIGNED = msgspec.Meta(extra={"signed": "always"})
+SIGNED_WHEN_SET = msgspec.Meta(extra={"signed": "when_set"})
+
+
+def variable(name: str) -> msgspec.Meta:
+    return msgspec.Meta(extra={"variable": name})
+
+
+def shown(label: str) -> msgspec.Meta:
+    return msgspec.Meta(extra={"shown": label})
 
 
 class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The options a submission and the stored spec share, with the zero-configuration defaults."""
 
     submit_dir: str = ""  # absolute; where the user submitted from (stored: the working directory if not given)
-    error: str | None = None  # a pattern (core/patterns.py); None joins stderr into the output file
+    error: Annotated[str | None, SIGNED] = None  # a pattern (core/patterns.py); None joins stderr into the output file
     open_mode: str = "truncate"  # or "append"
     time_limit_s: int | None = None  # stored: the queue's default time when the user gave none
     kill_on_invalid_dep: bool = True  # a dependency that can never be met cancels the job; else it waits
     mail_user: str | None = None
     mail_type: list[str] = []  # BEGIN, END, FAIL, REQUEUE, ARRAY_TASKS
     keep_spool: bool = False  # keep the attempt's spool directory on the node after cleanup
-    event_log: str | None = None  # an absolute path: every event of the job appended as JSON lines, as the owner
+    event_log: Annotated[str | None, SIGNED_WHEN_SET] = None  # an absolute path: every event of the job appended as JSON lines, as the owner
     # jobd's zapthisjob, doneoutput and mailoutput: remove the job's output files when it ends;
     # put its output (stdout and stderr) in this file (a pattern) when it is done; mail it.
     zap: bool = False
-    done_output: str | None = None
+    done_output: Annotated[str | None, SIGNED_WHEN_SET] = None
     mail_output: bool = False
-    stage_out: list[str] = []  # glob patterns in the working directory, copied back after it exits
-    prolog: str | None = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
-    epilog: str | None = None  # the job's own epilog (postcmd)
+    stage_out: Annotated[list[str], SIGNED] = []  # glob patterns in the working directory, copied back after it exits
+    prolog: Annotated[str | None, SIGNED] = None  # the job's own prolog (Accelerator's precmd): fails the job if it fails
+    epilog: Annotated[str | None, SIGNED] = None  # the job's own epilog (postcmd)
     # Accelerator's postcmd (firing sequence step 22): the exit status of the job's own epilog is
     # the job's; False keeps the job's own (`drover submit --no-epilog-sets-exit`).
     epilog_sets_exit: bool = True
@@ -90,10 +112,40 @@ class JobSpec(JobOptions, frozen=True, kw_only=True):
     and carried to its node in each attempt's order (records.AttemptOrder). Changed only as a
     whole (`msgspec.structs.replace`), and then written again (`Changes.job(job, spec=True)`)."""
 
-    workdir: str = ""  # absolute; "" runs the job in a scratch directory on its node
+    workdir: Annotated[str, SIGNED] = ""  # absolute; "" runs the job in a scratch directory on its node
     # A pattern (core/patterns.py); when submitted: the user's, or the default for an array or not.
-    output: str = default_output(is_array=False)
+    output: Annotated[str, SIGNED] = default_output(is_array=False)
     pe_slots: int | None = None  # the slots each task holds of its `pe` (set with it), fixed when submitted
     # The checkpoint occasions and period the job asked for (qsub -c), overriding its environment's.
     checkpoint_when: str | None = None
     checkpoint_interval_s: int | None = None
+
+
+def marked(mark: str) -> dict[str, Any]:
+    """The spec's fields that carry `mark` (see above), each with the mark's value, in the spec's order."""
+    return dict(_marked(mark))
+
+
+@functools.cache
+def _marked(mark: str) -> tuple[tuple[str, Any], ...]:
+    info = msgspec.inspect.type_info(JobSpec)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return tuple((field.name, field.type.extra[mark]) for field in info.fields
+                 if isinstance(field.type, msgspec.inspect.Metadata) and field.type.extra and mark in field.type.extra)
+
+
+def shown_options(spec: JobSpec) -> dict[str, str]:
+    """The options marked to be shown that the job has set, by label, as text."""
+    return {label: _text(getattr(spec, name)) for name, label in _marked("shown")
+            if getattr(spec, name) != getattr(_DEFAULTS, name)}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+_DEFAULTS = JobSpec()

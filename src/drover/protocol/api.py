@@ -167,6 +167,8 @@ class JobInfo(msgspec.Struct, kw_only=True):
     pe_per_node: int | None = None  # its slots on each node, in place of its PE's rule
     notify: bool = False  # submitted with --notify (qsub -notify)
     checkpoint: str | None = None  # its checkpoint environment ([checkpoints.NAME]) and occasions: "blcr (sx)"
+    # The spec's options marked to be shown (core/job_spec.py) that the job set, by label, as text.
+    options: dict[str, str] = {}
 
 
 class FileInfo(msgspec.Struct, kw_only=True):

@@ -169,6 +169,8 @@ class JobSummary(TypedDict):
     pe_per_node: int | None  # its slots on each node, in place of its PE's rule
     notify: bool  # submitted with --notify (qsub -notify)
     checkpoint: str | None  # its checkpoint environment ([checkpoints.NAME]) and occasions: "blcr (sx)"
+    # The spec's options marked to be shown (core/job_spec.py) that the job set, by label, as text.
+    options: dict[str, str]
 
 
 class ActionOutcome(TypedDict):

@@ -9,7 +9,7 @@ import pwd
 import re
 import time
 
-from drover.records import IdentityRecord
+from drover.records import JOB_VARIABLES, IdentityRecord, JobRecord
 from drover.shepherd.config import ShepherdConfig
 from drover.slurm_layout import compress_counts, compress_hosts, tasks_per_node
 from drover.spool.architecture import architecture
@@ -219,6 +219,7 @@ def _facts(config: ShepherdConfig, tmpdir: str, submitted: dict[str, str]) -> di
     if config.job["pe"]:  # submit(1): "PE: The parallel environment under which the job executes"
         facts["PE"] = config.job["pe"]
     facts.update(_gres_facts(config.gres))
+    facts.update(_spec_variables(config.job))
     if config.is_array:
         facts.update(_array_facts(config))
     return facts
@@ -298,6 +299,20 @@ def _across_hosts(config: ShepherdConfig, request: dict[str, str]) -> tuple[int,
     tasks = tasks_per_node([count // cpus_per_task for count in held], ntasks)
     return (ntasks, cpus_per_task, compress_hosts(names), str(len(names)), compress_counts(held),
             compress_counts(tasks))
+
+
+def _spec_variables(job: JobRecord) -> dict[str, str]:
+    """The spec's fields marked with a variable (core/job_spec.py, records.JOB_VARIABLES) that
+    the job set, each under its variable."""
+    fields: dict[str, object] = dict(job)
+    return {variable: _as_text(fields[name]) for name, variable in JOB_VARIABLES.items()
+            if fields[name] not in (None, "", [], {}, False)}
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return "1" if value is True else str(value)
 
 
 # What selects the GPUs a process may use: NVIDIA's CUDA, AMD's ROCm runtime, and OpenCL's (as

@@ -15,6 +15,7 @@ from tests.helpers.controller_world import World, world  # noqa: F401  (a fixtur
 
 from drover.cluster.signing import job_digest, outputs_as_signed, signed_order, signed_request
 from drover.controller.upkeep.event_log import signed_fields
+from drover.core.job_spec import marked
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import File, StartAttempt
 
@@ -28,6 +29,17 @@ JOBS: list[dict[str, Any]] = [
     {"script": "echo hi\n", "workdir": "", "submit_dir": "/tmp", "output": "scratch.out"},  # scratch on the node
     {"script": "echo hi\n", "workdir": "/tmp", "done_output": "done-%j.txt", "mail_output": True,
      "mail_user": "ann@example.org"},
+]
+
+
+# What the owner's credential carried for each of JOBS before the signed fields were read from
+# the spec's marks: a job queued then must still match what its node computes now.
+DIGESTS = [
+    "4ac29ca12f4d5c257dbf079e61ab79c3d7622aaadaf73e6b5c31198bdf62a93d",
+    "0de666bcbfdcb3b220fd92b06366da51ae5108c7306277c18291805fec7bf565",
+    "4d1fc81a66a38b44e51d233a69ebbb03eb7ca756bf4fba8703d87ce18b5ae93e",
+    "638812f41e691110b06ea48d0adec53d8c1441b8bd8cb8be165662a9520c6aae",
+    "c442aaeae36546e1a027d8a13db0a73c20f30d1c01e9fa418ae975968e409a4d",
 ]
 
 
@@ -46,6 +58,20 @@ def test_what_is_signed_is_what_the_node_is_ordered_to_run(world: World, job: di
     for order in orders:
         assert job_digest(signed_order(order)) == job_digest(signed_request(job))
         assert outputs_as_signed(order)
+
+
+@pytest.mark.parametrize(("job", "digest"), list(zip(JOBS, DIGESTS, strict=True)))
+def test_what_is_signed_is_what_earlier_releases_signed(job: dict[str, Any], digest: str) -> None:
+    assert job_digest(signed_request(job)).hex() == digest
+
+
+def test_the_signed_fields_are_the_specs_marked_ones() -> None:
+    signed = signed_request({**JOBS[1], "done_output": "done-%j.txt"})
+    payload_and_name = {"script", "environment", "stage_in", "name"}
+    assert set(signed) - payload_and_name == set(marked("signed"))
+    assert {name for name, when in marked("signed").items() if when == "when_set"} == {"event_log", "done_output"}
+    # A field signed only when set is left out when it is not: older credentials still match.
+    assert "event_log" not in signed_request(JOBS[0]) and "done_output" not in signed_request(JOBS[0])
 
 
 @pytest.mark.parametrize(("field", "change"), [

@@ -67,6 +67,7 @@ def run(command: str, argv: list[str]) -> int:
               if job.licenses else []),
             *([("constraint", job.constraint)] if job.constraint else []),
             *([("checkpoint", job.checkpoint)] if job.checkpoint else []),
+            *job.options.items(),
             ("array", f"{job.array}" + (f" (at most {job.max_running} at once)" if job.max_running else "")
              if job.array else "-"),
             ("depends on", (" or " if job.dependency_any else ", ").join(

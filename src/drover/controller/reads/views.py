@@ -12,6 +12,7 @@ from drover.controller.state import ControllerState
 from drover.core.exit_status import shell_status
 from drover.core.gres import Device, GresNeed, describe
 from drover.core.job import Attempt, Job, Task
+from drover.core.job_spec import shown_options
 from drover.core.job_state import JobState
 from drover.core.views import job_state
 from drover.protocol.api import (
@@ -85,6 +86,7 @@ def job_summary(job: Job, counts: dict[str, int], exit_status: int | None,
         notify=job.spec.notify,
         checkpoint=(f"{job.spec.checkpoint} ({job.spec.checkpoint_when or '-'})"
                     if job.spec.checkpoint else None),
+        options=shown_options(job.spec),
     )
 
 
