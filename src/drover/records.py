@@ -387,6 +387,8 @@ class JobRecord(TypedDict):
     notify: bool
     # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt; core/checkpoints.py).
     checkpoint: str | None
+    # The user's own note about the job (sbatch --comment), kept with it and given back.
+    comment: str | None
     workdir: str  # absolute; "" runs the job in a scratch directory on its node
     # A pattern (core/patterns.py); when submitted: the user's, or the default for an array or not.
     output: str
@@ -431,6 +433,7 @@ JOB_DEFAULTS: JobRecord = {
     "pids_max": None,
     "notify": False,
     "checkpoint": None,
+    "comment": None,
     "workdir": "",
     "output": "drover-%j.out",
     "pe_slots": None,
@@ -443,7 +446,7 @@ JOB_DEFAULTS: JobRecord = {
 SIGNED: tuple[str, ...] = ("error", "stage_out", "prolog", "epilog", "workdir", "output")
 SIGNED_WHEN_SET: tuple[str, ...] = ("event_log", "done_output")
 # The environment variables a job finds its spec's fields in, when set (shepherd/environment.py).
-JOB_VARIABLES: dict[str, str] = {}
+JOB_VARIABLES: dict[str, str] = {"comment": "DROVER_COMMENT"}
 # End of the generated part.
 
 

@@ -105,6 +105,9 @@ class JobOptions(msgspec.Struct, frozen=True, kw_only=True):
     notify: bool = False
     # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt; core/checkpoints.py).
     checkpoint: str | None = None
+    # The user's own note about the job (sbatch --comment), kept with it and given back.
+    comment: Annotated[Annotated[str, msgspec.Meta(max_length=1024)] | None, shown("comment"),
+                       variable("DROVER_COMMENT")] = None
 
 
 class JobSpec(JobOptions, frozen=True, kw_only=True):

@@ -80,6 +80,8 @@ class JobRequest(TypedDict, total=False):
     notify: bool
     # A checkpoint environment of the cluster's ([checkpoints.NAME]; qsub -ckpt; core/checkpoints.py).
     checkpoint: str | None
+    # The user's own note about the job (sbatch --comment), kept with it and given back.
+    comment: str | None
     script: Required[str]
     name: str
     workdir: Required[str]  # absolute; "" runs the job in a scratch directory of its own on the node

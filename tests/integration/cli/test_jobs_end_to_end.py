@@ -48,6 +48,18 @@ def test_script_file_gets_output_patterns_separate_stderr_and_environment(cluste
     assert (cluster.workdir / f"err-{job}.txt").read_text() == "oops\n"
 
 
+def test_a_comment_is_kept_given_to_the_job_and_shown(cluster: LocalCluster) -> None:
+    job = cluster.submit("--comment", "run 7: the baseline", "--", "bash", "-c", 'echo "comment=$DROVER_COMMENT"')
+    assert cluster.drover("wait", str(job)).returncode == 0
+    assert (cluster.workdir / f"drover-{job}.out").read_text() == "comment=run 7: the baseline\n"
+    assert cluster.drover_json("show", str(job))["options"] == {"comment": "run 7: the baseline"}
+    assert "  comment     run 7: the baseline\n" in cluster.drover("show", str(job)).stdout
+    plain = cluster.submit("--", "bash", "-c", 'echo "comment=${DROVER_COMMENT-unset}"')
+    assert cluster.drover("wait", str(plain)).returncode == 0
+    assert (cluster.workdir / f"drover-{plain}.out").read_text() == "comment=unset\n"
+    assert cluster.drover_json("show", str(plain))["options"] == {}
+
+
 def test_array_tasks_run_with_their_index_and_never_more_than_max_at_once(cluster: LocalCluster) -> None:
     log = cluster.workdir / "spans"
     job = cluster.submit("--array", "1-7:2%1", "--", "bash", "-c",

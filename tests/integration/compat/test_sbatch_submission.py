@@ -53,6 +53,18 @@ def test_the_script_runs_with_its_own_interpreter_and_arguments(cluster: LocalCl
     assert (cluster.workdir / "py.out").read_text() == "['a b', '-J', '$HOME']\n"
 
 
+def test_a_comment_is_kept_and_squeue_shows_it(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    done = sbatch(cluster, bin_dir, "--hold", "--comment", "seed 42", "--wrap", "true")
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.split()[-1]
+    assert cluster.drover_json("show", job_id)["options"] == {"comment": "seed 42"}
+    listed = subprocess.run([str(bin_dir / "squeue"), "-h", "-j", job_id, "-o", "%i %k"], capture_output=True,
+                            text=True, env=cluster.env, cwd=cluster.workdir, timeout=60)
+    assert listed.stdout.split(maxsplit=1) == [job_id, "seed 42\n"], listed.stderr
+    cluster.drover("cancel", job_id)
+
+
 def test_outputs_and_exit_statuses_are_sbatchs(cluster: LocalCluster) -> None:
     bin_dir = install(cluster)
     quiet = sbatch(cluster, bin_dir, "-Q", "--wrap", "true")

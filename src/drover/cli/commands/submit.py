@@ -69,6 +69,8 @@ def _add_script_options(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("-q", "--queue", help="the queue (default: default); a queue may have its own prolog and epilog")
     p.add_argument("-J", "--name", type=_job_name, help="the job's name (default: the script's or command's name)")
     p.add_argument("-D", "--workdir", "--chdir", help="working directory (default: the current one)")
+    p.add_argument("--comment", help="a note of yours about the job, shown by drover show and given to it "
+                   "as $DROVER_COMMENT (sbatch --comment)")
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -430,6 +432,8 @@ def _job_basics(args: Any) -> JobRequest:
     }
     if args.queue:
         job["queue"] = args.queue
+    if args.comment:
+        job["comment"] = args.comment
     return job
 
 

@@ -94,7 +94,7 @@ COLUMNS: list[Column[SlurmJob]] = [Column(name, letter, header, value, cut) for 
     ("Cluster", "", "CLUSTER", _const("drover"), True),
     ("ClusterFeature", "", "CLUSTER_FEATURES", NULL, True),
     ("Command", "o", "COMMAND", NULL, True),
-    ("Comment", "k", "COMMENT", NULL, True),
+    ("Comment", "k", "COMMENT", lambda j: j.info.options.get("comment") or "(null)", True),
     ("Container", "", "CONTAINER", NULL, True),
     ("ContainerId", "", "CONTAINERID", NULL, True),
     ("Contiguous", "O", "CONTIGUOUS", ZERO, True),

@@ -313,6 +313,8 @@ def to_job(request: Request, script: str, default_name: str, environ: Mapping[st
     env = export(request, environ=environ)
     env.update(described(request, job_shape, memory))
     job["environment"] = env
+    if comment := request.value("comment"):
+        job["comment"] = comment
     return job
 
 

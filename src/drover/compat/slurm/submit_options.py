@@ -65,7 +65,8 @@ TABLE: tuple[Shared, ...] = (
     Shared(("--cluster",), REQUIRED, ALL, NOOP, ONE_CLUSTER, "CLUSTER"),
     Shared(("--cluster-constraint",), REQUIRED, ALL, NOOP, ONE_CLUSTER, "LIST"),
     Shared(("-M", "--clusters"), REQUIRED, ALL, NOOP, ONE_CLUSTER, "CLUSTERS"),
-    Shared(("--comment",), REQUIRED, ALL, APPROX, "not kept", "STRING"),
+    Shared(("--comment",), REQUIRED, ALL, OK, "kept: `squeue -o %k`, `drover show`, and $DROVER_COMMENT in the job",
+           "STRING", only={SRUN: (OK, IN_JOB_SHARES)}),
     Shared(("--compress",), OPTIONAL, (SRUN,), NOOP, "nothing is broadcast", "[=TYPE]"),
     Shared(("--consolidate-segments",), NONE, ALL, NOOP, "one node"),
     Shared(("-C", "--constraint"), REQUIRED, ALL, OK, "node features: `a`, `a&b`, `a|b`, `a,b`, "
