@@ -156,7 +156,7 @@ def test_a_request_with_every_field_is_a_valid_submission() -> None:
         "constraint": "avx512&bigmem", "exclusive": True, "resource_requests": {"arch": "lx-amd64"},
         "environments": ["gcc13", "cuda"],
         "pe": "mpi", "pe_slots": "2-8", "pe_per_node": 2, "pids_max": 256, "notify": True,
-        "checkpoint": "blcr", "checkpoint_occasion": "sx",
+        "checkpoint": "blcr", "checkpoint_occasion": "sx", "comment": "a note",
     }
     assert set(request) == set(typing.get_type_hints(JobRequest))
     submission = msgspec.json.decode(msgspec.json.encode(request), type=JobSubmission)
