@@ -10,8 +10,11 @@ import importlib
 import pathlib
 import sys
 
-from drover.cli.commands.compat import COMMANDS
-from drover.compat.optiontable import markdown_table, with_tables
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from generated import write_or_check  # noqa: E402  # scripts/ is no package
+
+from drover.cli.commands.compat import COMMANDS  # noqa: E402
+from drover.compat.optiontable import markdown_table, with_tables  # noqa: E402
 
 DOCUMENT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "compat.md"
 
@@ -31,15 +34,7 @@ def generated(document: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    current = DOCUMENT.read_text()
-    wanted = generated(current)
-    if "--check" in argv:
-        if wanted != current:
-            print("docs/compat.md is out of date: run make compat-docs", file=sys.stderr)
-            return 1
-        return 0
-    DOCUMENT.write_text(wanted)
-    return 0
+    return write_or_check(argv, DOCUMENT, generated(DOCUMENT.read_text()), ".venv/bin/python scripts/compat_docs.py")
 
 
 if __name__ == "__main__":

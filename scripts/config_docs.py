@@ -17,9 +17,12 @@ import typing
 
 import msgspec
 
-from drover.config import STATE_DIR_VARIABLE, SYSTEM_STATE_DIR, Paths
-from drover.config_file import number_text, toml_key, toml_value
-from drover.config_schema import DroverConfig, Section
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from generated import write_or_check  # noqa: E402  # scripts/ is no package
+
+from drover.config import STATE_DIR_VARIABLE, SYSTEM_STATE_DIR, Paths  # noqa: E402
+from drover.config_file import number_text, toml_key, toml_value  # noqa: E402
+from drover.config_schema import DroverConfig, Section  # noqa: E402
 
 DOCUMENT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 REGENERATE = ".venv/bin/python scripts/config_docs.py"
@@ -272,15 +275,7 @@ def generated() -> str:
 
 
 def main(argv: list[str]) -> int:
-    wanted = generated()
-    if "--check" in argv:
-        current = DOCUMENT.read_text() if DOCUMENT.exists() else ""
-        if wanted != current:
-            print(f"docs/configuration.md is out of date: run {REGENERATE}", file=sys.stderr)
-            return 1
-        return 0
-    DOCUMENT.write_text(wanted)
-    return 0
+    return write_or_check(argv, DOCUMENT, generated(), REGENERATE)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from collections.abc import Iterable
 import msgspec
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from plain_shapes import Comments, ShapeError, field_comments, spelled  # noqa: E402  # scripts/ is no package
+from generated import write_or_check  # noqa: E402  # scripts/ is no package
+from plain_shapes import Comments, ShapeError, field_comments, spelled  # noqa: E402
 
 from drover.core.job_spec import JobSpec, marked  # noqa: E402
 
@@ -83,14 +84,7 @@ def main(argv: list[str]) -> int:
     if not BLOCK.search(current):
         print(f"{MODULE}: no generated part (a line {BEGIN.strip()!r} ... {END.strip()!r})", file=sys.stderr)
         return 1
-    wanted = BLOCK.sub(lambda _: block, current)
-    if "--check" in argv:
-        if wanted != current:
-            print(f"src/drover/records.py's JobRecord is out of date: run {REGENERATE}", file=sys.stderr)
-            return 1
-        return 0
-    MODULE.write_text(wanted)
-    return 0
+    return write_or_check(argv, MODULE, BLOCK.sub(lambda _: block, current), REGENERATE)
 
 
 if __name__ == "__main__":

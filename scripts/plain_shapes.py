@@ -23,7 +23,10 @@ import typing
 
 import msgspec
 
-from drover.protocol import api
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from generated import write_or_check  # noqa: E402  # scripts/ is no package
+
+from drover.protocol import api  # noqa: E402
 
 MODULE = pathlib.Path(__file__).resolve().parent.parent / "src" / "drover" / "protocol" / "plain.py"
 REGENERATE = ".venv/bin/python scripts/plain_shapes.py"
@@ -211,14 +214,7 @@ def main(argv: list[str]) -> int:
     except ShapeError as error:
         print(f"scripts/plain_shapes.py: {error}", file=sys.stderr)
         return 1
-    if "--check" in argv:
-        current = MODULE.read_text() if MODULE.exists() else ""
-        if wanted != current:
-            print(f"src/drover/protocol/plain.py is out of date: run {REGENERATE}", file=sys.stderr)
-            return 1
-        return 0
-    MODULE.write_text(wanted)
-    return 0
+    return write_or_check(argv, MODULE, wanted, REGENERATE)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,11 @@ shepherd's typed record by running the script, never by editing records.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import subprocess
-import sys
 import typing
 
 import msgspec
+from tests.helpers.scripts import assert_current, script_module
 
 from drover.core.job_spec import JobSpec
 from drover.records import JOB_DEFAULTS, JobRecord
@@ -18,21 +16,11 @@ from drover.records import JOB_DEFAULTS, JobRecord
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def _generator():  # scripts/ is not a package
-    spec = importlib.util.spec_from_file_location("job_record", ROOT / "scripts" / "job_record.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_records_py_holds_what_the_script_writes_from_job_spec() -> None:
-    generator = _generator()
+    generator = script_module("job_record")
     assert generator.generated() in (ROOT / "src" / "drover" / "records.py").read_text(), (
         "src/drover/records.py's JobRecord is out of date: run .venv/bin/python scripts/job_record.py")
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "job_record.py"), "--check"],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
+    assert_current("job_record")
 
 
 def test_every_field_of_the_spec_is_a_required_key_with_its_default() -> None:
@@ -43,7 +31,7 @@ def test_every_field_of_the_spec_is_a_required_key_with_its_default() -> None:
 
 
 def test_a_field_added_to_the_spec_is_written_with_its_type_and_comment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    generator = _generator()
+    generator = script_module("job_record")
 
     class Wider(JobSpec, frozen=True, kw_only=True):
         comment: str | None = None  # a note of the owner's, shown with the job

@@ -4,7 +4,6 @@ protocol/plain.py is what scripts/plain_shapes.py writes from them."""
 from __future__ import annotations
 
 import base64
-import importlib.util
 import pathlib
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Annotated, Literal
 
 import msgspec
 import pytest
+from tests.helpers.scripts import script_module
 
 from drover.protocol.api import (
     ActionResult,
@@ -38,16 +38,8 @@ from drover.protocol.plain import (
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def _generator():  # scripts/ is not a package
-    spec = importlib.util.spec_from_file_location("plain_shapes", ROOT / "scripts" / "plain_shapes.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_plain_py_is_what_the_script_writes_from_the_models() -> None:
-    generated = _generator().generated()
+    generated = script_module("plain_shapes").generated()
     assert generated == (ROOT / "src" / "drover" / "protocol" / "plain.py").read_text(), (
         "src/drover/protocol/plain.py is out of date: run .venv/bin/python scripts/plain_shapes.py")
 
@@ -77,7 +69,7 @@ class _Reshaped(_Common, kw_only=True, rename={"size": "size_mib"}):
 
 
 def test_the_script_follows_a_reshaped_model_its_bases_renames_and_comments(monkeypatch: pytest.MonkeyPatch) -> None:
-    generator = _generator()
+    generator = script_module("plain_shapes")
     monkeypatch.setattr(generator, "api", types.SimpleNamespace(Reshaped=_Reshaped, Attachment=_Attachment))
     imports: set[str] = set()
     names: dict[type, str] = {}

@@ -3,13 +3,12 @@ make now (scripts/cli_files.py), and say what those parsers accept."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import pytest
+from tests.helpers.scripts import script_module
 
 from drover.cli.commands.compat import COMMANDS as FRONT_ENDS
 from drover.cli.main import COMMANDS
@@ -18,18 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 DATA = ROOT / "src" / "drover" / "data"
 
 
-def _generator():  # scripts/ is not a package
-    spec = importlib.util.spec_from_file_location("cli_files", ROOT / "scripts" / "cli_files.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks itself up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def generated() -> dict[pathlib.Path, str]:
-    return _generator().wanted()
+    return script_module("cli_files").wanted()
 
 
 def test_the_shipped_files_are_the_generated_ones(generated: dict[pathlib.Path, str]) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
 import pytest
+from tests.helpers.scripts import script_module
 
 from drover.compat.optiontable import (
     Arity,
@@ -22,16 +22,8 @@ from drover.compat.optiontable import (
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def _generator():  # scripts/ is not a package
-    spec = importlib.util.spec_from_file_location("compat_docs", ROOT / "scripts" / "compat_docs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_docs_are_generated_from_the_option_tables() -> None:
-    generator = _generator()
+    generator = script_module("compat_docs")
     document = (ROOT / "docs" / "compat.md").read_text()
     assert generator.generated(document) == document, "docs/compat.md is out of date: run make compat-docs"
 

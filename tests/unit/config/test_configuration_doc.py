@@ -3,12 +3,12 @@ key, and its example is a file the daemons accept."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 import typing
 
 import msgspec
+from tests.helpers.scripts import script_module
 
 from drover.config_file import parse_config
 from drover.config_schema import DroverConfig, Section
@@ -16,16 +16,8 @@ from drover.config_schema import DroverConfig, Section
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def _generator():  # scripts/ is not a package
-    spec = importlib.util.spec_from_file_location("config_docs", ROOT / "scripts" / "config_docs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_docs_are_generated_from_the_schema() -> None:
-    generator = _generator()
+    generator = script_module("config_docs")
     document = (ROOT / "docs" / "configuration.md").read_text()
     assert generator.generated() == document, (
         "docs/configuration.md is out of date: run .venv/bin/python scripts/config_docs.py")
@@ -47,7 +39,7 @@ def _sections(schema: type[Section], path: str) -> dict[str, type[Section]]:
 
 
 def test_every_table_and_key_of_the_schema_is_documented() -> None:
-    generator = _generator()
+    generator = script_module("config_docs")
     documented = {table.name: {row.key for row in table.rows} for table in generator.tables()}
     sections = _sections(DroverConfig, "")
     assert {"controller", "execd", "execd.rlimits", "queues.NAME", "scheduler", "compat"} <= set(sections)
@@ -61,7 +53,7 @@ def test_every_table_and_key_of_the_schema_is_documented() -> None:
 
 
 def test_types_and_defaults_read_as_words() -> None:
-    rows = {(table.name, row.key): row for table in _generator().tables() for row in table.rows}
+    rows = {(table.name, row.key): row for table in script_module("config_docs").tables() for row in table.rows}
     assert rows["controller", "sqlite_synchronous"].type == '`"OFF"` \\| `"NORMAL"` \\| `"FULL"` \\| `"EXTRA"`'
     assert (rows["controller", "operators"].type, rows["controller", "operators"].default) == ("list of strings", "`[]`")
     assert (rows["execd", "cpus"].type, rows["execd", "cpus"].default) == ("int from 0 to 1048576", "unset")
