@@ -6,29 +6,18 @@ when missing (root and the package index needed); otherwise the tests that need 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+from tests.helpers import debian
 
-class MungeUnavailable(Exception):
-    pass
+MungeUnavailable = debian.Unavailable
 
 
 def _installed() -> None:
-    if shutil.which("munged") and shutil.which("mungekey"):
-        return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise MungeUnavailable("munge is not installed (apt-get install munge), and installing it needs root")
-    for attempt in (["apt-get", "install", "-y", "-qq", "munge"], ["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "munge"]):
-        subprocess.run(attempt, capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-                       timeout=600)
-        if shutil.which("munged") and shutil.which("mungekey"):
-            return
-    raise MungeUnavailable("munge is not installed and `apt-get install munge` failed (no package index?)")
+    debian.installed(("munged", "mungekey"), "munge")
 
 
 class Munged:

@@ -4,10 +4,10 @@ make now (scripts/cli_files.py), and say what those parsers accept."""
 from __future__ import annotations
 
 import pathlib
-import shutil
 import subprocess
 
 import pytest
+from tests.helpers import debian
 from tests.helpers.scripts import script_module
 
 from drover.cli.commands.compat import COMMANDS as FRONT_ENDS
@@ -15,6 +15,14 @@ from drover.cli.main import COMMANDS
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 DATA = ROOT / "src" / "drover" / "data"
+
+
+def needed(name: str, package: str | None = None) -> str:
+    """A tool, installed by the set-up if need be; the test skips, saying why, if it cannot be."""
+    try:
+        return debian.tool(name, package)
+    except debian.Unavailable as why:
+        pytest.skip(str(why))
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +52,11 @@ def test_a_page_lists_the_options_its_parser_takes(generated: dict[pathlib.Path,
     assert "\\fB\\-\\-job\\-name\\fR" in sbatch
 
 
-@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
 def test_every_page_renders_without_warnings(generated: dict[pathlib.Path, str]) -> None:
+    groff = needed("groff", "groff-base")
     for path, text in generated.items():
         if path.suffix == ".1":
-            rendered = subprocess.run(["groff", "-man", "-Tutf8", "-wmac", "-wchar", "-wescape", "-wdelim", "-Wbreak"],
+            rendered = subprocess.run([groff, "-man", "-Tutf8", "-wmac", "-wchar", "-wescape", "-wdelim", "-Wbreak"],
                                       input=text, capture_output=True, text=True, check=True)
             assert rendered.stderr == "", (path.name, rendered.stderr)
             assert path.stem.upper() in rendered.stdout.replace("\u2010", "-")
@@ -92,14 +100,14 @@ def test_bash_completes_a_job_argument_with_the_ids_drover_status_lists(generate
     assert complete("drover", "submit", "--array", "13") == []  # not a job: nothing asked
 
 
-@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
 def test_fish_completes_commands_subcommands_and_options(generated: dict[pathlib.Path, str],
                                                          tmp_path: pathlib.Path) -> None:
+    fish = needed("fish")
     script = tmp_path / "drover.fish"
     script.write_text(generated[DATA / "completion" / "drover.fish"])
 
     def complete(line: str) -> list[str]:
-        run = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C {line!r}"],
+        run = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C {line!r}"],
                              capture_output=True, text=True, check=True)
         return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
 
@@ -109,8 +117,8 @@ def test_fish_completes_commands_subcommands_and_options(generated: dict[pathlib
     assert complete("drover completion ") == ["bash", "fish", "zsh"]
 
 
-@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
 def test_the_zsh_script_parses(generated: dict[pathlib.Path, str], tmp_path: pathlib.Path) -> None:
+    zsh = needed("zsh")
     script = tmp_path / "_drover"
     script.write_text(generated[DATA / "completion" / "_drover"])
-    subprocess.run(["zsh", "-n", str(script)], check=True)
+    subprocess.run([zsh, "-n", str(script)], check=True)
