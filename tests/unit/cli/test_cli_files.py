@@ -122,3 +122,57 @@ def test_the_zsh_script_parses(generated: dict[pathlib.Path, str], tmp_path: pat
     script = tmp_path / "_drover"
     script.write_text(generated[DATA / "completion" / "_drover"])
     subprocess.run([zsh, "-n", str(script)], check=True)
+
+
+def _fake_status(tmp_path: pathlib.Path) -> None:
+    """A `drover` on PATH that prints what `drover status` prints: job ids in its first column."""
+    fake = tmp_path / "drover"
+    fake.write_text('#!/bin/sh\n[ "$1" = status ] || exit 9\n'
+                    'printf "JOB  NAME  USER  STATE\\n12   a     u     RUNNING\\n130  b     u     PENDING\\n"\n')
+    fake.chmod(0o755)
+
+
+def test_bash_completes_the_front_ends_options_and_their_jobs(generated: dict[pathlib.Path, str],
+                                                            tmp_path: pathlib.Path) -> None:
+    script = generated[DATA / "completion" / "front-ends.bash"]
+    _fake_status(tmp_path)
+    (tmp_path / "job.sh").write_text("true\n")
+
+    def complete(*words: str) -> list[str]:
+        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
+        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _drover_front_end {words[0]}; '
+                              'printf "%s\\n" "${COMPREPLY[@]}"'], capture_output=True, text=True, check=True,
+                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, cwd=tmp_path)
+        return run.stdout.split()
+
+    assert complete("sbatch", "--job-na") == ["--job-name"]
+    assert complete("qsub", "-hold_j") == ["-hold_jid", "-hold_jid_ad"]
+    assert complete("scancel", "13") == ["130"]
+    assert complete("sbatch", "jo") == ["job.sh"]
+    registered = subprocess.run(["bash", "--norc", "-c", f"{script}\ncomplete -p sbatch qdel"],
+                                capture_output=True, text=True, check=True).stdout
+    assert "_drover_front_end sbatch" in registered and "_drover_front_end" in registered.splitlines()[1]
+
+
+def test_fish_and_zsh_complete_the_front_ends(generated: dict[pathlib.Path, str], tmp_path: pathlib.Path) -> None:
+    fish = needed("fish")
+    script = tmp_path / "front-ends.fish"
+    script.write_text(generated[DATA / "completion" / "front-ends.fish"])
+
+    def complete(line: str) -> list[str]:
+        run = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C {line!r}"],
+                             capture_output=True, text=True, check=True)
+        return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
+
+    assert complete("sbatch --job-na") == ["--job-name"]
+    assert "-hold_jid" in complete("qsub -hold_j")
+    zsh_script = tmp_path / "_drover_front_ends"
+    zsh_script.write_text(generated[DATA / "completion" / "_drover_front_ends"])
+    subprocess.run([needed("zsh"), "-n", str(zsh_script)], check=True)
+
+
+def test_drover_completion_prints_the_front_ends_script_on_request() -> None:
+    from drover.cli.commands.completion import script
+
+    assert script("bash", front_ends=True) == (DATA / "completion" / "front-ends.bash").read_text()
+    assert "_drover_front_end" not in script("bash")

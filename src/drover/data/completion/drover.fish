@@ -359,4 +359,5 @@ complete -c drover -n '__fish_seen_subcommand_from install-units' -s h -l help -
 complete -c drover -n '__fish_seen_subcommand_from install-units' -l prefix -r -d 'write the units into DIR (made if missing) instead of /etc/systemd/system'
 complete -c drover -n '__fish_seen_subcommand_from install-units' -l bindir -r -d 'the directory whose `drover` the units run (default: the one this command is in)'
 complete -c drover -n '__fish_seen_subcommand_from completion' -s h -l help -d 'show this help message and exit'
+complete -c drover -n '__fish_seen_subcommand_from completion' -l front-ends -d 'the script of the front ends instead (sbatch, squeue, qsub, ...: drover compat i'
 complete -c drover -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
