@@ -153,6 +153,7 @@ complete -c drover -n '__fish_seen_subcommand_from run' -l notify -d 'SIGUSR1 be
 complete -c drover -n '__fish_seen_subcommand_from run' -l checkpoint -r -f -d 'a checkpoint environment of the cluster\'s ([checkpoints.NAME]'
 complete -c drover -n '__fish_seen_subcommand_from run' -l checkpoint-interval -r -f -d 'with --checkpoint: checkpoint every DURATION of run time (hh:mm:ss, 10m), or whe'
 complete -c drover -n '__fish_seen_subcommand_from run' -l pty -d 'run under a terminal (like srun --pty, qrsh)'
+complete -c drover -n '__fish_seen_subcommand_from run' -s Q -l quiet -d 'say nothing of the job waiting or starting (its output and errors still come)'
 complete -c drover -n '__fish_seen_subcommand_from status' -s h -l help -d 'show this help message and exit'
 complete -c drover -n '__fish_seen_subcommand_from status' -l json -d 'print JSON for programs'
 complete -c drover -n '__fish_seen_subcommand_from status' -s s -l state -r -f -d 'only jobs with tasks in this state (repeatable'
