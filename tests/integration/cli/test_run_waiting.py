@@ -85,7 +85,9 @@ def test_ctrl_c_while_queued_cancels_the_job(cluster: LocalCluster, command: lis
     (["-m", "drover.compat.slurm.salloc", "true"],
      "salloc: Pending job allocation {id}\nsalloc: job {id} queued and waiting for resources\n",
      "salloc: job {id} has been allocated resources\nsalloc: Granted job allocation {id}\n"),
-], ids=["run", "srun", "salloc"])
+    (["-m", "drover.compat.gridengine.qrsh", "-cwd", "true"], "drover: job {id} queued and waiting for resources (",
+     "drover: job {id} started on node "),
+], ids=["run", "srun", "salloc", "qrsh"])
 def test_a_queued_job_is_said_to_wait_and_why_then_to_start(cluster: LocalCluster, command: list[str],
                                                              queued: str, started: str) -> None:
     blocker = _occupy(cluster)
