@@ -20,6 +20,7 @@ import tempfile
 import time
 
 from drover.cli.output_files import Labelled, Sink, TaskOutput, all_nodes_here
+from drover.cli.start_notice import StartNotice, Wording
 from drover.client.client import Client
 from drover.protocol.plain import JobRequest, WaitReply
 
@@ -42,9 +43,11 @@ class Revoked(KeyboardInterrupt):
 
 def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = None,
            on_interrupt: str | None = None, named_files: bool = False,
-           on_revoke: str = "{prefix}: Job allocation {id} has been revoked.") -> WaitReply:
+           on_revoke: str = "{prefix}: Job allocation {id} has been revoked.",
+           notice: Wording | None = None) -> WaitReply:
     """Submit `job`, copy its stdout and stderr here until it ends (Ctrl-C cancels it), and
-    return the last wait reply. `on_start` is printed to stderr once it starts ({id} is its id),
+    return the last wait reply. `notice`: what to say while it waits and once it starts
+    (cli/start_notice.py). `on_start` is printed to stderr once it starts ({id} is its id),
     `on_interrupt` on Ctrl-C once it runs; Ctrl-C before it starts prints `on_revoke` and raises
     Revoked. `named_files`: the job's output files are the user's choice, kept where they said
     (and read through the node, which knows what their patterns made)."""
@@ -54,6 +57,7 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
     try:
         job_id, interrupted = _submit(client, job)
         followed = _Followed(client, job_id, job, spool is not None, array)
+        waiting = StartNotice(notice, job_id)
         to_announce = on_start  # None once printed (or when there is nothing to print)
         started = False
         try:
@@ -62,6 +66,7 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
             while True:
                 reply = client.wait_json(job_id, 0)
                 started = started or reply["ended"] or _started(reply)
+                waiting.see(reply)
                 if to_announce is not None and started:
                     print(to_announce.format(id=job_id), file=sys.stderr, flush=True)
                     to_announce = None
@@ -92,9 +97,10 @@ def stream(client: Client, job: JobRequest, prefix: str, on_start: str | None = 
 
 
 def on_terminal(client: Client, job: JobRequest, on_start: str | None = None,
-                on_revoke: str = "drover run: Job allocation {id} has been revoked.") -> WaitReply:
+                on_revoke: str = "drover run: Job allocation {id} has been revoked.",
+                notice: Wording | None = None) -> WaitReply:
     """Submit `job` to run on a terminal of its own, relay it to this one until it ends (Ctrl-C
-    goes to the job, as a key), and return the last wait reply. Ctrl-C before its terminal is
+    goes to the job, as a key), and return the last wait reply; `notice` as stream's. Ctrl-C before its terminal is
     there (the job waits to start) cancels it, prints `on_revoke` and raises Revoked."""
     from drover.cli.terminal import relay, relay_websocket
 
@@ -104,11 +110,13 @@ def on_terminal(client: Client, job: JobRequest, on_start: str | None = None,
     try:
         job_id, interrupted = _submit(client, job)
         attempt = None
+        waiting = StartNotice(notice, job_id)
         try:
             if interrupted:
                 raise KeyboardInterrupt
             while attempt is None:
                 reply = client.wait_json(job_id, 0)
+                waiting.see(reply)
                 if reply["ended"]:
                     break
                 attempts = [a for t in reply["job"]["tasks"] for a in t["attempts"]]

@@ -1,4 +1,5 @@
-"""`drover run` and the front ends' interactive commands while their job waits: Ctrl-C then
+"""`drover run` and the front ends' interactive commands while their job waits: they say it waits
+and why, and when it starts (as srun's "job N queued and waiting for resources"); Ctrl-C then
 gives the job up (as srun's "Job allocation NNN has been revoked"), so nothing queued is left to
 start later with nobody attached; and `drover run --help` is run's own."""
 
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +77,72 @@ def test_ctrl_c_while_queued_cancels_the_job(cluster: LocalCluster, command: lis
         assert f"Job allocation {job_id} has been revoked" in err, err
 
 
+@pytest.mark.parametrize(("command", "queued", "started"), [
+    (["-m", "drover", "run", "--", "true"], "drover: job {id} queued and waiting for resources (",
+     "drover: job {id} started on node "),
+    (["-m", "drover.compat.slurm.srun", "true"], "srun: job {id} queued and waiting for resources\n",
+     "srun: job {id} has been allocated resources\n"),
+    (["-m", "drover.compat.slurm.salloc", "true"],
+     "salloc: Pending job allocation {id}\nsalloc: job {id} queued and waiting for resources\n",
+     "salloc: job {id} has been allocated resources\nsalloc: Granted job allocation {id}\n"),
+    (["-m", "drover.compat.gridengine.qrsh", "-cwd", "true"], "drover: job {id} queued and waiting for resources (",
+     "drover: job {id} started on node "),
+], ids=["run", "srun", "salloc", "qrsh"])
+def test_a_queued_job_is_said_to_wait_and_why_then_to_start(cluster: LocalCluster, command: list[str],
+                                                             queued: str, started: str) -> None:
+    blocker = _occupy(cluster)
+    reading, writing = os.pipe()
+    process = subprocess.Popen([sys.executable, *command], env=cluster.env, cwd=cluster.workdir,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=writing)
+    os.close(writing)
+    try:
+        job_id = _the_waiting_job(cluster, blocker)
+        seen = read_until(reading, queued.format(id=job_id).encode())
+        if seen.endswith(b"("):  # drover run's reason: the planner's, or that it has not planned it yet
+            seen += read_until(reading, b")\n")
+            reason = seen.split(b"waiting for resources (", 1)[1]
+            assert reason == b"waiting for CPUs or memory to free up)\n" or reason.startswith(b"not planned yet"), seen
+        assert b"started" not in seen and b"allocated" not in seen, seen
+        cluster.drover("cancel", str(blocker))
+        seen += read_until(reading, started.format(id=job_id).encode())
+        assert process.wait(timeout=60) == 0, seen
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(reading)
+    assert b"Traceback" not in seen, seen
+
+
+def test_a_job_that_starts_at_once_is_said_to_start_and_quiet_says_nothing(cluster: LocalCluster) -> None:
+    result = cluster.drover("run", "--", "echo", "hi")
+    assert result.stdout == "hi\n"
+    assert re.fullmatch(r"drover: job \d+ started on node \S+\n", result.stderr), result.stderr
+    blocker = _occupy(cluster)
+    quiet = subprocess.Popen([sys.executable, "-m", "drover", "run", "-Q", "--", "echo", "hi"], env=cluster.env,
+                             cwd=cluster.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    reading, writing = os.pipe()
+    told = None
+    try:
+        _the_waiting_job(cluster, blocker)
+        told = subprocess.Popen([sys.executable, "-m", "drover", "run", "--", "true"], env=cluster.env,
+                                cwd=cluster.workdir, stdin=subprocess.DEVNULL, stderr=writing)
+        # This one, submitted after the quiet one, is said to wait: the quiet one has waited longer still.
+        read_until(reading, b"queued and waiting for resources")
+        cluster.drover("cancel", str(blocker))
+        out, err = quiet.communicate(timeout=60)
+        assert told.wait(timeout=60) == 0
+    finally:
+        for process in (quiet, told):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+        os.close(reading)
+        os.close(writing)
+    assert (out, err, quiet.returncode) == ("hi\n", "", 0)
+
+
 def test_ctrl_c_while_queued_cancels_a_pty_job(cluster: LocalCluster) -> None:
     blocker = _occupy(cluster)
     pid, fd = pty.fork()
@@ -102,7 +170,7 @@ def test_run_of_an_array_shows_each_tasks_output_labelled(cluster: LocalCluster)
         "1: no newline", "1: out 1", "2: no newline", "2: out 2", "3: no newline", "3: out 3"], result.stdout
     for index in (1, 2, 3):
         assert f"{index}: err {index}\n" in result.stderr, result.stderr
-    job_id = int(result.stderr.split("drover run: job ")[1].split()[0])
+    job_id = int(result.stderr.split("drover: job ")[1].split()[0])
     logs = cluster.drover("logs", f"{job_id}.2", check=False)
     assert logs.returncode != 0
     assert "stays on its node" not in logs.stderr and f"task {job_id}.2 has ended" in logs.stderr, logs.stderr

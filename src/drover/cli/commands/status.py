@@ -14,6 +14,9 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("-a", "--all", action="store_true", help="include ended jobs")
     p.add_argument("--limit", type=whole_number(1), default=1000, help="at most this many (the newest)")
     p.add_argument("--before", type=whole_number(1), metavar="JOB", help="only jobs older than this one (the next page)")
+    p.add_argument("--watch", action="store_true",
+                   help="then follow the jobs listed until they end, with a progress bar of their tasks on stderr "
+                        "when it is a terminal")
     args = p.parse_args(argv)
     states = [state.strip().lower() for value in args.state for state in value.split(",") if state.strip()]
     from drover.core.job_state import JobState
@@ -43,4 +46,16 @@ def run(command: str, argv: list[str]) -> int:
         print("no jobs" if not args.all else "no jobs at all")
         return 0
     table(["JOB", "NAME", "USER", "STATE", "TASKS", "CPUS", "MEM", "AGE", "NOTE"], rows, right=["JOB", "TASKS", "CPUS"])
+    if args.watch:
+        _watch([job.id for job in jobs])
     return 0
+
+
+def _watch(job_ids: list[int]) -> None:
+    import sys
+
+    from drover.cli.progress import follow
+
+    sys.stdout.flush()  # the table before the bar
+    with client(timeout_s=None) as api:
+        follow(api, job_ids)

@@ -17,11 +17,18 @@ def run(command: str, argv: list[str]) -> int:
     p.add_argument("jobs", nargs="+", metavar="JOB")
     p.add_argument("--timeout", type=seconds, metavar="S", help="give up after S seconds")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing; only the exit status tells")
+    p.add_argument("--progress", action="store_true",
+                   help="on a terminal, a progress bar of their tasks on stderr (done, running, pending, failed, "
+                        "rate, ETA); elsewhere nothing more")
     args = p.parse_args(argv)
     ids = job_ids(args.jobs)
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     results = []
     with client(timeout_s=None) as api:
+        if args.progress and sys.stderr.isatty():
+            from drover.cli.progress import follow
+
+            follow(api, ids, deadline)  # then the waits below answer at once
         for job_id in ids:
             while True:
                 remaining = 60.0 if deadline is None else max(deadline - time.monotonic(), 0.0)

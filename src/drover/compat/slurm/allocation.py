@@ -18,15 +18,18 @@ def stream_job(command: str, job: JobRequest, quiet: bool = False,
     """Submit `job`, copy its stdout and stderr here until it ends, and return its exit status:
     the exit code, 128 + the signal that killed it, or 1 if it never ran or was cancelled.
     `announce` (salloc's "Granted job allocation {id}") is printed to stderr once it starts,
-    `farewell` ("Relinquishing job allocation {id}") once it has ended."""
+    `farewell` ("Relinquishing job allocation {id}") once it has ended. Unless `quiet`, it says
+    as srun does when the job waits for resources, and when it has them (cli/start_notice.py)."""
     from drover.cli import attached
+    from drover.cli.start_notice import slurm
     from drover.client.client import Client
 
     interrupted = None if quiet else ("srun: interrupt (one more within 1 sec to abort)" if command == "srun"
                                       else f"{command}: Job allocation {{id}} has been revoked.")
     with Client(timeout_s=None) as client:
         try:
-            reply = attached.stream(client, job, command, on_start=announce, on_interrupt=interrupted)
+            reply = attached.stream(client, job, command, on_start=announce, on_interrupt=interrupted,
+                                    notice=None if quiet else slurm(command))
         except attached.Revoked as revoked:  # Ctrl-C before it started: cancelled, said so
             reply = revoked.reply
     info = msgspec.convert(reply["job"], JobInfo)
@@ -48,15 +51,16 @@ def exit_status(command: str, info: JobInfo) -> int:
     return 1
 
 
-def on_terminal(command: str, job: JobRequest, announce: str | None = None) -> JobInfo:
+def on_terminal(command: str, job: JobRequest, announce: str | None = None, quiet: bool = False) -> JobInfo:
     """Run `job` on a terminal of its own, relayed to this one (as `drover run --pty`), and
-    return it once it has ended."""
+    return it once it has ended; what it says while the job waits as stream_job's."""
     from drover.cli import attached
+    from drover.cli.start_notice import slurm
     from drover.client.client import Client
 
     with Client(timeout_s=None) as client:
         try:
-            reply = attached.on_terminal(client, job, on_start=announce,
+            reply = attached.on_terminal(client, job, on_start=announce, notice=None if quiet else slurm(command),
                                          on_revoke=f"{command}: Job allocation {{id}} has been revoked.")
         except attached.Revoked as revoked:  # Ctrl-C before it started: cancelled, said so
             reply = revoked.reply

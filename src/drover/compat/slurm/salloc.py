@@ -60,7 +60,7 @@ def _main(argv: list[str]) -> int:
 
     if not sys.stdin.isatty():
         return _status(stream_job("salloc", job, quiet=quiet, announce=granted, farewell=relinquished))
-    ended = on_terminal("salloc", job, announce=granted)
+    ended = on_terminal("salloc", job, announce=granted, quiet=quiet)
     status = _status(exit_status("salloc", ended))
     if relinquished:
         print(relinquished.format(id=ended.id), file=sys.stderr)

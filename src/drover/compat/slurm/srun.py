@@ -250,7 +250,7 @@ def _on_terminal(request: Request, command: list[str]) -> int:
     job_shape = shape(request)
     if job_shape.nodes > 1:
         raise Refused(f"--pty with --nodes={request.value('nodes')}: a terminal is given to a job on one node")
-    options = [f"--cpus={job_shape.cpus}"]
+    options = [f"--cpus={job_shape.cpus}", *(["--quiet"] if request.has("quiet") else [])]
     for key, option in (("job-name", "--name"), ("time", "--time"), ("mem", "--mem"), ("partition", "--queue"),
                         ("chdir", "--workdir")):
         value = request.value(key)
