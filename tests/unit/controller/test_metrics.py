@@ -155,6 +155,7 @@ def test_a_waiting_job_is_counted_by_its_reason(tmp_path: Path) -> None:
     async def scenario(controller: Controller) -> bytes:
         too_many = JobSubmission(script="true\n", workdir="/tmp", cpus=4)
         controller.service.submit([too_many, too_many], "carol")
+        controller.service.submit([JobSubmission(script="true\n", workdir="/tmp", array="1-3", hold=True)], "dan")
         await controller.turn()
         return (await controller.get("/metrics", 0))[2]
 
@@ -163,6 +164,8 @@ def test_a_waiting_job_is_counted_by_its_reason(tmp_path: Path) -> None:
     assert value(samples, "drover_jobs", state="pending", queue="default", user="carol") == 1
     assert value(samples, "drover_tasks", state="pending", queue="default", user="carol") == 1
     assert value(samples, "drover_tasks", state="dispatched", queue="default", user="carol") == 1
+    assert value(samples, "drover_jobs", state="held", queue="default", user="dan") == 1
+    assert value(samples, "drover_tasks", state="held", queue="default", user="dan") == 3
 
 
 def test_a_client_that_asks_for_plain_text_gets_the_prometheus_text_format(tmp_path: Path) -> None:

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from drover.controller.handlers import resource_requests
+from drover.core.job_state import JobState
 from drover.core.node_state import NodeState
 from drover.core.views import job_state
+from drover.scheduler.reasons import PendingReason
 from drover.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -150,23 +152,37 @@ def values(service: ControllerService) -> dict[str, Values | Histogram]:
     return found
 
 
+_STATE_NAMES = {state: state.value for state in JobState}  # a dict's lookup: far cheaper than an enum's .value
+
+
 def _jobs(service: ControllerService) -> dict[str, Values | Histogram]:
+    """The working set's jobs and tasks. Most jobs of a long queue are single jobs that never
+    started, with no task record: counted as their one task's state, without building their
+    task counts (10,000 jobs: a few milliseconds a scrape rather than tens)."""
     state, in_doubt = service.state, service.in_doubt
     jobs: Counter[Labels] = Counter()
     tasks: Counter[Labels] = Counter()
+    names = _STATE_NAMES
     for job in state.jobs.values():
-        if job.id in in_doubt:  # its last change may not be committed: left out, as reads leave it out
+        if in_doubt and job.id in in_doubt:  # its last change may not be committed: left out, as reads leave it out
+            continue
+        queue, owner = job.spec.queue, job.owner
+        if not job.tasks and not job.is_array:
+            key = (names[job.fresh_state], queue, owner)
+            jobs[key] += 1
+            tasks[key] += 1
             continue
         counts = job.task_counts()
-        queue, owner = job.spec.queue, job.owner
         jobs[job_state(counts), queue, owner] += 1
         for task_state, count in counts.items():
             tasks[task_state, queue, owner] += count
-    pending: Counter[Labels] = Counter()
+    pending: Counter[PendingReason] = Counter()
+    live = state.jobs
     for job_id, waiting in state.pending_reasons.items():
-        if job_id in state.jobs and job_id not in in_doubt:
-            pending[waiting.value,] += 1
-    return {"drover_jobs": dict(jobs), "drover_tasks": dict(tasks), "drover_jobs_pending": dict(pending)}
+        if job_id in live and not (in_doubt and job_id in in_doubt):
+            pending[waiting.reason] += 1
+    return {"drover_jobs": dict(jobs), "drover_tasks": dict(tasks),
+            "drover_jobs_pending": {(reason.value,): count for reason, count in pending.items()}}
 
 
 def _nodes(service: ControllerService) -> dict[str, Values | Histogram]:
