@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 from prometheus_client.parser import text_string_to_metric_families as text_families
 
@@ -202,3 +203,15 @@ def test_the_plain_listener_serves_metrics_alone(tmp_path: Path) -> None:
     assert served[0] == 200 and served[1]["content-type"].startswith(OPENMETRICS)
     assert "drover_jobs" in parsed(served[2])[0]
     assert elsewhere[0] == 404
+
+
+def test_the_plain_listener_is_refused_unless_the_metrics_are_public() -> None:
+    from drover.config_schema import ControllerSection
+    from drover.controller.main import _metrics_address
+
+    with pytest.raises(SystemExit, match="set public_metrics = true too"):
+        _metrics_address(ControllerSection(metrics_listen="127.0.0.1:9464"))
+    with pytest.raises(SystemExit, match="metrics_listen must be HOST:PORT"):
+        _metrics_address(ControllerSection(metrics_listen="9464", public_metrics=True))
+    assert _metrics_address(ControllerSection(metrics_listen="127.0.0.1:9464", public_metrics=True)) == (
+        "127.0.0.1", 9464)
