@@ -137,6 +137,13 @@ class ControllerSection(Section, frozen=True):
     history_days: Annotated[int, about("ended jobs, with their attempts, accounting records and events, are "
                                        "forgotten this many days after they ended (0: kept for ever); looked "
                                        "for hourly, 1,000 a transaction", ge=0, le=36500)] = 365
+    public_metrics: Annotated[bool, about("every user the controller serves may read its metrics (GET /metrics: "
+                                         "job counts per user and queue, nodes, the scheduler's and the store's "
+                                         "timings); off, only root and the operators may")] = False
+    metrics_listen: Annotated[str, about("HOST:PORT where the controller also serves GET /metrics alone, over "
+                                         "plain HTTP and to anyone who reaches it, for Prometheus; needs "
+                                         "public_metrics (docs/metrics.md, docs/security.md); empty: no such "
+                                         "listener")] = ""
     # TLS on TCP (`--listen`): unset, the cluster's own CA and certificate under <state>/tls/,
     # made by `drover cluster init`. The admin's own certificates are named all three together.
     tls_cert: Annotated[str | None, about("the controller's TLS certificate (PEM), instead of the cluster's own")] = None

@@ -24,6 +24,7 @@ from drover.api import (
     events,
     files,
     jobs,
+    metrics,
     nodes,
     parallel_envs,
     pe_tasks,
@@ -43,7 +44,7 @@ from drover.controller.service import ControllerService
 ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOINTS, *queues.ENDPOINTS,
                              *events.ENDPOINTS, *files.ENDPOINTS, *relays.ENDPOINTS, *usage.ENDPOINTS,
                              *accounting.ENDPOINTS, *parallel_envs.ENDPOINTS, *checkpoints.ENDPOINTS,
-                             *pe_tasks.ENDPOINTS]
+                             *pe_tasks.ENDPOINTS, *metrics.ENDPOINTS]
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from drover.api.admission import Admission
     from drover.api.listener import RefusalLog
+    from drover.api.metrics import MetricsOnly
     from drover.api.standby import RoleSwitch
     from drover.cluster.setup import ControllerTls
     from drover.config_schema import ControllerSection, DroverConfig
@@ -123,6 +124,8 @@ class _Daemon:
     admission: Admission
     refusals: RefusalLog
     open_files: int
+    metrics_sockets: list[socket.socket] = field(default_factory=list)  # [controller] metrics_listen
+    metrics_app: MetricsOnly | None = None
     lost: list[str] = field(default_factory=list)  # why this controller stopped being the active one
     fatal: list[str] = field(default_factory=list)  # why this controller could not become the active one
 
@@ -133,7 +136,7 @@ class _Daemon:
     def close(self) -> None:
         for store in self.opened:
             store.close()
-        for sock in [*self.sockets, *self.tcp_sockets]:
+        for sock in [*self.sockets, *self.tcp_sockets, *self.metrics_sockets]:
             sock.close()
         try:
             os.unlink(self.socket_path)
@@ -169,6 +172,7 @@ def _open(args: argparse.Namespace, paths: Paths, own: Paths, config: DroverConf
         opened: list[SqlStore] = [] if leadership is not None else [_open_store(url, section.sqlite_synchronous)]
         tls, tls_context = _tls(paths.root, section, listen is not None)
         tcp_sockets = [_tcp_socket(listen)] if listen else []  # before the Unix socket: a refusal leaves no file
+        tcp_sockets_metrics = [_tcp_socket(_metrics_address(section))] if section.metrics_listen else []
         sockets = [_unix_socket(socket_path, mode=0o666 if shared else 0o600)]
     except BaseException:
         claimed.release()  # a controller that does not start leaves no pid file
@@ -177,8 +181,13 @@ def _open(args: argparse.Namespace, paths: Paths, own: Paths, config: DroverConf
     open_files = _raise_open_files_limit()
     admission = Admission(within_open_files(limits.max_connections, open_files), limits.reserved_connections,
                           limits.max_connections_per_peer)
-    return _Daemon(config, settings, url, policy, socket_path, claimed, leadership, opened, tls, tls_context, sockets,
-                   tcp_sockets, admission, RefusalLog(), open_files)
+    daemon = _Daemon(config, settings, url, policy, socket_path, claimed, leadership, opened, tls, tls_context, sockets,
+                     tcp_sockets, admission, RefusalLog(), open_files, tcp_sockets_metrics)
+    if tcp_sockets_metrics:
+        from drover.api.metrics import MetricsOnly
+
+        daemon.metrics_app = MetricsOnly()
+    return daemon
 
 
 async def _run(daemon: _Daemon) -> None:
@@ -200,8 +209,7 @@ async def _run(daemon: _Daemon) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, shutdown)
-    serving = asyncio.gather(servers[0].serve(sockets=daemon.sockets),
-                             *(server.serve(sockets=daemon.tcp_sockets) for server in servers[1:]))
+    serving = asyncio.gather(*(server.serve() for server in servers))  # each accepts on its own sockets (api/listener.py)
     if daemon.leadership is not None:
         log.info("standby on %s (store %s, advertised as %s): waiting for the leadership",
                  ", ".join(str(s.getsockname()) for s in [*daemon.sockets, *daemon.tcp_sockets]),
@@ -245,6 +253,10 @@ def _servers(daemon: _Daemon, switch: RoleSwitch) -> list[uvicorn.Server]:
     if daemon.tcp_sockets:
         servers.append(guarded_server(config(), daemon.tcp_sockets, daemon.tls_context, admission, limits,
                                       daemon.refusals, os.getuid()))
+    if daemon.metrics_sockets and daemon.metrics_app is not None:  # plain HTTP, /metrics alone
+        metrics = uvicorn.Config(daemon.metrics_app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        servers.append(guarded_server(metrics, daemon.metrics_sockets, None, admission, limits, daemon.refusals,
+                                      os.getuid()))
     logging.getLogger("drover.controller").info(
         "connections: at most %d (%d kept for nodes and admins), %d per peer; open files limit %d",
         admission.max_connections, admission.reserved, admission.per_peer, daemon.open_files)
@@ -303,6 +315,10 @@ def _start_service(daemon: _Daemon, store: SqlStore, switch: RoleSwitch, shutdow
 
         log.info("serving TLS on %s (certificate %s, CA %s, SHA-256 %s)", daemon.tcp_sockets[0].getsockname(),
                  tls.cert, tls.ca, spaced(tls.fingerprint()))
+    if daemon.metrics_app is not None:
+        daemon.metrics_app.service = service
+        log.info("serving /metrics over plain HTTP on %s ([controller] metrics_listen)",
+                 daemon.metrics_sockets[0].getsockname())
     service.request_schedule()
     return service, reads
 
@@ -438,6 +454,22 @@ def _address(listen: str) -> tuple[str, int]:
 
     try:
         return parse_address(listen, "--listen")
+    except DroverError as error:
+        raise SystemExit(f"drover controller: {error}") from None
+
+
+def _metrics_address(section: ControllerSection) -> tuple[str, int]:
+    """[controller] metrics_listen: served to anyone who reaches it, so only where the metrics
+    are public already."""
+    from drover.cluster.tls import parse_address
+    from drover.core.errors import DroverError
+
+    if not section.public_metrics:
+        raise SystemExit("drover controller: [controller] metrics_listen serves /metrics to anyone who reaches it, "
+                         "without asking who they are; set public_metrics = true too to say that is meant "
+                         "(docs/security.md)")
+    try:
+        return parse_address(section.metrics_listen, "[controller] metrics_listen")
     except DroverError as error:
         raise SystemExit(f"drover controller: {error}") from None
 

@@ -45,6 +45,7 @@ class Settings:
     # [parallel_environments.NAME]: Grid Engine's parallel environments
     parallel_environments: Mapping[str, ParallelEnvironmentSection] = field(default_factory=dict)
     checkpoints: Mapping[str, CheckpointEnvironment] = field(default_factory=dict)  # [checkpoints.NAME]
+    public_metrics: bool = _CONTROLLER.public_metrics  # every user may read GET /metrics, not only admins
 
     @classmethod
     def of(cls, config: DroverConfig, files_dir: str, kill_grace_s: float | None = None) -> Settings:
@@ -64,6 +65,7 @@ class Settings:
             parallel_environments=parallel_envs.in_effect(config.parallel_environments),
             min_job_age_s=config.compat.min_job_age_s if config.compat.min_job_age_s is not None else MIN_JOB_AGE_S,
             checkpoints={name: checkpoint.environment(name) for name, checkpoint in config.checkpoints.items()},
+            public_metrics=section.public_metrics,
         )
 
     def order_options(self) -> OrderOptions:

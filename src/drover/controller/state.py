@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from drover.controller.handlers.fairshare import DecayedUsage
 from drover.controller.handlers.work_cache import WorkCache
+from drover.controller.tallies import Tallies
 from drover.core.errors import NotFound
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
@@ -42,6 +43,8 @@ class ControllerState:
     queues_in_effect: dict[str, Queue] | None = None
     # The planner's input kept between passes (work_cache.py): what changed is built again.
     work: WorkCache = field(default_factory=WorkCache)
+    # What the metrics count (controller/tallies.py): the shell's, kept across reloads.
+    tallies: Tallies = field(default_factory=Tallies)
 
     def changed(self, changes: Changes) -> None:
         """A handler's changes, as they are committed: the planner builds again the work of the

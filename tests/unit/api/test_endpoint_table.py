@@ -48,6 +48,7 @@ EXPECTED = {
     ("GET", "/v1/cluster/tokens"): (Access.ADMIN, "list join tokens"),
     ("POST", "/v1/cluster/tokens/{token_id}/revoke"): (Access.ADMIN, "revoke join tokens"),
     ("GET", "/v1/parallel-environments"): (Access.USER, ""),  # as qconf -spl and -sp, for every user
+    ("GET", "/metrics"): (Access.USER, ""),  # admins only unless public_metrics: api/metrics.py
 }
 
 

@@ -105,6 +105,7 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     failed = {fault.job_id for fault in outcome.faults}
     starts = [start for start in decided.starts if start.job not in failed]
     starts, more = within_pass_bytes(state, starts)
+    state.tallies.backfill_starts += sum(1 for start in starts if start.job in decided.backfilled)
     outcome.reschedule = outcome.reschedule or more
     # The scripts, environments and staged files of the jobs that start, one read for all of
     # them, each job's once (an array's tasks share it): the working set holds none.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -231,6 +232,7 @@ class ReportGroup:
         # 33 s run (bench B8). Paused for the pass (it never awaits), they are not promoted.
         collecting = gc.isenabled()
         gc.disable()
+        started = time.perf_counter()
         try:
             outcome = schedule(self.shell.state, self.shell.clock(), self.shell.store, self.orders)
         except Exception as error:
@@ -244,6 +246,7 @@ class ReportGroup:
                 raise _Reloaded from None
             return False
         finally:
+            self.shell.tallies.passed(time.perf_counter() - started)
             if collecting:
                 gc.enable()
         if outcome.faults:

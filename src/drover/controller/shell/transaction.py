@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from drover.controller.handlers.lifecycle import fail_job
 from drover.controller.nodes.node_channels import NodeChannels
 from drover.controller.nodes.pe_tasks import PeTasks
 from drover.controller.state import ControllerState
+from drover.controller.tallies import Tallies
 from drover.controller.upkeep.event_log import EventLogFiles
 from drover.core.errors import DroverError
 from drover.core.job import Attempt, Job
@@ -88,6 +90,7 @@ class Shell:
         self.channels = channels
         self.pe_tasks = pe_tasks
         self.usage = usage  # fair share: kept across reloads
+        self.tallies = Tallies()  # what the metrics count: kept across reloads too
         self.hooks = Hooks()
         self.event_logs = EventLogFiles(channels, self._event_log_refused,
                                         lambda job_id: store.job_payloads([job_id]).get(job_id))
@@ -102,7 +105,7 @@ class Shell:
 
     def load(self) -> ControllerState:
         state = ControllerState.from_working_set(self.store.load_working_set())
-        state.usage = self.usage
+        state.usage, state.tallies = self.usage, self.tallies
         self.pe_tasks.load(state)  # the tasks of its attempts, as the store has them
         # No node is connected to a controller that just started; each says hello when it is.
         changes = Changes()
@@ -113,7 +116,7 @@ class Shell:
             # A controller that just started gives every node a full node_timeout_s to say hello.
             node.last_seen = self.clock()
         if changes:
-            self.store.commit(changes)
+            self._commit(changes)
         return state
 
     def find_attempt(self, job_id: int, index: int, number: int) -> Attempt | None:
@@ -208,7 +211,7 @@ class Shell:
         if not touched:
             self.state.changed(changes)
         try:
-            self.store.commit(changes)
+            self._commit(changes)
         except StoreFault:
             raise
         except Exception:
@@ -221,7 +224,7 @@ class Shell:
             return None
         common, parts = changes.by_job()
         if common:
-            self.store.commit(common)  # what belongs to no job: if it fails, the whole commit did
+            self._commit(common)  # what belongs to no job: if it fails, the whole commit did
             if common.events:
                 self._events_committed(common)
         store_fault: StoreFault | None = None
@@ -230,7 +233,7 @@ class Shell:
         for job_id, part in parts.items():
             if store_fault is None:
                 try:
-                    self.store.commit(part)
+                    self._commit(part)
                 except StoreFault as fault:
                     log.error("%s", fault)
                     store_fault = fault
@@ -249,6 +252,16 @@ class Shell:
         if put_back:
             self.put_back(Scope(frozenset(put_back), nodes=frozenset()), None)
         return store_fault
+
+    def _commit(self, changes: Changes) -> None:
+        """One transaction of the store, counted and timed for the metrics."""
+        started = time.perf_counter()
+        try:
+            self.store.commit(changes)
+        except BaseException:
+            self.tallies.commit_failures += 1
+            raise
+        self.tallies.committed(changes, time.perf_counter() - started)
 
     def put_back(self, scope: Scope, outcome: Outcome | None) -> bool:
         """Put back as the store has them the jobs and nodes `scope` names, and those `outcome`
