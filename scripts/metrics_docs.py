@@ -11,7 +11,10 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from drover.controller.reads.metrics import HISTOGRAM, METRICS
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from generated import write_or_check  # noqa: E402  # scripts/ is no package
+
+from drover.controller.reads.metrics import HISTOGRAM, METRICS  # noqa: E402
 
 DOCUMENT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
 BEGIN = "<!-- generated: the metrics (scripts/metrics_docs.py) -->"
@@ -38,17 +41,9 @@ def generated(document: str) -> str:
     return f"{head}{BEGIN}\n{table()}\n{END}{tail}"
 
 
-def main() -> int:
-    document = DOCUMENT.read_text()
-    fresh = generated(document)
-    if "--check" in sys.argv[1:]:
-        if fresh != document:
-            print(f"{DOCUMENT} is out of date: run .venv/bin/python scripts/metrics_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    DOCUMENT.write_text(fresh)
-    return 0
+def main(argv: list[str]) -> int:
+    return write_or_check(argv, DOCUMENT, generated(DOCUMENT.read_text()), ".venv/bin/python scripts/metrics_docs.py")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.argv[1:]))

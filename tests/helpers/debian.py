@@ -1,6 +1,7 @@
 """Debian packages a test needs, installed by the test set-up itself where it can (as root, with
-apt-get), one installation at a time across the test workers (apt's own lock refuses a second).
-A test that still lacks its tool skips with the reason."""
+apt-get), one installation at a time across the test workers (apt's own lock refuses a second,
+and a refused install would make a test skip for nothing). A test that still lacks what it
+needs skips with the reason."""
 
 from __future__ import annotations
 
@@ -8,31 +9,40 @@ import fcntl
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 
 LOCK = "/tmp/drover-tests-apt.lock"
 
 
 class Unavailable(Exception):
-    """The tool is missing and cannot be installed here; the message says why."""
+    """The package is missing and cannot be installed here; the message says why."""
 
 
-def installed(tools: tuple[str, ...], package: str) -> None:
-    """Every one of `tools` on PATH, installing `package` if one is missing; Unavailable if not."""
-    if all(shutil.which(tool) for tool in tools):
+def install(package: str, present: Callable[[], bool], recommends: bool = True) -> None:
+    """Install `package` unless `present()` says it is there; Unavailable if it cannot be."""
+    if present():
         return
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise Unavailable(f"{package} is not installed (apt-get install {package}), and installing it needs root")
+    command = ["apt-get", "install", "-y", "-q", *([] if recommends else ["--no-install-recommends"]), package]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    last = None
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        for attempt in (["apt-get", "install", "-y", "-qq", package], ["apt-get", "update", "-qq"],
-                        ["apt-get", "install", "-y", "-qq", package]):
-            if all(shutil.which(tool) for tool in tools):
+        # A fresh machine may not have read its package lists yet: update, then try again.
+        for attempt in (command, ["apt-get", "update", "-q"], command):
+            if present():
                 return
-            subprocess.run(attempt, capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-                           timeout=600)
-        if all(shutil.which(tool) for tool in tools):
+            last = subprocess.run(attempt, capture_output=True, text=True, env=env, timeout=600)
+        if present():
             return
-    raise Unavailable(f"{package} is not installed and `apt-get install {package}` failed (no package index?)")
+    tail = ((last.stderr or last.stdout).strip().splitlines()[-1:] if last else []) or ["no output"]
+    raise Unavailable(f"{package} is not installed and `apt-get install {package}` failed: {tail[0]}")
+
+
+def installed(tools: tuple[str, ...], package: str, recommends: bool = True) -> None:
+    """Every one of `tools` on PATH, installing `package` if one is missing."""
+    install(package, lambda: all(shutil.which(tool) for tool in tools), recommends)
 
 
 def tool(name: str, package: str | None = None) -> str:

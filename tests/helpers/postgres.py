@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import debian
+
 ROLE = "drover"  # the server's superuser, reached without a password over its own socket only
 
 
@@ -35,21 +37,12 @@ def bin_dir() -> Path | None:
 
 
 def _install_once() -> Path:
+    try:
+        debian.install("postgresql", present=lambda: bin_dir() is not None)
+    except debian.Unavailable as why:
+        raise Unavailable(str(why)) from None
     found = bin_dir()
-    if found is not None:
-        return found
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise Unavailable("PostgreSQL's server binaries are not installed (apt-get install postgresql)")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "install", "-y", "-q", "postgresql"]
-    result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-    if result.returncode != 0:  # a fresh machine may not have read its package lists yet
-        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
-        result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-    found = bin_dir()
-    if found is None:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise Unavailable(f"apt-get install postgresql failed: {tail[0]}")
+    assert found is not None
     return found
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import debian
 from tests.helpers.wait import wait_until
 
 
@@ -32,21 +33,12 @@ class Unavailable(Exception):
 
 
 def _install_once() -> str:
+    try:
+        debian.installed(("prometheus",), "prometheus", recommends=False)
+    except debian.Unavailable as why:
+        raise Unavailable(str(why)) from None
     found = shutil.which("prometheus")
-    if found is not None:
-        return found
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise Unavailable("Prometheus is not installed (apt-get install prometheus)")
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus"]
-    result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-    if result.returncode != 0:  # a fresh machine may not have read its package lists yet
-        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
-        result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=600)
-    found = shutil.which("prometheus")
-    if found is None:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise Unavailable(f"apt-get install prometheus failed: {tail[0]}")
+    assert found is not None
     return found
 
 

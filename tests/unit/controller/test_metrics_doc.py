@@ -3,27 +3,20 @@ current; the Grafana dashboard beside it queries only metrics the controller wri
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import re
+
+from tests.helpers.scripts import script_module
 
 from drover.controller.reads.metrics import HISTOGRAM, METRICS
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def _generator():  # scripts/ is not a package
-    spec = importlib.util.spec_from_file_location("metrics_docs", ROOT / "scripts" / "metrics_docs.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_table_of_metrics_is_generated_from_their_definitions() -> None:
     document = (ROOT / "docs" / "metrics.md").read_text()
-    assert _generator().generated(document) == document, (
+    assert script_module("metrics_docs").generated(document) == document, (
         "docs/metrics.md is out of date: run .venv/bin/python scripts/metrics_docs.py")
     for metric in METRICS:
         assert f"| `{metric.sample_name}`" in document
