@@ -5,12 +5,16 @@ with; the others skip, saying why."""
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.helpers.attempts import backend_unusable
 from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.system_cluster import SystemCluster
 
 
 def memory_unlimited(backend: str) -> str | None:
@@ -72,3 +76,25 @@ def test_a_joined_job_gets_the_line_in_its_output_file(backend_cluster: LocalClu
     lines = (cluster.workdir / "joined.out").read_text().splitlines()
     assert lines[0] == "before"
     assert lines[-1].startswith(f"drover: job {job} (attempt 1): 1 process killed by the out-of-memory killer"), lines
+
+
+def test_a_users_job_gets_the_line_in_its_own_file_on_the_shared_cluster(system_cluster: SystemCluster,
+                                                                         users: tuple[str, str]) -> None:
+    """On a shared cluster (a root node), a real user's job: the line lands in the error file in
+    the user's own home, which stays the user's."""
+    user = users[0]
+    home = Path(pwd.getpwnam(user).pw_dir)
+    take = "python3 -c 'block = b\"x\" * (200 << 20)'"
+    submitted = system_cluster.run_as(user, "drover", "submit", "--parsable", "--mem", "50M", "--error", "job.err",
+                                      "--", "sh", "-c", take, cwd=home)
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip()
+    system_cluster.run_as(user, "drover", "wait", job, timeout=90)
+    shown = json.loads(system_cluster.run_as(user, "drover", "show", "--json", job).stdout)
+    if shown["tasks"][0]["attempts"][0]["usage"]["containment"] == "subreaper":
+        pytest.skip("no memory cgroup is writable here: the node's own limit acts (test_reservation_against_use.py)")
+    assert shown["state"] == "out_of_memory", shown
+    error_file = home / "job.err"
+    assert error_file.stat().st_uid == pwd.getpwnam(user).pw_uid
+    assert (f"drover: job {job} (attempt 1): 1 process killed by the out-of-memory killer: it used more than its "
+            "50 MiB memory limit") in error_file.read_text().splitlines()
