@@ -91,6 +91,7 @@ def _own_private_dir(path: str, create: bool) -> bool:
 
 def record_state_dir(root: str) -> None:
     """Record `root` as the user's running personal cluster (by `drover up`); best effort."""
+    forget_shared_notice()
     for directory in pointer_dirs():
         if not _own_private_dir(directory, create=True):
             continue
@@ -102,6 +103,47 @@ def record_state_dir(root: str) -> None:
             return
         except OSError:
             continue
+
+
+# A command that talks to the machine's shared cluster because no personal cluster runs says so,
+# once: then this marker, in the same directory of the user's own, keeps the next commands quiet
+# until the personal cluster is started or stopped again (`drover up` and `drover down` remove
+# it), so the notice comes back exactly when the answer may surprise: right after `drover down`.
+SHARED_NOTICE_NAME = "shared-cluster-noticed"
+
+
+def falls_back_to_shared(address: str) -> bool:
+    """Whether `address`, as api_socket() chose it, is the shared cluster's, taken because no
+    personal cluster runs (not named by $DROVER_SOCKET, not the user's own state directory)."""
+    return (not os.environ.get(SOCKET_VARIABLE) and address == Paths(SYSTEM_STATE_DIR).socket
+            and Paths().socket != address)
+
+
+def shared_notice_due() -> bool:
+    """Whether the notice of the fall-back is due (no marker yet); the marker is left for the
+    next commands. Without a directory of the user's own to keep it in, it is always due."""
+    for directory in pointer_dirs():
+        if not _own_private_dir(directory, create=True):
+            continue
+        marker = os.path.join(directory, SHARED_NOTICE_NAME)
+        if os.path.lexists(marker):
+            return False
+        try:
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        except OSError:
+            continue
+        return True
+    return True
+
+
+def forget_shared_notice() -> None:
+    """The personal cluster was started or stopped: the next fall-back is said again."""
+    for directory in pointer_dirs():
+        if _own_private_dir(directory, create=False):
+            try:
+                os.unlink(os.path.join(directory, SHARED_NOTICE_NAME))
+            except OSError:
+                pass
 
 
 _recorded: list[str | None] = []  # read once a command

@@ -14,6 +14,7 @@ from drover.config import (
     STATE_DIR_VARIABLE,
     SYSTEM_STATE_DIR,
     Paths,
+    forget_shared_notice,
     record_state_dir,
     state_dir,
 )
@@ -309,6 +310,8 @@ def down(paths: Paths, timeout_s: float = 15.0) -> list[str]:
         except FileNotFoundError:
             pass
         stopped.append(f"{name} (pid {pid})")
+    if paths.root != SYSTEM_STATE_DIR:
+        forget_shared_notice()  # the next command that falls back to the shared cluster says so
     return stopped
 
 

@@ -207,7 +207,10 @@ def explain(job: JobInfo, events: Sequence[Event] = (), nodes: Sequence[NodeInfo
     if job.ended_at is not None or job.state in ENDED_STATES:
         extra = f", exit status {job.exit_status}" if job.exit_status is not None else ""
         reason = f": {job.end_reason}" if job.end_reason else ""
-        return [f"{title}: it has ended{extra}{reason}; nothing waits"]
+        lines = [f"{title}: it has ended{extra}{reason}; nothing waits"]
+        if job.state == "out_of_memory":
+            lines.append(f"{out_of_memory_text(job.memory_mib)}; ask for more with --mem")
+        return lines
     lines = [title]
     pending = job.task_counts.get("pending", 0)
     held = job.task_counts.get("held", 0)
@@ -241,6 +244,14 @@ def explain(job: JobInfo, events: Sequence[Event] = (), nodes: Sequence[NodeInfo
 
 
 ENFORCED_EVENTS = frozenset({"reniced", "memory_warning", "killed_over_memory"})
+
+
+def out_of_memory_text(memory_mib: int) -> str:
+    """What an attempt that ran out of memory did, in plain words: the kernel's out-of-memory
+    killer at its cgroup limit, or the node over its hard limit, both follow its --mem."""
+    if memory_mib <= 0:
+        return "out of memory: the node's memory ran out (it asked for none: --mem)"
+    return f"out of memory: it used more than its {memory_mib} MiB memory limit (--mem {memory_mib}M)"
 
 
 def enforced_line(event: Event) -> str:

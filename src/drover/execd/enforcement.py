@@ -225,6 +225,14 @@ def _nice(tid: int) -> int | None:
 # -- the node's side ------------------------------------------------------------------------------
 
 
+def _which(config: AttemptConfig | None) -> str:
+    """"job 12 (attempt 1): ", as the shepherd's out-of-memory line names the attempt."""
+    if config is None:
+        return ""
+    job = f"{config['job_id']}.{config['task_index']}" if config["is_array"] else str(config["job_id"])
+    return f"job {job} (attempt {config['attempt_number']}): "
+
+
 @dataclass(slots=True)
 class Watched:
     policy: Policy | None = None
@@ -274,8 +282,9 @@ class Enforcer:
             # The marker first: when the shepherd sees its job end, the record is there.
             write_json(spool.record(OVER_MEMORY), detail)
             kill(pids)
-            self._note(watched.config, f"drover: killed: it used {detail['memory_mib']} MiB of memory, over its "
-                                       f"limit of {detail['limit_mib']} MiB (requested {detail['requested_mib']} MiB)")
+            self._note(watched.config, f"drover: {_which(watched.config)}killed: out of memory: it used "
+                                       f"{detail['memory_mib']} MiB of memory, over its limit of {detail['limit_mib']} "
+                                       f"MiB (requested {detail['requested_mib']} MiB)")
         elif action.action == "reniced" and action.nice_to is not None:
             detail["processes"] = len(pids)
             detail["changed"] = renice(pids, action.nice_to)

@@ -13,7 +13,8 @@
     6. record_job_pid: the job's pid; hint the execd                            GE: job_pid
     7. supervise_job: forward signals, enforce the time limit                   GE: controls its child
     8. reap_job: reaped with wait4, kill what is left of the job's process      GE: usage
-       group; run_after_job: the epilogs; stage_out_outputs: as the owner,  HTCondor: output
+       group; note_out_of_memory: an out-of-memory kill said in the error
+       file; run_after_job: the epilogs; stage_out_outputs: as the owner,  HTCondor: output
        collect the stage-out files into the spool
     9. record_outcome: usage, the trace, shepherd_about_to_exit, then           GE: exit_status
        exit_status (last: its presence means done)
@@ -57,6 +58,7 @@ from drover.shepherd import (
     control,
     environments,
     launch,
+    oom_note,
     output_space,
     outputs,
     parallel,
@@ -125,6 +127,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
                                         relay=relay, before_start=before_start)
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
     pids_refused = reap_job(attempt, job_pid, ending, checkpoints, ended_at)  # 8
+    note_out_of_memory(attempt, opened, ending)
     after = run_after_job(attempt, around)
     notes = stage_out_outputs(attempt, opened)
     return record_outcome(attempt, ending, after, notes, pids_refused,  # 9
@@ -387,6 +390,18 @@ def reap_job(attempt: Attempt, job_pid: int, ending: Ending, checkpoints: checkp
         checkpoints.finish(ended_on_its_own=not (ending.terminated or ending.timed_out or ending.out_of_memory))
         trace.extend(checkpoints.trace[len(checkpointed):])
     return pids_refused
+
+
+def note_out_of_memory(attempt: Attempt, opened: Opened, ending: Ending) -> None:
+    """Step 8, as Slurm's step daemon does: an attempt the kernel's out-of-memory killer ended gets
+    a line in its error file, which its owner reads first (oom_note.py), written as the owner
+    through the descriptor the job wrote to. Before the epilogs: the line follows the job's own."""
+    kills = attempt.containment.oom_kills() if ending.out_of_memory else 0
+    if not kills or attempt.config.job["pty"]:
+        return
+    text = oom_note.line(attempt.config, kills, attempt.containment.memory_limit_mib)
+    problem = oom_note.append(opened.stderr, text, attempt.identity)
+    attempt.trace.step(problem or f"out of memory: {kills} process(es) killed; said in the error file")
 
 
 def run_after_job(attempt: Attempt, around: Around) -> list[tuple[Method, int]]:

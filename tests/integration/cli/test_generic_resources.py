@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.wait import wait_until
 
 CONFIG = """
 [execd]
@@ -51,7 +52,12 @@ def test_each_job_gets_its_own_gpus_and_waits_for_them(tmp_path: Path) -> None:
         assert attempts[2]["dispatched_at"] >= min(attempts[0]["ended_at"], attempts[1]["ended_at"])  # it waited
         show = cluster.drover("show", str(first)).stdout
         assert "gpu:a100:1" in show and "; gpu " in show, show
-        too_many = cluster.submit("--gpus", "4", "--", "true", cwd=tmp_path)
+        refused = cluster.drover("submit", "--gpus", "4", "--", "true", check=False, cwd=tmp_path)
+        assert refused.returncode != 0 and "no node has gres gpu (asked 4); the most one node has is 3" in refused.stderr
+        too_many = cluster.submit("--gpus", "4", "--hold", "--", "true", cwd=tmp_path)  # for a node to come
+        cluster.drover("release", str(too_many))
+        wait_until(lambda: cluster.drover_json("show", str(too_many))["pending_reason"] == "no_node_matches",
+                   describe="the released job to wait for a node with 4 GPUs")
         info = cluster.drover_json("show", str(too_many))
         assert info["pending_reason"] == "no_node_matches", info
         assert "no node that is up has gpu:4" in info["pending_explanation"]
@@ -78,7 +84,12 @@ def test_licences_constraints_exclusive_and_grid_engine_requests(tmp_path: Path)
 
         matched = cluster.submit("--constraint", "avx512&(bigmem|hugemem)", "--", "true", cwd=tmp_path)
         cluster.drover("wait", str(matched), timeout=30)
-        unmatched = cluster.submit("-C", "hugemem", "--", "true", cwd=tmp_path)
+        refused = cluster.drover("submit", "-C", "hugemem", "--", "true", check=False, cwd=tmp_path)
+        assert refused.returncode != 0 and "no node has the features hugemem" in refused.stderr, refused.stderr
+        unmatched = cluster.submit("-C", "hugemem", "--hold", "--", "true", cwd=tmp_path)
+        cluster.drover("release", str(unmatched))
+        wait_until(lambda: cluster.drover_json("show", str(unmatched))["pending_reason"] == "no_node_matches",
+                   describe="the released job to wait for a node with hugemem")
         info = cluster.drover_json("show", str(unmatched))
         assert info["pending_reason"] == "no_node_matches" and "lacks hugemem" in info["pending_explanation"], info
         cluster.drover("cancel", str(unmatched))

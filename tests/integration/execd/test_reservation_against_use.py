@@ -110,10 +110,11 @@ def test_a_job_over_its_memory_is_warned_and_ends_out_of_memory(cluster: LocalCl
     assert shown["state"] == "out_of_memory", shown
     (detail,) = events(cluster, job, "killed_over_memory")
     assert detail["requested_mib"] == 50 and detail["limit_mib"] == 75.0 and detail["memory_mib"] > 75  # 1.5 × the request, by default
-    wait_until(lambda: "drover: killed" in (cluster.workdir / "job.err").read_text(), timeout=20,
-               describe="the line in the job's error file")
+    wait_until(lambda: f"drover: job {job} (attempt 1): killed: out of memory: it used" in (
+        cluster.workdir / "job.err").read_text(), timeout=20, describe="the line in the job's error file")
     text = cluster.drover("show", str(job)).stdout
     assert "killed over its memory" in text
+    assert "out of memory: it used more than its 50 MiB memory limit (--mem 50M)" in text, text
 
 
 def test_a_job_over_its_memory_request_is_reniced_and_warned(lenient_cluster: LocalCluster) -> None:

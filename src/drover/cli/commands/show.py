@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from drover.cli.common import client, job_ids, parser, print_json
-from drover.cli.why import ENFORCED_EVENTS, enforced_line
+from drover.cli.why import ENFORCED_EVENTS, enforced_line, out_of_memory_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,15 +96,13 @@ def run(command: str, argv: list[str]) -> int:
                       f"{devices}): "
                       f"dispatched {when(attempt.dispatched_at)}, started {when(attempt.started_at)}, "
                       f"ended {when(attempt.ended_at)}, ran {elapsed(attempt.started_at, attempt.ended_at)}")
-                outcome = []
+                outcome = [out_of_memory_text(job.memory_mib)] if attempt.out_of_memory else []
                 if attempt.exit_code is not None:
                     outcome.append(f"exit code {attempt.exit_code}")
                 if attempt.signal is not None:
                     outcome.append(f"killed by signal {attempt.signal}")
                 if attempt.timed_out:
                     outcome.append("time limit reached")
-                if attempt.out_of_memory:
-                    outcome.append("out of memory")
                 if attempt.pids_refused:
                     outcome.append(f"hit its process limit of {attempt.pids_max} ({attempt.pids_refused} fork(s) "
                                    "refused; pids_max in [execd] of drover.toml)")

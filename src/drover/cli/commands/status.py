@@ -27,8 +27,9 @@ def run(command: str, argv: list[str]) -> int:
     with client() as api:
         jobs = api.jobs(states=states, user=args.user, name=args.name, include_ended=args.all, limit=args.limit,
                         before=args.before)
+        answered = api.transport.address
     if args.json:
-        print_json(jobs)
+        print_json(jobs)  # a list of jobs, as scripts read it: the cluster is in the text's last line
         return 0
     from drover.cli.render import elapsed, table
     from drover.cli.why import status_note
@@ -44,11 +45,28 @@ def run(command: str, argv: list[str]) -> int:
         ))
     if not rows:
         print("no jobs" if not args.all else "no jobs at all")
-        return 0
-    table(["JOB", "NAME", "USER", "STATE", "TASKS", "CPUS", "MEM", "AGE", "NOTE"], rows, right=["JOB", "TASKS", "CPUS"])
-    if args.watch:
+    else:
+        table(["JOB", "NAME", "USER", "STATE", "TASKS", "CPUS", "MEM", "AGE", "NOTE"], rows,
+              right=["JOB", "TASKS", "CPUS"])
+    print(f"cluster: {which_cluster(answered)}")
+    if args.watch and jobs:
         _watch([job.id for job in jobs])
     return 0
+
+
+def which_cluster(address: str) -> str:
+    """Which cluster answered, in words: "no jobs" from the shared cluster is not your own's."""
+    import os
+
+    from drover.config import SOCKET_VARIABLE, SYSTEM_STATE_DIR, Paths
+
+    if os.environ.get(SOCKET_VARIABLE):
+        return f"{address} (named by {SOCKET_VARIABLE})"
+    if address == Paths().socket:
+        return f"your personal cluster ({address})"
+    if address == Paths(SYSTEM_STATE_DIR).socket:
+        return f"the machine's shared cluster ({address})"
+    return f"the cluster at {address}"
 
 
 def _watch(job_ids: list[int]) -> None:

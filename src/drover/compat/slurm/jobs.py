@@ -40,6 +40,11 @@ PENDING_REASONS = {
     "dependency_never_satisfied": "DependencyNeverSatisfied", "array_limit": "JobArrayTaskLimit",
     "no_nodes": "ReqNodeNotAvail", "too_big": "BadConstraints",
     "reserved": "Resources",  # Slurm shows the job backfill reserves for as waiting for resources
+    # No node that is up has the features or generic resources it asks for (a job held at
+    # submission to wait for such nodes, then released), or none of its queue is up.
+    "no_node_matches": "BadConstraints",
+    "licenses": "Licenses", "pe_slots": "Resources", "queue_stopped": "PartitionDown",
+    "queue_window": "PartitionInactive", "queue_limit": "QOSGrpJobsLimit", "user_limit": "QOSMaxJobsPerUserLimit",
 }
 END_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "OUT_OF_MEMORY": "OutOfMemory",
                "NODE_FAIL": "NodeDown"}

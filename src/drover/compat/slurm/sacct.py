@@ -139,7 +139,7 @@ def _informational(found: list[tuple[Option, str | None]]) -> int | None:
         if key == "helpreason":
             from drover.compat.slurm.jobs import END_REASONS, PENDING_REASONS
 
-            print("\n".join(["None", "JobHeldUser", *PENDING_REASONS.values(), *END_REASONS.values()]))
+            print("\n".join(dict.fromkeys(["None", "JobHeldUser", *PENDING_REASONS.values(), *END_REASONS.values()])))
             return 0
     return None
 

@@ -1,5 +1,6 @@
-"""The checks of one submission that need nothing of the cluster's state: its paths, what its
-payload weighs, its output files and mail, its numbers, signals and time. Each raises
+"""The checks of one submission: its paths, what its payload weighs, its output files and mail,
+its numbers, signals and time, which need nothing of the cluster's state; and whether some node
+the cluster knows could ever run it (`check_some_node_offers`), on the nodes given. Each raises
 BadRequest in the user's words, naming the job of the request it is about."""
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ import math
 import os
 import pwd
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from drover.core.constraints import Constraint
 from drover.core.errors import BadRequest
+from drover.core.gres import Device, GresNeed, allocate
 from drover.core.limits import (
     MAX_CPUS,
     MAX_MEMORY_MIB,
@@ -22,8 +25,10 @@ from drover.core.limits import (
     bounded,
     refuse,
 )
+from drover.core.node import Node
 from drover.core.patterns import check_pattern
 from drover.core.queues import Queue
+from drover.core.resources import Resources
 from drover.core.signals import job_signal
 from drover.core.units import format_duration
 from drover.protocol.api import JobSubmission
@@ -205,3 +210,51 @@ def is_relative_inside(name: str) -> bool:
     if not name or os.path.isabs(name) or "\0" in name:
         return False
     return ".." not in os.path.normpath(name).split(os.sep)
+
+
+# What a refusal for want of a node says of the escape: a held job waits for nodes that come later.
+HELD_ESCAPE = "submit it held (--hold) to keep it until a node that has it joins"
+
+
+def check_some_node_offers(size: Resources, gres: Sequence[GresNeed], constraint: Constraint | None,
+                           nodes: Collection[Node], held: bool, refusals: Refusals) -> None:
+    """Refuse what no node the cluster knows could ever give, naming what none has, as Slurm
+    refuses it ("Requested node configuration is not available") rather than let it wait for
+    ever: a generic resource (GPUs) no node has, or not as many of as a task asks; node features
+    no node has; or these and a task's `size` (CPUs, memory) on no one node. Accepted with no node known yet (a personal cluster
+    starting up, whose node has not said hello) and when held (--hold): its nodes may come later."""
+    if not nodes or held or not (gres or constraint is not None):
+        return
+    for need in gres:
+        most = max(_count_of(need, node.devices) for node in nodes)
+        if most < need.count:
+            asked = f"{need.name}:{need.type}" if need.type else need.name
+            have = f"the most one node has is {most}; " if most else ""
+            raise refusals.bad(f"no node has gres {asked} (asked {need.count}); {have}nodes offer: "
+                               f"{_offered_devices(nodes)}; {HELD_ESCAPE}")
+    if constraint is not None and not any(constraint.matches(node.features) for node in nodes):
+        offered = ", ".join(sorted({feature for node in nodes for feature in node.features})) or "none"
+        raise refusals.bad(f"no node has the features {constraint.text} (--constraint); nodes offer: {offered}; "
+                           f"{HELD_ESCAPE}")
+    if not any(allocate(gres, node.devices) is not None and size.fits_in(node.total)
+               and (constraint is None or constraint.matches(node.features)) for node in nodes):
+        parts = [size.describe(), *(["gres " + ", ".join(map(str, gres))] if gres else []),
+                 *([f"the features {constraint.text}"] if constraint is not None else [])]
+        raise refusals.bad(f"no one node has all a task asks for together ({'; '.join(parts)}); nodes offer: "
+                           f"{_offered_devices(nodes)}; {HELD_ESCAPE}")
+
+
+def _count_of(need: GresNeed, devices: Sequence[Device]) -> int:
+    return sum(1 for device in devices if device.name == need.name and (need.type is None or device.type == need.type))
+
+
+def _offered_devices(nodes: Collection[Node]) -> str:
+    """What the nodes have, each kind with the most one node has of it: "gpu:a100:2, nic:1"."""
+    most: dict[str, int] = {}
+    for node in nodes:
+        counts: dict[str, int] = {}
+        for device in node.devices:
+            counts[str(device)] = counts.get(str(device), 0) + 1
+        for kind, count in counts.items():
+            most[kind] = max(most.get(kind, 0), count)
+    return ", ".join(f"{kind}:{count}" for kind, count in sorted(most.items())) or "none"

@@ -10,11 +10,13 @@ from drover.config_schema import ParallelEnvironmentSection
 from drover.controller.effects import Outcome
 from drover.controller.handlers import checkpoints, parallel_envs, resource_requests
 from drover.controller.handlers.submission_checks import (
+    HELD_ESCAPE,
     Refusals,
     Timing,
     check_outputs_and_mail,
     check_paths,
     check_payload,
+    check_some_node_offers,
     checked_numbers_and_time,
 )
 from drover.controller.state import ControllerState
@@ -208,12 +210,13 @@ def _parallel_and_resources(
     pe = parallel_envs.checked(submission, parallel_environments, owner, [node.cpus for node in state.nodes.values()],
                                refusals.where)
     resources = Resources(pe[1] if pe else submission.cpus, submission.memory_mib)
-    if pe is not None and parallel_envs.spans_nodes(submission, parallel_environments):
-        # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
-        _check_fits_somewhere(state, Resources(1, -(-submission.memory_mib // pe[1])), refusals.bad)
-    else:
-        _check_fits_somewhere(state, resources, refusals.bad)
-    return resources, pe, resource_requests.checked(submission, licenses, state.nodes.values(), refusals.where)
+    # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
+    size = (Resources(1, -(-submission.memory_mib // pe[1]))
+            if pe is not None and parallel_envs.spans_nodes(submission, parallel_environments) else resources)
+    _check_fits_somewhere(state, size, refusals.bad, submission.hold)
+    requests = resource_requests.checked(submission, licenses, state.nodes.values(), refusals.where)
+    check_some_node_offers(size, requests.gres, requests.constraint, state.nodes.values(), submission.hold, refusals)
+    return resources, pe, requests
 
 
 def _check_dependencies_exist(state: ControllerState, store: Store, dependencies: Dependencies, where: str) -> None:
@@ -259,15 +262,16 @@ def _dependencies(spec: JobSubmission, where: str) -> Dependencies:
 MAX_DEPENDENCIES = 1000  # each is evaluated on every planner pass while the job waits
 
 
-def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any) -> None:
-    """Refuse what no registered node could ever run; with no node registered yet, accept."""
-    if not state.nodes or any(need.fits_in(node.total) for node in state.nodes.values()):
+def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any, held: bool) -> None:
+    """Refuse what no registered node could ever run; with no node registered yet, or held (its
+    nodes may come later), accept."""
+    if not state.nodes or held or any(need.fits_in(node.total) for node in state.nodes.values()):
         return
     largest_cpus = max(node.cpus for node in state.nodes.values())
     largest_memory = max(node.memory_mib for node in state.nodes.values())
     raise bad(
         f"no node can run a task of {need.describe()} "
-        f"(the largest have {largest_cpus} CPUs and {largest_memory} MiB)"
+        f"(the largest have {largest_cpus} CPUs and {largest_memory} MiB); {HELD_ESCAPE}"
     )
 
 

@@ -57,6 +57,10 @@ class Containment(Protocol):
 
     def oom_killed(self) -> bool: ...
 
+    def oom_kills(self) -> int:
+        """How many of the attempt's processes the kernel's out-of-memory killer killed (the
+        oom_kill counter of memory.events, or of memory.oom_control on v1); 0 without one."""
+
     def pids_refused(self) -> int:
         """How many forks the process limit refused (pids.events "max")."""
 

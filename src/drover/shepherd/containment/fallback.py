@@ -89,6 +89,9 @@ class Subreaper:
     def oom_killed(self) -> bool:
         return False
 
+    def oom_kills(self) -> int:
+        return 0
+
     def peak_memory_bytes(self) -> int | None:
         return None
 

@@ -65,13 +65,16 @@ class CgroupV1:
         write(os.path.join(self.paths["freezer"], "freezer.state"), "THAWED")
 
     def oom_killed(self) -> bool:
+        return self.oom_kills() > 0
+
+    def oom_kills(self) -> int:
         if "memory" not in self.paths:
-            return False
+            return 0
         for line in (read(os.path.join(self.paths["memory"], "memory.oom_control")) or "").splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
-                return int(value) > 0
-        return False
+                return int(value)
+        return 0
 
     def pids_refused(self) -> int:
         return pids_refused(self.paths.get("pids"))

@@ -75,7 +75,10 @@ class CgroupV2:
         return None
 
     def oom_killed(self) -> bool:
-        return bool(self._stat("memory.events", "oom_kill"))
+        return self.oom_kills() > 0
+
+    def oom_kills(self) -> int:
+        return self._stat("memory.events", "oom_kill") or 0
 
     def pids_refused(self) -> int:
         return pids_refused(self.path) if self.pids_limit else 0
