@@ -1,0 +1,147 @@
+"""A script written for PBS Pro or Torque, through qsub, qstat, qhold, qrls, qalter, qsig,
+qrerun, qdel and pbsnodes installed with `drover compat install --flavor pbs`: PBS's job ids,
+file names, states, exit statuses and error messages."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
+from tests.helpers.wait import wait_until
+
+SERVER = socket.gethostname().split(".")[0]
+
+
+def qsub(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None) -> str:
+    """The job id qsub printed, once it succeeded."""
+    done = run(cluster, bin_dir, "qsub", *args, stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+SCRIPT = """#!/bin/bash
+#PBS -N sweep
+#PBS -J 1-3
+#PBS -l select=1:ncpus=1:mem=64mb
+#PBS -l walltime=00:05:00
+cd "$PBS_O_WORKDIR"
+echo "subjob $PBS_ARRAY_INDEX of $PBS_JOBID ($PBS_JOBNAME) in $PBS_QUEUE"
+echo "to stderr" >&2
+"""
+
+
+def test_a_pbs_pro_array_script_runs_with_its_ids_and_file_names(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    (cluster.workdir / "sweep.sh").write_text(SCRIPT)
+    submitted = run(cluster, bin_dir, "qsub", "sweep.sh")
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split("[")[0]
+    assert submitted.stdout == f"{job}[].{SERVER}\n"
+    cluster.drover("wait", job)
+    for index in (1, 2, 3):
+        output = (cluster.workdir / f"sweep.o{job}.{index}").read_text()
+        assert output == f"subjob {index} of {job}[{index}].{SERVER} (sweep) in workq\n"
+        assert (cluster.workdir / f"sweep.e{job}.{index}").read_text() == "to stderr\n"
+    finished = run(cluster, bin_dir, "qstat", f"{job}[]")
+    assert finished.returncode == 35
+    assert "Job has finished, use -x or -H to obtain historical job information" in finished.stderr
+    history = json.loads(run(cluster, bin_dir, "qstat", "-x", "-t", "-f", "-F", "json", f"{job}[]").stdout)
+    jobs = history["Jobs"]
+    assert jobs[f"{job}[].{SERVER}"]["job_state"] == "F"
+    assert [jobs[f"{job}[{i}].{SERVER}"]["job_state"] for i in (1, 2, 3)] == ["X", "X", "X"]
+    assert all(jobs[f"{job}[{i}].{SERVER}"]["Exit_status"] == 0 for i in (1, 2, 3))
+    assert jobs[f"{job}[].{SERVER}"]["Resource_List"]["walltime"] == "00:05:00"
+
+
+def test_a_script_on_stdin_and_the_default_table_and_full_listing(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    held = qsub(cluster, bin_dir, "-h", "-N", "waiting", stdin="sleep 60\n")
+    assert held.endswith(f".{SERVER}")
+    stdin_job = qsub(cluster, bin_dir, stdin="echo from stdin\n")
+    number = stdin_job.split(".")[0]
+    cluster.drover("wait", number)
+    assert (cluster.workdir / f"STDIN.o{number}").read_text() == "from stdin\n"
+    table = run(cluster, bin_dir, "qstat").stdout.splitlines()
+    assert table[0] == "Job id            Name             User              Time Use S Queue"
+    assert table[1] == "----------------  ---------------- ----------------  -------- - -----"
+    row = next(line.split() for line in table[2:] if line.startswith(held.split(".")[0] + "."))
+    assert row[1] == "waiting" and row[4] == "H" and row[5] == "workq"
+    full = run(cluster, bin_dir, "qstat", "-f", held).stdout
+    assert full.startswith(f"Job Id: {held}\n    Job_Name = waiting\n")
+    assert "    job_state = H\n" in full and "    Hold_Types = u\n" in full
+    assert run(cluster, bin_dir, "qrls", held).returncode == 0
+    wait_until(lambda: run(cluster, bin_dir, "qstat", "-F", "json", held).stdout.count('"job_state": "R"') == 1,
+               describe="the released job to run")
+    deleted = run(cluster, bin_dir, "qdel", held)
+    assert (deleted.returncode, deleted.stdout, deleted.stderr) == (0, "", "")
+    cluster.drover("wait", held.split(".")[0], check=False)
+    record = json.loads(run(cluster, bin_dir, "qstat", "-x", "-f", "-F", "json", held).stdout)["Jobs"][held]
+    assert record["job_state"] == "F" and record["Exit_status"] == 265  # deleted while it ran
+
+
+def test_exit_statuses_as_pbs_pro_reports_them(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    failing = qsub(cluster, bin_dir, "-j", "oe", stdin="exit 3\n")
+    killed = qsub(cluster, bin_dir, stdin="kill -SEGV $$\n")
+    blocked = run(cluster, bin_dir, "qsub", "-W", "block=true", stdin="exit 5\n")
+    assert blocked.returncode == 5
+    for job in (failing, killed):
+        cluster.drover("wait", job.split(".")[0], check=False)
+    statuses = json.loads(run(cluster, bin_dir, "qstat", "-x", "-f", "-F", "json", failing, killed).stdout)["Jobs"]
+    assert statuses[failing]["Exit_status"] == 3
+    assert statuses[killed]["Exit_status"] == 256 + 11
+    full = run(cluster, bin_dir, "qstat", "-fx", failing).stdout
+    assert "    Exit_status = 3\n" in full and "    Join_Path = oe\n" in full
+
+
+def test_dependencies_holds_signals_and_changes(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    first = qsub(cluster, bin_dir, "-h", stdin="true\n")
+    after = qsub(cluster, bin_dir, "-W", f"depend=afterok:{first}", stdin="true\n")
+    info = cluster.client().job(int(after.split(".")[0]))
+    assert [(d.kind, d.job) for d in info.dependencies] == [("afterok", int(first.split(".")[0]))]
+    assert run(cluster, bin_dir, "qalter", "-p", "7", after).returncode == 0
+    assert cluster.client().job(int(after.split(".")[0])).priority == 7
+    assert run(cluster, bin_dir, "qrls", first).returncode == 0
+    cluster.drover("wait", after.split(".")[0])
+    sleeper = qsub(cluster, bin_dir, stdin="trap 'echo got USR1; exit 0' USR1\nsleep 60 & wait\n")
+    number = sleeper.split(".")[0]
+    wait_until(lambda: cluster.client().job(int(number)).state == "running", describe="the job to run")
+    wait_until(lambda: any(a.started_at for t in cluster.client().job(int(number)).tasks for a in t.attempts),
+               describe="its script to start")
+    assert run(cluster, bin_dir, "qsig", "-s", "USR1", sleeper).returncode == 0
+    cluster.drover("wait", number)
+    assert cluster.client().job(int(number)).exit_status == 0
+
+
+def test_bad_command_lines_get_pbs_own_errors(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    bad = run(cluster, bin_dir, "qsub", "-Y", stdin="true\n")
+    assert bad.returncode == 2 and bad.stderr.startswith("qsub: invalid option -- 'Y'\nusage: qsub")
+    missing = run(cluster, bin_dir, "qsub", "-N")
+    assert missing.returncode == 2 and missing.stderr.startswith("qsub: option requires an argument -- 'N'")
+    walltime = run(cluster, bin_dir, "qsub", "-l", "walltime=ten", stdin="true\n")
+    assert walltime.returncode == 1 and "Illegal attribute or resource value" in walltime.stderr
+    array = run(cluster, bin_dir, "qsub", "-J", "5-2", stdin="true\n")
+    assert (array.returncode, array.stderr) == (1, "qsub: illegal -J value\n")
+    unknown = run(cluster, bin_dir, "qdel", "999999")
+    assert (unknown.returncode, unknown.stderr) == (153, "qdel: Unknown Job Id 999999\n")
+    stat = run(cluster, bin_dir, "qstat", "-Z")
+    assert stat.returncode == 2 and stat.stderr.startswith("qstat: invalid option -- 'Z'\nusage:")
+    assert "Traceback" not in "".join(r.stderr for r in (bad, missing, walltime, array, unknown, stat))
+    assert not cluster.client().jobs(include_ended=True)
+
+
+def test_queues_server_and_nodes(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    queues = run(cluster, bin_dir, "qstat", "-Q").stdout.splitlines()
+    assert queues[0].startswith("Queue              Max   Tot Ena Str") and queues[2].startswith("workq ")
+    server = run(cluster, bin_dir, "qstat", "-B").stdout.splitlines()
+    assert server[2].split()[0] == SERVER and server[2].endswith("Active")
+    node = cluster.drover_json("nodes")[0]
+    listing = run(cluster, bin_dir, "pbsnodes", "-a").stdout
+    assert listing.startswith(f"{node['name']}\n     Mom = {node['name']}\n") and "     state = free\n" in listing
+    nodes = json.loads(run(cluster, bin_dir, "pbsnodes", "-a", "-F", "json").stdout)["nodes"]
+    assert nodes[node["name"]]["resources_available"]["ncpus"] == node["cpus"]
