@@ -10,16 +10,18 @@ import importlib
 import pathlib
 import sys
 
-from drover.cli.commands.compat import COMMANDS
+from drover.cli.commands.compat import COMMANDS, PBS_COMMANDS
 from drover.compat.optiontable import markdown_table, with_tables
 
 DOCUMENT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "compat.md"
 
 
 def tables() -> dict[str, str]:
-    """Each command whose module defines OPTIONS → its markdown table."""
+    """Each command whose module defines OPTIONS → its markdown table. PBS's commands share
+    names with Grid Engine's: their sections are marked `pbs qsub`, `pbs qstat`..."""
     out = {}
-    for command, (module, _function) in COMMANDS.items():
+    commands = {**COMMANDS, **{f"pbs {name}": entry for name, entry in PBS_COMMANDS.items()}}
+    for command, (module, _function) in commands.items():
         options = getattr(importlib.import_module(module), "OPTIONS", None)
         if options is not None:
             out[command] = markdown_table(options)
