@@ -145,3 +145,55 @@ def test_queues_server_and_nodes(cluster: LocalCluster) -> None:
     assert listing.startswith(f"{node['name']}\n     Mom = {node['name']}\n") and "     state = free\n" in listing
     nodes = json.loads(run(cluster, bin_dir, "pbsnodes", "-a", "-F", "json").stdout)["nodes"]
     assert nodes[node["name"]]["resources_available"]["ncpus"] == node["cpus"]
+
+
+TORQUE = """#!/bin/bash
+#PBS -N tarr
+#PBS -t 1-2
+#PBS -l nodes=1:ppn=1,walltime=00:05:00
+#PBS -d .
+echo "$PBS_ARRAYID $PBS_JOBID"
+"""
+
+
+def test_a_torque_array_and_the_subjob_table(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    (cluster.workdir / "tarr.sh").write_text(TORQUE)
+    array = qsub(cluster, bin_dir, "-h", "tarr.sh")
+    number = array.split("[")[0]
+    rows = [line.split() for line in run(cluster, bin_dir, "qstat", "-t").stdout.splitlines()[2:]]
+    assert [(row[0], row[4]) for row in rows] == [(array, "H"), (f"{number}[1].{SERVER}", "H"),
+                                                  (f"{number}[2].{SERVER}", "H")]
+    assert run(cluster, bin_dir, "qrls", array).returncode == 0
+    cluster.drover("wait", number)
+    for index in (1, 2):  # -d .: it ran where qsub did, its output named as Torque names it
+        assert (cluster.workdir / f"tarr.o{number}-{index}").read_text() == f"{index} {number}[{index}].{SERVER}\n"
+    mine = run(cluster, bin_dir, "qstat", "-x", "-u", cluster.client().job(int(number)).owner).stdout
+    assert mine.splitlines()[2].split()[:5] == [array, "tarr", cluster.client().job(int(number)).owner, "00:00:00",
+                                                "F"]
+
+
+def test_walltime_waiting_rerun_and_refusals_of_the_other_commands(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    later = qsub(cluster, bin_dir, "-a", "2359.59", stdin="true\n")
+    assert run(cluster, bin_dir, "qstat", later).stdout.splitlines()[2].split()[4] == "W"
+    assert run(cluster, bin_dir, "qdel", later).returncode == 0
+    slow = qsub(cluster, bin_dir, "-l", "walltime=00:00:02", stdin="sleep 60\n")
+    cluster.drover("wait", slow.split(".")[0], check=False)
+    record = json.loads(run(cluster, bin_dir, "qstat", "-fx", "-F", "json", slow).stdout)["Jobs"][slow]
+    assert record["Exit_status"] == 271  # killed at its walltime: 256 + SIGTERM
+    again = qsub(cluster, bin_dir, stdin="echo run $((${RESTARTED:-0}))\nsleep 60\n")
+    number = again.split(".")[0]
+    wait_until(lambda: any(a.started_at for t in cluster.client().job(int(number)).tasks for a in t.attempts),
+               describe="the job to start")
+    assert run(cluster, bin_dir, "qrerun", again).returncode == 0
+    wait_until(lambda: len(cluster.client().job(int(number)).tasks[0].attempts) == 2, describe="a second attempt")
+    assert run(cluster, bin_dir, "qdel", again).returncode == 0
+    refusals = [run(cluster, bin_dir, *argv) for argv in (
+        ("qhold", "-h", "o", again), ("qsig", "-s", "BOGUS", again), ("qalter", "-l", "walltime=1:00", again),
+        ("qstat", "-F", "dsv"), ("pbsnodes", "-o", "x"))]
+    assert [r.returncode for r in refusals] == [1, 1, 1, 2, 1]
+    assert refusals[0].stderr == "qhold: -h o: Drover has user holds only (-h u)\n"
+    assert refusals[1].stderr == "qsig: Unknown signal BOGUS\n"
+    assert refusals[2].stderr.startswith("qalter: -l: Drover changes -p, -q and -h")
+    assert "Traceback" not in "".join(r.stderr for r in refusals)

@@ -12,6 +12,7 @@ from drover.compat.pbs.common import (
     queue_name,
     server_name,
     subjob_state,
+    subjobs,
 )
 from drover.compat.pbs.values import hms
 
@@ -122,7 +123,7 @@ def attributes(job: JobInfo, now: float | None = None) -> dict[str, Any]:
     if job.array is not None:
         out["array"] = "True"
         out["array_indices_submitted"] = job.array.split("%")[0]
-        remaining = [t.index for t in job.tasks if subjob_state(t) == "Q"]
+        remaining = [t.index for t in subjobs(job) if subjob_state(t) == "Q"]
         out["array_state_count"] = _state_count(job.tasks, job.task_counts)
         if remaining:
             out["array_indices_remaining"] = ",".join(str(i) for i in remaining)

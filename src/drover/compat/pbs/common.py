@@ -121,6 +121,27 @@ def job_state(job: JobInfo) -> str:
     return "H" if counts.get("held") and not counts.get("pending") else "Q"
 
 
+def subjobs(job: JobInfo) -> list[TaskInfo]:
+    """Every subjob of an array, in index order: those with a record as the cluster has them, the
+    others (never dispatched yet) queued, or held where the array's held count says so."""
+    from drover.core.arrays import TaskIndices
+    from drover.core.units import parse_array
+    from drover.protocol.api import TaskInfo
+
+    if job.array is None:
+        return list(job.tasks)
+    recorded = {task.index: task for task in job.tasks}
+    held = job.task_counts.get("held", 0) - sum(1 for task in job.tasks if task.state == "held")
+    out = []
+    for index in TaskIndices(parse_array(job.array)[0]):
+        task = recorded.get(index)
+        if task is None:
+            task = TaskInfo(index=index, state="held" if held > 0 else "pending", state_since=job.submitted_at)
+            held -= 1
+        out.append(task)
+    return out
+
+
 def subjob_state(task: TaskInfo) -> str:
     """A subjob's letter: X once it has finished (qstat -t), as PBS Pro marks expired subjobs."""
     letter = task_state(task.state)
@@ -141,10 +162,10 @@ def exit_status(task: TaskInfo) -> int | None:
 
 
 def attempt_exit_status(attempt: AttemptInfo) -> int | None:
+    if attempt.timed_out:  # PBS's MoM ends it with SIGTERM (then SIGKILL, were it still there)
+        return SIGNAL_BASE + signal.SIGTERM
     if attempt.signal:
         return SIGNAL_BASE + attempt.signal
-    if attempt.timed_out:
-        return SIGNAL_BASE + signal.SIGTERM
     if attempt.exit_code is not None:
         return attempt.exit_code
     if attempt.failure:

@@ -28,6 +28,9 @@ from drover.compat.pbs.common import (
     server_name,
     subjob_state,
 )
+from drover.compat.pbs.common import (
+    subjobs as all_subjobs,
+)
 from drover.compat.pbs.syntax import Given, PbsUsageError, last, parse, print_error
 from drover.compat.pbs.values import hms
 from drover.core.errors import DroverError, NotFound
@@ -170,7 +173,7 @@ def _rows(job: JobInfo, subjobs: bool, now: float) -> list[tuple[str, JobInfo, s
     """(id, job, state) of the job, then of each subjob when asked."""
     rows = [(id_of(job), job, letter(job, now))]
     if subjobs and job.array is not None:
-        rows += [(job_id(job.id, True, t.index), job, subjob_state(t)) for t in job.tasks]
+        rows += [(job_id(job.id, True, t.index), job, subjob_state(t)) for t in all_subjobs(job)]
     return rows
 
 
@@ -233,7 +236,7 @@ def _alternate(jobs: list[JobInfo], keys: set[str], now: float) -> None:
 def _full(job: JobInfo, subjobs: bool, now: float) -> None:
     values = [(id_of(job), attributes(job, now))]
     if subjobs and job.array is not None:
-        values += [(job_id(job.id, True, t.index), subjob_attributes(job, t, now)) for t in job.tasks]
+        values += [(job_id(job.id, True, t.index), subjob_attributes(job, t, now)) for t in all_subjobs(job)]
     for ident, attrs in values:
         print(f"Job Id: {ident}")
         for key, text in flattened(attrs):
@@ -253,7 +256,7 @@ def _json(jobs: list[JobInfo], subjobs: bool, now: float) -> str:
             continue
         found[id_of(job)] = attributes(job, now)
         if subjobs and job.array is not None:
-            for task in job.tasks:
+            for task in all_subjobs(job):
                 found[job_id(job.id, True, task.index)] = subjob_attributes(job, task, now)
     document = {"timestamp": int(now), "pbs_version": __version__, "pbs_server": server_name(), "Jobs": found}
     return json.dumps(document, indent=4)
