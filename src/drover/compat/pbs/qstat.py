@@ -136,7 +136,11 @@ def _jobs(client: Client, given: list[Given], operands: list[str]) -> int:
         listing = client.jobs(include_ended=history)
         if users:
             listing = [job for job in listing if job.owner in {u.split("@")[0] for u in users}]
-        selected = [client.job(job.id) for job in listing]
+        # A job's tasks and attempts (its CPU time, hosts, exit status) cost a request each: asked
+        # only where the output shows them, or the job has begun (its Time Use).
+        detailed = bool(keys & {"f", "F", "t", "n", "s"})
+        selected = [client.job(job.id) if detailed or job.state not in ("pending", "held") else job
+                    for job in listing]
     now = time.time()
     selected = [job for job in selected if _wanted(job, keys, now)]
     if last(given, "F") is not None:
