@@ -53,6 +53,9 @@ def test_a_pbs_pro_array_script_runs_with_its_ids_and_file_names(cluster: LocalC
     assert [jobs[f"{job}[{i}].{SERVER}"]["job_state"] for i in (1, 2, 3)] == ["X", "X", "X"]
     assert all(jobs[f"{job}[{i}].{SERVER}"]["Exit_status"] == 0 for i in (1, 2, 3))
     assert jobs[f"{job}[].{SERVER}"]["Resource_List"]["walltime"] == "00:05:00"
+    subjob = run(cluster, bin_dir, "qstat", "-fx", f"{job}[2]").stdout
+    assert subjob.startswith(f"Job Id: {job}[2].{SERVER}\n") and "    job_state = X\n" in subjob
+    assert f"    array_id = {job}[].{SERVER}\n" in subjob and "    array_index = 2\n" in subjob
 
 
 def test_a_script_on_stdin_and_the_default_table_and_full_listing(cluster: LocalCluster) -> None:

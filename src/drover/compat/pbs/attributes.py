@@ -157,11 +157,10 @@ def _comment(job: JobInfo, state: str) -> str | None:
         return f"Job run at {time.ctime(attempts[-1].started_at or attempts[-1].dispatched_at)} on " \
                f"({attempts[-1].node}:ncpus={job.cpus})"
     if state == "F":
-        if job.state == "cancelled":
-            return "Job deleted"
-        status = exit_status(job.tasks[0]) if job.tasks else None
-        return f"Job run at {time.ctime(attempts[-1].started_at or 0)} and finished" if attempts and status == 0 \
-            else "Job run and failed" if attempts else "Job deleted"
+        if job.state == "cancelled" or not attempts:
+            return "Job deleted" if job.state == "cancelled" else None
+        ran = f"Job run at {time.ctime(attempts[-1].started_at or attempts[-1].dispatched_at)}"
+        return f"{ran} and finished" if job.state == "completed" else f"{ran} and failed"
     if state in ("Q", "H", "W") and job.pending_reason:
         return f"Not Running: {job.pending_explanation or job.pending_reason}"
     return None
@@ -169,9 +168,9 @@ def _comment(job: JobInfo, state: str) -> str | None:
 
 def subjob_attributes(job: JobInfo, task: TaskInfo, now: float | None = None) -> dict[str, Any]:
     """A subjob's attributes: its array's, with its own state, times and exit status."""
-    single = type(job)(**{**{f: getattr(job, f) for f in job.__struct_fields__},
-                          "array": None, "tasks": [task], "state": task.state,
-                          "task_counts": {task.state: 1}})
+    import msgspec
+
+    single = msgspec.structs.replace(job, array=None, tasks=[task], state=task.state, task_counts={task.state: 1})
     out = attributes(single, now)
     out["job_state"] = subjob_state(task)
     out["array_id"] = f"{job.id}[].{server_name()}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from drover.compat.optiontable import Arity, Mark, Option
@@ -38,7 +39,7 @@ from drover.core.errors import DroverError, NotFound
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.client.client import Client
-    from drover.protocol.api import JobInfo
+    from drover.protocol.api import JobInfo, TaskInfo
 
 OPTIONS = [
     Option(("-a",), Arity.NONE, Mark.SUPPORTED, "the alternate table (user, queue, CPUs, memory, times)"),
@@ -106,6 +107,7 @@ def _jobs(client: Client, given: list[Given], operands: list[str]) -> int:
     history = "x" in keys or "H" in keys
     status = 0
     selected: list[JobInfo] = []
+    named_subjobs: dict[int, TaskInfo] = {}  # job id → the subjob an operand (`12[3]`) named
     if operands:
         for word in operands:
             ref = parse_ref(word)
@@ -125,11 +127,12 @@ def _jobs(client: Client, given: list[Given], operands: list[str]) -> int:
                 status = EXIT_FINISHED
                 continue
             if ref[1] is not None:
-                job = _only_subjob(job, ref[1])
-                if not job.tasks:
+                subjob = next((t for t in all_subjobs(job) if t.index == ref[1]), None)
+                if subjob is None:
                     print(f"qstat: Unknown Job Id {word}", file=sys.stderr)
                     status = EXIT_UNKNOWN_JOB
                     continue
+                named_subjobs[job.id] = subjob
             selected.append(job)
     else:
         users = [u for g in given if g.key == "u" and g.value for u in g.value.split(",")]
@@ -143,23 +146,39 @@ def _jobs(client: Client, given: list[Given], operands: list[str]) -> int:
                     for job in listing]
     now = time.time()
     selected = [job for job in selected if _wanted(job, keys, now)]
+    entries = [entry for job in selected for entry in _entries(job, "t" in keys, named_subjobs.get(job.id), now)]
     if last(given, "F") is not None:
-        print(_json(selected, "t" in keys or any("[" in w and not w.split("[")[1].startswith("]") for w in operands),
-                    now))
+        print(_json(entries, now))
     elif "f" in keys:
-        for job in selected:
-            _full(job, "t" in keys, now)
+        _full(entries, now)
     elif any(k in keys for k in ("a", "n", "s", "r", "i", "H")):
-        _alternate(selected, keys, now)
+        _alternate(entries, keys, now)
     else:
-        _table(selected, "t" in keys, "w" in keys, now)
+        _table(entries, "w" in keys)
     return status
 
 
-def _only_subjob(job: JobInfo, index: int) -> JobInfo:
-    """The job with only subjob `index` of its tasks (qstat `12[3]`)."""
-    return type(job)(**{**{f: getattr(job, f) for f in job.__struct_fields__},
-                        "tasks": [t for t in job.tasks if t.index == index]})
+@dataclass(frozen=True)
+class Entry:
+    """One line (or record) of qstat: a job, or one subjob of an array (`task`)."""
+
+    ident: str
+    job: JobInfo
+    state: str
+    task: TaskInfo | None = None
+
+    def attributes(self, now: float) -> dict[str, Any]:
+        return attributes(self.job, now) if self.task is None else subjob_attributes(self.job, self.task, now)
+
+
+def _entries(job: JobInfo, with_subjobs: bool, named: TaskInfo | None, now: float) -> list[Entry]:
+    """The job, then each of its subjobs when asked (-t); only the subjob an operand named."""
+    if named is not None:
+        return [Entry(job_id(job.id, True, named.index), job, subjob_state(named), named)]
+    out = [Entry(id_of(job), job, letter(job, now))]
+    if with_subjobs and job.array is not None:
+        out += [Entry(job_id(job.id, True, t.index), job, subjob_state(t), t) for t in all_subjobs(job)]
+    return out
 
 
 def _wanted(job: JobInfo, keys: set[str], now: float) -> bool:
@@ -173,22 +192,14 @@ def _wanted(job: JobInfo, keys: set[str], now: float) -> bool:
     return not ("J" in keys and job.array is None)
 
 
-def _rows(job: JobInfo, subjobs: bool, now: float) -> list[tuple[str, JobInfo, str]]:
-    """(id, job, state) of the job, then of each subjob when asked."""
-    rows = [(id_of(job), job, letter(job, now))]
-    if subjobs and job.array is not None:
-        rows += [(job_id(job.id, True, t.index), job, subjob_state(t)) for t in all_subjobs(job)]
-    return rows
-
-
 def _time_use(job: JobInfo, state: str) -> str:
     attempts = [a for t in job.tasks for a in t.attempts]
     return hms(cpu_used_s(attempts)) if attempts else "0" if state in WAITING else "--"
 
 
-def _table(jobs: list[JobInfo], subjobs: bool, wide: bool, now: float) -> None:
+def _table(entries: list[Entry], wide: bool) -> None:
     """PBS Pro's default display: `Job id  Name  User  Time Use S Queue`."""
-    if not jobs:
+    if not entries:
         return
     if wide:
         print(f"{'Job id':<30} {'Name':<15} {'User':<15} {'Time Use':>8} S {'Queue'}")
@@ -196,14 +207,14 @@ def _table(jobs: list[JobInfo], subjobs: bool, wide: bool, now: float) -> None:
     else:
         print("Job id            Name             User              Time Use S Queue")
         print("----------------  ---------------- ----------------  -------- - -----")
-    for job in jobs:
-        for ident, info, state in _rows(job, subjobs, now):
-            used = _time_use(info, state)
-            if wide:
-                print(f"{ident:<30} {info.name:<15} {info.owner:<15} {used:>8} {state} {queue_name(info.queue)}")
-            else:
-                print(f"{_cut(ident, 16):<16}  {_cut(info.name, 16):<16} {_cut(info.owner, 16):<16}  "
-                      f"{used:>8} {state} {_cut(queue_name(info.queue), 5)}")
+    for entry in entries:
+        info, state = entry.job, entry.state
+        used = _time_use(info, state)
+        if wide:
+            print(f"{entry.ident:<30} {info.name:<15} {info.owner:<15} {used:>8} {state} {queue_name(info.queue)}")
+        else:
+            print(f"{_cut(entry.ident, 16):<16}  {_cut(info.name, 16):<16} {_cut(info.owner, 16):<16}  "
+                  f"{used:>8} {state} {_cut(queue_name(info.queue), 5)}")
 
 
 def _cut(text: str, width: int) -> str:
@@ -211,58 +222,44 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "*"
 
 
-def _alternate(jobs: list[JobInfo], keys: set[str], now: float) -> None:
+def _alternate(entries: list[Entry], keys: set[str], now: float) -> None:
     """qstat -a (and -i, -r, -n, -s, -H): the alternate display, under the server's name."""
     print(f"\n{server_name()}: ")
     print(f"{'':60}Req'd  Req'd   Elap")
     print("Job ID          Username Queue    Jobname    SessID NDS TSK Memory Time  S Time")
     print("--------------- -------- -------- ---------- ------ --- --- ------ ----- - -----")
-    for job in jobs:
-        for ident, info, state in _rows(job, "t" in keys, now):
-            attempts = [a for t in info.tasks for a in t.attempts]
-            started = [a.started_at for a in attempts if a.started_at is not None]
-            elapsed = hms(now - min(started))[:5] if started and state in RUNNING else "--"
-            memory = f"{info.memory_mib}mb" if info.memory_mib else "--"
-            limit = hms(info.time_limit_s)[:5] if info.time_limit_s else "--"
-            nodes = str(max(info.cpus // info.pe_per_node, 1) if info.pe_per_node else 1)
-            session = "--"
-            print(f"{_cut(ident, 15):<15} {_cut(info.owner, 8):<8} {_cut(queue_name(info.queue), 8):<8} "
-                  f"{_cut(info.name, 10):<10} {session:>6} {nodes:>3} {info.cpus:>3} {memory:>6} {limit:>5} "
-                  f"{state} {elapsed:>5}")
-            if "n" in keys and attempts:
-                print(f"   {attempts[-1].node}/0*{info.cpus}")
-            if "s" in keys:
-                comment = attributes(info, now).get("comment")
-                if comment:
-                    print(f"   {comment}")
+    for entry in entries:
+        ident, info, state = entry.ident, entry.job, entry.state
+        attempts = [a for t in info.tasks for a in t.attempts]
+        started = [a.started_at for a in attempts if a.started_at is not None]
+        elapsed = hms(now - min(started))[:5] if started and state in RUNNING else "--"
+        memory = f"{info.memory_mib}mb" if info.memory_mib else "--"
+        limit = hms(info.time_limit_s)[:5] if info.time_limit_s else "--"
+        nodes = str(max(info.cpus // info.pe_per_node, 1) if info.pe_per_node else 1)
+        session = "--"
+        print(f"{_cut(ident, 15):<15} {_cut(info.owner, 8):<8} {_cut(queue_name(info.queue), 8):<8} "
+              f"{_cut(info.name, 10):<10} {session:>6} {nodes:>3} {info.cpus:>3} {memory:>6} {limit:>5} "
+              f"{state} {elapsed:>5}")
+        if "n" in keys and attempts:
+            print(f"   {attempts[-1].node}/0*{info.cpus}")
+        if "s" in keys:
+            comment = entry.attributes(now).get("comment")
+            if comment:
+                print(f"   {comment}")
 
 
-def _full(job: JobInfo, subjobs: bool, now: float) -> None:
-    values = [(id_of(job), attributes(job, now))]
-    if subjobs and job.array is not None:
-        values += [(job_id(job.id, True, t.index), subjob_attributes(job, t, now)) for t in all_subjobs(job)]
-    for ident, attrs in values:
-        print(f"Job Id: {ident}")
-        for key, text in flattened(attrs):
+def _full(entries: list[Entry], now: float) -> None:
+    for entry in entries:
+        print(f"Job Id: {entry.ident}")
+        for key, text in flattened(entry.attributes(now)):
             print(f"    {key} = {text}")
         print()
 
 
-def _json(jobs: list[JobInfo], subjobs: bool, now: float) -> str:
+def _json(entries: list[Entry], now: float) -> str:
     """-F json, as PBS Pro writes it: timestamp, version, server, and the jobs by id."""
-    from drover import __version__
-
-    found: dict[str, Any] = {}
-    for job in jobs:
-        if job.array is not None and len(job.tasks) == 1 and subjobs:
-            task = job.tasks[0]
-            found[job_id(job.id, True, task.index)] = subjob_attributes(job, task, now)
-            continue
-        found[id_of(job)] = attributes(job, now)
-        if subjobs and job.array is not None:
-            for task in all_subjobs(job):
-                found[job_id(job.id, True, task.index)] = subjob_attributes(job, task, now)
-    document = {"timestamp": int(now), "pbs_version": __version__, "pbs_server": server_name(), "Jobs": found}
+    document = {"timestamp": int(now), "pbs_version": _version(), "pbs_server": server_name(),
+                "Jobs": {entry.ident: entry.attributes(now) for entry in entries}}
     return json.dumps(document, indent=4)
 
 
