@@ -195,8 +195,8 @@ def test_walltime_waiting_rerun_and_refusals_of_the_other_commands(cluster: Loca
     refusals = [run(cluster, bin_dir, *argv) for argv in (
         ("qhold", "-h", "o", again), ("qsig", "-s", "BOGUS", again), ("qalter", "-l", "walltime=1:00", again),
         ("qstat", "-F", "dsv"), ("pbsnodes", "-o", "x"))]
-    assert [r.returncode for r in refusals] == [1, 1, 1, 2, 1]
+    assert [r.returncode for r in refusals] == [1, 15013 % 256, 1, 2, 1]  # PBSE_UNKSIG
     assert refusals[0].stderr == "qhold: -h o: Drover has user holds only (-h u)\n"
-    assert refusals[1].stderr == "qsig: Unknown signal BOGUS\n"
+    assert refusals[1].stderr == "qsig: Unknown signal name BOGUS\n"
     assert refusals[2].stderr.startswith("qalter: -l: Drover changes -p, -q and -h")
     assert "Traceback" not in "".join(r.stderr for r in refusals)

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 # PBS's error numbers (pbs_error.h); a command exits with the last one, modulo 256.
 PBSE_UNKJOBID = 15001  # "Unknown Job Id"
 PBSE_PERM = 15007  # "Unauthorized Request"
-PBSE_BADSTATE = 15018  # "Request invalid for state of job"
+PBSE_BADSTATE = 15016  # "Request invalid for state of job"
+PBSE_UNKSIG = 15013  # "Unknown signal name"
+PBSE_UNKQUE = 15018  # "Unknown queue"
 PBSE_HISTJOBID = 15139  # "Job has finished, use -x or -H to obtain historical job information"
 EXIT_UNKNOWN_JOB = PBSE_UNKJOBID % 256  # 153
 EXIT_FINISHED = PBSE_HISTJOBID % 256  # 35

@@ -7,6 +7,7 @@ import signal
 import sys
 
 from drover.compat.optiontable import Arity, Mark, Option
+from drover.compat.pbs.common import PBSE_UNKSIG
 from drover.compat.pbs.jobaction import run
 from drover.compat.pbs.syntax import Given, PbsUsageError, last
 
@@ -33,7 +34,7 @@ def signal_name(text: str) -> str:
         name = text.upper() if text.upper().startswith("SIG") else "SIG" + text.upper()
         if name in signal.Signals.__members__:
             return name
-    raise PbsUsageError(f"qsig: Unknown signal {text}", 1, usage=False)
+    raise PbsUsageError(f"qsig: Unknown signal name {text}", PBSE_UNKSIG % 256, usage=False)
 
 
 def _act(client: Client, refs: list[str], given: list[Given]) -> list[ActionResult]:

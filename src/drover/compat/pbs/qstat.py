@@ -21,6 +21,7 @@ from drover.compat.pbs.attributes import (
 from drover.compat.pbs.common import (
     EXIT_FINISHED,
     EXIT_UNKNOWN_JOB,
+    PBSE_UNKQUE,
     failed,
     id_of,
     job_id,
@@ -72,7 +73,7 @@ qstat -B [-f] [-F format] [-D delim] [ server_name... ]
 qstat --version"""
 
 WAITING = ("Q", "H", "W")
-EXIT_UNKNOWN_QUEUE = 1  # qstat -Q of a queue that does not exist
+EXIT_UNKNOWN_QUEUE = PBSE_UNKQUE % 256  # qstat -Q of a queue that does not exist
 RUNNING = ("R", "B", "E", "S")
 
 

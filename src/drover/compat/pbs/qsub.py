@@ -14,7 +14,6 @@ import sys
 import time
 
 from drover.cli.common import NotRegularFile, read_regular_file
-from drover.compat.optiontable import Mark
 from drover.compat.pbs.common import (
     failed,
     host_name,
@@ -81,7 +80,7 @@ def _main(argv: list[str]) -> int:
     ctx = Context(cwd=cwd, home=home, user=user_name(), host=host_name(), environ=dict(os.environ), now=time.time())
     submission = build(given, script, "STDIN" if script_name == "-" else script_name, arguments, ctx, _approximate)
     if submission.interactive:
-        return _interactive(given, submission)
+        return _interactive(submission)
     from drover.client.client import Client
 
     with Client(timeout_s=None) as client:
@@ -119,7 +118,7 @@ def _read_script(name: str) -> str:
                             usage=False) from None
 
 
-def _interactive(given: list[Given], submission: Submission) -> int:
+def _interactive(submission: Submission) -> int:
     """-I: the job runs on a terminal here, as `drover run --pty` runs it, with qsub -I's
     banners; its exit status is qsub's."""
     job = submission.job
@@ -141,8 +140,6 @@ def _interactive(given: list[Given], submission: Submission) -> int:
     if sys.stdin.isatty():
         arguments.append("--pty")
     shell = os.environ.get("SHELL") or "/bin/bash"
-    if any(g.option.mark is Mark.REFUSED for g in given):
-        raise BadRequest("-I: refused options given")
     from drover.client.client import Client
 
     with Client() as client:  # a front end never starts a cluster: no server is an error

@@ -77,7 +77,7 @@ def _build(given: list[Given], script: str, script_name: str, arguments: list[st
     for g in given:
         if g.option.mark is Mark.REFUSED:
             raise BadRequest(f"{g.option.names[0]} is not supported by Drover: {g.option.note}")
-        if g.option.mark is Mark.APPROXIMATED and g.key not in ("k",):
+        if g.option.mark is Mark.APPROXIMATED:
             approximate(f"{g.option.names[0]} {g.value or ''}: {g.option.note}".replace(" :", ":"))
     name = value(o, "N") or (os.path.basename(script_name) if script_name != "-" else "STDIN")
     if not name or "\n" in name:

@@ -23,8 +23,8 @@ QSUB_OPTIONS = [
     Option(("-j",), Arity.REQUIRED, Mark.SUPPORTED, "`oe` both streams in the output file, `eo` both in the error "
            "file, `n` apart", "oe|eo|n"),
     Option(("-J",), Arity.REQUIRED, Mark.SUPPORTED, "an array of subjobs (PBS_ARRAY_INDEX)", "X-Y[:Z]"),
-    Option(("-k",), Arity.REQUIRED, Mark.APPROXIMATED, "the output is written where it goes while the job runs "
-           "(as `-k doe`); `n` and the rest are ignored", "keep"),
+    Option(("-k",), Arity.REQUIRED, Mark.MEANINGLESS, "the output is always written where it goes while the job "
+           "runs (as `-k oed`)", "keep"),
     Option(("-l",), Arity.REQUIRED, Mark.SUPPORTED, "`select=N:ncpus=C:mem=M:ngpus=G`, `nodes=N:ppn=C`, "
            "`walltime`, `mem`, `ncpus`, `ngpus`, `place=excl`; cput, pmem, vmem ≈; another name is a licence, "
            "generic resource or node feature of the cluster", "resource_list"),
