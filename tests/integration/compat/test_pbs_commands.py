@@ -200,3 +200,16 @@ def test_walltime_waiting_rerun_and_refusals_of_the_other_commands(cluster: Loca
     assert refusals[1].stderr == "qsig: Unknown signal name BOGUS\n"
     assert refusals[2].stderr.startswith("qalter: -l: Drover changes -p, -q and -h")
     assert "Traceback" not in "".join(r.stderr for r in refusals)
+
+
+def test_a_command_after_dashes_and_directives_under_another_prefix(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    command = qsub(cluster, bin_dir, "-j", "oe", "--", "/bin/echo", "two words", "and")
+    number = command.split(".")[0]
+    cluster.drover("wait", number)
+    assert (cluster.workdir / f"echo.o{number}").read_text() == "two words and\n"  # named after the command
+    (cluster.workdir / "prefixed.sh").write_text("#!/bin/bash\n#MY -N mine\n#PBS -N ignored\necho hi\n")
+    prefixed = qsub(cluster, bin_dir, "-C", "#MY", "prefixed.sh")
+    assert cluster.client().job(int(prefixed.split(".")[0])).name == "mine"
+    overridden = qsub(cluster, bin_dir, "-N", "cli", "prefixed.sh")  # the command line wins
+    assert cluster.client().job(int(overridden.split(".")[0])).name == "cli"
