@@ -213,3 +213,12 @@ def test_a_command_after_dashes_and_directives_under_another_prefix(cluster: Loc
     assert cluster.client().job(int(prefixed.split(".")[0])).name == "mine"
     overridden = qsub(cluster, bin_dir, "-N", "cli", "prefixed.sh")  # the command line wins
     assert cluster.client().job(int(overridden.split(".")[0])).name == "cli"
+
+
+def test_with_no_server_the_commands_say_so_as_pbs_does(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster, "pbs")
+    elsewhere = {"DROVER_SOCKET": str(cluster.root / "no-such.sock")}
+    for argv in (["qsub"], ["qstat"], ["qdel", "1"], ["pbsnodes", "-a"]):
+        done = run(cluster, bin_dir, *argv, stdin="true\n", env=elsewhere)
+        assert (done.returncode, done.stdout) == (255, ""), done
+        assert done.stderr == f"Connection refused\n{argv[0]}: cannot connect to server {SERVER} (errno=15010)\n"

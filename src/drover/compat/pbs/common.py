@@ -22,9 +22,11 @@ PBSE_PERM = 15007  # "Unauthorized Request"
 PBSE_BADSTATE = 15016  # "Request invalid for state of job"
 PBSE_UNKSIG = 15013  # "Unknown signal name"
 PBSE_UNKQUE = 15018  # "Unknown queue"
+PBSE_SYSTEM = 15010  # "System error": what a client says when it cannot reach its server
 PBSE_HISTJOBID = 15139  # "Job has finished, use -x or -H to obtain historical job information"
 EXIT_UNKNOWN_JOB = PBSE_UNKJOBID % 256  # 153
 EXIT_FINISHED = PBSE_HISTJOBID % 256  # 35
+EXIT_NO_SERVER = 255
 
 DEFAULT_QUEUE = "workq"  # PBS Pro's default queue: Drover's "default"
 
@@ -73,12 +75,13 @@ def unknown_job(command: str, text: str) -> str:
 
 
 def failed(command: str, error: DroverError) -> int:
-    """An error of the cluster, as `COMMAND: message`; a cluster that does not answer as PBS's
-    commands say an unreachable server (PBSE_NOSERVER, 15034, modulo 256)."""
+    """An error of the cluster, as `COMMAND: message`; a cluster that does not answer as PBS
+    Pro's commands say an unreachable server (`Connection refused`, then `cannot connect to
+    server NAME (errno=15010)`, PBSE_SYSTEM), exit status 255 as qstat's."""
     if isinstance(error, Unreachable):
-        print(f"Connection refused\n{command}: cannot connect to server {server_name()} (errno=111)",
+        print(f"Connection refused\n{command}: cannot connect to server {server_name()} (errno={PBSE_SYSTEM})",
               file=sys.stderr)
-        return 15034 % 256
+        return EXIT_NO_SERVER
     print(f"{command}: {error}", file=sys.stderr)
     return error.exit_code
 
