@@ -120,7 +120,7 @@ def _read_script(name: str) -> str:
 
 def _interactive(submission: Submission) -> int:
     """-I: the job runs on a terminal here, as `drover run --pty` runs it, with qsub -I's
-    banners; its exit status is qsub's."""
+    banners; without a terminal, the commands on stdin run; its exit status is qsub's."""
     job = submission.job
     if job.get("array") or job.get("pe"):
         raise BadRequest("-I: an interactive job is one job on one node (no -J, no chunks on several nodes)")
@@ -147,8 +147,10 @@ def _interactive(submission: Submission) -> int:
     print("qsub: waiting for job to start", file=sys.stderr)
     from drover.cli.main import main as drover
 
-    status = drover(["run", *arguments, "--", shell, "-l"] if sys.stdin.isatty() else
-                    ["run", *arguments, "--", shell, "-s"])
+    # Without a terminal, the commands qsub -I reads from stdin are the shell's (`drover run`
+    # relays a job's input only on a terminal).
+    command = [shell, "-l"] if sys.stdin.isatty() else [shell, "-c", sys.stdin.read()]
+    status = drover(["run", *arguments, "--", *command])
     print("qsub: job completed", file=sys.stderr)
     return status
 
