@@ -131,9 +131,11 @@ def test_bad_command_lines_get_pbs_own_errors(cluster: LocalCluster) -> None:
     assert (array.returncode, array.stderr) == (1, "qsub: illegal -J value\n")
     unknown = run(cluster, bin_dir, "qdel", "999999")
     assert (unknown.returncode, unknown.stderr) == (153, "qdel: Unknown Job Id 999999\n")
+    depend = run(cluster, bin_dir, "qsub", "-W", "depend=afterok:999999", stdin="true\n")
+    assert (depend.returncode, depend.stderr) == (153, f"qsub: Unknown Job Id 999999.{SERVER}\n")
     stat = run(cluster, bin_dir, "qstat", "-Z")
     assert stat.returncode == 2 and stat.stderr.startswith("qstat: invalid option -- 'Z'\nusage:")
-    assert "Traceback" not in "".join(r.stderr for r in (bad, missing, walltime, array, unknown, stat))
+    assert "Traceback" not in "".join(r.stderr for r in (bad, missing, walltime, array, unknown, depend, stat))
     assert not cluster.client().jobs(include_ended=True)
 
 

@@ -294,7 +294,7 @@ def _queues(client: Client, names: list[str], full: bool, as_json: bool) -> int:
             print(f"Queue: {name}\n    queue_type = Execution\n    total_jobs = {total}")
             print(f"    state_count = {' '.join(f'{k}:{v}' for k, v in _state_count(c).items())}")
             print(f"    enabled = {'True' if en == 'yes' else 'False'}\n    started = {'True' if st == 'yes' else 'False'}\n")
-    else:
+    elif rows:
         print("Queue              Max   Tot Ena Str   Que   Run   Hld   Wat   Trn   Ext Type")
         print("---------------- ----- ----- --- --- ----- ----- ----- ----- ----- ----- ----")
         for name, most, total, en, st, c in rows:

@@ -15,6 +15,7 @@ import time
 
 from drover.cli.common import NotRegularFile, read_regular_file
 from drover.compat.pbs.common import (
+    EXIT_UNKNOWN_JOB,
     failed,
     host_name,
     is_strict,
@@ -25,7 +26,11 @@ from drover.compat.pbs.common import (
 from drover.compat.pbs.submission import Context, Submission, build
 from drover.compat.pbs.submit_options import QSUB_OPTIONS
 from drover.compat.pbs.syntax import Given, PbsUsageError, directive_words, last, parse, print_error
-from drover.core.errors import BadRequest, DroverError
+from drover.core.errors import BadRequest, DroverError, NotFound
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from drover.client.client import Client
 
 OPTIONS = QSUB_OPTIONS
 EXIT_SCRIPT = 1  # qsub: the script cannot be read
@@ -84,6 +89,7 @@ def _main(argv: list[str]) -> int:
     from drover.client.client import Client
 
     with Client(timeout_s=None) as client:
+        _check_dependencies(client, submission)
         (number,) = client.submit([submission.job])
         if not submission.quiet:
             print(job_id(number, submission.array), flush=True)
@@ -92,6 +98,17 @@ def _main(argv: list[str]) -> int:
         info = client.wait(number)
     status = info.exit_status if info is not None else None
     return status if status is not None else 0
+
+
+def _check_dependencies(client: Client, submission: Submission) -> None:
+    """A dependency on a job the cluster does not know is PBS's error for a job id it does not
+    know, and nothing is submitted."""
+    for dependency in submission.job.get("dependencies", []):
+        try:
+            client.job(dependency["job"])
+        except NotFound:
+            raise PbsUsageError(f"qsub: Unknown Job Id {job_id(dependency['job'])}", EXIT_UNKNOWN_JOB,
+                                usage=False) from None
 
 
 def _approximate(message: str) -> None:

@@ -37,6 +37,7 @@ from drover.protocol.plain import DependencyRequest, JobRequest
 # nodes holds exactly pe_per_node of its slots.
 ACROSS_NODES = "slurm"
 EXIT_BAD_VALUE = 1  # qsub: an illegal attribute or resource value
+LOWEST_PRIORITY = -1023  # Drover's; PBS's is -1024
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ def _build(given: list[Given], script: str, script_name: str, arguments: list[st
         if not text.lstrip("-").isdigit() or not text.isascii() or not -1024 <= int(text) <= 1023:
             raise PbsValueError("illegal -p value")
         job["priority"] = int(text)
+        if job["priority"] == -1024:
+            approximate("-p -1024: Drover's lowest priority is -1023; the job gets it")
+            job["priority"] = LOWEST_PRIORITY
     if "r" in o:
         if value(o, "r") not in ("y", "n"):
             raise PbsValueError("illegal -r value")

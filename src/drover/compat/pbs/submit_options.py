@@ -33,7 +33,7 @@ QSUB_OPTIONS = [
     Option(("-N",), Arity.REQUIRED, Mark.SUPPORTED, "the job's name (default: the script's name, STDIN)", "name"),
     Option(("-o",), Arity.REQUIRED, Mark.SUPPORTED, "the output file (a directory gets `NAME.oSEQ` in it); "
            "`host:` is dropped", "[hostname:]path_name"),
-    Option(("-p",), Arity.REQUIRED, Mark.SUPPORTED, "the priority, -1024 to 1023", "priority"),
+    Option(("-p",), Arity.REQUIRED, Mark.SUPPORTED, "the priority, -1024 to 1023 (-1024 is Drover's lowest, -1023, with a warning)", "priority"),
     Option(("-P",), Arity.REQUIRED, Mark.APPROXIMATED, "Drover has no projects: ignored", "project"),
     Option(("-q",), Arity.REQUIRED, Mark.SUPPORTED, "the queue (`workq` is Drover's default)", "destination"),
     Option(("-r",), Arity.REQUIRED, Mark.SUPPORTED, "whether the job is rerun when its node is lost", "y|n"),
