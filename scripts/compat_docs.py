@@ -13,16 +13,18 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from generated import write_or_check  # noqa: E402  # scripts/ is no package
 
-from drover.cli.commands.compat import COMMANDS  # noqa: E402
+from drover.cli.commands.compat import COMMANDS, PBS_COMMANDS  # noqa: E402
 from drover.compat.optiontable import markdown_table, with_tables  # noqa: E402
 
 DOCUMENT = pathlib.Path(__file__).resolve().parent.parent / "docs" / "compat.md"
 
 
 def tables() -> dict[str, str]:
-    """Each command whose module defines OPTIONS → its markdown table."""
+    """Each command whose module defines OPTIONS → its markdown table. PBS's commands share
+    names with Grid Engine's: their sections are marked `pbs qsub`, `pbs qstat`..."""
     out = {}
-    for command, (module, _function) in COMMANDS.items():
+    commands = {**COMMANDS, **{f"pbs {name}": entry for name, entry in PBS_COMMANDS.items()}}
+    for command, (module, _function) in commands.items():
         options = getattr(importlib.import_module(module), "OPTIONS", None)
         if options is not None:
             out[command] = markdown_table(options)

@@ -9,9 +9,10 @@ from pathlib import Path
 from tests.helpers.cluster import LocalCluster
 
 
-def install(cluster: LocalCluster) -> Path:
-    bin_dir = cluster.root / "bin"
-    cluster.drover("compat", "install", str(bin_dir))
+def install(cluster: LocalCluster, flavor: str = "sge") -> Path:
+    """Slurm's commands, and Grid Engine's (or with flavor "pbs", PBS's) qsub, qstat, qdel..."""
+    bin_dir = cluster.root / ("bin" if flavor == "sge" else f"bin-{flavor}")
+    cluster.drover("compat", "install", "--flavor", flavor, str(bin_dir))
     return bin_dir
 
 

@@ -73,6 +73,7 @@ from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
+from drover.shepherd.pbs_environment import write_nodefile
 from drover.shepherd.processes import ProcessOptions
 from drover.shepherd.pty_relay import PtyRelay, take_controlling_terminal
 from drover.shepherd.signals import SignalInbox, held_signals, reset_for_exec
@@ -223,6 +224,7 @@ def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: Shepherd
     env = build_environment(config, tmpdir)
     env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     parallel.write_hostfiles(config, spool.path, tmpdir)  # GE: pe_hostfile, and $PE_HOSTFILE in TMPDIR
+    write_nodefile(config, env, tmpdir)  # PBS: $PBS_NODEFILE, of a job PBS's qsub submitted
     checkpoint_problems = checkpoint.prepare(config.checkpoint, spool, identity) if config.checkpoint is not None else []
     env.update(checkpoint.environment(config.checkpoint) if config.checkpoint is not None else {})
     if identity is not None:

@@ -61,6 +61,14 @@ def front_ends(cluster: LocalCluster) -> Path:
 
 
 @pytest.fixture
+def pbs_front_ends(cluster: LocalCluster) -> Path:
+    """The directory `drover compat install --flavor pbs` filled with PBS's qsub, qstat, qdel..."""
+    bin_dir = cluster.root / "bin-pbs"
+    cluster.drover("compat", "install", "--flavor", "pbs", str(bin_dir))
+    return bin_dir
+
+
+@pytest.fixture
 def nothing_left_running(cluster: LocalCluster) -> Callable[[], None]:
     """`check()` waits until the cluster has no pending or running job (what an interrupted
     tool submitted must have been cancelled) and fails naming the jobs that stay."""

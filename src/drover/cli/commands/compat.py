@@ -1,5 +1,6 @@
-"""drover compat install DIR: put Slurm's and Grid Engine's commands, backed by Drover, into
-DIR. Opt-in, so they never shadow a real installation by accident."""
+"""drover compat install [--flavor sge|pbs] DIR: put Slurm's commands and Grid Engine's (or, with
+--flavor pbs, PBS Pro's and Torque's, which share qsub, qstat and qdel's names), backed by Drover,
+into DIR. Opt-in, so they never shadow a real installation by accident."""
 
 from __future__ import annotations
 
@@ -21,18 +22,27 @@ GRIDENGINE_COMMANDS = {
     for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qacct", "qalter", "qrsh", "qmod", "qselect", "qhost",
                  "qconf")
 }
+PBS_COMMANDS = {
+    name: (f"drover.compat.pbs.{name}", "main")
+    for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qalter", "qsig", "qrerun", "pbsnodes")
+}
+# The default flavour's commands (the man pages and docs/compat.md's Grid Engine tables are theirs).
 COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS}
+# --flavor: which batch system's commands go beside Slurm's.
+FLAVORS = {"sge": COMMANDS, "pbs": {**SLURM_COMMANDS, **PBS_COMMANDS}}
 
 
 def run(command: str, argv: list[str]) -> int:
-    p = parser(command, "Install Slurm's and Grid Engine's commands, backed by Drover, into a directory.",
-               json_flag=False)
+    p = parser(command, "Install Slurm's and Grid Engine's (or PBS's) commands, backed by Drover, into a "
+               "directory.", json_flag=False)
     p.add_argument("action", choices=["install"])
     p.add_argument("directory")
     p.add_argument("--force", action="store_true", help="replace files of the same names")
+    p.add_argument("--flavor", choices=sorted(FLAVORS), default="sge",
+                   help="qsub, qstat, qdel... as Grid Engine's (sge, the default) or as PBS Pro's and Torque's (pbs)")
     args = p.parse_args(argv)
     os.makedirs(args.directory, exist_ok=True)
-    for name, (module, function) in COMMANDS.items():
+    for name, (module, function) in FLAVORS[args.flavor].items():
         path = os.path.join(args.directory, name)
         if os.path.exists(path) and not args.force:
             raise BadRequest(f"{path} exists; --force replaces it")

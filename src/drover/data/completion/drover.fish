@@ -299,6 +299,7 @@ complete -c drover -n '__fish_seen_subcommand_from events' -s f -l follow -d 'ke
 complete -c drover -n '__fish_seen_subcommand_from events' -a '(command drover status 2>/dev/null | awk \'NR > 1 && $1 ~ /^[0-9]+$/ {print $1}\')'
 complete -c drover -n '__fish_seen_subcommand_from compat' -s h -l help -d 'show this help message and exit'
 complete -c drover -n '__fish_seen_subcommand_from compat' -l force -d 'replace files of the same names'
+complete -c drover -n '__fish_seen_subcommand_from compat' -l flavor -r -f -a 'pbs sge' -d 'qsub, qstat, qdel... as Grid Engine\'s (sge, the default) or as PBS Pro\'s and Tor'
 complete -c drover -n '__fish_seen_subcommand_from compat' -a 'install'
 complete -c drover -n '__fish_seen_subcommand_from compat' -F
 complete -c drover -n '__fish_seen_subcommand_from config' -s h -l help -d 'show this help message and exit'

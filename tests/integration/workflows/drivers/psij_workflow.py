@@ -1,7 +1,7 @@
-"""A PSI/J workflow on its Slurm executor, as its users write one: jobs described by a JobSpec
+"""A PSI/J workflow on its Slurm or PBS executor, as its users write one: jobs described by a JobSpec
 with resources and a duration, run one after another, one of which fails. Prints a JSON summary.
 
-Run with the tool's Python: driver WORK_DIR [interrupt]
+Run with the tool's Python: driver WORK_DIR [interrupt|workflow [slurm|pbs]]
 With "interrupt" it submits two long jobs, waits on them, and cancels both on Ctrl-C."""
 
 import json
@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from psij import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
+from psij.executors.batch.pbs_base import PBSExecutorConfig
 from psij.executors.batch.slurm import SlurmExecutorConfig
 
 
@@ -23,14 +24,16 @@ def job(work, name, script, cpus=1, memory_mib=256, minutes=5):
     return Job(spec)
 
 
-def main(work, mode):
+def main(work, mode, kind):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     # The queue is polled every second instead of every 30, to keep the run short; PSI/J's
     # scripts and exit-code files go under WORK_DIR instead of ~/.psij.
-    config = SlurmExecutorConfig(work_directory=work / ".psij", queue_polling_interval=1,
-                                 initial_queue_polling_delay=1, keep_files=True)
-    executor = JobExecutor.get_instance("slurm", config=config)
+    settings = {"work_directory": work / ".psij", "queue_polling_interval": 1, "initial_queue_polling_delay": 1,
+                "keep_files": True}
+    config = PBSExecutorConfig(**settings) if kind == "pbs" else SlurmExecutorConfig(**settings)
+    executor = JobExecutor.get_instance(kind, config=config)
+    job_id = "$PBS_JOBID" if kind == "pbs" else "$SLURM_JOB_ID"
     if mode == "interrupt":
         jobs = [job(work, f"long{i}", "sleep 300", minutes=10) for i in range(2)]
         try:
@@ -47,7 +50,7 @@ def main(work, mode):
             sys.exit(130)
         return
     summary = {}
-    steps = [("produce", "echo $SLURM_JOB_ID > produced.txt; nproc > cpus.txt; cat \"$PSIJ_NODEFILE\" > nodes.txt", 2, 512),
+    steps = [("produce", f"echo {job_id} > produced.txt; nproc > cpus.txt; cat \"$PSIJ_NODEFILE\" > nodes.txt", 2, 512),
              ("consume", "cat produced.txt produced.txt > consumed.txt", 1, 256),
              ("broken", "echo this step fails on purpose >&2; exit 3", 1, 256)]
     for name, script, cpus, memory in steps:
@@ -64,4 +67,4 @@ def main(work, mode):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "workflow")
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "workflow", sys.argv[3] if len(sys.argv) > 3 else "slurm")

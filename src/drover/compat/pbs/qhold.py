@@ -1,0 +1,29 @@
+"""qhold: put a user hold on jobs that wait (`-h u`, the default)."""
+
+from __future__ import annotations
+
+import sys
+
+from drover.compat.optiontable import Arity, Mark, Option
+from drover.compat.pbs.jobaction import run
+from drover.compat.pbs.syntax import Given, PbsUsageError
+
+OPTIONS = [
+    Option(("-h",), Arity.REQUIRED, Mark.SUPPORTED, "`u`, a user hold (the default); `o`, `s` and `p` ✗: Drover "
+           "has user holds only", "hold_list"),
+]
+USAGE = "usage: qhold [-h hold_list] job_identifier..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    def check(given: list[Given]) -> None:
+        for g in given:
+            if g.key == "h" and (not g.value or set(g.value) - {"u"}):
+                raise PbsUsageError(f"qhold: -h {g.value}: Drover has user holds only (-h u)", 1, usage=False)
+
+    return run("qhold", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE,
+               lambda client, refs, _given: client.hold(refs), check)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

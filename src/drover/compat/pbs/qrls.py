@@ -1,0 +1,29 @@
+"""qrls: release the user hold of jobs (qhold's, or qsub -h's)."""
+
+from __future__ import annotations
+
+import sys
+
+from drover.compat.optiontable import Arity, Mark, Option
+from drover.compat.pbs.jobaction import run
+from drover.compat.pbs.syntax import Given, PbsUsageError
+
+OPTIONS = [
+    Option(("-h",), Arity.REQUIRED, Mark.SUPPORTED, "`u`, the user hold (the default); `o`, `s` and `p` ✗",
+           "hold_list"),
+]
+USAGE = "usage: qrls [-h hold_list] job_identifier..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    def check(given: list[Given]) -> None:
+        for g in given:
+            if g.key == "h" and (not g.value or set(g.value) - {"u"}):
+                raise PbsUsageError(f"qrls: -h {g.value}: Drover has user holds only (-h u)", 1, usage=False)
+
+    return run("qrls", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE,
+               lambda client, refs, _given: client.release(refs), check)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
