@@ -138,6 +138,7 @@ def test_the_pages_a_newcomer_follows_have_runnable_examples_only() -> None:
     # The README shows the two set-up commands as ```sh (running `make test` in a test would
     # run the suite again); its tour is ```console.
     assert len(readme_only) <= 1, "\n".join(readme_only)
+    assert "make test " in (ROOT / "README.md").read_text(), "the README names the test command CI runs"
 
 
 def test_a_differing_example_is_reported_with_its_file_line_and_a_diff(tmp_path: Path) -> None:
