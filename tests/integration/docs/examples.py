@@ -76,13 +76,18 @@ def console_blocks(path: Path) -> list[Block]:
         indent, info = len(opening["indent"]), opening["info"]
         body_start = index + 1
         index += 1
-        while index < len(lines) and not (FENCE.match(lines[index]) and not FENCE.match(lines[index])["info"]):
+        while index < len(lines) and not _closes(lines[index]):
             index += 1
         if info == "console":
             body = [text[indent:] if text[:indent].isspace() else text.lstrip() for text in lines[body_start:index]]
             blocks.append(Block(path, body_start, parse_console(path, body_start + 1, body)))
         index += 1
     return blocks
+
+
+def _closes(line: str) -> bool:
+    fence = FENCE.match(line)
+    return fence is not None and not fence["info"]
 
 
 def parse_console(path: Path, first_line: int, body: list[str]) -> list[Command]:

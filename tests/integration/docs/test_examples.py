@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -60,13 +61,14 @@ def outputs_of(block: Block, printed: str) -> list[tuple[list[str], int] | None]
 def run_block(block: Block, env: dict[str, str], cwd: Path) -> tuple[list[str], str]:
     """Run a block; return the reports of the commands that did not print what the block says,
     and everything the block printed."""
-    try:
-        finished = subprocess.run(["bash", "-c", script_of(block)], env=env, cwd=cwd, capture_output=True,
-                                  text=True, timeout=BLOCK_TIMEOUT_S, process_group=0)
-        printed = finished.stdout
-    except subprocess.TimeoutExpired as late:
-        printed = (late.stdout or b"").decode(errors="replace") if isinstance(late.stdout, bytes) else (late.stdout or "")
-        return [f"{block.where()}: the block did not finish within {BLOCK_TIMEOUT_S} s"], printed
+    with subprocess.Popen(["bash", "-c", script_of(block)], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, process_group=0) as shell:
+        try:
+            printed, _ = shell.communicate(timeout=BLOCK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(shell.pid, signal.SIGKILL)  # the block's commands too, not only its bash
+            printed, _ = shell.communicate()
+            return [f"{block.where()}: the block did not finish within {BLOCK_TIMEOUT_S} s:\n{printed}"], printed
     reports = []
     for command, result in zip(block.commands, outputs_of(block, printed), strict=True):
         if result is None:
