@@ -85,7 +85,7 @@ def system_install(request: pytest.FixtureRequest) -> SystemInstall:
 @pytest.fixture
 def system_cluster_factory(system_install: SystemInstall,
                            request: pytest.FixtureRequest) -> Iterator[Callable[..., SystemCluster]]:
-    """Start shared clusters the README's way (`drover up --system`, as root, from the install),
+    """Start shared clusters the way docs/shared-machine.md says (`drover up --system`, as root, from the install),
     each in a temporary state directory: `factory(config_toml="", cpus=2, kill_grace_s=1.0)`.
     Every one is stopped and removed after the test."""
     from tests.helpers.users import can_manage_users

@@ -1,4 +1,4 @@
-"""A shared cluster started the README's way, by root with the installed command
+"""A shared cluster started the way docs/shared-machine.md says, by root with the installed command
 (`drover up --system`), its state in a temporary directory so it never meets a real
 /var/lib/drover or another test run's; and the installed commands run as real users on it."""
 

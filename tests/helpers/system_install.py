@@ -1,4 +1,4 @@
-"""Drover installed for every user, the README's way: scripts/install-system.sh into a temporary
+"""Drover installed for every user, the way docs/shared-machine.md says: scripts/install-system.sh into a temporary
 prefix that every local user can traverse, so tests run the installed `drover` as real users."""
 
 from __future__ import annotations

@@ -482,7 +482,7 @@ def _tcp_socket(address: tuple[str, int]) -> socket.socket:
         why = error.strerror or str(error)
         if isinstance(error, PermissionError) and port < 1024:
             why += (f"; ports below 1024 are root's, and this controller runs as {pwd.getpwuid(os.geteuid()).pw_name}: "
-                    "listen on a port from 1024 up (the README's is 7443)")
+                    "listen on a port from 1024 up (docs/many-hosts.md uses 7443)")
         raise SystemExit(f"drover controller: cannot listen on {host}:{port}: {why}") from None
     tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return tcp

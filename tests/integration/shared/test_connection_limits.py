@@ -1,5 +1,5 @@
 """Anyone who can reach the local socket, before they are known, on a shared cluster started the
-README's way: a real unprivileged user's raw-socket programs (the install's python) send a
+way docs/shared-machine.md says: a real unprivileged user's raw-socket programs (the install's python) send a
 header without end, hold thousands of requests half sent, or send them a byte at a time; the
 controller's memory and descriptors stay bounded, and other users, admins and the node are
 served all along."""

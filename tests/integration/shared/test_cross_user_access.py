@@ -1,4 +1,4 @@
-"""Two real users on a shared cluster started the README's way: nothing one user runs — the
+"""Two real users on a shared cluster started the way docs/shared-machine.md says: nothing one user runs — the
 installed `drover`, or raw HTTP on the socket with a spoofed owner, user or uid — sees or
 changes the other's job. Each user sees their own; root sees all."""
 

@@ -1,4 +1,4 @@
-"""Limits against one user starving everyone, on a shared cluster started the README's way and
+"""Limits against one user starving everyone, on a shared cluster started the way docs/shared-machine.md says and
 used by two real users through the installed `drover`: each limit reached is refused with a
 message naming the limit and its key in drover.toml, nothing of the request is queued, the
 controller never reloads, and the other user's jobs are unaffected."""

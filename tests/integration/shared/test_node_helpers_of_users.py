@@ -5,7 +5,7 @@ anyone else: the helper is not dumpable, each request has a deadline past which 
 closes its side of the pipes and kills the helper, and nothing of the daemon's waits on a thread
 that a helper could hold.
 
-Real users on a shared cluster started the README's way, asking for their output through the
+Real users on a shared cluster started the way docs/shared-machine.md says, asking for their output through the
 API as `drover logs` does for a job on another host; what a user cannot do (hold the pipe open
 from a process of their own, as a tracer could) is done for them by root, here in the test."""
 

@@ -1,5 +1,5 @@
 """A shared cluster's controller runs as the unprivileged service user `drover`, as slurmctld runs
-as SlurmUser; only the execd is root. Started the README's way (`drover up --system`, as root,
+as SlurmUser; only the execd is root. Started the way docs/shared-machine.md says (`drover up --system`, as root,
 with the install every user runs), used by two real users through the installed `drover`: their
 jobs run as themselves, an event log is written as its owner by the execd (the controller
 cannot become anyone), and the controller refuses what it refused as root. A state directory of

@@ -57,7 +57,7 @@ def homes(users: tuple[str, str]) -> tuple[Path, Path]:
 
 @pytest.fixture
 def shared(system_cluster: SystemCluster) -> SystemCluster:
-    """A shared cluster started the README's way, from the install every user runs."""
+    """A shared cluster started the way docs/shared-machine.md says, from the install every user runs."""
     return system_cluster
 
 
