@@ -1,8 +1,9 @@
 """Drover's benchmarks, side by side with what a user would otherwise run on one box.
 
 Every figure is measured in this run, on this machine, next to its references: GNU parallel
-(`parallel -j2`), task-spooler (`tsp -S 2`) and `xargs -P2 -n1` (the machine's process-creation
-limit). Median and min-max over the repetitions. See bench/README.md for what each one means.
+(`parallel -j2`), task-spooler (`tsp -S 2`), HyperQueue (a server and one worker of 2 CPUs,
+bench/hq_reference.py) and `xargs -P2 -n1` (the machine's process-creation limit). Median and
+min-max over the repetitions. See bench/README.md for what each one means.
 
     .venv/bin/python bench/run.py                 # everything, 3 repetitions
     .venv/bin/python bench/run.py B1 B3 --repeat 5
@@ -27,6 +28,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from hq_reference import hyperqueue  # bench/hq_reference.py
 
 BIN = Path(sys.executable).parent
 DROVER = str(BIN / "drover")
@@ -170,35 +173,55 @@ def b1(repeat: int, quick: bool, array_only: bool = False) -> dict[str, Any]:
     array: dict[str, list[float]] = {store: [] for store in stores}
     singles: dict[str, list[float]] = {store: [] for store in stores}
     controller_ms: dict[str, list[float]] = {store: [] for store in stores}
+    # Each side's daemons' CPU per job (ms), in parts and in all, of the array and of the singles
+    # (on SQLite): Drover's controller, execd, and shepherds with their jobs; HyperQueue's server,
+    # worker and tasks.
+    daemons_ms: dict[str, list[float]] = {}
     for _ in range(repeat):
         for store in stores:  # side by side in each repetition: the machine's noise is shared
             with cluster(store) as c, c.client() as client:
                 controller = c.controller_pid()
+                daemons = drover_daemons(c)
                 cpu = cpu_seconds(controller)
+                before = drover_cpu(daemons)
                 began = time.perf_counter()
                 (job,) = client.submit([c.job(TRUE_COMMAND, array=f"1-{n}")])
                 client.wait(job)
                 array[store].append(n / (time.perf_counter() - began))
                 controller_ms[store].append((cpu_seconds(controller) - cpu) / n * 1000)
+                if store == "sqlite":
+                    add_cpu_per_job(daemons_ms, "drover array", before, drover_cpu(daemons, settle=True), n)
                 if array_only:
                     continue
+                before = drover_cpu(daemons)
                 began = time.perf_counter()
                 ids = [client.submit([c.job(TRUE_COMMAND)])[0] for _ in range(n)]
                 for job in ids:
                     client.wait(job)
                 singles[store].append(n / (time.perf_counter() - began))
+                if store == "sqlite":
+                    add_cpu_per_job(daemons_ms, "drover singles", before, drover_cpu(daemons, settle=True), n)
     if array_only:
         return {"jobs": n, **{f"drover array{'' if store == 'sqlite' else ', PostgreSQL store'}": summary(array[store])
                               for store in stores},
                 **{f"drover array{'' if store == 'sqlite' else ', PostgreSQL store'}: controller CPU per job (ms)":
-                   summary(controller_ms[store]) for store in stores}}
-    refs: dict[str, list[float]] = {"parallel -j2": [], "tsp -S 2": [], "xargs -P2": []}
+                   summary(controller_ms[store]) for store in stores},
+                **{name: summary(samples) for name, samples in daemons_ms.items()}}
+    refs: dict[str, list[float]] = {"parallel -j2": [], "tsp -S 2": [], "HyperQueue array": [],
+                                    "HyperQueue singles (client)": [], "xargs -P2": []}
     for _ in range(repeat):
         if need("parallel", "parallel"):
             refs["parallel -j2"].append(n / timed(lambda: parallel_run(["/bin/true"] * n)))
         with task_spooler() as env:
             if env is not None:
                 refs["tsp -S 2"].append(n / timed(lambda: tsp_run_all(env, [["/bin/true"]] * n)))
+        with hyperqueue() as hq:
+            if hq is not None:
+                for name, one_job in (("array", True), ("singles", False)):
+                    before = hq.cpu()
+                    seconds = hq.run([["/bin/true"]] * n, one_job=one_job)
+                    refs[f"HyperQueue {name}{'' if one_job else ' (client)'}"].append(n / seconds)
+                    add_cpu_per_job(daemons_ms, f"HyperQueue {name}", before, hq.cpu(), n)
         refs["xargs -P2"].append(n / timed(lambda: subprocess.run(
             ["xargs", "-P2", "-n1", "/bin/true"], input="x\n" * n, text=True, check=True)))
     on_postgres = {
@@ -209,7 +232,42 @@ def b1(repeat: int, quick: bool, array_only: bool = False) -> dict[str, Any]:
     return {"jobs": n, "drover array": summary(array["sqlite"]),
             "drover array: controller CPU per job (ms)": summary(controller_ms["sqlite"]),
             "drover singles (client)": summary(singles["sqlite"]), **on_postgres,
-            **{name: summary(v) if v else None for name, v in refs.items()}}
+            **{name: summary(v) if v else None for name, v in refs.items()},
+            **{name: summary(samples) for name, samples in daemons_ms.items()}}
+
+
+def drover_daemons(c: Cluster) -> dict[str, int]:
+    """The cluster's daemons: the controller, the execd, and the execd's fork server (the parent
+    of every shepherd, which reaps them: their CPU, and their jobs', shows in its cutime/cstime)."""
+    execd = int((c.root / "state" / "execd.pid").read_text().split()[0])
+    children = [int(pid) for tid in os.listdir(f"/proc/{execd}/task")
+                for pid in Path(f"/proc/{execd}/task/{tid}/children").read_text().split()]
+    (fork_server,) = [pid for pid in children
+                      if b"drover.execd.forkserver" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return {"controller": c.controller_pid(), "execd": execd, "shepherds and jobs": fork_server}
+
+
+def drover_cpu(daemons: dict[str, int], settle: bool = False) -> dict[str, float]:
+    """Each daemon's CPU seconds so far, with its waited-for children's. `settle`: first wait
+    (up to 5 s) until the fork server has reaped every shepherd: a job is recorded finished
+    once its shepherd reported its exit, a moment before the shepherd itself exits."""
+    fork_server = daemons["shepherds and jobs"]
+    deadline = time.monotonic() + 5
+    while settle and time.monotonic() < deadline and any(
+            Path(f"/proc/{fork_server}/task/{tid}/children").read_text().strip()
+            for tid in os.listdir(f"/proc/{fork_server}/task")):
+        time.sleep(0.01)
+    return {name: cpu_seconds(pid, children=True) for name, pid in daemons.items()}
+
+
+def add_cpu_per_job(into: dict[str, list[float]], what: str, before: dict[str, float], after: dict[str, float],
+                    jobs: int) -> None:
+    """Append each part's CPU per job (ms) between `before` and `after`, and all parts together,
+    to `into["<what> CPU per job (ms): all daemons"]` and `into["<what> CPU per job (ms): <part>"]`."""
+    parts = {part: (after[part] - before[part]) / jobs * 1000 for part in before}
+    into.setdefault(f"{what} CPU per job (ms): all daemons", []).append(sum(parts.values()))
+    for part, ms in parts.items():
+        into.setdefault(f"{what} CPU per job (ms): {part}", []).append(ms)
 
 
 def b2(repeat: int, quick: bool) -> dict[str, Any]:
@@ -289,7 +347,7 @@ def b4(repeat: int, quick: bool) -> dict[str, Any]:
     """Efficiency: N x sleep 0.5 on 2 slots; percent over the ideal N x 0.5 / 2 seconds."""
     n = 40 if quick else 200
     ideal = n * 0.5 / 2
-    drover, parallel, tsp = [], [], []
+    drover, parallel, tsp, hq_over = [], [], [], []
     for _ in range(repeat):
         with cluster() as c, c.client() as client:
             began = time.perf_counter()
@@ -301,9 +359,13 @@ def b4(repeat: int, quick: bool) -> dict[str, Any]:
         with task_spooler() as env:
             if env is not None:
                 tsp.append((timed(lambda: tsp_run_all(env, [["sleep", "0.5"]] * n)) / ideal - 1) * 100)
+        with hyperqueue() as hq:
+            if hq is not None:
+                hq_over.append((hq.run([["sleep", "0.5"]] * n, one_job=True) / ideal - 1) * 100)
     return {"jobs": n, "ideal (s)": ideal, "drover (% over ideal)": summary(drover),
             "parallel -j2 (% over ideal)": summary(parallel) if parallel else None,
-            "tsp -S 2 (% over ideal)": summary(tsp) if tsp else None}
+            "tsp -S 2 (% over ideal)": summary(tsp) if tsp else None,
+            "HyperQueue (% over ideal)": summary(hq_over) if hq_over else None}
 
 
 def b5(repeat: int, quick: bool) -> dict[str, Any]:
@@ -411,10 +473,12 @@ def percentile(samples: list[float], percent: int) -> float:
     return ordered[max(int(round(len(ordered) * percent / 100)) - 1, 0)]
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads) so far, from /proc/PID/stat."""
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """utime + stime of a process (all its threads) so far, from /proc/PID/stat; `children`: with
+    cutime + cstime (its children it has waited for, and theirs)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = sum(int(field) for field in fields[11:15 if children else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def b8(repeat: int, quick: bool) -> dict[str, Any]:
@@ -477,12 +541,25 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
         ratios.append(f"B1 array / tsp: {b1r['drover array']['median'] / b1r['tsp -S 2']['median']:.2f}x")
     if b1r and b1r.get("parallel -j2"):
         ratios.append(f"B1 singles / parallel: {b1r['drover singles (client)']['median'] / b1r['parallel -j2']['median']:.2f}x")
+    if b1r and b1r.get("HyperQueue array"):
+        ratios.append(f"B1 array / HyperQueue array: {b1r['drover array']['median'] / b1r['HyperQueue array']['median']:.2f}x")
+        ratios.append(f"B1 singles / HyperQueue singles: "
+                      f"{b1r['drover singles (client)']['median'] / b1r['HyperQueue singles (client)']['median']:.2f}x")
+        for what in ("array", "singles"):
+            drover_ms = b1r[f"drover {what} CPU per job (ms): all daemons"]["median"]
+            hq_ms = b1r[f"HyperQueue {what} CPU per job (ms): all daemons"]["median"]
+            ratios.append(f"B1 {what} daemons' CPU per job, Drover / HyperQueue: {drover_ms:.3g} / {hq_ms:.3g} ms = "
+                          f"{drover_ms / hq_ms:.1f}x")
     if b1r and b1r.get("drover array, PostgreSQL store"):
         ratios.append(f"B1 array on PostgreSQL / on SQLite: "
                       f"{b1r['drover array, PostgreSQL store']['median'] / b1r['drover array']['median']:.2f}x")
     b3r = results.get("B3")
     if b3r and b3r.get("tsp true; tsp -w (ms)"):
         ratios.append(f"B3 client latency / tsp: {b3r['drover client submit->finished (ms)']['median'] / b3r['tsp true; tsp -w (ms)']['median']:.2f}x")
+    b4r = results.get("B4")
+    if b4r and b4r.get("HyperQueue (% over ideal)"):
+        ratios.append(f"B4 over ideal: Drover {b4r['drover (% over ideal)']['median']:.2f} %, "
+                      f"HyperQueue {b4r['HyperQueue (% over ideal)']['median']:.2f} %")
     b7r = results.get("B7")
     if b7r:
         ratios.append(f"B7 submit during a burst of listings / idle: p50 {b7r['submit p50 burst/idle']['median']:.2f}x, "
