@@ -31,7 +31,8 @@ def _window_size(fd: int) -> tuple[int, int]:
 def relay(path: str) -> None:
     """Connect to the job's terminal (its relay socket, on this host) and relay until the job
     hangs up. A socket gone or closed already is a job that ended first: nothing to relay (its
-    output is in its output file)."""
+    output is in its output file). So is a relay that ends while our first frame (the window's
+    size) is still unread: the kernel then resets the connection instead of closing it."""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(path)
@@ -40,6 +41,8 @@ def relay(path: str) -> None:
         return
     try:
         _relay(connection.sendall, connection.fileno(), lambda: connection.recv(65536))
+    except (ConnectionResetError, BrokenPipeError):
+        pass  # the relay ended: what it did not give us, the node left in the job's output file
     finally:
         connection.close()
 
