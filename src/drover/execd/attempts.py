@@ -4,6 +4,12 @@ The spool directory is the contract: everything here can be rebuilt from it, whi
 restarted execd re-attaches to the jobs its predecessor started (`recover`). Shepherds do not
 depend on the execd; the execd watches each shepherd with a pidfd and hears hints from them on
 a datagram socket.
+
+A promised attempt (an order with `after`: the controller gave it the room of an attempt still
+running here) is prepared at once, its spool written whole, and started the moment the shepherd
+of the attempt it follows is gone, so the slot never waits for the controller between the two.
+Until then it is known as live; a stop ends it without a shepherd (an exit record saying it was
+stopped before it started), and its `after` record brings it back as promised after a restart.
 """
 
 from __future__ import annotations
@@ -86,6 +92,10 @@ class Attempts:
         self.send = send  # to the controller; dropped while disconnected
         self.cleanup = cleanup  # what happens after a job exits
         self.live: dict[str, LiveAttempt] = {}
+        # Promised attempts, prepared and waiting: name → its spool; and the attempt each follows
+        # → the names of those that start when its shepherd is gone.
+        self.promised: dict[str, layout.SpoolDir] = {}
+        self._following: dict[str, list[str]] = {}
         self._loop = asyncio.get_running_loop()
         # Made and checked without following a link (the execd's start did so already); root's
         # is traversable by all: jobs run as their owners read their scripts below.
@@ -109,6 +119,7 @@ class Attempts:
     def recover(self) -> None:
         """Re-attach to what the spool holds, as left by an earlier execd."""
         self.cleanup.remove_leftovers()  # spools it was removing (`removing.*`), tried once more
+        never_started = []
         for name in layout.attempt_names(self.root):
             spool = layout.SpoolDir(self.root, name)
             if os.path.exists(spool.record(layout.EXIT_STATUS)):
@@ -122,13 +133,15 @@ class Attempts:
                 self._shepherd_lost(spool, None)  # it died while no execd watched: how, no one knows
                 self.cleanup.begin(spool)
             elif os.path.exists(spool.record(layout.CONFIG)):
-                log.info("attempt %s: was ordered but never started; starting it now", name)
-                self._spawn(spool)
+                never_started.append(spool)
             else:
                 shutil.rmtree(spool.path, ignore_errors=True)  # half-written order: it will be resent
+        # Once every live shepherd is watched again: a promise waits on, the rest start now.
+        for spool in never_started:
+            self._start_or_wait(spool, read_text(spool.record(layout.AFTER)))
 
     def known(self) -> list[KnownAttempt]:
-        return [KnownAttempt(name, True) for name in self.live] + [
+        return [KnownAttempt(name, True) for name in [*self.live, *self.promised]] + [
             KnownAttempt(name, False) for name in self.cleanup.known()
         ]
 
@@ -148,7 +161,17 @@ class Attempts:
         if refusal:
             self.cleanup.begin(spool)
             return
-        self._spawn(spool)
+        self._start_or_wait(spool, order.after)
+
+    def _start_or_wait(self, spool: layout.SpoolDir, after: str | None) -> None:
+        """Start the attempt now, or, promised the room of an attempt whose shepherd still runs
+        here, when that shepherd is gone."""
+        if after and after in self.live:
+            log.info("attempt %s: promised, starts when %s ends", spool.name, after)
+            self.promised[spool.name] = spool
+            self._following.setdefault(after, []).append(spool.name)
+        else:
+            self._spawn(spool)
 
     def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> str | None:
         """Write the attempt's spool; return why the job may not run here, if it may not."""
@@ -185,6 +208,8 @@ class Attempts:
             write_json(spool.record(layout.STAGE_IN), [
                 {"name": f.name, "mode": f.mode, "data": base64.b64encode(f.data).decode()} for f in order.stage_in])
         make_reserve(spool)  # room for the records of how the job ends, even on a full disk
+        if order.after:
+            write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
         write_json(spool.record(layout.CONFIG), config)
         return refusal
@@ -203,6 +228,9 @@ class Attempts:
         self.send(Exited(spool.name, exit_status, None, None, done=[]))
 
     def signal(self, order: SignalAttempt) -> None:
+        if order.attempt in self.promised:
+            self._signal_promised(order)
+            return
         live = self.live.get(order.attempt)
         if live is None:
             return  # ended already; its exit report is on its way
@@ -234,6 +262,26 @@ class Attempts:
             return
         if order.action in ("suspend", "resume"):
             self.send(Suspended(order.attempt, order.action == "suspend"))
+
+    def _signal_promised(self, order: SignalAttempt) -> None:
+        """A stop takes a promise back: the attempt ends without a shepherd, stopped before it
+        started, and its end is reported as any other (the controller classifies it by what it
+        asked: a cancel, a hold, a requeue). Nothing else reaches a job that has not started."""
+        if order.action not in ("terminate", "migrate"):
+            log.info("attempt %s: %s not delivered: promised, not started", order.attempt, order.action)
+            return
+        spool = self.promised.pop(order.attempt)
+        for names in self._following.values():
+            if order.attempt in names:
+                names.remove(order.attempt)
+        if order.why:
+            write_json(spool.record(layout.STOP_REQUEST), {"why": order.why})
+        write_json(spool.record(layout.EXIT_STATUS), {
+            "exit_code": None, "signal": None, "failure": None, "timed_out": False,
+            "terminated": True, "out_of_memory": False,
+        })
+        log.info("attempt %s: promise taken back (%s) before it started", order.attempt, order.why or order.action)
+        self.cleanup.begin(spool)
 
     # -- watching -----------------------------------------------------------------------------
 
@@ -307,6 +355,8 @@ class Attempts:
                 return  # a hint came early; the pidfd will tell when the shepherd is gone
             self._shepherd_lost(live.spool, live.shepherd_pid)
         del self.live[name]
+        for following in self._following.pop(name, []):  # its room is free: the promises start first
+            self._spawn(self.promised.pop(following))
         if live.pidfd is not None:
             self._loop.remove_reader(live.pidfd)
             os.close(live.pidfd)

@@ -150,6 +150,10 @@ class StartAttempt(msgspec.Struct, tag="start"):
     config: AttemptOrder  # checked against its type when the node decodes the order
     script: str
     stage_in: list[File] = []  # written into the working directory before the job starts
+    # A promise: the attempt (of this node) whose end frees the room this one is given. The node
+    # prepares it now and starts it the moment that attempt's shepherd is gone, without waiting
+    # for the controller (at once if it is gone already). None: start now.
+    after: str | None = None
 
 
 class SignalAttempt(msgspec.Struct, tag="signal"):

@@ -66,6 +66,7 @@ CONTAINMENT = "containment"
 CLEANUP = "cleanup"
 STAGE_IN = "stage_in"
 STOP_REQUEST = "stop_request"
+AFTER = "after"  # a promised attempt's: the name of the attempt whose end starts it (execd/attempts.py)
 SIGNAL = "signal"
 STAGED_OUT = "staged_out"
 RESERVE = "reserve"

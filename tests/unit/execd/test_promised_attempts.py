@@ -1,0 +1,183 @@
+"""A promised attempt on a node (an order with `after`): prepared at once, started the moment the
+shepherd of the attempt it follows is gone, without the controller; a stop takes it back before
+it starts; and a restarted node daemon finds it promised again in its spool. Real shepherds run
+on hand-made spools; the controller is a list of what the node sends."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.helpers.spools import make_spool
+
+from drover.execd.attempts import Attempts
+from drover.protocol.node_channel import SignalAttempt
+from drover.spool import layout
+
+FIRST, SECOND = "7.0.1", "8.0.1"
+
+
+class Spawner:
+    """Starts each shepherd as the fork server does, as a child of this process."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, spool_dir: str) -> int:
+        self.started.append(Path(spool_dir).name)
+        process = subprocess.Popen([sys.executable, "-m", "drover.shepherd", spool_dir], start_new_session=True)
+        self.processes.append(process)
+        return process.pid
+
+    def wait_status(self, pid: int) -> int | None:
+        return None
+
+    def stop(self) -> None:
+        """End what is left of the shepherds and their jobs (each in a session of its own)."""
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+class Cleanup:
+    """What would clean up after each attempt: here, only which attempts reached it."""
+
+    def __init__(self) -> None:
+        self.begun: list[str] = []
+        self.pending: dict[str, layout.SpoolDir] = {}
+
+    def begin(self, spool: layout.SpoolDir) -> None:
+        self.begun.append(spool.name)
+
+    def known(self) -> list[str]:
+        return []
+
+    def remove_leftovers(self) -> None:
+        pass
+
+
+def spools(root: Path, gate: Path) -> None:
+    """The first attempt runs until `gate` exists; the second follows it."""
+    make_spool(root, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST)
+    make_spool(root, "echo second\n", name=SECOND, stdout=str(root / "second.out"))
+
+
+async def until(condition: Any, timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def attempts_on(root: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any]) -> Attempts:
+    return Attempts(str(root), spawner, sent.append, cleanup, {})  # type: ignore[arg-type]
+
+
+def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    spools(tmp_path, gate)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)
+        assert spawner.started == [FIRST] and SECOND in attempts.promised
+        assert {known.attempt for known in attempts.known() if known.running} == {FIRST, SECOND}
+        await asyncio.sleep(0.3)
+        assert spawner.started == [FIRST]  # waits while the first runs
+        gate.touch()
+        await until(lambda: SECOND in cleanup.begun)
+        assert spawner.started == [FIRST, SECOND] and cleanup.begun == [FIRST, SECOND]
+        assert (tmp_path / "second.out").read_text() == "second\n"
+        attempts.close()
+
+    spawner = Spawner()
+    try:
+        asyncio.run(scenario(spawner))
+    finally:
+        spawner.stop()
+
+
+def test_a_promise_taken_back_ends_without_starting(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    spools(tmp_path, gate)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)
+        attempts.signal(SignalAttempt(SECOND, "suspend"))  # nothing of it runs to suspend
+        assert SECOND in attempts.promised and not cleanup.begun
+        attempts.signal(SignalAttempt(SECOND, "terminate", "hold"))
+        assert SECOND not in attempts.promised and cleanup.begun == [SECOND]
+        second = layout.SpoolDir(str(tmp_path), SECOND)
+        assert json.loads(Path(second.record(layout.EXIT_STATUS)).read_text())["terminated"] is True
+        assert json.loads(Path(second.record(layout.STOP_REQUEST)).read_text()) == {"why": "hold"}
+        gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        await asyncio.sleep(0.2)
+        assert spawner.started == [FIRST] and not (tmp_path / "second.out").exists()
+        attempts.close()
+
+    spawner = Spawner()
+    try:
+        asyncio.run(scenario(spawner))
+    finally:
+        spawner.stop()
+
+
+def test_a_restarted_node_finds_its_promises_in_the_spool(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    spools(tmp_path, gate)
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+    Path(second.record(layout.AFTER)).write_text(FIRST)  # as the order's preparation writes it
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        before = attempts_on(tmp_path, spawner, cleanup, sent)
+        before._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        await until(lambda: Path(layout.SpoolDir(str(tmp_path), FIRST).record(layout.PID)).exists())
+        before.close()  # the node daemon stops; the first attempt's shepherd goes on
+        after = attempts_on(tmp_path, spawner, cleanup, sent)
+        after.recover()
+        assert FIRST in after.live and SECOND in after.promised and spawner.started == [FIRST]
+        gate.touch()
+        await until(lambda: SECOND in cleanup.begun)
+        assert spawner.started == [FIRST, SECOND]
+        after.close()
+
+    spawner = Spawner()
+    try:
+        asyncio.run(scenario(spawner))
+    finally:
+        spawner.stop()
+
+
+def test_a_promise_whose_attempt_is_gone_starts_at_once(tmp_path: Path) -> None:
+    make_spool(tmp_path, "true\n", name=SECOND)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)  # ended before the order came
+        assert spawner.started == [SECOND] and not attempts.promised
+        await until(lambda: SECOND in cleanup.begun)
+        attempts.close()
+
+    spawner = Spawner()
+    try:
+        asyncio.run(scenario(spawner))
+    finally:
+        spawner.stop()
