@@ -105,6 +105,10 @@ class Attempt:
     others: tuple[tuple[str, tuple[int, ...]], ...] = ()
     # The tasks it started on its hosts (a tightly integrated parallel job), in the order started.
     pe_tasks: list[PeTaskRecord] = field(default_factory=list)
+    # A promise: the attempt (on the same node) whose room it was given before that one ended.
+    # Its node starts it when that attempt's shepherd is gone; until that attempt gives its room
+    # back, this one holds none of its own (controller/handlers/promises.py).
+    after: str | None = None
 
     @property
     def name(self) -> str:

@@ -31,7 +31,7 @@ PAYLOAD_COLUMNS = "job_id, script, environment, stage_in"
 TASK_COLUMNS = ("job_id", "idx", "state", "state_since", "attempt", "cancel_requested", "exit_status",
                 "requeue_requested", "hold_requested", "suspended_by")
 ATTEMPT_COLUMNS = ("job_id", "idx", "number", "node", "cpu_ids", "dispatched_at", "started_at", "ended_at",
-                   "exit", "usage", "cleanup", "gres", "others", "pe_tasks")
+                   "exit", "usage", "cleanup", "gres", "others", "pe_tasks", "after")
 EVENT_COLUMNS = "seq, time, job_id, idx, attempt, kind, detail"
 
 
@@ -117,7 +117,7 @@ def attempt_row(a: Attempt) -> tuple[Any, ...]:
             dumps(a.cleanup) if a.cleanup is not None else None,
             dumps(a.gres) if a.gres else None,
             dumps([[node, list(cpu_ids)] for node, cpu_ids in a.others]) if a.others else None,
-            dumps(a.pe_tasks) if a.pe_tasks else None)
+            dumps(a.pe_tasks) if a.pe_tasks else None, a.after)
 
 
 def attempt_from_row(row: Sequence[Any]) -> Attempt:
@@ -129,6 +129,7 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
         gres={name: tuple(indices) for name, indices in json.loads(row[11]).items()} if len(row) > 11 and row[11] else {},
         others=tuple((node, tuple(cpu_ids)) for node, cpu_ids in json.loads(row[12])) if len(row) > 12 and row[12] else (),
         pe_tasks=json.loads(row[13]) if len(row) > 13 and row[13] else [],
+        after=row[14] if len(row) > 14 else None,
     )
 
 
