@@ -48,6 +48,7 @@ from drover.core.parallel_env import PE_SLOTS
 from drover.core.resources import Resources
 from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, reserve
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
+from drover.scheduler.promises import Successions
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, PendingWork, QueueView
 from drover.scheduler.spread_place import could_ever_spread, place_spread, take_spread
@@ -65,6 +66,8 @@ class Start:
     # A parallel job's other nodes and the CPUs it holds on each (`node` is its master, which runs
     # the job script); empty for a job on one node.
     others: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # A promise (scheduler/promises.py): the attempt whose room it is given, on `node`, when it ends.
+    after: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +237,8 @@ def _some(names: list[str]) -> str:
 
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
          licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None,
-         quick: bool = False, presorted: bool = False, pe_slots: Mapping[str, int] | None = None) -> Plan:
+         quick: bool = False, presorted: bool = False, pe_slots: Mapping[str, int] | None = None,
+         promises: bool = False) -> Plan:
     """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
     (a queue not named there is open, on every node, without limits).
 
@@ -244,8 +248,13 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     reason (`Plan.reached` says how many it walked); the full pass gives them theirs.
     `presorted`: `work` is already in the planner's order (order_key; plain weights only).
     `pe_slots`: each parallel environment's free slots now; like licences, a job short of them
-    waits with PE_SLOTS and does not block the jobs behind it."""
+    waits with PE_SLOTS and does not block the jobs behind it.
+    `promises`: a task that cannot start now may be promised the room of a running attempt
+    (scheduler/promises.py), in order, until none is left; no reservation is made after one in
+    the same pass (its arithmetic does not know the promised task's run)."""
     decided = _Pass(Rooms(nodes), licenses or {}, queues or {}, pe_slots)
+    successions = Successions(nodes) if promises else None
+    promised = False
     started_names: set[tuple[str, str]] = set()  # owner and name of the jobs started in this pass
     blocked = False
     reservation: Reservation | None = None
@@ -313,6 +322,16 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         candidates = (index for index in item.pending.iterate() if index not in item.blocked)
         for index in itertools.islice(candidates, allowed):
             found = place(need, decided.rooms, allowed_nodes, reservation, ends, spare)
+            if found is None and successions and reservation is None:
+                follows = successions.take(need, allowed_nodes)
+                if follows is not None:
+                    node, succession = follows
+                    decided.started(item, Start(item.job, index, node, succession.cpu_ids[:need.resources.cpus],
+                                                after=succession.attempt))
+                    started_names.add((item.owner, item.name))
+                    started += 1
+                    promised = True
+                    continue
             if found is None:
                 if reservation is not None:
                     fits = place(need, decided.rooms, allowed_nodes, None, ends, None) is not None
@@ -320,7 +339,8 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                                  f"would delay job {reservation.job}, reserved to start by "
                                  f"{_local_time(reservation.at)} on {reservation.node}" if fits else "")
                     break
-                made = reserve(item.job, need, decided.rooms, allowed_nodes, now) if policy.backfill and not quick else None
+                made = (reserve(item.job, need, decided.rooms, allowed_nodes, now)
+                        if policy.backfill and not quick and not promised else None)
                 if made is None:
                     decided.wait(item.job, PendingReason.RESOURCES, in_error_note(queue, decided.rooms.all) if queue else "")
                     blocked = True

@@ -32,6 +32,19 @@ class NodeView:
     # What the running tasks hold beyond `total` (the node came back with fewer CPUs or less
     # memory than they were given): the first of `releases` pay it back before anything is free.
     overdrawn: Resources = Resources()
+    # The running attempts whose room a waiting task may be promised (scheduler/promises.py).
+    successions: tuple[Succession, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Succession:
+    """A running attempt on a node that no promised attempt follows yet, whose room (its CPUs
+    and memory) a task may be given to start in the moment it ends."""
+
+    attempt: str  # "<job>.<task>.<attempt>"
+    cpu_ids: tuple[int, ...]
+    memory_mib: int
+    ends_at: float  # its start plus its run limit; math.inf without one
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,43 @@
+"""Promises: a waiting task given the room of an attempt that still runs on a node, to start
+there the moment that attempt ends, with no report, commit, pass and order between the two (the
+node keeps it: execd/attempts.py). A promise is a start decided a little early, so it is made
+only as a start would be: in the planner's order, within every limit a start counts against
+(plan.py counts it as started), and only where a start cannot be made now.
+
+Each running attempt may be followed by one promised task, whose CPUs and memory fit in its own:
+the task gets its CPU ids and starts when its shepherd is gone. Tasks that need devices, a node
+of their own or several nodes are never promised. Of the attempts a task fits behind, the one
+that ends first at its limit is taken (then by node name). Pure, and private to plan.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from drover.scheduler.placement import Need
+from drover.scheduler.snapshot import NodeView, Succession
+
+
+class Successions:
+    """The attempts of one pass that a task may still be promised to follow, by node."""
+
+    def __init__(self, nodes: Iterable[NodeView]) -> None:
+        self._open = sorted(((node.name, succession) for node in nodes if node.state.accepts_work
+                             for succession in node.successions),
+                            key=lambda pair: (pair[1].ends_at, pair[0], pair[1].attempt))
+
+    def __bool__(self) -> bool:
+        return bool(self._open)
+
+    def take(self, need: Need, allowed: frozenset[str] | None) -> tuple[str, Succession] | None:
+        """The node and the attempt the task is promised to follow, taken for this pass; None
+        where it may follow none."""
+        if need.exclusive or need.gres:
+            return None
+        for at, (node, succession) in enumerate(self._open):
+            if allowed is not None and node not in allowed:
+                continue
+            if need.resources.cpus <= len(succession.cpu_ids) and need.resources.memory_mib <= succession.memory_mib:
+                del self._open[at]
+                return node, succession
+        return None

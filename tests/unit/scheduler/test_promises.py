@@ -1,0 +1,93 @@
+"""Promises on plain data: a task that cannot start now is given the room of an attempt still
+running, in the planner's order and within its limits, one task behind each attempt, never a
+task that needs devices or a node of its own, and never where it could start now."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.helpers.nodes import a_node
+from tests.unit.scheduler.test_planner import pending
+
+from drover.core.gres import GresNeed
+from drover.scheduler.plan import plan
+from drover.scheduler.reasons import PendingReason
+from drover.scheduler.snapshot import NodeView, QueueView, Succession
+
+NOW = 1000.0
+
+
+def full_node(name: str = "n1", attempts: tuple[Succession, ...] = ()) -> NodeView:
+    """A node of 2 CPUs, each held by one running attempt (or as `attempts` say)."""
+    attempts = attempts or (Succession(f"{name}-a.0.1", (0,), 512, math.inf),
+                            Succession(f"{name}-b.0.1", (1,), 512, NOW + 60))
+    node = a_node(name, cpus=2, memory_mib=1024, used_cpus=(0, 1), used_memory_mib=1024)
+    return dataclasses.replace(node, successions=attempts)
+
+
+def test_a_task_that_cannot_start_follows_the_attempt_that_ends_first() -> None:
+    decided = plan([pending(1), pending(2), pending(3)], [full_node()], NOW, promises=True)
+    assert [(s.job, s.node, s.cpu_ids, s.after) for s in decided.starts] == [
+        (1, "n1", (1,), "n1-b.0.1"), (2, "n1", (0,), "n1-a.0.1")]
+    assert decided.pending_reasons[3] is PendingReason.RESOURCES
+
+
+def test_no_promise_without_the_setting_or_where_a_task_can_start_now() -> None:
+    assert plan([pending(1)], [full_node()], NOW).starts == ()
+    free = dataclasses.replace(a_node("n2", cpus=2), successions=full_node().successions)
+    (start,) = plan([pending(1)], [free], NOW, promises=True).starts
+    assert start.after is None
+
+
+def test_a_task_bigger_than_the_room_it_would_follow_is_not_promised() -> None:
+    decided = plan([pending(1, cpus=2), pending(2)], [full_node()], NOW, promises=True)
+    assert decided.starts == ()  # the first in order waits, and the one behind it does not pass it
+    decided = plan([pending(1, memory_mib=600)], [full_node()], NOW, promises=True)
+    assert decided.starts == ()
+
+
+def test_the_highest_priority_is_promised_first() -> None:
+    decided = plan([pending(1), pending(2, priority=10)], [full_node(attempts=(Succession("x.0.1", (0,), 512, 1e9),))],
+                   NOW, promises=True)
+    assert [(s.job, s.after) for s in decided.starts] == [(2, "x.0.1")]
+
+
+def test_tasks_that_need_devices_or_a_node_of_their_own_are_never_promised() -> None:
+    gpu = dataclasses.replace(pending(1), gres=(GresNeed("gpu", None, 1),))
+    whole = dataclasses.replace(pending(2), exclusive=True)
+    assert plan([gpu], [full_node()], NOW, promises=True).starts == ()
+    assert plan([whole], [full_node()], NOW, promises=True).starts == ()
+
+
+def test_a_promise_counts_against_the_queues_limit() -> None:
+    queue = QueueView("default", max_running=2, running=1)
+    decided = plan([pending(1, array=(1, 3, 1))], [full_node()], NOW, promises=True, queues={"default": queue})
+    assert len(decided.starts) == 1
+
+
+@given(st.lists(st.integers(min_value=1, max_value=2), min_size=1, max_size=8),
+       st.lists(st.tuples(st.integers(min_value=1, max_value=2), st.floats(min_value=1, max_value=1e6)),
+                min_size=1, max_size=4))
+def test_each_attempt_is_followed_once_and_only_by_a_task_that_fits(sizes: list[int],
+                                                                   attempts: list[tuple[int, float]]) -> None:
+    successions, next_cpu = [], 0
+    for number, (cpus, ends) in enumerate(attempts):
+        successions.append(Succession(f"{number}.0.1", tuple(range(next_cpu, next_cpu + cpus)), 256 * cpus, NOW + ends))
+        next_cpu += cpus
+    node = dataclasses.replace(a_node("n1", cpus=next_cpu, memory_mib=256 * next_cpu, used_cpus=tuple(range(next_cpu)),
+                                      used_memory_mib=256 * next_cpu), successions=tuple(successions))
+    decided = plan([pending(job, cpus=cpus, memory_mib=200 * cpus) for job, cpus in enumerate(sizes, 1)], [node], NOW,
+                   promises=True)
+    followed = [start.after for start in decided.starts]
+    assert len(followed) == len(set(followed)) and all(followed)
+    by_name = {succession.attempt: succession for succession in successions}
+    for start in decided.starts:
+        assert set(start.cpu_ids) <= set(by_name[start.after].cpu_ids)  # type: ignore[index]
+    # In order: a task is promised only if every task before it that could ever run there was
+    # (one bigger than the node waits as too big, and blocks no one).
+    could_run = [job for job, cpus in enumerate(sizes, 1) if cpus <= next_cpu]
+    promised_jobs = [start.job for start in decided.starts]
+    assert promised_jobs == could_run[:len(promised_jobs)]
