@@ -413,6 +413,10 @@ class SchedulerSection(Section, frozen=True):
     full_pass_s: Annotated[float, about("with over 1,000 waiting jobs, how often the full pass runs (backfill, "
                                         "every job's reason); each event between runs the quick pass, up to "
                                         "the first job that must wait for room (Slurm's bf_interval)", ge=0.1, le=3600.0)] = 5.0
+    promises: Annotated[bool, about("promise a waiting task the room of a running attempt, which its node starts "
+                                    "the moment that attempt ends, without waiting for the controller (many "
+                                    "short jobs); a task that cannot start now is promised in the planner's "
+                                    "order, one behind each attempt")] = False
 
 
 class CompatSection(Section, frozen=True):

@@ -45,6 +45,9 @@ class ControllerState:
     work: WorkCache = field(default_factory=WorkCache)
     # What the metrics count (controller/tallies.py): the shell's, kept across reloads.
     tallies: Tallies = field(default_factory=Tallies)
+    # Promised attempts (controller/handlers/promises.py): the name of the attempt each follows →
+    # the follower, while it waits for that one's room. Derived from the attempts' `after`.
+    followers: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def changed(self, changes: Changes) -> None:
         """A handler's changes, as they are committed: the planner builds again the work of the
@@ -68,17 +71,26 @@ class ControllerState:
         return state
 
     def recount_nodes(self) -> None:
-        """Derive what each node holds (CPUs, memory, attempts) from the active tasks again."""
+        """Derive what each node holds (CPUs, memory, attempts) from the active tasks again: a
+        promised attempt holds nothing while the attempt it follows is active (it waits, a
+        follower; controller/handlers/promises.py)."""
         for node in self.nodes.values():
             node.used_cpu_ids.clear()
             node.used_devices.clear()
             node.holders.clear()
             node.used_memory_mib = node.running = 0
+        self.followers.clear()
+        active = {(job.id, task.index, task.attempt) for job in self.jobs.values() for task in job.tasks.values()
+                  if task.state.is_active}
         for job in self.jobs.values():
             for task in job.tasks.values():
                 if task.state.is_active:
                     attempt = self.attempts.get((job.id, task.index, task.attempt))
                     if attempt is None:
+                        continue
+                    followed = self.attempt_by_name(attempt.after) if attempt.after else None
+                    if followed is not None and (followed.job_id, followed.index, followed.number) in active:
+                        self.followers[followed.name] = (attempt.job_id, attempt.index, attempt.number)
                         continue
                     for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
                         holder = self.nodes.get(name)
@@ -141,9 +153,15 @@ class ControllerState:
         """Raise AssertionError if the working set contradicts itself (tests call this)."""
         used: dict[str, set[int]] = {name: set() for name in self.nodes}
         devices: dict[str, set[tuple[str, int]]] = {}
+        waiting = set(self.followers.values())  # promised attempts: they hold nothing yet
+        for followed, follower in self.followers.items():
+            ahead = self.attempt_by_name(followed)
+            assert ahead is not None and (follower_attempt := self.attempts.get(follower)) is not None \
+                and follower_attempt.after == followed and follower_attempt.node == ahead.node, \
+                f"{follower} is said to follow {followed}, which it does not"
         for job in self.jobs.values():
             for task in job.tasks.values():
-                if task.state.is_active:
+                if task.state.is_active and (job.id, task.index, task.attempt) not in waiting:
                     attempt = self.latest_attempt(task)
                     assert attempt is not None, f"active task {job.id}.{task.index} has no attempt"
                     for name, cpu_ids, _ in attempt.rooms(job.resources.memory_mib):
@@ -163,7 +181,7 @@ class ControllerState:
         for job in self.jobs.values():
             for task in job.tasks.values():
                 attempt = self.latest_attempt(task) if task.state.is_active else None
-                if attempt is not None:
+                if attempt is not None and (job.id, task.index, attempt.number) not in waiting:
                     for name in (attempt.node, *(other for other, _ in attempt.others)):
                         holders.setdefault(name, set()).add((job.id, task.index, attempt.number))
         for name, node in self.nodes.items():

@@ -20,7 +20,7 @@ from drover.config_schema import (
     SchedulerSection,
 )
 from drover.controller.effects import Outcome
-from drover.controller.handlers import checkpoints, parallel_envs, resource_requests
+from drover.controller.handlers import checkpoints, parallel_envs, promises, resource_requests
 from drover.controller.handlers.lifecycle import change_task, drained_if_idle
 from drover.controller.handlers.queue_load import planner_views
 from drover.controller.handlers.queues import queues_in_effect
@@ -46,7 +46,14 @@ from drover.records import AttemptIdentity, AttemptOrder, JobRecord, Placement, 
 from drover.scheduler.plan import Plan, Start, plan
 from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import PendingReason, Waiting
-from drover.scheduler.snapshot import NodeView, PendingIndices, PendingWork, QueueView, Release
+from drover.scheduler.snapshot import (
+    NodeView,
+    PendingIndices,
+    PendingWork,
+    QueueView,
+    Release,
+    Succession,
+)
 from drover.store.base import Store
 from drover.store.faults import StoreFault
 
@@ -84,9 +91,11 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         drained_if_idle(outcome, node, now)
     cache = state.work
     full_due = cache.partial and now >= cache.last_full + orders.scheduler.full_pass_s
+    promising = orders.scheduler.promises
     if (state.pending_reasons and not cache.dirty and not cache.everything and not full_due
-            and not any(node.state.accepts_work and node.free.cpus for node in state.nodes.values())):
-        return outcome  # nothing changed and nothing can start: the reasons from the last pass hold
+            and not any(node.state.accepts_work and (node.free.cpus or promising and len(node.holders) > _followed(state, node))
+                        for node in state.nodes.values())):
+        return outcome  # nothing changed and nothing can start or be promised: the last pass's reasons hold
     full = cache.everything  # a working set just loaded: every job gets its reason at once
     _refresh(state, outcome, store, now, orders)
     if not cache.items:
@@ -95,12 +104,14 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         return outcome
     full = full or len(cache.items) <= QUICK_ABOVE or now - cache.last_full >= orders.scheduler.full_pass_s
     policy, releases = _policy(state, now, orders)
-    nodes = [node_view(node, releases.get(node.name, ())) for node in state.nodes.values()]
+    nodes = [node_view(node, releases.get(node.name, ()),
+                       promises.successions(state, node, orders.kill_grace_s) if promising else ())
+             for node in state.nodes.values()]
     presorted = policy.weights.plain
     work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
     decided = _plan(work, nodes, now, policy, _free_licenses(state, orders),
                     planner_views(state, orders.queues, now), quick=not full, presorted=presorted,
-                    pe_slots=parallel_envs.free_slots(state, orders.parallel_environments))
+                    pe_slots=parallel_envs.free_slots(state, orders.parallel_environments), promises=promising)
     _record_reasons(state, decided, work, now, orders)
     failed = {fault.job_id for fault in outcome.faults}
     starts = [start for start in decided.starts if start.job not in failed]
@@ -121,12 +132,19 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     return outcome
 
 
-def node_view(node: Node, releases: Sequence[Release] = ()) -> NodeView:
+def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[Succession, ...] = ()) -> NodeView:
     """A node as the planner sees it: what is really free there, even while the running attempts
-    hold more than the node now has (core/node.py)."""
+    hold more than the node now has (core/node.py); `successions`: the attempts a task may be
+    promised to follow there (handlers/promises.py)."""
     return NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases),
                     node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
-                    node.overdrawn)
+                    node.overdrawn, successions)
+
+
+def _followed(state: ControllerState, node: Node) -> int:
+    """How many of the attempts holding room on the node a promised attempt follows."""
+    return sum(1 for name in state.followers if (followed := state.attempt_by_name(name)) is not None
+               and followed.node == node.name)
 
 
 QUICK_ABOVE = 1000  # waiting jobs: above this many, an event's pass is the quick one (between full passes)
@@ -255,6 +273,10 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
             if releases and config.backfill:
                 limit = job.spec.time_limit_s
                 ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
+                follower = state.followers.get(attempt.name)  # its room stays busy through its follower's run
+                if follower is not None and follower[0] in state.jobs:
+                    then = state.jobs[follower[0]].spec.time_limit_s
+                    ends = ends + then + orders.kill_grace_s if then else math.inf
                 node = state.nodes.get(attempt.node)
                 devices = frozenset(node.devices_of(attempt.gres)) if node is not None else frozenset()
                 exclusive = resource_requests.of_job(job).exclusive
@@ -270,14 +292,15 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
 
 def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
           licenses: Mapping[str, int], queues: Mapping[str, QueueView], quick: bool = False,
-          presorted: bool = False, pe_slots: Mapping[str, int] | None = None) -> Plan:
+          presorted: bool = False, pe_slots: Mapping[str, int] | None = None, promises: bool = False) -> Plan:
     """The planner's decisions. An exception from it is the controller's fault, never a job's:
     each job is then planned alone to find which the planner cannot plan; those stay pending,
     untouched, with the reason PLANNING_ERROR, the error is logged with its traceback, and the
     others are planned again (in a full pass). An exception no one job causes alone is raised
     (the pass starts nothing, and the jobs stay as they are)."""
     try:
-        return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted, pe_slots=pe_slots)
+        return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted, pe_slots=pe_slots,
+                    promises=promises)
     except Exception as error:
         failure = error
     kept = []
@@ -295,7 +318,7 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
             kept.append(item)
     if not unplanned:
         raise failure
-    decided = plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots) if kept else Plan()
+    decided = plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots, promises=promises) if kept else Plan()
     return replace(decided, pending_reasons={**decided.pending_reasons, **unplanned},
                    details={**decided.details, **details})
 
@@ -319,11 +342,12 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
         detail["others"] = {node: list(cpu_ids) for node, cpu_ids in start.others}
     change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids), **detail)
     attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres,
-                      others=start.others)
+                      others=start.others, after=start.after)
     state.attempts[job.id, task.index, task.attempt] = attempt
-    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
-        state.nodes[name].take(cpu_ids, memory_mib, gres if name == start.node else None,
-                               (job.id, task.index, task.attempt))
+    if start.after is not None:  # promised: it takes the room of the one it follows when that one ends
+        state.followers[start.after] = (job.id, task.index, task.attempt)
+    else:
+        promises.take(state, job, attempt)
     outcome.changes.attempt(attempt)
     outcome.send(start.node, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
                                          queue_of(state, job, orders)))
@@ -433,7 +457,7 @@ def start_order(job: Job, payload: JobPayload, attempt: Attempt, orders: OrderOp
         "job": job_part(job),
     }
     stage_in = [File(f["name"], base64.b64decode(f["data"]), f["mode"]) for f in payload["stage_in"]]
-    return StartAttempt(attempt.name, config, payload["script"], stage_in)
+    return StartAttempt(attempt.name, config, payload["script"], stage_in, attempt.after)
 
 
 def job_part(job: Job) -> JobRecord:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from drover.controller.effects import JobEnded, Outcome, SendMail
+from drover.controller.handlers import promises
 from drover.controller.state import ControllerState
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState, Trigger, next_state
@@ -63,11 +64,7 @@ def release_attempt(state: ControllerState, job: Job, task: Task) -> None:
     attempt = state.latest_attempt(task)
     if attempt is None:
         return
-    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
-        node = state.nodes.get(name)
-        if node is not None:
-            node.give_back(cpu_ids, memory_mib, attempt.gres if name == attempt.node else None,
-                           (attempt.job_id, attempt.index, attempt.number))
+    promises.give_back(state, job, attempt)  # and a promised attempt that follows it takes the room
 
 
 def _mail_on_start(outcome: Outcome, job: Job, task: Task) -> None:

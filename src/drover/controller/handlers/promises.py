@@ -1,0 +1,84 @@
+"""Promised attempts in the controller's accounting (the planner decides them:
+scheduler/promises.py; the node keeps them: execd/attempts.py).
+
+An attempt promised to follow another (`Attempt.after`) holds no room of its own while the one
+it follows holds its own: the two share those CPUs, one after the other. When the followed
+attempt gives its room back, its follower takes it at once, as its node starts it then; a
+follower that ends before that (taken back by a cancel or a hold) gives nothing back, for it
+held nothing. `ControllerState.followers` says who follows whom, in memory only: rebuilt from
+the attempts' `after` whenever the nodes are recounted (a reload, a failover).
+"""
+
+from __future__ import annotations
+
+import math
+
+from drover.controller.handlers import resource_requests
+from drover.controller.state import ControllerState
+from drover.core.job import Attempt, Job
+from drover.core.node import Node
+from drover.scheduler.snapshot import Succession
+
+
+def key_of(attempt: Attempt) -> tuple[int, int, int]:
+    return (attempt.job_id, attempt.index, attempt.number)
+
+
+def holds_room(state: ControllerState, attempt: Attempt) -> bool:
+    """Whether the attempt holds its node's room: it follows no one, or the one it followed
+    holds no more."""
+    node = state.nodes.get(attempt.node)
+    return node is not None and key_of(attempt) in node.holders
+
+
+def waits_for(state: ControllerState, attempt: Attempt) -> bool:
+    """Whether a promised attempt still waits for the one it follows to give back its room."""
+    if attempt.after is None:
+        return False
+    followed = state.attempt_by_name(attempt.after)
+    if followed is None:
+        return False
+    node = state.nodes.get(followed.node)
+    return node is not None and key_of(followed) in node.holders
+
+
+def take(state: ControllerState, job: Job, attempt: Attempt) -> None:
+    """The attempt takes its room on its nodes (a parallel job's on each; devices on the master)."""
+    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
+        node = state.nodes.get(name)
+        if node is not None:
+            node.take(cpu_ids, memory_mib, attempt.gres if name == attempt.node else None, key_of(attempt))
+
+
+def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
+    """The attempt gives back what it holds, and its follower, if one waits, takes the room."""
+    if attempt.after is not None and state.followers.get(attempt.after) == key_of(attempt):
+        del state.followers[attempt.after]  # it ends before it started: it held nothing
+        return
+    for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
+        node = state.nodes.get(name)
+        if node is not None:
+            node.give_back(cpu_ids, memory_mib, attempt.gres if name == attempt.node else None, key_of(attempt))
+    follower_key = state.followers.pop(attempt.name, None)
+    follower = state.attempts.get(follower_key) if follower_key is not None else None
+    follower_job = state.jobs.get(follower.job_id) if follower is not None else None
+    if follower is not None and follower_job is not None:
+        task = follower_job.tasks.get(follower.index)
+        if task is not None and task.state.is_active and task.attempt == follower.number:
+            take(state, follower_job, follower)
+
+
+def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tuple[Succession, ...]:
+    """The attempts holding room on `node` that a task may be promised to follow: none follows
+    them yet, they hold no devices, no whole node and no other node."""
+    found = []
+    for key in node.holders:
+        attempt, job = state.attempts.get(key), state.jobs.get(key[0])
+        if (attempt is None or job is None or attempt.node != node.name or attempt.others or attempt.gres
+                or attempt.name in state.followers or resource_requests.of_job(job).exclusive):
+            continue
+        limit = job.spec.time_limit_s
+        began = attempt.started_at or attempt.dispatched_at
+        found.append(Succession(attempt.name, attempt.cpu_ids, job.resources.memory_mib,
+                                began + limit + kill_grace_s if limit else math.inf))
+    return tuple(sorted(found, key=lambda succession: succession.attempt))

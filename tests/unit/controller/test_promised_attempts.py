@@ -1,0 +1,69 @@
+"""Promises in the controller ([scheduler] promises): a task that cannot start now is ordered to
+its node to follow a running attempt, holds no room until that attempt ends, then takes its room
+(as its node starts it); a cancel takes it back before it starts; a reload finds it promised
+again; and without the setting nothing is promised."""
+
+from __future__ import annotations
+
+from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
+
+from drover.config_schema import SchedulerSection
+from drover.controller.handlers.dispatch import OrderOptions
+from drover.protocol.node_channel import SignalAttempt
+
+PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
+
+
+def one_cpu_busy(world: World) -> tuple[str, list[int]]:  # noqa: F811
+    """A node of one CPU running a job, and three more waiting: the running attempt's name."""
+    world.orders = PROMISING
+    world.connect(cpus=1)
+    jobs = world.submit(script="sleep 1\n") + world.submit() + world.submit() + world.submit()
+    (first,) = world.schedule()
+    world.started(first.attempt)
+    return first.attempt, jobs
+
+
+def test_the_next_task_is_promised_behind_the_running_one_and_takes_its_room_when_it_ends(world: World) -> None:  # noqa: F811
+    running, jobs = one_cpu_busy(world)
+    (promised,) = world.schedule()
+    assert promised.after == running and promised.attempt == f"{jobs[1]}.0.1"
+    node = world.state.nodes["n1"]
+    assert node.holders == {(jobs[0], 0, 1)}  # the promised one holds nothing yet
+    assert world.schedule() == []  # one promise behind each attempt
+    world.started(promised.attempt)  # its node starts it the moment the first one's shepherd is gone...
+    world.exited(running)  # ...and reports the first one's end after its cleanup
+    assert node.holders == {(jobs[1], 0, 1)}
+    (next_one,) = world.schedule()
+    assert next_one.after == promised.attempt and next_one.attempt == f"{jobs[2]}.0.1"
+
+
+def test_a_cancel_takes_a_promise_back_before_it_starts(world: World) -> None:  # noqa: F811
+    running, jobs = one_cpu_busy(world)
+    (promised,) = world.schedule()
+    world.act("cancel", str(jobs[1]))
+    stops = [s.message for s in world.sent if isinstance(s.message, SignalAttempt)]
+    assert [(s.attempt, s.action, s.why) for s in stops] == [(promised.attempt, "terminate", "cancel")]
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": None, "timed_out": False,
+                                    "terminated": True, "out_of_memory": False})
+    assert world.state.ended_state(jobs[1], world.store) == "cancelled"
+    assert world.state.nodes["n1"].holders == {(jobs[0], 0, 1)}  # the running one's room is its own still
+    (again,) = world.schedule()  # the next in order is promised in its place
+    assert again.after == running and again.attempt == f"{jobs[2]}.0.1"
+
+
+def test_a_reloaded_controller_finds_its_promises(world: World) -> None:  # noqa: F811
+    running, jobs = one_cpu_busy(world)
+    (promised,) = world.schedule()
+    world.reload()
+    assert world.state.followers == {running: (jobs[1], 0, 1)}
+    assert world.state.nodes["n1"].holders == {(jobs[0], 0, 1)}
+    assert world.schedule() == []
+    world.exited(running)
+    assert world.state.nodes["n1"].holders == {(jobs[1], 0, 1)}
+
+
+def test_nothing_is_promised_without_the_setting(world: World) -> None:  # noqa: F811
+    one_cpu_busy(world)
+    world.orders = OrderOptions(1.0)
+    assert world.schedule() == []
