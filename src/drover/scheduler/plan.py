@@ -50,7 +50,7 @@ from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, r
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.promises import Successions
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, PendingWork, QueueView
+from drover.scheduler.snapshot import NodeView, PendingWork, QueueView, Succession
 from drover.scheduler.spread_place import could_ever_spread, place_spread, take_spread
 
 __all__ = ["Plan", "Reservation", "Start", "order_key", "ordered", "plan"]
@@ -66,8 +66,10 @@ class Start:
     # A parallel job's other nodes and the CPUs it holds on each (`node` is its master, which runs
     # the job script); empty for a job on one node.
     others: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # A promise (scheduler/promises.py): the attempt whose room it is given, on `node`, when it ends.
+    # A promise (scheduler/promises.py): the attempt whose room it is given, on `node`, when it ends;
+    # or, `after_start`, the job and task of a start of this same plan whose attempt it follows.
     after: str | None = None
+    after_start: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +329,7 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                 if follows is not None:
                     node, succession = follows
                     decided.started(item, Start(item.job, index, node, succession.cpu_ids[:need.resources.cpus],
-                                                after=succession.attempt))
+                                                after=succession.attempt or None, after_start=succession.start))
                     started_names.add((item.owner, item.name))
                     started += 1
                     promised = True
@@ -360,6 +362,8 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                 if not backfilled or backfilled[-1] != item.job:
                     backfilled.append(item.job)
             decided.started(item, Start(item.job, index, room.name, cpu_ids, tuple(sorted(gres.items()))))
+            if successions is not None and not gres and not need.exclusive:
+                successions.add(room.name, Succession("", cpu_ids, need.resources.memory_mib, ends, (item.job, index)))
             started_names.add((item.owner, item.name))
             started += 1
         else:

@@ -29,6 +29,11 @@ class Successions:
     def __bool__(self) -> bool:
         return bool(self._open)
 
+    def add(self, node: str, succession: Succession) -> None:
+        """A start of this pass, which a task may follow in turn (its slot's next)."""
+        self._open.append((node, succession))
+        self._open.sort(key=lambda pair: (pair[1].ends_at, pair[0], pair[1].attempt))
+
     def take(self, need: Need, allowed: frozenset[str] | None) -> tuple[str, Succession] | None:
         """The node and the attempt the task is promised to follow, taken for this pass; None
         where it may follow none."""

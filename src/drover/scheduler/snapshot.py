@@ -41,10 +41,11 @@ class Succession:
     """A running attempt on a node that no promised attempt follows yet, whose room (its CPUs
     and memory) a task may be given to start in the moment it ends."""
 
-    attempt: str  # "<job>.<task>.<attempt>"
+    attempt: str  # "<job>.<task>.<attempt>"; "" for one the same pass starts (`start`)
     cpu_ids: tuple[int, ...]
     memory_mib: int
     ends_at: float  # its start plus its run limit; math.inf without one
+    start: tuple[int, int] | None = None  # the job and task of a start of this very pass
 
 
 @dataclass(frozen=True, slots=True)

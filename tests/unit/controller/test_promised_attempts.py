@@ -9,24 +9,25 @@ from tests.helpers.controller_world import World, world  # noqa: F401  (a fixtur
 
 from drover.config_schema import SchedulerSection
 from drover.controller.handlers.dispatch import OrderOptions
-from drover.protocol.node_channel import SignalAttempt
+from drover.protocol.node_channel import SignalAttempt, StartAttempt
 
 PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
 
 
-def one_cpu_busy(world: World) -> tuple[str, list[int]]:  # noqa: F811
-    """A node of one CPU running a job, and three more waiting: the running attempt's name."""
+def one_cpu_busy(world: World) -> tuple[str, StartAttempt, list[int]]:  # noqa: F811
+    """A node of one CPU and four jobs: the first started, the second promised behind it in the
+    same pass; the running attempt's name, the promised order, the jobs."""
     world.orders = PROMISING
     world.connect(cpus=1)
     jobs = world.submit(script="sleep 1\n") + world.submit() + world.submit() + world.submit()
-    (first,) = world.schedule()
+    first, promised = world.schedule()
+    assert first.after is None
     world.started(first.attempt)
-    return first.attempt, jobs
+    return first.attempt, promised, jobs
 
 
 def test_the_next_task_is_promised_behind_the_running_one_and_takes_its_room_when_it_ends(world: World) -> None:  # noqa: F811
-    running, jobs = one_cpu_busy(world)
-    (promised,) = world.schedule()
+    running, promised, jobs = one_cpu_busy(world)
     assert promised.after == running and promised.attempt == f"{jobs[1]}.0.1"
     node = world.state.nodes["n1"]
     assert node.holders == {(jobs[0], 0, 1)}  # the promised one holds nothing yet
@@ -39,8 +40,7 @@ def test_the_next_task_is_promised_behind_the_running_one_and_takes_its_room_whe
 
 
 def test_a_cancel_takes_a_promise_back_before_it_starts(world: World) -> None:  # noqa: F811
-    running, jobs = one_cpu_busy(world)
-    (promised,) = world.schedule()
+    running, promised, jobs = one_cpu_busy(world)
     world.act("cancel", str(jobs[1]))
     stops = [s.message for s in world.sent if isinstance(s.message, SignalAttempt)]
     assert [(s.attempt, s.action, s.why) for s in stops] == [(promised.attempt, "terminate", "cancel")]
@@ -53,8 +53,7 @@ def test_a_cancel_takes_a_promise_back_before_it_starts(world: World) -> None:  
 
 
 def test_a_reloaded_controller_finds_its_promises(world: World) -> None:  # noqa: F811
-    running, jobs = one_cpu_busy(world)
-    (promised,) = world.schedule()
+    running, promised, jobs = one_cpu_busy(world)
     world.reload()
     assert world.state.followers == {running: (jobs[1], 0, 1)}
     assert world.state.nodes["n1"].holders == {(jobs[0], 0, 1)}
@@ -64,6 +63,26 @@ def test_a_reloaded_controller_finds_its_promises(world: World) -> None:  # noqa
 
 
 def test_nothing_is_promised_without_the_setting(world: World) -> None:  # noqa: F811
-    one_cpu_busy(world)
-    world.orders = OrderOptions(1.0)
+    world.connect(cpus=1)
+    world.submit()
+    world.submit()
+    (first,) = world.schedule()
+    world.started(first.attempt)
     assert world.schedule() == []
+
+
+def test_a_job_that_outranks_a_promised_one_takes_its_promise(world: World) -> None:  # noqa: F811
+    running, promised, jobs = one_cpu_busy(world)
+    (urgent,) = world.submit(priority=10)
+    before = len(world.sent)
+    assert world.schedule() == []  # this pass takes the promise back; the next gives it
+    stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert [(s.attempt, s.action, s.why) for s in stops] == [(promised.attempt, "terminate", "requeue")]
+    assert "promise_taken_back" in world.event_kinds(jobs[1])
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": None, "timed_out": False,
+                                    "terminated": True, "out_of_memory": False})
+    (given,) = world.schedule()
+    assert given.after == running and given.attempt == f"{urgent}.0.1"
+    world.exited(running)
+    (after_it,) = world.schedule()  # the one taken back waits again, in its turn: next
+    assert after_it.attempt == f"{jobs[1]}.0.2" and after_it.after == given.attempt

@@ -91,3 +91,11 @@ def test_each_attempt_is_followed_once_and_only_by_a_task_that_fits(sizes: list[
     could_run = [job for job, cpus in enumerate(sizes, 1) if cpus <= next_cpu]
     promised_jobs = [start.job for start in decided.starts]
     assert promised_jobs == could_run[:len(promised_jobs)]
+
+
+def test_a_task_may_follow_one_this_same_pass_starts() -> None:
+    decided = plan([pending(1, array=(1, 3, 1))], [a_node("n1", cpus=1)], NOW, promises=True)
+    first, second = decided.starts
+    assert (first.after, first.after_start) == (None, None)
+    assert (second.after, second.after_start, second.cpu_ids) == (None, (1, 1), first.cpu_ids)
+    assert decided.pending_reasons[1] is PendingReason.RESOURCES  # one promise a slot: the third waits

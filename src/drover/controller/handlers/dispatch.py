@@ -113,6 +113,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
                     planner_views(state, orders.queues, now), quick=not full, presorted=presorted,
                     pe_slots=parallel_envs.free_slots(state, orders.parallel_environments), promises=promising)
     _record_reasons(state, decided, work, now, orders)
+    if promising:
+        promises.outranked(state, outcome, decided.pending_reasons, now)
     failed = {fault.job_id for fault in outcome.faults}
     starts = [start for start in decided.starts if start.job not in failed]
     starts, more = within_pass_bytes(state, starts)
@@ -121,11 +123,16 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     # The scripts, environments and staged files of the jobs that start, one read for all of
     # them, each job's once (an array's tasks share it): the working set holds none.
     payloads = store.job_payloads(sorted({start.job for start in starts}))
+    named: dict[tuple[int, int], str] = {}  # the attempts this pass starts, for the promises behind them
     for start in starts:
         if start.job in failed:
             continue
+        if start.after_start is not None:
+            if start.after_start not in named:
+                continue  # what it was to follow did not start: it waits for the next pass
+            start = replace(start, after=named[start.after_start], after_start=None)
         try:
-            _start(state, outcome, start, now, orders, payloads)
+            named[start.job, start.index] = _start(state, outcome, start, now, orders, payloads)
         except Exception as error:
             failed.add(start.job)
             outcome.fault(start.job, error, f"starting task {start.job}.{start.index} on node {start.node}")
@@ -324,8 +331,9 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions,
-           payloads: Mapping[int, JobPayload]) -> None:
-    """One start of the plan: the task record, its new attempt, the node's room, the order."""
+           payloads: Mapping[int, JobPayload]) -> str:
+    """One start of the plan: the task record, its new attempt, the node's room, the order; the
+    attempt's name."""
     job = state.jobs[start.job]
     payload = payloads.get(job.id)
     if payload is None:
@@ -351,6 +359,7 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     outcome.changes.attempt(attempt)
     outcome.send(start.node, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
                                          queue_of(state, job, orders)))
+    return attempt.name
 
 
 class _BusyNames:

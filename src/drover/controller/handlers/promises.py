@@ -12,11 +12,16 @@ the attempts' `after` whenever the nodes are recounted (a reload, a failover).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
+from drover.controller.effects import Outcome
 from drover.controller.handlers import resource_requests
 from drover.controller.state import ControllerState
 from drover.core.job import Attempt, Job
+from drover.core.job_state import JobState
 from drover.core.node import Node
+from drover.protocol.node_channel import SignalAttempt
+from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import Succession
 
 
@@ -82,3 +87,41 @@ def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tupl
         found.append(Succession(attempt.name, attempt.cpu_ids, job.resources.memory_mib,
                                 began + limit + kill_grace_s if limit else math.inf))
     return tuple(sorted(found, key=lambda succession: succession.attempt))
+
+
+def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, PendingReason], now: float) -> None:
+    """Take back a promise that a waiting job now outranks (submitted since with a higher
+    priority, or raised above it): the first job in the planner's order that waits for room
+    gets the room of the lowest-ranked promised task whose job ranks below it and whose room
+    it fits, one a pass. The node ends that attempt before it starts and the task waits again,
+    as a requeue (the stop's why), to be planned in its turn; nothing of it ran. The rank is the
+    jobs' own priority, then their submission (the planner's plain order)."""
+    waiting = sorted((state.jobs[job_id] for job_id, reason in reasons.items()
+                      if reason is PendingReason.RESOURCES and job_id in state.jobs), key=_rank)
+    if not waiting or not state.followers:
+        return
+    head = waiting[0]
+    candidates = []
+    for followed_name, key in state.followers.items():
+        follower, job, followed = state.attempts.get(key), state.jobs.get(key[0]), state.attempt_by_name(followed_name)
+        task = job.tasks.get(key[1]) if job is not None else None
+        if (follower is None or job is None or followed is None or task is None or follower.started_at is not None
+                or task.state is not JobState.DISPATCHED or task.requeue_requested or task.cancel_requested
+                or task.hold_requested or _rank(job) <= _rank(head)):
+            continue
+        room = state.jobs.get(followed.job_id)
+        if room is None or head.resources.cpus > len(followed.cpu_ids) or \
+                head.resources.memory_mib > room.resources.memory_mib:
+            continue
+        candidates.append((_rank(job), follower, task))
+    if not candidates:
+        return
+    _, follower, task = max(candidates, key=lambda candidate: candidate[0])
+    task.requeue_requested = True
+    outcome.changes.task(task)
+    outcome.changes.event(now, "promise_taken_back", task.job_id, task.index, task.attempt, by=head.id)
+    outcome.send(follower.node, SignalAttempt(follower.name, "terminate", "requeue"))
+
+
+def _rank(job: Job) -> tuple[int, float, int]:
+    return (-job.priority, job.submitted_at, job.id)

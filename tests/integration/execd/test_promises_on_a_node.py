@@ -1,0 +1,62 @@
+"""Promises on a real cluster ([scheduler] promises = true, one CPU): a node starts each promised
+task the moment the one before it ends, every task runs exactly once; a promised job cancelled
+before it starts never runs; and a node daemon killed with promises outstanding finds them in
+its spool when it comes back, each started once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.wait import wait_until
+
+PROMISING = "[scheduler]\npromises = true\n"
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    yield from serve(request, LocalCluster(cpus=1, config_toml=PROMISING))
+
+
+def attempts_of(cluster: LocalCluster, job: int) -> list[int]:
+    """How many attempts each task of the job had."""
+    return [len(task["attempts"]) for task in cluster.drover_json("show", str(job))["tasks"]]
+
+
+def test_every_task_runs_once_each_started_by_its_node_as_the_one_before_ends(cluster: LocalCluster) -> None:
+    job = cluster.submit("--array", "1-30", "-o", "task-%a.out", "--", "sh", "-c", "echo $DROVER_ARRAY_TASK_ID")
+    assert cluster.drover("wait", str(job)).returncode == 0
+    assert attempts_of(cluster, job) == [1] * 30
+    assert all((cluster.workdir / f"task-{i}.out").read_text() == f"{i}\n" for i in range(1, 31))
+    assert "promised, starts when" in (cluster.state_dir / "execd.log").read_text()
+
+
+def test_a_promised_job_cancelled_before_it_starts_never_runs(cluster: LocalCluster) -> None:
+    gate = cluster.workdir / "gate"
+    first = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.02; done")
+    second = cluster.submit("-o", "second.out", "--", "echo", "ran")
+    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "dispatched",
+               describe="the second job promised behind the first")
+    cluster.drover("cancel", str(second))
+    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "cancelled", describe="the cancel")
+    gate.touch()
+    assert cluster.drover("wait", str(first)).returncode == 0
+    assert not (cluster.workdir / "second.out").exists()
+    (attempt,) = cluster.drover_json("show", str(second))["tasks"][0]["attempts"]
+    assert attempt["started_at"] is None
+
+
+def test_promises_outlive_a_node_daemon_killed_while_they_wait(cluster: LocalCluster) -> None:
+    gate = cluster.workdir / "gate"
+    first = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.02; done")
+    second = cluster.submit("-o", "second.out", "--", "echo", "ran")
+    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "dispatched",
+               describe="the second job promised behind the first")
+    wait_until(lambda: (cluster.spool / f"{second}.0.1" / "after").exists(), describe="the promise in the spool")
+    cluster.kill("execd")
+    cluster.start_execd()
+    gate.touch()
+    assert cluster.drover("wait", str(first), str(second)).returncode == 0
+    assert (cluster.workdir / "second.out").read_text() == "ran\n"
+    assert attempts_of(cluster, second) == [1]
