@@ -49,7 +49,7 @@ class World:
         self.now = 1000.0
         self.sent: list[SendToNode] = []
         self.ended: list[int] = []
-        self.orders = OrderOptions(1.0)  # the cluster's settings a test may change (a kill grace of 1 s)
+        self.options = OrderOptions(1.0)  # the cluster's settings a test may change (a kill grace of 1 s)
 
     def run(self, outcome: Outcome) -> Outcome:
         self.now += 1
@@ -68,12 +68,12 @@ class World:
         return ids
 
     def connect(self, node: str = "n1", cpus: int = 2, known: list[KnownAttempt] | None = None) -> None:
-        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, self.orders,
+        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, self.options,
                                    self.store))
 
     def schedule(self) -> list[StartAttempt]:
         before = len(self.sent)
-        self.run(schedule(self.state, self.now, self.store, self.orders))
+        self.run(schedule(self.state, self.now, self.store, self.options))
         return [s.message for s in self.sent[before:] if isinstance(s.message, StartAttempt)]
 
     def until_idle(self, rounds: int = 100) -> list[StartAttempt]:
@@ -115,10 +115,10 @@ class World:
         return job, order.attempt
 
     def reload(self) -> None:
-        orders = self.orders
+        options = self.options
         self.store.close()
         self.__init__(self.url)  # type: ignore[misc]
-        self.orders = orders
+        self.options = options
 
     def event_kinds(self, job: int) -> list[str]:
         return [e.kind for _, e in self.store.events_of(job, 0, 1000)]

@@ -17,7 +17,7 @@ PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
 def one_cpu_busy(world: World) -> tuple[str, StartAttempt, list[int]]:  # noqa: F811
     """A node of one CPU and four jobs: the first started, the second promised behind it in the
     same pass; the running attempt's name, the promised order, the jobs."""
-    world.orders = PROMISING
+    world.options = PROMISING
     world.connect(cpus=1)
     jobs = world.submit(script="sleep 1\n") + world.submit() + world.submit() + world.submit()
     first, promised = world.schedule()
