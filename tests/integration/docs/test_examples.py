@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers import debian
 from tests.helpers.cluster import LocalCluster
 from tests.integration.docs.examples import Block, Command, console_blocks, difference, matches
 
@@ -21,6 +22,9 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The pages whose every example must run: a newcomer follows them first.
 MUST_RUN = ("README.md", "docs/getting-started.md", "docs/python-client.md")
 BLOCK_TIMEOUT_S = 180
+# Tools the examples use beyond Drover and a shell, and their Debian packages: the set-up installs
+# those a page needs (a fresh machine may lack them), or the page's test skips, saying why.
+TOOLS = {"curl": "curl"}
 
 
 def _pages_with_examples() -> list[Path]:
@@ -115,6 +119,13 @@ def page_cluster() -> Iterator[tuple[dict[str, str], Path]]:
 @pytest.mark.parametrize("page", _pages_with_examples(), ids=relative)
 def test_the_examples_of_a_page_print_what_it_says(page: Path, page_cluster: tuple[dict[str, str], Path]) -> None:
     env, workdir = page_cluster
+    used = {tool for block in console_blocks(page) for command in block.commands for tool in TOOLS
+            if tool in command.text.split()}
+    for tool in sorted(used):
+        try:
+            debian.tool(tool, TOOLS[tool])
+        except debian.Unavailable as why:
+            pytest.skip(f"{relative(page)}'s examples use {tool}: {why}")
     reports: list[str] = []
     for block in console_blocks(page):
         block.path = Path(relative(page))  # reports name the file as the repository does

@@ -6,6 +6,7 @@ its spool when it comes back, each started once."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster, serve
@@ -24,6 +25,16 @@ def attempts_of(cluster: LocalCluster, job: int) -> list[int]:
     return [len(task["attempts"]) for task in cluster.drover_json("show", str(job))["tasks"]]
 
 
+def promised_behind_a_running_job(cluster: LocalCluster) -> tuple[Path, int, int]:
+    """A job that runs until the file `gate` exists, and a second promised behind it (one CPU)."""
+    gate = cluster.workdir / "gate"
+    first = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.02; done")
+    second = cluster.submit("-o", "second.out", "--", "echo", "ran")
+    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "dispatched",
+               describe="the second job promised behind the first")
+    return gate, first, second
+
+
 def test_every_task_runs_once_each_started_by_its_node_as_the_one_before_ends(cluster: LocalCluster) -> None:
     job = cluster.submit("--array", "1-30", "-o", "task-%a.out", "--", "sh", "-c", "echo $DROVER_ARRAY_TASK_ID")
     assert cluster.drover("wait", str(job)).returncode == 0
@@ -33,11 +44,7 @@ def test_every_task_runs_once_each_started_by_its_node_as_the_one_before_ends(cl
 
 
 def test_a_promised_job_cancelled_before_it_starts_never_runs(cluster: LocalCluster) -> None:
-    gate = cluster.workdir / "gate"
-    first = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.02; done")
-    second = cluster.submit("-o", "second.out", "--", "echo", "ran")
-    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "dispatched",
-               describe="the second job promised behind the first")
+    gate, first, second = promised_behind_a_running_job(cluster)
     cluster.drover("cancel", str(second))
     wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "cancelled", describe="the cancel")
     gate.touch()
@@ -48,11 +55,7 @@ def test_a_promised_job_cancelled_before_it_starts_never_runs(cluster: LocalClus
 
 
 def test_promises_outlive_a_node_daemon_killed_while_they_wait(cluster: LocalCluster) -> None:
-    gate = cluster.workdir / "gate"
-    first = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.02; done")
-    second = cluster.submit("-o", "second.out", "--", "echo", "ran")
-    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "dispatched",
-               describe="the second job promised behind the first")
+    gate, first, second = promised_behind_a_running_job(cluster)
     wait_until(lambda: (cluster.spool / f"{second}.0.1" / "after").exists(), describe="the promise in the spool")
     cluster.kill("execd")
     cluster.start_execd()

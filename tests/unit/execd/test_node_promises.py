@@ -12,9 +12,11 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.helpers.spools import make_spool
 
 from drover.execd.attempts import Attempts
@@ -65,6 +67,13 @@ class Cleanup:
         pass
 
 
+@pytest.fixture
+def spawner() -> Iterator[Spawner]:
+    made = Spawner()
+    yield made
+    made.stop()
+
+
 def spools(root: Path, gate: Path) -> None:
     """The first attempt runs until `gate` exists; the second follows it."""
     make_spool(root, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST)
@@ -83,7 +92,7 @@ def attempts_on(root: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any])
     return Attempts(str(root), spawner, sent.append, cleanup, {})  # type: ignore[arg-type]
 
 
-def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path) -> None:
+def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path, spawner: Spawner) -> None:
     gate = tmp_path / "gate"
     spools(tmp_path, gate)
 
@@ -102,14 +111,10 @@ def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path) -> No
         assert (tmp_path / "second.out").read_text() == "second\n"
         attempts.close()
 
-    spawner = Spawner()
-    try:
-        asyncio.run(scenario(spawner))
-    finally:
-        spawner.stop()
+    asyncio.run(scenario(spawner))
 
 
-def test_a_promise_taken_back_ends_without_starting(tmp_path: Path) -> None:
+def test_a_promise_taken_back_ends_without_starting(tmp_path: Path, spawner: Spawner) -> None:
     gate = tmp_path / "gate"
     spools(tmp_path, gate)
 
@@ -131,14 +136,10 @@ def test_a_promise_taken_back_ends_without_starting(tmp_path: Path) -> None:
         assert spawner.started == [FIRST] and not (tmp_path / "second.out").exists()
         attempts.close()
 
-    spawner = Spawner()
-    try:
-        asyncio.run(scenario(spawner))
-    finally:
-        spawner.stop()
+    asyncio.run(scenario(spawner))
 
 
-def test_a_restarted_node_finds_its_promises_in_the_spool(tmp_path: Path) -> None:
+def test_a_restarted_node_finds_its_promises_in_the_spool(tmp_path: Path, spawner: Spawner) -> None:
     gate = tmp_path / "gate"
     spools(tmp_path, gate)
     second = layout.SpoolDir(str(tmp_path), SECOND)
@@ -158,14 +159,10 @@ def test_a_restarted_node_finds_its_promises_in_the_spool(tmp_path: Path) -> Non
         assert spawner.started == [FIRST, SECOND]
         after.close()
 
-    spawner = Spawner()
-    try:
-        asyncio.run(scenario(spawner))
-    finally:
-        spawner.stop()
+    asyncio.run(scenario(spawner))
 
 
-def test_a_promise_whose_attempt_is_gone_starts_at_once(tmp_path: Path) -> None:
+def test_a_promise_whose_attempt_is_gone_starts_at_once(tmp_path: Path, spawner: Spawner) -> None:
     make_spool(tmp_path, "true\n", name=SECOND)
 
     async def scenario(spawner: Spawner) -> None:
@@ -176,8 +173,4 @@ def test_a_promise_whose_attempt_is_gone_starts_at_once(tmp_path: Path) -> None:
         await until(lambda: SECOND in cleanup.begun)
         attempts.close()
 
-    spawner = Spawner()
-    try:
-        asyncio.run(scenario(spawner))
-    finally:
-        spawner.stop()
+    asyncio.run(scenario(spawner))
