@@ -60,6 +60,9 @@ def test_interrupting_snakemake_cancels_the_jobs_it_submitted(
     run = snakemake_env.start(snakemake(snakemake_env, "long.txt"), cluster, front_ends, cwd=directory)
     try:
         job_id = int(run.wait_for(SUBMITTED).group(1))
+        # Snakemake prints that line before it adds the job to those it cancels on an interrupt
+        # (in its event loop, a moment later): the job's start on its node comes after that.
+        wait_until(lambda: cluster.client().job(job_id).state == "running", describe=f"job {job_id} running")
         status, out = run.interrupt()
     finally:
         run.stop()
