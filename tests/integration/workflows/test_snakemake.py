@@ -53,16 +53,31 @@ def test_a_snakemake_workflow_runs_its_rules_as_jobs_and_reports_the_failed_rule
     assert client.job(jobs["shout"]).state == "completed"
 
 
+def after_status_query(front_ends: Path) -> Path:
+    """sacct wrapped so that a status query of a run (`--name RUN`) leaves a mark once it ended:
+    the file it makes."""
+    real = front_ends / "sacct.real"
+    (front_ends / "sacct").rename(real)
+    mark = front_ends.parent / "status-queried"
+    (front_ends / "sacct").write_text(f'#!/bin/sh\n"{real}" "$@"\nstatus=$?\n'
+                                      f'case " $* " in *" --name "*) touch "{mark}" ;; esac\nexit $status\n')
+    (front_ends / "sacct").chmod(0o755)
+    return mark
+
+
 def test_interrupting_snakemake_cancels_the_jobs_it_submitted(
         cluster: LocalCluster, front_ends: Path, snakemake_env: ToolEnv,
         nothing_left_running: Callable[[], None]) -> None:
     directory = project(cluster)
+    checked = after_status_query(front_ends)
     run = snakemake_env.start(snakemake(snakemake_env, "long.txt"), cluster, front_ends, cwd=directory)
     try:
         job_id = int(run.wait_for(SUBMITTED).group(1))
-        # Snakemake prints that line before it adds the job to those it cancels on an interrupt
-        # (in its event loop, a moment later): the job's start on its node comes after that.
-        wait_until(lambda: cluster.client().job(job_id).state == "running", describe=f"job {job_id} running")
+        # Snakemake prints that line before it takes the job for one to cancel on an interrupt:
+        # its executor's event loop does that when it next wakes, for its first status query
+        # (after --slurm-init-seconds-before-status-checks). Interrupted before, it has nothing
+        # to cancel; during the query, the Ctrl-C ends the query too.
+        wait_until(checked.exists, describe="snakemake's first status query to end")
         status, out = run.interrupt()
     finally:
         run.stop()
