@@ -52,7 +52,9 @@ def test_interrupting_a_submitit_script_cancels_every_job_it_submitted(
     finally:
         run.stop()
     assert status == 130, out
-    states = json.loads(next(line for line in out.splitlines() if line.startswith("CANCELLED "))[10:])
+    cancelled = [line for line in out.splitlines() if line.startswith("CANCELLED ")]
+    assert cancelled, out  # the driver says what Slurm reported after its cancels
+    states = json.loads(cancelled[0][10:])
     assert set(states) == set(ids)
     assert all(state.startswith("CANCELLED") for state in states.values()), states
     nothing_left_running()
