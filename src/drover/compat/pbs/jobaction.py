@@ -78,3 +78,12 @@ def _one(command: str, client: Client, word: str,
             print(f"{command}: {words} {word}", file=sys.stderr)
             status = number % 256
     return status
+
+
+def user_holds_only(command: str) -> Callable[[list[Given]], None]:
+    """qhold's and qrls's check of `-h hold_list`: Drover has the user hold (`u`) alone."""
+    def check(given: list[Given]) -> None:
+        for g in given:
+            if g.key == "h" and (not g.value or set(g.value) - {"u"}):
+                raise PbsUsageError(f"{command}: -h {g.value}: Drover has user holds only (-h u)", 1, usage=False)
+    return check

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.compat.pbs.jobaction import run
-from drover.compat.pbs.syntax import Given, PbsUsageError
+from drover.compat.pbs.jobaction import run, user_holds_only
 
 OPTIONS = [
     Option(("-h",), Arity.REQUIRED, Mark.SUPPORTED, "`u`, the user hold (the default); `o`, `s` and `p` ✗",
@@ -16,13 +15,8 @@ USAGE = "usage: qrls [-h hold_list] job_identifier..."
 
 
 def main(argv: list[str] | None = None) -> int:
-    def check(given: list[Given]) -> None:
-        for g in given:
-            if g.key == "h" and (not g.value or set(g.value) - {"u"}):
-                raise PbsUsageError(f"qrls: -h {g.value}: Drover has user holds only (-h u)", 1, usage=False)
-
     return run("qrls", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE,
-               lambda client, refs, _given: client.release(refs), check)
+               lambda client, refs, _given: client.release(refs), user_holds_only("qrls"))
 
 
 if __name__ == "__main__":
