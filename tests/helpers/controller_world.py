@@ -61,9 +61,9 @@ class World:
         self.state.check_invariants()
         return outcome
 
-    def submit(self, **fields: object) -> list[int]:
+    def submit(self, owner: str = "alice", **fields: object) -> list[int]:
         spec = JobSubmission(**{"script": "true\n", "workdir": "/tmp", **fields})  # type: ignore[arg-type]
-        outcome, ids = submit(self.state, [spec], "alice", self.now, self.store)
+        outcome, ids = submit(self.state, [spec], owner, self.now, self.store)
         self.run(outcome)
         return ids
 

@@ -14,10 +14,10 @@ from drover.protocol.node_channel import SignalAttempt, StartAttempt
 PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
 
 
-def one_cpu_busy(world: World) -> tuple[str, StartAttempt, list[int]]:  # noqa: F811
+def one_cpu_busy(world: World, options: OrderOptions = PROMISING) -> tuple[str, StartAttempt, list[int]]:  # noqa: F811
     """A node of one CPU and four jobs: the first started, the second promised behind it in the
     same pass; the running attempt's name, the promised order, the jobs."""
-    world.options = PROMISING
+    world.options = options
     world.connect(cpus=1)
     jobs = world.submit(script="sleep 1\n") + world.submit() + world.submit() + world.submit()
     first, promised = world.schedule()
@@ -86,3 +86,21 @@ def test_a_job_that_outranks_a_promised_one_takes_its_promise(world: World) -> N
     world.exited(running)
     (after_it,) = world.schedule()  # the one taken back waits again, in its turn: next
     assert after_it.attempt == f"{jobs[1]}.0.2" and after_it.after == given.attempt
+
+
+def test_a_promise_is_taken_back_in_the_planners_order_not_the_plain_one(world: World) -> None:  # noqa: F811
+    """With fair share weighed, bob's job (he has used nothing) comes before alice's promised one
+    (she has run for a minute) in the planner's order, though their own priorities are equal and
+    hers is older: her promise is taken back for his job, as the planner would place them."""
+    fair = OrderOptions(1.0, scheduler=SchedulerSection(promises=True, priority_weight_fairshare=1000.0))
+    running, promised, jobs = one_cpu_busy(world, fair)
+    world.now += 60
+    (bobs,) = world.submit(owner="bob")
+    before = len(world.sent)
+    assert world.schedule() == []
+    stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert [(s.attempt, s.why) for s in stops] == [(promised.attempt, "requeue")]
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": None, "timed_out": False,
+                                    "terminated": True, "out_of_memory": False})
+    (given,) = world.schedule()
+    assert given.attempt == f"{bobs}.0.1" and given.after == running

@@ -6,7 +6,7 @@ import base64
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
@@ -44,7 +44,7 @@ from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptIdentity, AttemptOrder, JobRecord, Placement, SiteSettings
 from drover.scheduler.plan import Plan, Start, plan
-from drover.scheduler.priority import Policy, Weights
+from drover.scheduler.priority import Policy, Weigher, Weights
 from drover.scheduler.reasons import PendingReason, Waiting
 from drover.scheduler.snapshot import (
     NodeView,
@@ -92,8 +92,10 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     cache = state.work
     full_due = cache.partial and now >= cache.last_full + orders.scheduler.full_pass_s
     promising = orders.scheduler.promises
+    followed = _followed_per_node(state) if promising else {}
     if (state.pending_reasons and not cache.dirty and not cache.everything and not full_due
-            and not any(node.state.accepts_work and (node.free.cpus or promising and len(node.holders) > _followed(state, node))
+            and not any(node.state.accepts_work
+                        and (node.free.cpus or promising and len(node.holders) > followed.get(node.name, 0))
                         for node in state.nodes.values())):
         return outcome  # nothing changed and nothing can start or be promised: the last pass's reasons hold
     full = cache.everything  # a working set just loaded: every job gets its reason at once
@@ -114,7 +116,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
                     pe_slots=parallel_envs.free_slots(state, orders.parallel_environments), promises=promising)
     _record_reasons(state, decided, work, now, orders)
     if promising:
-        promises.outranked(state, outcome, decided.pending_reasons, now)
+        rank = planner_rank(policy, {item.owner for item in cache.items.values()}, orders, state, now)
+        promises.outranked(state, outcome, decided.pending_reasons, now, rank)
     failed = {fault.job_id for fault in outcome.faults}
     starts = [start for start in decided.starts if start.job not in failed]
     starts, more = within_pass_bytes(state, starts)
@@ -148,10 +151,25 @@ def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[S
                     node.overdrawn, successions)
 
 
-def _followed(state: ControllerState, node: Node) -> int:
-    """How many of the attempts holding room on the node a promised attempt follows."""
-    return sum(1 for name in state.followers if (followed := state.attempt_by_name(name)) is not None
-               and followed.node == node.name)
+def _followed_per_node(state: ControllerState) -> dict[str, int]:
+    """How many of the attempts holding room on each node a promised attempt follows."""
+    counts: dict[str, int] = {}
+    for name in state.followers:
+        followed = state.attempt_by_name(name)
+        if followed is not None:
+            counts[followed.node] = counts.get(followed.node, 0) + 1
+    return counts
+
+
+def planner_rank(policy: Policy, owners: set[str], orders: OrderOptions, state: ControllerState,
+                 now: float) -> Callable[[Job], tuple[float, float, int]]:
+    """A job's place in the planner's order (scheduler/plan.ordered), for jobs not in its pending
+    work (a promised one): its multifactor priority over the same owners, then submission and id."""
+    if policy.weights.plain:
+        return lambda job: (-job.priority, job.submitted_at, job.id)
+    weigher = Weigher(policy, owners, now)
+    return lambda job: (-weigher.factors(job.owner, job.priority, queue_priority(state, job, orders),
+                                         job.submitted_at).total, job.submitted_at, job.id)
 
 
 QUICK_ABOVE = 1000  # waiting jobs: above this many, an event's pass is the quick one (between full passes)

@@ -12,7 +12,7 @@ the attempts' `after` whenever the nodes are recounted (a reload, a failover).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from drover.controller.effects import Outcome
 from drover.controller.handlers import resource_requests
@@ -89,15 +89,22 @@ def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tupl
     return tuple(sorted(found, key=lambda succession: succession.attempt))
 
 
-def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, PendingReason], now: float) -> None:
+Rank = Callable[[Job], tuple[float, float, int]]  # a job's place in the planner's order: lower first
+
+
+def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, PendingReason], now: float,
+              rank: Rank | None = None) -> None:
     """Take back a promise that a waiting job now outranks (submitted since with a higher
     priority, or raised above it): the first job in the planner's order that waits for room
     gets the room of the lowest-ranked promised task whose job ranks below it and whose room
     it fits, one a pass. The node ends that attempt before it starts and the task waits again,
-    as a requeue (the stop's why), to be planned in its turn; nothing of it ran. The rank is the
-    jobs' own priority, then their submission (the planner's plain order)."""
+    as a requeue (the stop's why), to be planned in its turn; nothing of it ran. `rank` is the
+    planner's order (its multifactor priority where weights are set: dispatch.planner_rank), so
+    that what is taken back is what the planner would not promise again; by default the jobs'
+    own priority, then their submission (the planner's plain order)."""
+    place = rank or plain_rank
     waiting = sorted((state.jobs[job_id] for job_id, reason in reasons.items()
-                      if reason is PendingReason.RESOURCES and job_id in state.jobs), key=_rank)
+                      if reason is PendingReason.RESOURCES and job_id in state.jobs), key=place)
     if not waiting or not state.followers:
         return
     head = waiting[0]
@@ -107,13 +114,13 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
         task = job.tasks.get(key[1]) if job is not None else None
         if (follower is None or job is None or followed is None or task is None or follower.started_at is not None
                 or task.state is not JobState.DISPATCHED or task.requeue_requested or task.cancel_requested
-                or task.hold_requested or _rank(job) <= _rank(head)):
+                or task.hold_requested or place(job) <= place(head)):
             continue
         room = state.jobs.get(followed.job_id)
         if room is None or head.resources.cpus > len(followed.cpu_ids) or \
                 head.resources.memory_mib > room.resources.memory_mib:
             continue
-        candidates.append((_rank(job), follower, task))
+        candidates.append((place(job), follower, task))
     if not candidates:
         return
     _, follower, task = max(candidates, key=lambda candidate: candidate[0])
@@ -123,5 +130,5 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     outcome.send(follower.node, SignalAttempt(follower.name, "terminate", "requeue"))
 
 
-def _rank(job: Job) -> tuple[int, float, int]:
+def plain_rank(job: Job) -> tuple[float, float, int]:
     return (-job.priority, job.submitted_at, job.id)
