@@ -1,6 +1,6 @@
 """Regenerate the man pages and the shell completion scripts from the commands' own parsers.
 
-    python scripts/cli_files.py          # rewrite src/drover/data/man/man1 and data/completion
+    python scripts/cli_files.py          # rewrite src/drover/data/man and data/completion
     python scripts/cli_files.py --check  # exit 1 if any of them is out of date
 
 They are checked in, not written at build time: a wheel or sdist is then built by any PEP 517
@@ -28,11 +28,15 @@ from dataclasses import dataclass, field
 
 from drover import __version__
 from drover.cli.commands.compat import COMMANDS as FRONT_ENDS
+from drover.cli.commands.compat import PBS_COMMANDS
 from drover.cli.main import COMMANDS
 from drover.compat.optiontable import Arity, Mark, Option
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "src" / "drover" / "data"
 MAN_DIR = DATA / "man" / "man1"
+# PBS's qsub, qstat... share Grid Engine's names: their pages go where `drover compat install
+# --flavor pbs` takes them from, not beside drover(1).
+PBS_MAN_DIR = DATA / "man" / "pbs" / "man1"
 COMPLETION_DIR = DATA / "completion"
 COMPLETION_FILES = {"bash": "drover", "zsh": "_drover", "fish": "drover.fish"}
 
@@ -253,6 +257,10 @@ def _first_paragraph(doc: str | None) -> str:
     return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
+# drover.compat.<package> → the batch system whose command it stands in for.
+BATCH_SYSTEMS = {"slurm": "Slurm", "gridengine": "Grid Engine", "pbs": "PBS Pro or Torque"}
+
+
 def front_end_page(name: str, module_name: str) -> str:
     module = importlib.import_module(module_name)
     # The module's first paragraph, less where in the real command's sources it comes from.
@@ -262,7 +270,7 @@ def front_end_page(name: str, module_name: str) -> str:
     lines += [".SH SYNOPSIS", f"\\fB{name}\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]",
               ".SH DESCRIPTION", roff(summary),
               ".PP", f"This \\fB{name}\\fR is Drover's: it talks to a Drover cluster, not to "
-              + ("Slurm" if ".slurm." in module_name else "Grid Engine") + ". Each option below is marked "
+              + BATCH_SYSTEMS[module_name.split(".")[2]] + ". Each option below is marked "
               "with what Drover does with it.",
               ".SH OPTIONS"]
     for option in options:
@@ -479,6 +487,7 @@ def front_ends_fish(options: dict[str, list[str]]) -> str:
 
 def wanted() -> dict[pathlib.Path, str]:
     files = {MAN_DIR / name: text for name, text in man_pages().items()}
+    files.update({PBS_MAN_DIR / f"{name}.1": front_end_page(name, module) for name, (module, _) in PBS_COMMANDS.items()})
     files.update({COMPLETION_DIR / name: text for name, text in completions().items()})
     return files
 
@@ -487,14 +496,14 @@ def main(argv: list[str]) -> int:
     files = wanted()
     stale = sorted(str(path.relative_to(DATA)) for path, text in files.items()
                    if not path.exists() or path.read_text() != text)
-    extra = sorted(str(path.relative_to(DATA)) for directory in (MAN_DIR, COMPLETION_DIR) if directory.exists()
+    extra = sorted(str(path.relative_to(DATA)) for directory in (MAN_DIR, PBS_MAN_DIR, COMPLETION_DIR) if directory.exists()
                    for path in directory.iterdir() if path not in files)
     if "--check" in argv:
         if stale or extra:
             print("out of date (run make cli-files): " + ", ".join(stale + extra), file=sys.stderr)
             return 1
         return 0
-    for directory in (MAN_DIR, COMPLETION_DIR):
+    for directory in (MAN_DIR, PBS_MAN_DIR, COMPLETION_DIR):
         directory.mkdir(parents=True, exist_ok=True)
     for name in extra:
         (DATA / name).unlink()

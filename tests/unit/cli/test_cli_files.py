@@ -11,6 +11,7 @@ from tests.helpers import debian
 from tests.helpers.scripts import script_module
 
 from drover.cli.commands.compat import COMMANDS as FRONT_ENDS
+from drover.cli.commands.compat import PBS_COMMANDS
 from drover.cli.main import COMMANDS
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -34,13 +35,14 @@ def test_the_shipped_files_are_the_generated_ones(generated: dict[pathlib.Path, 
     stale = [str(path.relative_to(DATA)) for path, text in generated.items()
              if not path.exists() or path.read_text() != text]
     assert not stale, f"out of date, run make cli-files: {stale}"
-    shipped = {p for d in ("man/man1", "completion") for p in (DATA / d).iterdir()}
+    shipped = {p for d in ("man/man1", "man/pbs/man1", "completion") for p in (DATA / d).iterdir()}
     assert shipped == set(generated), "files no command makes any more: run make cli-files"
 
 
 def test_every_command_and_front_end_has_a_man_page(generated: dict[pathlib.Path, str]) -> None:
-    names = {path.name for path in generated if path.suffix == ".1"}
-    assert names == {"drover.1"} | {f"drover-{c}.1" for c in COMMANDS} | {f"{c}.1" for c in FRONT_ENDS}
+    names = {str(path.relative_to(DATA / "man")) for path in generated if path.suffix == ".1"}
+    assert names == ({"man1/drover.1"} | {f"man1/drover-{c}.1" for c in COMMANDS} | {f"man1/{c}.1" for c in FRONT_ENDS}
+                     | {f"pbs/man1/{c}.1" for c in PBS_COMMANDS})
 
 
 def test_a_page_lists_the_options_its_parser_takes(generated: dict[pathlib.Path, str]) -> None:
