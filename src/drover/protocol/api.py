@@ -115,6 +115,8 @@ class AttemptInfo(msgspec.Struct, kw_only=True):
     pe_tasks: list[PeTaskInfo] = []
     # What went wrong that did not change how the job ended (an output file on a full filesystem).
     notes: list[str] = []
+    # Promised, not started yet: the attempt on its node whose end it starts at ([scheduler] promises).
+    after: str | None = None
 
 
 class TaskInfo(msgspec.Struct, kw_only=True):

@@ -45,6 +45,10 @@ def test_every_task_runs_once_each_started_by_its_node_as_the_one_before_ends(cl
 
 def test_a_promised_job_cancelled_before_it_starts_never_runs(cluster: LocalCluster) -> None:
     gate, first, second = promised_behind_a_running_job(cluster)
+    (promised,) = cluster.drover_json("show", str(second))["tasks"][0]["attempts"]
+    assert promised["after"] == f"{first}.0.1"  # what it waits for, as `drover show` says
+    shown = cluster.drover("show", str(second)).stdout
+    assert f"promised: starts on {promised['node']} the moment attempt {first}.0.1 ends there" in shown, shown
     cluster.drover("cancel", str(second))
     wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "cancelled", describe="the cancel")
     gate.touch()

@@ -9,6 +9,7 @@ from tests.helpers.controller_world import World, world  # noqa: F401  (a fixtur
 
 from drover.config_schema import SchedulerSection
 from drover.controller.handlers.dispatch import OrderOptions
+from drover.controller.handlers.node_reports import drain_node
 from drover.protocol.node_channel import SignalAttempt, StartAttempt
 
 PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
@@ -104,3 +105,40 @@ def test_a_promise_is_taken_back_in_the_planners_order_not_the_plain_one(world: 
                                     "terminated": True, "out_of_memory": False})
     (given,) = world.schedule()
     assert given.attempt == f"{bobs}.0.1" and given.after == running
+
+
+def test_draining_the_node_takes_its_promises_back(world: World) -> None:  # noqa: F811
+    """A promise is a start that has not happened: a node drained (or in error) must not make it
+    happen. The promised task waits again, nothing of it ran, and nothing is promised there again."""
+    running, promised, jobs = one_cpu_busy(world)
+    before = len(world.sent)
+    world.run(drain_node(world.state, "n1", "disk swap", world.now))
+    stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert [(s.attempt, s.action, s.why) for s in stops] == [(promised.attempt, "terminate", "requeue")]
+    assert "promise_taken_back" in world.event_kinds(jobs[1])
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": None, "timed_out": False,
+                                    "terminated": True, "out_of_memory": False})
+    assert world.schedule() == []
+    world.exited(running)
+    assert world.state.nodes["n1"].holders == set()
+    assert world.schedule() == []  # drained: nothing starts there
+    assert world.state.ended_state(jobs[1], world.store) is None  # it waits, to run elsewhere or later
+
+
+def test_a_node_in_error_takes_its_promises_back(world: World) -> None:  # noqa: F811
+    """Two CPUs: two jobs start, two are promised behind them; one of the starts fails on the
+    node (it could not prepare it), which puts the node in ERROR: both promises are taken back."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    jobs = [job for _ in range(4) for job in world.submit(script="sleep 1\n")]
+    orders = world.schedule()
+    started = [order.attempt for order in orders if order.after is None]
+    promised = sorted(order.attempt for order in orders if order.after is not None)
+    assert len(started) == 2 and promised == [f"{jobs[2]}.0.1", f"{jobs[3]}.0.1"]
+    world.started(started[0])
+    before = len(world.sent)
+    world.exited(started[1], {"exit_code": None, "signal": None, "failure": "could not prepare: disk full",
+                              "timed_out": False, "terminated": False, "out_of_memory": False, "node_fault": True})
+    assert world.state.nodes["n1"].state.value == "error"
+    stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert sorted((s.attempt, s.why) for s in stops) == [(attempt, "requeue") for attempt in promised]

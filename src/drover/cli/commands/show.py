@@ -96,6 +96,8 @@ def run(command: str, argv: list[str]) -> int:
                       f"{devices}): "
                       f"dispatched {when(attempt.dispatched_at)}, started {when(attempt.started_at)}, "
                       f"ended {when(attempt.ended_at)}, ran {elapsed(attempt.started_at, attempt.ended_at)}")
+                if attempt.after:
+                    print(f"      promised: starts on {attempt.node} the moment attempt {attempt.after} ends there")
                 outcome = [out_of_memory_text(job.memory_mib)] if attempt.out_of_memory else []
                 if attempt.exit_code is not None:
                     outcome.append(f"exit code {attempt.exit_code}")

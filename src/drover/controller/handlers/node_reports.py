@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.controller.effects import Outcome, SendToNode
-from drover.controller.handlers import checkpoints, pe_usage
+from drover.controller.handlers import checkpoints, pe_usage, promises
 from drover.controller.handlers.actions import migrate_task, stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.handlers.lifecycle import (
@@ -353,6 +353,7 @@ def drain_node(state: ControllerState, name: str, reason: str, now: float) -> Ou
         node.apply(NodeTrigger.DRAIN)
     outcome.changes.node(node)
     outcome.changes.event(now, "node_drain", node=name, reason=node.drain)
+    promises.taken_back_on(state, outcome, name, now, "the node is draining")
     drained_if_idle(outcome, node, now)
     return outcome
 
@@ -553,12 +554,14 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
         outcome.changes.node(node)
         outcome.changes.event(now, "node_error", attempt.job_id, attempt.index, attempt.number,
                               node=node.name, reason=node.reason)
+        promises.taken_back_on(state, outcome, node.name, now, "the node is in error")
     queue, failed = job.spec.queue, queue_failure(facts, semantics)
     if failed and node is not None and queue not in node.queue_errors:
         node.queue_errors[queue] = f"{failed} (attempt {attempt.name})"
         outcome.changes.node(node)
         outcome.changes.event(now, "queue_error", attempt.job_id, attempt.index, attempt.number,
                               node=node.name, queue=queue, reason=node.queue_errors[queue])
+        promises.taken_back_on(state, outcome, node.name, now, f"queue {queue} is in error there", queue=queue)
     trigger = classify_exit(facts, semantics)
     why = outcome_reason(facts, trigger) or why
     detail: dict[str, Any] = {"reason": why} if why else {}

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from drover.controller.effects import Outcome
 from drover.controller.handlers import resource_requests
 from drover.controller.state import ControllerState
-from drover.core.job import Attempt, Job
+from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.protocol.node_channel import SignalAttempt
@@ -112,9 +112,8 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     for followed_name, key in state.followers.items():
         follower, job, followed = state.attempts.get(key), state.jobs.get(key[0]), state.attempt_by_name(followed_name)
         task = job.tasks.get(key[1]) if job is not None else None
-        if (follower is None or job is None or followed is None or task is None or follower.started_at is not None
-                or task.state is not JobState.DISPATCHED or task.requeue_requested or task.cancel_requested
-                or task.hold_requested or place(job) <= place(head)):
+        if (follower is None or job is None or followed is None or task is None
+                or not _still_promised(follower, task) or place(job) <= place(head)):
             continue
         room = state.jobs.get(followed.job_id)
         if room is None or head.resources.cpus > len(followed.cpu_ids) or \
@@ -124,9 +123,34 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     if not candidates:
         return
     _, follower, task = max(candidates, key=lambda candidate: candidate[0])
+    _take_back(outcome, follower, task, now, by=head.id)
+
+
+def taken_back_on(state: ControllerState, outcome: Outcome, node: str, now: float, why: str,
+                  queue: str | None = None) -> None:
+    """Take back every promise not yet started on `node` (of `queue`'s jobs only, if named): the
+    node was drained or went into error (or that queue did there), and a promise is a start that
+    has not happened: it must not happen there now. Each task waits again, as a requeue."""
+    for key in list(state.followers.values()):
+        follower, job = state.attempts.get(key), state.jobs.get(key[0])
+        task = job.tasks.get(key[1]) if job is not None else None
+        if (follower is not None and job is not None and task is not None and follower.node == node
+                and (queue is None or job.spec.queue == queue) and _still_promised(follower, task)):
+            _take_back(outcome, follower, task, now, why=why)
+
+
+def _still_promised(follower: Attempt, task: Task) -> bool:
+    """The promised attempt has not started, and no stop of its task is under way."""
+    return (follower.started_at is None and task.state is JobState.DISPATCHED and task.attempt == follower.number
+            and not (task.requeue_requested or task.cancel_requested or task.hold_requested))
+
+
+def _take_back(outcome: Outcome, follower: Attempt, task: Task, now: float, **fields: object) -> None:
+    """The node ends the promised attempt before it starts, and the task waits again as after a
+    requeue (the stop's why): nothing of it ran."""
     task.requeue_requested = True
     outcome.changes.task(task)
-    outcome.changes.event(now, "promise_taken_back", task.job_id, task.index, task.attempt, by=head.id)
+    outcome.changes.event(now, "promise_taken_back", task.job_id, task.index, task.attempt, **fields)
     outcome.send(follower.node, SignalAttempt(follower.name, "terminate", "requeue"))
 
 

@@ -128,6 +128,7 @@ def attempt_info(attempt: Attempt) -> AttemptInfo:
         other_nodes={node: list(cpu_ids) for node, cpu_ids in attempt.others},
         pe_tasks=[pe_task_info(attempt, record) for record in attempt.pe_tasks],
         notes=list(record.get("notes", [])) if record else [],
+        after=attempt.after if attempt.started_at is None and attempt.ended_at is None else None,
     )
 
 
