@@ -55,6 +55,7 @@ class World:
         self.now += 1
         if outcome.changes:
             self.store.commit(outcome.changes)
+            self.state.tallies.committed(outcome.changes, 0.0)  # the metrics count what is committed
             self.state.changed(outcome.changes)
         self.sent += [e for e in outcome.effects if isinstance(e, SendToNode)]
         self.ended += [e.job_id for e in outcome.effects if isinstance(e, JobEnded)]

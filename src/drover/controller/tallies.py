@@ -74,6 +74,7 @@ class Tallies:
             if trigger is not None:
                 if trigger == "dispatch":
                     self.attempts_started += 1
+                    self.backfill_starts += 1 if detail.get("backfill") else 0
                 elif detail.get("before") in _ATTEMPT_STATES and detail.get("after") not in _ATTEMPT_STATES:
                     self.attempts_ended[event.kind] += 1
                     if trigger == "requeue":

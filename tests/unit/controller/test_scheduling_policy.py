@@ -39,6 +39,8 @@ def test_backfill_reserves_for_the_wide_job_and_starts_a_short_one(tmp_path: Pat
     started = [s.message.config["job_id"] for s in world.sent[before:] if isinstance(s.message, StartAttempt)]
     assert started == [short]
     assert world.state.tallies.backfill_starts == 1  # the metrics' count of starts ahead of a reservation
+    (_, dispatched), = [(seq, e) for seq, e in world.store.events_of(short, 0, 100) if e.kind == "dispatched"]
+    assert dispatched.detail.get("backfill") is True  # the dispatch event says so
     reasons = world.state.pending_reasons
     assert reasons[wide].reason is PendingReason.RESERVED and reasons[wide].detail.endswith(" on n1")
     assert reasons[long].reason is PendingReason.RESOURCES  # no room now anyway

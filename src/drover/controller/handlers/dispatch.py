@@ -121,7 +121,6 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     failed = {fault.job_id for fault in outcome.faults}
     starts = [start for start in decided.starts if start.job not in failed]
     starts, more = within_pass_bytes(state, starts)
-    state.tallies.backfill_starts += sum(1 for start in starts if start.job in decided.backfilled)
     outcome.reschedule = outcome.reschedule or more
     # The scripts, environments and staged files of the jobs that start, one read for all of
     # them, each job's once (an array's tasks share it): the working set holds none.
@@ -135,7 +134,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
                 continue  # what it was to follow did not start: it waits for the next pass
             start = replace(start, after=named[start.after_start], after_start=None)
         try:
-            named[start.job, start.index] = _start(state, outcome, start, now, orders, payloads)
+            named[start.job, start.index] = _start(state, outcome, start, now, orders, payloads,
+                                                   backfilled=start.job in decided.backfilled)
         except Exception as error:
             failed.add(start.job)
             outcome.fault(start.job, error, f"starting task {start.job}.{start.index} on node {start.node}")
@@ -349,9 +349,10 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
 
 
 def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, orders: OrderOptions,
-           payloads: Mapping[int, JobPayload]) -> str:
+           payloads: Mapping[int, JobPayload], backfilled: bool = False) -> str:
     """One start of the plan: the task record, its new attempt, the node's room, the order; the
-    attempt's name."""
+    attempt's name. `backfilled`: it starts ahead of a job whose room is reserved (its dispatch
+    event says so, and the metrics count it once it is committed)."""
     job = state.jobs[start.job]
     payload = payloads.get(job.id)
     if payload is None:
@@ -366,6 +367,8 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     detail: dict[str, Any] = {"gres": {name: list(indices) for name, indices in gres.items()}} if gres else {}
     if start.others:  # a parallel job's other nodes (sge_pe(5) allocation rule across hosts)
         detail["others"] = {node: list(cpu_ids) for node, cpu_ids in start.others}
+    if backfilled:
+        detail["backfill"] = True
     change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids), **detail)
     attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres,
                       others=start.others, after=start.after)
