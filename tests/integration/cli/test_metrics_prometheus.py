@@ -72,3 +72,39 @@ def test_prometheus_scrapes_the_controller_and_promql_agrees_with_drover_status(
     assert _value(prometheus.query("rate(drover_store_commits_total[1m])")) >= 0
     quantile = _value(prometheus.query("histogram_quantile(0.99, drover_store_commit_duration_seconds_bucket)"))
     assert 0 < quantile <= 2.5
+
+
+def test_anyone_on_the_metrics_listener_reaches_metrics_and_nothing_else(open_cluster: LocalCluster,
+                                                                          metrics_port: int) -> None:
+    """The plain-HTTP listener answers anyone who reaches it, with no authentication: it must
+    serve GET /metrics and refuse every other path and method, the API's included (a peer there
+    must not list jobs, join a node, shut the controller down, or open a WebSocket)."""
+    import http.client
+
+    job = open_cluster.submit("--", "true")
+
+    def ask(method: str, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=10)
+        try:
+            connection.request(method, path, body=b"{}" if method == "POST" else None, headers=headers or {})
+            reply = connection.getresponse()
+            return reply.status, reply.read()
+        finally:
+            connection.close()
+
+    status, body = ask("GET", "/metrics")
+    assert status == 200 and b"drover_jobs" in body
+    for path in ("/v1/jobs", f"/v1/jobs/{job}", "/v1/ping", "/v1/cluster/ca", "/openapi.json", "/",
+                 "/metrics/../v1/jobs", "//metrics", "/metrics/"):
+        status, body = ask("GET", path)
+        assert status == 404 and b"serves /metrics only" in body, (path, status, body)
+    for method, path in (("POST", "/metrics"), ("POST", "/v1/shutdown"), ("POST", "/v1/cluster/join"),
+                         ("DELETE", f"/v1/jobs/{job}"), ("PUT", "/metrics")):
+        status, _ = ask(method, path)
+        assert status in (404, 405), (method, path, status)
+    upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    status, _ = ask("GET", "/v1/events/stream", upgrade)
+    assert status != 101
+    assert open_cluster.drover_json("show", str(job))["state"] in ("pending", "dispatched", "running", "completed")
+    assert open_cluster.drover("status").returncode == 0  # the controller still serves its API
