@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller.handlers.submit import submit
 from drover.controller.state import ControllerState
 from drover.core.checkpoints import parse_environment
+from drover.core.errors import BadRequest
 from drover.core.job_spec import JobOptions, JobSpec
 from drover.protocol.api import JobSubmission
 from drover.store.base import open_store
@@ -50,3 +52,19 @@ def test_the_users_form_becomes_the_stored_one(tmp_path: Path) -> None:
     assert spec.warn_signal == "SIGUSR1"  # the signal's canonical name
     assert (spec.checkpoint, spec.checkpoint_when, spec.checkpoint_interval_s) == ("blcr", "sr", None)
     assert spec.rerunnable  # checkpoint(5)'s 'r': requeued when its node is lost, whatever --no-requeue said
+
+
+@pytest.mark.parametrize("field,value", [
+    ("name", "job\x1b]2;owned\x07"), ("name", "two\nlines"), ("name", "tab\there"), ("name", "c1\x9bJ"),
+    ("comment", "\x1b[2J\x1b[Hcleared"), ("comment", "del\x7f"),
+])
+def test_a_name_or_comment_with_a_control_character_is_refused(tmp_path: Path, field: str, value: str) -> None:
+    """Listings show names and comments on other users' and operators' terminals: an escape
+    sequence there would rewrite what they see. Refused at submission, saying why."""
+    with pytest.raises(BadRequest, match="no control characters"):
+        _spec(tmp_path, **{field: value})
+
+
+def test_a_printable_name_and_comment_are_kept_as_given(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, name="résumé — 日本 job", comment="all printable: ✓ <> 'quotes' \"and\" $HOME")
+    assert spec.comment == "all printable: ✓ <> 'quotes' \"and\" $HOME"

@@ -9,6 +9,7 @@ import math
 import os
 import pwd
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -65,8 +66,12 @@ def check_payload(job: JobSubmission, limits: Limits, refusals: Refusals) -> Non
     if staged_bytes > limits.max_stage_in_bytes:
         raise over(f"the stage-in files ({staged_bytes / 2**20:.1f} MiB)", limits.max_stage_in_bytes,
                    "max_stage_in_bytes", "bytes")
-    if any(char in job.name for char in "\n\r\0") or not job.name.strip():
-        raise bad("the job name must be one non-empty line")
+    if _control_characters(job.name) or not job.name.strip():
+        raise bad("the job name must be one non-empty line of printable characters (no control characters: "
+                  "listings show it on other users' and operators' terminals)")
+    if job.comment is not None and _control_characters(job.comment):
+        raise bad("the comment must be one line of printable characters (no control characters: listings "
+                  "show it on other users' and operators' terminals)")
     if len(job.name.encode()) > limits.max_name_bytes:
         raise over("the job name", limits.max_name_bytes, "max_name_bytes", "bytes")
     if len(job.environment) > limits.max_env_vars:
@@ -77,6 +82,12 @@ def check_payload(job: JobSubmission, limits: Limits, refusals: Refusals) -> Non
         raise over(f"the environment ({env_bytes} bytes)", limits.max_env_bytes, "max_env_bytes", "bytes")
     if any("\0" in k or "=" in k or not k or "\0" in v for k, v in job.environment.items()):
         raise bad("environment names must be non-empty, without '=' or NUL bytes; values without NUL bytes")
+
+
+def _control_characters(text: str) -> bool:
+    """Whether `text` holds a control character (C0, DEL or C1: a newline, or a terminal's escape
+    sequence that would rewrite what another user's listing shows)."""
+    return any(unicodedata.category(char) == "Cc" for char in text)
 
 
 def check_paths(job: JobSubmission, limits: Limits, refusals: Refusals) -> None:
