@@ -148,6 +148,13 @@ class Attempts:
     # -- orders -------------------------------------------------------------------------------
 
     def start(self, order: StartAttempt) -> None:
+        if not layout.is_attempt_name(order.attempt) or (order.after is not None
+                                                         and not layout.is_attempt_name(order.after)):
+            # No spool can be made of it, so no report can be sent: the controller never sends
+            # one; a controller taken over might, to make root write where it points.
+            log.warning("refused an order that names no attempt: %r (after %r)", order.attempt[:80],
+                        (order.after or "")[:80])
+            return
         spool = layout.SpoolDir(self.root, order.attempt)
         if order.attempt in self.live or order.attempt in self.cleanup.pending or spool.exists():
             return  # a repeated order: this attempt is known already

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 from collections.abc import Callable
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
     from drover.execd.site_methods import SiteMethods
 
 log = logging.getLogger("drover.execd")
-ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 PETASK_ID = layout.PETASK_ID
 OUTPUT_DIR = "out"  # in a task's directory: the owner's, where its stdout and stderr go
 MADE_FOR_TASKS = layout.MADE_FOR_TASKS  # in an attempt directory this node made, or kept, for tasks only
@@ -85,7 +83,7 @@ class PeTasks:
         return sorted({task.attempt for task in self.live.values()})
 
     def task_dir(self, attempt: str, petask: str) -> str | None:
-        if not ATTEMPT_NAME.fullmatch(attempt) or not PETASK_ID.fullmatch(petask):
+        if not layout.is_attempt_name(attempt) or not PETASK_ID.fullmatch(petask):
             return None
         return os.path.join(self.root, attempt, petask)
 
@@ -146,7 +144,7 @@ class PeTasks:
     def stop(self, order: StopPeTasks) -> None:
         """The attempt ended: each of its tasks' shepherds is told to stop its task (SIGTERM: the
         warning signal, the grace, SIGKILL, then everything in its cgroup killed)."""
-        if not ATTEMPT_NAME.fullmatch(order.attempt):
+        if not layout.is_attempt_name(order.attempt):
             return
         if order.petask is not None:  # one task, its caller interrupted: the attempt goes on
             task = self.live.get((order.attempt, order.petask))
@@ -170,7 +168,7 @@ class PeTasks:
         """The attempt was suspended, resumed or signalled: so is each of its tasks here, by its
         shepherd's signal contract and nothing else (job_signals.py), as the job's master is. A
         stop is StopPeTasks' and a checkpoint the job script's: neither is taken here."""
-        if not ATTEMPT_NAME.fullmatch(order.attempt):
+        if not layout.is_attempt_name(order.attempt):
             return
         deliver = None if order.action in NOT_FOR_TASKS else delivery(order.action)
         if deliver is None:

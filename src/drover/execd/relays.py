@@ -16,7 +16,6 @@ import asyncio
 import base64
 import logging
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +36,6 @@ from drover.shepherd.pty_relay import SOCKET
 from drover.spool import layout
 
 log = logging.getLogger("drover.execd")
-ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 MAX_READ = 1 << 20  # bytes per read: the channel carries other nodes' business too
 READ_TIMEOUT_S = 10.0  # a file on a hung network filesystem costs that owner's reader only
 IDLE_S = 60.0  # a reader with nothing to do for this long is stopped
@@ -80,7 +78,7 @@ class NodeRelays:
 
     def _output_of(self, attempt: str, stream: str) -> tuple[str, IdentityRecord | None] | str:
         """(path, whose rights read it) of an attempt's stream, or why there is none here."""
-        if not ATTEMPT_NAME.fullmatch(attempt) or stream not in ("stdout", "stderr"):
+        if not layout.is_attempt_name(attempt) or stream not in ("stdout", "stderr"):
             return "no such attempt or stream"
         config = attempt_records.config(layout.SpoolDir(self.root, attempt))
         record = (output_index.OutputRecord(stdout=config["stdout"], stderr=config.get("stderr") or None,
@@ -98,7 +96,7 @@ class NodeRelays:
     def _task_output_of(self, attempt: str, petask: str, stream: str) -> tuple[str, IdentityRecord | None] | str:
         """The same for a task of a parallel job on this node (execd/pe_tasks.py): its files in
         its spool directory's `out/`, the owner's, read as the owner."""
-        if not ATTEMPT_NAME.fullmatch(attempt) or not PETASK_ID.fullmatch(petask) or stream not in ("stdout", "stderr"):
+        if not layout.is_attempt_name(attempt) or not PETASK_ID.fullmatch(petask) or stream not in ("stdout", "stderr"):
             return "no such task or stream"
         config = attempt_records.config(layout.SpoolDir(os.path.join(self.root, attempt), petask))
         if config is None:
@@ -119,7 +117,7 @@ class NodeRelays:
     async def _relay(self, order: OpenTerminal) -> None:
         why = ""
         try:
-            if not ATTEMPT_NAME.fullmatch(order.attempt):
+            if not layout.is_attempt_name(order.attempt):
                 why = "no such attempt"
                 return
             path = os.path.join(self.root, order.attempt, SOCKET)

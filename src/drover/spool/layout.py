@@ -116,6 +116,15 @@ class SpoolDir:
         return os.path.isdir(self.path)
 
 
+ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")  # "<job>.<task>.<attempt>": a name, never a path
+
+
+def is_attempt_name(name: str) -> bool:
+    """Whether `name` is an attempt's name: a node makes a directory of it, as root, only if it is
+    (an order's name such as ../../etc/x would make it write where the controller points)."""
+    return ATTEMPT_NAME.fullmatch(name) is not None
+
+
 def attempt_names(root: str) -> list[str]:
     """Names of the attempt directories under a spool root, oldest job first."""
     try:
