@@ -64,14 +64,28 @@ def test_every_page_renders_without_warnings(generated: dict[pathlib.Path, str])
             assert path.stem.upper() in rendered.stdout.replace("\u2010", "-")
 
 
+def bash_completion(script: str, function: str, *words: str, path: pathlib.Path | None = None) -> list[str]:
+    """What bash offers for the last of `words` with `script` loaded and its `function` asked;
+    `path`: a directory put first on PATH (a fake `drover`), also the working directory."""
+    line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
+    run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; {function}; printf "%s\\n" "${{COMPREPLY[@]}}"'],
+                         capture_output=True, text=True, check=True, cwd=path,
+                         env={"PATH": f"{path}:/usr/bin:/bin"} if path is not None else None)
+    return run.stdout.split()
+
+
+def fish_completion(fish: str, script: pathlib.Path, line: str) -> list[str]:
+    """What fish offers for `line` with `script` sourced."""
+    run = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C {line!r}"],
+                         capture_output=True, text=True, check=True)
+    return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
+
+
 def test_bash_completes_commands_subcommands_and_options(generated: dict[pathlib.Path, str]) -> None:
     script = generated[DATA / "completion" / "drover"]
 
     def complete(*words: str) -> list[str]:
-        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
-        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _shtab_drover; printf "%s\\n" "${{COMPREPLY[@]}}"'],
-                             capture_output=True, text=True, check=True)
-        return run.stdout.split()
+        return bash_completion(script, "_shtab_drover", *words)
 
     assert complete("drover", "sub") == ["submit"]
     assert set(complete("drover", "queue", "s")) == {"show", "set", "stop", "start", "suspend"}
@@ -81,20 +95,11 @@ def test_bash_completes_commands_subcommands_and_options(generated: dict[pathlib
 
 def test_bash_completes_a_job_argument_with_the_ids_drover_status_lists(generated: dict[pathlib.Path, str],
                                                                        tmp_path: pathlib.Path) -> None:
-    # A `drover` that prints what `drover status` prints: the ids are its first column.
-    fake = tmp_path / "drover"
-    fake.write_text('#!/bin/sh\n[ "$1" = status ] || exit 9\n'
-                    'printf "JOB  NAME  USER  STATE\\n12   a     u     RUNNING\\n130  b     u     PENDING\\n'
-                    '131  c     u     HELD\\n"\n')
-    fake.chmod(0o755)
+    _fake_status(tmp_path)
     script = generated[DATA / "completion" / "drover"]
 
     def complete(*words: str) -> list[str]:
-        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
-        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _shtab_drover; printf "%s\\n" "${{COMPREPLY[@]}}"'],
-                             capture_output=True, text=True, check=True,
-                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
-        return run.stdout.split()
+        return bash_completion(script, "_shtab_drover", *words, path=tmp_path)
 
     assert complete("drover", "cancel", "13") == ["130", "131"]
     assert sorted(complete("drover", "logs", "''")) == ["12", "130", "131"]
@@ -109,9 +114,7 @@ def test_fish_completes_commands_subcommands_and_options(generated: dict[pathlib
     script.write_text(generated[DATA / "completion" / "drover.fish"])
 
     def complete(line: str) -> list[str]:
-        run = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C {line!r}"],
-                             capture_output=True, text=True, check=True)
-        return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
+        return fish_completion(fish, script, line)
 
     assert complete("drover sub") == ["submit"]
     assert set(complete("drover queue s")) == {"show", "set", "stop", "start", "suspend"}
@@ -130,7 +133,8 @@ def _fake_status(tmp_path: pathlib.Path) -> None:
     """A `drover` on PATH that prints what `drover status` prints: job ids in its first column."""
     fake = tmp_path / "drover"
     fake.write_text('#!/bin/sh\n[ "$1" = status ] || exit 9\n'
-                    'printf "JOB  NAME  USER  STATE\\n12   a     u     RUNNING\\n130  b     u     PENDING\\n"\n')
+                    'printf "JOB  NAME  USER  STATE\\n12   a     u     RUNNING\\n130  b     u     PENDING\\n'
+                    '131  c     u     HELD\\n"\n')
     fake.chmod(0o755)
 
 
@@ -141,15 +145,11 @@ def test_bash_completes_the_front_ends_options_and_their_jobs(generated: dict[pa
     (tmp_path / "job.sh").write_text("true\n")
 
     def complete(*words: str) -> list[str]:
-        line = f'COMP_WORDS=({" ".join(words)}); COMP_CWORD={len(words) - 1}'
-        run = subprocess.run(["bash", "--norc", "-c", f'{script}\n{line}; _drover_front_end {words[0]}; '
-                              'printf "%s\\n" "${COMPREPLY[@]}"'], capture_output=True, text=True, check=True,
-                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"}, cwd=tmp_path)
-        return run.stdout.split()
+        return bash_completion(script, f"_drover_front_end {words[0]}", *words, path=tmp_path)
 
     assert complete("sbatch", "--job-na") == ["--job-name"]
     assert complete("qsub", "-hold_j") == ["-hold_jid", "-hold_jid_ad"]
-    assert complete("scancel", "13") == ["130"]
+    assert complete("scancel", "13") == ["130", "131"]
     assert complete("sbatch", "jo") == ["job.sh"]
     registered = subprocess.run(["bash", "--norc", "-c", f"{script}\ncomplete -p sbatch qdel"],
                                 capture_output=True, text=True, check=True).stdout
@@ -162,9 +162,7 @@ def test_fish_and_zsh_complete_the_front_ends(generated: dict[pathlib.Path, str]
     script.write_text(generated[DATA / "completion" / "front-ends.fish"])
 
     def complete(line: str) -> list[str]:
-        run = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C {line!r}"],
-                             capture_output=True, text=True, check=True)
-        return [entry.split("\t")[0] for entry in run.stdout.splitlines()]
+        return fish_completion(fish, script, line)
 
     assert complete("sbatch --job-na") == ["--job-name"]
     assert "-hold_jid" in complete("qsub -hold_j")
