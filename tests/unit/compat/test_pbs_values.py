@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from drover.compat.pbs.common import parse_ref
-from drover.compat.pbs.submission import Context, build
+from drover.compat.pbs.submission import build
 from drover.compat.pbs.submit_options import QSUB_OPTIONS
 from drover.compat.pbs.syntax import PbsUsageError, directive_words, parse
 from drover.compat.pbs.values import (
@@ -24,6 +24,7 @@ from drover.compat.pbs.values import (
     size_mib,
     torque_array,
 )
+from drover.compat.submit_context import Context
 from drover.core.errors import BadRequest
 
 

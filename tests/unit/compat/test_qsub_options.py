@@ -8,10 +8,11 @@ import pathlib
 import pytest
 
 from drover.compat.gridengine import qsub
-from drover.compat.gridengine.submission import Context, build
+from drover.compat.gridengine.submission import build
 from drover.compat.gridengine.submit_options import QSUB_OPTIONS
 from drover.compat.gridengine.syntax import GeUsageError, Operands, parse
 from drover.compat.optiontable import Arity, Mark
+from drover.compat.submit_context import Context
 from drover.core.errors import BadRequest
 
 MANPAGE = pathlib.Path(__file__).resolve().parents[2] / "data" / "manpages" / "qsub.txt"

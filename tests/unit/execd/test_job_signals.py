@@ -6,9 +6,10 @@ import signal
 
 import pytest
 
-from drover.compat.gridengine.submission import Context, build
+from drover.compat.gridengine.submission import build
 from drover.compat.gridengine.submit_options import QSUB_OPTIONS
 from drover.compat.gridengine.syntax import parse
+from drover.compat.submit_context import Context
 from drover.execd.job_signals import delivery
 from drover.shepherd.supervise import FORWARDED
 

@@ -19,7 +19,7 @@ from drover.compat.gridengine.common import (
     no_qmaster,
     user_name,
 )
-from drover.compat.gridengine.submission import Context, Submission, after_clear, build, last
+from drover.compat.gridengine.submission import Submission, after_clear, build, last
 from drover.compat.gridengine.submit_options import QSUB_OPTIONS
 from drover.compat.gridengine.syntax import (
     GeUsageError,
@@ -31,6 +31,7 @@ from drover.compat.gridengine.syntax import (
     yes_no,
 )
 from drover.compat.optiontable import DROVER_OWN, Arity, Mark, Option
+from drover.compat.submit_context import Context
 from drover.core.errors import DroverError, NotFound, Unreachable
 
 STATUS_EDISK = 14  # sgeobj/sge_answer.h: a file could not be read

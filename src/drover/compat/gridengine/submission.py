@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from drover.compat.gridengine.syntax import GeUsageError, Given, yes_no
 from drover.compat.gridengine.values import memory_mib, task_range, time_s
 from drover.compat.optiontable import Mark
+from drover.compat.submit_context import Context
 from drover.core.begin_time import parse_sge_time
 from drover.core.errors import BadRequest
 from drover.protocol.plain import JobRequest
@@ -33,18 +34,6 @@ ARCH = ("arch", "a")  # the node's architecture (complex shortcut `a`): the node
 EXCLUSIVE = ("exclusive", "excl")  # the exclusive complex (shortcut `excl`): the whole node
 DEFAULT_QUEUE = "all.q"  # Grid Engine's default cluster queue: Drover's "default"
 SHELLS_RUN_DIRECTLY = ("bash", "sh")  # a job script is run by bash on Drover
-
-
-@dataclass(frozen=True)
-class Context:
-    """What qsub knows besides its options."""
-
-    cwd: str
-    home: str
-    user: str
-    host: str
-    environ: dict[str, str]
-    is_dir: Callable[[str], bool] = os.path.isdir
 
 
 @dataclass

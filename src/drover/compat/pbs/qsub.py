@@ -23,9 +23,10 @@ from drover.compat.pbs.common import (
     user_name,
     warn,
 )
-from drover.compat.pbs.submission import Context, Submission, build
+from drover.compat.pbs.submission import Submission, build
 from drover.compat.pbs.submit_options import QSUB_OPTIONS
 from drover.compat.pbs.syntax import Given, PbsUsageError, directive_words, last, parse, print_error
+from drover.compat.submit_context import Context
 from drover.core.errors import BadRequest, DroverError, NotFound
 
 TYPE_CHECKING = False

@@ -30,6 +30,7 @@ from drover.compat.pbs.values import (
     size_mib,
     torque_array,
 )
+from drover.compat.submit_context import Context
 from drover.core.errors import BadRequest
 from drover.protocol.plain import DependencyRequest, JobRequest
 
@@ -38,19 +39,6 @@ from drover.protocol.plain import DependencyRequest, JobRequest
 ACROSS_NODES = "slurm"
 EXIT_BAD_VALUE = 1  # qsub: an illegal attribute or resource value
 LOWEST_PRIORITY = -1023  # Drover's; PBS's is -1024
-
-
-@dataclass(frozen=True)
-class Context:
-    """What qsub knows besides its options."""
-
-    cwd: str
-    home: str
-    user: str
-    host: str
-    environ: dict[str, str]
-    now: float
-    is_dir: Callable[[str], bool] = os.path.isdir
 
 
 @dataclass
