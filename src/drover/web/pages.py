@@ -216,7 +216,7 @@ def jobs_live(jobs: Sequence[JobInfo], filters: Filters, now: float) -> str:
     options = "".join(f'<option value="{state}"{" selected" if state == filters.state else ""}>{state or "any state"}</option>'
                       for state in states)
     form = (f'<form class="filters" method="get" action="/jobs"><select name="state">{options}</select>'
-            f'<input name="name" placeholder="name (glob)" value="{_e(filters.name)}">'
+            f'<input name="name" placeholder="name" value="{_e(filters.name)}">'
             f'<input name="user" placeholder="user (operators)" value="{_e(filters.user)}">'
             f'<label><input type="checkbox" name="all" value="1"{" checked" if filters.include_ended else ""}> ended too</label>'
             '<button type="submit">Filter</button></form>')
@@ -327,6 +327,8 @@ def sparkline(values: Sequence[float], css: str, width: int = 160, height: int =
     """An inline SVG line of `values`, scaled to their largest."""
     if not values:
         return ""
+    if len(values) == 1:  # one sample yet: a flat line, not an empty box
+        values = [values[0], values[0]]
     top = max(max(values), 1e-9)
     step = width / max(len(values) - 1, 1)
     points = " ".join(f"{index * step:.1f},{height - value / top * (height - 2) - 1:.1f}"
