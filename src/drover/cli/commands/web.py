@@ -17,6 +17,12 @@ def run(command: str, argv: list[str]) -> int:
                         "HTTP beyond this host: see docs/web.md)")
     args = p.parse_args(argv)
     host, port = listen_address(args.listen)
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        import sys
+
+        print(f"drover web: {host} is reachable from other hosts, over plain HTTP: the token and the session "
+              "cookie cross the network in clear (docs/web.md says how to reach a dashboard over ssh instead)",
+              file=sys.stderr)
     from drover.client.client import Client
 
     # Asked once, up front: a cluster that does not answer is said now, not on the first page.
