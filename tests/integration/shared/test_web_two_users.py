@@ -82,6 +82,8 @@ def test_bobs_dashboard_never_shows_alices_job_and_cannot_cancel_it(
             page = browser.text()
             assert SECRET_NAME not in page and SECRET_OUTPUT not in page, path
             assert f'data-ref="{alices}"' not in page, path
+            if path in ("/", "/jobs", "/history"):  # his own views: the controller answers them
+                assert browser.evaluate("document.querySelector('main .refusal') === null"), (path, browser.visible())
         browser.goto(f"{base}/jobs/{alices}")
         refusal = browser.evaluate("document.querySelector('main .refusal').textContent")
         assert str(alices) in refusal and SECRET_NAME not in refusal  # the controller's refusal, as the CLI says it
