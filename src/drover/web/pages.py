@@ -368,7 +368,11 @@ def _event_list(events: Sequence[Event]) -> str:
     items = []
     for event in events:
         detail = event.detail.get("step") if event.kind.startswith("cleanup") else None
-        extra = ", ".join(f"{key} {value}" for key, value in event.detail.items() if key != "step")
+        # A state change says from what to what; which code path made it (trigger) is for the log.
+        extra = ", ".join(f"{key} {value}" for key, value in event.detail.items()
+                          if key not in ("step", "trigger", "before", "after"))
+        if "before" in event.detail and "after" in event.detail:
+            extra = f"{event.detail['before']} → {event.detail['after']}" + (", " + extra if extra else "")
         items.append(f'<li><time>{clock(event.time)}</time> <b>{_e(event.kind)}</b>'
                      f'{" " + _e(detail) if detail else ""}{" (" + _e(extra) + ")" if extra else ""}</li>')
     return f'<ol class="events">{"".join(items)}</ol>'

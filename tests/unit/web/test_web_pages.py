@@ -78,7 +78,8 @@ def test_a_job_page_shows_attempts_firing_sequence_cleanup_samples_and_why_it_wa
                tasks=[{"index": 0, "state": "failed", "state_since": 1010.0, "attempts": [attempt]}])
     events = [msgspec.convert(event, Event) for event in [
         {"seq": 1, "time": 1000.0, "job_id": 7, "index": None, "attempt": None, "kind": "submitted"},
-        {"seq": 2, "time": 1001.0, "job_id": 7, "index": 0, "attempt": 1, "kind": "dispatched", "detail": {"node": "n1"}},
+        {"seq": 2, "time": 1001.0, "job_id": 7, "index": 0, "attempt": 1, "kind": "dispatched",
+         "detail": {"trigger": "dispatch", "before": "pending", "after": "dispatched", "node": "n1"}},
         {"seq": 3, "time": 1010.0, "job_id": 7, "index": 0, "attempt": 1, "kind": "exited"},
         {"seq": 4, "time": 1010.5, "job_id": 7, "index": 0, "attempt": 1, "kind": "cleanup_step",
          "detail": {"step": "exit_hook"}},
@@ -92,6 +93,7 @@ def test_a_job_page_shows_attempts_firing_sequence_cleanup_samples_and_why_it_wa
     html = pages.job_live(job, events, samples, now=1020.0)
     firing, cleanup = html.split("firing sequence")[1].split("staged cleanup")
     assert "dispatched" in firing and "exited" in firing and "cleanup_step" not in firing
+    assert "(pending → dispatched, node n1)" in firing and "trigger" not in firing
     assert "cleanup_step" in cleanup and "exit_hook" in cleanup and pages.clock(1010.5) in cleanup
     assert "step stage_out failed 2 time(s): disk full" in cleanup
     assert "exit 3" in html and "python3 train.py" in html and "<polyline" in html
