@@ -51,3 +51,12 @@ def tool(name: str, package: str | None = None) -> str:
     found = shutil.which(name)
     assert found is not None
     return found
+
+
+def chromium() -> str:
+    """Debian's Chromium, for the tests that drive a real browser through its DevTools protocol
+    (tests/helpers/browser.py); installed without its recommends (no fonts beyond the default)."""
+    installed(("chromium",), "chromium", recommends=False)
+    found = shutil.which("chromium")
+    assert found is not None
+    return found

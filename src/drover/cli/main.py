@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "nodes": ("nodes", "the cluster's nodes and what they run"),
     "node": ("nodes", "take a node out of service and back: drover node drain|resume NODE (admin)"),
     "events": ("events", "the event log of a job, or of the cluster"),
+    "web": ("web", "a dashboard in the browser: the cluster, your jobs, their output, live (drover web)"),
     "compat": ("compat", "install sbatch, squeue, scancel, sacct, qsub, qstat, qdel, qhold, qrls, qacct into a directory"),
     "config": ("config", "check drover.toml and print the settings in effect: drover config check"),
     "cluster": ("cluster", "set up a cluster of many hosts: drover cluster init makes its CA and certificates"),

@@ -127,6 +127,14 @@ def test_drover_and_the_front_ends_run_as_a_user(installed: Installed, users: tu
         shutil.rmtree(front_ends, ignore_errors=True)
 
 
+def test_the_wheel_ships_the_dashboards_style_and_script(installed: Installed, users: tuple[str, str]) -> None:
+    code = ("from importlib import resources\n"
+            "static = resources.files('drover.web').joinpath('static')\n"
+            "print(sorted(name for name in ('dashboard.css', 'dashboard.js') if static.joinpath(name).read_bytes()))")
+    shipped = _as(users[0], installed, str(installed.bin / "python"), "-c", code)
+    assert shipped.returncode == 0 and shipped.stdout.strip() == "['dashboard.css', 'dashboard.js']", shipped
+
+
 def test_bash_completion_completes_sub_to_submit(installed: Installed, users: tuple[str, str]) -> None:
     probe = ('eval "$(drover completion bash)"; complete -p drover; '
              'COMP_WORDS=(drover sub); COMP_CWORD=1; COMP_LINE="drover sub"; COMP_POINT=${#COMP_LINE}; '
