@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: demo test test-unit test-integration lint bench clean venv install-system compat-docs dist cli-files
+.PHONY: demo test test-unit test-integration lint bench clean venv install-system compat-docs dist deb cli-files
 
 define make-venv
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
@@ -38,6 +38,11 @@ dist: $(STAMP)
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
 	@ls -l dist
+
+# A Debian package in dist/ (a virtual environment under /opt/venvs/drover, /usr/bin/drover, the
+# man pages, completion and systemd units): scripts/build-deb.sh says what it holds and why.
+deb:
+	scripts/build-deb.sh dist
 
 # The man pages and the shell completion scripts, from the commands' parsers.
 cli-files: $(STAMP)
