@@ -18,7 +18,9 @@ count from 1 on each page, and a page starts its cluster with `drover up` as a r
 block runs in a bash of its own, so shell variables do not carry from one block to the next.
 
 Blocks fenced ```sh (or ```bash, ```toml ...) are shown and never run: those that need two
-machines, root, or a real Slurm or Grid Engine.
+machines, root, or a real Slurm or Grid Engine. The `drover` command lines in ```sh blocks are
+parsed all the same, by the parser the command would use, so that none names an option or a
+subcommand that is not there (test_shown_commands.py).
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ class MalformedBlock(ValueError):
     pass
 
 
-def console_blocks(path: Path) -> list[Block]:
-    """Every ```console block of a Markdown file, in order, with its commands parsed."""
+def fenced_blocks(path: Path, info: str) -> list[tuple[int, list[str]]]:
+    """Every block of a Markdown file fenced ```INFO, in order: its opening fence's line (1-based)
+    and its lines, unindented."""
     lines = path.read_text().splitlines()
     blocks = []
     index = 0
@@ -73,16 +76,53 @@ def console_blocks(path: Path) -> list[Block]:
         if not opening:
             index += 1
             continue
-        indent, info = len(opening["indent"]), opening["info"]
+        indent, kind = len(opening["indent"]), opening["info"]
         body_start = index + 1
         index += 1
         while index < len(lines) and not _closes(lines[index]):
             index += 1
-        if info == "console":
-            body = [text[indent:] if text[:indent].isspace() else text.lstrip() for text in lines[body_start:index]]
-            blocks.append(Block(path, body_start, parse_console(path, body_start + 1, body)))
+        if kind == info:
+            blocks.append((body_start, [text[indent:] if text[:indent].isspace() else text.lstrip()
+                                        for text in lines[body_start:index]]))
         index += 1
     return blocks
+
+
+def console_blocks(path: Path) -> list[Block]:
+    """Every ```console block of a Markdown file, in order, with its commands parsed."""
+    return [Block(path, start, parse_console(path, start + 1, body)) for start, body in fenced_blocks(path, "console")]
+
+
+def shown_commands(path: Path, program: str) -> list[tuple[int, list[str]]]:
+    """The command lines of `program` in a file's ```sh blocks (shown, not run): each one's line
+    and its words, as the shell would pass them (continued lines joined, `#` comments, pipes,
+    `&&`, `;` and redirections cut off; a variable stays as it is written)."""
+    import shlex
+
+    found = []
+    for start, body in fenced_blocks(path, "sh"):
+        number, joined = start + 1, ""
+        for offset, text in enumerate(body):
+            if not joined:
+                number = start + 1 + offset
+            if text.rstrip().endswith("\\"):
+                joined += text.rstrip()[:-1] + " "
+                continue
+            joined += text
+            try:
+                words = shlex.split(joined, comments=True, posix=True)
+            except ValueError:
+                words = []
+            joined = ""
+            command: list[str] = []
+            for word in words + [";"]:
+                if word in ("|", "||", "&&", ";", "&") or word.startswith((">", "<", "2>")):
+                    if command and command[0] == program:
+                        found.append((number, command))
+                    command = [] if word in ("|", "||", "&&", ";", "&") else ["<redirected>"]
+                elif command != ["<redirected>"]:
+                    command.append(word)
+    return found
 
 
 def _closes(line: str) -> bool:
