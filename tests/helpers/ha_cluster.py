@@ -44,7 +44,8 @@ def free_port() -> int:
 
 
 class HaCluster:
-    def __init__(self, store_url: str, heartbeat_s: float = 1.0, cpus: int = 2) -> None:
+    def __init__(self, store_url: str, heartbeat_s: float = 1.0, cpus: int = 2, controller_toml: str = "") -> None:
+        """`controller_toml`: more of both controllers' drover.toml (whole tables)."""
         self.root = Path(tempfile.mkdtemp(prefix="drha-", dir="/tmp"))  # short: socket paths
         self.store_url = store_url
         self.cpus = cpus
@@ -56,7 +57,7 @@ class HaCluster:
         self.ports = {"a": free_port(), "b": free_port()}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         config = (f'[store]\nurl = "{store_url}"\n[controller]\nheartbeat_s = {heartbeat_s}\n'
-                  "node_timeout_s = 60\nkill_grace_s = 1\n")
+                  "node_timeout_s = 60\nkill_grace_s = 1\n" + controller_toml)
         for name in ("a", "b"):
             (self.state[name] / "drover.toml").write_text(config)
         self.env = dict(os.environ, DROVER_SOCKET=f"{self.socket('a')},{self.socket('b')}")

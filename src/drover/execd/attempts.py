@@ -141,7 +141,8 @@ class Attempts:
             self._start_or_wait(spool, read_text(spool.record(layout.AFTER)))
 
     def known(self) -> list[KnownAttempt]:
-        return [KnownAttempt(name, True) for name in [*self.live, *self.promised]] + [
+        return [KnownAttempt(name, True) for name in self.live] + [
+            KnownAttempt(name, True, promised=True) for name in self.promised] + [
             KnownAttempt(name, False) for name in self.cleanup.known()
         ]
 

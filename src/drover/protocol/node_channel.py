@@ -20,6 +20,9 @@ from drover.records import AttemptOrder, ExitStatus, GivenUpStep, Usage
 class KnownAttempt(msgspec.Struct):
     attempt: str  # "<job>.<task>.<attempt>"
     running: bool
+    # Running is also said of a promised attempt (an order with `after`), which the node holds,
+    # prepared, until the attempt it follows ends: not started, so not to be counted as started.
+    promised: bool = False
 
 
 class Hello(msgspec.Struct, tag="hello"):

@@ -36,9 +36,10 @@ FAILOVER_LIMIT_S = 10.0
 
 
 @contextmanager
-def _cluster(request: pytest.FixtureRequest, url: str, faults_of_a: dict[str, str] | None = None) -> Iterator[HaCluster]:
+def _cluster(request: pytest.FixtureRequest, url: str, faults_of_a: dict[str, str] | None = None,
+             controller_toml: str = "") -> Iterator[HaCluster]:
     """`faults_of_a`: the first controller's fault injection (drover/controller/faults.py)."""
-    with HaCluster(url) as cluster:
+    with HaCluster(url, controller_toml=controller_toml) as cluster:
         try:
             cluster.env.update(faults_of_a or {})
             cluster.start_controller("a")
@@ -125,6 +126,36 @@ def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaClust
     later = cluster.submit("--", "true")
     cluster.drover("wait", str(later))
     assert cluster.log("node").count("joined the cluster as node node1") == 2  # once to each controller
+
+
+def test_promises_held_by_the_node_outlive_the_active_controller(request: pytest.FixtureRequest,
+                                                                  postgres_url: str) -> None:
+    """[scheduler] promises: two jobs run on the node's two CPUs until a gate opens, and a job is
+    promised behind each. kill -9 of the active controller: the standby finds both promises
+    (the attempts' `after`), a cancel through it takes one back before it starts, and when the
+    gate opens the node starts the other, which runs once; every attempt is recorded once."""
+    with _cluster(request, postgres_url, controller_toml="[scheduler]\npromises = true\n") as cluster:
+        gate = cluster.workdir / "gate"
+        first = [cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done") for _ in range(2)]
+        wait_until(lambda: running(cluster, first), describe="two jobs running")
+        promised = [cluster.submit("--", "sh", "-c", "echo ran") for _ in range(2)]
+        wait_until(lambda: all(cluster.json("show", str(job))["tasks"][0]["attempts"][-1]["after"]
+                               for job in promised if cluster.json("show", str(job))["tasks"][0]["attempts"]),
+                   describe="both jobs promised")
+        afters = {cluster.json("show", str(job))["tasks"][0]["attempts"][0]["after"] for job in promised}
+        assert afters == {f"{job}.0.1" for job in first}
+        cluster.kill("a")
+        cluster.drover("status")  # both sockets: the standby takes over
+        assert cluster.health("b")["role"] == "active"
+        (attempt,) = cluster.json("show", str(promised[1]))["tasks"][0]["attempts"]
+        assert attempt["after"] is not None and attempt["started_at"] is None, json.dumps(attempt)  # still promised
+        cluster.drover("cancel", str(promised[1]))
+        wait_until(lambda: cluster.json("show", str(promised[1]))["state"] == "cancelled", describe="the cancel")
+        gate.touch()
+        cluster.drover("wait", *map(str, first + promised[:1]), timeout=60)
+        assert (cluster.workdir / f"drover-{promised[0]}.out").read_text() == "ran\n"
+        assert not (cluster.workdir / f"drover-{promised[1]}.out").exists()
+        assert_recorded_once(postgres_url, first + promised)
 
 
 def test_a_controller_cut_off_from_its_lock_stops_and_the_standby_takes_over(ha: HaCluster,

@@ -10,7 +10,7 @@ from tests.helpers.controller_world import World, world  # noqa: F401  (a fixtur
 from drover.config_schema import SchedulerSection
 from drover.controller.handlers.dispatch import OrderOptions
 from drover.controller.handlers.node_reports import drain_node
-from drover.protocol.node_channel import SignalAttempt, StartAttempt
+from drover.protocol.node_channel import KnownAttempt, SignalAttempt, StartAttempt
 
 PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
 
@@ -142,3 +142,14 @@ def test_a_node_in_error_takes_its_promises_back(world: World) -> None:  # noqa:
     assert world.state.nodes["n1"].state.value == "error"
     stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
     assert sorted((s.attempt, s.why) for s in stops) == [(attempt, "requeue") for attempt in promised]
+
+
+def test_a_node_that_says_hello_again_with_a_promise_has_it_still_promised(world: World) -> None:  # noqa: F811
+    """A node reconnecting (to a restarted or new active controller) says which attempts it
+    holds promised: they are not counted as started, and still follow the one before them."""
+    running, promised, jobs = one_cpu_busy(world)
+    world.connect(known=[KnownAttempt(running, True), KnownAttempt(promised.attempt, True, promised=True)])
+    attempt = world.state.attempt_by_name(promised.attempt)
+    assert attempt is not None and attempt.started_at is None
+    assert world.state.jobs[jobs[1]].tasks[0].state.value == "dispatched"
+    assert world.state.followers == {running: (jobs[1], 0, 1)}

@@ -80,11 +80,12 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     node.heard_at = now
     outcome.send(node.name, Welcome(node.name, heartbeat_s, staged_chunks=True))
     known = {item.attempt: item.running for item in hello.attempts}
+    promised = {item.attempt for item in hello.attempts if item.promised}  # held, not started
     # The orders it never got are sent again: their jobs' payloads in one read.
     payloads = store.job_payloads([job.id for job in state.jobs.values() if _order_lost(state, node, job, known)])
     for job in list(state.jobs.values()):
         try:
-            _reattach(state, outcome, node, job, known, now, orders, payloads)
+            _reattach(state, outcome, node, job, known, promised, now, orders, payloads)
         except Exception as error:  # this job only: the shell fails it; the node's others go on
             outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
@@ -110,9 +111,10 @@ def _order_lost(state: ControllerState, node: Node, job: Job, known: dict[str, b
     return False
 
 
-def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, known: dict[str, bool], now: float,
-              orders: OrderOptions, payloads: Mapping[int, JobPayload]) -> None:
-    """One job's attempts on a node that said hello: orders sent again, attempts lost or started."""
+def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, known: dict[str, bool],
+              promised: set[str], now: float, orders: OrderOptions, payloads: Mapping[int, JobPayload]) -> None:
+    """One job's attempts on a node that said hello: orders sent again, attempts lost or started
+    (a promised one the node holds is neither: it starts when the one it follows ends)."""
     for task in list(job.tasks.values()):
         attempt = state.latest_attempt(task)
         if attempt is None or attempt.node != node.name or not task.state.is_active:
@@ -129,7 +131,7 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, kn
                 lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
                              orders.exits)
                 continue
-        elif known[attempt.name] and task.state is JobState.DISPATCHED:
+        elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
             attempt.started_at = attempt.started_at or now
             outcome.changes.attempt(attempt)
             change_task(outcome, task, Trigger.START, now, job)
