@@ -1,14 +1,18 @@
 """Promises on a real cluster ([scheduler] promises = true, one CPU): a node starts each promised
 task the moment the one before it ends, every task runs exactly once; a promised job cancelled
 before it starts never runs; and a node daemon killed with promises outstanding finds them in
-its spool when it comes back, each started once."""
+its spool when it comes back, each started once; and a promise whose followed attempt loses its
+shepherd to kill -9 starts on the room it leaves."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers.attempts import shepherd_pid
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
 
@@ -67,3 +71,18 @@ def test_promises_outlive_a_node_daemon_killed_while_they_wait(cluster: LocalClu
     assert cluster.drover("wait", str(first), str(second)).returncode == 0
     assert (cluster.workdir / "second.out").read_text() == "ran\n"
     assert attempts_of(cluster, second) == [1]
+
+
+def test_a_promise_starts_when_the_shepherd_it_follows_is_killed(cluster: LocalCluster) -> None:
+    """kill -9 of the shepherd of the attempt a promise follows: that attempt ends as its
+    shepherd's loss says, its job with nothing left running, and the promised job starts on the
+    room it leaves, once."""
+    gate, first, second = promised_behind_a_running_job(cluster)
+    os.kill(shepherd_pid(cluster, f"{first}.0.1"), signal.SIGKILL)
+    assert cluster.drover("wait", str(second)).returncode == 0
+    assert (cluster.workdir / "second.out").read_text() == "ran\n"
+    assert attempts_of(cluster, second) == [1]
+    wait_until(lambda: cluster.drover_json("show", str(first))["tasks"][0]["attempts"][0]["ended_at"] is not None,
+               describe="the first attempt's end recorded")
+    gate.touch()  # a first job run again (requeued after its shepherd's loss) ends too
+    cluster.drover("wait", str(first))
