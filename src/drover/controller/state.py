@@ -135,11 +135,13 @@ class ControllerState:
         return self.attempts.get((task.job_id, task.index, task.attempt))
 
     def attempt_by_name(self, name: str) -> Attempt | None:
+        parts = name.split(".")  # unpacked by hand: a few reports' worth of calls per job
+        if len(parts) != 3:
+            return None
         try:
-            job_id, index, number = (int(part) for part in name.split("."))
+            return self.attempts.get((int(parts[0]), int(parts[1]), int(parts[2])))
         except ValueError:
             return None
-        return self.attempts.get((job_id, index, number))
 
     def ended_state(self, job_id: int, store: Store) -> str | None:
         """The final state of a job that ended, or None if it has not (or does not exist)."""
