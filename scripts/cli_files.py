@@ -239,7 +239,7 @@ def main_page(all_pages: list[Page]) -> str:
               "where a personal cluster keeps its state (default: $XDG_STATE_HOME/drover, "
               "~/.local/state/drover)",
               ".SH FRONT ENDS",
-              "Slurm's and Grid Engine's commands, backed by Drover: "
+              "Slurm's, Grid Engine's and HTCondor's commands, backed by Drover: "
               + ", ".join(f"\\fB{name}\\fR(1)" for name in FRONT_ENDS) + "."]
     return "\n".join(lines) + "\n"
 
@@ -262,7 +262,8 @@ def front_end_page(name: str, module_name: str) -> str:
     lines += [".SH SYNOPSIS", f"\\fB{name}\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]",
               ".SH DESCRIPTION", roff(summary),
               ".PP", f"This \\fB{name}\\fR is Drover's: it talks to a Drover cluster, not to "
-              + ("Slurm" if ".slurm." in module_name else "Grid Engine") + ". Each option below is marked "
+              + ("Slurm" if ".slurm." in module_name else "HTCondor" if ".htcondor." in module_name
+                 else "Grid Engine") + ". Each option below is marked "
               "with what Drover does with it.",
               ".SH OPTIONS"]
     for option in options:
