@@ -71,7 +71,7 @@ def run(command: str, argv: list[str], options: list[Option], verb: str,
         from drover.client.client import Client
 
         with Client() as client:
-            return _act(command, client, operands, expressions, "all" in keys, verb, act, wanted)
+            return _act(command, client, operands, expressions, "all" in keys, verb, act, wanted, "forcex" in keys)
     except CondorUsageError as error:
         print(str(error), file=sys.stderr)
         return error.status
@@ -83,13 +83,17 @@ _PAST = {"removal": "marked for removal", "hold": "held", "release": "released"}
 
 
 def _act(command: str, client: Any, operands: list[str], expressions: list[classad.Expr], everything: bool,
-         verb: str, act: Callable[[Any, list[str]], list[Any]], wanted: Callable[[dict[str, Any]], bool]) -> int:
+         verb: str, act: Callable[[Any, list[str]], list[Any]], wanted: Callable[[dict[str, Any]], bool],
+         forcex: bool = False) -> int:
     status = 0
     done = _PAST[verb]
     for word in operands:
         if re.fullmatch(r"\d+\.\d+", word):
             cluster, proc = (int(part) for part in word.split("."))
             ad = _proc_ad(client, cluster, proc)
+            if forcex and ad is not None and ad["JobStatus"] == REMOVED:
+                print(f"Job {word} {done}")
+                continue
             if ad is None or ad["JobStatus"] in (COMPLETED, REMOVED):
                 print(f"Job {word} not found", file=sys.stderr)
                 status = 1

@@ -28,8 +28,14 @@ def extras(job: JobInfo) -> dict[str, Any]:
 
 
 def tasks(job: JobInfo) -> list[TaskInfo]:
+    """Every proc's task: an array's as PBS's front end lists its subjobs (those never
+    dispatched yet made up from the counts), a single job's its own (one waiting for its first
+    dispatch has no record yet)."""
     from drover.compat.pbs.common import subjobs
+    from drover.protocol.api import TaskInfo
 
+    if job.array is None and not job.tasks:
+        return [TaskInfo(index=0, state=job.state, state_since=job.submitted_at)]
     return subjobs(job)
 
 

@@ -123,7 +123,7 @@ def _queue(client: Any, chosen: Selection, keys: set[str], given: list[Any]) -> 
         leave = bool(jobads.extras(job).get("leave"))
         if job.ended_at is not None and not leave:
             continue
-        detailed = client.job(job.id) if job.state not in ("pending", "held") or job.array else job
+        detailed = client.job(job.id)
         for ad in jobads.ads(detailed):
             if ad["JobStatus"] in (COMPLETED, REMOVED) and not leave:  # gone from the queue, as HTCondor's
                 continue
