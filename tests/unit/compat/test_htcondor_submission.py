@@ -37,13 +37,13 @@ def test_a_cluster_of_three_procs_is_one_array_with_patterns_for_its_files() -> 
 
 
 def test_each_proc_runs_its_own_arguments_environment_and_directory() -> None:
-    p = plan('executable = /bin/sh\narguments = "-c \'echo $X $(Cluster) $(Item)\'"\n'
+    p = plan('executable = /bin/sh\narguments = "-c \'echo $X $(Cluster) $(Item) $0\' $(Cluster)"\n'
              'environment = "X=$(Item)"\ninitialdir = $(Item)\nqueue Item in (., sub)\n')
     script = p.job["script"]
     ran = [subprocess.run(["bash", "-c", script.replace("cd /home/ann/sub || exit 1", "true")],
                           env={"DROVER_ARRAY_TASK_ID": str(i), "DROVER_JOB_ID": "41", "PATH": "/usr/bin:/bin"},
                           capture_output=True, text=True, check=True).stdout for i in (0, 1)]
-    assert ran == [". 41 .\n", "sub 41 sub\n"]
+    assert ran == [". 41 . 41\n", "sub 41 sub 41\n"]
     assert "cd /home/ann/sub || exit 1" in script
 
 

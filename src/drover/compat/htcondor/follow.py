@@ -55,13 +55,20 @@ class Follower:
     staged_in: bool
     request: eventlog.Request
     procs: dict[int, ProcState] = field(default_factory=dict)
+    refused: set[str] = field(default_factory=set)  # logs that could not be written
     after: int = 0
     done: bool = False
 
     def write(self, proc: int, text: str) -> None:
+        """Append to the proc's log; a log the submitter cannot write (any more) is given up,
+        the others and the output files still served."""
         path = self.logs.get(proc)
-        if path:
+        if not path or path in self.refused:
+            return
+        try:
             eventlog.append(path, text)
+        except OSError:
+            self.refused.add(path)
 
     def handle(self, client: Any, event: Any) -> None:
         """One Drover event of the cluster, as HTCondor's events of the procs it concerns."""

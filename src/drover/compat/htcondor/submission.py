@@ -383,7 +383,11 @@ def _script(real: list[Proc], tokened: list[Proc], iwds: list[str], sandbox: boo
 
 
 def _quote(word: str) -> str:
-    return shlex.quote(word).replace(CLUSTER, "'\"${DROVER_JOB_ID}\"'")
+    """A word for the script; $(Cluster) in it becomes the job's id when the script runs."""
+    if CLUSTER not in word:
+        return shlex.quote(word)
+    quoted = "'" + word.replace("'", "'\"'\"'") + "'"
+    return quoted.replace(CLUSTER, "'\"${DROVER_JOB_ID}\"'")
 
 
 def _extras(proc: Proc, tokened_procs: list[Proc], iwd: str, job: JobRequest, log: str | None) -> dict[str, Any]:
