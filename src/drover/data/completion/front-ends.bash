@@ -32,7 +32,7 @@ _drover_front_end() {
     condor_submit) options="-a -append -batch-name -disable -dry-run -file -help -interactive -maxjobs -name -pool -queue -remote -single-cluster -spool -terse -verbose" ;;
     condor_q) options="-af -allusers -analyze -attributes -autoformat -batch -better-analyze -constraint -dag -format -global -help -hold -idle -json -long -name -nobatch -pool -run -submitter -totals -wide -xml" ;;
     condor_history) options="-af -attributes -autoformat -backwards -constraint -file -format -help -json -limit -long -match -name -pool -userlog -xml" ;;
-    condor_rm) options="-all -constraint -help -name -pool" ;;
+    condor_rm) options="-all -constraint -forcex -help -name -pool" ;;
     condor_hold) options="-all -constraint -help -name -pool" ;;
     condor_release) options="-all -constraint -help -name -pool" ;;
     condor_wait) options="-debug -echo -help -num -status -wait" ;;

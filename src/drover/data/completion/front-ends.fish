@@ -1310,6 +1310,7 @@ complete -c condor_history -o userlog
 complete -c condor_history -o xml
 complete -c condor_rm -o all
 complete -c condor_rm -o constraint
+complete -c condor_rm -o forcex
 complete -c condor_rm -o help
 complete -c condor_rm -o name
 complete -c condor_rm -o pool
