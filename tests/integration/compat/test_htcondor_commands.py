@@ -181,3 +181,36 @@ def test_the_job_event_log_is_written_as_the_submitter_never_through_a_swapped_l
     assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
     second = work / "second.log"
     assert second.stat().st_uid == entry.pw_uid and "Job terminated." in second.read_text()
+
+
+def test_condor_hold_vacates_a_running_proc_and_holds_it_until_released(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    job = submitted(condor(cluster, bin_dir, "condor_submit", "-", stdin=(
+        "executable = /bin/sh\narguments = \"-c 'echo run >> runs.$(Process); sleep 300'\"\nlog = vacate.log\n"
+        "queue 2\n")))
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", str(job), "-af", "JobStatus") == "2\n2\n",
+               describe="both procs to run")
+    assert condor(cluster, bin_dir, "condor_hold", str(job)) == f"All jobs in cluster {job} have been held\n"
+    assert condor(cluster, bin_dir, "condor_q", str(job), "-af", "JobStatus") == "5\n5\n"
+    log = cluster.workdir / "vacate.log"
+    wait_until(lambda: log.read_text().count("Job was held.") == 2, describe="both holds in the event log")
+
+    def runs(proc: int) -> int:
+        return (cluster.workdir / f"runs.{proc}").read_text().count("run\n")
+
+    before = (runs(0), runs(1))
+    assert condor(cluster, bin_dir, "condor_release", f"{job}.1") == f"Job {job}.1 released\n"
+    wait_until(lambda: runs(1) == before[1] + 1, describe="proc 1 to run again")
+    assert runs(0) == before[0]
+    assert condor(cluster, bin_dir, "condor_rm", str(job)) == f"All jobs in cluster {job} have been marked for removal\n"
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "vacate.log") == "All jobs done.\n"
+    text = log.read_text()
+    for proc in (0, 1):  # each vacated (evicted, perhaps more than once: the scheduler may start it
+        # again before the hold lands), then held; proc 1 ran again, then both were removed
+        ident = f"({job:03d}.{proc:03d}.000)"
+        events = [line.split(" ", 4)[-1] for line in text.splitlines() if ident in line]
+        assert events.index("Job was evicted.") < events.index("Job was held.") < events.index("Job was released."
+                                                                                              if proc else
+                                                                                              "Job was aborted.")
+        assert events[-1] == "Job was aborted."
+    assert text.count("Job was held.") == 2 and text.count("Job was released.") == 1
