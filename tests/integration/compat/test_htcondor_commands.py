@@ -214,3 +214,29 @@ def test_condor_hold_vacates_a_running_proc_and_holds_it_until_released(cluster:
                                                                                               "Job was aborted.")
         assert events[-1] == "Job was aborted."
     assert text.count("Job was held.") == 2 and text.count("Job was released.") == 1
+
+
+def test_command_line_values_append_queue_terse_and_condor_wait_for_one_job_or_a_number(
+        cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    (cluster.workdir / "plain.sub").write_text("executable = /bin/sh\narguments = \"-c 'echo $(word) $(Process)'\"\n"
+                                               "output = plain.$(Process)\nlog = plain.log\n")
+    terse = condor(cluster, bin_dir, "condor_submit", "-terse", "word=hello", "-append", "log = plain.log",
+                   "-queue", "2", "plain.sub")
+    match = re.fullmatch(r"(\d+)\.0 - (\d+)\.1\n", terse)
+    assert match is not None and match.group(1) == match.group(2), terse
+    first = int(match.group(1))
+    second = submitted(condor(cluster, bin_dir, "condor_submit", "-batch-name", "again", "-a", "arguments = 30",
+                              "-a", "executable = /bin/sleep", "-a", "output = second.out", "-a", "queue",
+                              "plain.sub"))
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "plain.log", f"{first}") == "All jobs done.\n"
+    assert [(cluster.workdir / f"plain.{proc}").read_text() for proc in (0, 1)] == ["hello 0\n", "hello 1\n"]
+    assert cluster.client().job(second).name == "again"
+    timed_out = run(cluster, bin_dir, "condor_wait", "-wait", "1", "plain.log")
+    assert (timed_out.returncode, timed_out.stdout) == (1, "Time expired.\n")
+    assert condor(cluster, bin_dir, "condor_wait", "-num", "2", "plain.log") == "Specifed number of jobs (2) done.\n"
+    conflict = run(cluster, bin_dir, "condor_submit", "-queue", "1", "-", stdin="executable = /bin/true\nqueue\n")
+    assert (conflict.returncode, conflict.stderr.strip()) == (
+        1, "ERROR: -queue argument conflicts with queue statement in submit file")
+    condor(cluster, bin_dir, "condor_rm", str(second))
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "plain.log") == "All jobs done.\n"

@@ -106,7 +106,8 @@ def failed(command: str, error: DroverError) -> int:
     """An error of the cluster; one that does not answer as HTCondor's tools say a schedd they
     cannot reach."""
     if isinstance(error, Unreachable):
-        print(f"\n-- Failed to fetch ads from: <{_host()}> : {_host()}\nCEDAR:6001:Failed to connect",
+        address = schedd_address()
+        print(f"\n-- Failed to fetch ads from: {address} : {_host()}\nCEDAR:6001:Failed to connect to {address}",
               file=sys.stderr)
         return 1
     print(f"{command}: {error}", file=sys.stderr)
