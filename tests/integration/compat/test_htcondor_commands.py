@@ -86,6 +86,10 @@ def test_hold_release_and_remove_by_cluster_proc_user_and_constraint(cluster: Lo
     assert nobatch[3].split()[:2] == ["ID", "OWNER"]
     assert [line.split()[0] for line in nobatch[4:6]] == [f"{job}.0", f"{job}.1"]
     assert all(line.split()[5] == "H" for line in nobatch[4:6])
+    held = condor(cluster, bin_dir, "condor_q", "-hold").splitlines()
+    assert held[3].split() == ["ID", "OWNER", "HELD_SINCE", "HOLD_REASON"]
+    assert held[4].endswith(" submitted on hold at user's request")
+    assert condor(cluster, bin_dir, "condor_q", f"{job}.0", "-af", "HoldReasonCode") == "15\n"
     assert condor(cluster, bin_dir, "condor_release", f"{job}.1") == f"Job {job}.1 released\n"
     wait_until(lambda: condor(cluster, bin_dir, "condor_q", f"{job}.1", "-af", "JobStatus") == "2\n",
                describe="the released proc to run")

@@ -61,6 +61,12 @@ def test_nobatch_one_line_per_job() -> None:
     assert lines[3].split()[5] == "H"
 
 
+def test_the_held_table_says_since_when_and_why() -> None:
+    lines = views.held([ad(8, 0, 5, "bob", EnteredCurrentStatus=int(NOW), HoldReason="via condor_hold (by user bob)")])
+    assert lines[0].split() == ["ID", "OWNER", "HELD_SINCE", "HOLD_REASON"]
+    assert lines[1].split()[:2] == ["8.0", "bob"] and lines[1].endswith(" via condor_hold (by user bob)")
+
+
 def test_operands_and_constraints_select() -> None:
     chosen = views.selection("condor_q", ["7.1", "bob"], ["JobStatus != 2"])
     assert [(a["ClusterId"], a["ProcId"]) for a in ADS if chosen.matches(a)] == [(7, 1), (8, 0)]

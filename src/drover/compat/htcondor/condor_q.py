@@ -15,7 +15,7 @@ OPTIONS = sorted([
     Option(("-batch",), Arity.NONE, Mark.SUPPORTED, "one line per batch (the default)"),
     Option(("-dag",), Arity.NONE, Mark.MEANINGLESS, "Drover runs no DAGMan"),
     Option(("-global",), Arity.NONE, Mark.SUPPORTED, "every user's jobs: the cluster has one queue"),
-    Option(("-hold",), Arity.NONE, Mark.SUPPORTED, "held jobs only"),
+    Option(("-hold",), Arity.NONE, Mark.SUPPORTED, "held jobs only, with when and why they were held"),
     Option(("-idle",), Arity.NONE, Mark.SUPPORTED, "idle jobs only"),
     Option(("-nobatch",), Arity.NONE, Mark.SUPPORTED, "one line per job"),
     Option(("-run",), Arity.NONE, Mark.SUPPORTED, "running jobs only"),

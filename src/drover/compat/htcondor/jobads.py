@@ -84,10 +84,12 @@ def ad(job: JobInfo, task: TaskInfo) -> dict[str, Any]:
         out["Out"] = task.stdout
     if task.stderr:
         out["Err"] = task.stderr
-    if status == HELD:
-        out["HoldReason"] = "via condor_hold (by user " + job.owner + ")"
-        out["HoldReasonCode"] = 1
-        out["HoldReasonSubCode"] = 0
+    if status == HELD and more.get("held") and not task.attempts:
+        out["HoldReason"], out["HoldReasonCode"], out["HoldReasonSubCode"] = (
+            "submitted on hold at user's request", 15, 0)
+    elif status == HELD:
+        out["HoldReason"], out["HoldReasonCode"], out["HoldReasonSubCode"] = (
+            f"via condor_hold (by user {job.owner})", 1, 0)
     if attempt is not None:
         if attempt.started_at is not None:
             out["JobCurrentStartDate"] = int(attempt.started_at)

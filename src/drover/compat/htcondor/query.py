@@ -84,6 +84,7 @@ def run(command: str, argv: list[str], options: list[Option], usage: str, histor
         chosen = selection(command, operands, [g.value or "" for g in given if g.key == "constraint"])
         display: dict[str, Any] = {
             "autoformat": autoformat, "long": "long" in keys, "json": "json" in keys, "nobatch": "nobatch" in keys,
+            "hold": "hold" in keys,
             "format": [tuple((g.value or "").split("\0", 1)) for g in given if g.key == "format"],
             "attributes": [a for g in given if g.key == "attributes" for a in (g.value or "").split(",") if a]}
         limit_given = last(given, "limit") or last(given, "match")

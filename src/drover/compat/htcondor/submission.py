@@ -409,6 +409,8 @@ def _extras(proc: Proc, tokened_procs: list[Proc], iwd: str, job: JobRequest, lo
     disk = _size(proc, "request_disk", 1) or _size(proc, "requestdisk", 1)
     if disk:
         out["disk"] = disk
+    if job.get("hold"):
+        out["held"] = True  # submitted on hold: HoldReasonCode 15 until it first runs
     attrs = {tokened.spelled.get(k, k[3:]): v for k, v in tokened.values.items() if k.startswith("my.")}
     if attrs:
         out["attrs"] = attrs

@@ -120,6 +120,15 @@ def nobatch(ads: list[dict[str, Any]], now: float, history: bool = False) -> lis
     return lines
 
 
+def held(ads: list[dict[str, Any]]) -> list[str]:
+    """condor_q -hold: each held job with when and why it was held."""
+    lines = [" ID      OWNER          HELD_SINCE  HOLD_REASON"]
+    for ad in ads:
+        lines.append(f"{ad['ClusterId']:>5}.{ad['ProcId']:<3} {ad['Owner']:<14} {_date(ad['EnteredCurrentStatus'])} "
+                     f"{ad.get('HoldReason', '')}")
+    return lines
+
+
 def batch(ads: list[dict[str, Any]]) -> list[str]:
     """The default: one line per batch (a JobBatchName, else a cluster), counts by state."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -281,7 +290,12 @@ def show(ads: list[dict[str, Any]], given: dict[str, Any], now: float, history: 
     else:
         if not history:
             write(schedd_banner(now) + "\n")
-        lines = nobatch(ads, now, history) if given.get("nobatch") or history else batch(ads)
+        if given.get("hold"):
+            lines = held(ads)
+        elif given.get("nobatch") or history:
+            lines = nobatch(ads, now, history)
+        else:
+            lines = batch(ads)
         for line in lines:
             write(line + "\n")
         if not history:
