@@ -80,8 +80,9 @@ def test_a_proc_that_runs_and_exits(tmp_path: Path) -> None:
 
 
 def test_the_output_transfer_comes_before_the_termination_and_brings_files_back(tmp_path: Path) -> None:
-    _, (log,) = follow(tmp_path, run_to_end(0, files=["result.txt"]), sandbox=True,
-                       files={"result.txt": b"42\n"})
+    _, (log,) = follow(tmp_path, run_to_end(0, files=["result.txt", "../escape.txt"]), sandbox=True,
+                       files={"result.txt": b"42\n", "../escape.txt": b"no\n"})
+    assert not (tmp_path.parent / "escape.txt").exists()
     assert log == [(eventlog.EXECUTE, log[0][1]), (eventlog.FILE_TRANSFER, eventlog.TRANSFER_OUTPUT_STARTED),
                    (eventlog.FILE_TRANSFER, eventlog.TRANSFER_OUTPUT_FINISHED),
                    (eventlog.IMAGE_SIZE, log[3][1]), (eventlog.TERMINATED, "Job terminated.")]

@@ -25,7 +25,7 @@ from drover.compat.htcondor.common import (
     user_name,
 )
 from drover.compat.htcondor.submission import CLUSTER, Context, Plan, build
-from drover.compat.htcondor.submitfile import SubmitFileError
+from drover.compat.htcondor.submitfile import Queue, SubmitFileError
 from drover.compat.htcondor.submitfile import parse as parse_file
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.core.errors import BadRequest, DroverError
@@ -101,7 +101,7 @@ def _main(argv: list[str]) -> int:
     queue = last(given, "queue")
     submit = parse_file(text, _read_items)
     if queue is not None:
-        if any(type(s).__name__ == "Queue" for s in submit.statements):
+        if any(isinstance(s, Queue) for s in submit.statements):
             raise BadRequest("ERROR: -queue argument conflicts with queue statement in submit file")
         append.append(f"queue {queue.value}")
     cwd = os.getcwd()

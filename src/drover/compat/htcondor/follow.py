@@ -159,6 +159,8 @@ class Follower:
         if not iwd:
             return
         for name in files:
+            if os.path.isabs(name) or ".." in name.split("/"):  # only beneath the initialdir
+                continue
             data = client.staged_file(self.cluster, proc, attempt, name)
             if data is None:
                 continue
