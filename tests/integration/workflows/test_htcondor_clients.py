@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,30 @@ def test_a_parsl_app_runs_in_a_condor_block_read_back_through_condor_q(
     assert (job.cpus, job.memory_mib) == (2, 1024)  # RequestCpus = 2, RequestMemory = 1024
     assert job.workdir == ""  # should_transfer_files = YES: a sandbox of its own
     assert job.state == "cancelled"
+
+
+def test_interrupting_dask_and_parsl_on_htcondor_removes_their_jobs(
+        cluster: LocalCluster, htcondor_front_ends: Path, dask_env: ToolEnv, parsl_env: ToolEnv,
+        nothing_left_running: Callable[[], None]) -> None:
+    dask = dask_env.start(dask_env.driver("dask_workflow.py", "htcondor", str(cluster.workdir / "logs"), "interrupt"),
+                          cluster, htcondor_front_ends)
+    try:
+        workers = dask.wait_for_line("SUBMITTED ").split()
+        assert len(workers) == 2
+        status, out = dask.interrupt()
+    finally:
+        dask.stop()
+    assert status is not None, out
+    parsl = parsl_env.start(parsl_env.driver("parsl_workflow.py", "condor", str(cluster.workdir / "runinfo"),
+                                             "interrupt"), cluster, htcondor_front_ends)
+    try:
+        blocks = parsl.wait_for_line("SUBMITTED ").split()
+        assert len(blocks) == 1
+        # SIGINT to parsl's main process only, as test_parsl.py says why.
+        status, out = parsl.interrupt(whole_group=False)
+    finally:
+        parsl.stop()
+    assert status == -2 and "KeyboardInterrupt" in out, out
+    for job_id in [*workers, *blocks]:  # condor_rm ID (parsl: then condor_rm -forcex ID)
+        assert cluster.client().job(int(job_id.split(".")[0])).state == "cancelled"
+    nothing_left_running()
