@@ -26,6 +26,7 @@ from typing import Any
 
 from drover.compat.htcondor import eventlog
 from drover.compat.htcondor.common import node_address
+from drover.core.errors import DroverError
 
 GRACE_ENV = "DROVER_HTCONDOR_FOLLOW_GRACE_S"
 DEFAULT_GRACE_S = 300.0  # how long an unreachable cluster is waited for before the follower gives up
@@ -148,7 +149,7 @@ class Follower:
             if task is not None and task.attempts and task.attempts[-1].usage is not None:
                 used = task.attempts[-1].usage
                 usage = eventlog.Usage(used.user_cpu_s, used.sys_cpu_s, used.max_rss_kib)
-        except Exception:  # noqa: BLE001  # the usage is a nicety: the event is written without it
+        except DroverError:  # the usage is a nicety: the event is written without it
             pass
         self.write(proc, eventlog.image_size(c, proc, when, usage.max_rss_kib))
         self.write(proc, eventlog.terminated(c, proc, when, state.exit_code, state.signal, usage, self.request))
@@ -173,7 +174,7 @@ class Follower:
 
 def run(follower: Follower, grace_s: float) -> int:
     from drover.client.client import Client
-    from drover.core.errors import DroverError, Unreachable
+    from drover.core.errors import Unreachable
 
     unreachable_since: float | None = None
     while not follower.done:
