@@ -243,7 +243,7 @@ def main_page(all_pages: list[Page]) -> str:
               "where a personal cluster keeps its state (default: $XDG_STATE_HOME/drover, "
               "~/.local/state/drover)",
               ".SH FRONT ENDS",
-              "Slurm's and Grid Engine's commands, backed by Drover: "
+              "Slurm's, Grid Engine's and HTCondor's commands, backed by Drover: "
               + ", ".join(f"\\fB{name}\\fR(1)" for name in FRONT_ENDS) + "."]
     return "\n".join(lines) + "\n"
 
@@ -258,7 +258,8 @@ def _first_paragraph(doc: str | None) -> str:
 
 
 # drover.compat.<package> → the batch system whose command it stands in for.
-BATCH_SYSTEMS = {"slurm": "Slurm", "gridengine": "Grid Engine", "pbs": "PBS Pro or Torque"}
+BATCH_SYSTEMS = {"slurm": "Slurm", "gridengine": "Grid Engine", "pbs": "PBS Pro or Torque",
+                 "htcondor": "HTCondor"}
 
 
 def front_end_page(name: str, module_name: str) -> str:

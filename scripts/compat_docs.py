@@ -28,6 +28,9 @@ def tables() -> dict[str, str]:
         options = getattr(importlib.import_module(module), "OPTIONS", None)
         if options is not None:
             out[command] = markdown_table(options)
+    from drover.compat.htcondor.submit_commands import SUBMIT_COMMANDS
+
+    out["condor_submit file"] = markdown_table(SUBMIT_COMMANDS).replace("| option |", "| command |", 1)
     return out
 
 

@@ -35,6 +35,8 @@ PINS: dict[str, tuple[str, ...]] = {
     "dask-jobqueue": ("dask-jobqueue==0.9.0", "dask==2026.8.0", "distributed==2026.8.0"),
     "parsl": ("parsl==2026.10.26",),
     "psij-python": ("psij-python==0.9.11",),
+    # The last release with the `htcondor` module (25.x has htcondor2 alone): its JobEventLog.
+    "htcondor": ("htcondor==24.0.24",),
     "snakemake": ("snakemake==9.27.1", "snakemake-executor-plugin-slurm==2.8.0",
                   "snakemake-executor-plugin-slurm-jobstep==0.6.1"),
 }

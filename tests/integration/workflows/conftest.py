@@ -52,6 +52,21 @@ def snakemake_env(request: pytest.FixtureRequest) -> workflow_tools.ToolEnv:
     return _tool("snakemake", request)
 
 
+@pytest.fixture(scope="session")
+def htcondor_env(request: pytest.FixtureRequest) -> workflow_tools.ToolEnv:
+    return _tool("htcondor", request)
+
+
+@pytest.fixture
+def htcondor_front_ends(cluster: LocalCluster) -> Path:
+    """The directory `drover compat install` filled (HTCondor's commands with the others); the
+    job event log's followers give up on a stopped cluster within seconds, not minutes."""
+    cluster.env["DROVER_HTCONDOR_FOLLOW_GRACE_S"] = "3"
+    bin_dir = cluster.root / "bin"
+    cluster.drover("compat", "install", str(bin_dir))
+    return bin_dir
+
+
 @pytest.fixture
 def front_ends(cluster: LocalCluster) -> Path:
     """The directory `drover compat install` filled with sbatch, qsub and the rest."""

@@ -29,6 +29,14 @@ _drover_front_end() {
     qselect) options="-U -help -l -pe -q -qs" ;;
     qhost) options="-F -h -help -j -l -ncb -q -u -xml" ;;
     qconf) options="-Aattr -Acal -Ackpt -Aconf -Ae -Ahgrp -Ap -Aprj -Aq -Arqs -Astree -Au -Auser -Dattr -Mattr -Mc -Mcal -Mckpt -Mconf -Me -Mhgrp -Mp -Mprj -Mq -Mrqs -Mstree -Mu -Muser -Rattr -aattr -acal -ackpt -aconf -ae -ah -ahgrp -am -ao -ap -aprj -aq -arqs -as -astnode -astree -at -au -auser -cb -clearusage -cq -dattr -dcal -dckpt -dconf -de -dh -dhgrp -dm -do -dp -dprj -dq -drqs -ds -dstnode -dstree -du -dul -duser -help -ke -kec -kej -km -ks -kt -mattr -mc -mcal -mckpt -mconf -me -mhgrp -mp -mprj -mq -mrqs -msconf -mstnode -mstree -mu -muser -purge -rattr -rsstnode -sc -scal -scall -sckpt -sckptl -sconf -sconfl -sds -se -secl -sel -sep -sh -shgrp -shgrp_resolved -shgrp_tree -shgrpl -sm -so -sobjl -sp -spl -sprj -sprjl -sq -sql -srqs -srqsl -ss -ssconf -sss -sst -sstnode -sstree -su -sul -suser -suserl -tsm" ;;
+    condor_submit) options="-a -append -batch-name -disable -dry-run -file -help -interactive -maxjobs -name -pool -queue -remote -single-cluster -spool -terse -verbose" ;;
+    condor_q) options="-af -allusers -analyze -attributes -autoformat -batch -better-analyze -constraint -dag -format -global -help -hold -idle -json -long -name -nobatch -pool -run -submitter -totals -wide -xml" ;;
+    condor_history) options="-af -attributes -autoformat -backwards -constraint -file -format -help -json -limit -long -match -name -pool -userlog -xml" ;;
+    condor_rm) options="-all -constraint -forcex -help -name -pool" ;;
+    condor_hold) options="-all -constraint -help -name -pool" ;;
+    condor_release) options="-all -constraint -help -name -pool" ;;
+    condor_wait) options="-debug -echo -help -num -status -wait" ;;
+    condor_status) options="-af -any -attributes -autoformat -avail -claimed -compact -constraint -format -help -json -long -name -pool -schedd -total -xml" ;;
   esac
   if [[ "$word" == -* ]]; then
     COMPREPLY=($(compgen -W "$options" -- "$word"))
@@ -38,4 +46,4 @@ _drover_front_end() {
     COMPREPLY=($(compgen -f -- "$word"))
   fi
 }
-complete -F _drover_front_end sbatch srun salloc squeue scancel sacct sinfo scontrol sstat sprio sshare qsub qstat qdel qhold qrls qacct qalter qrsh qmod qselect qhost qconf
+complete -F _drover_front_end sbatch srun salloc squeue scancel sacct sinfo scontrol sstat sprio sshare qsub qstat qdel qhold qrls qacct qalter qrsh qmod qselect qhost qconf condor_submit condor_q condor_history condor_rm condor_hold condor_release condor_wait condor_status

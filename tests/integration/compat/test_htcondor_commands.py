@@ -1,0 +1,246 @@
+"""A submit description file and HTCondor's commands, installed with `drover compat install`,
+against a real cluster: condor_submit's clusters and their procs, condor_q's views and
+constraints, condor_history, condor_rm/hold/release by cluster, proc, user and constraint,
+condor_wait, condor_status, a sandbox whose files are staged in and brought back; and, on the
+shared system cluster, the job event log written with the submitter's own rights only."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.helpers.cluster import LocalCluster
+from tests.helpers.compat_install import install, run
+from tests.helpers.system_cluster import SystemCluster
+from tests.helpers.wait import wait_until
+
+GRACE = {"DROVER_HTCONDOR_FOLLOW_GRACE_S": "3"}
+
+SWEEP = """\
+# three procs, one per item
+executable = /bin/sh
+arguments = "-c 'echo $(Item) $0 $(Process); exit $(ItemIndex)' $(Cluster)"
+output = sweep.$(Cluster).$(Process).out
+error = sweep.$(Process).err
+log = sweep.log
+request_cpus = 1
+request_memory = 32M
+batch_name = sweep
++Project = "demo"
+queue Item in (red, green, blue)
+"""
+
+
+def condor(cluster: LocalCluster, bin_dir: Path, *args: str, stdin: str | None = None) -> str:
+    done = run(cluster, bin_dir, *args, stdin=stdin, env=GRACE)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def submitted(output: str) -> int:
+    match = re.search(r"(\d+) job\(s\) submitted to cluster (\d+)\.\n$", output)
+    assert match is not None, output
+    return int(match.group(2))
+
+
+def test_a_cluster_of_procs_runs_and_condor_q_and_condor_history_show_it(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    (cluster.workdir / "sweep.sub").write_text(SWEEP)
+    out = condor(cluster, bin_dir, "condor_submit", "sweep.sub")
+    assert out.startswith("Submitting job(s)...\n3 job(s) submitted to cluster ")
+    job = submitted(out)
+    waited = condor(cluster, bin_dir, "condor_wait", "-wait", "60", "sweep.log")
+    assert waited == "All jobs done.\n"
+    for proc, item in enumerate(("red", "green", "blue")):
+        assert (cluster.workdir / f"sweep.{job}.{proc}.out").read_text() == f"{item} {job} {proc}\n"
+    info = cluster.client().job(job)
+    assert (info.array, info.name, info.memory_mib) == ("0-2", "sweep", 32)
+    history = condor(cluster, bin_dir, "condor_history", str(job), "-af:j", "ExitCode", "Project", "JobStatus")
+    assert history.splitlines() == [f"{job}.2 2 demo 4", f"{job}.1 1 demo 4", f"{job}.0 0 demo 4"]
+    constrained = condor(cluster, bin_dir, "condor_history", "-constraint", f"ClusterId == {job} && ExitCode > 0",
+                         "-format", "%d.", "ClusterId", "-format", "%d\\n", "ProcId")
+    assert constrained == f"{job}.2\n{job}.1\n"
+    ads = json.loads(condor(cluster, bin_dir, "condor_history", f"{job}.1", "-json"))
+    assert [(ad["ClusterId"], ad["ProcId"], ad["Args"], ad["JobBatchName"]) for ad in ads] == [
+        (job, 1, f"-c echo green $0 1; exit 1 {job}", "sweep")]
+    assert condor(cluster, bin_dir, "condor_q", "-af", "ClusterId") == ""  # ended: gone from the queue
+    log = (cluster.workdir / "sweep.log").read_text()
+    assert log.count("Job terminated.") == 3 and log.count("\n...\n") == 12
+
+
+def test_hold_release_and_remove_by_cluster_proc_user_and_constraint(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    me = pwd.getpwuid(os.getuid()).pw_name
+    job = submitted(condor(cluster, bin_dir, "condor_submit", "-", stdin="executable = /bin/sleep\narguments = 300\n"
+                           "hold = true\nlog = life.log\nqueue 2\n"))
+    table = condor(cluster, bin_dir, "condor_q")
+    assert f"\n{me:<5} ID: {job}" in table and f" {job}.0-1\n" in table
+    assert "Total for query: 2 jobs; 0 completed, 0 removed, 0 idle, 0 running, 2 held, 0 suspended" in table
+    nobatch = condor(cluster, bin_dir, "condor_q", "-nobatch").splitlines()
+    assert nobatch[3].split()[:2] == ["ID", "OWNER"]
+    assert [line.split()[0] for line in nobatch[4:6]] == [f"{job}.0", f"{job}.1"]
+    assert all(line.split()[5] == "H" for line in nobatch[4:6])
+    held = condor(cluster, bin_dir, "condor_q", "-hold").splitlines()
+    assert held[3].split() == ["ID", "OWNER", "HELD_SINCE", "HOLD_REASON"]
+    assert held[4].endswith(" submitted on hold at user's request")
+    assert condor(cluster, bin_dir, "condor_q", f"{job}.0", "-af", "HoldReasonCode") == "15\n"
+    assert condor(cluster, bin_dir, "condor_release", f"{job}.1") == f"Job {job}.1 released\n"
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", f"{job}.1", "-af", "JobStatus") == "2\n",
+               describe="the released proc to run")
+    assert condor(cluster, bin_dir, "condor_q", "-constraint", "JobStatus == 5", "-af", "ProcId") == "0\n"
+    refused = run(cluster, bin_dir, "condor_release", f"{job}.1")
+    assert (refused.returncode, refused.stderr) == (1, f"Job {job}.1 not released\n")
+    assert condor(cluster, bin_dir, "condor_rm", "-constraint", f"ClusterId == {job} && ProcId == 1") == \
+        f"All jobs matching constraint (ClusterId == {job} && ProcId == 1) have been marked for removal\n"
+    assert condor(cluster, bin_dir, "condor_rm", me) == f"All jobs of user \"{me}\" have been marked for removal\n"
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "life.log") == "All jobs done.\n"
+    log = (cluster.workdir / "life.log").read_text()
+    assert log.count("Job was held.") == 2 and log.count("Job was released.") == 1
+    assert log.count("Job was aborted.\n\tvia condor_rm (by user ") == 2
+    missing = run(cluster, bin_dir, "condor_rm", str(job))
+    assert (missing.returncode, missing.stderr) == (1, f"Couldn't find/remove all jobs in cluster {job}\n")
+
+
+def test_a_sandbox_stages_its_inputs_in_and_brings_its_outputs_back(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    (cluster.workdir / "data").mkdir()
+    (cluster.workdir / "data" / "numbers.txt").write_text("1\n2\n3\n")
+    (cluster.workdir / "sum.sh").write_text("#!/bin/sh\nawk '{s += $1} END {print s}' numbers.txt > total.txt\n"
+                                            "pwd > where.txt\n")
+    os.chmod(cluster.workdir / "sum.sh", 0o755)
+    job = submitted(condor(cluster, bin_dir, "condor_submit", "-", stdin=(
+        "executable = sum.sh\nshould_transfer_files = YES\ntransfer_input_files = data/numbers.txt\n"
+        "transfer_output_files = total.txt\nlog = sandbox.log\nqueue\n")))
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "sandbox.log") == "All jobs done.\n"
+    assert (cluster.workdir / "total.txt").read_text() == "6\n"
+    assert not (cluster.workdir / "where.txt").exists()  # not asked for: stays in the sandbox
+    log = (cluster.workdir / "sandbox.log").read_text()
+    order = [line.split(" ", 4)[-1] for line in log.splitlines() if line[:3].isdigit()]
+    assert order == ["Job submitted from host: " + order[0].split(": ", 1)[1], "Started transferring input files",
+                     "Finished transferring input files", order[3], "Started transferring output files",
+                     "Finished transferring output files", order[6], "Job terminated."]
+    assert order[3].startswith("Job executing on host: ") and order[6].startswith("Image size of job updated: ")
+    assert cluster.client().job(job).workdir == ""
+
+
+def test_condor_status_shows_each_node_as_a_slot(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    node = cluster.client().nodes()[0].name
+    lines = condor(cluster, bin_dir, "condor_status").splitlines()
+    assert lines[0].split() == ["Name", "OpSys", "Arch", "State", "Activity", "LoadAv", "Mem", "ActvtyTime"]
+    assert lines[2].split()[:5] == [f"slot1@{node}", "LINUX", lines[2].split()[2], "Unclaimed", "Idle"]
+    assert condor(cluster, bin_dir, "condor_status", "-af", "Machine", "TotalCpus") == f"{node} 2\n"
+    assert condor(cluster, bin_dir, "condor_status", "-constraint", "TotalCpus > 8", "-af", "Name") == ""
+
+
+# -- the shared system cluster: the event log is written with the submitter's rights alone --------
+
+@pytest.fixture
+def root_secret() -> Iterator[Path]:
+    path = Path(f"/var/tmp/drover-condor-secret-{uuid.uuid4().hex[:8]}")
+    path.write_text("root only\n")
+    os.chmod(path, 0o600)
+    yield path
+    path.unlink(missing_ok=True)
+
+
+def test_the_job_event_log_is_written_as_the_submitter_never_through_a_swapped_link(
+        system_cluster: SystemCluster, users: tuple[str, str], root_secret: Path) -> None:
+    user = users[0]
+    entry = pwd.getpwnam(user)
+    work = Path(entry.pw_dir) / "condor"
+    work.mkdir(mode=0o700)
+    os.chown(work, entry.pw_uid, entry.pw_gid)
+    bin_dir = system_cluster.root / "bin-condor"
+    system_cluster.as_root("compat", "install", str(bin_dir))
+
+    def as_user(*argv: str, stdin: str | None = None) -> str:
+        done = system_cluster.run_as(user, str(bin_dir / argv[0]), *argv[1:], input=stdin, cwd=work, env=GRACE)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        return done.stdout
+
+    job = submitted(as_user("condor_submit", "-", stdin="executable = /bin/echo\narguments = hi\nhold = true\n"
+                            "log = own.log\noutput = out.txt\nqueue\n"))
+    log = work / "own.log"
+    assert log.stat().st_uid == entry.pw_uid  # created by condor_submit, as the submitter
+    assert log.read_text().count("\n...\n") == 2  # submitted, held
+    # The submitter swaps their log for a link to a root-only file; whatever writes the
+    # events after that must not be able to follow it.
+    log.unlink()
+    log.symlink_to(root_secret)
+    os.lchown(log, entry.pw_uid, entry.pw_gid)
+    assert as_user("condor_release", str(job)) == f"All jobs in cluster {job} have been released\n"
+    wait_until(lambda: system_cluster.job(job)["state"] == "completed", timeout=60, describe="the job to end")
+    assert (work / "out.txt").read_text() == "hi\n"
+    assert root_secret.read_text() == "root only\n"
+    assert root_secret.stat().st_uid == 0
+    # And a log the submitter may write gets every event, appended by the submitter's follower.
+    job = submitted(as_user("condor_submit", "-", stdin="executable = /bin/true\nlog = second.log\nqueue\n"))
+    assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
+    second = work / "second.log"
+    assert second.stat().st_uid == entry.pw_uid and "Job terminated." in second.read_text()
+
+
+def test_condor_hold_vacates_a_running_proc_and_holds_it_until_released(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    job = submitted(condor(cluster, bin_dir, "condor_submit", "-", stdin=(
+        "executable = /bin/sh\narguments = \"-c 'echo run >> runs.$(Process); sleep 300'\"\nlog = vacate.log\n"
+        "queue 2\n")))
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", str(job), "-af", "JobStatus") == "2\n2\n",
+               describe="both procs to run")
+    assert condor(cluster, bin_dir, "condor_hold", str(job)) == f"All jobs in cluster {job} have been held\n"
+    assert condor(cluster, bin_dir, "condor_q", str(job), "-af", "JobStatus") == "5\n5\n"
+    log = cluster.workdir / "vacate.log"
+    wait_until(lambda: log.read_text().count("Job was held.") == 2, describe="both holds in the event log")
+
+    def runs(proc: int) -> int:
+        return (cluster.workdir / f"runs.{proc}").read_text().count("run\n")
+
+    before = (runs(0), runs(1))
+    assert condor(cluster, bin_dir, "condor_release", f"{job}.1") == f"Job {job}.1 released\n"
+    wait_until(lambda: runs(1) == before[1] + 1, describe="proc 1 to run again")
+    assert runs(0) == before[0]
+    assert condor(cluster, bin_dir, "condor_rm", str(job)) == f"All jobs in cluster {job} have been marked for removal\n"
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "vacate.log") == "All jobs done.\n"
+    text = log.read_text()
+    for proc in (0, 1):  # each vacated (evicted, perhaps more than once: the scheduler may start it
+        # again before the hold lands), then held; proc 1 ran again, then both were removed
+        ident = f"({job:03d}.{proc:03d}.000)"
+        events = [line.split(" ", 4)[-1] for line in text.splitlines() if ident in line]
+        assert events.index("Job was evicted.") < events.index("Job was held.") < events.index("Job was released."
+                                                                                              if proc else
+                                                                                              "Job was aborted.")
+        assert events[-1] == "Job was aborted."
+    assert text.count("Job was held.") == 2 and text.count("Job was released.") == 1
+
+
+def test_command_line_values_append_queue_terse_and_condor_wait_for_one_job_or_a_number(
+        cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    (cluster.workdir / "plain.sub").write_text("executable = /bin/sh\narguments = \"-c 'echo $(word) $(Process)'\"\n"
+                                               "output = plain.$(Process)\nlog = plain.log\n")
+    terse = condor(cluster, bin_dir, "condor_submit", "-terse", "word=hello", "-append", "log = plain.log",
+                   "-queue", "2", "plain.sub")
+    match = re.fullmatch(r"(\d+)\.0 - (\d+)\.1\n", terse)
+    assert match is not None and match.group(1) == match.group(2), terse
+    first = int(match.group(1))
+    second = submitted(condor(cluster, bin_dir, "condor_submit", "-batch-name", "again", "-a", "arguments = 30",
+                              "-a", "executable = /bin/sleep", "-a", "output = second.out", "-a", "queue",
+                              "plain.sub"))
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "plain.log", f"{first}") == "All jobs done.\n"
+    assert [(cluster.workdir / f"plain.{proc}").read_text() for proc in (0, 1)] == ["hello 0\n", "hello 1\n"]
+    assert cluster.client().job(second).name == "again"
+    timed_out = run(cluster, bin_dir, "condor_wait", "-wait", "1", "plain.log")
+    assert (timed_out.returncode, timed_out.stdout) == (1, "Time expired.\n")
+    assert condor(cluster, bin_dir, "condor_wait", "-num", "2", "plain.log") == "Specifed number of jobs (2) done.\n"
+    conflict = run(cluster, bin_dir, "condor_submit", "-queue", "1", "-", stdin="executable = /bin/true\nqueue\n")
+    assert (conflict.returncode, conflict.stderr.strip()) == (
+        1, "ERROR: -queue argument conflicts with queue statement in submit file")
+    condor(cluster, bin_dir, "condor_rm", str(second))
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "plain.log") == "All jobs done.\n"
