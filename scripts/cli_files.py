@@ -262,7 +262,8 @@ def front_end_page(name: str, module_name: str) -> str:
     lines += [".SH SYNOPSIS", f"\\fB{name}\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]",
               ".SH DESCRIPTION", roff(summary),
               ".PP", f"This \\fB{name}\\fR is Drover's: it talks to a Drover cluster, not to "
-              + ("Slurm" if ".slurm." in module_name else "Grid Engine") + ". Each option below is marked "
+              + ("Slurm" if ".slurm." in module_name else "LSF" if ".lsf." in module_name else "Grid Engine")
+              + ". Each option below is marked "
               "with what Drover does with it.",
               ".SH OPTIONS"]
     for option in options:

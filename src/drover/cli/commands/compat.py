@@ -1,6 +1,6 @@
 """drover compat install [--flavor sge|pbs] DIR: put Slurm's commands and Grid Engine's (or, with
---flavor pbs, PBS Pro's and Torque's, which share qsub, qstat and qdel's names), backed by Drover,
-into DIR. Opt-in, so they never shadow a real installation by accident."""
+--flavor pbs, PBS Pro's and Torque's, which share qsub, qstat and qdel's names), and LSF's,
+backed by Drover, into DIR. Opt-in, so they never shadow a real installation by accident."""
 
 from __future__ import annotations
 
@@ -26,10 +26,15 @@ PBS_COMMANDS = {
     name: (f"drover.compat.pbs.{name}", "main")
     for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qalter", "qsig", "qrerun", "pbsnodes")
 }
+# IBM Spectrum LSF's commands: their names collide with no other's, so every flavour has them.
+LSF_COMMANDS = {
+    name: (f"drover.compat.lsf.{name}", "main")
+    for name in ("bsub", "bjobs", "bkill", "bstop", "bresume", "bqueues", "bhosts", "bhist", "bpeek", "lsid")
+}
 # The default flavour's commands (the man pages and docs/compat.md's Grid Engine tables are theirs).
-COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS}
-# --flavor: which batch system's commands go beside Slurm's.
-FLAVORS = {"sge": COMMANDS, "pbs": {**SLURM_COMMANDS, **PBS_COMMANDS}}
+COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS, **LSF_COMMANDS}
+# --flavor: which batch system's commands go beside Slurm's (and LSF's).
+FLAVORS = {"sge": COMMANDS, "pbs": {**SLURM_COMMANDS, **PBS_COMMANDS, **LSF_COMMANDS}}
 
 
 def run(command: str, argv: list[str]) -> int:
