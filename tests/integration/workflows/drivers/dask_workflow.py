@@ -1,9 +1,9 @@
-"""A dask-jobqueue workflow, as its users run one: an SGECluster, SLURMCluster or PBSCluster
+"""A dask-jobqueue workflow, as its users run one: an SGECluster, SLURMCluster, PBSCluster or LSFCluster
 whose workers are batch jobs with resources, a task graph over them with one failing task, and
 the cluster closed on leaving the `with` block (qdel / scancel of every worker job). Prints the
 worker job ids and a JSON summary.
 
-Run with the tool's Python: driver slurm|sge|pbs LOG_DIR [interrupt]
+Run with the tool's Python: driver slurm|sge|pbs|lsf LOG_DIR [interrupt]
 With "interrupt" it runs one long task instead and leaves the interruption to the caller."""
 
 import json
@@ -11,7 +11,7 @@ import sys
 import time
 
 from dask.distributed import Client
-from dask_jobqueue import PBSCluster, SGECluster, SLURMCluster
+from dask_jobqueue import LSFCluster, PBSCluster, SGECluster, SLURMCluster
 
 
 def cluster(kind, log_dir):
@@ -22,6 +22,8 @@ def cluster(kind, log_dir):
         return SLURMCluster(memory="1GiB", **common)
     if kind == "pbs":
         return PBSCluster(memory="1GiB", **common)
+    if kind == "lsf":  # LSF's -W is [hours:]minutes
+        return LSFCluster(memory="1GiB", **{**common, "walltime": "00:05"})
     return SGECluster(memory="1GiB", resource_spec="h_vmem=1G", **common)
 
 
