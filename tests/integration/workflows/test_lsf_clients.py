@@ -1,6 +1,8 @@
 """The tools that speak LSF, unchanged, on the LSF front ends (installed by `drover compat
 install` in every flavour): dask-jobqueue's LSFCluster (`bsub < SCRIPT` with `#BSUB -J -e -o -n
--M KB -W HH:MM`, the id read as the first number bsub prints, `bkill ID`)."""
+-M KB -W HH:MM`, the id read as the first number bsub prints, `bkill ID`); parsl's LSFProvider
+(`bsub SCRIPT`, its `#BSUB` lines read, the id as the second word of bsub's line, `bjobs
+-noheader -o 'jobid stat' IDS`, `bkill IDS`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.workflow_tools import ToolEnv
 from tests.integration.workflows.test_dask_jobqueue import run_workflow as run_dask
+from tests.integration.workflows.test_pbs_clients import run_parsl
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,3 +34,16 @@ def test_dask_jobqueue_lsfcluster_scales_to_two_workers_and_computes(
     # `-e DIR/WORKER-%J.err -o DIR/WORKER-%J.out`, WORKER the name dask gave the worker
     assert sorted(p.name.rsplit("-", 1)[1] for p in logs.iterdir()) == sorted(
         f"{i}.{kind}" for i in ids for kind in ("err", "out"))
+
+
+def test_a_parsl_app_runs_in_an_lsf_block_read_back_through_bjobs(
+        cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv) -> None:
+    summary = run_parsl(cluster, front_ends, parsl_env, "lsf")
+    assert summary["total"] == 1 + 2 + 3 + 4
+    assert summary["failure"] == "BashExitFailure: bash_app fails failed with unix exit code 3"
+    assert summary["block_states"] == ["RUNNING"]  # RUN, through `bjobs -noheader -o 'jobid stat' ID`
+    (block,) = summary["blocks"]  # `Job <N> is submitted to default queue <normal>.`: its second word
+    job = cluster.client().job(int(block))
+    # `bsub SCRIPT` with `#BSUB -n 2 -R "span[ptile=2]" -M 1GB -W 5`: its #BSUB lines are read
+    assert (job.cpus, job.memory_mib, job.time_limit_s) == (2, 1024, 300)
+    assert job.state == "cancelled"  # bkill'd on leaving `with parsl.load(...)`
