@@ -2,11 +2,16 @@
 install` in every flavour): dask-jobqueue's LSFCluster (`bsub < SCRIPT` with `#BSUB -J -e -o -n
 -M KB -W HH:MM`, the id read as the first number bsub prints, `bkill ID`); parsl's LSFProvider
 (`bsub SCRIPT`, its `#BSUB` lines read, the id as the second word of bsub's line, `bjobs
--noheader -o 'jobid stat' IDS`, `bkill IDS`)."""
+-noheader -o 'jobid stat' IDS`, `bkill IDS`); PSI/J's lsf executor (`bsub SCRIPT` with `#BSUB -J
+-cwd -env all -n -M NKB -W H:M -e /dev/null -o /dev/null`, `$LSB_JOBID` and `$LSB_HOSTS` in the
+job, `bjobs -o "JOBID STAT EXIT_REASON KILL_REASON SUSPEND_REASON" -json -a IDS`, `bkill ID`)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
@@ -47,3 +52,47 @@ def test_a_parsl_app_runs_in_an_lsf_block_read_back_through_bjobs(
     # `bsub SCRIPT` with `#BSUB -n 2 -R "span[ptile=2]" -M 1GB -W 5`: its #BSUB lines are read
     assert (job.cpus, job.memory_mib, job.time_limit_s) == (2, 1024, 300)
     assert job.state == "cancelled"  # bkill'd on leaving `with parsl.load(...)`
+
+
+def run_psij(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv, work: Path) -> dict[str, Any]:
+    run = psij_env.start(psij_env.driver("psij_workflow.py", str(work), "workflow", "lsf"), cluster, front_ends)
+    status, out = run.finish(timeout=180)
+    assert status == 0, out
+    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
+    return summary
+
+
+def test_psij_lsf_executor_runs_jobs_and_reports_the_failed_ones_exit_code(
+        cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv) -> None:
+    work = cluster.workdir / "psij"
+    summary = run_psij(cluster, front_ends, psij_env, work)
+    assert [(step["state"], step["exit_code"]) for step in summary.values()] == [
+        ("COMPLETED", 0), ("COMPLETED", 0), ("FAILED", 3)]
+    produced = summary["produce"]["id"]
+    assert (work / "consumed.txt").read_text() == f"{produced}\n{produced}\n"  # $LSB_JOBID is bsub's id
+    node = cluster.client().nodes()[0].name
+    assert (work / "nodes.txt").read_text() == f"{node}\n"  # $LSB_HOSTS: one word per slot
+    job = cluster.client().job(int(produced))
+    # `bsub SCRIPT` with `#BSUB -cwd -env all -n 1 -M 524288KB -W 0:5 -e /dev/null -o /dev/null`
+    assert (job.cpus, job.memory_mib, job.time_limit_s) == (1, 512, 300)
+    assert cluster.client().job(int(summary["broken"]["id"])).state == "completed"  # its exit code is PSI/J's file's
+
+
+def test_psij_cancels_its_lsf_jobs(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv,
+                                   nothing_left_running: Callable[[], None]) -> None:
+    run = psij_env.start(psij_env.driver("psij_workflow.py", str(cluster.workdir / "psij"), "interrupt", "lsf"),
+                         cluster, front_ends)
+    try:
+        ids = run.wait_for_line("SUBMITTED ").split()
+        assert len(ids) == 2
+        status, out = run.interrupt()
+    finally:
+        run.stop()
+    assert status == 130, out
+    states = json.loads(next(line for line in out.splitlines() if line.startswith("CANCELLED "))[10:])
+    # bkill'd jobs are EXIT in bjobs, which PSI/J's LSF executor reads as FAILED (it has no
+    # cancelled state for LSF).
+    assert states == {job_id: "FAILED" for job_id in ids}
+    for job_id in ids:
+        assert cluster.client().job(int(job_id)).state == "cancelled"
+    nothing_left_running()
