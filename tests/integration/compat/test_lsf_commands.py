@@ -170,3 +170,45 @@ def test_queues_and_hosts_as_lsf_lists_them(cluster: LocalCluster) -> None:
     assert (unknown.returncode, unknown.stderr) == (255, "nosuch: No such queue\n")
     lsid = run(cluster, bin_dir, "lsid").stdout
     assert lsid.startswith("IBM Spectrum LSF Standard 10.1.0.0") and "My cluster name is drover" in lsid
+
+
+def test_bjobs_selects_and_cuts_as_lsf_does(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    pending = bsub(cluster, bin_dir, "-J", "a_rather_long_job_name", "-b", "23:59", "-q", "normal", "true")
+    held = bsub(cluster, bin_dir, "-H", "-J", "other", "true")
+    done = bsub(cluster, bin_dir, "-J", "quick", "-e", "quick.err", "-L", "/bin/bash",
+                "echo $LSB_ERRORFILE >&2; echo $BASH_VERSION")
+    cluster.drover("wait", done)
+    table = run(cluster, bin_dir, "bjobs").stdout.splitlines()
+    assert [line.split()[0] for line in table[1:]] == [pending, held]
+    assert table[1].split()[2:4] == ["PEND", "normal"] and "*_job_name" in table[1]  # cut to its end after *
+    wide = run(cluster, bin_dir, "bjobs", "-w", "-noheader").stdout
+    assert "a_rather_long_job_name" in wide and not wide.startswith("JOBID")
+    assert run(cluster, bin_dir, "bjobs", "-noheader", "-o", "id", "-J", "a_rather*").stdout == f"{pending}\n"
+    assert run(cluster, bin_dir, "bjobs", "-noheader", "-o", "id", "-d").stdout == f"{done}\n"
+    assert run(cluster, bin_dir, "bjobs", "-noheader", "-o", "id", "-s").stdout == f"{held}\n"
+    assert run(cluster, bin_dir, "bjobs", "-noheader", "-o", "id", "-p").stdout == f"{pending}\n{held}\n"
+    assert run(cluster, bin_dir, "bjobs", "-noheader", "-o", "id", "-u", "all", "-a").stdout == \
+        f"{pending}\n{held}\n{done}\n"
+    none_running = run(cluster, bin_dir, "bjobs", "-r")
+    assert (none_running.returncode, none_running.stderr) == (255, "No running job found\n")
+    delimited = run(cluster, bin_dir, "bjobs", "-o", "jobid stat queue delimiter=','", done).stdout
+    assert delimited == f"JOBID,STAT,QUEUE\n{done},DONE,normal\n"
+    # -e named the error file (LSB_ERRORFILE, as the job writes it); -L ran the command with bash.
+    assert (cluster.workdir / "quick.err").read_text() == f"{cluster.workdir}/quick.err\n"
+    assert (cluster.workdir / f"{done}.out").read_text().strip()  # $BASH_VERSION: not empty
+    assert "Done successfully." in run(cluster, bin_dir, "bjobs", "-l", done).stdout
+    summary = run(cluster, bin_dir, "bhist", "-a").stdout.splitlines()
+    assert summary[1].split() == ["JOBID", "USER", "JOB_NAME", "PEND", "PSUSP", "RUN", "USUSP", "SSUSP", "UNKWN",
+                                  "TOTAL"]
+    run(cluster, bin_dir, "bkill", "0")
+
+
+def test_with_no_cluster_the_commands_say_so_as_lsf_does(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    elsewhere = {"DROVER_SOCKET": str(cluster.root / "no-such.sock")}
+    for argv in (["bsub"], ["bjobs"], ["bkill", "1"], ["bqueues"], ["bhosts"]):
+        done = run(cluster, bin_dir, *argv, stdin="true\n", env=elsewhere)
+        assert (done.returncode, done.stdout) == (255, ""), done
+        assert done.stderr == f"batch system daemon not responding ... still trying\n{argv[0]}: LSF is down. " \
+                              "Please wait ...\n", done.stderr

@@ -26,7 +26,7 @@ from drover.compat.lsf.common import (
 )
 from drover.compat.lsf.submission import Context, Submission, build, command_line_script
 from drover.compat.lsf.submit_options import BSUB_OPTIONS
-from drover.compat.lsf.syntax import LsfUsageError, directive_words, parse, print_error
+from drover.compat.lsf.syntax import LsfUsageError, directive_words, parse, print_error, value
 from drover.core.errors import BadRequest, DroverError, NotFound
 
 TYPE_CHECKING = False
@@ -74,7 +74,7 @@ def _main(argv: list[str]) -> int:
         if script_file is not None:
             script, arguments, name = script_file, operands[1:], " ".join(operands)
         else:
-            script, name = command_line_script(operands), " ".join(operands)
+            script, name = command_line_script(operands, value(command_line, "L") or None), " ".join(operands)
     elif interactive:
         script, name = "", os.path.basename(os.environ.get("SHELL") or "/bin/bash")
     else:

@@ -140,9 +140,10 @@ def _build(given: list[Given], script: str, name_default: str, arguments: list[s
     return submission
 
 
-def command_line_script(words: list[str]) -> str:
-    """`bsub command args`: LSF runs the command line with /bin/sh, its words joined by blanks."""
-    return command_script(words[0], words[1:], None, True)
+def command_line_script(words: list[str], shell: str | None = None) -> str:
+    """`bsub command args`: LSF runs the command line with /bin/sh (-L: that shell), its words
+    joined by blanks."""
+    return command_script(words[0], words[1:], shell, True)
 
 
 def _output(given: list[Given], job: JobRequest, ctx: Context) -> None:
