@@ -212,3 +212,16 @@ def test_with_no_cluster_the_commands_say_so_as_lsf_does(cluster: LocalCluster) 
         assert (done.returncode, done.stdout) == (255, ""), done
         assert done.stderr == f"batch system daemon not responding ... still trying\n{argv[0]}: LSF is down. " \
                               "Please wait ...\n", done.stderr
+
+
+def test_an_element_of_an_array_is_killed_by_its_id(cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    array = bsub(cluster, bin_dir, "-H", "-J", "many[1-3]", "true")
+    killed = run(cluster, bin_dir, "bkill", f"{array}[2]")
+    assert (killed.returncode, killed.stdout) == (0, f"Job <{array}[2]> is being terminated\n"), killed.stderr
+    states = run(cluster, bin_dir, "bjobs", "-a", "-noheader", "-o", "jobid jobindex stat", array).stdout
+    assert [line.split() for line in states.splitlines()] == [
+        [array, "1", "PSUSP"], [array, "2", "EXIT"], [array, "3", "PSUSP"]]
+    signalled = run(cluster, bin_dir, "bkill", "-s", "USR1", f"{array}[9]")
+    assert (signalled.returncode, signalled.stderr) == (255, f"Job <{array}[9]>: No matching job found\n")
+    assert run(cluster, bin_dir, "bkill", "-J", "many").stdout == f"Job <{array}> is being terminated\n"
