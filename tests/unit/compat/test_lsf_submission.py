@@ -26,6 +26,9 @@ def test_the_defaults_are_lsfs() -> None:
                                                                            "/home/u/work", 1)
     assert job["output"] == "/home/u/work/%j.out" and job["error"] is None and "open_mode" not in job
     assert job["environment"]["SECRET"] == "x" and job["environment"]["LSB_SUB_HOST"] == "login1"
+    # An array's elements each get their own file without -o; with it, they append to the one named.
+    assert submit("-J", "a[1-3]").job["output"] == "/home/u/work/%j_%a.out"
+    assert submit("-J", "a[1-3]", "-o", "all.log").job["output"] == "/home/u/work/all.log"
 
 
 def test_output_files_append_or_overwrite_with_ids_and_indices() -> None:

@@ -2,7 +2,8 @@
 
 LSF's defaults: the job runs where bsub ran (-cwd chooses another directory) with all of bsub's
 environment (-env chooses less); with no -o its output, errors too, goes to `ID.out` in that
-directory (LSF would mail it); -o and -e append, -oo and -eo overwrite. Pure: the caller passes
+directory (an array's elements to `ID_INDEX.out`; LSF would mail it); -o and -e append, -oo and
+-eo overwrite. Pure: the caller passes
 the environment and directories, and `approximate` (warn, or refuse under DROVER_COMPAT_STRICT=1).
 """
 
@@ -151,7 +152,9 @@ def _output(given: list[Given], job: JobRequest, ctx: Context) -> None:
     out = next((g for g in reversed(given) if g.key in ("o", "oo")), None)
     err = next((g for g in reversed(given) if g.key in ("e", "eo")), None)
     base = job["workdir"]
-    job["output"] = _path(out.value or "" if out else "", base, "%j.out", ctx)
+    # Without -o, each element of an array gets its own file: they would overwrite one another's.
+    default = "%j_%a.out" if "array" in job and out is None else "%j.out"
+    job["output"] = _path(out.value or "" if out else "", base, default, ctx)
     job["error"] = _path(err.value or "", base, "%j.err", ctx) if err else None
     if (out is not None and out.key == "o") or (err is not None and err.key == "e"):
         job["open_mode"] = "append"
