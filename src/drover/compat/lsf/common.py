@@ -57,8 +57,8 @@ def parse_ref(text: str) -> tuple[int, int | None] | None:
     """A job id as LSF's commands take it (`12`, `12[3]`) → the job and the element's index
     (None for the whole job); None for what is no job id."""
     match = _REF.fullmatch(text.strip())
-    if match is None:
-        return None
+    if match is None or len(match.group(1)) > 18 or len(match.group(2) or "") > 9:
+        return None  # no job's: Drover's ids are 63-bit, its array indices 31-bit
     return int(match.group(1)), int(match.group(2)) if match.group(2) else None
 
 
