@@ -54,6 +54,7 @@ def test_hosts_slots_and_elements() -> None:
     assert [(r.ident, r.name, r.state) for r in rows(array)] == [
         ("12[1]", "job[1]", "PEND"), ("12[2]", "job[2]", "PEND"), ("12[3]", "job[3]", "PEND")]
     assert exec_host(rows(array)[0]) == "-"
+    assert FIELDS["output_file"](rows(a_job(array="1-3", output="/w/o.%j.%a.%%"))[1]) == "/w/o.12.2.%"
 
 
 def test_dependencies_are_told_as_lsf_conditions() -> None:

@@ -147,7 +147,7 @@ def history(row: Row) -> str:
     lines = ["", f"Job <{row.ident}>, Job Name <{row.name}>, User <{job.owner}>, Project <default>, "
              f"Command <{job.name}>",
              f"{long_time(job.submitted_at)}: Submitted from host <{host_name()}>, to Queue <{queue_name(job.queue)}>, "
-             f"CWD <{job.submit_dir or job.workdir}>" + (f", Output File <{job.output}>" if job.output else "")
+             f"CWD <{job.submit_dir or job.workdir}>" + (f", Output File <{FIELDS['output_file'](row)}>" if job.output else "")
              + (f", {job.cpus} Task(s)" if job.cpus > 1 else "") + ";"]
     for attempt in row.task.attempts:
         hosts = exec_host(row)

@@ -248,8 +248,8 @@ def long_form(row: Row) -> str:
     requested = f", {job.cpus} Task(s)" if job.cpus > 1 else ""
     lines.append(f"{long_time(job.submitted_at)}: Submitted from host <{FIELDS['from_host'](row)}>, "
                  f"CWD <{job.submit_dir or job.workdir}>{requested}"
-                 + (f", Output File <{job.output}>" if job.output else "")
-                 + (f", Error File <{job.error}>" if job.error else "") + ";")
+                 + (f", Output File <{FIELDS['output_file'](row)}>" if job.output else "")
+                 + (f", Error File <{FIELDS['error_file'](row)}>" if job.error else "") + ";")
     if row.state in ("PEND", "PSUSP"):
         reason = FIELDS["pend_reason"](row) or ("The job was suspended by the user while pending"
                                                 if row.state == "PSUSP" else "")

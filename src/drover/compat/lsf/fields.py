@@ -127,6 +127,15 @@ def _slot_count(job: JobInfo) -> int:
     return job.cpus
 
 
+def file_of(row: Row, pattern: str | None) -> str:
+    """An output pattern as the file it names for this job or element (%j, %a, %x, %u filled in)."""
+    if not pattern:
+        return ""
+    text = pattern.replace("%%", "\0").replace("%j", str(row.job.id)).replace("%A", str(row.job.id))
+    text = text.replace("%a", str(row.index or 0)).replace("%x", row.job.name).replace("%u", row.job.owner)
+    return text.replace("\0", "%")
+
+
 def _reason(row: Row) -> str:
     return (row.job.pending_explanation or row.job.pending_reason or "") if row.state == "PEND" else ""
 
@@ -170,8 +179,8 @@ FIELDS: dict[str, Callable[[Row], str]] = {
     "dependency": _dependency,
     "sub_cwd": lambda r: r.job.submit_dir,
     "exec_cwd": lambda r: r.job.workdir,
-    "output_file": lambda r: r.job.output or "",
-    "error_file": lambda r: r.job.error or "",
+    "output_file": lambda r: file_of(r, r.job.output),
+    "error_file": lambda r: file_of(r, r.job.error),
     "priority": lambda r: str(r.job.priority),
 }
 ALIASES = {"id": "jobid", "name": "job_name", "state": "stat", "sub_time": "submit_time", "from": "from_host",
