@@ -9,7 +9,7 @@ import pytest
 
 from drover.compat.lsf.bjobs import OPTIONS as BJOBS
 from drover.compat.lsf.bsub import OPTIONS as BSUB
-from drover.compat.lsf.syntax import LsfUsageError, directive_words, parse
+from drover.compat.lsf.syntax import LsfUsageError, approximate, directive_words, parse
 from drover.compat.lsf.values import (
     Dependency,
     LsfValueError,
@@ -115,3 +115,13 @@ def test_directives_are_read_up_to_the_first_command() -> None:
     assert directive_words(script) == ["-J", "a b", "-n", "2"]
     with pytest.raises(LsfUsageError, match="Bad #BSUB line"):
         directive_words('#BSUB -J "unclosed\n')
+
+
+def test_an_approximated_option_of_a_query_warns_or_is_refused_when_strict(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    given, _ = parse("bjobs", ["-A", "-w"], BJOBS)
+    approximate("bjobs", given)
+    assert capsys.readouterr().err == "bjobs: warning: -A: an array is shown element by element\n"
+    monkeypatch.setenv("DROVER_COMPAT_STRICT", "1")
+    with pytest.raises(LsfUsageError, match="refused under DROVER_COMPAT_STRICT=1"):
+        approximate("bjobs", given)

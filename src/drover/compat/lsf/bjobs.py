@@ -27,7 +27,7 @@ from drover.compat.lsf.fields import (
     field_name,
     rows,
 )
-from drover.compat.lsf.syntax import Given, LsfUsageError, parse, print_error, value
+from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, parse, print_error, value
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.core.errors import DroverError, NotFound
 
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
             print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
             return 0
+        approximate("bjobs", given)
         columns = _columns(value(given, "o")) if "o" in keys else None
         if "json" in keys and columns is None:
             raise LsfUsageError("bjobs: -json must be used with -o", usage=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from drover.compat.lsf.common import EXIT_FAILURE, drover_queue, failed, queue_name, version
-from drover.compat.lsf.syntax import LsfUsageError, parse, print_error
+from drover.compat.lsf.syntax import LsfUsageError, approximate, parse, print_error
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.core.errors import DroverError
 
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         if "V" in keys:
             print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
             return 0
+        approximate("bqueues", given)
         from drover.client.client import Client
 
         with Client() as client:

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from drover.compat.lsf.common import EXIT_FAILURE, drover_ref, failed, parse_ref, user_name, version
-from drover.compat.lsf.syntax import Given, LsfUsageError, parse, print_error, value
+from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, parse, print_error, value
 from drover.compat.optiontable import Option
 from drover.core.errors import DroverError, NotFound
 
@@ -37,6 +37,7 @@ def run(command: str, argv: list[str], options: Sequence[Option], usage: str, do
         if "V" in keys:
             print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
             return 0
+        approximate(command, given)
         if check is not None:
             check(given)
         if not operands and not keys & {"J", "u", "q"}:

@@ -84,6 +84,20 @@ def _joined(command: str, word: str, names: dict[str, Option], source: str) -> l
     return out
 
 
+def approximate(command: str, given: list[Given]) -> None:
+    """The options of a query or an action that Drover honours only in part: a warning each on
+    stderr, or, under DROVER_COMPAT_STRICT=1, a refusal (bsub's are decided with its job)."""
+    from drover.compat.lsf.common import is_strict
+    from drover.compat.optiontable import Mark
+
+    for g in given:
+        if g.option.mark is Mark.APPROXIMATED:
+            message = f"{g.option.names[0]}: {g.option.note}"
+            if is_strict():
+                raise LsfUsageError(f"{command}: {message} (refused under DROVER_COMPAT_STRICT=1)", usage=False)
+            print(f"{command}: warning: {message}", file=sys.stderr)
+
+
 def last(given: list[Given], key: str) -> Given | None:
     found = [g for g in given if g.key == key]
     return found[-1] if found else None
