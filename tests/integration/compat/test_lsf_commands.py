@@ -224,4 +224,7 @@ def test_an_element_of_an_array_is_killed_by_its_id(cluster: LocalCluster) -> No
         [array, "1", "PSUSP"], [array, "2", "EXIT"], [array, "3", "PSUSP"]]
     signalled = run(cluster, bin_dir, "bkill", "-s", "USR1", f"{array}[9]")
     assert (signalled.returncode, signalled.stderr) == (255, f"Job <{array}[9]>: No matching job found\n")
-    assert run(cluster, bin_dir, "bkill", "-J", "many").stdout == f"Job <{array}> is being terminated\n"
+    newer = bsub(cluster, bin_dir, "-H", "-J", "many", "true")
+    # -J without an id or 0: the newest job of that name, as LSF takes it; with 0, every one.
+    assert run(cluster, bin_dir, "bkill", "-J", "many").stdout == f"Job <{newer}> is being terminated\n"
+    assert run(cluster, bin_dir, "bkill", "-J", "many*", "0").stdout == f"Job <{array}> is being terminated\n"

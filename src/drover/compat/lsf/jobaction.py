@@ -62,9 +62,11 @@ def run(command: str, argv: list[str], options: Sequence[Option], usage: str, do
 def _targets(command: str, client: Client, given: list[Given], operands: list[str]
              ) -> list[tuple[str, JobInfo | None, tuple[int, int | None] | None]] | None:
     """Each job named, with what the cluster knows of it (None: nothing); None when `0`, -J or
-    -u matched no unfinished job (LSF says so)."""
+    -u matched no unfinished job (LSF says so). `0` is every unfinished job of the user's (of
+    -J's name, -q's queue, -u's user); without it and without ids, only the newest of them."""
     out: list[tuple[str, JobInfo | None, tuple[int, int | None] | None]] = []
-    everyone = "0" in operands or not operands
+    every = "0" in operands
+    everyone = every or not operands
     for word in operands:
         if word == "0":
             continue
@@ -85,6 +87,8 @@ def _targets(command: str, client: Client, given: list[Given], operands: list[st
         if not matched and not out:
             print("No unfinished job found", file=sys.stderr)
             return None
+        if not every:
+            matched = sorted(matched, key=lambda job: job.id)[-1:]
         out += [(str(job.id), client.job(job.id), (job.id, None)) for job in matched]
     return out
 
