@@ -198,9 +198,14 @@ def test_bjobs_selects_and_cuts_as_lsf_does(cluster: LocalCluster) -> None:
     assert (cluster.workdir / "quick.err").read_text() == f"{cluster.workdir}/quick.err\n"
     assert (cluster.workdir / f"{done}.out").read_text().strip()  # $BASH_VERSION: not empty
     assert "Done successfully." in run(cluster, bin_dir, "bjobs", "-l", done).stdout
+    queue = run(cluster, bin_dir, "bqueues", "normal").stdout.splitlines()[1].split()
+    assert queue[7:] == ["2", "1", "0", "1"]  # NJOBS PEND RUN SUSP: the held job is suspended (PSUSP)
+    unfinished = run(cluster, bin_dir, "bhist").stdout.splitlines()  # by default, unfinished jobs only
+    assert [line.split()[0] for line in unfinished[2:]] == [pending, held]
     summary = run(cluster, bin_dir, "bhist", "-a").stdout.splitlines()
     assert summary[1].split() == ["JOBID", "USER", "JOB_NAME", "PEND", "PSUSP", "RUN", "USUSP", "SSUSP", "UNKWN",
                                   "TOTAL"]
+    assert [line.split()[0] for line in summary[2:]] == [pending, held, done]
     run(cluster, bin_dir, "bkill", "0")
 
 

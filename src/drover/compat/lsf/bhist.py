@@ -1,7 +1,7 @@
 """bhist: jobs' history as IBM Spectrum LSF's bhist tells it: by default the time each of the
-user's jobs spent pending, suspended and running; -l each job's events (submitted, dispatched,
-done or exited) in LSF's words. -a every job, -d finished ones, -p pending, -r running, -s
-suspended; -u a user's (all: everyone's), -J by name."""
+user's unfinished jobs spent pending, suspended and running; -l each job's events (submitted,
+dispatched, done or exited) in LSF's words. -a every job, -d finished ones, -p pending, -r
+running, -s suspended; -u a user's (all: everyone's), -J by name."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from drover.client.client import Client
 
 OPTIONS = [
-    Option(("-a",), Arity.NONE, Mark.SUPPORTED, "finished and unfinished jobs"),
+    Option(("-a",), Arity.NONE, Mark.SUPPORTED, "finished jobs too (by default, unfinished ones only)"),
     Option(("-d",), Arity.NONE, Mark.SUPPORTED, "finished jobs only"),
     Option(("-p",), Arity.NONE, Mark.SUPPORTED, "pending jobs only"),
     Option(("-r",), Arity.NONE, Mark.SUPPORTED, "running jobs only"),
@@ -107,7 +107,7 @@ def _select(client: Client, given: list[Given], keys: set[str], operands: list[s
             finished = row.state in ("DONE", "EXIT")
             if states is not None and row.state not in states:
                 continue
-            if states is None and "a" not in keys and not finished:
+            if states is None and "a" not in keys and finished:
                 continue
             selected.append(row)
     return selected, status

@@ -35,12 +35,16 @@ def status(queue: QueueInfo) -> str:
 
 
 def _counts(queue: QueueInfo, jobs: list[JobInfo]) -> dict[str, int]:
+    """Its unfinished jobs' tasks by LSF's state: PEND, RUN, SUSP (USUSP, SSUSP, and PSUSP: held)."""
     mine = [job for job in jobs if job.queue == queue.name]
-    suspended = sum(job.task_counts.get("suspended", 0) for job in mine)
-    held = sum(job.task_counts.get("held", 0) for job in mine)
-    pending = queue.pending + held
-    return {"NJOBS": pending + queue.running, "PEND": pending, "RUN": queue.running - suspended,
-            "SUSP": suspended + held}
+
+    def count(*states: str) -> int:
+        return sum(job.task_counts.get(state, 0) for job in mine for state in states)
+
+    pending, held = count("pending"), count("held")
+    running, suspended = count("dispatched", "running", "completing"), count("suspended")
+    return {"NJOBS": pending + held + running + suspended, "PEND": pending, "RUN": running, "SUSP": suspended + held,
+            "USUSP": suspended}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +107,7 @@ def _long(queue: QueueInfo, counts: dict[str, int]) -> None:
     print("PRIO NICE STATUS          MAX JL/U JL/P JL/H NJOBS  PEND   RUN SSUSP USUSP  RSV")
     print(f"{queue.priority:>4} {queue.nice:>4}  {status(queue):<15}{_limit(queue.max_running):>4} "
           f"{_limit(queue.max_running_per_user):>4} {'-':>4} {'-':>4} {counts['NJOBS']:>5} {counts['PEND']:>5} "
-          f"{counts['RUN']:>5} {0:>5} {counts['SUSP']:>5} {0:>4}")
+          f"{counts['RUN']:>5} {0:>5} {counts['USUSP']:>5} {0:>4}")
     if queue.max_time_s or queue.default_time_s:
         print("\n RUNLIMIT")
         print(f" {(queue.max_time_s or queue.default_time_s or 0) / 60:.1f} min")
