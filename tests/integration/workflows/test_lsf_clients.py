@@ -96,3 +96,34 @@ def test_psij_cancels_its_lsf_jobs(cluster: LocalCluster, front_ends: Path, psij
     for job_id in ids:
         assert cluster.client().job(int(job_id)).state == "cancelled"
     nothing_left_running()
+
+
+def test_interrupting_dask_jobqueue_on_lsf_bkills_its_worker_jobs(
+        cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv, nothing_left_running: Callable[[], None]) -> None:
+    run = dask_env.start(dask_env.driver("dask_workflow.py", "lsf", str(cluster.workdir / "logs"), "interrupt"),
+                         cluster, front_ends)
+    try:
+        ids = run.wait_for_line("SUBMITTED ").split()
+        assert len(ids) == 2
+        status, out = run.interrupt()
+    finally:
+        run.stop()
+    assert status is not None, out  # the tool ended by itself after Ctrl-C
+    for job_id in ids:
+        assert cluster.client().job(int(job_id)).state == "cancelled"
+    nothing_left_running()
+
+
+def test_interrupting_parsl_on_lsf_bkills_its_block(
+        cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, nothing_left_running: Callable[[], None]) -> None:
+    run = parsl_env.start(parsl_env.driver("parsl_workflow.py", "lsf", str(cluster.workdir / "runinfo"), "interrupt"),
+                          cluster, front_ends)
+    try:
+        blocks = run.wait_for_line("SUBMITTED ").split()
+        assert len(blocks) == 1
+        status, out = run.interrupt(whole_group=False)  # parsl's main process only, as test_parsl.py says why
+    finally:
+        run.stop()
+    assert status == -2 and "KeyboardInterrupt" in out, out
+    assert cluster.client().job(int(blocks[0])).state == "cancelled"
+    nothing_left_running()
