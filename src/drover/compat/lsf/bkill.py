@@ -34,17 +34,14 @@ USAGE = """Usage: bkill [-h] [-V] [-l] [-r | -s signal_value] [-C kill_reason] [
 
 
 def signal_name(text: str) -> str:
-    """-s's value as Drover's signal name (SIGUSR1)."""
-    if text.isascii() and text.isdigit():
-        try:
-            return signal.Signals(int(text)).name
-        except ValueError:
-            pass
-    else:
-        name = text.upper() if text.upper().startswith("SIG") else "SIG" + text.upper()
-        if name in signal.Signals.__members__:
-            return name
-    raise LsfUsageError(f"bkill: Illegal signal value: {text}", usage=False)
+    """-s's value (`USR1`, `SIGUSR1`, `10`) as Drover's signal name, read as PBS's qsig reads it."""
+    from drover.compat.pbs.qsig import signal_name as pbs_signal_name
+    from drover.compat.pbs.syntax import PbsUsageError
+
+    try:
+        return pbs_signal_name(text)
+    except PbsUsageError:
+        raise LsfUsageError(f"bkill: Illegal signal value: {text}", usage=False) from None
 
 
 def _check(given: list[Given]) -> None:

@@ -221,7 +221,11 @@ class Variables:
 
 def environment_spec(text: str) -> Variables:
     """-env `all` (the default), `none`, `all, ~NAME, NAME=VALUE` or `NAME1, NAME2=VALUE`."""
-    items = [item.strip() for item in _split_commas(text) if item.strip()]
+    from drover.compat.pbs.submission import (
+        _variables as split_commas,  # qsub -v's list: quotes hold commas
+    )
+
+    items = [item.strip() for item in split_commas(text) if item.strip()]
     if not items:
         raise LsfValueError(f"{text}: Bad -env value. Job not submitted.")
     first = items[0].lower()
@@ -240,23 +244,3 @@ def environment_spec(text: str) -> Variables:
             raise LsfValueError(f"{text}: Bad -env value. Job not submitted.")
         chosen.append((name, setting if equals else None))
     return Variables(everything, frozenset(excluded), tuple(chosen))
-
-
-def _split_commas(text: str) -> list[str]:
-    """A comma-separated list whose values may be quoted and hold commas."""
-    out, current, quote = [], "", ""
-    for char in text:
-        if quote:
-            if char == quote:
-                quote = ""
-            else:
-                current += char
-        elif char in "\"'":
-            quote = char
-        elif char == ",":
-            out.append(current)
-            current = ""
-        else:
-            current += char
-    out.append(current)
-    return out
