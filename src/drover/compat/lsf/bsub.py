@@ -182,19 +182,9 @@ def _interactive(submission: Submission, operands: list[str]) -> int:
     job = submission.job
     if job.get("array") or job.get("pe"):
         raise BadRequest("-I: an interactive job is one job on one host (no array, no span[ptile])")
-    arguments = ["--name", job["name"], "--workdir", job["workdir"], "--cpus", str(job.get("cpus", 1))]
-    if "memory_mib" in job:
-        arguments += ["--mem", f"{job['memory_mib']}M"]
-    if job.get("time_limit_s"):
-        arguments += ["--time", f"{job['time_limit_s']}s"]
-    if "queue" in job:
-        arguments += ["--queue", job["queue"]]
-    for gres in job.get("gres", []):
-        arguments += ["--gres", gres]
-    for name, text in job.get("environment", {}).items():
-        arguments += ["--env", f"{name}={text}"]
-    if sys.stdin.isatty():
-        arguments.append("--pty")
+    from drover.compat.interactive import run_arguments
+
+    arguments = run_arguments(job, dict(job.get("environment", {})))
     shell = os.environ.get("SHELL") or "/bin/bash"
     from drover.client.client import Client
 
