@@ -259,7 +259,7 @@ def _first_paragraph(doc: str | None) -> str:
 
 # drover.compat.<package> → the batch system whose command it stands in for.
 BATCH_SYSTEMS = {"slurm": "Slurm", "gridengine": "Grid Engine", "pbs": "PBS Pro or Torque",
-                 "htcondor": "HTCondor"}
+                 "htcondor": "HTCondor", "lsf": "LSF"}
 
 
 def front_end_page(name: str, module_name: str) -> str:

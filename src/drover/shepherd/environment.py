@@ -11,6 +11,7 @@ import time
 
 from drover.records import JOB_VARIABLES, IdentityRecord, JobRecord
 from drover.shepherd.config import ShepherdConfig
+from drover.shepherd.lsf_environment import lsf_facts
 from drover.shepherd.pbs_environment import pbs_facts
 from drover.slurm_layout import compress_counts, compress_hosts, tasks_per_node
 from drover.spool.architecture import architecture
@@ -52,6 +53,7 @@ def build_environment(config: ShepherdConfig, tmpdir: str) -> dict[str, str]:
     else:
         env.update(_facts(config, tmpdir, config.environment))
         env.update(pbs_facts(config, tmpdir, config.environment))  # a job PBS's qsub submitted
+        env.update(lsf_facts(config, tmpdir, config.environment))  # a job LSF's bsub submitted
     for name, value in _account(config.owner, config.identity).items():
         env.setdefault(name, value)  # as Grid Engine: from the passwd entry, where the job has none
     return env

@@ -71,6 +71,7 @@ from drover.shepherd.containment import Containment, choose
 from drover.shepherd.environment import build_environment, site_environment
 from drover.shepherd.failure import StartFailure
 from drover.shepherd.identity import Identity, acting_as, from_config, run_diagnostics
+from drover.shepherd.lsf_environment import write_hostfile
 from drover.shepherd.methods import AFTER_JOB, BEFORE_JOB, Method, methods
 from drover.shepherd.methods import run as run_method
 from drover.shepherd.pbs_environment import write_nodefile
@@ -225,6 +226,7 @@ def build_job_environment(spool: layout.SpoolDir, trace: Trace, config: Shepherd
     env["JOB_SCRIPT"] = spool.record(layout.JOB_SCRIPT)  # GE submit(1): the script, the owner's to read
     parallel.write_hostfiles(config, spool.path, tmpdir)  # GE: pe_hostfile, and $PE_HOSTFILE in TMPDIR
     write_nodefile(config, env, tmpdir)  # PBS: $PBS_NODEFILE, of a job PBS's qsub submitted
+    write_hostfile(config, env, tmpdir)  # LSF: $LSB_DJOB_HOSTFILE, of a job LSF's bsub submitted
     checkpoint_problems = checkpoint.prepare(config.checkpoint, spool, identity) if config.checkpoint is not None else []
     env.update(checkpoint.environment(config.checkpoint) if config.checkpoint is not None else {})
     if identity is not None:

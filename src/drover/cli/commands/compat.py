@@ -1,7 +1,7 @@
 """drover compat install [--flavor sge|pbs] DIR: put Slurm's commands and Grid Engine's (or, with
---flavor pbs, PBS Pro's and Torque's, which share qsub, qstat and qdel's names), and HTCondor's,
-backed by Drover, into DIR, and their man pages into DIR/man/man1. Opt-in, so they never shadow
-a real installation by accident."""
+--flavor pbs, PBS Pro's and Torque's, which share qsub, qstat and qdel's names), and LSF's and
+HTCondor's, backed by Drover, into DIR, and their man pages into DIR/man/man1. Opt-in, so they
+never shadow a real installation by accident."""
 
 from __future__ import annotations
 
@@ -28,6 +28,11 @@ PBS_COMMANDS = {
     name: (f"drover.compat.pbs.{name}", "main")
     for name in ("qsub", "qstat", "qdel", "qhold", "qrls", "qalter", "qsig", "qrerun", "pbsnodes")
 }
+# IBM Spectrum LSF's commands: their names collide with no other's, so every flavour has them.
+LSF_COMMANDS = {
+    name: (f"drover.compat.lsf.{name}", "main")
+    for name in ("bsub", "bjobs", "bkill", "bstop", "bresume", "bqueues", "bhosts", "bhist", "bpeek", "lsid")
+}
 # HTCondor's commands: their names are no other batch system's, so every flavour installs them.
 HTCONDOR_COMMANDS = {
     name: (f"drover.compat.htcondor.{name}", "main")
@@ -35,9 +40,9 @@ HTCONDOR_COMMANDS = {
                  "condor_wait", "condor_status")
 }
 # The default flavour's commands (the man pages and docs/compat.md's Grid Engine tables are theirs).
-COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS, **HTCONDOR_COMMANDS}
-# --flavor: which batch system's commands go beside Slurm's (and HTCondor's).
-FLAVORS = {"sge": COMMANDS, "pbs": {**SLURM_COMMANDS, **PBS_COMMANDS, **HTCONDOR_COMMANDS}}
+COMMANDS = {**SLURM_COMMANDS, **GRIDENGINE_COMMANDS, **LSF_COMMANDS, **HTCONDOR_COMMANDS}
+# --flavor: which batch system's commands go beside Slurm's (and LSF's and HTCondor's).
+FLAVORS = {"sge": COMMANDS, "pbs": {**SLURM_COMMANDS, **PBS_COMMANDS, **LSF_COMMANDS, **HTCONDOR_COMMANDS}}
 
 
 def run(command: str, argv: list[str]) -> int:

@@ -142,21 +142,11 @@ def _interactive(submission: Submission) -> int:
     job = submission.job
     if job.get("array") or job.get("pe"):
         raise BadRequest("-I: an interactive job is one job on one node (no -J, no chunks on several nodes)")
-    arguments = ["--name", job["name"], "--workdir", job["workdir"], "--cpus", str(job.get("cpus", 1))]
-    if "memory_mib" in job:
-        arguments += ["--mem", f"{job['memory_mib']}M"]
-    if job.get("time_limit_s"):
-        arguments += ["--time", f"{job['time_limit_s']}s"]
-    if "queue" in job:
-        arguments += ["--queue", job["queue"]]
-    for gres in job.get("gres", []):
-        arguments += ["--gres", gres]
+    from drover.compat.interactive import run_arguments
+
     environment = dict(job.get("environment", {}))
     environment["PBS_ENVIRONMENT"] = "PBS_INTERACTIVE"
-    for name, text in environment.items():
-        arguments += ["--env", f"{name}={text}"]
-    if sys.stdin.isatty():
-        arguments.append("--pty")
+    arguments = run_arguments(job, environment)
     shell = os.environ.get("SHELL") or "/bin/bash"
     from drover.client.client import Client
 

@@ -29,6 +29,16 @@ _drover_front_end() {
     qselect) options="-U -help -l -pe -q -qs" ;;
     qhost) options="-F -h -help -j -l -ncb -q -u -xml" ;;
     qconf) options="-Aattr -Acal -Ackpt -Aconf -Ae -Ahgrp -Ap -Aprj -Aq -Arqs -Astree -Au -Auser -Dattr -Mattr -Mc -Mcal -Mckpt -Mconf -Me -Mhgrp -Mp -Mprj -Mq -Mrqs -Mstree -Mu -Muser -Rattr -aattr -acal -ackpt -aconf -ae -ah -ahgrp -am -ao -ap -aprj -aq -arqs -as -astnode -astree -at -au -auser -cb -clearusage -cq -dattr -dcal -dckpt -dconf -de -dh -dhgrp -dm -do -dp -dprj -dq -drqs -ds -dstnode -dstree -du -dul -duser -help -ke -kec -kej -km -ks -kt -mattr -mc -mcal -mckpt -mconf -me -mhgrp -mp -mprj -mq -mrqs -msconf -mstnode -mstree -mu -muser -purge -rattr -rsstnode -sc -scal -scall -sckpt -sckptl -sconf -sconfl -sds -se -secl -sel -sep -sh -shgrp -shgrp_resolved -shgrp_tree -shgrpl -sm -so -sobjl -sp -spl -sprj -sprjl -sq -sql -srqs -srqsl -ss -ssconf -sss -sst -sstnode -sstree -su -sul -suser -suserl -tsm" ;;
+    bsub) options="-B -C -D -E -Ep -F -G -H -I -Ip -Is -J -Jd -K -L -M -N -P -R -S -T -V -W -We -XF -Zs -app -b -c -cwd -e -env -eo -f -g -gpu -h -hl -i -k -m -n -nnodes -o -oo -outdir -p -q -r -rn -sp -tty -u -v -w -x" ;;
+    bjobs) options="-A -J -UF -V -W -X -a -d -h -json -l -m -noheader -o -p -q -r -s -u -w" ;;
+    bkill) options="-C -J -V -h -l -q -r -s -u" ;;
+    bstop) options="-J -V -h -q -u" ;;
+    bresume) options="-J -V -h -q -u" ;;
+    bqueues) options="-V -h -l -m -u -w" ;;
+    bhosts) options="-V -h -l -w" ;;
+    bhist) options="-J -V -a -d -h -l -n -p -r -s -u -w" ;;
+    bpeek) options="-J -V -f -h -m -q" ;;
+    lsid) options="-V -h" ;;
     condor_submit) options="-a -append -batch-name -disable -dry-run -file -help -interactive -maxjobs -name -pool -queue -remote -single-cluster -spool -terse -verbose" ;;
     condor_q) options="-af -allusers -analyze -attributes -autoformat -batch -better-analyze -constraint -dag -format -global -help -hold -idle -json -long -name -nobatch -pool -run -submitter -totals -wide -xml" ;;
     condor_history) options="-af -attributes -autoformat -backwards -constraint -file -format -help -json -limit -long -match -name -pool -userlog -xml" ;;
@@ -46,4 +56,4 @@ _drover_front_end() {
     COMPREPLY=($(compgen -f -- "$word"))
   fi
 }
-complete -F _drover_front_end sbatch srun salloc squeue scancel sacct sinfo scontrol sstat sprio sshare qsub qstat qdel qhold qrls qacct qalter qrsh qmod qselect qhost qconf condor_submit condor_q condor_history condor_rm condor_hold condor_release condor_wait condor_status
+complete -F _drover_front_end sbatch srun salloc squeue scancel sacct sinfo scontrol sstat sprio sshare qsub qstat qdel qhold qrls qacct qalter qrsh qmod qselect qhost qconf bsub bjobs bkill bstop bresume bqueues bhosts bhist bpeek lsid condor_submit condor_q condor_history condor_rm condor_hold condor_release condor_wait condor_status

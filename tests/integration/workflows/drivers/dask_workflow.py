@@ -1,9 +1,9 @@
-"""A dask-jobqueue workflow, as its users run one: an SGECluster, SLURMCluster, PBSCluster or HTCondorCluster
+"""A dask-jobqueue workflow, as its users run one: an SGECluster, SLURMCluster, PBSCluster, LSFCluster or HTCondorCluster
 whose workers are batch jobs with resources, a task graph over them with one failing task, and
 the cluster closed on leaving the `with` block (qdel / scancel of every worker job). Prints the
 worker job ids and a JSON summary.
 
-Run with the tool's Python: driver slurm|sge|pbs|htcondor LOG_DIR [interrupt]
+Run with the tool's Python: driver slurm|sge|pbs|lsf|htcondor LOG_DIR [interrupt]
 With "interrupt" it runs one long task instead and leaves the interruption to the caller."""
 
 import json
@@ -11,7 +11,7 @@ import sys
 import time
 
 from dask.distributed import Client
-from dask_jobqueue import HTCondorCluster, PBSCluster, SGECluster, SLURMCluster
+from dask_jobqueue import HTCondorCluster, LSFCluster, PBSCluster, SGECluster, SLURMCluster
 
 
 def cluster(kind, log_dir):
@@ -25,6 +25,8 @@ def cluster(kind, log_dir):
     if kind == "htcondor":  # HTCondor's jobs have no walltime of their own in dask-jobqueue
         common.pop("walltime")
         return HTCondorCluster(memory="1GiB", disk="1GiB", **common)
+    if kind == "lsf":  # LSF's -W is [hours:]minutes
+        return LSFCluster(memory="1GiB", **{**common, "walltime": "00:05"})
     return SGECluster(memory="1GiB", resource_spec="h_vmem=1G", **common)
 
 

@@ -1,11 +1,11 @@
-"""A parsl workflow on a Slurm, Grid Engine, PBS Pro, Torque or HTCondor provider, as its users configure one: a
+"""A parsl workflow on a Slurm, Grid Engine, PBS Pro, Torque, LSF or HTCondor provider, as its users configure one: a
 HighThroughputExecutor whose block is a batch job with resources, Python and Bash apps, one of
 which fails. Prints the block's job id, the state the provider reads back for it through
-sacct/qstat, and a JSON summary.
+sacct/qstat/bjobs, and a JSON summary.
 
-Run with the tool's Python: driver slurm|gridengine|pbspro|torque|condor RUN_DIR [interrupt]
+Run with the tool's Python: driver slurm|gridengine|pbspro|torque|lsf|condor RUN_DIR [interrupt]
 With "interrupt" it runs one long app instead and leaves the interruption to the caller: leaving
-`with parsl.load(...)` on KeyboardInterrupt cancels the block (scancel / qdel)."""
+`with parsl.load(...)` on KeyboardInterrupt cancels the block (scancel / qdel / bkill)."""
 
 import json
 import os
@@ -20,6 +20,7 @@ from parsl.launchers import SingleNodeLauncher
 from parsl.providers import (
     CondorProvider,
     GridEngineProvider,
+    LSFProvider,
     PBSProProvider,
     SlurmProvider,
     TorqueProvider,
@@ -37,6 +38,10 @@ def provider(kind):
                               max_blocks=1, worker_init=worker_init)
     if kind == "condor":
         return CondorProvider(cores_per_slot=2, mem_per_slot=1, init_blocks=1, max_blocks=1, worker_init=worker_init)
+    if kind == "lsf":  # by cores: -n 2 -R "span[ptile=2]" (by nodes is CSM's -nnodes)
+        return LSFProvider(walltime="00:05:00", request_by_nodes=False, cores_per_block=2, cores_per_node=2,
+                           init_blocks=1, max_blocks=1, worker_init=worker_init, scheduler_options="#BSUB -M 1GB",
+                           launcher=SingleNodeLauncher())
     if kind == "torque":
         return TorqueProvider(walltime="00:05:00", init_blocks=1, max_blocks=1, worker_init=worker_init,
                               scheduler_options="#PBS -l mem=1gb", launcher=SingleNodeLauncher())

@@ -1,7 +1,7 @@
-"""A PSI/J workflow on its Slurm or PBS executor, as its users write one: jobs described by a JobSpec
+"""A PSI/J workflow on its Slurm, PBS or LSF executor, as its users write one: jobs described by a JobSpec
 with resources and a duration, run one after another, one of which fails. Prints a JSON summary.
 
-Run with the tool's Python: driver WORK_DIR [interrupt|workflow [slurm|pbs]]
+Run with the tool's Python: driver WORK_DIR [interrupt|workflow [slurm|pbs|lsf]]
 With "interrupt" it submits two long jobs, waits on them, and cancels both on Ctrl-C."""
 
 import json
@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from psij import Job, JobAttributes, JobExecutor, JobSpec, JobState, ResourceSpecV1
+from psij.executors.batch.lsf import LsfExecutorConfig
 from psij.executors.batch.pbs_base import PBSExecutorConfig
 from psij.executors.batch.slurm import SlurmExecutorConfig
 
@@ -31,9 +32,12 @@ def main(work, mode, kind):
     # scripts and exit-code files go under WORK_DIR instead of ~/.psij.
     settings = {"work_directory": work / ".psij", "queue_polling_interval": 1, "initial_queue_polling_delay": 1,
                 "keep_files": True}
-    config = PBSExecutorConfig(**settings) if kind == "pbs" else SlurmExecutorConfig(**settings)
+    configs = {"pbs": PBSExecutorConfig, "lsf": LsfExecutorConfig}
+    config = configs.get(kind, SlurmExecutorConfig)(**settings)
     executor = JobExecutor.get_instance(kind, config=config)
-    job_id = "$PBS_JOBID" if kind == "pbs" else "$SLURM_JOB_ID"
+    job_id = {"pbs": "$PBS_JOBID", "lsf": "$LSB_JOBID"}.get(kind, "$SLURM_JOB_ID")
+    # PSI/J's LSF template sets PSIJ_NODEFILE to $LSB_HOSTS, the hosts themselves, not a file.
+    nodes = 'echo "$PSIJ_NODEFILE"' if kind == "lsf" else 'cat "$PSIJ_NODEFILE"'
     if mode == "interrupt":
         jobs = [job(work, f"long{i}", "sleep 300", minutes=10) for i in range(2)]
         try:
@@ -50,7 +54,7 @@ def main(work, mode, kind):
             sys.exit(130)
         return
     summary = {}
-    steps = [("produce", f"echo {job_id} > produced.txt; nproc > cpus.txt; cat \"$PSIJ_NODEFILE\" > nodes.txt", 2, 512),
+    steps = [("produce", f"echo {job_id} > produced.txt; nproc > cpus.txt; {nodes} > nodes.txt", 2, 512),
              ("consume", "cat produced.txt produced.txt > consumed.txt", 1, 256),
              ("broken", "echo this step fails on purpose >&2; exit 3", 1, 256)]
     for name, script, cpus, memory in steps:

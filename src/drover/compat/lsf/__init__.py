@@ -1,0 +1,1 @@
+"""IBM Spectrum LSF's commands (bsub, bjobs, bkill...), backed by Drover."""
