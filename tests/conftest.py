@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.controller_world import world  # noqa: F401 (a fixture: the controller's handlers on a store)
@@ -14,6 +15,11 @@ from tests.helpers.leftovers import kill_all, left_behind
 from tests.helpers.postgres import postgres_server, postgres_url, store_url  # noqa: F401 (fixtures)
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.system_install import InstallUnavailable, SystemInstall
+
+# The property tests check what is true, not how fast: no per-example deadline (hypothesis's
+# default, 200 ms, is a timed test on a loaded 2-core machine; speed is measured in bench/).
+settings.register_profile("drover", deadline=None)
+settings.load_profile("drover")
 
 
 @pytest.fixture
