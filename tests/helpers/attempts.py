@@ -59,9 +59,11 @@ def backend_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[LocalClust
 
 
 def attempt_cgroups(cluster: LocalCluster) -> list[str]:
-    """The cluster's attempt cgroups, in every hierarchy (v1 and v2)."""
+    """The cluster's attempt cgroups, in every hierarchy (v1 and v2); not the slots' cpusets,
+    which are kept between attempts (shepherd/containment/slots.py)."""
     tag = cluster_tag(Paths(str(cluster.state_dir)))
-    return [path for path in glob.glob(f"/sys/fs/cgroup/**/drover-{tag}/*", recursive=True) if os.path.isdir(path)]
+    return [path for path in glob.glob(f"/sys/fs/cgroup/**/drover-{tag}/*", recursive=True)
+            if os.path.isdir(path) and not os.path.basename(path).startswith("slot-")]
 
 
 def shepherd_pid(cluster: LocalCluster, attempt: str) -> int:

@@ -1,9 +1,11 @@
 """Warm shepherds on a real node (two CPUs: two kept ready): a job's attempt is run by a
 shepherd forked before its order, and a node daemon stopped with warm shepherds waiting leaves
-none of them behind (in a session of their own, no signal to the daemon's group reaches them)."""
+none of them behind (in a session of their own, no signal to the daemon's group reaches them),
+nor the slots' cpusets its attempts kept (shepherd/containment/slots.py)."""
 
 from __future__ import annotations
 
+import glob
 import signal
 from collections.abc import Iterator
 
@@ -11,6 +13,8 @@ import psutil
 import pytest
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
+
+from drover.config import Paths, cluster_tag
 
 
 @pytest.fixture
@@ -50,3 +54,5 @@ def test_a_node_daemon_stopped_with_warm_shepherds_leaves_none(cluster: LocalClu
     # The daemon waits for its fork server, which reaps its warm shepherds before it exits.
     assert not server.is_running()
     assert [pid for pid in waiting if psutil.pid_exists(pid)] == []
+    tag = cluster_tag(Paths(str(cluster.state_dir)))
+    assert glob.glob(f"/sys/fs/cgroup/**/drover-{tag}/slot-*", recursive=True) == []
