@@ -27,6 +27,7 @@ from pathlib import Path
 
 from drover.execd.forkserver import ForkServer
 from drover.execd.warm_shepherds import keep_for
+from drover.shepherd.containment.common import remove_cluster_parents
 
 JOBS = {"command": "exec /bin/true\n", "script": "/bin/true\n"}
 OWNER = pwd.getpwuid(os.getuid()).pw_name  # a personal cluster's: the jobs are the node daemon's user's
@@ -86,6 +87,7 @@ def main() -> int:
     finally:
         server.close()
         shutil.rmtree(root, ignore_errors=True)
+        remove_cluster_parents("")  # the slots' cpusets its attempts kept (containment/slots.py)
 
     def line(label: str, samples: list[float]) -> str:
         q = statistics.quantiles(samples, n=20)

@@ -147,7 +147,8 @@ def _cpuset(paths: dict[str, str], home: str | None, name: str, cpu_ids: list[in
     if home is None:
         return set()
     cpus = physical_cpus(cpu_ids) if cpu_ids else None
-    slot = slots.take(slots.slot_path(home, name, cpus))
+    # Only beneath a cluster's directory, which the node daemon clears when it stops.
+    slot = slots.take(slots.slot_path(home, name, cpus)) if os.path.dirname(name) else None
     if slot is not None:
         path, made_now = slot
         # Pinned once, when it is made; one made a moment ago by another attempt's shepherd may
