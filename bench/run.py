@@ -37,6 +37,8 @@ RESULTS = Path(__file__).parent / "results"
 # --postgres: a private PostgreSQL server (durable: the server's defaults) for the clusters whose
 # store is on it, beside those on SQLite in the same run.
 POSTGRES: list[Any] = []
+# --promises: every cluster's drover.toml sets `[scheduler] promises = true`.
+SETTINGS: list[str] = []
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -107,10 +109,13 @@ def cluster(store: str = "sqlite") -> Iterator[Cluster]:
     run's private server (--postgres)."""
     root = Path(tempfile.mkdtemp(prefix="drvb-", dir="/tmp"))
     made = Cluster(root)
+    settings = list(SETTINGS)
     if store == "postgresql":
         server = POSTGRES[0]
+        settings.append(f'[store]\nurl = "{server.url(server.create_database())}"\n')
+    if settings:
         (root / "state").mkdir()
-        (root / "state" / "drover.toml").write_text(f'[store]\nurl = "{server.url(server.create_database())}"\n')
+        (root / "state" / "drover.toml").write_text("".join(settings))
     try:
         made.drover("up", "--cpus", "2")
         yield made
@@ -254,10 +259,20 @@ def drover_cpu(daemons: dict[str, int], settle: bool = False) -> dict[str, float
     fork_server = daemons["shepherds and jobs"]
     deadline = time.monotonic() + 5
     while settle and time.monotonic() < deadline and any(
-            Path(f"/proc/{fork_server}/task/{tid}/children").read_text().strip()
-            for tid in os.listdir(f"/proc/{fork_server}/task")):
+            not _warm(int(pid)) for tid in os.listdir(f"/proc/{fork_server}/task")
+            for pid in Path(f"/proc/{fork_server}/task/{tid}/children").read_text().split()):
         time.sleep(0.01)
     return {name: cpu_seconds(pid, children=True) for name, pid in daemons.items()}
+
+
+def _warm(pid: int) -> bool:
+    """Whether the fork server's child `pid` is a warm shepherd waiting for an order (execd/
+    warm_shepherds.py): nothing open but stdin, stdout, stderr and its pipe. One running an
+    attempt holds its signal pipe and more."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd")) <= 4
+    except FileNotFoundError:
+        return True  # gone meanwhile
 
 
 def add_cpu_per_job(into: dict[str, list[float]], what: str, before: dict[str, float], after: dict[str, float],
@@ -584,7 +599,11 @@ def main() -> int:
                              "binaries and psycopg, as the store's tests do)")
     parser.add_argument("--array-only", action="store_true",
                         help="B1: the array alone (no single submissions, no reference tools)")
+    parser.add_argument("--promises", action="store_true",
+                        help="every cluster with `[scheduler] promises = true` (docs/scheduling.md)")
     args = parser.parse_args()
+    if args.promises:
+        SETTINGS.append("[scheduler]\npromises = true\n")
     unknown = [name for name in args.which if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")

@@ -2,13 +2,14 @@
 exit recorded in the spool), against starting the same job directly with posix_spawn.
 
     .venv/bin/python bench/shepherd_overhead.py [--runs 200] [--containment cgroup-v1|cgroup-v2|subreaper]
-                                                [--job command|script]
+                                                [--job command|script] [--warm N]
 
 `--job command` (the default) is what `drover submit -- /bin/true` stores, the line
 `exec /bin/true`, and its reference is posix_spawn of /bin/true; `--job script` is a script
 holding `/bin/true`, run by bash, and its reference is posix_spawn of bash on it. Wall time is
-from the fork server's order to the shepherd's end; CPU is what the shepherds and their jobs used
-(the fork server's children, from /proc), against what the references used.
+from the fork server's order to the shepherd's end (the order goes to a warm shepherd, forked
+ahead of it, as on a node: `--warm 0` forks one per order instead); CPU is what the shepherds
+and their jobs used (the fork server's children, from /proc), against what the references used.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import time
 from pathlib import Path
 
 from drover.execd.forkserver import ForkServer
+from drover.execd.warm_shepherds import keep_for
+from drover.shepherd.containment.common import remove_cluster_parents
 
 JOBS = {"command": "exec /bin/true\n", "script": "/bin/true\n"}
 OWNER = pwd.getpwuid(os.getuid()).pw_name  # a personal cluster's: the jobs are the node daemon's user's
@@ -51,11 +54,13 @@ def main() -> int:
     parser.add_argument("--containment", help="force a backend (default: the best this host has)")
     parser.add_argument("--job", choices=sorted(JOBS), default="command",
                         help="a command line (exec'd without bash) or a script run by bash")
+    parser.add_argument("--warm", type=int, default=keep_for(len(os.sched_getaffinity(0))),
+                        help="shepherds the fork server keeps forked ahead (default: as a node of this host's CPUs)")
     args = parser.parse_args()
     if args.containment:
         os.environ["DROVER_CONTAINMENT"] = args.containment
     root = Path(tempfile.mkdtemp(prefix="drover-shepherd-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
-    server = ForkServer.start()
+    server = ForkServer.start(warm=args.warm)
     shepherd_ms, spawn_ms = [], []
     server_children_cpu = _children_cpu_s(server.process.pid)
     reference_cpu = 0.0
@@ -82,6 +87,7 @@ def main() -> int:
     finally:
         server.close()
         shutil.rmtree(root, ignore_errors=True)
+        remove_cluster_parents("")  # the slots' cpusets its attempts kept (containment/slots.py)
 
     def line(label: str, samples: list[float]) -> str:
         q = statistics.quantiles(samples, n=20)
@@ -89,7 +95,7 @@ def main() -> int:
                 f"p5 {q[0]:6.2f}  p95 {q[-1]:6.2f}  min {min(samples):6.2f}  max {max(samples):6.2f}")
 
     backend = args.containment or "the best this host has"
-    print(f"containment: {backend}; job: {args.job}; {args.runs} attempts, one at a time")
+    print(f"containment: {backend}; job: {args.job}; {args.runs} attempts, one at a time; {args.warm} warm")
     print(line("fork server -> shepherd -> job", shepherd_ms))
     print(line("posix_spawn of the job (reference)", spawn_ms))
     print(f"overhead per attempt: {statistics.median(shepherd_ms) - statistics.median(spawn_ms):.2f} ms "

@@ -14,6 +14,7 @@ import pytest
 from drover.config import Paths, cluster_tag
 from drover.spool import layout
 from drover.spool.process import is_alive, read_pid_record
+from tests.helpers.attempt_config import CLUSTER
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
@@ -26,7 +27,7 @@ def backend_unusable(backend: str) -> str | None:
 
     os.environ["DROVER_CONTAINMENT"] = backend
     try:
-        made = choose("probe.0.1", 0)
+        made = choose("probe.0.1", 0, cluster=CLUSTER)  # its cgroups where the run clears them
     except (RuntimeError, OSError) as error:
         return f"{backend} is not usable here: {error}"
     finally:
@@ -59,9 +60,11 @@ def backend_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[LocalClust
 
 
 def attempt_cgroups(cluster: LocalCluster) -> list[str]:
-    """The cluster's attempt cgroups, in every hierarchy (v1 and v2)."""
+    """The cluster's attempt cgroups, in every hierarchy (v1 and v2); not the slots' cpusets,
+    which are kept between attempts (shepherd/containment/slots.py)."""
     tag = cluster_tag(Paths(str(cluster.state_dir)))
-    return [path for path in glob.glob(f"/sys/fs/cgroup/**/drover-{tag}/*", recursive=True) if os.path.isdir(path)]
+    return [path for path in glob.glob(f"/sys/fs/cgroup/**/drover-{tag}/*", recursive=True)
+            if os.path.isdir(path) and not os.path.basename(path).startswith("slot-")]
 
 
 def shepherd_pid(cluster: LocalCluster, attempt: str) -> int:

@@ -9,6 +9,11 @@ Protocol, one line each way: "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <m
 "WAIT <pid>\\n" → "OK <wait status>\\n" for a shepherd that ended (the server is its parent, the
 only one who can tell how it died), or "ERR <message>\\n".
 When the execd goes away (EOF), the server exits; the shepherds it started go on.
+
+It keeps a few shepherds forked ahead of their orders (warm_shepherds.py): a SPAWN then hands
+the spool directory to one of them, and the server forks the next one while it has nothing else
+to do. Without one waiting (none kept, or an order came before the next was forked), it forks
+for the order, as it always did. The warm ones end with the server.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from drover.execd.warm_shepherds import WarmShepherds, prepare_child
+
 ENDED_KEPT = 1024  # wait statuses of ended shepherds kept for a WAIT, newest last
 
 
@@ -38,10 +45,11 @@ class ForkServer:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, python: str = sys.executable) -> ForkServer:
+    def start(cls, python: str = sys.executable, warm: int = 0) -> ForkServer:
+        """`warm`: how many shepherds to keep forked ahead of their orders (warm_shepherds.keep_for)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         process = subprocess.Popen(
-            [python, "-m", "drover.execd.forkserver", str(theirs.fileno())],
+            [python, "-m", "drover.execd.forkserver", str(theirs.fileno()), str(warm)],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
         )
         theirs.close()
@@ -79,7 +87,7 @@ class ForkServer:
             self.process.wait()
 
 
-def serve(fd: int) -> None:
+def serve(fd: int, warm_keep: int = 0) -> None:
     from drover.shepherd.containment.common import remember_own_cgroups
     from drover.shepherd.environment import remember_own_account
     from drover.shepherd.main import run  # imported once here, so every fork has it ready
@@ -102,21 +110,31 @@ def serve(fd: int) -> None:
     selector = selectors.DefaultSelector()
     selector.register(sock, selectors.EVENT_READ)
     selector.register(wakeup_read, selectors.EVENT_READ)
+    # The descriptors no shepherd keeps: the server's socket, its wakeup pipe and its selector.
+    server_fds = [sock.fileno(), wakeup_read, wakeup_write, selector.fileno()]
+    warm = WarmShepherds(warm_keep, run, block_all, lambda: server_fds)
     sock.sendall(b"READY\n")
     buffer = b""
     ended: OrderedDict[int, int] = OrderedDict()  # pid → wait status, of shepherds reaped
     while True:
-        for key, _ in selector.select():
+        # A warm shepherd is forked only when nothing else waits: an order never queues behind it.
+        events = selector.select(timeout=0 if warm.short() else None)
+        if not events:
+            warm.top_up()
+            continue
+        for key, _ in events:
             if key.fileobj == wakeup_read:
                 try:
                     os.read(wakeup_read, 4096)
                 except BlockingIOError:
                     pass
-                _reap(ended)
+                for pid in _reap(ended):
+                    warm.ended(pid)
                 continue
             data = sock.recv(65536)
             if not data:
-                return  # the execd is gone; our shepherds are not ours to stop
+                warm.close()  # the warm ones are no attempt's: they end with us
+                return  # the execd is gone; the attempts' shepherds are not ours to stop
             buffer += data
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
@@ -128,7 +146,8 @@ def serve(fd: int) -> None:
                     sock.sendall(f"ERR unknown request {command!r}\n".encode())
                     continue
                 try:
-                    pid = _fork_shepherd(run, argument, [sock.fileno(), wakeup_read, wakeup_write], block_all)
+                    pid = warm.order(argument) or _fork_shepherd(
+                        run, argument, [*server_fds, *warm.write_ends()], block_all)
                 except OSError as error:
                     sock.sendall(f"ERR fork failed: {error.strerror}\n".encode())
                 else:
@@ -147,29 +166,23 @@ def _fork_shepherd(run: Callable[[str], int], spool_dir: str, close: list[int],
     # The child: never return into the server's loop (Supervisor's _spawn_as_child).
     code = 127
     try:
-        gc.disable()
-        os.setsid()
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)  # the server's; the shepherd sets its own
-        for fd in close:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        prepare_child(close)
         code = run(spool_dir)
     finally:
         os._exit(code)
 
 
-def _reap(ended: OrderedDict[int, int]) -> None:
+def _reap(ended: OrderedDict[int, int]) -> list[int]:
+    """Reap every child that ended; their pids."""
+    reaped: list[int] = []
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return reaped
         if pid == 0:
-            return
+            return reaped
+        reaped.append(pid)
         ended[pid] = status
         while len(ended) > ENDED_KEPT:
             ended.popitem(last=False)
@@ -192,4 +205,4 @@ def _wait_reply(pid: int, ended: OrderedDict[int, int]) -> bytes:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)

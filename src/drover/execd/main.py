@@ -91,8 +91,11 @@ def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection, site: 
     node_options = shepherd_options(options, cluster_tag(paths), gpus=inventory.gpus())  # refused here, before anything starts
 
     from drover.execd.forkserver import ForkServer
+    from drover.execd.host import host_cpus
+    from drover.execd.warm_shepherds import keep_for
 
-    fork_server = ForkServer.start()
+    # A shepherd forked ahead for each free slot, up to a few (warm_shepherds.py).
+    fork_server = ForkServer.start(warm=keep_for(args.cpus or options.cpus or host_cpus()))
     try:
         eventloop.run(_run(args, paths, options, node_options, fork_server, tls, inventory, site))
     finally:

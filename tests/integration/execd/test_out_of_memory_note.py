@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers.attempt_config import CLUSTER
 from tests.helpers.attempts import backend_unusable
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.system_cluster import SystemCluster
@@ -26,7 +27,7 @@ def memory_unlimited(backend: str) -> str | None:
 
     os.environ["DROVER_CONTAINMENT"] = backend
     try:
-        made = choose("probe.0.1", 50)
+        made = choose("probe.0.1", 50, cluster=CLUSTER)  # its cgroups where the run clears them
     finally:
         del os.environ["DROVER_CONTAINMENT"]
     limited = made.memory_limit_mib > 0

@@ -14,9 +14,10 @@ from drover.config import Paths, cluster_tag
 
 
 def _job_cgroups(tag: str) -> list[str]:
-    """The attempt cgroups of the cluster named `tag`, in any hierarchy (v1 and v2)."""
+    """The attempt cgroups of the cluster named `tag`, in any hierarchy (v1 and v2); not its
+    slots' cpusets, kept between attempts (shepherd/containment/slots.py)."""
     return [path for path in glob.glob(f"/sys/fs/cgroup/**/drover-{tag}/*", recursive=True)
-            if os.path.isdir(path)]
+            if os.path.isdir(path) and not os.path.basename(path).startswith("slot-")]
 
 
 def test_cancelling_job_1_of_one_cluster_leaves_job_1_of_the_other_running() -> None:

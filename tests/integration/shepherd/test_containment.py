@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from tests.helpers.attempt_config import CLUSTER
 from tests.helpers.attempts import BACKENDS, backend_unusable
 from tests.helpers.spools import exit_status, make_spool
 from tests.helpers.wait import wait_until
@@ -132,7 +133,7 @@ def pids_controller_unusable(backend: str) -> str | None:
 
     os.environ["DROVER_CONTAINMENT"] = backend
     try:
-        made = choose("probe.0.2", 0, pids_max=64)
+        made = choose("probe.0.2", 0, pids_max=64, cluster=CLUSTER)  # its cgroups where the run clears them
     finally:
         del os.environ["DROVER_CONTAINMENT"]
     try:

@@ -37,8 +37,10 @@ def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -
     else:
         member_of = [line.split(":", 2)[2] for line in (tmp_path / "cgroups").read_text().splitlines()]
         for path in osjobid.split():
-            assert path.startswith("/sys/fs/cgroup/") and path.endswith(f"/{attempt}")
-            assert any(path.endswith(inside) for inside in member_of if inside.endswith(f"/{attempt}")), member_of
+            # The attempt's own cgroups, and its slot's cpuset (kept between attempts: slots.py).
+            assert path.startswith("/sys/fs/cgroup/")
+            assert path.endswith(f"/{attempt}") or os.path.basename(path).startswith("slot-"), path
+            assert any(path.endswith(inside) for inside in member_of if inside != "/"), member_of
     # processor_set_number: the CPUs the attempt was given (the first usable one).
     assert (spool / "processor_set_number").read_text().split()[0] == str(min(os.sched_getaffinity(0)))
     # shepherd_about_to_exit: written before exit_status, once the epilogs are done.

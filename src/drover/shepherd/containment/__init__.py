@@ -9,7 +9,9 @@ Three backends behind one small interface, chosen once per attempt (`choose`):
               the oom_kill counter of memory.oom_control, the freezer to suspend and to kill
               without races (freeze, SIGKILL all, thaw), pids.max and pids.events; the devices
               hierarchy denies the node's GPUs the attempt was not given (v2 would need a BPF
-              program for that, which Drover does not load: there, only the environment hides them)
+              program for that, which Drover does not load: there, only the environment hides them).
+              The cpuset is the slot's, made once per set of CPUs and kept between attempts
+              (slots.py): entering a fresh cpuset is the slowest step of a v1 containment
   subreaper   no writable cgroups (a laptop without root): the shepherd is the child subreaper
               of the job's tree and kills it with a loop; suspend is SIGSTOP/SIGCONT; no
               process limit (RLIMIT_NPROC counts all of the owner's processes, not the job's)

@@ -122,8 +122,9 @@ HIERARCHIES = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/freez
 
 def remove_cluster_parents(cluster: str) -> None:
     """The cluster's parent cgroups (drover-<cluster> under the caller's own cgroup, in every
-    hierarchy), where no attempt is left in them: rmdir refuses a cgroup that has children, so
-    the attempts of jobs that go on running keep theirs."""
+    hierarchy), with the slots' cpusets kept between attempts (slots.py), where no attempt is
+    left in them: rmdir refuses a cgroup that has children or tasks, so the attempts of jobs
+    that go on running keep theirs."""
     parent = os.path.dirname(group_name(cluster, "attempt"))
     for line in remember_own_cgroups():
         _, controllers, own = line.split(":", 2)
@@ -131,8 +132,13 @@ def remove_cluster_parents(cluster: str) -> None:
         for mount in HIERARCHIES:
             name = os.path.basename(mount)
             if (controllers == "" and name in ("cgroup", "unified")) or (controllers and name in names):
+                top = os.path.join(mount, own.lstrip("/"), parent)
                 with contextlib.suppress(OSError):
-                    os.rmdir(os.path.join(mount, own.lstrip("/"), parent))
+                    for kept in os.listdir(top):  # the slots' cpusets (slots.py), where empty
+                        if kept.startswith("slot-"):
+                            with contextlib.suppress(OSError):
+                                os.rmdir(os.path.join(top, kept))
+                    os.rmdir(top)
 
 
 def limit_pids(path: str, pids_max: int) -> int:

@@ -1,5 +1,6 @@
 """cgroup v1: the memory, freezer, cpuacct, cpuset and pids hierarchies, one cgroup in each; and
-the devices hierarchy, where the node has GPUs the attempt was not given."""
+the devices hierarchy, where the node has GPUs the attempt was not given. The cpuset is the
+slot's, kept between attempts, where it is empty (slots.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import time
 
 from drover.records import ContainmentRecord
+from drover.shepherd.containment import slots
 from drover.shepherd.containment.common import (
     describe,
     kill_listed,
@@ -35,6 +37,7 @@ class CgroupV1:
         self.memory_limit_mib = memory_limit_mib
         self.pids_limit = pids_limit
         self.hidden_gpus: list[int] = []  # the node's GPUs its devices cgroup denies the attempt
+        self.kept: set[str] = set()  # controllers whose cgroup is a slot's, not removed with the attempt's
 
     def enter(self) -> None:
         for path in self.paths.values():
@@ -88,8 +91,9 @@ class CgroupV1:
         return int(text) / 1e9 if text else None
 
     def remove(self) -> None:
-        for path in self.paths.values():
-            remove_dir(path)
+        for controller, path in self.paths.items():
+            if controller not in self.kept:
+                remove_dir(path)
 
     def record(self) -> ContainmentRecord:
         return describe(self.name, dict(self.paths))
@@ -106,17 +110,19 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
         if own is None or not os.path.isdir(mount):
             continue
         home = os.path.join(mount, own.lstrip("/"))
+        homes[controller] = home
+        if controller == "cpuset":
+            continue  # the slot's, below: only once the attempt is sure to be contained here
         path = make_dir(home, name)
         if path is not None:
-            paths[controller], homes[controller] = path, home
+            paths[controller] = path
     if "freezer" not in paths or "memory" not in paths:
         for path in paths.values():
             remove_dir(path)
         return None  # without the freezer it cannot kill without races; without memory, v2 is as good
     if memory_mib:
         write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
-    if "cpuset" in paths and not _pin(paths["cpuset"], homes["cpuset"], cpu_ids or []):
-        remove_dir(paths.pop("cpuset"))
+    kept = _cpuset(paths, homes.get("cpuset"), name, cpu_ids or [])
     pids_limit = 0
     if "pids" in paths:
         pids_limit = limit_pids(paths["pids"], pids_max)
@@ -129,7 +135,36 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
             remove_dir(paths.pop("devices"))
     made = CgroupV1(paths, homes, memory_mib, pids_limit)
     made.hidden_gpus = hidden
+    made.kept = kept
     return made
+
+
+def _cpuset(paths: dict[str, str], home: str | None, name: str, cpu_ids: list[int]) -> set[str]:
+    """Put the attempt's cpuset in `paths`: its slot's where that is empty (slots.py), else one
+    of its own; none where the hierarchy is not writable. {"cpuset"} where it is the slot's."""
+    from drover.shepherd.setup import physical_cpus
+
+    if home is None:
+        return set()
+    cpus = physical_cpus(cpu_ids) if cpu_ids else None
+    # Only beneath a cluster's directory, which the node daemon clears when it stops.
+    slot = slots.take(slots.slot_path(home, name, cpus)) if os.path.dirname(name) else None
+    if slot is not None:
+        path, made_now = slot
+        # Pinned once, when it is made; one made a moment ago by another attempt's shepherd may
+        # not be pinned yet, and a task cannot join a cpuset without CPUs and memory nodes.
+        if made_now and _pin(path, home, cpu_ids) or not made_now and slots.pinned(path, cpus):
+            paths["cpuset"] = path
+            return {"cpuset"}
+        if made_now:
+            remove_dir(path)
+    own = make_dir(home, name)
+    if own is not None:
+        if _pin(own, home, cpu_ids):
+            paths["cpuset"] = own
+        else:
+            remove_dir(own)
+    return set()
 
 
 def _deny_gpus(path: str, gpus: list[int]) -> list[int]:
