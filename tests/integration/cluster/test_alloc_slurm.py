@@ -6,6 +6,7 @@ an allocation."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.slurm_outer import Slurm, Unavailable
+from tests.helpers.system_install import SystemInstall
 from tests.helpers.wait import wait_until
 
 pytestmark = [pytest.mark.xdist_group("outer_slurm"), pytest.mark.timeout(900)]
@@ -188,3 +190,57 @@ def test_the_worker_refuses_to_run_outside_an_allocation(tmp_path: Path) -> None
                            "--time-limit", "60"], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode != 0
     assert "not inside a slurm allocation" in done.stderr
+
+
+def test_a_user_without_root_runs_jobs_on_the_outer_clusters_nodes(slurm: Slurm, users: tuple[str, str],
+                                                                  system_install: SystemInstall) -> None:
+    """The personal case: on the "login node", an ordinary user starts their own cluster with
+    `drover up --listen`, keeps its own node out of the way, adds an allocation queue; their
+    jobs run inside Slurm allocations (as them, under Drover's shepherd, with their records)
+    on nodes whose execd runs as them too."""
+    from tests.helpers.users import run_as_user
+
+    user = users[0]
+    state = f"/tmp/{user}-drover"
+    env = {"DROVER_STATE_DIR": state, "SLURM_CONF": str(slurm.conf)}
+
+    def as_user(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = run_as_user(user, [system_install.drover, *argv], env=env, timeout=120)
+        if check and done.returncode != 0:
+            raise AssertionError(f"drover {' '.join(argv)}: {done.returncode}: {done.stderr}{done.stdout}")
+        return done
+
+    try:
+        as_user("up", "--listen", f"127.0.0.1:{_port()}", "--cpus", "1", "--state-dir", state)
+        login = socket.gethostname().split(".")[0]
+        as_user("node", "drain", login, "--reason", "jobs go to the compute nodes")
+        as_user("alloc", "add", "slurm", "--time-limit", "10m", "--max-workers", "2", "--idle-timeout", "5s")
+        count = 20
+        submitted = as_user("submit", "--parsable", "--array", f"1-{count}", "-t", "1m", "-o", f"{state}/out.%a",
+                            "--", "sh", "-c", 'echo "$(id -un) $DROVER_TASK_ID"')
+        job = submitted.stdout.split()[0]
+        def shown() -> dict[str, Any]:
+            found = json.loads(as_user("show", job, "--json").stdout)
+            return dict(found[0] if isinstance(found, list) else found)
+
+        wait_until(lambda: shown()["state"] in ("completed", "failed", "cancelled"), timeout=300, interval=1,
+                   describe=f"job {job} to end")
+        assert shown()["state"] == "completed", shown()
+        tasks = shown()["tasks"]
+        assert len(tasks) == count
+        for task in tasks:
+            (attempt,) = task["attempts"]
+            assert attempt["node"].startswith("slurm-") and attempt["exit_code"] == 0, task
+            assert attempt["usage"] is not None, task  # measured by the shepherd
+            assert Path(f"{state}/out.{task['index']}").read_text() == f"{user} {task['index']}\n"
+        # Slurm's jobs were the user's: the allocations ran as them.
+        assert {entry.split("|")[1] for entry in slurm.run(
+            "squeue", "--noheader", "--states=all", "--format=%i|%u|%j").stdout.split()
+            if entry.endswith("-q1")} == {user}
+        history = json.loads(as_user("history", "-j", job, "--json", "-n", "100").stdout)
+        assert len(history) == count
+        wait_until(lambda: not _ours(slurm), timeout=120, interval=0.5, describe="the idle allocations to end")
+    finally:
+        as_user("alloc", "remove", "1", check=False)
+        wait_until(lambda: not _ours(slurm), timeout=60, describe="the allocations to end in Slurm")
+        as_user("down", "--state-dir", state, check=False)
