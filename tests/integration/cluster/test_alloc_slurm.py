@@ -135,6 +135,10 @@ def test_a_refused_submission_is_reported_and_retried_only_after_a_back_off(slur
     assert again["failures"] == 1 and again["last_error_at"] == first, again
     listed = drover.drover("alloc", "list").stdout
     assert "backing off" in listed and "invalid partition" in listed.lower()
+    metrics = subprocess.run(["curl", "-s", "--unix-socket", drover.socket, "http://controller/metrics"],
+                             capture_output=True, text=True, timeout=60).stdout
+    assert 'drover_allocation_failures_total{queue="1"} 1.0' in metrics, metrics[-2000:]
+    assert "alloc_failed" in drover.drover("events", "--json").stdout
 
 
 def test_removing_the_queue_ends_its_allocations(slurm: Slurm, drover: LocalCluster) -> None:

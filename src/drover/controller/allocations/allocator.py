@@ -17,6 +17,7 @@ import os
 import pwd
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol
@@ -91,7 +92,7 @@ class Allocator:
         self.allocations = {(item.queue_id, item.outer_id): item for item in store.allocations()
                             if item.state.is_live}
         self.idle = IdleWatch()
-        self.failed_submissions = 0  # for /metrics
+        self.failure_counts: Counter[int] = Counter()  # by queue, since the controller started: for /metrics
         self.wake = asyncio.Event()
 
     # -- the users' commands (admins: operators, or the owner of a personal cluster) -----------
@@ -260,7 +261,7 @@ class Allocator:
         if state is AllocationState.FAILED:
             error = f"allocation {item.outer_id} ended before any of its nodes joined" + self._output_tail(item)
             self._save(failed(self.queues[item.queue_id], error, now))
-            self.failed_submissions += 1
+            self.failure_counts[item.queue_id] += 1
             log.warning("allocation queue %d: %s", item.queue_id, error)
             self._event("alloc_failed", item.queue_id, allocation=item.outer_id, error=error[:500])
         self._put(replace(item, state=state, ended_at=now, reason=why if state is AllocationState.ENDED else
@@ -364,7 +365,7 @@ class Allocator:
             os.unlink(script)
             error = f"{manager.name} refused the allocation: {refused}"
             self._save(failed(queue, error, now))
-            self.failed_submissions += 1
+            self.failure_counts[queue.id] += 1
             log.warning("allocation queue %d: %s (next try in %.0fs)", queue.id, error,
                         (self.queues[queue.id].backoff_until or now) - now)
             self._event("alloc_failed", queue.id, error=error[:500])
