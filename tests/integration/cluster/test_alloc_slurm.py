@@ -85,7 +85,7 @@ def test_jobs_run_on_nodes_inside_slurm_allocations_and_idle_ones_end(slurm: Slu
     added = drover.drover("alloc", "add", "slurm", "--time-limit", "10m", "--max-workers", "2", "--backlog", "2",
                           "--idle-timeout", "5s", "--name", "short")
     assert "Added allocation queue 1 (slurm)" in added.stdout
-    count = 50
+    count = 200
     job = drover.submit("--array", f"1-{count}", "-t", "1m", "-o", str(drover.workdir / "out.%a"),
                         "--", "sh", "-c", 'echo "task $DROVER_TASK_ID on $(hostname)"')
     seen_slurm: set[str] = set()
