@@ -48,10 +48,18 @@ def test_squeue_states_and_names() -> None:
 
 
 def test_the_script_starts_one_worker_a_node() -> None:
-    one = Slurm().script(["/usr/bin/python3", "-m", "drover", "alloc", "worker", "https://h:7443"], 1)
-    assert one.startswith("#!/bin/bash\n") and "exec /usr/bin/python3 -m drover alloc worker https://h:7443\n" in one
-    several = Slurm().script(["drover", "it's"], 3)
+    one = Slurm().script(["/usr/bin/python3", "-m", "drover", "alloc", "worker", "https://h:7443"], 1,
+                         {"DROVER_JOIN_TOKEN": "drv1.a.b.c"})
+    assert one.startswith("#!/bin/bash\n")
+    assert "\nexport DROVER_JOIN_TOKEN=drv1.a.b.c\nexec /usr/bin/python3 -m drover alloc worker https://h:7443\n" in one
+    several = Slurm().script(["drover", "it's"], 3, {"A": "x y"})
+    assert "export A='x y'\n" in several
     assert "exec srun --nodes=3 --ntasks=3 --ntasks-per-node=1 --kill-on-bad-exit=0 drover 'it'\"'\"'s'\n" in several
+
+
+def test_a_bad_environment_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an environment variable"):
+        Slurm().script(["drover"], 1, {"A;rm": "x"})
 
 
 def test_inside_an_allocation() -> None:

@@ -53,8 +53,9 @@ class OuterScheduler(Protocol):
     def cancel(self, ids: Sequence[str]) -> list[str]:
         """The command that ends these allocations."""
 
-    def script(self, worker: Sequence[str], workers: int) -> str:
-        """The batch script: starts `worker` once on each of the allocation's nodes."""
+    def script(self, worker: Sequence[str], workers: int, environment: Mapping[str, str]) -> str:
+        """The batch script: exports `environment`, then starts `worker` once on each of the
+        allocation's nodes."""
 
     def allocation_id(self, environ: Mapping[str, str]) -> str | None:
         """Inside an allocation: its id."""
@@ -71,6 +72,16 @@ class OuterScheduler(Protocol):
 
 def quoted(argv: Sequence[str]) -> str:
     return " ".join(shlex.quote(arg) for arg in argv)
+
+
+def exports(environment: Mapping[str, str]) -> str:
+    """Shell lines that export each name (checked: letters, digits, _) with its value, quoted."""
+    lines = []
+    for name, value in sorted(environment.items()):
+        if not name.replace("_", "a").isalnum() or not name.isascii():
+            raise ValueError(f"{name!r} is not an environment variable's name")
+        lines.append(f"export {name}={shlex.quote(value)}\n")
+    return "".join(lines)
 
 
 def by_name(name: str) -> OuterScheduler:

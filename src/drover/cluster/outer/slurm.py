@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from drover.cluster.outer.base import Refused, Request, quoted
+from drover.cluster.outer.base import Refused, Request, exports, quoted
 from drover.core.allocations import AllocationState
 
 # squeue's states (its long form, %T): those before the job runs, and those while it does.
@@ -77,7 +77,7 @@ class Slurm:
     def cancel(self, ids: Sequence[str]) -> list[str]:
         return ["scancel", *ids]
 
-    def script(self, worker: Sequence[str], workers: int) -> str:
+    def script(self, worker: Sequence[str], workers: int, environment: Mapping[str, str]) -> str:
         # srun starts one worker on each node of the allocation (--ntasks-per-node=1); with one
         # node the worker runs in the batch step itself. --overlap would let later steps share
         # the CPUs: the worker's jobs are its own processes, not Slurm steps.
@@ -85,7 +85,7 @@ class Slurm:
             f"srun --nodes={workers} --ntasks={workers} --ntasks-per-node=1 --kill-on-bad-exit=0 {quoted(worker)}"
         return ("#!/bin/bash\n"
                 "# An allocation of Drover's (`drover alloc`): one Drover node on each node of it.\n"
-                f"exec {run}\n")
+                f"{exports(environment)}exec {run}\n")
 
     def allocation_id(self, environ: Mapping[str, str]) -> str | None:
         return environ.get("SLURM_JOB_ID") or environ.get("SLURM_JOBID")

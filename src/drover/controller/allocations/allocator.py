@@ -347,8 +347,7 @@ class Allocator:
         script = os.path.join(self.work_dir, f"{name}-{token_id}.sh")
         worker = [sys.executable, "-m", "drover", "alloc", "worker", self.controller_url, "--manager", params.manager,
                   "--time-limit", f"{params.time_limit_s:g}"]
-        text = manager.script(worker, params.workers_per_alloc).replace(
-            "exec ", f"export DROVER_JOIN_TOKEN={created.token}\nexec ", 1)
+        text = manager.script(worker, params.workers_per_alloc, {"DROVER_JOIN_TOKEN": created.token})
         descriptor = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(text)
