@@ -340,7 +340,8 @@ def _allocator(daemon: _Daemon, service: ControllerService, store: SqlStore, mem
         host = socket.getfqdn()
     url = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     root = os.path.dirname(daemon.settings.files_dir)  # the controller's own state directory
-    return Allocator(service, store, membership, url, os.path.join(root, "alloc"), cluster_tag(Paths(root)))
+    return Allocator(service, store, membership, url, os.path.join(root, "alloc"), cluster_tag(Paths(root)),
+                     shared=daemon.policy.shared)
 
 
 def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlStore,

@@ -79,7 +79,8 @@ def run_command(argv: Sequence[str], timeout_s: float = COMMAND_TIMEOUT_S) -> tu
 
 class Allocator:
     def __init__(self, service: ControllerService, store: AllocationStore, membership: Membership,
-                 controller_url: str, work_dir: str, cluster_tag: str, tick_s: float = TICK_S) -> None:
+                 controller_url: str, work_dir: str, cluster_tag: str, tick_s: float = TICK_S,
+                 shared: bool = False) -> None:
         self.service = service
         self.store = store
         self.membership = membership
@@ -87,6 +88,12 @@ class Allocator:
         self.work_dir = work_dir  # the batch scripts (mode 0600: they hold the tokens) and their output
         self.cluster_tag = cluster_tag
         self.tick_s = tick_s
+        # The allocations run as this controller's user, and so do their nodes: a node that is not
+        # root runs only its own user's jobs. A shared cluster's controller that is not root
+        # (its service user) would ask for nodes none of its users' jobs could run on.
+        self.refusal = ("this shared cluster's controller runs as its service user, so allocations and their "
+                        "nodes would too, and could run no user's jobs: allocation queues need a personal "
+                        "cluster, or a controller that runs as root") if shared and os.geteuid() != 0 else None
         self.user = pwd.getpwuid(os.getuid()).pw_name
         self.queues = {queue.id: queue for queue in store.alloc_queues()}
         self.allocations = {(item.queue_id, item.outer_id): item for item in store.allocations()
@@ -98,6 +105,8 @@ class Allocator:
     # -- the users' commands (admins: operators, or the owner of a personal cluster) -----------
 
     def add(self, request: api.AllocQueueRequest, by: str) -> api.AllocQueueInfo:
+        if self.refusal is not None:
+            raise Conflict(self.refusal)
         params = QueueParams(request.manager, request.time_limit_s, request.workers_per_alloc, request.max_workers,
                              request.backlog, request.idle_timeout_s, request.partition, tuple(request.extra_args),
                              request.name)
