@@ -248,3 +248,16 @@ def test_a_user_without_root_runs_jobs_on_the_outer_clusters_nodes(slurm: Slurm,
         as_user("alloc", "remove", "1", check=False)
         wait_until(lambda: not _ours(slurm), timeout=60, describe="the allocations to end in Slurm")
         as_user("down", "--state-dir", state, check=False)
+
+
+def test_an_allocation_that_ends_before_its_node_joins_is_a_failure_and_backs_off(slurm: Slurm,
+                                                                                    drover: LocalCluster) -> None:
+    # Slurm takes the submission, but its job cannot open its output file: it fails at once.
+    drover.drover("alloc", "add", "slurm", "--max-workers", "1", "--", "--output=/nonexistent/dir/out")
+    drover.submit("-t", "1m", "--", "true")
+    info = wait_until(lambda: (shown := _info(drover))["failures"] >= 1 and shown, timeout=90, interval=0.5,
+                      describe="the failed allocation to be reported")
+    (allocation,) = info["allocations"]
+    assert allocation["state"] == "failed" and allocation["nodes"] == [], allocation
+    assert "ended before any of its nodes joined" in info["last_error"], info
+    assert info["state"] == "backing off"
