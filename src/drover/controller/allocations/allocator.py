@@ -378,8 +378,12 @@ class Allocator:
                         (self.queues[queue.id].backoff_until or now) - now)
             self._event("alloc_failed", queue.id, error=error[:500])
             return False
-        self._put(Allocation(queue.id, outer_id, params.workers_per_alloc, AllocationState.QUEUED, now, token_id))
+        item = Allocation(queue.id, outer_id, params.workers_per_alloc, AllocationState.QUEUED, now, token_id)
+        self._put(item)
         log.info("allocation queue %d: asked %s for allocation %s (%d node(s), %gs)", queue.id, manager.name,
                  outer_id, params.workers_per_alloc, params.time_limit_s)
         self._event("alloc_submitted", queue.id, allocation=outer_id)
+        if self.queues[queue.id].removed:  # removed while sbatch ran: this one ends too
+            await self._cancel(self.queues[queue.id], [item], "the allocation queue was removed")
+            return False
         return True
