@@ -363,6 +363,9 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     # jobs start here no more, other queues' still do, until an operator clears it.
     queue_errors: dict[str, str] = {}
     suspended_queues: dict[str, str] = {}  # its queue instances suspended (queue@node): queue → by whom and why
+    # When it goes away for good (a node inside an outer scheduler's allocation, `drover alloc`):
+    # no job starts there that would run past it. None: it stays.
+    ends_at: float | None = None
 
 
 class NodeList(msgspec.Struct):

@@ -91,9 +91,13 @@ def test_jobs_run_on_nodes_inside_slurm_allocations_and_idle_ones_end(slurm: Slu
     seen_slurm: set[str] = set()
     seen_nodes: set[str] = set()
 
+    ends: list[float] = []
+
     def done() -> bool:
         seen_slurm.update(_ours(slurm))
-        seen_nodes.update(node["name"] for node in _slurm_nodes(drover))
+        nodes = _slurm_nodes(drover)
+        seen_nodes.update(node["name"] for node in nodes)
+        ends.extend(node["ends_at"] for node in nodes)
         shown = drover.drover_json("show", str(job))
         return shown["state"] in ("completed", "failed", "cancelled")
 
@@ -106,6 +110,8 @@ def test_jobs_run_on_nodes_inside_slurm_allocations_and_idle_ones_end(slurm: Slu
     attempts = _attempts(drover, job)
     assert sorted(attempts) == list(range(1, count + 1))
     assert all(len(tries) == 1 and tries[0]["node"] in seen_nodes for tries in attempts.values()), attempts
+    # Each node said when it goes: within its allocation's 10 minutes, less the 60 s margin.
+    assert ends and all(time.time() < end <= time.time() + 600 - 60 for end in ends), ends
     for index in range(1, count + 1):
         assert (drover.workdir / f"out.{index}").read_text().startswith(f"task {index} on ")
     info = _info(drover)
