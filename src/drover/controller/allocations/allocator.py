@@ -50,6 +50,9 @@ TICK_S = 2.0
 # The waits that a new node could end: no node has room (or none is up), or jobs ahead wait for it.
 WAITS_FOR_ROOM = frozenset({PendingReason.RESOURCES, PendingReason.NO_NODES, PendingReason.PRIORITY,
                             PendingReason.RESERVED})
+# A live allocation's reason once a node of it joined (memory of the store's, so that one that
+# ends after its nodes left is not taken for one that never started).
+JOINED = "a node joined"
 TOKEN_QUEUE_WAIT_S = 7 * 86400.0  # how long an allocation may wait in the outer queue: its token's life beyond its time
 
 
@@ -265,7 +268,7 @@ class Allocator:
 
     def _ended(self, item: Allocation, manager: OuterScheduler, nodes: list[str], why: str) -> None:
         now = self.service.clock()
-        joined = item.reason == "joined" or bool(nodes)  # _give_back_idle marks it when it sees a node
+        joined = item.reason == JOINED or bool(nodes)  # _give_back_idle marks it when it sees a node
         state = AllocationState.ENDED if joined else AllocationState.FAILED
         if state is AllocationState.FAILED:
             error = f"allocation {item.outer_id} ended before any of its nodes joined" + self._output_tail(item)
@@ -315,8 +318,8 @@ class Allocator:
         for item in self.allocations.values():
             names = self._nodes_of(self.queues[item.queue_id].params.manager, item.outer_id)
             nodes_of[item.outer_id] = names
-            if names and item.reason != "joined":
-                self._put(replace(item, reason="joined"))
+            if names and item.reason != JOINED:
+                self._put(replace(item, reason=JOINED))
             for name in names:
                 node = self.service.state.nodes[name]
                 busy[name] = bool(node.running or node.holders)
