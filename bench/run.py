@@ -533,8 +533,15 @@ def b11(repeat: int, quick: bool) -> dict[str, Any]:
     return metrics_scrape.run(DROVER, repeat, quick)
 
 
+def b12(repeat: int, quick: bool) -> dict[str, Any]:
+    """Drover inside one Slurm allocation against Slurm alone: 1,000 x /bin/true, jobs/s."""
+    import inside_slurm  # bench/inside_slurm.py
+
+    return inside_slurm.run(DROVER, repeat, quick)
+
+
 BENCHMARKS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10,
-              "B11": b11}
+              "B11": b11, "B12": b12}
 
 
 def print_table(results: dict[str, dict[str, Any]]) -> None:
@@ -590,7 +597,7 @@ def print_table(results: dict[str, dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", nargs="*", metavar="B1..B11", help="which benchmarks (default: all)")
+    parser.add_argument("which", nargs="*", metavar="B1..B12", help="which benchmarks (default: all)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json-out", default=str(RESULTS / "latest.json"))

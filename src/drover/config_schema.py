@@ -215,6 +215,9 @@ class ExecdSection(Section, frozen=True):
         "the longest wait between tries to reach a controller that refused the node: the wait doubles from "
         "1 s up to this (from 0.05 s up to 2 s, or this if less, while no controller answers), each drawn at "
         "random from its upper half, and starts again once a controller takes the node", ge=1, le=3600)] = 30.0
+    ends_at: Annotated[Annotated[float, Meta(ge=0, le=2**40)] | None, about(
+        "when the node goes away for good, in Unix seconds (a node inside an outer scheduler's allocation, "
+        "written by `drover alloc worker`): the controller starts no job here that would run past it")] = None
     cpus: Annotated[Annotated[int, Meta(ge=0, le=MAX_CPUS)] | None, about("CPUs the node offers (unset or 0: all this process may use)")] = None
     memory_mib: Annotated[Annotated[int, Meta(ge=0, le=MAX_MEMORY_MIB)] | None, about("memory the node offers, MiB (unset or 0: all)")] = None
     gres: Annotated[list[str] | None, about("generic resources the node offers, Slurm's way: "

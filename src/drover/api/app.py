@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from drover.api import (
     accounting,
+    allocations,
     checkpoints,
     cluster,
     events,
@@ -44,7 +45,7 @@ from drover.controller.service import ControllerService
 ENDPOINTS: list[Endpoint] = [*cluster.ENDPOINTS, *jobs.ENDPOINTS, *nodes.ENDPOINTS, *queues.ENDPOINTS,
                              *events.ENDPOINTS, *files.ENDPOINTS, *relays.ENDPOINTS, *usage.ENDPOINTS,
                              *accounting.ENDPOINTS, *parallel_envs.ENDPOINTS, *checkpoints.ENDPOINTS,
-                             *pe_tasks.ENDPOINTS, *metrics.ENDPOINTS]
+                             *pe_tasks.ENDPOINTS, *metrics.ENDPOINTS, *allocations.ENDPOINTS]
 
 
 def create_app(service: ControllerService, policy: Policy, shutdown: Callable[[], None],

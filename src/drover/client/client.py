@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from drover.config import RemoteCluster
     from drover.protocol.api import (
         ActionResult,
+        AllocQueueInfo,
+        AllocQueueRequest,
         CaCertificate,
         CheckpointInfo,
         Event,
@@ -461,6 +463,38 @@ class Client:
         from drover.protocol.api import TokenCreated
 
         return self._post("/v1/cluster/tokens", TokenCreated, {"ttl_s": ttl_s, "uses": uses})
+
+    # -- allocation queues (`drover alloc`, admins) ---------------------------------------------
+
+    def add_alloc_queue(self, request: AllocQueueRequest) -> AllocQueueInfo:
+        import msgspec
+
+        from drover.protocol.api import AllocQueueInfo
+
+        return self._post("/v1/alloc/queues", AllocQueueInfo, msgspec.to_builtins(request))
+
+    def alloc_queues(self) -> list[AllocQueueInfo]:
+        from drover.protocol.api import AllocQueueList
+
+        return self._get("/v1/alloc/queues", AllocQueueList).queues
+
+    def alloc_queue(self, queue_id: int) -> AllocQueueInfo:
+        from drover.protocol.api import AllocQueueInfo
+
+        return self._get(f"/v1/alloc/queues/{int(queue_id)}", AllocQueueInfo)
+
+    def switch_alloc_queue(self, queue_id: int, action: str) -> AllocQueueInfo:
+        """`action`: pause or resume."""
+        from drover.protocol.api import AllocQueueInfo
+
+        return self._post(f"/v1/alloc/queues/{int(queue_id)}/{_segment(action)}", AllocQueueInfo)
+
+    def remove_alloc_queue(self, queue_id: int) -> AllocQueueInfo:
+        import msgspec
+
+        from drover.protocol.api import AllocQueueInfo
+
+        return msgspec.convert(self.transport.call("DELETE", f"/v1/alloc/queues/{int(queue_id)}"), AllocQueueInfo)
 
     def tokens(self) -> list[TokenInfo]:
         from drover.protocol.api import TokenList

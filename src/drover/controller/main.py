@@ -31,9 +31,11 @@ if TYPE_CHECKING:
     from drover.api.standby import RoleSwitch
     from drover.cluster.setup import ControllerTls
     from drover.config_schema import ControllerSection, DroverConfig
+    from drover.controller.allocations.allocator import Allocator
     from drover.controller.ha.standing import Standing
     from drover.controller.reads.queries import Reads
     from drover.controller.security.auth import Policy
+    from drover.controller.security.membership import Membership
     from drover.controller.service import ControllerService
     from drover.controller.settings import Settings
     from drover.pid_file import Claimed
@@ -306,8 +308,8 @@ def _start_service(daemon: _Daemon, store: SqlStore, switch: RoleSwitch, shutdow
     service = ControllerService(store, daemon.settings, faults=faults)
     reads = Reads(service)
     tls = daemon.tls
-    switch.become(create_app(service, daemon.policy, shutdown, reads,
-                             Membership(service, store, tls) if tls is not None else None, address))
+    membership = Membership(service, store, tls) if tls is not None else None
+    switch.become(create_app(service, daemon.policy, shutdown, reads, membership, address))
     log.info("serving on %s (store %s, schema v%d)", ", ".join(str(s.getsockname()) for s in daemon.sockets),
              store.path, store.schema_version)
     if daemon.tcp_sockets and tls is not None:
@@ -319,8 +321,27 @@ def _start_service(daemon: _Daemon, store: SqlStore, switch: RoleSwitch, shutdow
         daemon.metrics_app.service = service
         log.info("serving /metrics over plain HTTP on %s ([controller] metrics_listen)",
                  daemon.metrics_sockets[0].getsockname())
+    if membership is not None and daemon.tcp_sockets:
+        service.allocator = _allocator(daemon, service, store, membership)
     service.request_schedule()
     return service, reads
+
+
+def _allocator(daemon: _Daemon, service: ControllerService, store: SqlStore, membership: Membership) -> Allocator:
+    """Allocation queues (`drover alloc`): nodes joining from an outer scheduler's allocations
+    reach this controller at its TCP address (this host's name where it listens on every address)."""
+    import socket
+
+    from drover.config import Paths, cluster_tag
+    from drover.controller.allocations.allocator import Allocator
+
+    host, port = daemon.tcp_sockets[0].getsockname()[:2]
+    if host in ("0.0.0.0", "::"):
+        host = socket.getfqdn()
+    url = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    root = os.path.dirname(daemon.settings.files_dir)  # the controller's own state directory
+    return Allocator(service, store, membership, url, os.path.join(root, "alloc"), cluster_tag(Paths(root)),
+                     shared=daemon.policy.shared)
 
 
 def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlStore,
@@ -329,6 +350,8 @@ def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlSto
     shared store) the watch of this controller's leadership."""
     loop = asyncio.get_running_loop()
     tasks = [loop.create_task(service.watch_nodes()), loop.create_task(service.purge_history())]
+    if service.allocator is not None:
+        tasks.append(loop.create_task(service.allocator.run()))
     if daemon.section.store_check_s > 0:
         from drover.controller.ha import store_check
 

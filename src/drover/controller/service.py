@@ -16,6 +16,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Set
+from typing import TYPE_CHECKING
 
 from drover.controller.effects import Outcome
 from drover.controller.faults import EXIT_AFTER_SUBMIT, NO_FAULTS, Faults
@@ -48,6 +49,9 @@ from drover.protocol.node_channel import Hello, NodeMessage, StartPeTask, task_s
 from drover.records import PeTaskRecord
 from drover.store.base import JobFilter, Store, SubmissionKey
 
+if TYPE_CHECKING:
+    from drover.controller.allocations.allocator import Allocator
+
 __all__ = ["ControllerService", "Settings"]
 
 log = logging.getLogger("drover.controller")
@@ -65,6 +69,8 @@ class ControllerService:
         self.channels = NodeChannels()
         self.pe_tasks = PeTasks(self.channels, clock)  # tasks of running parallel jobs, watched till they end
         self.started_at = clock()
+        # Allocation queues (controller/allocations/): set by the daemon where nodes may join.
+        self.allocator: Allocator | None = None
         self._submitted: OrderedDict[tuple[str, str], tuple[int, ...]] = OrderedDict()  # request keys
         self._exit_after_submit = faults.exit_after_submit
         self.shell = Shell(store, clock, self.channels, self.pe_tasks, self.usage)

@@ -41,6 +41,9 @@ class Node:
     load: float | None = None
     memory_free_mib: int | None = None
     heard_at: float | None = None
+    # When the node goes away for good (a node inside an outer scheduler's allocation, from its
+    # hello): no task starts here that would still run then. None: it stays.
+    ends_at: float | None = None
 
     def apply(self, trigger: NodeTrigger) -> NodeState:
         self.state = next_node_state(self.state, trigger)

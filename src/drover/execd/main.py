@@ -181,7 +181,8 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     channel = ControllerChannel(
         [args.socket] if args.socket else options.controllers() or [api_socket(paths)],
         hello=lambda: Hello(node, cpus, memory, attempts.known(), gres=list(inventory.gres),
-                            features=list(inventory.features), pe_task_attempts=pe_tasks.attempts()),
+                            features=list(inventory.features), pe_task_attempts=pe_tasks.attempts(),
+                            ends_at=options.ends_at),
         on_connect=on_connect,
         tls=tls,
         heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),

@@ -365,6 +365,9 @@ class NodeInfo(msgspec.Struct, kw_only=True):
     # jobs start here no more, other queues' still do, until an operator clears it.
     queue_errors: dict[str, str] = {}
     suspended_queues: dict[str, str] = {}  # its queue instances suspended (queue@node): queue → by whom and why
+    # When it goes away for good (a node inside an outer scheduler's allocation, `drover alloc`):
+    # no job starts there that would run past it. None: it stays.
+    ends_at: float | None = None
 
 
 class NodeList(msgspec.Struct):
@@ -533,6 +536,60 @@ class TokenCreated(msgspec.Struct, kw_only=True):
 
 class TokenList(msgspec.Struct):
     tokens: list[TokenInfo]
+
+
+class AllocQueueRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """`drover alloc add`: what to ask an outer scheduler for while work waits (core/allocations.py)."""
+
+    manager: str = "slurm"
+    time_limit_s: float = 3600.0
+    workers_per_alloc: int = 1
+    max_workers: int = 4
+    backlog: int = 1
+    idle_timeout_s: float = 300.0
+    partition: str | None = None
+    extra_args: list[str] = []
+    name: str = ""
+
+
+class AllocationInfo(msgspec.Struct, kw_only=True):
+    """One allocation asked for: its id in the outer scheduler, and its nodes in Drover."""
+
+    outer_id: str
+    workers: int
+    state: str  # "queued", "running", "ended" or "failed"
+    submitted_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    reason: str | None = None
+    nodes: list[str] = []
+
+
+class AllocQueueInfo(msgspec.Struct, kw_only=True):
+    """An allocation queue as `drover alloc list` and `info` show it."""
+
+    id: int
+    manager: str
+    name: str
+    state: str  # "active", "paused", "backing off" or "removed"
+    time_limit_s: float
+    workers_per_alloc: int
+    max_workers: int
+    backlog: int
+    idle_timeout_s: float
+    partition: str | None = None
+    extra_args: list[str] = []
+    created_at: float
+    created_by: str
+    failures: int = 0
+    backoff_until: float | None = None
+    last_error: str | None = None
+    last_error_at: float | None = None
+    allocations: list[AllocationInfo] = []
+
+
+class AllocQueueList(msgspec.Struct):
+    queues: list[AllocQueueInfo]
 
 
 class CaCertificate(msgspec.Struct, kw_only=True):

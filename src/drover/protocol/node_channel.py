@@ -37,6 +37,10 @@ class Hello(msgspec.Struct, tag="hello"):
     # The attempts whose parallel tasks run on the node (execd/pe_tasks.py): the controller stops
     # those of an attempt that no longer runs.
     pe_task_attempts: list[str] = []
+    # When the node goes away for good (Unix time): a node inside an outer scheduler's allocation
+    # (`drover alloc`) says when the allocation ends; the controller starts nothing there that
+    # would run past it. None: it stays.
+    ends_at: float | None = None
 
 
 class Started(msgspec.Struct, tag="started"):

@@ -73,6 +73,11 @@ class Room:
     load: float
     releases: list[Release]
     overdrawn: Resources = Resources()  # held by running tasks beyond `total`: paid back first
+    ends_at: float = math.inf  # the node goes away then: what starts here must end by then
+
+    def lasts(self, ends: float) -> bool:
+        """Whether a task that would end at `ends` (math.inf: never) ends before the node goes."""
+        return ends <= self.ends_at
 
     @property
     def key(self) -> tuple[float, float, str]:
@@ -123,7 +128,10 @@ class Rooms:
                 free = Resources(len(cpu_ids), max(node.free.memory_mib, 0))
                 self.all[node.name] = Room(
                     node.name, node.total, free, cpu_ids, node.devices, node.free_devices, node.features,
-                    node.running, node.load, list(node.releases), node.overdrawn)
+                    node.running, node.load, list(node.releases), node.overdrawn, node.ends_at)
+        # The latest any node goes away (math.inf: some node stays): a task that would run past it
+        # fits nowhere, ever, and waits without holding up the tasks behind it.
+        self.last_end = max((room.ends_at for room in self.all.values()), default=math.inf)
         self._order = sorted((room for room in self.all.values() if room.free_cpu_ids), key=lambda room: room.key)
         self._keys = [room.key for room in self._order]
 
@@ -150,7 +158,7 @@ def place(need: Need, rooms: Rooms, allowed: frozenset[str] | None, reservation:
     Behind a reservation, a task that would still run at its start may use the reserved node
     only within what the reserved task leaves there (`spare`)."""
     for room in rooms.candidates():
-        if allowed is not None and room.name not in allowed:
+        if (allowed is not None and room.name not in allowed) or not room.lasts(ends):
             continue
         gres = room.fits(need)
         if gres is None:
@@ -167,10 +175,11 @@ def place(need: Need, rooms: Rooms, allowed: frozenset[str] | None, reservation:
 
 
 def reserve(job: int, need: Need, rooms: Rooms, allowed: frozenset[str] | None,
-            now: float) -> tuple[Reservation, Spare] | None:
+            now: float, run_s: float = math.inf) -> tuple[Reservation, Spare] | None:
     """The earliest time and node (then the least loaded) at which the task fits, as the tasks
     there end at their limits; with what that node has beyond the task then. None if no node
-    ever has room (some task there has no limit)."""
+    ever has room (some task there has no limit). `run_s`: how long the task runs at most; a
+    node that goes away before it would end is no place to reserve."""
     best: tuple[float, tuple[float, float, str], Room, Spare] | None = None
     for room in rooms.all.values():
         if (allowed is not None and room.name not in allowed) or not room.could_ever_hold(need):
@@ -179,6 +188,8 @@ def reserve(job: int, need: Need, rooms: Rooms, allowed: frozenset[str] | None,
         if found is None:
             continue
         at, spare = found
+        if not room.lasts(at + run_s):
+            continue
         if best is None or (at, room.key) < (best[0], best[1]):
             best = (at, room.key, room, spare)
     if best is None:

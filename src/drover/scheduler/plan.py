@@ -30,6 +30,10 @@ Contract:
   singleton jobs of one owner and name, at most one starts in a pass, and none if another job
   of that name started in it. `wake_at` is the earliest begin time or window opening still
   to come: the controller plans again then.
+- A node that goes away (`NodeView.ends_at`, a node inside an outer scheduler's allocation)
+  gets only tasks whose run limit ends by then, is promised to no task, and holds no
+  reservation a task would outlast; a task that would outlast every node waits with RESOURCES
+  and does not block the tasks behind it.
 - A job of a parallel environment whose snapshot gives its allocation rule (PendingWork.pe_rule,
   other than $pe_slots) has its slots spread over nodes by that rule (spread.py): its start names
   the master node and its other nodes with their CPUs (Start.others). It gets no reservation.
@@ -321,6 +325,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         allowed, limit, limit_detail = decided.allowed(item)
         started = 0
         ends = now + item.run_limit_s if item.run_limit_s is not None else math.inf
+        if ends > decided.rooms.last_end:
+            decided.wait(item.job, PendingReason.RESOURCES, outlasts_nodes(item.run_limit_s))
+            continue
         candidates = (index for index in item.pending.iterate() if index not in item.blocked)
         for index in itertools.islice(candidates, allowed):
             found = place(need, decided.rooms, allowed_nodes, reservation, ends, spare)
@@ -341,7 +348,7 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                                  f"would delay job {reservation.job}, reserved to start by "
                                  f"{_local_time(reservation.at)} on {reservation.node}" if fits else "")
                     break
-                made = (reserve(item.job, need, decided.rooms, allowed_nodes, now)
+                made = (reserve(item.job, need, decided.rooms, allowed_nodes, now, ends - now)
                         if policy.backfill and not quick and not promised else None)
                 if made is None:
                     decided.wait(item.job, PendingReason.RESOURCES, in_error_note(queue, decided.rooms.all) if queue else "")
@@ -363,7 +370,8 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                     backfilled.append(item.job)
             decided.started(item, Start(item.job, index, room.name, cpu_ids, tuple(sorted(gres.items()))))
             if successions is not None and not gres and not need.exclusive:
-                successions.add(room.name, Succession("", cpu_ids, need.resources.memory_mib, ends, (item.job, index)))
+                successions.add(room.name, Succession("", cpu_ids, need.resources.memory_mib, ends, (item.job, index)),
+                                room.ends_at == math.inf)
             started_names.add((item.owner, item.name))
             started += 1
         else:
@@ -398,7 +406,7 @@ def _spread_job(decided: _Pass, item: PendingWork, now: float, reservation: Rese
     started = 0
     candidates = (index for index in item.pending.iterate() if index not in item.blocked)
     for index in itertools.islice(candidates, allowed):
-        chosen = place_spread(item.pe_rule, item.resources, decided.rooms, allowed_nodes, kept)
+        chosen = place_spread(item.pe_rule, item.resources, decided.rooms, allowed_nodes, kept, ends)
         if chosen is None:
             decided.wait(item.job, PendingReason.RESOURCES)
             return started, reservation is None
@@ -411,6 +419,13 @@ def _spread_job(decided: _Pass, item: PendingWork, now: float, reservation: Rese
     elif started < item.pending.count and limit is not None:
         decided.wait(item.job, limit, limit_detail)
     return started, blocked
+
+
+def outlasts_nodes(run_limit_s: float | None) -> str:
+    """Why a task waits that would run past the end of every node (NodeView.ends_at)."""
+    if run_limit_s is None:
+        return "every node goes away (its allocation ends), and a job without a time limit (-t) starts only on one that stays"
+    return "every node goes away (its allocation ends) before this job's time limit would"
 
 
 def _local_time(moment: float) -> str:

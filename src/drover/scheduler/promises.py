@@ -12,6 +12,7 @@ that ends first at its limit is taken (then by node name). Pure, and private to 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from drover.scheduler.placement import Need
@@ -22,15 +23,21 @@ class Successions:
     """The attempts of one pass that a task may still be promised to follow, by node."""
 
     def __init__(self, nodes: Iterable[NodeView]) -> None:
-        self._open = sorted(((node.name, succession) for node in nodes if node.state.accepts_work
+        # A node that goes away (NodeView.ends_at) is promised nothing: when its attempts end
+        # is no bound on when it is gone.
+        self._open = sorted(((node.name, succession) for node in nodes
+                             if node.state.accepts_work and node.ends_at == math.inf
                              for succession in node.successions),
                             key=lambda pair: (pair[1].ends_at, pair[0], pair[1].attempt))
 
     def __bool__(self) -> bool:
         return bool(self._open)
 
-    def add(self, node: str, succession: Succession) -> None:
-        """A start of this pass, which a task may follow in turn (its slot's next)."""
+    def add(self, node: str, succession: Succession, lasting: bool = True) -> None:
+        """A start of this pass, which a task may follow in turn (its slot's next); not on a
+        node that goes away (`lasting` False)."""
+        if not lasting:
+            return
         self._open.append((node, succession))
         self._open.sort(key=lambda pair: (pair[1].ends_at, pair[0], pair[1].attempt))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -34,6 +35,9 @@ class NodeView:
     overdrawn: Resources = Resources()
     # The running attempts whose room a waiting task may be promised (scheduler/promises.py).
     successions: tuple[Succession, ...] = ()
+    # When the node goes away (an outer scheduler's allocation ends): a task starts here only if
+    # its run limit ends by then, so a task without a limit never does. math.inf: it stays.
+    ends_at: float = math.inf
 
 
 @dataclass(frozen=True, slots=True)

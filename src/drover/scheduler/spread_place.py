@@ -19,19 +19,20 @@ def mib_a_slot(resources: Resources) -> int:
     return -(-resources.memory_mib // resources.cpus) if resources.cpus else resources.memory_mib
 
 
-def _pool(rooms: Rooms, allowed: frozenset[str] | None, kept: str | None) -> list[Room]:
+def _pool(rooms: Rooms, allowed: frozenset[str] | None, kept: str | None, ends: float) -> list[Room]:
     return [room for room in rooms.candidates()
-            if (allowed is None or room.name in allowed) and room.name != kept]
+            if (allowed is None or room.name in allowed) and room.name != kept and room.lasts(ends)]
 
 
 def place_spread(rule: str | int, resources: Resources, rooms: Rooms, allowed: frozenset[str] | None,
-                 kept: str | None = None) -> Spread | None:
+                 kept: str | None = None, ends: float = 0.0) -> Spread | None:
     """Where the job's slots (`resources.cpus`) go now under `rule`, among the eligible rooms in
     the planner's order (least loaded first), leaving out `kept` (a node reserved for an earlier
-    job that this one would outlast). None when they do not fit now."""
+    job that this one would outlast) and the nodes that go away before `ends` (when the job
+    would end at the latest). None when they do not fit now."""
     per = mib_a_slot(resources)
     free = [(room.name, free_slots(len(room.free_cpu_ids), room.free.memory_mib, per))
-            for room in _pool(rooms, allowed, kept)]
+            for room in _pool(rooms, allowed, kept, ends)]
     return spread(rule, resources.cpus, free)
 
 

@@ -34,6 +34,8 @@ TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("join_tokens", ("id",)),
     ("node_certificates", ("serial",)),
     ("submission_keys", ("owner", "request_key")),
+    ("alloc_queues", ("id",)),
+    ("allocations", ("queue_id", "outer_id")),
 )
 BATCH = 1000
 _canonical = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode

@@ -23,6 +23,7 @@ from drover.core.membership import TokenRecord
 from drover.core.node import Node
 from drover.core.node_state import NodeState
 from drover.core.queues import QueueRecord
+from drover.store.allocation_rows import AllocationRows
 from drover.store.base import Changes, EventRecord, JobFilter, SubmissionKey, WorkingSet
 from drover.store.dialect import Dialect
 from drover.store.faults import StoreFault, translated
@@ -74,7 +75,7 @@ class Db(Protocol):
     def executemany(self, sql: str, parameters: Any, /) -> Any: ...
 
 
-class SqlStore:
+class SqlStore(AllocationRows):
     db: Db
     dialect: Dialect
     path: str  # what failures name: the file, or the server's URL without its password

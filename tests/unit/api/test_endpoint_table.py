@@ -47,6 +47,12 @@ EXPECTED = {
     ("POST", "/v1/cluster/tokens"): (Access.ADMIN, "make join tokens"),
     ("GET", "/v1/cluster/tokens"): (Access.ADMIN, "list join tokens"),
     ("POST", "/v1/cluster/tokens/{token_id}/revoke"): (Access.ADMIN, "revoke join tokens"),
+    ("POST", "/v1/alloc/queues"): (Access.ADMIN, "add allocation queues"),
+    ("GET", "/v1/alloc/queues"): (Access.ADMIN, "list allocation queues"),
+    ("GET", "/v1/alloc/queues/{queue_id}"): (Access.ADMIN, "see allocation queues"),
+    ("POST", "/v1/alloc/queues/{queue_id}/pause"): (Access.ADMIN, "pause allocation queues"),
+    ("POST", "/v1/alloc/queues/{queue_id}/resume"): (Access.ADMIN, "resume allocation queues"),
+    ("DELETE", "/v1/alloc/queues/{queue_id}"): (Access.ADMIN, "remove allocation queues"),
     ("GET", "/v1/parallel-environments"): (Access.USER, ""),  # as qconf -spl and -sp, for every user
     ("GET", "/metrics"): (Access.USER, ""),  # admins only unless public_metrics: api/metrics.py
 }

@@ -148,7 +148,7 @@ def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[S
     promised to follow there (handlers/promises.py)."""
     return NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases),
                     node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
-                    node.overdrawn, successions)
+                    node.overdrawn, successions, node.ends_at if node.ends_at is not None else math.inf)
 
 
 def _followed_per_node(state: ControllerState) -> dict[str, int]:

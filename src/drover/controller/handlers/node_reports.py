@@ -69,6 +69,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         node.devices = devices
         state.recount_nodes()
     node.features = frozenset(hello.features)
+    node.ends_at = hello.ends_at
     if node.state is NodeState.DOWN:
         node.apply(NodeTrigger.CONNECT)  # a node in ERROR stays so until an operator resumes it
         if node.drain is not None:  # drained before it went away: still drained

@@ -106,6 +106,11 @@ METRICS: tuple[MetricDef, ...] = (
               "Failed tries of an attempt's cleanup steps, as nodes reported them, by step"),
     MetricDef("drover_cleanup_steps_failing", GAUGE, ("step",),
               "Attempts whose cleanup is stopped at a failing step now, by step"),
+    # Allocation queues (`drover alloc`): allocations asked of an outer scheduler.
+    MetricDef("drover_allocations", GAUGE, ("queue", "state"),
+              "Allocations of each allocation queue that have not ended, queued or running in the outer scheduler"),
+    MetricDef("drover_allocation_failures", COUNTER, ("queue",),
+              "Allocations the outer scheduler refused, or that ended before any of their nodes joined, by queue"),
     # The controller's process.
     MetricDef("drover_controller_cpu_seconds", COUNTER, (), "CPU time the controller's process used (user and "
               "system)", "seconds"),
@@ -149,7 +154,17 @@ def values(service: ControllerService) -> dict[str, Values | Histogram]:
         "drover_controller_resident_memory_bytes": {(): _resident_bytes()},
         "drover_controller_start_time_seconds": {(): service.started_at},
     })
+    found.update(_allocations(service))
     return found
+
+
+def _allocations(service: ControllerService) -> dict[str, Values | Histogram]:
+    allocator = service.allocator
+    if allocator is None:
+        return {"drover_allocations": {}, "drover_allocation_failures": {}}
+    live: Counter[Labels] = Counter((str(item.queue_id), item.state.value) for item in allocator.allocations.values())
+    return {"drover_allocations": dict(live),
+            "drover_allocation_failures": {(str(queue),): n for queue, n in sorted(allocator.failure_counts.items())}}
 
 
 _STATE_NAMES = {state: state.value for state in JobState}  # a dict's lookup: far cheaper than an enum's .value

@@ -194,6 +194,7 @@ def node_info(state: ControllerState) -> list[NodeInfo]:
             gres_used=devices_held(node.used_devices), features=sorted(node.features),
             queue_errors=dict(sorted(node.queue_errors.items())),
             suspended_queues=dict(sorted(node.suspended_queues.items())),
+            ends_at=node.ends_at,
         )
         for node in sorted(state.nodes.values(), key=lambda node: node.name)
     ]

@@ -1,0 +1,1 @@
+"""Allocation queues: nodes inside an outer scheduler's allocations (`drover alloc`)."""

@@ -1,0 +1,146 @@
+"""A real Slurm for a test, on this host alone: its own munged (own key and socket, so a munged
+another test started is not touched), slurmctld and one slurmd, with their own ports, state and
+logs under a private directory; one node named after this host, with 2 CPUs. Installed from
+Debian's packages (slurmctld, slurmd, slurm-client: Slurm 22.05 on Debian 12) where missing;
+a test that cannot have it skips with the reason. Every process is stopped by its PID.
+
+Its commands (sbatch, squeue, scancel, srun) find it by SLURM_CONF in `env`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.helpers import debian
+from tests.helpers.munge import Munged
+
+Unavailable = debian.Unavailable
+CPUS = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _installed() -> None:
+    if os.geteuid() != 0:
+        raise Unavailable("a private Slurm needs root (its slurmd starts jobs as their users)")
+    debian.installed(("slurmctld", "slurmd", "sbatch", "squeue", "scancel", "srun"), "slurm-wlm", recommends=False)
+
+
+class Slurm:
+    def __init__(self) -> None:
+        _installed()
+        self.root = Path(tempfile.mkdtemp(prefix="slurm-", dir="/tmp"))
+        os.chmod(self.root, 0o755)
+        self.munged = Munged(self.root / "munge")
+        self.host = socket.gethostname().split(".")[0]
+        self.conf = self.root / "slurm.conf"
+        self.processes: list[subprocess.Popen[bytes]] = []
+        for name in ("state", "spool", "log"):
+            (self.root / name).mkdir()
+        self.conf.write_text(self._config())
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def _config(self) -> str:
+        root = self.root
+        return "\n".join([
+            "ClusterName=drovertest",
+            f"SlurmctldHost={self.host}(127.0.0.1)",
+            f"SlurmctldPort={_free_port()}",
+            f"SlurmdPort={_free_port()}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={self.munged.socket}",
+            f"StateSaveLocation={root / 'state'}",
+            f"SlurmdSpoolDir={root / 'spool'}",
+            f"SlurmctldPidFile={root / 'slurmctld.pid'}",
+            f"SlurmdPidFile={root / 'slurmd.pid'}",
+            f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={root / 'log' / 'slurmd.log'}",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "JobCompType=jobcomp/none",
+            "MpiDefault=none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_CPU",
+            "ReturnToService=2",
+            "SchedulerType=sched/backfill",
+            "MinJobAge=600",
+            "KillWait=5",
+            "InactiveLimit=0",
+            "SlurmctldTimeout=30",
+            "SlurmdTimeout=60",
+            "MessageTimeout=20",
+            f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={CPUS} State=UNKNOWN",
+            f"PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ])
+
+    def start(self) -> Slurm:
+        log = open(self.root / "log" / "daemons.out", "ab")
+        try:
+            for daemon in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
+                self.processes.append(subprocess.Popen([*daemon, "-f", str(self.conf)], stdin=subprocess.DEVNULL,
+                                                       stdout=log, stderr=log, env=self.env, process_group=0))
+        finally:
+            log.close()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for process in self.processes:
+                if process.poll() is not None:
+                    raise Unavailable(f"a Slurm daemon exited at start ({process.args[0]}): {self.logs()}")
+            shown = self.run("sinfo", "--noheader", "--format=%t", check=False)
+            if shown.returncode == 0 and shown.stdout.strip() in ("idle", "mix", "alloc"):
+                return self
+            time.sleep(0.2)
+        raise Unavailable(f"the private Slurm did not get its node idle within 60s: {self.logs()}")
+
+    def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(list(argv), capture_output=True, text=True, env=self.env, timeout=60)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}: {done.stderr}{done.stdout}")
+        return done
+
+    def jobs(self) -> dict[str, tuple[str, str]]:
+        """Every job squeue shows: id → (name, state)."""
+        out = self.run("squeue", "--noheader", "--states=all", "--format=%i|%j|%T").stdout
+        return {parts[0]: (parts[1], parts[2]) for line in out.splitlines() if len(parts := line.split("|")) == 3}
+
+    def live_jobs(self) -> dict[str, tuple[str, str]]:
+        return {job: shown for job, shown in self.jobs().items()
+                if shown[1] in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")}
+
+    def logs(self) -> str:
+        tails = []
+        for path in sorted((self.root / "log").glob("*")):
+            tails.append(f"--- {path.name}\n" + path.read_text(errors="replace")[-3000:])
+        return "\n".join(tails)
+
+    def stop(self) -> None:
+        """Cancel what runs, stop the daemons by PID, then munged; remove the directory."""
+        if self.processes:
+            self.run("scancel", "--user=root", check=False)
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+        self.processes.clear()
+        self.munged.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
