@@ -40,6 +40,22 @@ def install(package: str, present: Callable[[], bool], recommends: bool = True) 
     raise Unavailable(f"{package} is not installed and `apt-get install {package}` failed: {tail[0]}")
 
 
+def dpkg(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`dpkg ARGS` as root, one at a time with the test set-up's installs (the same lock), and
+    again while another program (apt, unattended-upgrades) holds dpkg's own lock."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        while True:
+            done = subprocess.run(["dpkg", *args], capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+            if done.returncode == 0 or "lock" not in done.stderr or time.monotonic() > deadline:
+                return done
+            time.sleep(1)
+
+
 def installed(tools: tuple[str, ...], package: str, recommends: bool = True) -> None:
     """Every one of `tools` on PATH, installing `package` if one is missing."""
     install(package, lambda: all(shutil.which(tool) for tool in tools), recommends)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers import debian
 from tests.helpers.users import LOGIN_PATH, run_as_user
 
 pytestmark = [pytest.mark.xdist_group("wheel-install"), pytest.mark.timeout(600)]
@@ -58,12 +59,12 @@ def deb() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def installed(deb: Path) -> Iterator[Path]:
     had_service_user = subprocess.run(["getent", "passwd", "drover"], capture_output=True).returncode == 0
-    result = subprocess.run(["dpkg", "-i", str(deb)], capture_output=True, text=True, timeout=300)
+    result = debian.dpkg("-i", str(deb))
     try:
         assert result.returncode == 0, result.stdout + result.stderr
         yield deb
     finally:
-        subprocess.run(["dpkg", "--purge", "drover"], capture_output=True, timeout=300)
+        debian.dpkg("--purge", "drover")
         if not had_service_user:
             from tests.helpers.system_install import remove_service_user
 
@@ -109,7 +110,7 @@ def test_a_user_runs_a_job_from_the_installed_package(installed: Path, users: tu
 
 
 def test_purging_the_package_leaves_nothing_of_it(installed: Path) -> None:
-    purged = subprocess.run(["dpkg", "--purge", "drover"], capture_output=True, text=True, timeout=300)
+    purged = debian.dpkg("--purge", "drover")
     assert purged.returncode == 0, purged.stdout + purged.stderr
     assert not VENV.exists() and not os.path.lexists("/usr/bin/drover")
     assert not Path("/usr/share/man/man1/drover-submit.1.gz").exists()
