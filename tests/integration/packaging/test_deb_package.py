@@ -56,8 +56,9 @@ def deb() -> Iterator[Path]:
         shutil.rmtree(out, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def installed(deb: Path) -> Iterator[Path]:
+    """The package installed for one test (which may purge it itself), purged afterwards."""
     had_service_user = subprocess.run(["getent", "passwd", "drover"], capture_output=True).returncode == 0
     result = debian.dpkg("-i", str(deb))
     try:
@@ -86,7 +87,7 @@ def test_the_package_holds_no_path_of_its_build(deb: Path, tmp_path: Path) -> No
     assert b"--array" in gzip.decompress(page.read_bytes()).replace(b"\\-", b"-")
 
 
-def test_a_user_runs_a_job_from_the_installed_package(installed: Path, users: tuple[str, str]) -> None:
+def test_a_user_runs_a_job_from_the_installed_package_and_purging_removes_it(installed: Path, users: tuple[str, str]) -> None:
     user = users[0]
     env = {"PATH": LOGIN_PATH, "MANPATH": None}
     version = run_as_user(user, ["drover", "--version"], env=env)
@@ -107,9 +108,7 @@ def test_a_user_runs_a_job_from_the_installed_package(installed: Path, users: tu
     assert completion == run_as_user(user, ["drover", "completion", "bash"], env=env).stdout
     units = Path("/lib/systemd/system/drover-execd.service").read_text()
     assert "ExecStart=/usr/bin/drover " in units, units
-
-
-def test_purging_the_package_leaves_nothing_of_it(installed: Path) -> None:
+    # Purging it leaves nothing of it (the user drover and /var/lib/drover stay, as Debian keeps them).
     purged = debian.dpkg("--purge", "drover")
     assert purged.returncode == 0, purged.stdout + purged.stderr
     assert not VENV.exists() and not os.path.lexists("/usr/bin/drover")
