@@ -84,6 +84,20 @@ def with_tables(document: str, tables: dict[str, str]) -> str:
     return document
 
 
+@dataclass(frozen=True)
+class Given:
+    """One option as a command line (or a script's directive) gave it: PBS's and LSF's commands
+    read theirs into these, in order, the last of a key winning where it must."""
+
+    option: Option
+    value: str | None
+    source: str = "command line"  # or "directive"
+
+    @property
+    def key(self) -> str:
+        return self.option.key
+
+
 class UsageError(Exception):
     """A command line the real command would refuse; the message is the one getopt prints."""
 

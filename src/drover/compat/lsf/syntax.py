@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from drover.compat.optiontable import Arity, Option
+from drover.compat.optiontable import Given as Given  # the one shape PBS and LSF share
 
 EXIT_USAGE = 255  # LSF's commands exit 255 on a bad command line, after their usage
 
@@ -21,17 +21,6 @@ class LsfUsageError(Exception):
         super().__init__(message)
         self.status = status
         self.usage = usage
-
-
-@dataclass(frozen=True)
-class Given:
-    option: Option
-    value: str | None
-    source: str = "command line"  # or "directive"
-
-    @property
-    def key(self) -> str:
-        return self.option.key
 
 
 def parse(command: str, words: Sequence[str], options: Iterable[Option], permute: bool = True,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from drover.compat.optiontable import Given as Given  # the one shape PBS and LSF share
 from drover.compat.optiontable import Option, UsageError, parse_gnu
 
 EXIT_USAGE = 2  # qsub, qstat, qdel...: a bad command line
@@ -22,17 +22,6 @@ class PbsUsageError(Exception):
         super().__init__(message)
         self.status = status
         self.usage = usage
-
-
-@dataclass(frozen=True)
-class Given:
-    option: Option
-    value: str | None
-    source: str = "command line"  # or "directive"
-
-    @property
-    def key(self) -> str:
-        return self.option.key
 
 
 def parse(command: str, words: Sequence[str], options: Iterable[Option], permute: bool = True,
