@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -44,6 +48,27 @@ def test_controller_killed_while_jobs_run_and_wait_loses_nothing(cluster: LocalC
         assert shown["state"] == "completed"
         assert len(shown["tasks"][0]["attempts"]) == 1
     _ended_once(cluster, running + waiting)
+
+
+def test_a_wait_cut_short_by_the_controller_stopping_says_so(cluster: LocalCluster) -> None:
+    """`drover wait` waits on a running job; the controller is stopped (SIGTERM). It answers
+    the waiting request at once that it is shutting down; the wait asks again, finds no
+    controller and says so, exit 2 (the cluster is unavailable). Not the server's own cut-off
+    after its grace time (an HTTP 500, exit 1)."""
+    job = cluster.submit("--", "sleep", "30")
+    wait_until(lambda: cluster.drover_json("show", str(job))["state"] == "running", describe="the job running")
+    waiting = subprocess.Popen([sys.executable, "-m", "drover", "wait", str(job)], env=cluster.env,
+                               cwd=cluster.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # the wait is sent, and waits on the controller
+        cluster.kill("controller", signal.SIGTERM)
+        out, err = waiting.communicate(timeout=30)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+    assert waiting.returncode == 2, f"drover wait exited {waiting.returncode}: {err}"
+    assert "no Drover cluster answers" in err and "500" not in err, err
 
 
 def test_execd_killed_while_jobs_run_does_not_kill_them_and_their_exits_count_once(cluster: LocalCluster) -> None:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from drover.controller.security.membership import Membership
     from drover.controller.service import ControllerService
     from drover.controller.settings import Settings
+    from drover.core.errors import DroverError
     from drover.pid_file import Claimed
     from drover.store.leadership import Leadership
     from drover.store.sql_store import SqlStore
@@ -203,8 +204,11 @@ async def _run(daemon: _Daemon) -> None:
     standing = Standing(address)
     switch = RoleSwitch(standby_app(standing))
     servers = _servers(daemon, switch)
+    on_stop: list[Callable[[], None]] = []  # what the active controller answers its waiting requests
 
     def shutdown() -> None:
+        for stop in on_stop:
+            stop()
         for server in servers:
             server.should_exit = True
 
@@ -225,6 +229,7 @@ async def _run(daemon: _Daemon) -> None:
         await serving
         return
     service, reads = _start_service(daemon, store, switch, shutdown, address)
+    on_stop.append(lambda: service.stop_answering(_stopping(daemon, address)))
     tasks = _background_tasks(daemon, service, store, shutdown)
     try:
         await serving
@@ -234,6 +239,20 @@ async def _run(daemon: _Daemon) -> None:
         task.cancel()
     await service.channels.close_all()
     await service.event_logs.close()
+
+
+def _stopping(daemon: _Daemon, address: str) -> DroverError:
+    """What the stopping controller answers the requests still waiting on it (a `drover wait`,
+    a long poll for events). With a shared store it is a standby's answer, naming no one: a
+    client with several addresses asks the others, where the next active controller answers."""
+    from drover.core.errors import Standby, Unavailable
+
+    if daemon.lost:
+        return Standby(f"the controller at {address} is no longer the active one ({daemon.lost[0]}); "
+                       "ask the active controller")
+    if daemon.leadership is not None:
+        return Standby(f"the controller at {address} is shutting down; ask the active controller")
+    return Unavailable(f"the controller at {address} is shutting down; ask again once it is started")
 
 
 def _servers(daemon: _Daemon, switch: RoleSwitch) -> list[uvicorn.Server]:

@@ -110,9 +110,11 @@ class ControllerService:
     # -- the shell's and the rooms' doors, as the API and the daemon call them -------------------
 
     def ready(self) -> None:
+        self.shell.still_answering()
         self.shell.ready()
 
     def ready_to_read(self) -> None:
+        self.shell.still_answering()
         self.shell.ready_to_read()
 
     @property
@@ -127,6 +129,9 @@ class ControllerService:
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
         return await self.shell.wait_for_end(job_id, timeout_s)
+
+    def stop_answering(self, why: DroverError) -> None:
+        self.shell.stop_answering(why)
 
     def request_schedule(self) -> None:
         self.reports.request_schedule()

@@ -63,7 +63,12 @@ ACTIVE = """SELECT l.address, l.epoch FROM drover_leader l JOIN pg_locks k ON k.
 
 
 class LeadershipLost(StoreFault):
-    """This controller is no longer the active one: it must not commit, dispatch or answer again."""
+    """This controller is no longer the active one: it must not commit, dispatch or answer again.
+    A request it refuses so is answered as a standby answers (naming no one: it does not know
+    the next active controller yet): nothing of it was committed, so a client with several
+    addresses sends it on to the others, as it does from a standby."""
+
+    kind = "standby"
 
 
 @dataclass(frozen=True, slots=True)

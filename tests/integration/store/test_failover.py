@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,7 +95,9 @@ def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaClust
     sockets answers within 10 s. 5. The same shepherds run the same jobs; all four finish, each
     recorded once; the node is back on the new controller; a new submission runs."""
     cluster = ha
-    running_jobs = [cluster.submit("--", "sh", "-c", "sleep 4; echo done") for _ in range(2)]
+    gate = cluster.workdir / "gate"  # the running jobs end once it is there, however slow the machine
+    running_jobs = [cluster.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; echo done")
+                    for _ in range(2)]
     wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
     waiting = [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
     shepherds = cluster.shepherds()
@@ -114,8 +118,9 @@ def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaClust
     assert failover_s < FAILOVER_LIMIT_S
     assert {job["id"] for job in json.loads(status.stdout)} >= {*running_jobs, *waiting}
     assert cluster.health("b")["role"] == "active"
-    # The jobs still run (4 s each), under the shepherds they had: nothing was restarted.
+    # The jobs still run, under the shepherds they had: nothing was restarted.
     assert cluster.shepherds() == shepherds and all(Path(f"/proc/{pid}").exists() for pid in shepherds.values())
+    gate.touch()
 
     cluster.drover("wait", *map(str, running_jobs + waiting), timeout=60)
     for job in running_jobs:
@@ -194,6 +199,29 @@ def test_a_controller_cut_off_from_its_lock_stops_and_the_standby_takes_over(ha:
     assert_recorded_once(postgres_url, [first, second, *acknowledged])
 
 
+def test_a_wait_on_the_active_controller_goes_on_at_the_next_one_when_it_stops(ha: HaCluster) -> None:
+    """1. `drover wait` (both controllers' addresses) waits on the active controller for a job
+    that runs. 2. The active controller is stopped (SIGTERM): it answers the waiting request as a
+    standby would, and the client asks the other, which takes over. 3. The wait ends when the job
+    does, exit 0 (not the server's own cut-off, an HTTP 500)."""
+    cluster = ha
+    job = cluster.submit("--", "sh", "-c", "sleep 6")
+    wait_until(lambda: cluster.json("show", str(job))["state"] == "running", describe="the job running")
+    waiting = subprocess.Popen([sys.executable, "-m", "drover", "wait", str(job)], env=cluster.env,
+                               cwd=cluster.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # the wait is sent, and waits on controller a
+        assert cluster.kill("a", signal.SIGTERM) == 0
+        out, err = waiting.communicate(timeout=90)
+    finally:
+        if waiting.poll() is None:
+            waiting.kill()
+            waiting.wait()
+    assert waiting.returncode == 0, f"drover wait exited {waiting.returncode}: {err}"
+    assert cluster.health("b")["role"] == "active"
+    assert cluster.json("show", str(job))["state"] == "completed"
+
+
 def test_a_submission_committed_by_a_controller_that_died_before_answering_is_made_once(
         request: pytest.FixtureRequest, postgres_url: str) -> None:
     """1. The active controller commits a submission of an array of three tasks and exits before
@@ -259,10 +287,12 @@ def test_the_store_restarted_under_load_loses_nothing(request: pytest.FixtureReq
     job finishes, each recorded once."""
     url = own_server.url(own_server.create_database())
     with _cluster(request, url) as cluster:
-        jobs = [cluster.submit("--", "sh", "-c", "sleep 2") for _ in range(6)]
-        wait_until(lambda: cluster.json("show", str(jobs[0]))["state"] == "running", describe="a job running")
+        gate = cluster.workdir / "gate"  # the running jobs end once it is there, while the store is away
+        jobs = [cluster.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done") for _ in range(6)]
+        wait_until(lambda: running(cluster, jobs[:2]), describe="two jobs running")
         own_server.pause()
         ending = [spool for spool in cluster.spool.iterdir() if (spool / "job_pid").exists()]
+        gate.touch()
         try:
             # A status is read from the active controller's memory, still the truth (no other
             # controller can take over while the store is away); a submission cannot be committed.

@@ -96,6 +96,7 @@ class Shell:
                                         lambda job_id: store.job_payloads([job_id]).get(job_id))
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._new_events = asyncio.Event()
+        self._stopping: DroverError | None = None  # set once the controller stops serving
         self._reload_due = False  # the working set is not whole: reloaded from the store before anything
         # While a reload is due: whether memory is whole but for the jobs in doubt (changed, and
         # maybe not committed), so that reads may be answered from it without them.
@@ -144,6 +145,24 @@ class Shell:
         except StoreFault:
             if not self._memory_intact:
                 raise
+
+    def still_answering(self) -> None:
+        """Before an API request: raise the reason if the controller has begun to stop."""
+        if self._stopping is not None:
+            raise self._stopping
+
+    def stop_answering(self, why: DroverError) -> None:
+        """The controller stops serving (shut down, or another one leads now): the requests that
+        wait here (for a job's end, for new events) are answered at once with `why`, and so is
+        any request still to come. Left waiting, they would be cut off by the server's own
+        shutdown with an error that tells the client nothing; `why` tells it to ask again, of
+        the active controller if there is one."""
+        self._stopping = why
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        self._new_events.set()
 
     @property
     def in_doubt(self) -> Set[int]:
@@ -432,22 +451,25 @@ class Shell:
             await asyncio.wait_for((marker or self._new_events).wait(), timeout_s)
         except TimeoutError:
             pass
+        self.still_answering()
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
         """True once the job has ended (at once if it had), False if `timeout_s` passed first."""
         if job_id not in self.state.jobs:
             return True
+        self.still_answering()  # the request was let in, then the controller began to stop
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(job_id, []).append(waiter)
         try:
             await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
-            return True
         except TimeoutError:
             return False
         finally:
             waiters = self._waiters.get(job_id)
             if waiters and waiter in waiters:
                 waiters.remove(waiter)
+        self.still_answering()
+        return True
 
     def _event_log_refused(self, job_id: int, path: str, why: str) -> None:
         """A job's event log cannot be written (the file, or the node, refused): kept with the job
