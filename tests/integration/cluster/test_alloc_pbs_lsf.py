@@ -20,6 +20,7 @@ from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
 from drover.cluster.outer.base import by_name
+from drover.core.allocations import AllocationState
 
 pytestmark = [pytest.mark.xdist_group("outer_drover"), pytest.mark.timeout(900)]
 
@@ -154,10 +155,22 @@ def test_removing_the_queue_ends_its_allocations(manager: str, outer: LocalClust
     # The outer scheduler's time left, as the worker asks it (qstat -f -F json, bjobs -o time_left):
     # at most the 10 minutes asked for, and most of them.
     adapter = by_name(manager)
-    said = subprocess.run(adapter.time_left(str(outer_job)), capture_output=True, text=True, timeout=60,
-                          env={**outer.env, "PATH": f"{outer.root / 'bin'}:{os.environ['PATH']}"})
+    env = {**outer.env, "PATH": f"{outer.root / 'bin'}:{os.environ['PATH']}"}
+    said = subprocess.run(adapter.time_left(str(outer_job)), capture_output=True, text=True, timeout=60, env=env)
     left = adapter.seconds_left(said.stdout)
     assert left is not None and 480 <= left <= 600, (said.stdout, said.stderr)
+    # Asked of a live allocation and of one the outer scheduler does not know, the status
+    # command fails but still answers for the live one: the unknown one has ended.
+    said = subprocess.run(adapter.status("drover-", "root", [str(outer_job), "99999"]), capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert said.returncode != 0 and adapter.answered(said.returncode, said.stdout, said.stderr), said
+    assert adapter.states(said.stdout) == {str(outer_job): AllocationState.RUNNING}, said.stdout
+    # The allocation's output is where the allocator looks for it (PBS: NAME.oSEQ in -o's directory).
+    with outer.client() as client:
+        name = client.job(outer_job).name
+    output = adapter.output_file(str(inner.state_dir / "alloc" / f"{name}-%j.out"), name, str(outer_job))
+    wait_until(lambda: os.path.exists(output) and "joined" in open(output).read(), timeout=30,
+               describe=f"the worker's words in {output}")
     assert inner.drover_json("alloc", "remove", "1")["state"] == "removed"
     wait_until(lambda: not _live(outer), timeout=60, interval=0.5, describe="the outer job to end")
     assert all(a["state"] == "ended" for a in _info(inner)["allocations"])
