@@ -1,6 +1,8 @@
 """A real Slurm for a test, on this host alone: its own munged (own key and socket, so a munged
 another test started is not touched), slurmctld and one slurmd, with their own ports, state and
-logs under a private directory; one node named after this host, with 2 CPUs. Installed from
+logs under a private directory; one node named after this host, with 2 CPUs. With `nodes=N`, N
+nodes n1..nN of 2 CPUs each, one slurmd each on this host (`slurmd -N NAME`, its own port, spool
+and log), so that an allocation of several nodes is a real one: srun starts a task on each. Installed from
 Debian's packages (slurmctld, slurmd, slurm-client: Slurm 22.05 on Debian 12) where missing;
 a test that cannot have it skips with the reason. Every process is stopped by its PID.
 
@@ -37,8 +39,9 @@ def _installed() -> None:
 
 
 class Slurm:
-    def __init__(self) -> None:
+    def __init__(self, nodes: int = 1) -> None:
         _installed()
+        self.nodes = nodes
         self.root = Path(tempfile.mkdtemp(prefix="slurm-", dir="/tmp"))
         os.chmod(self.root, 0o755)
         self.munged = Munged(self.root / "munge")
@@ -63,11 +66,11 @@ class Slurm:
             "CredType=cred/munge",
             f"AuthInfo=socket={self.munged.socket}",
             f"StateSaveLocation={root / 'state'}",
-            f"SlurmdSpoolDir={root / 'spool'}",
+            f"SlurmdSpoolDir={root / 'spool'}" + ("/%n" if self.nodes > 1 else ""),
             f"SlurmctldPidFile={root / 'slurmctld.pid'}",
-            f"SlurmdPidFile={root / 'slurmd.pid'}",
+            f"SlurmdPidFile={root / 'slurmd.pid'}" + (".%n" if self.nodes > 1 else ""),
             f"SlurmctldLogFile={root / 'log' / 'slurmctld.log'}",
-            f"SlurmdLogFile={root / 'log' / 'slurmd.log'}",
+            f"SlurmdLogFile={root / 'log' / 'slurmd.log'}" + (".%n" if self.nodes > 1 else ""),
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "JobAcctGatherType=jobacct_gather/none",
@@ -84,15 +87,29 @@ class Slurm:
             "SlurmctldTimeout=30",
             "SlurmdTimeout=60",
             "MessageTimeout=20",
-            f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={CPUS} State=UNKNOWN",
-            f"PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP",
-            "",
+            *self._nodes(),
         ])
+
+    def _nodes(self) -> list[str]:
+        if self.nodes == 1:
+            return [f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={CPUS} State=UNKNOWN",
+                    f"PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP", ""]
+        names = self.node_names()
+        return [*(f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={CPUS} "
+                  "State=UNKNOWN" for name in names),
+                f"PartitionName=debug Nodes={','.join(names)} Default=YES MaxTime=INFINITE State=UP", ""]
+
+    def node_names(self) -> list[str]:
+        return [self.host] if self.nodes == 1 else [f"n{index}" for index in range(1, self.nodes + 1)]
 
     def start(self) -> Slurm:
         log = open(self.root / "log" / "daemons.out", "ab")
         try:
-            for daemon in (["slurmctld", "-D", "-i"], ["slurmd", "-D"]):
+            slurmds = [["slurmd", "-D"]] if self.nodes == 1 else [["slurmd", "-D", "-N", name]
+                                                                   for name in self.node_names()]
+            for name in self.node_names() if self.nodes > 1 else []:
+                (self.root / "spool" / name).mkdir()
+            for daemon in (["slurmctld", "-D", "-i"], *slurmds):
                 self.processes.append(subprocess.Popen([*daemon, "-f", str(self.conf)], stdin=subprocess.DEVNULL,
                                                        stdout=log, stderr=log, env=self.env, process_group=0))
         finally:

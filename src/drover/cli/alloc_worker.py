@@ -1,8 +1,9 @@
-"""drover alloc worker URL --manager slurm --time-limit S: run inside an outer scheduler's
+"""drover alloc worker URL --manager slurm|pbs|lsf --time-limit S: run inside an outer scheduler's
 allocation (its batch script starts it on each node), as whoever the allocation runs as.
 
 1. The node's name says where it came from: <manager>-<allocation id>-<node index>.
-2. Its end: the time the outer scheduler says the allocation has left (squeue %L), else its
+2. Its end: the time the outer scheduler says the allocation has left (squeue %L, qstat's
+   walltime less the walltime used, bjobs's time_left), else its
    time limit from now; less a margin (core/allocations.end_margin), so the node is gone
    before the outer scheduler ends the allocation.
 3. It joins with the allocation's token ($DROVER_JOIN_TOKEN, used once per node) into a
@@ -37,7 +38,7 @@ def run(command: str, argv: list[str]) -> int:
     p = parser(command, "Inside an outer scheduler's allocation: join the cluster as a node until the "
                         "allocation ends (started by the allocation's batch script, not by hand).", json_flag=False)
     p.add_argument("controller", metavar="https://ADDR:PORT")
-    p.add_argument("--manager", default="slurm", help="the outer scheduler (slurm)")
+    p.add_argument("--manager", default="slurm", help="the outer scheduler (slurm, pbs, lsf)")
     p.add_argument("--time-limit", type=float, required=True, help="the allocation's time limit, seconds")
     args = p.parse_args(argv)
     token_text = os.environ.pop("DROVER_JOIN_TOKEN", "")

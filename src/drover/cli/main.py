@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("config", "check drover.toml and print the settings in effect: drover config check"),
     "cluster": ("cluster", "set up a cluster of many hosts: drover cluster init makes its CA and certificates"),
     "token": ("token", "join tokens for new hosts: drover token create|list|revoke (admin)"),
-    "alloc": ("alloc", "nodes inside an outer Slurm's allocations while work waits: drover alloc add|list|info|pause|resume|remove (admin)"),
+    "alloc": ("alloc", "nodes inside an outer Slurm's, PBS's or LSF's allocations while work waits: drover alloc add|list|info|pause|resume|remove (admin)"),
     "join": ("join", "join this host to a cluster as a node: drover join https://ADDR:PORT --token T"),
     "leave": ("leave", "take this node out of its cluster: stop its execd, remove its certificate"),
     "store": ("store", "the job store: drover store migrate|check|copy (SQLite or PostgreSQL)"),

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-MANAGERS = ("slurm",)  # the outer schedulers an allocation queue may use (controller/allocations/outer/)
+MANAGERS = ("slurm", "pbs", "lsf")  # the outer schedulers an allocation queue may use (cluster/outer/)
 BACKOFF_FIRST_S = 10.0  # the wait after a first failure; it doubles with each failure in a row
 BACKOFF_MAX_S = 600.0
 END_MARGIN_MAX_S = 60.0  # a node stops taking work this long before its allocation ends, at most
@@ -44,7 +44,7 @@ class QueueParams:
     max_workers: int = 4
     backlog: int = 1
     idle_timeout_s: float = 300.0
-    partition: str | None = None
+    partition: str | None = None  # Slurm's partition (--partition), PBS's or LSF's queue (--queue)
     extra_args: tuple[str, ...] = ()  # passed to the outer scheduler's submit command as given
     name: str = ""
 
@@ -67,7 +67,8 @@ class QueueParams:
         if not 1 <= self.idle_timeout_s <= 7 * 86400:
             found.append("--idle-timeout is from 1 second to 7 days")
         if self.partition is not None and not re.fullmatch(r"[A-Za-z0-9_.,-]{1,100}", self.partition):
-            found.append(f"--partition {self.partition!r} is not a partition name")
+            word = ("--partition", "partition") if self.manager == "slurm" else ("--queue", "queue")
+            found.append(f"{word[0]} {self.partition!r} is not a {word[1]} name")
         if len(self.extra_args) > 100 or any(len(arg) > 1000 or "\0" in arg or "\n" in arg
                                              for arg in self.extra_args):
             found.append("the extra arguments are at most 100, each one line of at most 1000 characters")
@@ -115,7 +116,8 @@ class Allocation:
 
 
 def node_prefix(manager: str, outer_id: str) -> str:
-    """The names of an allocation's nodes start with this: slurm-<job id>-<n>, where they came from."""
+    """The names of an allocation's nodes start with this: slurm-<job id>-<n> (pbs-, lsf-), where
+    they came from."""
     return f"{manager}-{outer_id}-"
 
 

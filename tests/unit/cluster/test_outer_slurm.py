@@ -42,7 +42,10 @@ def test_squeue_states_and_names() -> None:
     assert Slurm().states(out) == {"12": AllocationState.QUEUED, "13": AllocationState.RUNNING,
                                    "14": AllocationState.RUNNING}
     assert Slurm().names(out)["12"] == "drover-abc-q1"
-    assert Slurm().status("drover-abc-", "alice") == ["squeue", "--noheader", "--user=alice", "--format=%i|%j|%T"]
+    assert Slurm().status("drover-abc-", "alice", ["12"]) == ["squeue", "--noheader", "--user=alice",
+                                                             "--format=%i|%j|%T"]
+    assert Slurm().answered(0, out, "") and not Slurm().answered(1, "", "slurm_load_jobs error")
+    assert Slurm().output_file("/s/q1-%j.out", "q1", "12") == "/s/q1-12.out"
     assert Slurm().cancel(["12", "13"]) == ["scancel", "12", "13"]
     assert Slurm().time_left("12") == ["squeue", "--noheader", "--jobs=12", "--format=%L"]
 

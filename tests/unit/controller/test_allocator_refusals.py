@@ -34,5 +34,5 @@ def test_a_shared_cluster_whose_controller_is_not_root_refuses_allocation_queues
 
 def test_bad_parameters_are_refused_with_every_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 998)
-    with pytest.raises(BadRequest, match=r"unknown outer scheduler 'pbs'.*--backlog is from 1 to 1000"):
-        allocator(shared=False).add(api.AllocQueueRequest(manager="pbs", backlog=0), "alice")
+    with pytest.raises(BadRequest, match=r"unknown outer scheduler .cron.*--backlog is from 1 to 1000"):
+        allocator(shared=False).add(api.AllocQueueRequest(manager="cron", backlog=0), "alice")

@@ -1,7 +1,8 @@
 """drover alloc add|list|info|pause|resume|remove: allocation queues (admins). While jobs wait
-that a new node could run, the controller asks an outer scheduler (Slurm) for allocations; each
-starts `drover alloc worker` on its nodes, which join the cluster as ordinary nodes
-(slurm-<job id>-<n>) until the allocation's end or until they are idle (docs/inside-slurm.md).
+that a new node could run, the controller asks an outer scheduler (Slurm, PBS or LSF) for
+allocations; each starts `drover alloc worker` on its nodes, which join the cluster as ordinary
+nodes (slurm-<job id>-<n>, pbs-..., lsf-...) until the allocation's end or until they are idle
+(docs/inside-slurm.md).
 
 `drover alloc worker` is what runs inside an allocation (cli/alloc_worker.py)."""
 
@@ -30,12 +31,14 @@ def run(command: str, argv: list[str]) -> int:
         argv, extra = argv[:at], argv[at + 1:]
     p = parser(command, "Allocation queues (admins): nodes asked of an outer scheduler while jobs wait. "
                         "`drover alloc add slurm [--partition P] [--time-limit 1h] [--workers-per-alloc N] "
-                        "[--max-workers M] [--backlog B] [--idle-timeout 5m] [-- SBATCH ARGS]`, "
+                        "[--max-workers M] [--backlog B] [--idle-timeout 5m] [-- SBATCH ARGS]` "
+                        "(pbs, lsf: --queue Q instead of --partition; -- QSUB or BSUB ARGS), "
                         "`drover alloc list`, `drover alloc info|pause|resume|remove ID`.")
     p.add_argument("action", choices=ACTIONS)
     p.add_argument("target", nargs="?", metavar="MANAGER|ID",
-                   help="add: the outer scheduler (slurm); info, pause, resume, remove: the queue's id")
-    p.add_argument("--partition", help="add: the outer scheduler's partition (queue) to ask")
+                   help="add: the outer scheduler (slurm, pbs, lsf); info, pause, resume, remove: the queue's id")
+    p.add_argument("--partition", help="add, slurm: the partition to ask")
+    p.add_argument("--queue", help="add, pbs or lsf: the queue to ask")
     p.add_argument("--time-limit", default="1h", help="add: each allocation's time limit: 30m, 1h, 1h30m (default 1h)")
     p.add_argument("--workers-per-alloc", type=whole_number(1, 1000), default=1,
                    help="add: nodes in each allocation (default 1)")
@@ -47,6 +50,8 @@ def run(command: str, argv: list[str]) -> int:
                                                         "ends (default 5m)")
     p.add_argument("--name", default="", help="add: a name for the queue, shown by list")
     args = p.parse_args(argv)
+    if args.action != "add" and (args.partition is not None or args.queue is not None):
+        p.error(f"{args.action} takes no --partition or --queue (add does)")
     if extra and args.action != "add":
         p.error("only add takes extra arguments for the outer scheduler (after --)")
     if args.action == "list":
@@ -60,7 +65,7 @@ def run(command: str, argv: list[str]) -> int:
             _table(queues)
         return 0
     if args.target is None:
-        p.error(f"{args.action} needs {'the outer scheduler (slurm)' if args.action == 'add' else 'a queue id'}")
+        p.error(f"{args.action} needs {'the outer scheduler (slurm, pbs, lsf)' if args.action == 'add' else 'a queue id'}")
     if args.action == "add":
         return _add(p, args, extra)
     queue_id = _queue_id(p, args.target)
@@ -94,8 +99,13 @@ def _add(p: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str])
         time_limit, idle = parse_duration(args.time_limit), parse_duration(args.idle_timeout)
     except ValueError as error:
         p.error(str(error))
+    # Slurm has partitions, PBS and LSF queues: each takes its own word, stored alike.
+    if args.partition is not None and args.target in ("pbs", "lsf"):
+        p.error(f"{args.target} has queues, not partitions: say --queue {args.partition}")
+    if args.queue is not None and args.target == "slurm":
+        p.error(f"Slurm calls its queues partitions: say --partition {args.queue}")
     params = QueueParams(args.target, time_limit, args.workers_per_alloc, args.max_workers, args.backlog, idle,
-                         args.partition, tuple(extra), args.name)
+                         args.partition if args.queue is None else args.queue, tuple(extra), args.name)
     problems = params.problems()
     if problems:
         p.error("; ".join(problems))
@@ -137,7 +147,7 @@ def _show(info: AllocQueueInfo) -> None:
              ("state", info.state), ("time limit", _duration(info.time_limit_s)),
              ("workers", f"{info.workers_per_alloc} per allocation, {info.max_workers} at most"),
              ("backlog", str(info.backlog)), ("idle timeout", _duration(info.idle_timeout_s)),
-             ("partition", info.partition or "-"), ("extra arguments", " ".join(info.extra_args) or "-"),
+             ("partition" if info.manager == "slurm" else "queue", info.partition or "-"), ("extra arguments", " ".join(info.extra_args) or "-"),
              ("created", f"{when(info.created_at)} by {info.created_by}"), ("failures in a row", str(info.failures))]
     if info.backoff_until:
         shown.append(("next try", when(info.backoff_until)))

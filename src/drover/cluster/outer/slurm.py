@@ -35,6 +35,7 @@ def parse_slurm_time(text: str) -> float | None:
 
 class Slurm:
     name = "slurm"
+    script_on_stdin = False
 
     def submit(self, request: Request) -> list[str]:
         argv = ["sbatch", "--parsable", f"--job-name={request.name}", f"--nodes={request.workers}",
@@ -53,9 +54,16 @@ class Slurm:
             raise Refused(f"sbatch said no job id: {stdout.strip()[:200]!r}")
         return job_id
 
-    def status(self, name_prefix: str, user: str) -> list[str]:
+    def output_file(self, output: str, name: str, allocation_id: str) -> str:
+        return output.replace("%j", allocation_id)
+
+    def status(self, name_prefix: str, user: str, ids: Sequence[str]) -> list[str]:
         # Every job of the user, filtered by name here: squeue's --name matches whole names only.
+        # (squeue --jobs of an id it no longer knows fails as a whole: the user's list does not.)
         return ["squeue", "--noheader", f"--user={user}", "--format=%i|%j|%T"]
+
+    def answered(self, code: int, stdout: str, stderr: str) -> bool:
+        return code == 0
 
     def states(self, stdout: str) -> dict[str, AllocationState]:
         found: dict[str, AllocationState] = {}

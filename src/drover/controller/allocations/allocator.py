@@ -18,7 +18,7 @@ import pwd
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -68,11 +68,20 @@ class AllocationStore(Protocol):
     def save_allocation(self, item: Allocation) -> None: ...
 
 
-def run_command(argv: Sequence[str], timeout_s: float = COMMAND_TIMEOUT_S) -> tuple[int, str, str]:
+def run_command(argv: Sequence[str], timeout_s: float = COMMAND_TIMEOUT_S, env: Mapping[str, str] | None = None,
+                input_path: str | None = None) -> tuple[int, str, str]:
     """Run an outer scheduler's command: its exit status, output and error (a missing command
-    or one that hangs is a failure like any other)."""
+    or one that hangs is a failure like any other). `env`: added to this process's environment;
+    `input_path`: a file of the controller's own (the batch script) on its standard input."""
+    environment = {**os.environ, **env} if env else None
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
+        if input_path is None:
+            done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL, env=environment)
+        else:
+            with open(input_path, "rb") as script:
+                done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s, stdin=script,
+                                      env=environment)
     except FileNotFoundError:
         return 127, "", f"{argv[0]}: command not found"
     except subprocess.TimeoutExpired:
@@ -248,9 +257,9 @@ class Allocator:
         now = self.service.clock()
         for manager_name, items in by_manager.items():
             manager = by_name(manager_name)
-            code, out, err = await asyncio.to_thread(run_command, manager.status(f"drover-{self.cluster_tag}-",
-                                                                                 self.user))
-            if code != 0:
+            code, out, err = await asyncio.to_thread(run_command, manager.status(
+                f"drover-{self.cluster_tag}-", self.user, [item.outer_id for item in items]))
+            if not manager.answered(code, out, err):
                 log.warning("%s: could not list the allocations: %s", manager_name, (err or out).strip()[:300])
                 continue
             listed = manager.states(out)
@@ -263,15 +272,16 @@ class Allocator:
                 if seen is AllocationState.RUNNING and item.state is AllocationState.QUEUED:
                     self._put(replace(item, state=AllocationState.RUNNING, started_at=now))
                     log.info("allocation %s of queue %d runs", item.outer_id, item.queue_id)
-                elif seen is None:
-                    self._ended(item, manager, nodes, "it ended in the outer scheduler")
+                elif seen is None or not seen.is_live:
+                    self._ended(item, manager, nodes, "it failed in the outer scheduler"
+                                if seen is AllocationState.FAILED else "it ended in the outer scheduler")
 
     def _ended(self, item: Allocation, manager: OuterScheduler, nodes: list[str], why: str) -> None:
         now = self.service.clock()
         joined = item.reason == JOINED or bool(nodes)  # _give_back_idle marks it when it sees a node
         state = AllocationState.ENDED if joined else AllocationState.FAILED
         if state is AllocationState.FAILED:
-            error = f"allocation {item.outer_id} ended before any of its nodes joined" + self._output_tail(item)
+            error = f"allocation {item.outer_id} ended before any of its nodes joined" + self._output_tail(item, manager)
             self._save(failed(self.queues[item.queue_id], error, now))
             self.failure_counts[item.queue_id] += 1
             log.warning("allocation queue %d: %s", item.queue_id, error)
@@ -282,8 +292,12 @@ class Allocator:
         for name in nodes:
             self._forget(name)
 
-    def _output_tail(self, item: Allocation) -> str:
-        path = os.path.join(self.work_dir, f"{self.job_name(item.queue_id)}-{item.outer_id}.out")
+    def _output(self, queue_id: int) -> str:
+        """Where an allocation's output goes (%j: its id), as the submit command is told."""
+        return os.path.join(self.work_dir, f"{self.job_name(queue_id)}-%j.out")
+
+    def _output_tail(self, item: Allocation, manager: OuterScheduler) -> str:
+        path = manager.output_file(self._output(item.queue_id), self.job_name(item.queue_id), item.outer_id)
         try:
             with open(path, "rb") as file:
                 file.seek(0, os.SEEK_END)
@@ -363,9 +377,10 @@ class Allocator:
         descriptor = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(text)
-        request = Request(name, params.workers_per_alloc, params.time_limit_s, script,
-                          os.path.join(self.work_dir, f"{name}-%j.out"), params.partition, params.extra_args)
-        code, out, err = await asyncio.to_thread(run_command, manager.submit(request))
+        request = Request(name, params.workers_per_alloc, params.time_limit_s, script, self._output(queue.id),
+                          params.partition, params.extra_args, {"DROVER_JOIN_TOKEN": created.token})
+        code, out, err = await asyncio.to_thread(run_command, manager.submit(request), env=request.environment,
+                                                 input_path=script if manager.script_on_stdin else None)
         now = self.service.clock()
         try:
             if code != 0:
