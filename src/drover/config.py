@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 STATE_DIR_VARIABLE = "DROVER_STATE_DIR"
 SOCKET_VARIABLE = "DROVER_SOCKET"  # talk to this API socket instead of the personal cluster's
 SYSTEM_STATE_DIR = "/var/lib/drover"  # a shared cluster's (`drover up --system`), found by everyone
@@ -110,6 +114,10 @@ def record_state_dir(root: str) -> None:
 # until the personal cluster is started or stopped again (`drover up` and `drover down` remove
 # it), so the notice comes back exactly when the answer may surprise: right after `drover down`.
 SHARED_NOTICE_NAME = "shared-cluster-noticed"
+# Told the address api_socket() chose for a client that named none (client.Client): every
+# command, as it is entered (cli/pipes.py), sets it to say which cluster answers
+# (cli/which_cluster.py); a program using the client library is told nothing.
+cluster_found: Callable[[str], None] | None = None
 
 
 def falls_back_to_shared(address: str) -> bool:

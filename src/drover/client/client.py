@@ -67,10 +67,11 @@ class Client:
         # munged, or the one the cluster file names for a host that joined a cluster.
         self.munge_socket: str | None = local_munge_socket()
         if address is None:
-            from drover.config import api_socket
+            from drover import config
 
-            address = api_socket()
-            _say_which_cluster(address)
+            address = config.api_socket()
+            if config.cluster_found is not None:
+                config.cluster_found(address)  # a command says which cluster answers (cli/which_cluster.py)
             if address.startswith("https://") and tls is None:
                 from drover.config import remote_cluster
 
@@ -541,19 +542,6 @@ def _to_builtins(value: Any) -> Any:
     import msgspec
 
     return msgspec.to_builtins(value)
-
-
-def _say_which_cluster(address: str) -> None:
-    """Say on stderr, once (config.shared_notice_due), that the commands talk to the shared
-    cluster because no personal cluster runs: "no jobs" from the shared cluster, right after
-    `drover down`, would otherwise read as the personal cluster's answer."""
-    from drover.config import SOCKET_VARIABLE, falls_back_to_shared, shared_notice_due
-
-    if falls_back_to_shared(address) and shared_notice_due():
-        import sys
-
-        print(f"drover: no personal cluster is running; using the shared cluster at {address} "
-              f"(set {SOCKET_VARIABLE} to choose; `drover up` starts your own)", file=sys.stderr)
 
 
 def _remote_user(remote: RemoteCluster) -> tuple[ssl.SSLContext, Callable[[str, str, bytes], str] | None]:

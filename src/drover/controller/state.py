@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from drover.controller.followers import Followers, attempt_key
 from drover.controller.handlers.fairshare import DecayedUsage
 from drover.controller.handlers.work_cache import WorkCache
 from drover.controller.tallies import Tallies
@@ -45,9 +46,9 @@ class ControllerState:
     work: WorkCache = field(default_factory=WorkCache)
     # What the metrics count (controller/tallies.py): the shell's, kept across reloads.
     tallies: Tallies = field(default_factory=Tallies)
-    # Promised attempts (controller/handlers/promises.py): the name of the attempt each follows →
-    # the follower, while it waits for that one's room. Derived from the attempts' `after`.
-    followers: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # Promised attempts (controller/handlers/promises.py): the attempt each follows → the
+    # follower, while it waits for that one's room. Derived from the attempts' `after`.
+    followers: Followers = field(default_factory=Followers)
 
     def changed(self, changes: Changes) -> None:
         """A handler's changes, as they are committed: the planner builds again the work of the
@@ -90,7 +91,8 @@ class ControllerState:
                         continue
                     followed = self.attempt_by_name(attempt.after) if attempt.after else None
                     if followed is not None and (followed.job_id, followed.index, followed.number) in active:
-                        self.followers[followed.name] = (attempt.job_id, attempt.index, attempt.number)
+                        self.followers.add((followed.job_id, followed.index, followed.number),
+                                           (attempt.job_id, attempt.index, attempt.number), followed.node)
                         continue
                     for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
                         holder = self.nodes.get(name)
@@ -135,13 +137,8 @@ class ControllerState:
         return self.attempts.get((task.job_id, task.index, task.attempt))
 
     def attempt_by_name(self, name: str) -> Attempt | None:
-        parts = name.split(".")  # unpacked by hand: a few reports' worth of calls per job
-        if len(parts) != 3:
-            return None
-        try:
-            return self.attempts.get((int(parts[0]), int(parts[1]), int(parts[2])))
-        except ValueError:
-            return None
+        key = attempt_key(name)
+        return self.attempts.get(key) if key is not None else None
 
     def ended_state(self, job_id: int, store: Store) -> str | None:
         """The final state of a job that ended, or None if it has not (or does not exist)."""
@@ -156,11 +153,15 @@ class ControllerState:
         used: dict[str, set[int]] = {name: set() for name in self.nodes}
         devices: dict[str, set[tuple[str, int]]] = {}
         waiting = set(self.followers.values())  # promised attempts: they hold nothing yet
+        on_node: dict[str, int] = {}
         for followed, follower in self.followers.items():
-            ahead = self.attempt_by_name(followed)
+            ahead = self.attempts.get(followed)
             assert ahead is not None and (follower_attempt := self.attempts.get(follower)) is not None \
-                and follower_attempt.after == followed and follower_attempt.node == ahead.node, \
+                and follower_attempt.after == ahead.name and follower_attempt.node == ahead.node, \
                 f"{follower} is said to follow {followed}, which it does not"
+            on_node[ahead.node] = on_node.get(ahead.node, 0) + 1
+        for name in {*on_node, *self.nodes}:
+            assert self.followers.followed_on(name) == on_node.get(name, 0), f"node {name}'s promises are miscounted"
         for job in self.jobs.values():
             for task in job.tasks.values():
                 if task.state.is_active and (job.id, task.index, task.attempt) not in waiting:

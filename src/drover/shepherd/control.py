@@ -117,7 +117,6 @@ class JobControl:
         self.suspend_at: float | None = None  # a suspend waiting for its notice's time
         self.stop_at: float | None = None  # a stop waiting for its notice's time
         self.kill_at: float | None = None
-        self.frozen = False  # the default suspend froze the attempt, and nothing has thawed it
         self._command: tuple[str, subprocess.Popen[bytes]] | None = None
 
     def start(self, job_pid: int) -> None:
@@ -143,7 +142,6 @@ class JobControl:
         method = self.methods.get("resume_method")
         if method is None or "suspend_method" not in self.methods:
             self.containment.thaw()  # the default; or the default suspend froze it, which nothing else undoes
-            self.frozen = False
         if method is not None:
             self._deliver("resume_method", method)
         elif "suspend_method" in self.methods:
@@ -202,7 +200,6 @@ class JobControl:
         method = self.methods.get("suspend_method")
         if method is None:
             self.containment.freeze()
-            self.frozen = True
         else:
             self._deliver("suspend_method", method)
 
@@ -213,13 +210,13 @@ class JobControl:
         else:
             self._deliver("terminate_method", method)
         # A suspended job is let go on to meet its stop (Grid Engine resumes a suspended job it
-        # kills): frozen, it would see neither the terminate nor, after the grace, SIGKILL.
-        # Only a frozen one: the subreaper thaws with SIGCONT, which a running job would see.
+        # kills): frozen, it would see neither the terminate nor, after the grace, SIGKILL. The
+        # containment thaws only what it froze: the subreaper's thaw is a SIGCONT, which a
+        # running job would see.
         if "suspend_method" in self.methods:
             self._signal(signal.SIGCONT, "terminate of a job that may be stopped")
-        elif self.frozen:
+        else:
             self.containment.thaw()
-            self.frozen = False
         self.kill_at = time.monotonic() + self.kill_grace_s
 
     def _deliver(self, name: str, method: Method) -> None:

@@ -4,32 +4,19 @@ stdin; bsub exits with the job's status."""
 
 from __future__ import annotations
 
-import os
-import pty
-
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.compat_install import install, run
-from tests.helpers.terminal import read_until
-from tests.integration.compat.test_pbs_interactive import _until_the_shell_answers
+from tests.helpers.terminal import interactive_job
 
 
 def test_bsub_is_runs_a_shell_on_the_terminal_as_an_lsf_job(cluster: LocalCluster) -> None:
     bin_dir = install(cluster)
-    pid, fd = pty.fork()
-    if pid == 0:  # the user's side: bsub -Is on a terminal
-        os.chdir(cluster.workdir)
-        os.execve(str(bin_dir / "bsub"), [str(bin_dir / "bsub"), "-Is", "-J", "talk", "-W", "5", "/bin/bash"],
-                  {**cluster.env, "SHELL": "/bin/bash"})
-    try:
-        read_until(fd, b"<<Waiting for dispatch ...>>")
-        _until_the_shell_answers(fd)
-        os.write(fd, b'echo "in $LSB_JOBNAME of queue $LSB_QUEUE"; exit 7\n')
-        seen = read_until(fd, b"<<Job is finished>>")
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
+    seen, status = interactive_job([str(bin_dir / "bsub"), "-Is", "-J", "talk", "-W", "5", "/bin/bash"],
+                                   {**cluster.env, "SHELL": "/bin/bash"}, cluster.workdir,
+                                   b"<<Waiting for dispatch ...>>",
+                                   b'echo "in $LSB_JOBNAME of queue $LSB_QUEUE"; exit 7\n', b"<<Job is finished>>")
     assert b"in talk of queue normal" in seen, seen
-    assert os.waitstatus_to_exitcode(status) == 7, seen
+    assert status == 7, seen
     (job,) = cluster.client().jobs(include_ended=True)
     assert (job.name, job.time_limit_s) == ("talk", 300)
 

@@ -75,8 +75,9 @@ def test_promises_outlive_a_node_daemon_killed_while_they_wait(cluster: LocalClu
 
 def test_a_promise_starts_when_the_shepherd_it_follows_is_killed(cluster: LocalCluster) -> None:
     """kill -9 of the shepherd of the attempt a promise follows: that attempt ends as its
-    shepherd's loss says, its job with nothing left running, and the promised job starts on the
-    room it leaves, once."""
+    shepherd's loss says (a system failure: docs/faults.md), its job with nothing left running,
+    and the promised job starts on the room it leaves, once; the first job runs again as a new
+    attempt and completes."""
     gate, first, second = promised_behind_a_running_job(cluster)
     os.kill(shepherd_pid(cluster, f"{first}.0.1"), signal.SIGKILL)
     assert cluster.drover("wait", str(second)).returncode == 0
@@ -85,4 +86,9 @@ def test_a_promise_starts_when_the_shepherd_it_follows_is_killed(cluster: LocalC
     wait_until(lambda: cluster.drover_json("show", str(first))["tasks"][0]["attempts"][0]["ended_at"] is not None,
                describe="the first attempt's end recorded")
     gate.touch()  # a first job run again (requeued after its shepherd's loss) ends too
-    cluster.drover("wait", str(first))
+    assert cluster.drover("wait", str(first)).returncode == 0
+    shown = cluster.drover_json("show", str(first))
+    assert shown["state"] == "completed", shown
+    attempts = shown["tasks"][0]["attempts"]
+    assert [attempt["number"] for attempt in attempts] == [1, 2]
+    assert attempts[0]["failure"] == "the shepherd died (signal 9) before recording how the job ended", attempts[0]

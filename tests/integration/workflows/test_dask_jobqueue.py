@@ -5,25 +5,16 @@ workers are batch jobs that connect back to the scheduler in the tool's process.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.workflow_runs import assert_cancelled, interrupt_dask
+from tests.helpers.workflow_runs import run_dask as run_workflow
 from tests.helpers.workflow_tools import ToolEnv
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def run_workflow(cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv, kind: str,
-                 log_dir: Path) -> dict[str, Any]:
-    run = dask_env.start(dask_env.driver("dask_workflow.py", kind, str(log_dir)), cluster, front_ends)
-    status, out = run.finish(timeout=180)
-    assert status == 0, out
-    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
-    return summary
 
 
 @pytest.mark.parametrize("kind", ["sge", "slurm"])
@@ -57,15 +48,5 @@ def test_slurm_worker_logs_are_named_by_slurms_percent_j(
 def test_interrupting_a_dask_jobqueue_workflow_cancels_its_worker_jobs(
         cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv, kind: str,
         nothing_left_running: Callable[[], None]) -> None:
-    run = dask_env.start(dask_env.driver("dask_workflow.py", kind, str(cluster.workdir / "logs"), "interrupt"),
-                         cluster, front_ends)
-    try:
-        ids = run.wait_for_line("SUBMITTED ").split()
-        assert len(ids) == 2
-        status, out = run.interrupt()
-    finally:
-        run.stop()
-    assert status is not None, out  # the tool ended by itself after Ctrl-C
-    for job_id in ids:
-        assert cluster.client().job(int(job_id)).state == "cancelled"
+    assert_cancelled(cluster, interrupt_dask(cluster, front_ends, dask_env, kind))
     nothing_left_running()

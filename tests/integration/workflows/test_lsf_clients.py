@@ -8,16 +8,21 @@ job, `bjobs -o "JOBID STAT EXIT_REASON KILL_REASON SUSPEND_REASON" -json -a IDS`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.workflow_runs import (
+    assert_cancelled,
+    interrupt_dask,
+    interrupt_parsl,
+    interrupt_psij,
+    run_dask,
+    run_parsl,
+    run_psij,
+)
 from tests.helpers.workflow_tools import ToolEnv
-from tests.integration.workflows.test_dask_jobqueue import run_workflow as run_dask
-from tests.integration.workflows.test_pbs_clients import run_parsl
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -54,18 +59,10 @@ def test_a_parsl_app_runs_in_an_lsf_block_read_back_through_bjobs(
     assert job.state == "cancelled"  # bkill'd on leaving `with parsl.load(...)`
 
 
-def run_psij(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv, work: Path) -> dict[str, Any]:
-    run = psij_env.start(psij_env.driver("psij_workflow.py", str(work), "workflow", "lsf"), cluster, front_ends)
-    status, out = run.finish(timeout=180)
-    assert status == 0, out
-    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
-    return summary
-
-
 def test_psij_lsf_executor_runs_jobs_and_reports_the_failed_ones_exit_code(
         cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv) -> None:
     work = cluster.workdir / "psij"
-    summary = run_psij(cluster, front_ends, psij_env, work)
+    summary = run_psij(cluster, front_ends, psij_env, work, "lsf")
     assert [(step["state"], step["exit_code"]) for step in summary.values()] == [
         ("COMPLETED", 0), ("COMPLETED", 0), ("FAILED", 3)]
     produced = summary["produce"]["id"]
@@ -80,50 +77,21 @@ def test_psij_lsf_executor_runs_jobs_and_reports_the_failed_ones_exit_code(
 
 def test_psij_cancels_its_lsf_jobs(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv,
                                    nothing_left_running: Callable[[], None]) -> None:
-    run = psij_env.start(psij_env.driver("psij_workflow.py", str(cluster.workdir / "psij"), "interrupt", "lsf"),
-                         cluster, front_ends)
-    try:
-        ids = run.wait_for_line("SUBMITTED ").split()
-        assert len(ids) == 2
-        status, out = run.interrupt()
-    finally:
-        run.stop()
-    assert status == 130, out
-    states = json.loads(next(line for line in out.splitlines() if line.startswith("CANCELLED "))[10:])
+    ids, states = interrupt_psij(cluster, front_ends, psij_env, "lsf")
     # bkill'd jobs are EXIT in bjobs, which PSI/J's LSF executor reads as FAILED (it has no
     # cancelled state for LSF).
     assert states == {job_id: "FAILED" for job_id in ids}
-    for job_id in ids:
-        assert cluster.client().job(int(job_id)).state == "cancelled"
+    assert_cancelled(cluster, ids)
     nothing_left_running()
 
 
 def test_interrupting_dask_jobqueue_on_lsf_bkills_its_worker_jobs(
         cluster: LocalCluster, front_ends: Path, dask_env: ToolEnv, nothing_left_running: Callable[[], None]) -> None:
-    run = dask_env.start(dask_env.driver("dask_workflow.py", "lsf", str(cluster.workdir / "logs"), "interrupt"),
-                         cluster, front_ends)
-    try:
-        ids = run.wait_for_line("SUBMITTED ").split()
-        assert len(ids) == 2
-        status, out = run.interrupt()
-    finally:
-        run.stop()
-    assert status is not None, out  # the tool ended by itself after Ctrl-C
-    for job_id in ids:
-        assert cluster.client().job(int(job_id)).state == "cancelled"
+    assert_cancelled(cluster, interrupt_dask(cluster, front_ends, dask_env, "lsf"))
     nothing_left_running()
 
 
 def test_interrupting_parsl_on_lsf_bkills_its_block(
         cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, nothing_left_running: Callable[[], None]) -> None:
-    run = parsl_env.start(parsl_env.driver("parsl_workflow.py", "lsf", str(cluster.workdir / "runinfo"), "interrupt"),
-                          cluster, front_ends)
-    try:
-        blocks = run.wait_for_line("SUBMITTED ").split()
-        assert len(blocks) == 1
-        status, out = run.interrupt(whole_group=False)  # parsl's main process only, as test_parsl.py says why
-    finally:
-        run.stop()
-    assert status == -2 and "KeyboardInterrupt" in out, out
-    assert cluster.client().job(int(blocks[0])).state == "cancelled"
+    assert_cancelled(cluster, [interrupt_parsl(cluster, front_ends, parsl_env, "lsf")])
     nothing_left_running()

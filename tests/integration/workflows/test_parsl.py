@@ -5,27 +5,18 @@ by column, `qdel IDS`), all run through a shell as parsl runs them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.workflow_runs import assert_cancelled, interrupt_parsl
+from tests.helpers.workflow_runs import run_parsl as run_workflow
 from tests.helpers.workflow_tools import ToolEnv
 
 pytestmark = pytest.mark.timeout(240)
 
 PROVIDERS = ["slurm", "gridengine"]
-
-
-def run_workflow(cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str) -> dict[str, Any]:
-    run = parsl_env.start(parsl_env.driver("parsl_workflow.py", kind, str(cluster.workdir / "runinfo")),
-                          cluster, front_ends)
-    status, out = run.finish(timeout=150)
-    assert status == 0, out
-    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
-    return summary
 
 
 @pytest.mark.parametrize("kind", PROVIDERS)
@@ -61,16 +52,5 @@ def test_parsl_reads_its_running_block_back_from_the_scheduler(
 def test_interrupting_a_parsl_workflow_cancels_its_blocks(
         cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str,
         nothing_left_running: Callable[[], None]) -> None:
-    run = parsl_env.start(parsl_env.driver("parsl_workflow.py", kind, str(cluster.workdir / "runinfo"), "interrupt"),
-                          cluster, front_ends)
-    try:
-        blocks = run.wait_for_line("SUBMITTED ").split()
-        assert len(blocks) == 1
-        # SIGINT to parsl's main process only: a terminal's Ctrl-C would also kill parsl's
-        # interchange process, and parsl's cleanup then waits for it forever (a parsl matter).
-        status, out = run.interrupt(whole_group=False)
-    finally:
-        run.stop()
-    assert status == -2 and "KeyboardInterrupt" in out, out  # Python ends itself by SIGINT
-    assert cluster.client().job(int(blocks[0])).state == "cancelled"
+    assert_cancelled(cluster, [interrupt_parsl(cluster, front_ends, parsl_env, kind)])
     nothing_left_running()

@@ -8,16 +8,20 @@ pbs executor (`#PBS -N="name" -l select=…:mpiprocs=…:mem=BYTES -l place=scat
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.workflow_runs import (
+    assert_cancelled,
+    interrupt_psij,
+    run_dask,
+    run_parsl,
+    run_psij,
+)
 from tests.helpers.workflow_tools import ToolEnv
-from tests.integration.workflows.test_dask_jobqueue import run_workflow as run_dask
 
 pytestmark = pytest.mark.timeout(240)
 SERVER = socket.gethostname().split(".")[0]
@@ -41,15 +45,6 @@ def test_dask_jobqueue_pbscluster_scales_to_two_workers_and_computes(
         f"dask-worker.{kind}{i.split('.')[0]}" for i in ids for kind in "eo")
 
 
-def run_parsl(cluster: LocalCluster, front_ends: Path, parsl_env: ToolEnv, kind: str) -> dict[str, Any]:
-    run = parsl_env.start(parsl_env.driver("parsl_workflow.py", kind, str(cluster.workdir / "runinfo")),
-                          cluster, front_ends)
-    status, out = run.finish(timeout=150)
-    assert status == 0, out
-    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
-    return summary
-
-
 @pytest.mark.parametrize("kind", ["pbspro", "torque"])
 def test_a_parsl_app_runs_in_a_pbs_block_read_back_through_qstat(
         cluster: LocalCluster, pbs_front_ends: Path, parsl_env: ToolEnv, kind: str) -> None:
@@ -66,18 +61,10 @@ def test_a_parsl_app_runs_in_a_pbs_block_read_back_through_qstat(
     assert job.state == "cancelled"
 
 
-def run_psij(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv, work: Path) -> dict[str, Any]:
-    run = psij_env.start(psij_env.driver("psij_workflow.py", str(work), "workflow", "pbs"), cluster, front_ends)
-    status, out = run.finish(timeout=180)
-    assert status == 0, out
-    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
-    return summary
-
-
 def test_psij_pbs_executor_runs_jobs_and_reports_the_failed_ones_exit_code(
         cluster: LocalCluster, pbs_front_ends: Path, psij_env: ToolEnv) -> None:
     work = cluster.workdir / "psij"
-    summary = run_psij(cluster, pbs_front_ends, psij_env, work)
+    summary = run_psij(cluster, pbs_front_ends, psij_env, work, "pbs")
     assert [(step["state"], step["exit_code"]) for step in summary.values()] == [
         ("COMPLETED", 0), ("COMPLETED", 0), ("FAILED", 3)]
     produced = summary["produce"]["id"]
@@ -95,17 +82,7 @@ def test_psij_pbs_executor_runs_jobs_and_reports_the_failed_ones_exit_code(
 
 def test_psij_cancels_its_pbs_jobs(cluster: LocalCluster, pbs_front_ends: Path, psij_env: ToolEnv,
                                    nothing_left_running: Callable[[], None]) -> None:
-    run = psij_env.start(psij_env.driver("psij_workflow.py", str(cluster.workdir / "psij"), "interrupt", "pbs"),
-                         cluster, pbs_front_ends)
-    try:
-        ids = run.wait_for_line("SUBMITTED ").split()
-        assert len(ids) == 2
-        status, out = run.interrupt()
-    finally:
-        run.stop()
-    assert status == 130, out
-    states = json.loads(next(line for line in out.splitlines() if line.startswith("CANCELLED "))[10:])
+    ids, states = interrupt_psij(cluster, pbs_front_ends, psij_env, "pbs")
     assert states == {job_id: "CANCELED" for job_id in ids}
-    for job_id in ids:
-        assert cluster.client().job(int(job_id.split(".")[0])).state == "cancelled"
+    assert_cancelled(cluster, ids)
     nothing_left_running()

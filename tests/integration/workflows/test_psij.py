@@ -5,24 +5,16 @@ double-quoted values (`--job-name="n"`, `--chdir="d"`), `--mem=<kB>K`, `--time=H
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.workflow_runs import assert_cancelled, interrupt_psij
+from tests.helpers.workflow_runs import run_psij as run_workflow
 from tests.helpers.workflow_tools import ToolEnv
 
 pytestmark = pytest.mark.timeout(240)
-
-
-def run_workflow(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv, work: Path) -> dict[str, Any]:
-    run = psij_env.start(psij_env.driver("psij_workflow.py", str(work)), cluster, front_ends)
-    status, out = run.finish(timeout=180)
-    assert status == 0, out
-    summary: dict[str, Any] = json.loads(next(line for line in out.splitlines() if line.startswith("SUMMARY "))[8:])
-    return summary
 
 
 def test_a_psij_workflow_runs_its_steps_with_resources_and_reports_the_failed_one(
@@ -52,29 +44,12 @@ def test_psij_jobs_node_file_and_name_are_slurms(
     assert cluster.client().job(int(summary["produce"]["id"])).name in scripts
 
 
-def interrupt_psij(cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv) -> tuple[list[str], dict[str, str]]:
-    """Ctrl-C a PSI/J script waiting on two long jobs; return their ids and the states PSI/J
-    reported for them after cancelling."""
-    run = psij_env.start(psij_env.driver("psij_workflow.py", str(cluster.workdir / "psij"), "interrupt"),
-                         cluster, front_ends)
-    try:
-        ids = run.wait_for_line("SUBMITTED ").split()
-        assert len(ids) == 2
-        status, out = run.interrupt()
-    finally:
-        run.stop()
-    assert status == 130, out
-    states: dict[str, str] = json.loads(next(line for line in out.splitlines() if line.startswith("CANCELLED "))[10:])
-    return ids, states
-
-
 def test_interrupting_a_psij_script_cancels_its_jobs(
         cluster: LocalCluster, front_ends: Path, psij_env: ToolEnv,
         nothing_left_running: Callable[[], None]) -> None:
     ids, states = interrupt_psij(cluster, front_ends, psij_env)
     assert set(states) == set(ids)
-    for job_id in ids:
-        assert cluster.client().job(int(job_id)).state == "cancelled"
+    assert_cancelled(cluster, ids)
     nothing_left_running()
 
 

@@ -56,7 +56,7 @@ def test_a_cancel_takes_a_promise_back_before_it_starts(world: World) -> None:  
 def test_a_reloaded_controller_finds_its_promises(world: World) -> None:  # noqa: F811
     running, promised, jobs = one_cpu_busy(world)
     world.reload()
-    assert world.state.followers == {running: (jobs[1], 0, 1)}
+    assert world.state.followers.as_dict() == {(jobs[0], 0, 1): (jobs[1], 0, 1)}
     assert world.state.nodes["n1"].holders == {(jobs[0], 0, 1)}
     assert world.schedule() == []
     world.exited(running)
@@ -152,4 +152,4 @@ def test_a_node_that_says_hello_again_with_a_promise_has_it_still_promised(world
     attempt = world.state.attempt_by_name(promised.attempt)
     assert attempt is not None and attempt.started_at is None
     assert world.state.jobs[jobs[1]].tasks[0].state.value == "dispatched"
-    assert world.state.followers == {running: (jobs[1], 0, 1)}
+    assert world.state.followers.as_dict() == {(jobs[0], 0, 1): (jobs[1], 0, 1)}

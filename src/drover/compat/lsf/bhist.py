@@ -11,18 +11,17 @@ import time
 
 from drover.compat.lsf.common import (
     EXIT_FAILURE,
-    failed,
     host_name,
     long_time,
     parse_ref,
     queue_name,
+    run,
     user_name,
-    version,
 )
 from drover.compat.lsf.fields import FIELDS, Row, exec_host, rows
-from drover.compat.lsf.syntax import Given, LsfUsageError, parse, print_error, value
+from drover.compat.lsf.syntax import Given, value
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,23 +48,12 @@ STATES = ("PEND", "PSUSP", "RUN", "USUSP", "SSUSP", "UNKWN")
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("bhist", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        keys = {g.key for g in given}
-        if "h" in keys:
-            print(USAGE, file=sys.stderr)
-            return 0
-        if "V" in keys:
-            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-            return 0
-        from drover.client.client import Client
+    return run("bhist", argv, OPTIONS, USAGE, _show)
 
-        with Client() as client:
-            selected, status = _select(client, given, keys, operands)
-    except LsfUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("bhist", error)
+
+def _show(client: Client, given: list[Given], operands: list[str]) -> int:
+    keys = {g.key for g in given}
+    selected, status = _select(client, given, keys, operands)
     if not selected:
         if status == 0:
             print("No matching job found", file=sys.stderr)

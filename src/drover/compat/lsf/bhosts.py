@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import sys
 
-from drover.compat.lsf.common import EXIT_FAILURE, failed, version
-from drover.compat.lsf.syntax import LsfUsageError, parse, print_error
+from drover.compat.lsf.common import EXIT_FAILURE, run
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.core.errors import DroverError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.compat.lsf.syntax import Given
     from drover.protocol.api import NodeInfo
 
 OPTIONS = [
@@ -36,23 +36,12 @@ def status(node: NodeInfo, wide: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("bhosts", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        keys = {g.key for g in given}
-        if "h" in keys:
-            print(USAGE, file=sys.stderr)
-            return 0
-        if "V" in keys:
-            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-            return 0
-        from drover.client.client import Client
+    return run("bhosts", argv, OPTIONS, USAGE, _show)
 
-        with Client() as client:
-            nodes = client.nodes()
-    except LsfUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("bhosts", error)
+
+def _show(client: Client, given: list[Given], operands: list[str]) -> int:
+    keys = {g.key for g in given}
+    nodes = client.nodes()
     code = 0
     names = {node.name for node in nodes}
     for name in operands:

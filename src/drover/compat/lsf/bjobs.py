@@ -12,10 +12,10 @@ import sys
 
 from drover.compat.lsf.common import (
     EXIT_FAILURE,
-    failed,
     long_time,
     parse_ref,
     queue_name,
+    run,
     user_name,
 )
 from drover.compat.lsf.fields import (
@@ -27,9 +27,9 @@ from drover.compat.lsf.fields import (
     field_name,
     rows,
 )
-from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, parse, print_error, value
+from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, value
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,29 +66,22 @@ SUSPENDED = ("USUSP", "SSUSP", "PSUSP")
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("bjobs", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        keys = {g.key for g in given}
-        if "h" in keys:
-            print(USAGE, file=sys.stderr)
-            return 0
-        if "V" in keys:
-            from drover.compat.lsf.common import version
+    return run("bjobs", argv, OPTIONS, USAGE, _act, _check)
 
-            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-            return 0
-        approximate("bjobs", given)
-        columns = _columns(value(given, "o")) if "o" in keys else None
-        if "json" in keys and columns is None:
-            raise LsfUsageError("bjobs: -json must be used with -o", usage=False)
-        from drover.client.client import Client
 
-        with Client() as client:
-            return _show(client, given, keys, operands, columns)
-    except LsfUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("bjobs", error)
+def _check(given: list[Given], operands: list[str]) -> None:
+    approximate("bjobs", given)
+    keys = {g.key for g in given}
+    if "o" in keys:
+        _columns(value(given, "o"))  # refused here, before the cluster is asked
+    elif "json" in keys:
+        raise LsfUsageError("bjobs: -json must be used with -o", usage=False)
+
+
+def _act(client: Client, given: list[Given], operands: list[str]) -> int:
+    keys = {g.key for g in given}
+    columns = _columns(value(given, "o")) if "o" in keys else None
+    return _show(client, given, keys, operands, columns)
 
 
 def _columns(text: str) -> tuple[list[tuple[str, int | None]], str | None]:

@@ -8,10 +8,10 @@ import fnmatch
 import sys
 import time
 
-from drover.compat.lsf.common import EXIT_FAILURE, failed, parse_ref, user_name, version
-from drover.compat.lsf.syntax import Given, LsfUsageError, parse, print_error, value
+from drover.compat.lsf.common import EXIT_FAILURE, parse_ref, run, user_name
+from drover.compat.lsf.syntax import Given, LsfUsageError, value
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,25 +30,16 @@ RUNNING = ("dispatched", "running", "suspended", "completing")
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("bpeek", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        keys = {g.key for g in given}
-        if "h" in keys:
-            print(USAGE, file=sys.stderr)
-            return 0
-        if "V" in keys:
-            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-            return 0
-        if len(operands) > 1:
-            raise LsfUsageError("bpeek: only one job may be given")
-        from drover.client.client import Client
+    return run("bpeek", argv, OPTIONS, USAGE, _act, _check, timeout=False)
 
-        with Client(timeout_s=None) as client:
-            return _peek(client, operands[0] if operands else None, given, "f" in keys)
-    except LsfUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("bpeek", error)
+
+def _check(given: list[Given], operands: list[str]) -> None:
+    if len(operands) > 1:
+        raise LsfUsageError("bpeek: only one job may be given")
+
+
+def _act(client: Client, given: list[Given], operands: list[str]) -> int:
+    return _peek(client, operands[0] if operands else None, given, any(g.key == "f" for g in given))
 
 
 def _peek(client: Client, word: str | None, given: list[Given], follow: bool) -> int:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 
-from drover.compat.lsf.common import EXIT_FAILURE, drover_queue, failed, queue_name, version
-from drover.compat.lsf.syntax import LsfUsageError, approximate, parse, print_error
+from drover.compat.lsf.common import EXIT_FAILURE, drover_queue, queue_name, run
+from drover.compat.lsf.syntax import approximate
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.core.errors import DroverError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.compat.lsf.syntax import Given
     from drover.protocol.api import JobInfo, QueueInfo
 
 OPTIONS = [
@@ -48,25 +49,13 @@ def _counts(queue: QueueInfo, jobs: list[JobInfo]) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("bqueues", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        keys = {g.key for g in given}
-        if "h" in keys:
-            print(USAGE, file=sys.stderr)
-            return 0
-        if "V" in keys:
-            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-            return 0
-        approximate("bqueues", given)
-        from drover.client.client import Client
+    return run("bqueues", argv, OPTIONS, USAGE, _show, lambda given, operands: approximate("bqueues", given))
 
-        with Client() as client:
-            queues = client.queues()
-            jobs = client.jobs(user=None)
-    except LsfUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("bqueues", error)
+
+def _show(client: Client, given: list[Given], operands: list[str]) -> int:
+    keys = {g.key for g in given}
+    queues = client.queues()
+    jobs = client.jobs(user=None)
     status_code = 0
     known = {q.name for q in queues}
     for name in operands:

@@ -16,18 +16,17 @@ import time
 from drover.cli.common import NotRegularFile, read_regular_file
 from drover.compat.lsf.common import (
     EXIT_FAILURE,
-    failed,
     host_name,
     is_strict,
     queue_name,
+    start,
     user_name,
-    version,
     warn,
 )
 from drover.compat.lsf.submission import Context, Submission, build, command_line_script
 from drover.compat.lsf.submit_options import BSUB_OPTIONS
-from drover.compat.lsf.syntax import LsfUsageError, directive_words, parse, print_error, value
-from drover.core.errors import BadRequest, DroverError, NotFound
+from drover.compat.lsf.syntax import Given, LsfUsageError, directive_words, parse, value
+from drover.core.errors import BadRequest, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,26 +46,19 @@ USAGE = """Usage: bsub [-h] [-V] [-H] [-x] [-r | -rn] [-N] [-B] [-I | -Ip | -Is 
 
 
 def main(argv: list[str] | None = None) -> int:
+    return start("bsub", argv, OPTIONS, USAGE, _submit, permute=False)
+
+
+def _submit(command_line: list[Given], operands: list[str]) -> int:
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    except LsfUsageError as error:
-        return print_error(error, USAGE)
+        return _main(command_line, operands)
     except BadRequest as error:
         print(f"bsub: {error}. Job not submitted.", file=sys.stderr)
         return EXIT_FAILURE
-    except DroverError as error:
-        return failed("bsub", error)
 
 
-def _main(argv: list[str]) -> int:
-    command_line, operands = parse("bsub", argv, OPTIONS, permute=False)
+def _main(command_line: list[Given], operands: list[str]) -> int:
     keys = {g.key for g in command_line}
-    if "h" in keys:
-        print(USAGE, file=sys.stderr)
-        return 0
-    if "V" in keys:
-        print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-        return 0
     arguments: list[str] = []
     interactive = bool(keys & {"I", "Ip", "Is"})
     if operands:

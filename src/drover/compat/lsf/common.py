@@ -1,6 +1,6 @@
 """What the LSF front ends share: job ids in LSF's form (`12`, an array element `12[3]`), states
-and exit codes as LSF reports them, queue names, times as its commands print them, and how a
-command says an error."""
+and exit codes as LSF reports them, queue names, times as its commands print them, how a
+command says an error, and the way every command starts (`run`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,15 @@ import re
 import socket
 import sys
 import time
+from collections.abc import Callable, Sequence
 
+from drover.compat.lsf.syntax import Given, LsfUsageError, parse, print_error
 from drover.core.errors import DroverError, Unreachable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from drover.client.client import Client
+    from drover.compat.optiontable import Option
     from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo
 
 DEFAULT_QUEUE = "normal"  # LSF's default queue (lsb.queues): Drover's "default"
@@ -137,3 +141,50 @@ def version() -> str:
     from drover import __version__
 
     return __version__
+
+
+# check(given, operands): refuse a command line (LsfUsageError) before the cluster is asked.
+Check = Callable[[list[Given], list[str]], None]
+# act(client, given, operands) → the exit status.
+Act = Callable[["Client", list[Given], list[str]], int]
+# body(given, operands) → the exit status: a command that opens its client itself (bsub).
+Body = Callable[[list[Given], list[str]], int]
+
+
+def run(command: str, argv: list[str] | None, options: Sequence[Option], usage: str, act: Act,
+        check: Check | None = None, timeout: bool = True) -> int:
+    """What each LSF command does first: parse its command line (`argv`, default the process's),
+    print the usage on -h or the version on -V, check the rest, then act through a client of
+    the cluster (without a timeout when `timeout` is false: bpeek -f follows a job). A bad
+    command line exits as LSF's commands do (its message, the usage, 255), an error of the
+    cluster as `failed` says it."""
+
+    def body(given: list[Given], operands: list[str]) -> int:
+        if check is not None:
+            check(given, operands)
+        from drover.client.client import Client
+
+        with Client() if timeout else Client(timeout_s=None) as client:
+            return act(client, given, operands)
+
+    return start(command, argv, options, usage, body)
+
+
+def start(command: str, argv: list[str] | None, options: Sequence[Option], usage: str, body: Body,
+          permute: bool = True) -> int:
+    """`run` for a command that opens its client itself: `body` once -h and -V are answered.
+    `permute`: whether options may follow operands (bsub's end at its command's first word)."""
+    try:
+        given, operands = parse(command, list(sys.argv[1:] if argv is None else argv), options, permute=permute)
+        keys = {g.key for g in given}
+        if "h" in keys:
+            print(usage, file=sys.stderr)
+            return 0
+        if "V" in keys:
+            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
+            return 0
+        return body(given, operands)
+    except LsfUsageError as error:
+        return print_error(error, usage)
+    except DroverError as error:
+        return failed(command, error)

@@ -9,10 +9,11 @@ import fnmatch
 import sys
 from collections.abc import Callable, Sequence
 
-from drover.compat.lsf.common import EXIT_FAILURE, drover_ref, failed, parse_ref, user_name, version
-from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, parse, print_error, value
+from drover.compat.lsf import common
+from drover.compat.lsf.common import EXIT_FAILURE, drover_ref, parse_ref, user_name
+from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, value
 from drover.compat.optiontable import Option
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,35 +29,24 @@ _REFUSALS = {"forbidden": "User permission denied", "conflict": "Operation not p
 def run(command: str, argv: list[str], options: Sequence[Option], usage: str, doing: str, act: Act,
         check: Callable[[list[Given]], None] | None = None) -> int:
     """`doing`: LSF's words for the action, `Job <12> is being {doing}`."""
-    try:
-        given, operands = parse(command, argv, options)
-        keys = {g.key for g in given}
-        if "h" in keys:
-            print(usage, file=sys.stderr)
-            return 0
-        if "V" in keys:
-            print(f"IBM Spectrum LSF 10.1 commands of Drover {version()}", file=sys.stderr)
-            return 0
+
+    def checked(given: list[Given], operands: list[str]) -> None:
         approximate(command, given)
         if check is not None:
             check(given)
-        if not operands and not keys & {"J", "u", "q"}:
+        if not operands and not {g.key for g in given} & {"J", "u", "q"}:
             raise LsfUsageError(f"{command}: A job ID or one of -J, -u, -q must be specified")
-    except LsfUsageError as error:
-        return print_error(error, usage)
-    try:
-        from drover.client.client import Client
 
-        with Client() as client:
-            targets = _targets(command, client, given, operands)
-            if targets is None:
-                return EXIT_FAILURE
-            status = 0
-            for word, job, ref in targets:
-                status = _one(client, word, job, ref, given, doing, act) or status
-            return status
-    except DroverError as error:
-        return failed(command, error)
+    def each(client: Client, given: list[Given], operands: list[str]) -> int:
+        targets = _targets(command, client, given, operands)
+        if targets is None:
+            return EXIT_FAILURE
+        status = 0
+        for word, job, ref in targets:
+            status = _one(client, word, job, ref, given, doing, act) or status
+        return status
+
+    return common.run(command, argv, options, usage, each, checked)
 
 
 def _targets(command: str, client: Client, given: list[Given], operands: list[str]

@@ -20,6 +20,7 @@ from drover.config_schema import (
     SchedulerSection,
 )
 from drover.controller.effects import Outcome
+from drover.controller.followers import attempt_key
 from drover.controller.handlers import checkpoints, parallel_envs, promises, resource_requests
 from drover.controller.handlers.lifecycle import change_task, drained_if_idle
 from drover.controller.handlers.queue_load import planner_views
@@ -92,10 +93,9 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     cache = state.work
     full_due = cache.partial and now >= cache.last_full + orders.scheduler.full_pass_s
     promising = orders.scheduler.promises
-    followed = _followed_per_node(state) if promising else {}
     if (state.pending_reasons and not cache.dirty and not cache.everything and not full_due
             and not any(node.state.accepts_work
-                        and (node.free.cpus or promising and len(node.holders) > followed.get(node.name, 0))
+                        and (node.free.cpus or promising and len(node.holders) > state.followers.followed_on(node.name))
                         for node in state.nodes.values())):
         return outcome  # nothing changed and nothing can start or be promised: the last pass's reasons hold
     full = cache.everything  # a working set just loaded: every job gets its reason at once
@@ -149,16 +149,6 @@ def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[S
     return NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases),
                     node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
                     node.overdrawn, successions, node.ends_at if node.ends_at is not None else math.inf)
-
-
-def _followed_per_node(state: ControllerState) -> dict[str, int]:
-    """How many of the attempts holding room on each node a promised attempt follows."""
-    counts: dict[str, int] = {}
-    for name in state.followers:
-        followed = state.attempt_by_name(name)
-        if followed is not None:
-            counts[followed.node] = counts.get(followed.node, 0) + 1
-    return counts
 
 
 def planner_rank(policy: Policy, owners: set[str], orders: OrderOptions, state: ControllerState,
@@ -298,7 +288,7 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
             if releases and config.backfill:
                 limit = job.spec.time_limit_s
                 ends = max(began + limit + orders.kill_grace_s, now) if limit else math.inf
-                follower = state.followers.get(attempt.name)  # its room stays busy through its follower's run
+                follower = state.followers.get(promises.key_of(attempt))  # its room stays busy through its follower's run
                 if follower is not None and follower[0] in state.jobs:
                     then = state.jobs[follower[0]].spec.time_limit_s
                     ends = ends + then + orders.kill_grace_s if then else math.inf
@@ -373,8 +363,9 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres,
                       others=start.others, after=start.after)
     state.attempts[job.id, task.index, task.attempt] = attempt
-    if start.after is not None:  # promised: it takes the room of the one it follows when that one ends
-        state.followers[start.after] = (job.id, task.index, task.attempt)
+    followed = attempt_key(start.after) if start.after is not None else None
+    if followed is not None:  # promised: it takes the room of the one it follows when that one ends
+        state.followers.add(followed, (job.id, task.index, task.attempt), start.node)
     else:
         promises.take(state, job, attempt)
     outcome.changes.attempt(attempt)

@@ -5,8 +5,9 @@ An attempt promised to follow another (`Attempt.after`) holds no room of its own
 it follows holds its own: the two share those CPUs, one after the other. When the followed
 attempt gives its room back, its follower takes it at once, as its node starts it then; a
 follower that ends before that (taken back by a cancel or a hold) gives nothing back, for it
-held nothing. `ControllerState.followers` says who follows whom, in memory only: rebuilt from
-the attempts' `after` whenever the nodes are recounted (a reload, a failover).
+held nothing. `ControllerState.followers` says who follows whom (controller/followers.py), in
+memory only: rebuilt from the attempts' `after` whenever the nodes are recounted (a reload, a
+failover).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from drover.controller.effects import Outcome
+from drover.controller.followers import attempt_key
 from drover.controller.handlers import resource_requests
 from drover.controller.state import ControllerState
 from drover.core.job import Attempt, Job, Task
@@ -57,14 +59,15 @@ def take(state: ControllerState, job: Job, attempt: Attempt) -> None:
 
 def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
     """The attempt gives back what it holds, and its follower, if one waits, takes the room."""
-    if attempt.after is not None and state.followers.get(attempt.after) == key_of(attempt):
-        del state.followers[attempt.after]  # it ends before it started: it held nothing
+    followed = attempt_key(attempt.after) if attempt.after is not None else None
+    if followed is not None and state.followers.get(followed) == key_of(attempt):
+        state.followers.pop(followed)  # it ends before it started: it held nothing
         return
     for name, cpu_ids, memory_mib in attempt.rooms(job.resources.memory_mib):
         node = state.nodes.get(name)
         if node is not None:
             node.give_back(cpu_ids, memory_mib, attempt.gres if name == attempt.node else None, key_of(attempt))
-    follower_key = state.followers.pop(attempt.name, None)
+    follower_key = state.followers.pop(key_of(attempt))
     follower = state.attempts.get(follower_key) if follower_key is not None else None
     follower_job = state.jobs.get(follower.job_id) if follower is not None else None
     if follower is not None and follower_job is not None:
@@ -80,7 +83,7 @@ def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tupl
     for key in node.holders:
         attempt, job = state.attempts.get(key), state.jobs.get(key[0])
         if (attempt is None or job is None or attempt.node != node.name or attempt.others or attempt.gres
-                or attempt.name in state.followers or resource_requests.of_job(job).exclusive):
+                or key in state.followers or resource_requests.of_job(job).exclusive):
             continue
         limit = job.spec.time_limit_s
         began = attempt.started_at or attempt.dispatched_at
@@ -93,24 +96,23 @@ Rank = Callable[[Job], tuple[float, float, int]]  # a job's place in the planner
 
 
 def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, PendingReason], now: float,
-              rank: Rank | None = None) -> None:
+              rank: Rank) -> None:
     """Take back a promise that a waiting job now outranks (submitted since with a higher
     priority, or raised above it): the first job in the planner's order that waits for room
     gets the room of the lowest-ranked promised task whose job ranks below it and whose room
     it fits, one a pass. The node ends that attempt before it starts and the task waits again,
     as a requeue (the stop's why), to be planned in its turn; nothing of it ran. `rank` is the
     planner's order (its multifactor priority where weights are set: dispatch.planner_rank), so
-    that what is taken back is what the planner would not promise again; by default the jobs'
-    own priority, then their submission (the planner's plain order)."""
-    place = rank or plain_rank
+    that what is taken back is what the planner would not promise again."""
+    place = rank
     waiting = sorted((state.jobs[job_id] for job_id, reason in reasons.items()
                       if reason is PendingReason.RESOURCES and job_id in state.jobs), key=place)
     if not waiting or not state.followers:
         return
     head = waiting[0]
     candidates = []
-    for followed_name, key in state.followers.items():
-        follower, job, followed = state.attempts.get(key), state.jobs.get(key[0]), state.attempt_by_name(followed_name)
+    for followed_key, key in state.followers.items():
+        follower, job, followed = state.attempts.get(key), state.jobs.get(key[0]), state.attempts.get(followed_key)
         task = job.tasks.get(key[1]) if job is not None else None
         if (follower is None or job is None or followed is None or task is None
                 or not _still_promised(follower, task) or place(job) <= place(head)):
@@ -152,7 +154,3 @@ def _take_back(outcome: Outcome, follower: Attempt, task: Task, now: float, **fi
     outcome.changes.task(task)
     outcome.changes.event(now, "promise_taken_back", task.job_id, task.index, task.attempt, **fields)
     outcome.send(follower.node, SignalAttempt(follower.name, "terminate", "requeue"))
-
-
-def plain_rank(job: Job) -> tuple[float, float, int]:
-    return (-job.priority, job.submitted_at, job.id)

@@ -53,9 +53,12 @@ class Containment(Protocol):
     def kill_all(self) -> None:
         """SIGKILL every process of the attempt; return once none is left."""
 
-    def freeze(self) -> None: ...
+    def freeze(self) -> None:
+        """Stop every process of the attempt where it stands (the default suspend)."""
 
-    def thaw(self) -> None: ...
+    def thaw(self) -> None:
+        """Let go what `freeze` stopped; nothing when it did not (a subreaper's thaw is a
+        SIGCONT a running job would see), or when it has been let go since."""
 
     def oom_killed(self) -> bool: ...
 

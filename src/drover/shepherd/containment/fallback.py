@@ -42,6 +42,7 @@ class Subreaper:
 
     def __init__(self) -> None:
         self.me = os.getpid()
+        self.frozen = False  # freeze stopped the attempt, and nothing has let it go since
 
     def enter(self) -> None:
         pass
@@ -70,6 +71,7 @@ class Subreaper:
             time.sleep(0.001)
 
     def freeze(self) -> None:
+        self.frozen = True
         for pid in _descendants(self.me):
             try:
                 os.kill(pid, signal.SIGSTOP)
@@ -77,6 +79,9 @@ class Subreaper:
                 pass
 
     def thaw(self) -> None:
+        if not self.frozen:
+            return
+        self.frozen = False
         for pid in _descendants(self.me):
             try:
                 os.kill(pid, signal.SIGCONT)

@@ -38,6 +38,7 @@ class CgroupV1:
         self.pids_limit = pids_limit
         self.hidden_gpus: list[int] = []  # the node's GPUs its devices cgroup denies the attempt
         self.kept: set[str] = set()  # controllers whose cgroup is a slot's, not removed with the attempt's
+        self.frozen = False  # freeze froze the attempt's freezer cgroup, and nothing has thawed it since
 
     def enter(self) -> None:
         for path in self.paths.values():
@@ -58,6 +59,7 @@ class CgroupV1:
             time.sleep(0.001)
 
     def freeze(self) -> None:
+        self.frozen = True
         state = os.path.join(self.paths["freezer"], "freezer.state")
         write(state, "FROZEN")
         deadline = time.monotonic() + 5
@@ -65,7 +67,9 @@ class CgroupV1:
             time.sleep(0.001)
 
     def thaw(self) -> None:
-        write(os.path.join(self.paths["freezer"], "freezer.state"), "THAWED")
+        if self.frozen:
+            self.frozen = False
+            write(os.path.join(self.paths["freezer"], "freezer.state"), "THAWED")
 
     def oom_killed(self) -> bool:
         return self.oom_kills() > 0

@@ -38,6 +38,7 @@ class CgroupV2:
         self.memory_limit_mib = memory_limit_mib
         self.pids_limit = pids_limit
         self.hidden_gpus: list[int] = []  # devices are not controlled on v2 (it takes a BPF program)
+        self.frozen = False  # freeze froze the attempt's cgroup, and nothing has thawed it since
 
     def enter(self) -> None:
         write(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
@@ -57,6 +58,7 @@ class CgroupV2:
             time.sleep(0.001)
 
     def freeze(self) -> None:
+        self.frozen = True
         write(os.path.join(self.path, "cgroup.freeze"), "1")
         deadline = time.monotonic() + 5
         while "frozen 1" not in (read(os.path.join(self.path, "cgroup.events")) or "frozen 1"):
@@ -65,7 +67,9 @@ class CgroupV2:
             time.sleep(0.001)
 
     def thaw(self) -> None:
-        write(os.path.join(self.path, "cgroup.freeze"), "0")
+        if self.frozen:
+            self.frozen = False
+            write(os.path.join(self.path, "cgroup.freeze"), "0")
 
     def _stat(self, name: str, key: str) -> int | None:
         for line in (read(os.path.join(self.path, name)) or "").splitlines():
