@@ -200,6 +200,33 @@ def test_orders_naming_no_attempt_or_a_cgroup_of_their_own_make_nothing_and_good
             assert not impostor.reports("started", name)
             impostor.send({"type": "ack", "attempts": [name], "kind": "report"})
 
+        # The same names in a parallel task's order, and in a read of an output; and names of
+        # tasks that are none, beside the running attempt.
+        for name in names:
+            task = order(name, alice, evidence)
+            impostor.send({"type": "start_pe_task", "attempt": name, "petask": "1", "config": task["config"],
+                           "script": task["script"]})
+        bad_tasks = ["../x", "0", "1/../../x", "1\n", "x" * 100_000]
+        for petask in bad_tasks:
+            task = order("900001.0.1", alice, evidence)
+            impostor.send({"type": "start_pe_task", "attempt": "900001.0.1", "petask": petask, "config": task["config"],
+                           "script": task["script"]})
+        said = "refused a parallel task's order that names no attempt or task: {!r}, task {!r}"
+        for attempt, petask in [*((name, "1") for name in names), *(("900001.0.1", petask) for petask in bad_tasks)]:
+            wait_until(lambda a=attempt, p=petask: said.format(a[:80], p[:80]) in log.read_text(errors="replace"),  # type: ignore[misc]
+                       describe=f"the node's refusal of task {petask[:20]!r} of {attempt[:40]!r}")
+        reads = [(name, "stdout", "") for name in names] + [("900001.0.1", "../../../etc/shadow", ""),
+                                                            *(("900001.0.1", "stdout", petask) for petask in bad_tasks)]
+        for request, (attempt, stream, petask) in enumerate(reads, start=1000):
+            impostor.send({"type": "read_output", "request": request, "attempt": attempt, "stream": stream,
+                           "offset": 0, "limit": 4096, "petask": petask})
+        for request, (attempt, stream, petask) in enumerate(reads, start=1000):
+            answer = wait_until(lambda r=request: [m for m in list(impostor.received)  # type: ignore[misc]
+                                                   if m.get("type") == "output_read" and m.get("request") == r],
+                                describe=f"the node's answer to a read of {attempt[:40]!r} {stream!r} {petask[:20]!r}")
+            assert answer[0].get("error") in ("no such attempt or stream", "no such task or stream"), answer
+            assert not answer[0].get("data"), answer
+
         # Nothing was made, in the spool (but the refused attempts' own, which their cleanup
         # removes) or where the names point, and nothing ran.
         assert listing(spool, evidence) - {str(spool / "900020.0.1"), str(spool / "900021.0.1")} == before
