@@ -61,6 +61,9 @@ def test_an_ordinary_user_can_neither_see_nor_change_an_allocation_queue(
             assert ADMIN_ONLY in refused.stderr, (host, argv, refused.stderr)
             assert not any(secret in refused.stdout + refused.stderr for secret in SECRETS), (host, argv)
             refusals[" ".join(argv)] = refused.stderr
+        # The cluster's event log, which says who added which queue, is the admins' too.
+        events = run_as_user(alice, ["drover", "events", "--json"], prefix=prefix, env=env)
+        assert events.returncode != 0 and ADMIN_ONLY in events.stderr, (host, events.stdout, events.stderr)
         # Whether queue 1 is there or queue 2 is not, she is told the same.
         assert refusals["info 1"] == refusals["info 2"] and refusals["remove 1"] == refusals["remove 2"], refusals
     queue = queue_of_root(cluster)
