@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
+# What the node sets itself, for a parallel task it starts (pe_tasks.py): the shepherd, as root,
+# makes the cgroup `containment_name` names, so an order (the controller's) never carries them.
+NODE_OWN_KEYS = ("containment_name", "pe_task")
 
 
 class Spawner(Protocol):
@@ -185,6 +188,11 @@ class Attempts:
         """Write the attempt's spool; return why the job may not run here, if it may not."""
         as_root = os.geteuid() == 0
         os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
+        carried = [key for key in NODE_OWN_KEYS if key in order.config]
+        if carried:
+            why = f"the order carries {', '.join(carried)}, which only the node sets (for a parallel task it starts)"
+            log.warning("attempt %s refused: %s", order.attempt, why)
+            return why  # a controller taken over would name a cgroup where root makes and removes it
         if self.signed_jobs is not None:
             unsigned = self.signed_jobs.refusal(order)
             if unsigned is not None:

@@ -91,8 +91,12 @@ class PeTasks:
 
     def start(self, order: StartPeTask) -> None:
         path = self.task_dir(order.attempt, order.petask)
-        if path is None or (order.attempt, order.petask) in self.live or os.path.exists(path):
-            return  # not a task's name, or a repeated order
+        if path is None:  # the controller never sends one; a controller taken over might, to make root write there
+            log.warning("refused a parallel task's order that names no attempt or task: %r, task %r",
+                        order.attempt[:80], order.petask[:80])
+            return
+        if (order.attempt, order.petask) in self.live or os.path.exists(path):
+            return  # a repeated order
         if order.attempt in self.stopped:
             self._refused(order, "the job's attempt ended on this node")
             return

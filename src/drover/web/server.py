@@ -146,6 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(200, "text/html; charset=utf-8", page.encode())
 
     def do_POST(self) -> None:
+        # Until its body is read, an answer closes the connection: a body left unread there would
+        # be taken for the next request on it.
+        asked_to_close, self.close_connection = self.close_connection, True
         session, new_session = self._admitted()
         if session is None:
             return
@@ -165,7 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._plain(400, "an action is a JSON body of at most 64 KiB\n")
             return
         try:
-            refs = json.loads(self.rfile.read(length))["refs"]
+            body = self.rfile.read(length)
+            self.close_connection = asked_to_close
+            refs = json.loads(body)["refs"]
             if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
                 raise ValueError("refs must be a list of strings")
         except (ValueError, KeyError, TypeError) as error:
@@ -282,6 +287,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _finish_headers(self, length: int) -> None:
         self.send_header("Content-Length", str(length))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         for key, value in SECURITY_HEADERS.items():
             self.send_header(key, value)
         self.end_headers()

@@ -56,3 +56,39 @@ def test_an_order_naming_no_attempt_makes_nothing(tmp_path: Path, attempt: str, 
 def test_every_well_formed_name_is_an_attempt_name() -> None:
     assert layout.is_attempt_name("7.0.1") and layout.is_attempt_name("123456.99.12")
     assert not any(layout.is_attempt_name(name) for name in ("7.0", "7.0.1.2", "7.-1.1", "a.0.1", " 7.0.1", "7.0.1 "))
+
+
+class Begun(Refuses):
+    """A cleanup that records what it was given, where nothing may be spawned."""
+
+    def __init__(self) -> None:
+        self.begun: list[str] = []
+
+    def begin(self, spool: layout.SpoolDir) -> None:
+        self.begun.append(spool.name)
+
+
+@pytest.mark.parametrize("carried", [{"containment_name": "../../../escaped/cgroup"}, {"pe_task": "1"}])
+def test_an_order_that_names_its_cgroup_or_a_parallel_task_fails_and_runs_nothing(
+        tmp_path: Path, carried: dict[str, str]) -> None:
+    """The node sets both itself, for the parallel tasks it starts: the shepherd makes, as root,
+    the cgroup `containment_name` names, wherever it points."""
+    from tests.helpers.attempt_config import attempt_config
+
+    root = tmp_path / "spool"
+    root.mkdir()
+    cleanup = Begun()
+
+    async def order() -> None:
+        attempts = Attempts(str(root), Refuses(), [].append, cleanup, {})  # type: ignore[arg-type]
+        try:
+            config = {**attempt_config(str(tmp_path), "7.0.1"), **carried}
+            attempts.start(StartAttempt("7.0.1", config, "touch /tmp/never\n"))  # type: ignore[arg-type]
+        finally:
+            attempts.close()
+
+    asyncio.run(order())
+    assert cleanup.begun == ["7.0.1"]  # it ends as refused, with the reason
+    failure = (root / "7.0.1" / layout.ERROR).read_text()
+    assert f"the order carries {next(iter(carried))}, which only the node sets" in failure
+    assert not (root / "7.0.1" / layout.CONFIG).exists() and not (root / "7.0.1" / layout.JOB_SCRIPT).exists()

@@ -8,7 +8,7 @@ import time
 
 from drover.cli.common import client, parser
 from drover.cli.output_files import TaskOutput
-from drover.core.errors import BadRequest, NotFound
+from drover.core.errors import BadRequest, Forbidden, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,5 +98,9 @@ def _copy(path: str, offset: int, must_exist: bool) -> int:
         if must_exist:
             raise NotFound(f"the output file {path} does not exist (yet)") from None
         time.sleep(0)
+    except PermissionError:
+        # Read with the rights of whoever runs the command: an operator's end at managing jobs.
+        raise Forbidden(f"cannot read the output file {path}: permission denied "
+                        "(`drover logs` reads it with your own rights)") from None
     sys.stdout.flush()
     return offset
