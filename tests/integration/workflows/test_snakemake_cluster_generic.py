@@ -124,6 +124,8 @@ def test_a_cluster_generic_workflow_runs_its_rules_as_jobs_and_reports_the_faile
     assert set(jobs) == {"greet", "shout", "broken"}, out
     assert (directory / "shout.txt").read_text() == f"HELLO FROM {jobs['greet'].upper()}\n"
     assert not (directory / "broken.txt").exists()
+    # each job's output went where the submit command said: the failed rule's errors are there
+    assert any("this rule fails on purpose" in log.read_text() for log in (directory / "logs").iterdir())
     # the status command said `failed`: snakemake names the rule and the job's id
     assert re.search(rf"Error in rule broken:\n(?:    .*\n)*?    external_jobid: {re.escape(jobs['broken'])}$",
                      out, re.M), out
