@@ -49,7 +49,7 @@ class Flavour:
     recorded: dict[str, tuple[int, int, int | None]]
 
 
-AS_ASKED = {"greet": (1, 500, 300), "shout": (2, 600, 300), "broken": (1, 400, 300)}
+AS_ASKED: dict[str, tuple[int, int, int | None]] = {"greet": (1, 500, 300), "shout": (2, 600, 300), "broken": (1, 400, 300)}
 FLAVOURS = {
     "gridengine": Flavour(
         "front_ends", "JOB_ID",
