@@ -20,6 +20,7 @@ The scripts are in drivers/snakemake_generic/, as a user keeps them beside a pro
 
 from __future__ import annotations
 
+import platform
 import re
 import shutil
 from collections.abc import Callable
@@ -139,13 +140,32 @@ def test_a_cluster_generic_workflow_runs_its_rules_as_jobs_and_reports_the_faile
 
 def marking_each_query(cluster: LocalCluster, flavour: Flavour) -> tuple[Flavour, Path]:
     """The flavour with its status command wrapped so that each query leaves a mark once the
-    command ended (the file it makes), and the wrapper, once the command ended, cannot be cut
-    short by the Ctrl-C that follows: an interrupted status query makes snakemake itself fail."""
+    command ended: the file it makes."""
     mark = cluster.workdir / "status-queried"
     wrapper = cluster.workdir / "status-then-mark.sh"
-    wrapper.write_text(f'#!/bin/sh\n"{flavour.status}" "$@"\nstatus=$?\ntrap "" INT\ntouch "{mark}"\nexit $status\n')
+    wrapper.write_text(f'#!/bin/sh\n"{flavour.status}" "$@"\nstatus=$?\ntouch "{mark}"\nexit $status\n')
     wrapper.chmod(0o755)
     return replace(flavour, status=str(wrapper)), mark
+
+
+EVERY_S = 5
+# epoll_wait and epoll_pwait, where asyncio's sleep waits
+EPOLL_WAITS = {"x86_64": ("232", "281"), "aarch64": ("22",)}.get(platform.machine(), ())
+
+
+def sleeping_between_rounds(pid: int, seconds: int) -> bool:
+    """Whether one of the process's threads waits in epoll for up to `seconds` (give or take
+    1 s): the executor's event loop sleeping between two rounds of status queries, seen in
+    /proc/PID/task/TID/syscall (the call's number, then its arguments; epoll's 4th is the
+    timeout in ms)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            call = (task / "syscall").read_text().split()
+        except OSError:  # the thread ended
+            continue
+        if len(call) > 4 and call[0] in EPOLL_WAITS and (seconds - 1) * 1000 < int(call[4], 16) <= seconds * 1000:
+            return True
+    return False
 
 
 @pytest.mark.parametrize("name", sorted(FLAVOURS))
@@ -156,16 +176,19 @@ def test_interrupting_snakemake_cancels_the_job_through_the_cancel_command(
     front_ends: Path = request.getfixturevalue(flavour.front_ends)
     directory = project(cluster)
     flavour, checked = marking_each_query(cluster, flavour)
-    run = snakemake_env.start(snakemake(snakemake_env, flavour, "long.txt", every=5), cluster, front_ends,
+    run = snakemake_env.start(snakemake(snakemake_env, flavour, "long.txt", every=EVERY_S), cluster, front_ends,
                               cwd=directory)
     try:
         job_id = drover_id(run.wait_for(SUBMITTED).group(2))
         # The executor takes its jobs out of the list it cancels on an interrupt while it asks
         # their status, and puts those still running back after: Ctrl-C lands between two
-        # rounds of status queries (5 s apart), after the first one ended. (Interrupted during
-        # one, the status command dies of the signal too, and the executor fails with
-        # "cannot access local variable 'ret'" before it cancels anything.)
+        # rounds of status queries, once the first one ended and the executor's thread sleeps
+        # until the next. (Interrupted during one, the status command dies of the signal too,
+        # and the executor fails with "cannot access local variable 'ret'" before it cancels
+        # anything.)
         wait_until(checked.exists, describe="snakemake's first status query to end")
+        wait_until(lambda: sleeping_between_rounds(run.process.pid, EVERY_S),
+                   describe="snakemake to wait for its next round of status queries")
         status, out = run.interrupt()
     finally:
         run.stop()
