@@ -38,7 +38,8 @@ PINS: dict[str, tuple[str, ...]] = {
     # The last release with the `htcondor` module (25.x has htcondor2 alone): its JobEventLog.
     "htcondor": ("htcondor==24.0.24",),
     "snakemake": ("snakemake==9.27.1", "snakemake-executor-plugin-slurm==2.8.0",
-                  "snakemake-executor-plugin-slurm-jobstep==0.6.1"),
+                  "snakemake-executor-plugin-slurm-jobstep==0.6.1",
+                  "snakemake-executor-plugin-cluster-generic==1.0.9"),
 }
 INSTALL_TIMEOUT_S = 900
 
