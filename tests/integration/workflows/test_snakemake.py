@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.snakemake_rounds import sleeping_between_rounds
 from tests.helpers.wait import wait_until
 from tests.helpers.workflow_tools import DRIVERS, ToolEnv
 
@@ -78,6 +79,10 @@ def test_interrupting_snakemake_cancels_the_jobs_it_submitted(
         # (after --slurm-init-seconds-before-status-checks). Interrupted before, it has nothing
         # to cancel; during the query, the Ctrl-C ends the query too.
         wait_until(checked.exists, describe="snakemake's first status query to end")
+        # and then, the plugin's loop asleep until its next round (its first interval of 1 s,
+        # plus 10 when no job ended): tests/helpers/snakemake_rounds.py says why then
+        wait_until(lambda: sleeping_between_rounds(run.process.pid, 11),
+                   describe="snakemake to wait for its next round of status queries")
         status, out = run.interrupt()
     finally:
         run.stop()

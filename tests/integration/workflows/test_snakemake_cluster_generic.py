@@ -20,7 +20,6 @@ The scripts are in drivers/snakemake_generic/, as a user keeps them beside a pro
 
 from __future__ import annotations
 
-import platform
 import re
 import shutil
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.snakemake_rounds import sleeping_between_rounds
 from tests.helpers.wait import wait_until
 from tests.helpers.workflow_tools import DRIVERS, ToolEnv
 
@@ -149,23 +149,6 @@ def marking_each_query(cluster: LocalCluster, flavour: Flavour) -> tuple[Flavour
 
 
 EVERY_S = 5
-# epoll_wait and epoll_pwait, where asyncio's sleep waits
-EPOLL_WAITS = {"x86_64": ("232", "281"), "aarch64": ("22",)}.get(platform.machine(), ())
-
-
-def sleeping_between_rounds(pid: int, seconds: int) -> bool:
-    """Whether one of the process's threads waits in epoll for up to `seconds` (give or take
-    1 s): the executor's event loop sleeping between two rounds of status queries, seen in
-    /proc/PID/task/TID/syscall (the call's number, then its arguments; epoll's 4th is the
-    timeout in ms)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            call = (task / "syscall").read_text().split()
-        except OSError:  # the thread ended
-            continue
-        if len(call) > 4 and call[0] in EPOLL_WAITS and (seconds - 1) * 1000 < int(call[4], 16) <= seconds * 1000:
-            return True
-    return False
 
 
 @pytest.mark.parametrize("name", sorted(FLAVOURS))
