@@ -20,6 +20,8 @@ from tests.helpers.compat_install import install, run
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.wait import wait_until
 
+from drover.compat.htcondor import eventlog
+
 GRACE = {"DROVER_HTCONDOR_FOLLOW_GRACE_S": "3"}
 
 SWEEP = """\
@@ -244,3 +246,67 @@ def test_command_line_values_append_queue_terse_and_condor_wait_for_one_job_or_a
         1, "ERROR: -queue argument conflicts with queue statement in submit file")
     condor(cluster, bin_dir, "condor_rm", str(second))
     assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "plain.log") == "All jobs done.\n"
+
+
+SPLIT = """\
+# procs 0 and 1 ask for one CPU, proc 2 for two: two clusters, the procs keeping their numbers
+executable = /bin/sh
+arguments = "-c 'echo $(Process) $(n) $DROVER_ARRAY_TASK_ID > split.$(Process).out; while [ ! -e go ]; do sleep 0.2; done'"
+log = split.log
+request_cpus = $(n)
+queue n from (
+1
+1
+2
+)
+"""
+
+
+def test_procs_whose_requests_differ_are_one_cluster_per_request_run_and_removed_by_cluster(
+        cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    (cluster.workdir / "split.sub").write_text(SPLIT)
+    out = condor(cluster, bin_dir, "condor_submit", "split.sub")
+    lines = out.splitlines()
+    assert lines[0] == "Submitting job(s)..." and len(lines) == 3, out
+    counts = [re.fullmatch(r"(\d+) job\(s\) submitted to cluster (\d+)\.", line) for line in lines[1:]]
+    assert all(m is not None for m in counts), out
+    (n_ones, ones), (n_twos, twos) = [(int(m.group(1)), int(m.group(2))) for m in counts if m is not None]
+    assert (n_ones, n_twos) == (2, 1) and twos > ones
+    client = cluster.client()
+    assert [(j.cpus, j.array) for j in (client.job(ones), client.job(twos))] == [(1, "0-1"), (2, "2")]
+    # The two one-CPU procs fill the node; the two-CPU one waits.
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", "-af:j", "JobStatus", "RequestCpus") ==
+               f"{ones}.0 2 1\n{ones}.1 2 1\n{twos}.2 1 2\n", describe="cluster 1 running, cluster 2 idle")
+    assert condor(cluster, bin_dir, "condor_rm", str(ones)) == f"All jobs in cluster {ones} have been marked for " \
+                                                               "removal\n"
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", "-af:j", "JobStatus") == f"{twos}.2 2\n",
+               describe="the two-CPU proc to run once the others are removed")
+    (cluster.workdir / "go").touch()
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "split.log") == "All jobs done.\n"
+    assert [(cluster.workdir / f"split.{p}.out").read_text() for p in (0, 1, 2)] == ["0 1 0\n", "1 1 1\n",
+                                                                                      "2 2 2\n"]
+    history = condor(cluster, bin_dir, "condor_history", "-constraint", f"ClusterId >= {ones}", "-af:j", "JobStatus",
+                     "RequestCpus")
+    assert history.splitlines() == [f"{twos}.2 4 2", f"{ones}.1 3 1", f"{ones}.0 3 1"]
+    events, rest = eventlog.read_events((cluster.workdir / "split.log").read_text())
+    assert rest == ""
+
+    def of(cluster_id: int, proc: int) -> list[int]:
+        return [e.number for e in events if (e.cluster, e.proc) == (cluster_id, proc)]
+
+    assert of(ones, 0) == of(ones, 1) == [eventlog.SUBMIT, eventlog.EXECUTE, eventlog.ABORTED]
+    assert of(twos, 2) == [eventlog.SUBMIT, eventlog.EXECUTE, eventlog.IMAGE_SIZE, eventlog.TERMINATED]
+    assert re.search(r"\n\t   Cpus +: +\S+ +2 +2 \n", (cluster.workdir / "split.log").read_text())  # its own request
+    # -terse: each cluster's range; condor_rm takes both clusters
+    terse = condor(cluster, bin_dir, "condor_submit", "-terse", "-", stdin=(
+        "executable = /bin/true\nhold = true\nrequest_cpus = 1\nqueue\nrequest_cpus = 2\nqueue 2\n"))
+    match = re.fullmatch(r"(\d+)\.0 - (\d+)\.0\n(\d+)\.1 - (\d+)\.2\n", terse)
+    assert match is not None and match.group(1) == match.group(2) and match.group(3) == match.group(4), terse
+    first, second = int(match.group(1)), int(match.group(3))
+    assert condor(cluster, bin_dir, "condor_rm", str(first), str(second)) == (
+        f"All jobs in cluster {first} have been marked for removal\n"
+        f"All jobs in cluster {second} have been marked for removal\n")
+    refused = run(cluster, bin_dir, "condor_submit", "-single-cluster", "-", stdin=(
+        "executable = /bin/true\nrequest_cpus = 1\nqueue\nrequest_cpus = 2\nqueue\n"), env=GRACE)
+    assert refused.returncode == 1 and "-single-cluster: the procs' requests differ" in refused.stderr
