@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.compat_install import install, run
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.wait import wait_until
@@ -310,3 +310,31 @@ def test_procs_whose_requests_differ_are_one_cluster_per_request_run_and_removed
     refused = run(cluster, bin_dir, "condor_submit", "-single-cluster", "-", stdin=(
         "executable = /bin/true\nrequest_cpus = 1\nqueue\nrequest_cpus = 2\nqueue\n"), env=GRACE)
     assert refused.returncode == 1 and "-single-cluster: the procs' requests differ" in refused.stderr
+
+
+@pytest.fixture
+def sampled_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """A personal cluster whose node samples its jobs' memory twice a second."""
+    yield from serve(request, LocalCluster(config_toml="[execd]\nsample_s = 0.5\n"))
+
+
+def test_a_job_whose_memory_grows_gets_an_image_size_event_each_time_it_is_seen_grown(
+        sampled_cluster: LocalCluster) -> None:
+    cluster = sampled_cluster
+    bin_dir = install(cluster)
+    (cluster.workdir / "grow.py").write_text("import time\nheld = []\nfor _ in range(8):\n"
+                                             "    held.append(b'x' * (8 << 20))\n    time.sleep(0.6)\n")
+    done = run(cluster, bin_dir, "condor_submit", "-", env={**GRACE, "DROVER_HTCONDOR_IMAGE_SIZE_S": "1"},
+               stdin="executable = /usr/bin/python3\narguments = grow.py\nlog = grow.log\nqueue\n")
+    assert done.returncode == 0, done.stderr
+    job = submitted(done.stdout)
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "grow.log") == "All jobs done.\n"
+    events, _ = eventlog.read_events((cluster.workdir / "grow.log").read_text())
+    assert all((e.cluster, e.proc) == (job, 0) for e in events)
+    numbers = [e.number for e in events]
+    assert numbers[:2] == [eventlog.SUBMIT, eventlog.EXECUTE] and numbers[-2:] == [eventlog.IMAGE_SIZE,
+                                                                                     eventlog.TERMINATED]
+    # While it ran: a 006 each time the follower (every second) saw it bigger than at the last.
+    sizes = [int(e.text.split("\n")[0].rsplit(" ", 1)[1]) for e in events[2:-2]]
+    assert set(numbers[2:-2]) == {eventlog.IMAGE_SIZE} and len(sizes) >= 2, numbers
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0] + 8 * 1024, sizes

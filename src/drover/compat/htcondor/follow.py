@@ -3,6 +3,11 @@ submits, that turns the cluster's Drover events into HTCondor's events in the lo
 submit file named, and brings the files a sandboxed job staged out back to its initialdir (as
 HTCondor's shadow does on the submit side). It ends once the job has ended.
 
+While procs run, it reads what their nodes measure (the job's live samples) every
+IMAGE_SIZE_ENV seconds (300 by default, as often as HTCondor's starter updates its shadow) and
+writes a 006 image size event for each proc whose memory changed since the last one, as
+HTCondor's shadow does; the last 006 comes with the termination, from the attempt's own record.
+
 Why a process of the user's: root never opens, creates or follows a path a user chose
 (docs/security.md), and HTCondor's log is such a path. The follower runs with the submitter's
 own uid, so the kernel checks each open against the submitter's rights, on a personal cluster
@@ -18,6 +23,7 @@ Protocol: condor_submit writes one JSON object on its stdin, then closes it:
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -31,6 +37,8 @@ from drover.core.errors import DroverError
 GRACE_ENV = "DROVER_HTCONDOR_FOLLOW_GRACE_S"
 DEFAULT_GRACE_S = 300.0  # how long an unreachable cluster is waited for before the follower gives up
 WAIT_S = 20  # each long poll of the cluster's events
+IMAGE_SIZE_ENV = "DROVER_HTCONDOR_IMAGE_SIZE_S"
+DEFAULT_IMAGE_SIZE_S = 300.0  # HTCondor's STARTER_UPDATE_INTERVAL: its 006 events come at most this often
 ENDED = ("completed", "failed", "timed_out", "out_of_memory", "cancelled")
 
 
@@ -44,6 +52,7 @@ class ProcState:
     failure: str | None = None
     lost: bool = False
     running: bool = False
+    sizes: tuple[int, int] | None = None  # (peak, resident) KiB of the last 006 written while running
 
 
 @dataclass
@@ -59,6 +68,8 @@ class Follower:
     refused: set[str] = field(default_factory=set)  # logs that could not be written
     after: int = 0
     done: bool = False
+    image_size_s: float = DEFAULT_IMAGE_SIZE_S
+    sample_due: float | None = None  # time.monotonic() of the next look at the running procs' memory
 
     def write(self, proc: int, text: str) -> None:
         """Append to the proc's log; a log the submitter cannot write (any more) is given up,
@@ -103,6 +114,8 @@ class Follower:
             state.lost = False
         elif kind == "started":
             state.running = True
+            if self.sample_due is None:
+                self.sample_due = time.monotonic() + self.image_size_s
             if self.staged_in:
                 self.write(proc, eventlog.file_transfer(c, proc, when, eventlog.TRANSFER_INPUT_STARTED))
                 self.write(proc, eventlog.file_transfer(c, proc, when, eventlog.TRANSFER_INPUT_FINISHED))
@@ -126,6 +139,7 @@ class Follower:
             self.write(proc, eventlog.shadow_exception(c, proc, when, f"Job lost its node {state.node}"))
         elif kind == "requeued":
             state.running = False
+            state.sizes = None
             if not state.lost:
                 self.write(proc, eventlog.evicted(c, proc, when, "the job ended to be run again (requeued)"))
         elif kind == "cancelled":
@@ -134,6 +148,33 @@ class Follower:
         elif kind in ENDED:
             state.ended = True
             self._terminated(client, proc, state, when)
+
+    def sample(self, client: Any) -> None:
+        """A 006 for each running proc whose memory changed since its last one; the next look
+        in image_size_s, while any proc runs."""
+        self.sample_due = None
+        running = {proc for proc, state in self.procs.items() if state.running and not state.ended}
+        if not running:
+            return
+        self.sample_due = time.monotonic() + self.image_size_s
+        try:
+            samples = client.samples(self.cluster).attempts
+        except DroverError:  # the sizes are a nicety: looked at again next time
+            return
+        for attempt in samples:
+            state = self.procs.get(attempt.task)
+            if attempt.task not in running or state is None:
+                continue
+            sizes = (max(attempt.peak_bytes, attempt.latest.rss_bytes) // 1024, attempt.latest.rss_bytes // 1024)
+            if sizes != state.sizes:
+                state.sizes = sizes
+                self.write(attempt.task, eventlog.image_size(self.cluster, attempt.task, attempt.latest.at, *sizes))
+
+    def wait_s(self) -> int:
+        """How long the next long poll may wait: until the next look at the procs' memory."""
+        if self.sample_due is None:
+            return WAIT_S
+        return max(1, min(WAIT_S, math.ceil(self.sample_due - time.monotonic())))
 
     def _terminated(self, client: Any, proc: int, state: ProcState, when: float) -> None:
         c = self.cluster
@@ -181,11 +222,13 @@ def run(follower: Follower, grace_s: float) -> int:
         try:
             with Client(timeout_s=WAIT_S + 30) as client:
                 while not follower.done:
-                    events = client.events(job_id=follower.cluster, after=follower.after, wait_s=WAIT_S)
+                    events = client.events(job_id=follower.cluster, after=follower.after, wait_s=follower.wait_s())
                     unreachable_since = None
                     for event in events:
                         follower.handle(client, event)
                         follower.after = event.seq
+                    if follower.sample_due is not None and time.monotonic() >= follower.sample_due:
+                        follower.sample(client)
         except Unreachable:
             unreachable_since = unreachable_since or time.monotonic()
             if time.monotonic() - unreachable_since > grace_s:
@@ -209,11 +252,16 @@ def main() -> int:
         request=eventlog.Request(int(request.get("cpus", 1)), int(request.get("memory_mb", 0)),
                                  int(request.get("disk_kb", 0)), int(request.get("gpus", 0))),
         procs={int(k): ProcState(held=bool(spec.get("held"))) for k in spec.get("iwds", {})})
+    follower.image_size_s = _seconds(IMAGE_SIZE_ENV, DEFAULT_IMAGE_SIZE_S)
+    return run(follower, _seconds(GRACE_ENV, DEFAULT_GRACE_S))
+
+
+def _seconds(name: str, default: float) -> float:
     try:
-        grace = float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S))
+        value = float(os.environ.get(name, default))
     except ValueError:
-        grace = DEFAULT_GRACE_S
-    return run(follower, grace)
+        return default
+    return value if math.isfinite(value) and value > 0 else default
 
 
 if __name__ == "__main__":
