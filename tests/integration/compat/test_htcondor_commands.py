@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.compat_install import install, run
@@ -338,3 +339,60 @@ def test_a_job_whose_memory_grows_gets_an_image_size_event_each_time_it_is_seen_
     sizes = [int(e.text.split("\n")[0].rsplit(" ", 1)[1]) for e in events[2:-2]]
     assert set(numbers[2:-2]) == {eventlog.IMAGE_SIZE} and len(sizes) >= 2, numbers
     assert sizes == sorted(sizes) and sizes[-1] > sizes[0] + 8 * 1024, sizes
+
+
+def _followers(uid: int) -> list[psutil.Process]:
+    """The user's event log followers."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.uids().real == uid and "drover.compat.htcondor.follow" in process.cmdline():
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_one_event_log_follower_per_user_follows_every_submit_and_ends_when_all_have_ended(
+        system_cluster: SystemCluster, users: tuple[str, str]) -> None:
+    user = users[0]
+    entry = pwd.getpwnam(user)
+    work = Path(entry.pw_dir) / "condor"
+    work.mkdir(mode=0o700)
+    os.chown(work, entry.pw_uid, entry.pw_gid)
+    bin_dir = system_cluster.root / "bin-condor"
+    system_cluster.as_root("compat", "install", str(bin_dir))
+
+    def as_user(*argv: str, stdin: str | None = None) -> str:
+        done = system_cluster.run_as(user, str(bin_dir / argv[0]), *argv[1:], input=stdin, cwd=work, env=GRACE)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        return done.stdout
+
+    try:
+        first = submitted(as_user("condor_submit", "-", stdin="executable = /bin/sleep\narguments = 300\n"
+                                  "log = first.log\nqueue\n"))
+        wait_until(lambda: "Job executing on host" in (work / "first.log").read_text(),
+                   describe="the first cluster followed")
+        (follower,) = _followers(entry.pw_uid)
+        second = submitted(as_user("condor_submit", "-", stdin="executable = /bin/true\nhold = true\n"
+                                   "log = second.log\nqueue 2\n"))
+        assert _followers(entry.pw_uid) == [follower]  # the second submit's cluster went to the running one
+        assert as_user("condor_release", str(second)) == f"All jobs in cluster {second} have been released\n"
+        assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
+        assert _followers(entry.pw_uid) == [follower]
+        assert as_user("condor_rm", str(first)) == f"All jobs in cluster {first} have been marked for removal\n"
+        assert as_user("condor_wait", "-wait", "60", "first.log") == "All jobs done.\n"
+        wait_until(lambda: not _followers(entry.pw_uid), describe="the follower to end with nothing left to follow")
+    finally:
+        for process in _followers(entry.pw_uid):
+            process.kill()
+    logs = {}
+    for name in ("first", "second"):
+        events, rest = eventlog.read_events((work / f"{name}.log").read_text())
+        assert rest == ""
+        logs[name] = [(e.cluster, e.proc, e.number) for e in events]
+    assert logs["first"] == [(first, 0, eventlog.SUBMIT), (first, 0, eventlog.EXECUTE), (first, 0, eventlog.ABORTED)]
+    for proc in (0, 1):
+        assert [n for c, p, n in logs["second"] if (c, p) == (second, proc)] == [
+            eventlog.SUBMIT, eventlog.HELD, eventlog.RELEASED, eventlog.EXECUTE, eventlog.IMAGE_SIZE,
+            eventlog.TERMINATED]

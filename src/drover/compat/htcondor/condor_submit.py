@@ -11,11 +11,11 @@ starts when the file names a log or transfers files back.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 from drover.compat.htcondor import eventlog
 from drover.compat.htcondor.common import (
@@ -127,8 +127,8 @@ def _main(argv: list[str]) -> int:
         if most is not None and (not (most.value or "").isdigit() or count > int(most.value or 0)):
             raise BadRequest(f"ERROR: Number of submitted jobs would exceed -maxjobs ({most.value})")
         clusters = client.submit([plan.job for plan in plans])
-    for plan, cluster in zip(plans, clusters, strict=True):
-        _log_submission(plan, cluster)
+    requests = [_log_submission(plan, cluster) for plan, cluster in zip(plans, clusters, strict=True)]
+    _hand_over([r for r in requests if r is not None])
     if last(given, "terse") is not None:
         for plan, cluster in zip(plans, clusters, strict=True):
             print(f"{cluster}.{plan.procs[0].process} - {cluster}.{plan.procs[-1].process}")
@@ -175,8 +175,9 @@ def _approximate(message: str) -> None:
     print(f"WARNING: {message}", file=sys.stderr)
 
 
-def _log_submission(plan: Plan, cluster: int) -> None:
-    """The submit events (and a hold's), here, as the submitter; then the follower for the rest."""
+def _log_submission(plan: Plan, cluster: int) -> dict[str, Any] | None:
+    """The submit events (and a hold's), here, as the submitter; and what the follower needs
+    for the rest (None: nothing to follow)."""
     now = time.time()
     host = schedd_address()
     logs = {p.process: p.log.replace(CLUSTER, str(cluster)) for p in plan.procs if p.log}
@@ -192,19 +193,40 @@ def _log_submission(plan: Plan, cluster: int) -> None:
             logs.pop(process)
             break
     if not logs and not plan.sandbox:
-        return
+        return None
     job = plan.job
-    spec = {"cluster": cluster, "owner": user_name(), "logs": {str(k): v for k, v in logs.items()},
+    return {"cluster": cluster, "owner": user_name(), "logs": {str(k): v for k, v in logs.items()},
             "iwds": {str(p.process): p.iwd.replace(CLUSTER, str(cluster)) for p in plan.procs},
             "sandbox": plan.sandbox, "staged_in": plan.staged_in, "held": held,
             "request": {"cpus": job.get("cpus", 1), "memory_mb": job.get("memory_mib", 0),
                         "disk_kb": plan.extras.get("disk", 0), "gpus": _gpus(job.get("gres", []))}}
-    follower = subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow"], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                cwd="/", close_fds=True)
-    assert follower.stdin is not None
-    follower.stdin.write(json.dumps(spec).encode())
-    follower.stdin.close()
+
+
+def _hand_over(requests: list[dict[str, Any]]) -> None:
+    """The clusters to the user's event log follower for this cluster: the one that runs, else
+    one started here, holding the lock this took (handoff.py says why no request is lost)."""
+    if not requests:
+        return
+    from drover.compat.htcondor import handoff
+    from drover.config import api_socket
+
+    try:
+        path = handoff.directory(api_socket())
+        for request in requests:
+            handoff.put(path, str(request["cluster"]), request)
+        fd = handoff.lock_file(path)
+    except OSError as error:
+        print(f"\nWARNING: the job event log will not be written past the submit: {error}", file=sys.stderr)
+        return
+    try:
+        if handoff.try_lock(fd):
+            subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow", path, str(fd)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True, cwd="/", close_fds=True, pass_fds=(fd,))
+    except OSError as error:  # the request stays: the next condor_submit's follower takes it
+        print(f"\nWARNING: the job event log follower could not be started: {error}", file=sys.stderr)
+    finally:
+        os.close(fd)  # the follower holds the lock through its own copy
 
 
 def _gpus(gres: list[str]) -> int:

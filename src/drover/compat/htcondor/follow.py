@@ -1,7 +1,9 @@
 """The job event log's follower: a small process, started by condor_submit as the user who
-submits, that turns the cluster's Drover events into HTCondor's events in the log file(s) the
+submits, that turns each cluster's Drover events into HTCondor's events in the log file(s) the
 submit file named, and brings the files a sandboxed job staged out back to its initialdir (as
-HTCondor's shadow does on the submit side). It ends once the job has ended.
+HTCondor's shadow does on the submit side). One runs per user and cluster: the next
+condor_submits hand their clusters to it (handoff.py), and it follows each in a thread of its
+own; it ends once every cluster it took has ended and no request waits.
 
 While procs run, it reads what their nodes measure (the job's live samples) every
 IMAGE_SIZE_ENV seconds (300 by default, as often as HTCondor's starter updates its shadow) and
@@ -14,7 +16,8 @@ own uid, so the kernel checks each open against the submitter's rights, on a per
 and on a shared one alike; it reads the cluster as any client does, and nothing of the cluster
 waits on it.
 
-Protocol: condor_submit writes one JSON object on its stdin, then closes it:
+Started as `python -m drover.compat.htcondor.follow DIRECTORY LOCK_FD`, holding the
+directory's lock through LOCK_FD. Each request in the directory is one JSON object:
     {"cluster": 12, "owner": "ann", "logs": {"0": "/home/ann/x.log"}, "iwds": {"0": "/home/ann"},
      "sandbox": false, "staged_in": false, "request": {"cpus": 1, "memory_mb": 128, "disk_kb": 0,
      "gpus": 0}}
@@ -22,11 +25,11 @@ Protocol: condor_submit writes one JSON object on its stdin, then closes it:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +41,7 @@ GRACE_ENV = "DROVER_HTCONDOR_FOLLOW_GRACE_S"
 DEFAULT_GRACE_S = 300.0  # how long an unreachable cluster is waited for before the follower gives up
 WAIT_S = 20  # each long poll of the cluster's events
 IMAGE_SIZE_ENV = "DROVER_HTCONDOR_IMAGE_SIZE_S"
+LOOK_S = 0.5  # how often the directory is looked at for the next condor_submits' requests
 DEFAULT_IMAGE_SIZE_S = 300.0  # HTCondor's STARTER_UPDATE_INTERVAL: its 006 events come at most this often
 ENDED = ("completed", "failed", "timed_out", "out_of_memory", "cancelled")
 
@@ -239,21 +243,53 @@ def run(follower: Follower, grace_s: float) -> int:
     return 0
 
 
-def main() -> int:
-    spec = json.loads(sys.stdin.read())
-    sys.stdin.close()
-    os.chdir("/")
+def follower_of(spec: dict[str, Any]) -> Follower:
     request = spec.get("request", {})
-    follower = Follower(
+    return Follower(
         cluster=int(spec["cluster"]), owner=str(spec["owner"]),
         logs={int(k): str(v) for k, v in spec.get("logs", {}).items() if v},
         iwds={int(k): str(v) for k, v in spec.get("iwds", {}).items()},
         sandbox=bool(spec.get("sandbox")), staged_in=bool(spec.get("staged_in")),
         request=eventlog.Request(int(request.get("cpus", 1)), int(request.get("memory_mb", 0)),
                                  int(request.get("disk_kb", 0)), int(request.get("gpus", 0))),
-        procs={int(k): ProcState(held=bool(spec.get("held"))) for k in spec.get("iwds", {})})
-    follower.image_size_s = _seconds(IMAGE_SIZE_ENV, DEFAULT_IMAGE_SIZE_S)
-    return run(follower, _seconds(GRACE_ENV, DEFAULT_GRACE_S))
+        procs={int(k): ProcState(held=bool(spec.get("held"))) for k in spec.get("iwds", {})},
+        image_size_s=_seconds(IMAGE_SIZE_ENV, DEFAULT_IMAGE_SIZE_S))
+
+
+def serve(path: str, lock: int, look_s: float = LOOK_S, follow: Callable[[Follower, float], int] = run) -> int:
+    """Take the requests of the directory at `path` while holding its lock, each cluster
+    followed in a thread; release the lock once none is left to follow (handoff.py's order)."""
+    import threading
+
+    from drover.compat.htcondor import handoff
+
+    grace = _seconds(GRACE_ENV, DEFAULT_GRACE_S)
+    following: list[threading.Thread] = []
+    while True:
+        for spec in handoff.take(path):
+            try:
+                follower = follower_of(spec)
+            except (KeyError, TypeError, ValueError):
+                continue  # not a request condor_submit wrote
+            thread = threading.Thread(target=follow, args=(follower, grace), name=f"cluster {follower.cluster}",
+                                      daemon=True)
+            thread.start()
+            following.append(thread)
+        following = [t for t in following if t.is_alive()]
+        if following:
+            time.sleep(look_s)
+            continue
+        handoff.unlock(lock)
+        if not handoff.pending(path) or not handoff.try_lock(lock):
+            return 0  # nothing waits, or another follower took the lock and what waits
+
+
+def main() -> int:
+    os.chdir("/")
+    if len(sys.argv) != 3 or not sys.argv[2].isdigit():
+        print("usage: python -m drover.compat.htcondor.follow DIRECTORY LOCK_FD", file=sys.stderr)
+        return 2
+    return serve(sys.argv[1], int(sys.argv[2]))
 
 
 def _seconds(name: str, default: float) -> float:
