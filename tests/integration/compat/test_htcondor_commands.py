@@ -10,6 +10,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.wait import wait_until
 
 from drover.compat.htcondor import eventlog
+from drover.config import pointer_dirs
 
 GRACE = {"DROVER_HTCONDOR_FOLLOW_GRACE_S": "3"}
 
@@ -386,6 +388,8 @@ def test_one_event_log_follower_per_user_follows_every_submit_and_ends_when_all_
     finally:
         for process in _followers(entry.pw_uid):
             process.kill()
+        for base in pointer_dirs(entry.pw_uid):  # the hand-over directory made for the user
+            shutil.rmtree(os.path.join(base, "htcondor-follow"), ignore_errors=True)
     logs = {}
     for name in ("first", "second"):
         events, rest = eventlog.read_events((work / f"{name}.log").read_text())

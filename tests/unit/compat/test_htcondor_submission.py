@@ -177,3 +177,16 @@ def test_gpus_and_requirements_that_differ_split_too_and_a_uniform_submit_does_n
                 "requirements = Memory > 1024\nqueue 2\n", nodes=nodes)
     assert [(p.job.get("gres"), p.job.get("array")) for p in got] == [(["gpu:1"], None), (None, "1-2")]
     assert len(plans("executable = /bin/true\nrequest_cpus = 2\nqueue 2\nqueue 2\n")) == 1
+
+
+def test_condor_q_shows_each_proc_of_a_later_cluster_its_own_arguments() -> None:
+    from drover.compat.htcondor.jobads import ads
+    from drover.protocol.api import JobInfo
+
+    _, second = plans("executable = /bin/echo\narguments = $(word)\nrequest_cpus = $(n)\n"
+                      "queue n, word from (\n 1, a\n 2, b\n 2, c\n)\n")
+    job = JobInfo(id=13, name="echo", owner="ann", state="pending", submitted_at=1.0, priority=0, cpus=2,
+                  memory_mib=0, time_limit_s=None, array=second.job["array"], task_counts={"pending": 2},
+                  workdir="/home/ann", output="/dev/null", error=None,
+                  options={"comment": second.job["comment"]})
+    assert [(ad["ClusterId"], ad["ProcId"], ad["Args"]) for ad in ads(job)] == [(13, 1, "b"), (13, 2, "c")]

@@ -210,17 +210,18 @@ def _hand_over(requests: list[dict[str, Any]]) -> None:
     from drover.compat.htcondor import handoff
     from drover.config import api_socket
 
+    tag = handoff.tag(api_socket())
     try:
-        path = handoff.directory(api_socket())
+        path = handoff.directory()
         for request in requests:
-            handoff.put(path, str(request["cluster"]), request)
-        fd = handoff.lock_file(path)
+            handoff.put(path, f"{tag}.{request['cluster']}", request)
+        fd = handoff.lock_file(path, tag)
     except OSError as error:
         print(f"\nWARNING: the job event log will not be written past the submit: {error}", file=sys.stderr)
         return
     try:
         if handoff.try_lock(fd):
-            subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow", path, str(fd)],
+            subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow", path, tag, str(fd)],
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True, cwd="/", close_fds=True, pass_fds=(fd,))
     except OSError as error:  # the request stays: the next condor_submit's follower takes it

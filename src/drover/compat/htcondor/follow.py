@@ -16,8 +16,8 @@ own uid, so the kernel checks each open against the submitter's rights, on a per
 and on a shared one alike; it reads the cluster as any client does, and nothing of the cluster
 waits on it.
 
-Started as `python -m drover.compat.htcondor.follow DIRECTORY LOCK_FD`, holding the
-directory's lock through LOCK_FD. Each request in the directory is one JSON object:
+Started as `python -m drover.compat.htcondor.follow DIRECTORY TAG LOCK_FD`, holding the
+lock of its cluster's TAG through LOCK_FD. Each request in the directory is one JSON object:
     {"cluster": 12, "owner": "ann", "logs": {"0": "/home/ann/x.log"}, "iwds": {"0": "/home/ann"},
      "sandbox": false, "staged_in": false, "request": {"cpus": 1, "memory_mb": 128, "disk_kb": 0,
      "gpus": 0}}
@@ -256,9 +256,11 @@ def follower_of(spec: dict[str, Any]) -> Follower:
         image_size_s=_seconds(IMAGE_SIZE_ENV, DEFAULT_IMAGE_SIZE_S))
 
 
-def serve(path: str, lock: int, look_s: float = LOOK_S, follow: Callable[[Follower, float], int] = run) -> int:
-    """Take the requests of the directory at `path` while holding its lock, each cluster
-    followed in a thread; release the lock once none is left to follow (handoff.py's order)."""
+def serve(path: str, tag: str, lock: int, look_s: float = LOOK_S,
+          follow: Callable[[Follower, float], int] = run) -> int:
+    """Take the requests of `tag` in the directory at `path` while holding its lock, each
+    cluster followed in a thread; release the lock once none is left to follow (handoff.py's
+    order)."""
     import threading
 
     from drover.compat.htcondor import handoff
@@ -266,7 +268,7 @@ def serve(path: str, lock: int, look_s: float = LOOK_S, follow: Callable[[Follow
     grace = _seconds(GRACE_ENV, DEFAULT_GRACE_S)
     following: list[threading.Thread] = []
     while True:
-        for spec in handoff.take(path):
+        for spec in handoff.take(path, tag):
             try:
                 follower = follower_of(spec)
             except (KeyError, TypeError, ValueError):
@@ -280,16 +282,16 @@ def serve(path: str, lock: int, look_s: float = LOOK_S, follow: Callable[[Follow
             time.sleep(look_s)
             continue
         handoff.unlock(lock)
-        if not handoff.pending(path) or not handoff.try_lock(lock):
+        if not handoff.pending(path, tag) or not handoff.try_lock(lock):
             return 0  # nothing waits, or another follower took the lock and what waits
 
 
 def main() -> int:
     os.chdir("/")
-    if len(sys.argv) != 3 or not sys.argv[2].isdigit():
-        print("usage: python -m drover.compat.htcondor.follow DIRECTORY LOCK_FD", file=sys.stderr)
+    if len(sys.argv) != 4 or not sys.argv[3].isdigit():
+        print("usage: python -m drover.compat.htcondor.follow DIRECTORY TAG LOCK_FD", file=sys.stderr)
         return 2
-    return serve(sys.argv[1], int(sys.argv[2]))
+    return serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
 
 
 def _seconds(name: str, default: float) -> float:
