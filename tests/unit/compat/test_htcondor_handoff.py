@@ -50,25 +50,32 @@ def test_requests_are_taken_whole_and_once_and_what_is_not_one_is_dropped(tmp_pa
     assert handoff.pending(str(tmp_path), "t2")
 
 
-def test_one_lock_holder_at_a_time_and_it_is_freed_when_its_holder_lets_go(tmp_path: Path) -> None:
-    first, second = handoff.lock_file(str(tmp_path), "t1"), handoff.lock_file(str(tmp_path), "t1")
-    other = handoff.lock_file(str(tmp_path), "t2")
-    try:
-        assert handoff.try_lock(first)
-        assert not handoff.try_lock(second)  # a follower runs: a submit leaves its request to it
-        assert handoff.try_lock(other)  # another cluster's follower is another lock's
-        handoff.unlock(first)
-        assert handoff.try_lock(second)
-    finally:
-        for fd in (first, second, other):
-            os.close(fd)
+def test_one_lock_holder_at_a_time_and_an_ending_follower_leaves_nothing_behind(tmp_path: Path) -> None:
+    path = str(tmp_path)
+    follower = handoff.claim(path, "t1")
+    assert follower is not None  # no follower ran: the submit starts one with this lock
+    assert handoff.claim(path, "t1") is None  # one runs: a submit leaves its request to it
+    other = handoff.claim(path, "t2")  # another cluster's follower is another lock's
+    assert other is not None
+    early = handoff.lock_file(path, "t1")  # a submit opens the lock file just before the follower ends...
+    assert handoff.retire(path, "t1", follower) is None  # nothing waited: it ends, its lock file gone
+    assert not (tmp_path / "lock.t1").exists()
+    assert handoff.try_lock(early)  # ...and may lock the removed file: claim opens the name again
+    fresh = handoff.claim(path, "t1")
+    assert fresh is not None and (tmp_path / "lock.t1").exists()
+    handoff.put(path, "t1.12", SPEC)  # a request that came while the follower was ending: claimed anew
+    again = handoff.retire(path, "t1", fresh)
+    assert again is not None and handoff.claim(path, "t1") is None
+    for fd in (early, again, other):
+        os.close(fd)
+    assert handoff.claim(path, "t1") is not None  # closed: free
 
 
 def test_the_follower_takes_later_requests_while_it_follows_and_frees_the_lock_when_done(tmp_path: Path) -> None:
     path = str(tmp_path)
     handoff.put(path, "t1.12", SPEC)
-    lock = handoff.lock_file(path, "t1")
-    assert handoff.try_lock(lock)
+    lock = handoff.claim(path, "t1")
+    assert lock is not None
     followed: list[tuple[int, int]] = []
     release = threading.Event()
 
@@ -81,16 +88,11 @@ def test_the_follower_takes_later_requests_while_it_follows_and_frees_the_lock_w
     server = threading.Thread(target=follow.serve, args=(path, "t1", lock, 0.01, fake))
     server.start()
     try:
-        other = handoff.lock_file(path, "t1")
-        assert not handoff.try_lock(other)  # held by the running follower: no second one
         handoff.put(path, "t1.13", {**SPEC, "cluster": 13, "request": {"cpus": 1}})
-        os.close(other)
+        assert handoff.claim(path, "t1") is None  # held by the running follower: no second one
         wait_until(lambda: len(followed) == 2, timeout=10, describe="the later request taken by the same follower")
     finally:
         release.set()
         server.join(10)
     assert not server.is_alive() and followed == [(12, 2), (13, 1)]
-    free = handoff.lock_file(path, "t1")
-    assert handoff.try_lock(free)  # it let go when nothing was left
-    os.close(free)
-    os.close(lock)
+    assert os.listdir(path) == []  # it let go when nothing was left, and left nothing behind

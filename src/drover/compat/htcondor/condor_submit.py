@@ -215,15 +215,16 @@ def _hand_over(requests: list[dict[str, Any]]) -> None:
         path = handoff.directory()
         for request in requests:
             handoff.put(path, f"{tag}.{request['cluster']}", request)
-        fd = handoff.lock_file(path, tag)
+        fd = handoff.claim(path, tag)
     except OSError as error:
         print(f"\nWARNING: the job event log will not be written past the submit: {error}", file=sys.stderr)
         return
+    if fd is None:
+        return  # the running follower takes them
     try:
-        if handoff.try_lock(fd):
-            subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow", path, tag, str(fd)],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True, cwd="/", close_fds=True, pass_fds=(fd,))
+        subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow", path, tag, str(fd)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, cwd="/", close_fds=True, pass_fds=(fd,))
     except OSError as error:  # the request stays: the next condor_submit's follower takes it
         print(f"\nWARNING: the job event log follower could not be started: {error}", file=sys.stderr)
     finally:

@@ -259,8 +259,7 @@ def follower_of(spec: dict[str, Any]) -> Follower:
 def serve(path: str, tag: str, lock: int, look_s: float = LOOK_S,
           follow: Callable[[Follower, float], int] = run) -> int:
     """Take the requests of `tag` in the directory at `path` while holding its lock, each
-    cluster followed in a thread; release the lock once none is left to follow (handoff.py's
-    order)."""
+    cluster followed in a thread; retire once none is left to follow (handoff.py's order)."""
     import threading
 
     from drover.compat.htcondor import handoff
@@ -281,9 +280,10 @@ def serve(path: str, tag: str, lock: int, look_s: float = LOOK_S,
         if following:
             time.sleep(look_s)
             continue
-        handoff.unlock(lock)
-        if not handoff.pending(path, tag) or not handoff.try_lock(lock):
-            return 0  # nothing waits, or another follower took the lock and what waits
+        again = handoff.retire(path, tag, lock)
+        if again is None:
+            return 0  # nothing waits, or a new follower will take what waits
+        lock = again
 
 
 def main() -> int:

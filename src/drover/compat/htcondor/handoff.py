@@ -7,17 +7,21 @@ no one else can put a request or a link there). Each cluster the user talks to h
 (a hash of its address): condor_submit writes one request file per submitted cluster, TAG.C.json
 (written whole under a dot name, then renamed), and the running follower of that tag takes them.
 The lock file lock.TAG says whether that follower runs: it holds an exclusive flock on it for as
-long as it may take requests (the kernel drops it when the follower dies). The lock file stays
-(removing it would let a submit lock a file no follower will ever look at again), one empty file
-per cluster the user ever talked to.
+long as it may take requests (the kernel drops it when the follower dies), and removes it when
+it ends, so nothing is left behind. A lock taken is only good while its file is still the one
+named lock.TAG (a submit may open the file just before an ending follower removes it): one that
+is not is let go and the name opened again.
 
 The order of steps makes every request taken by exactly one follower:
-- condor_submit writes its request, then tries the lock. Held: the running follower will see the
-  request. Free: condor_submit takes it and starts a follower that inherits it (the lock is never
-  free between the look and the new follower's start, so two submits cannot both start one).
-- a follower with nothing left to follow releases the lock, then looks at the directory once
-  more: a request written before that look is taken by taking the lock again (or, if another
-  follower took it meanwhile, left to that one); one written after it finds the lock free.
+- condor_submit writes its request, then tries the lock (claim). Held, by the file still named
+  lock.TAG: its follower had not yet removed it, so it will look at the directory after the
+  request was written. Free: condor_submit takes it and starts a follower that inherits it (the
+  lock is never free between the look and the new follower's start, so two submits cannot both
+  start one).
+- a follower with nothing left to follow removes lock.TAG, still holding its lock, then looks at
+  the directory once more (retire): a request written before that look is taken by claiming the
+  lock anew (or, if a submit did first, left to the follower it starts); a submit that writes one
+  after it finds no lock.TAG, or the removed one, and makes a new one.
 """
 
 from __future__ import annotations
@@ -73,7 +77,44 @@ def put(path: str, name: str, request: dict[str, Any]) -> None:
 
 
 def lock_file(path: str, tag: str) -> int:
-    return os.open(os.path.join(path, f"{LOCK}.{tag}"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    return os.open(_lock_path(path, tag), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def claim(path: str, tag: str) -> int | None:
+    """The lock of `tag`, held (its descriptor), when no follower holds it; None when one does
+    and will take what was written before this."""
+    while True:
+        fd = lock_file(path, tag)
+        locked = try_lock(fd)
+        if _is_named(fd, path, tag):
+            if locked:
+                return fd
+            os.close(fd)
+            return None
+        os.close(fd)  # removed by an ending follower since it was opened: the name again
+
+
+def retire(path: str, tag: str, fd: int) -> int | None:
+    """The follower holding `fd` has nothing left to follow: remove the lock file, then look
+    once more. None: nothing waits (or another holder will take it); else the lock claimed anew."""
+    os.unlink(_lock_path(path, tag))
+    try:
+        return claim(path, tag) if pending(path, tag) else None
+    finally:
+        os.close(fd)
+
+
+def _lock_path(path: str, tag: str) -> str:
+    return os.path.join(path, f"{LOCK}.{tag}")
+
+
+def _is_named(fd: int, path: str, tag: str) -> bool:
+    try:
+        named = os.stat(_lock_path(path, tag), follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def try_lock(fd: int) -> bool:
@@ -82,10 +123,6 @@ def try_lock(fd: int) -> bool:
     except BlockingIOError:
         return False
     return True
-
-
-def unlock(fd: int) -> None:
-    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def pending(path: str, tag: str) -> bool:
