@@ -97,7 +97,10 @@ def claim(path: str, tag: str) -> int | None:
 def retire(path: str, tag: str, fd: int) -> int | None:
     """The follower holding `fd` has nothing left to follow: remove the lock file, then look
     once more. None: nothing waits (or another holder will take it); else the lock claimed anew."""
-    os.unlink(_lock_path(path, tag))
+    try:
+        os.unlink(_lock_path(path, tag))
+    except FileNotFoundError:  # removed by hand: the look below is what matters
+        pass
     try:
         return claim(path, tag) if pending(path, tag) else None
     finally:
