@@ -10,15 +10,20 @@ import json
 import os
 import pwd
 import re
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.compat_install import install, run
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.wait import wait_until
+
+from drover.compat.htcondor import eventlog
+from drover.config import pointer_dirs
 
 GRACE = {"DROVER_HTCONDOR_FOLLOW_GRACE_S": "3"}
 
@@ -244,3 +249,154 @@ def test_command_line_values_append_queue_terse_and_condor_wait_for_one_job_or_a
         1, "ERROR: -queue argument conflicts with queue statement in submit file")
     condor(cluster, bin_dir, "condor_rm", str(second))
     assert condor(cluster, bin_dir, "condor_wait", "-wait", "30", "plain.log") == "All jobs done.\n"
+
+
+SPLIT = """\
+# procs 0 and 1 ask for one CPU, proc 2 for two: two clusters, the procs keeping their numbers
+executable = /bin/sh
+arguments = "-c 'echo $(Process) $(n) $DROVER_ARRAY_TASK_ID > split.$(Process).out; while [ ! -e go ]; do sleep 0.2; done'"
+log = split.log
+request_cpus = $(n)
+queue n from (
+1
+1
+2
+)
+"""
+
+
+def test_procs_whose_requests_differ_are_one_cluster_per_request_run_and_removed_by_cluster(
+        cluster: LocalCluster) -> None:
+    bin_dir = install(cluster)
+    (cluster.workdir / "split.sub").write_text(SPLIT)
+    out = condor(cluster, bin_dir, "condor_submit", "split.sub")
+    lines = out.splitlines()
+    assert lines[0] == "Submitting job(s)..." and len(lines) == 3, out
+    counts = [re.fullmatch(r"(\d+) job\(s\) submitted to cluster (\d+)\.", line) for line in lines[1:]]
+    assert all(m is not None for m in counts), out
+    (n_ones, ones), (n_twos, twos) = [(int(m.group(1)), int(m.group(2))) for m in counts if m is not None]
+    assert (n_ones, n_twos) == (2, 1) and twos > ones
+    client = cluster.client()
+    assert [(j.cpus, j.array) for j in (client.job(ones), client.job(twos))] == [(1, "0-1"), (2, "2")]
+    # The two one-CPU procs fill the node; the two-CPU one waits.
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", "-af:j", "JobStatus", "RequestCpus") ==
+               f"{ones}.0 2 1\n{ones}.1 2 1\n{twos}.2 1 2\n", describe="cluster 1 running, cluster 2 idle")
+    assert condor(cluster, bin_dir, "condor_rm", str(ones)) == f"All jobs in cluster {ones} have been marked for " \
+                                                               "removal\n"
+    wait_until(lambda: condor(cluster, bin_dir, "condor_q", "-af:j", "JobStatus") == f"{twos}.2 2\n",
+               describe="the two-CPU proc to run once the others are removed")
+    (cluster.workdir / "go").touch()
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "split.log") == "All jobs done.\n"
+    assert [(cluster.workdir / f"split.{p}.out").read_text() for p in (0, 1, 2)] == ["0 1 0\n", "1 1 1\n",
+                                                                                      "2 2 2\n"]
+    history = condor(cluster, bin_dir, "condor_history", "-constraint", f"ClusterId >= {ones}", "-af:j", "JobStatus",
+                     "RequestCpus")
+    assert history.splitlines() == [f"{twos}.2 4 2", f"{ones}.1 3 1", f"{ones}.0 3 1"]
+    events, rest = eventlog.read_events((cluster.workdir / "split.log").read_text())
+    assert rest == ""
+
+    def of(cluster_id: int, proc: int) -> list[int]:
+        return [e.number for e in events if (e.cluster, e.proc) == (cluster_id, proc)]
+
+    assert of(ones, 0) == of(ones, 1) == [eventlog.SUBMIT, eventlog.EXECUTE, eventlog.ABORTED]
+    assert of(twos, 2) == [eventlog.SUBMIT, eventlog.EXECUTE, eventlog.IMAGE_SIZE, eventlog.TERMINATED]
+    assert re.search(r"\n\t   Cpus +: +\S+ +2 +2 \n", (cluster.workdir / "split.log").read_text())  # its own request
+    # -terse: each cluster's range; condor_rm takes both clusters
+    terse = condor(cluster, bin_dir, "condor_submit", "-terse", "-", stdin=(
+        "executable = /bin/true\nhold = true\nrequest_cpus = 1\nqueue\nrequest_cpus = 2\nqueue 2\n"))
+    match = re.fullmatch(r"(\d+)\.0 - (\d+)\.0\n(\d+)\.1 - (\d+)\.2\n", terse)
+    assert match is not None and match.group(1) == match.group(2) and match.group(3) == match.group(4), terse
+    first, second = int(match.group(1)), int(match.group(3))
+    assert condor(cluster, bin_dir, "condor_rm", str(first), str(second)) == (
+        f"All jobs in cluster {first} have been marked for removal\n"
+        f"All jobs in cluster {second} have been marked for removal\n")
+    refused = run(cluster, bin_dir, "condor_submit", "-single-cluster", "-", stdin=(
+        "executable = /bin/true\nrequest_cpus = 1\nqueue\nrequest_cpus = 2\nqueue\n"), env=GRACE)
+    assert refused.returncode == 1 and "-single-cluster: the procs' requests differ" in refused.stderr
+
+
+@pytest.fixture
+def sampled_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """A personal cluster whose node samples its jobs' memory twice a second."""
+    yield from serve(request, LocalCluster(config_toml="[execd]\nsample_s = 0.5\n"))
+
+
+def test_a_job_whose_memory_grows_gets_an_image_size_event_each_time_it_is_seen_grown(
+        sampled_cluster: LocalCluster) -> None:
+    cluster = sampled_cluster
+    bin_dir = install(cluster)
+    (cluster.workdir / "grow.py").write_text("import time\nheld = []\nfor _ in range(8):\n"
+                                             "    held.append(b'x' * (8 << 20))\n    time.sleep(0.6)\n")
+    done = run(cluster, bin_dir, "condor_submit", "-", env={**GRACE, "DROVER_HTCONDOR_IMAGE_SIZE_S": "1"},
+               stdin="executable = /usr/bin/python3\narguments = grow.py\nlog = grow.log\nqueue\n")
+    assert done.returncode == 0, done.stderr
+    job = submitted(done.stdout)
+    assert condor(cluster, bin_dir, "condor_wait", "-wait", "60", "grow.log") == "All jobs done.\n"
+    events, _ = eventlog.read_events((cluster.workdir / "grow.log").read_text())
+    assert all((e.cluster, e.proc) == (job, 0) for e in events)
+    numbers = [e.number for e in events]
+    assert numbers[:2] == [eventlog.SUBMIT, eventlog.EXECUTE] and numbers[-2:] == [eventlog.IMAGE_SIZE,
+                                                                                     eventlog.TERMINATED]
+    # While it ran: a 006 each time the follower (every second) saw it bigger than at the last.
+    sizes = [int(e.text.split("\n")[0].rsplit(" ", 1)[1]) for e in events[2:-2]]
+    assert set(numbers[2:-2]) == {eventlog.IMAGE_SIZE} and len(sizes) >= 2, numbers
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0] + 8 * 1024, sizes
+
+
+def _followers(uid: int) -> list[psutil.Process]:
+    """The user's event log followers."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.uids().real == uid and "drover.compat.htcondor.follow" in process.cmdline():
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_one_event_log_follower_per_user_follows_every_submit_and_ends_when_all_have_ended(
+        system_cluster: SystemCluster, users: tuple[str, str]) -> None:
+    user = users[0]
+    entry = pwd.getpwnam(user)
+    work = Path(entry.pw_dir) / "condor"
+    work.mkdir(mode=0o700)
+    os.chown(work, entry.pw_uid, entry.pw_gid)
+    bin_dir = system_cluster.root / "bin-condor"
+    system_cluster.as_root("compat", "install", str(bin_dir))
+
+    def as_user(*argv: str, stdin: str | None = None) -> str:
+        done = system_cluster.run_as(user, str(bin_dir / argv[0]), *argv[1:], input=stdin, cwd=work, env=GRACE)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        return done.stdout
+
+    try:
+        first = submitted(as_user("condor_submit", "-", stdin="executable = /bin/sleep\narguments = 300\n"
+                                  "log = first.log\nqueue\n"))
+        wait_until(lambda: "Job executing on host" in (work / "first.log").read_text(),
+                   describe="the first cluster followed")
+        (follower,) = _followers(entry.pw_uid)
+        second = submitted(as_user("condor_submit", "-", stdin="executable = /bin/true\nhold = true\n"
+                                   "log = second.log\nqueue 2\n"))
+        assert _followers(entry.pw_uid) == [follower]  # the second submit's cluster went to the running one
+        assert as_user("condor_release", str(second)) == f"All jobs in cluster {second} have been released\n"
+        assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
+        assert _followers(entry.pw_uid) == [follower]
+        assert as_user("condor_rm", str(first)) == f"All jobs in cluster {first} have been marked for removal\n"
+        assert as_user("condor_wait", "-wait", "60", "first.log") == "All jobs done.\n"
+        wait_until(lambda: not _followers(entry.pw_uid), describe="the follower to end with nothing left to follow")
+    finally:
+        for process in _followers(entry.pw_uid):
+            process.kill()
+        for base in pointer_dirs(entry.pw_uid):  # the hand-over directory made for the user
+            shutil.rmtree(os.path.join(base, "htcondor-follow"), ignore_errors=True)
+    logs = {}
+    for name in ("first", "second"):
+        events, rest = eventlog.read_events((work / f"{name}.log").read_text())
+        assert rest == ""
+        logs[name] = [(e.cluster, e.proc, e.number) for e in events]
+    assert logs["first"] == [(first, 0, eventlog.SUBMIT), (first, 0, eventlog.EXECUTE), (first, 0, eventlog.ABORTED)]
+    for proc in (0, 1):
+        assert [n for c, p, n in logs["second"] if (c, p) == (second, proc)] == [
+            eventlog.SUBMIT, eventlog.HELD, eventlog.RELEASED, eventlog.EXECUTE, eventlog.IMAGE_SIZE,
+            eventlog.TERMINATED]

@@ -11,7 +11,7 @@ from typing import Any
 
 from drover.compat.htcondor import eventlog
 from drover.compat.htcondor.follow import Follower, ProcState
-from drover.protocol.api import AttemptInfo, TaskInfo, Usage
+from drover.protocol.api import AttemptInfo, AttemptSamples, JobSamples, SampleInfo, TaskInfo, Usage
 
 
 @dataclass
@@ -122,3 +122,37 @@ def test_a_log_that_cannot_be_written_is_given_up_without_stopping_the_rest(tmp_
     follower, (_, second) = follow(tmp_path, [*run_to_end(0), *run_to_end(1)], procs=2)
     assert follower.refused == {str(tmp_path / "p0.log")}
     assert [n for n, _ in second] == [eventlog.EXECUTE, eventlog.IMAGE_SIZE, eventlog.TERMINATED]
+
+
+class SampledClient(FakeClient):
+    """A running proc whose memory grows, then stays, as its node samples it."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.rss_mib = [8, 40, 40]
+
+    def samples(self, job_id: int) -> JobSamples:
+        rss = self.rss_mib.pop(0) << 20
+        latest = SampleInfo(at=1795800100.0, memory_bytes=rss, rss_bytes=rss, cpu=1.0, processes=1, threads=1)
+        return JobSamples(job_id=job_id, attempts=[AttemptSamples(task=1, attempt=1, node="n1", latest=latest,
+                                                                  peak_bytes=rss, memory_average_bytes=rss,
+                                                                  cpu_average=1.0)])
+
+
+def test_a_running_procs_growing_memory_is_a_006_each_time_it_changes_at_most_once_an_interval(
+        tmp_path: Path) -> None:
+    follower, _ = follow(tmp_path, [Event(1, "dispatched", 1, 1, {"node": "n1"}), Event(2, "started", 1, 1)],
+                         procs=2)
+    assert follower.sample_due is not None  # a proc runs: its memory is looked at in image_size_s
+    assert follower.wait_s() <= follower.image_size_s
+    client = SampledClient()
+    for _ in range(3):
+        follower.sample(client)
+    parsed, _ = eventlog.read_events((tmp_path / "p1.log").read_text())
+    sizes = [e.text.split("\n")[0] for e in parsed if e.number == eventlog.IMAGE_SIZE]
+    assert sizes == ["Image size of job updated: 8192", "Image size of job updated: 40960"]  # the same again: none
+    assert "\t40  -  MemoryUsage of job (MB)\n\t40960  -  ResidentSetSize of job (KB)" in (tmp_path / "p1.log").read_text()
+    assert not (tmp_path / "p0.log").exists()  # proc 0 does not run
+    follower.handle(client, Event(3, "cancelled", 1, 1))
+    follower.sample(client)
+    assert follower.sample_due is None  # nothing runs: no more looks

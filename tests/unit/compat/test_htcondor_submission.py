@@ -11,18 +11,23 @@ from typing import Any
 
 import pytest
 
-from drover.compat.htcondor.submission import CLUSTER, Context, Plan, build
+from drover.compat.htcondor.submission import CLUSTER, Context, Plan, build, runs
 from drover.compat.htcondor.submitfile import parse
 from drover.core.errors import BadRequest
 
 FILES = {"/home/ann/in.txt": b"input", "/home/ann/run.sh": b"#!/bin/sh\necho run\n"}
 
 
-def plan(text: str, warnings: list[str] | None = None, nodes: list[dict[str, Any]] | None = None) -> Plan:
+def plans(text: str, warnings: list[str] | None = None, nodes: list[dict[str, Any]] | None = None) -> list[Plan]:
     ctx = Context(cwd="/home/ann", environ={"HOME": "/home/ann", "PATH": "/usr/bin", "SECRET": "s"}, user="ann",
                   read_bytes=lambda path: FILES[path], is_dir=lambda path: path in ("/home/ann", "/home/ann/sub"),
                   node_ads=nodes or [])
     return build(parse(text), ctx, (warnings if warnings is not None else []).append)
+
+
+def plan(text: str, warnings: list[str] | None = None, nodes: list[dict[str, Any]] | None = None) -> Plan:
+    (one,) = plans(text, warnings, nodes)
+    return one
 
 
 def test_a_cluster_of_three_procs_is_one_array_with_patterns_for_its_files() -> None:
@@ -114,7 +119,7 @@ def test_requirements_are_evaluated_against_the_nodes() -> None:
     ("executable = /bin/true\nuniverse = moon\nqueue\n", "ERROR: I don't know about the 'moon' universe."),
     ("arguments = x\nqueue\n", "ERROR: No 'executable' parameter was provided"),
     ("executable = /bin/true\ninitialdir = nowhere\nqueue\n", "ERROR: No such directory: /home/ann/nowhere"),
-    ("executable = /bin/true\nrequest_cpus = $(Process) + 1\nqueue 2\n", "request_cpus differs between the jobs"),
+    ("executable = /bin/true\npriority = $(Process)\nqueue 2\n", "priority differs between the jobs"),
     ("executable = /bin/true\nshould_transfer_files = maybe\nqueue\n", "should_transfer_files = MAYBE is invalid"),
     ("executable = /bin/true\nnotification = sometimes\nqueue\n", "Notification must be"),
     ('executable = /bin/true\narguments = a "b\nqueue\n', "Found illegal unescaped double-quote"),
@@ -122,3 +127,66 @@ def test_requirements_are_evaluated_against_the_nodes() -> None:
 def test_what_condor_submit_refuses(text: str, message: str) -> None:
     with pytest.raises(BadRequest, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         plan(text)
+
+
+# -- procs whose requests differ: one cluster per run of procs with the same request -------------
+
+@pytest.mark.parametrize(("keys", "expected"), [
+    ([], []),
+    ([1], [(0, 1)]),
+    ([1, 1, 1], [(0, 3)]),
+    ([1, 2, 4], [(0, 1), (1, 2), (2, 3)]),
+    ([1, 1, 2, 2, 1], [(0, 2), (2, 4), (4, 5)]),  # runs, not groups: the last 1 is a cluster of its own
+    ([(1, None), (1, None), (1, 64)], [(0, 2), (2, 3)]),
+])
+def test_consecutive_procs_with_the_same_request_are_one_run(keys: list[Any], expected: list[tuple[int, int]]) -> None:
+    assert runs(keys) == expected
+
+
+def test_a_queue_after_changing_request_cpus_is_two_clusters_keeping_the_files_proc_numbers() -> None:
+    warnings: list[str] = []
+    first, second = plans("executable = /bin/echo\narguments = $(Process)\noutput = out.$(Process)\n"
+                          "request_cpus = 1\nperiodic_remove = false\nqueue 2\nrequest_cpus = 2\n"
+                          "request_memory = 64M\nqueue 3\n", warnings)
+    assert (first.job["cpus"], first.job["array"], [p.process for p in first.procs]) == (1, "0-1", [0, 1])
+    assert "memory_mib" not in first.job
+    assert (second.job["cpus"], second.job["memory_mib"], second.job["array"]) == (2, 64, "2-4")
+    assert [p.process for p in second.procs] == [2, 3, 4]
+    assert second.job["output"] == "/home/ann/out.%a"  # %a is the proc: the file's numbers, not 0-2 again
+    assert "  4)\n" in second.job["script"] and "exec /bin/echo 4\n" in second.job["script"]
+    assert "  0)\n" not in second.job["script"]
+    assert sum(w.startswith("periodic_remove") for w in warnings) == 1  # said once for the submit
+
+
+def test_requests_from_itemdata_split_where_they_change_and_a_lone_proc_keeps_its_number() -> None:
+    got = plans("executable = /bin/echo\narguments = $(word)\nrequest_cpus = $(n)\nrequest_memory = $(mem)\n"
+                "output = o.$(Process)\nqueue n, mem, word from (\n 1, 32, a\n 1, 32, b\n 2, 32, c\n 2, 32, d\n"
+                " 2, 128, e\n)\n")
+    assert [(p.job["cpus"], p.job.get("memory_mib"), p.job.get("array")) for p in got] == [
+        (1, 32, "0-1"), (2, 32, "2-3"), (2, 128, "4")]
+    lone = got[2]
+    assert lone.job["output"] == "/home/ann/o.%a" and "  4)\n" in lone.job["script"]
+    extras = [json.loads(p.job["comment"]) for p in got]
+    # condor_q shows each proc's own arguments: a list from the cluster's first proc
+    assert [(e.get("args"), e.get("first")) for e in extras] == [(["a", "b"], None), (["c", "d"], 2), ("e", None)]
+
+
+def test_gpus_and_requirements_that_differ_split_too_and_a_uniform_submit_does_not() -> None:
+    nodes = [{"Machine": "n1", "OpSys": "LINUX", "Memory": 4096}, {"Machine": "n2", "OpSys": "LINUX", "Memory": 512}]
+    got = plans("executable = /bin/true\nrequest_gpus = 1\nqueue\nrequest_gpus = 0\n"
+                "requirements = Memory > 1024\nqueue 2\n", nodes=nodes)
+    assert [(p.job.get("gres"), p.job.get("array")) for p in got] == [(["gpu:1"], None), (None, "1-2")]
+    assert len(plans("executable = /bin/true\nrequest_cpus = 2\nqueue 2\nqueue 2\n")) == 1
+
+
+def test_condor_q_shows_each_proc_of_a_later_cluster_its_own_arguments() -> None:
+    from drover.compat.htcondor.jobads import ads
+    from drover.protocol.api import JobInfo
+
+    _, second = plans("executable = /bin/echo\narguments = $(word)\nrequest_cpus = $(n)\n"
+                      "queue n, word from (\n 1, a\n 2, b\n 2, c\n)\n")
+    job = JobInfo(id=13, name="echo", owner="ann", state="pending", submitted_at=1.0, priority=0, cpus=2,
+                  memory_mib=0, time_limit_s=None, array=second.job["array"], task_counts={"pending": 2},
+                  workdir="/home/ann", output="/dev/null", error=None,
+                  options={"comment": second.job["comment"]})
+    assert [(ad["ClusterId"], ad["ProcId"], ad["Args"]) for ad in ads(job)] == [(13, 1, "b"), (13, 2, "c")]

@@ -1,5 +1,7 @@
 """condor_submit: submit the jobs a submit description file queues, as one cluster (one Drover
-job, an array of its procs), and print `N job(s) submitted to cluster C.`.
+job, an array of its procs), and print `N job(s) submitted to cluster C.`. Procs whose requests
+differ are several clusters (submission.py), submitted together in one request: all or none;
+then one such line for each.
 
 The file is the one named, or stdin (`-` or none); `key=value` operands come before its first
 line, `-append` lines just before its queue statement. The job event log (`log = FILE`) is
@@ -9,11 +11,11 @@ starts when the file names a log or transfers files back.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 from drover.compat.htcondor import eventlog
 from drover.compat.htcondor.common import (
@@ -40,14 +42,15 @@ OPTIONS = [
     Option(("-file",), Arity.REQUIRED, Mark.SUPPORTED, "the submit description file", "submit-file"),
     Option(("-help",), Arity.NONE, Mark.SUPPORTED, "the usage"),
     Option(("-interactive",), Arity.NONE, Mark.REFUSED, "an interactive job is `drover run --pty`"),
-    Option(("-maxjobs",), Arity.REQUIRED, Mark.SUPPORTED, "refuse a cluster of more jobs", "number"),
+    Option(("-maxjobs",), Arity.REQUIRED, Mark.SUPPORTED, "refuse a submit of more jobs", "number"),
     Option(("-name",), Arity.REQUIRED, Mark.REFUSED, "Drover's cluster has one queue of jobs (no other schedd)",
            "schedd"),
     Option(("-pool",), Arity.REQUIRED, Mark.REFUSED, "the cluster is the one `drover` finds", "host"),
     Option(("-queue",), Arity.REQUIRED, Mark.SUPPORTED, "a queue statement for a file that has none", "queue-opts"),
     Option(("-remote",), Arity.REQUIRED, Mark.REFUSED, "Drover's cluster has one queue of jobs (no other schedd)",
            "schedd"),
-    Option(("-single-cluster",), Arity.NONE, Mark.MEANINGLESS, "a submit is always one cluster"),
+    Option(("-single-cluster",), Arity.NONE, Mark.SUPPORTED, "refuse a submit whose procs' requests differ (which "
+           "would be several clusters)"),
     Option(("-spool",), Arity.NONE, Mark.APPROXIMATED, "the files are read where they are"),
     Option(("-terse",), Arity.NONE, Mark.SUPPORTED, "print the first and last job id only"),
     Option(("-verbose",), Arity.NONE, Mark.APPROXIMATED, "prints what the default prints"),
@@ -115,18 +118,24 @@ def _main(argv: list[str]) -> int:
             node_ads = [machine_ad(node) for node in client.nodes()]
         ctx = Context(cwd=cwd, environ=dict(os.environ), user=user_name(), read_bytes=_read_bytes,
                       node_ads=node_ads)
-        plan = build(submit, ctx, _approximate, [(k.strip(), v.strip()) for k, v in before], append)
+        plans = build(submit, ctx, _approximate, [(k.strip(), v.strip()) for k, v in before], append)
+        count = sum(len(plan.procs) for plan in plans)
+        if len(plans) > 1 and last(given, "single-cluster") is not None:
+            raise BadRequest("ERROR: -single-cluster: the procs' requests differ, so Drover would submit them as "
+                             f"{len(plans)} clusters (one per run of procs with the same request)")
         most = last(given, "maxjobs")
-        if most is not None and (not (most.value or "").isdigit() or len(plan.procs) > int(most.value or 0)):
+        if most is not None and (not (most.value or "").isdigit() or count > int(most.value or 0)):
             raise BadRequest(f"ERROR: Number of submitted jobs would exceed -maxjobs ({most.value})")
-        (cluster,) = client.submit([plan.job])
-    _log_submission(plan, cluster)
-    count = len(plan.procs)
+        clusters = client.submit([plan.job for plan in plans])
+    requests = [_log_submission(plan, cluster) for plan, cluster in zip(plans, clusters, strict=True)]
+    _hand_over([r for r in requests if r is not None])
     if last(given, "terse") is not None:
-        print(f"{cluster}.0 - {cluster}.{count - 1}")
+        for plan, cluster in zip(plans, clusters, strict=True):
+            print(f"{cluster}.{plan.procs[0].process} - {cluster}.{plan.procs[-1].process}")
     else:
         print("Submitting job(s)" + "." * count)
-        print(f"{count} job(s) submitted to cluster {cluster}.")
+        for plan, cluster in zip(plans, clusters, strict=True):
+            print(f"{len(plan.procs)} job(s) submitted to cluster {cluster}.")
     sys.stdout.flush()
     return 0
 
@@ -166,8 +175,9 @@ def _approximate(message: str) -> None:
     print(f"WARNING: {message}", file=sys.stderr)
 
 
-def _log_submission(plan: Plan, cluster: int) -> None:
-    """The submit events (and a hold's), here, as the submitter; then the follower for the rest."""
+def _log_submission(plan: Plan, cluster: int) -> dict[str, Any] | None:
+    """The submit events (and a hold's), here, as the submitter; and what the follower needs
+    for the rest (None: nothing to follow)."""
     now = time.time()
     host = schedd_address()
     logs = {p.process: p.log.replace(CLUSTER, str(cluster)) for p in plan.procs if p.log}
@@ -183,19 +193,42 @@ def _log_submission(plan: Plan, cluster: int) -> None:
             logs.pop(process)
             break
     if not logs and not plan.sandbox:
-        return
+        return None
     job = plan.job
-    spec = {"cluster": cluster, "owner": user_name(), "logs": {str(k): v for k, v in logs.items()},
+    return {"cluster": cluster, "owner": user_name(), "logs": {str(k): v for k, v in logs.items()},
             "iwds": {str(p.process): p.iwd.replace(CLUSTER, str(cluster)) for p in plan.procs},
             "sandbox": plan.sandbox, "staged_in": plan.staged_in, "held": held,
             "request": {"cpus": job.get("cpus", 1), "memory_mb": job.get("memory_mib", 0),
                         "disk_kb": plan.extras.get("disk", 0), "gpus": _gpus(job.get("gres", []))}}
-    follower = subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow"], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                                cwd="/", close_fds=True)
-    assert follower.stdin is not None
-    follower.stdin.write(json.dumps(spec).encode())
-    follower.stdin.close()
+
+
+def _hand_over(requests: list[dict[str, Any]]) -> None:
+    """The clusters to the user's event log follower for this cluster: the one that runs, else
+    one started here, holding the lock this took (handoff.py says why no request is lost)."""
+    if not requests:
+        return
+    from drover.compat.htcondor import handoff
+    from drover.config import api_socket
+
+    tag = handoff.tag(api_socket())
+    try:
+        path = handoff.directory()
+        for request in requests:
+            handoff.put(path, f"{tag}.{request['cluster']}", request)
+        fd = handoff.claim(path, tag)
+    except OSError as error:
+        print(f"\nWARNING: the job event log will not be written past the submit: {error}", file=sys.stderr)
+        return
+    if fd is None:
+        return  # the running follower takes them
+    try:
+        subprocess.Popen([sys.executable, "-m", "drover.compat.htcondor.follow", path, tag, str(fd)],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, cwd="/", close_fds=True, pass_fds=(fd,))
+    except OSError as error:  # the request stays: the next condor_submit's follower takes it
+        print(f"\nWARNING: the job event log follower could not be started: {error}", file=sys.stderr)
+    finally:
+        os.close(fd)  # the follower holds the lock through its own copy
 
 
 def _gpus(gres: list[str]) -> int:

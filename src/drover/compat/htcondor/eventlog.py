@@ -48,10 +48,13 @@ def file_transfer(cluster: int, proc: int, when: float, what: str, host: str | N
     return header(FILE_TRANSFER, cluster, proc, when) + body + SEPARATOR
 
 
-def image_size(cluster: int, proc: int, when: float, max_rss_kib: int) -> str:
+def image_size(cluster: int, proc: int, when: float, max_rss_kib: int, rss_kib: int | None = None) -> str:
+    """006: the peak memory as the image size and MemoryUsage, and the resident set now (the
+    peak again once the job has ended)."""
     memory_mb = (max_rss_kib + 1023) // 1024
+    rss = max_rss_kib if rss_kib is None else rss_kib
     return (header(IMAGE_SIZE, cluster, proc, when) + f"Image size of job updated: {max_rss_kib}\n"
-            f"\t{memory_mb}  -  MemoryUsage of job (MB)\n\t{max_rss_kib}  -  ResidentSetSize of job (KB)\n"
+            f"\t{memory_mb}  -  MemoryUsage of job (MB)\n\t{rss}  -  ResidentSetSize of job (KB)\n"
             + SEPARATOR)
 
 

@@ -1,7 +1,14 @@
 """The job event log's follower: a small process, started by condor_submit as the user who
-submits, that turns the cluster's Drover events into HTCondor's events in the log file(s) the
+submits, that turns each cluster's Drover events into HTCondor's events in the log file(s) the
 submit file named, and brings the files a sandboxed job staged out back to its initialdir (as
-HTCondor's shadow does on the submit side). It ends once the job has ended.
+HTCondor's shadow does on the submit side). One runs per user and cluster: the next
+condor_submits hand their clusters to it (handoff.py), and it follows each in a thread of its
+own; it ends once every cluster it took has ended and no request waits.
+
+While procs run, it reads what their nodes measure (the job's live samples) every
+IMAGE_SIZE_ENV seconds (300 by default, as often as HTCondor's starter updates its shadow) and
+writes a 006 image size event for each proc whose memory changed since the last one, as
+HTCondor's shadow does; the last 006 comes with the termination, from the attempt's own record.
 
 Why a process of the user's: root never opens, creates or follows a path a user chose
 (docs/security.md), and HTCondor's log is such a path. The follower runs with the submitter's
@@ -9,7 +16,8 @@ own uid, so the kernel checks each open against the submitter's rights, on a per
 and on a shared one alike; it reads the cluster as any client does, and nothing of the cluster
 waits on it.
 
-Protocol: condor_submit writes one JSON object on its stdin, then closes it:
+Started as `python -m drover.compat.htcondor.follow DIRECTORY TAG LOCK_FD`, holding the
+lock of its cluster's TAG through LOCK_FD. Each request in the directory is one JSON object:
     {"cluster": 12, "owner": "ann", "logs": {"0": "/home/ann/x.log"}, "iwds": {"0": "/home/ann"},
      "sandbox": false, "staged_in": false, "request": {"cpus": 1, "memory_mb": 128, "disk_kb": 0,
      "gpus": 0}}
@@ -17,10 +25,11 @@ Protocol: condor_submit writes one JSON object on its stdin, then closes it:
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +40,9 @@ from drover.core.errors import DroverError
 GRACE_ENV = "DROVER_HTCONDOR_FOLLOW_GRACE_S"
 DEFAULT_GRACE_S = 300.0  # how long an unreachable cluster is waited for before the follower gives up
 WAIT_S = 20  # each long poll of the cluster's events
+IMAGE_SIZE_ENV = "DROVER_HTCONDOR_IMAGE_SIZE_S"
+LOOK_S = 0.5  # how often the directory is looked at for the next condor_submits' requests
+DEFAULT_IMAGE_SIZE_S = 300.0  # HTCondor's STARTER_UPDATE_INTERVAL: its 006 events come at most this often
 ENDED = ("completed", "failed", "timed_out", "out_of_memory", "cancelled")
 
 
@@ -44,6 +56,7 @@ class ProcState:
     failure: str | None = None
     lost: bool = False
     running: bool = False
+    sizes: tuple[int, int] | None = None  # (peak, resident) KiB of the last 006 written while running
 
 
 @dataclass
@@ -59,6 +72,8 @@ class Follower:
     refused: set[str] = field(default_factory=set)  # logs that could not be written
     after: int = 0
     done: bool = False
+    image_size_s: float = DEFAULT_IMAGE_SIZE_S
+    sample_due: float | None = None  # time.monotonic() of the next look at the running procs' memory
 
     def write(self, proc: int, text: str) -> None:
         """Append to the proc's log; a log the submitter cannot write (any more) is given up,
@@ -103,6 +118,8 @@ class Follower:
             state.lost = False
         elif kind == "started":
             state.running = True
+            if self.sample_due is None:
+                self.sample_due = time.monotonic() + self.image_size_s
             if self.staged_in:
                 self.write(proc, eventlog.file_transfer(c, proc, when, eventlog.TRANSFER_INPUT_STARTED))
                 self.write(proc, eventlog.file_transfer(c, proc, when, eventlog.TRANSFER_INPUT_FINISHED))
@@ -126,6 +143,7 @@ class Follower:
             self.write(proc, eventlog.shadow_exception(c, proc, when, f"Job lost its node {state.node}"))
         elif kind == "requeued":
             state.running = False
+            state.sizes = None
             if not state.lost:
                 self.write(proc, eventlog.evicted(c, proc, when, "the job ended to be run again (requeued)"))
         elif kind == "cancelled":
@@ -134,6 +152,33 @@ class Follower:
         elif kind in ENDED:
             state.ended = True
             self._terminated(client, proc, state, when)
+
+    def sample(self, client: Any) -> None:
+        """A 006 for each running proc whose memory changed since its last one; the next look
+        in image_size_s, while any proc runs."""
+        self.sample_due = None
+        running = {proc for proc, state in self.procs.items() if state.running and not state.ended}
+        if not running:
+            return
+        self.sample_due = time.monotonic() + self.image_size_s
+        try:
+            samples = client.samples(self.cluster).attempts
+        except DroverError:  # the sizes are a nicety: looked at again next time
+            return
+        for attempt in samples:
+            state = self.procs.get(attempt.task)
+            if attempt.task not in running or state is None:
+                continue
+            sizes = (max(attempt.peak_bytes, attempt.latest.rss_bytes) // 1024, attempt.latest.rss_bytes // 1024)
+            if sizes != state.sizes:
+                state.sizes = sizes
+                self.write(attempt.task, eventlog.image_size(self.cluster, attempt.task, attempt.latest.at, *sizes))
+
+    def wait_s(self) -> int:
+        """How long the next long poll may wait: until the next look at the procs' memory."""
+        if self.sample_due is None:
+            return WAIT_S
+        return max(1, min(WAIT_S, math.ceil(self.sample_due - time.monotonic())))
 
     def _terminated(self, client: Any, proc: int, state: ProcState, when: float) -> None:
         c = self.cluster
@@ -181,11 +226,13 @@ def run(follower: Follower, grace_s: float) -> int:
         try:
             with Client(timeout_s=WAIT_S + 30) as client:
                 while not follower.done:
-                    events = client.events(job_id=follower.cluster, after=follower.after, wait_s=WAIT_S)
+                    events = client.events(job_id=follower.cluster, after=follower.after, wait_s=follower.wait_s())
                     unreachable_since = None
                     for event in events:
                         follower.handle(client, event)
                         follower.after = event.seq
+                    if follower.sample_due is not None and time.monotonic() >= follower.sample_due:
+                        follower.sample(client)
         except Unreachable:
             unreachable_since = unreachable_since or time.monotonic()
             if time.monotonic() - unreachable_since > grace_s:
@@ -196,24 +243,63 @@ def run(follower: Follower, grace_s: float) -> int:
     return 0
 
 
-def main() -> int:
-    spec = json.loads(sys.stdin.read())
-    sys.stdin.close()
-    os.chdir("/")
+def follower_of(spec: dict[str, Any]) -> Follower:
     request = spec.get("request", {})
-    follower = Follower(
+    return Follower(
         cluster=int(spec["cluster"]), owner=str(spec["owner"]),
         logs={int(k): str(v) for k, v in spec.get("logs", {}).items() if v},
         iwds={int(k): str(v) for k, v in spec.get("iwds", {}).items()},
         sandbox=bool(spec.get("sandbox")), staged_in=bool(spec.get("staged_in")),
         request=eventlog.Request(int(request.get("cpus", 1)), int(request.get("memory_mb", 0)),
                                  int(request.get("disk_kb", 0)), int(request.get("gpus", 0))),
-        procs={int(k): ProcState(held=bool(spec.get("held"))) for k in spec.get("iwds", {})})
+        procs={int(k): ProcState(held=bool(spec.get("held"))) for k in spec.get("iwds", {})},
+        image_size_s=_seconds(IMAGE_SIZE_ENV, DEFAULT_IMAGE_SIZE_S))
+
+
+def serve(path: str, tag: str, lock: int, look_s: float = LOOK_S,
+          follow: Callable[[Follower, float], int] = run) -> int:
+    """Take the requests of `tag` in the directory at `path` while holding its lock, each
+    cluster followed in a thread; retire once none is left to follow (handoff.py's order)."""
+    import threading
+
+    from drover.compat.htcondor import handoff
+
+    grace = _seconds(GRACE_ENV, DEFAULT_GRACE_S)
+    following: list[threading.Thread] = []
+    while True:
+        for spec in handoff.take(path, tag):
+            try:
+                follower = follower_of(spec)
+            except (KeyError, TypeError, ValueError):
+                continue  # not a request condor_submit wrote
+            thread = threading.Thread(target=follow, args=(follower, grace), name=f"cluster {follower.cluster}",
+                                      daemon=True)
+            thread.start()
+            following.append(thread)
+        following = [t for t in following if t.is_alive()]
+        if following:
+            time.sleep(look_s)
+            continue
+        again = handoff.retire(path, tag, lock)
+        if again is None:
+            return 0  # nothing waits, or a new follower will take what waits
+        lock = again
+
+
+def main() -> int:
+    os.chdir("/")
+    if len(sys.argv) != 4 or not sys.argv[3].isdigit():
+        print("usage: python -m drover.compat.htcondor.follow DIRECTORY TAG LOCK_FD", file=sys.stderr)
+        return 2
+    return serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+
+
+def _seconds(name: str, default: float) -> float:
     try:
-        grace = float(os.environ.get(GRACE_ENV, DEFAULT_GRACE_S))
+        value = float(os.environ.get(name, default))
     except ValueError:
-        grace = DEFAULT_GRACE_S
-    return run(follower, grace)
+        return default
+    return value if math.isfinite(value) and value > 0 else default
 
 
 if __name__ == "__main__":

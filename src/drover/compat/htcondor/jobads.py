@@ -68,8 +68,9 @@ def ad(job: JobInfo, task: TaskInfo) -> dict[str, Any]:
         "TargetType": "Machine", "DroverJobId": job.id, "DroverState": task.state,
     }
     args = more.get("args")
-    if isinstance(args, list):
-        args = args[proc] if proc < len(args) else None
+    if isinstance(args, list):  # one per proc, from the cluster's first (procs keep the file's numbers)
+        at = proc - int(more.get("first", 0))
+        args = args[at] if 0 <= at < len(args) else None
     if args:
         out["Args"] = str(args).replace(CLUSTER, str(job.id)).replace(PROCESS, str(proc))
     if more.get("log"):

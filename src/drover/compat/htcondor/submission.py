@@ -1,12 +1,17 @@
-"""From a submit description to one Drover job: decided once, on plain data.
+"""From a submit description to Drover jobs: decided once, on plain data.
 
-One submit is one cluster, and one cluster is one Drover job: an array of its procs when it
-queues more than one, numbered from 0 (the ProcId). What differs between procs (arguments,
-environment, initialdir, output files, stdin) is chosen by the job's script from its task index;
-what Drover holds per job (CPUs, memory, GPUs, priority, hold, mail) must be the same for every
-proc. The cluster id is only known once Drover took the job: values that name $(Cluster) are
-written with CLUSTER (the script reads $DROVER_JOB_ID, output patterns %j), and condor_submit
-puts the number in what it writes itself (the event log's path).
+A cluster is one Drover job: an array of its procs when it has more than one, the task index
+being the ProcId. What differs between procs (arguments, environment, initialdir, output files,
+stdin) is chosen by the job's script from its task index. What Drover holds per job is one
+request for all its tasks, so a submit whose procs request differently (request_cpus,
+request_memory, request_disk, request_gpus, requirements) is cut where the request changes:
+each run of consecutive procs with the same request is a cluster of its own (a Drover job),
+its procs keeping the numbers the file gave them (a submit of procs 0-3 cut after 1 is cluster
+C with 0 and 1, and cluster C' with 2 and 3), so $(Process) and every name made of it stay
+those of the file. Priority and hold must be the same for every proc. A cluster's id is only
+known once Drover took the job: values that name $(Cluster) are written with CLUSTER (the
+script reads $DROVER_JOB_ID, output patterns %j), and condor_submit puts the number in what it
+writes itself (the event log's path).
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ class ProcPlan:
 
 @dataclass
 class Plan:
+    """One cluster: one Drover job."""
+
     job: JobRequest
     procs: list[ProcPlan]
     sandbox: bool  # should_transfer_files = YES: output files come back to each proc's iwd
@@ -72,15 +79,46 @@ class Plan:
 
 
 def build(submit: SubmitFile, ctx: Context, approximate: Callable[[str], None],
-          before: Sequence[tuple[str, str]] = (), append: Sequence[str] = ()) -> Plan:
+          before: Sequence[tuple[str, str]] = (), append: Sequence[str] = ()) -> list[Plan]:
+    """The clusters of the submit, in proc order: one, unless its procs' requests differ."""
+    said: set[str] = set()
+
+    def once(message: str) -> None:  # each cluster is built alike: each warning said once
+        if message not in said:
+            said.add(message)
+            approximate(message)
+
     try:
         real = procs(submit, CLUSTER, ctx.environ, before, append)
         if not real:
             raise BadRequest("ERROR: No queue statement: nothing to submit")
         tokened = procs(submit, CLUSTER, ctx.environ, before, append, process_token=PROCESS)
-        return _build(real, tokened, ctx, approximate)
+        _same([p.get("hold") for p in real], "hold")
+        _same([p.get("priority").strip() for p in real], "priority")
+        return [_build(real[start:end], tokened[start:end], ctx, once)
+                for start, end in runs([request_key(p) for p in real])]
     except (SubmitValueError, SubmitFileError, classad.ClassAdError) as error:
         raise BadRequest(str(error) if str(error).startswith("ERROR") else f"ERROR: {error}") from None
+
+
+def runs(keys: Sequence[Any]) -> list[tuple[int, int]]:
+    """The runs of equal consecutive keys, as (start, end) slices: [1, 1, 2, 1] → [(0, 2), (2, 3),
+    (3, 4)]. Runs, not groups: procs keep their order, so each cluster's ProcIds are one range."""
+    out: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(keys) + 1):
+        if i == len(keys) or keys[i] != keys[start]:
+            out.append((start, i))
+            start = i
+    return out
+
+
+def request_key(proc: Proc) -> tuple[Any, ...]:
+    """What a Drover job holds once for all its tasks and a proc may set apart from the others:
+    its request (CPUs, memory, disk, GPUs) and requirements."""
+    return (_cpus(proc), _size(proc, "request_memory", 1024) or _size(proc, "requestmemory", 1024),
+            _size(proc, "request_disk", 1) or _size(proc, "requestdisk", 1),
+            (proc.get("request_gpus") or proc.get("requestgpus")).strip(), proc.get("requirements").strip())
 
 
 def _same(values: list[Any], what: str) -> Any:
@@ -149,8 +187,8 @@ def _build(real: list[Proc], tokened: list[Proc], ctx: Context, approximate: Cal
                         "runs in its initialdir, whose files it reads and writes where they are")
     job["environment"] = _getenv(first, ctx.environ)
     job["script"], job["output"], job["error"] = _script(real, tokened, iwds, sandbox, job)
-    if len(real) > 1:
-        job["array"] = f"0-{len(real) - 1}"
+    if len(real) > 1 or first.process != 0:
+        job["array"] = f"{first.process}-{real[-1].process}" if len(real) > 1 else str(first.process)
     plans = [ProcPlan(p.process, _log(p, iwd), iwd) for p, iwd in zip(real, iwds, strict=True)]
     extras = _extras(first, tokened, iwds[0], job, plans[0].log)
     text = json.dumps(extras, separators=(",", ":"))
@@ -340,7 +378,7 @@ def _pattern(real: list[Proc], tokened: list[Proc], key: str, iwds: list[str], s
     path = paths[0]
     if path is None:
         return True, "/dev/null"
-    single = len(real) == 1
+    single = len(real) == 1 and real[0].process == 0  # no array: no %a
     return True, (path.replace("%", "%%").replace(CLUSTER, "%j").replace(PROCESS, "0" if single else "%a"))
 
 
@@ -399,6 +437,8 @@ def _extras(proc: Proc, tokened_procs: list[Proc], iwd: str, job: JobRequest, lo
     each = [" ".join(arguments(p.get("arguments") or p.get("args"))) for p in tokened_procs]
     if any(each):
         out["args"] = each[0] if all(a == each[0] for a in each) else each
+        if tokened.process and not all(a == each[0] for a in each):
+            out["first"] = tokened.process  # args[i] is proc first + i's
     if log:
         out["log"] = log
     if proc.get("batch_name").strip():

@@ -31,7 +31,8 @@ SUBMIT_COMMANDS = [
     _command("requirements", A, "evaluated against each node's ad (Machine, OpSys, Arch, Cpus, Memory, Gpus, "
              "features): no node matching is an error; some nodes: the job may run on any node with room"),
     _command("queue", S, "`queue`, `queue N`, `queue [N] VAR[,VAR] in (...)`, `from FILE`, `from (...)`, "
-             "`matching [files|dirs] GLOB`: one cluster, one Drover job (an array of its procs)"),
+             "`matching [files|dirs] GLOB`: one cluster, one Drover job (an array of its procs); "
+             "procs whose requests differ: one cluster per run of procs with the same request"),
     _command("should_transfer_files", S, "`YES`: a sandbox of its own, files staged in and out; `NO` and "
              "`IF_NEEDED`: the job runs in its initialdir (the nodes share the submitter's files)"),
     _command("transfer_input_files", S, "with YES: staged in (a directory with its files; `dir/` its contents)"),
