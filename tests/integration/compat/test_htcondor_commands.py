@@ -400,3 +400,23 @@ def test_one_event_log_follower_per_user_follows_every_submit_and_ends_when_all_
         assert [n for c, p, n in logs["second"] if (c, p) == (second, proc)] == [
             eventlog.SUBMIT, eventlog.HELD, eventlog.RELEASED, eventlog.EXECUTE, eventlog.IMAGE_SIZE,
             eventlog.TERMINATED]
+
+
+def test_a_proc_whose_log_cannot_be_opened_leaves_the_other_procs_logs_whole(cluster: LocalCluster) -> None:
+    """Proc 0's log is in a directory that does not exist: condor_submit warns as HTCondor's
+    does, and procs 1 and 2 still get every event in theirs."""
+    bin_dir = install(cluster)
+    for proc in (1, 2):
+        (cluster.workdir / f"logs{proc}").mkdir()
+    (cluster.workdir / "split.sub").write_text("executable = /bin/true\nlog = logs$(Process)/events.log\nqueue 3\n")
+    done = run(cluster, bin_dir, "condor_submit", "split.sub", env=GRACE)
+    assert done.returncode == 0, done.stderr
+    assert "WARNING: Can't open" in done.stderr and "logs0/events.log" in done.stderr, done.stderr
+    job = submitted(done.stdout)
+    for proc in (1, 2):
+        log = cluster.workdir / f"logs{proc}" / "events.log"
+        wait_until(lambda log=log: "Job terminated." in (log.read_text() if log.exists() else ""),
+                   describe=f"proc {proc}'s log to tell of its end")
+        text = log.read_text()
+        assert f"000 ({job:03d}.{proc:03d}.000)" in text and "Job submitted from host" in text, text
+    assert not (cluster.workdir / "logs0").exists()

@@ -182,7 +182,7 @@ def _log_submission(plan: Plan, cluster: int) -> dict[str, Any] | None:
     host = schedd_address()
     logs = {p.process: p.log.replace(CLUSTER, str(cluster)) for p in plan.procs if p.log}
     held = bool(plan.job.get("hold"))
-    for process, path in logs.items():
+    for process, path in list(logs.items()):  # each proc's own: one log refused, the others are written
         text = eventlog.submitted(cluster, process, now, host)
         if held:
             text += eventlog.held(cluster, process, now, "submitted on hold at user's request", 15)
@@ -191,7 +191,6 @@ def _log_submission(plan: Plan, cluster: int) -> dict[str, Any] | None:
         except OSError as error:
             print(f"\nWARNING: Can't open \"{path}\" for the job event log ({error.strerror or error})", file=sys.stderr)
             logs.pop(process)
-            break
     if not logs and not plan.sandbox:
         return None
     job = plan.job
