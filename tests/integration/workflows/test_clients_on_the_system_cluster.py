@@ -78,7 +78,7 @@ class Login:
             jobs = [(job.id, job.name, job.state, job.exit_status, job.pending_reason) for job in root.jobs(include_ended=True)]
         files = [path for path in self.home.rglob("*") if path.is_file() and path.suffix in (".out", ".err", ".log",
                                                                                             ".stdout", ".stderr")]
-        tails = "".join(f"\n--- {path}\n{path.read_text(errors='replace')[-1500:]}" for path in files[:20])
+        tails = "".join(f"\n--- {path}\n{_ends(path.read_text(errors='replace'))}" for path in files[:20])
         return f"\njobs: {jobs}{tails}\n{self.shared.logs()[-3000:]}"
 
     def owns(self, job_id: str) -> dict[str, Any]:
@@ -92,6 +92,11 @@ class Login:
         record = record[0] if isinstance(record, list) else record
         assert record["owner"] == self.name, record
         return record
+
+
+def _ends(text: str, size: int = 1200) -> str:
+    """A traceback's cause is at its start, the last words at its end: both."""
+    return text if len(text) <= 2 * size else f"{text[:size]}\n[...]\n{text[-size:]}"
 
 
 @pytest.fixture(scope="module")
