@@ -266,3 +266,20 @@ def test_submitit_on_slurm_as_the_user(login: Login, tools: SharedTools, submiti
     assert summary["failed_state"] == "FAILED"
     for job_id in (summary["prepared"]["job_id"], summary["failed_id"], summary["square_ids"][0].split("_")[0]):
         login.owns(job_id)
+
+
+def test_another_users_grid_engine_qdel_is_refused_and_the_users_own_qdel_deletes(login: Login) -> None:
+    """The Grid Engine family's check (what dask-jobqueue's SGECluster and parsl's
+    GridEngineProvider cancel with): qdel of another user's job, in the qmaster's words."""
+    submitted = login.run("qsub", "-b", "y", "-N", "long", "sleep", "300")
+    assert submitted.returncode == 0, submitted.stderr
+    job = int(submitted.stdout.split()[2])  # Your job N ("long") has been submitted
+    login.owns(str(job))
+    before = login.shared.job(job)["state"]
+    refused = login.as_other("qdel", str(job))
+    assert (refused.returncode, refused.stdout) == (1, ""), (refused.stdout, refused.stderr)
+    assert refused.stderr == f'{login.other} - you do not have the necessary privileges to delete the job "{job}"\n'
+    assert login.shared.job(job)["state"] == before
+    deleted = login.run("qdel", str(job))
+    assert deleted.returncode == 0 and f"{login.name} has " in deleted.stdout, deleted.stderr
+    ended(login, str(job), "cancelled")
