@@ -98,6 +98,8 @@ class ToolRun:
     process: subprocess.Popen[str]
     log: Path
     semaphores_before: frozenset[str]  # multiprocessing's named semaphores in /dev/shm at the start
+    # A tool run as another user: its semaphores are that uid's, whatever else appears meanwhile.
+    semaphores_of: int | None = None
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -150,7 +152,9 @@ class ToolRun:
         # the group, can no longer unlink them.
         for name in _semaphores() - self.semaphores_before:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join("/dev/shm", name))
+                path = os.path.join("/dev/shm", name)
+                if self.semaphores_of is None or os.stat(path).st_uid == self.semaphores_of:
+                    os.unlink(path)
 
     def wait_for_line(self, prefix: str, timeout: float = 120) -> str:
         """Wait until the tool prints a line starting with `prefix`; return the rest of it."""

@@ -10,12 +10,16 @@ from drover.compat.gridengine.common import failed, user_name
 from drover.compat.gridengine.jobrefs import Resolved, Target, resolve
 from drover.compat.gridengine.syntax import GeUsageError, Operands, Parsed, parse
 from drover.compat.optiontable import Option
-from drover.core.errors import DroverError
+from drover.core.errors import DroverError, Forbidden
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.client.client import Client
     from drover.protocol.api import ActionResult
+
+
+# The qmaster's words for another user's job (MSG_JOB_DELETEPERMS_SU).
+_NOT_YOURS = {"qdel": '{user} - you do not have the necessary privileges to delete the job "{job}"'}
 
 
 def usage(command: str, options: Sequence[Option], operands: str = "wc_job_range_list") -> str:
@@ -62,7 +66,12 @@ def run(command: str, parsed: Parsed, act: Callable[[Client, list[str]], list[Ac
         from drover.client.client import Client
 
         with Client() as client:
-            found: Resolved = resolve(client, parsed.operands, users)
+            theirs: list[tuple[str, Forbidden]] = []
+            found: Resolved = resolve(client, parsed.operands, users, theirs)
+            for ref, refusal in theirs:  # another user's job
+                print(_NOT_YOURS[command].format(user=me, job=ref) if command in _NOT_YOURS else
+                      f"{command}: {refusal}", file=sys.stderr)
+                status = 1
             for missing in found.missing:
                 print(f'denied: job "{missing}" does not exist', file=sys.stderr)
                 status = 1

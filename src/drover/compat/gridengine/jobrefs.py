@@ -7,7 +7,7 @@ import fnmatch
 from dataclasses import dataclass
 
 from drover.compat.gridengine.values import job_refs
-from drover.core.errors import NotFound
+from drover.core.errors import Forbidden, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,8 +33,11 @@ class Resolved:
     missing: list[str]  # what named no job that has not ended, as the user wrote it
 
 
-def resolve(client: Client, words: list[str], users: list[str] | None = None) -> Resolved:
-    """Each word of the job list (and each job of `users`) → the jobs, not yet ended, it names."""
+def resolve(client: Client, words: list[str], users: list[str] | None = None,
+            refused: list[tuple[str, Forbidden]] | None = None) -> Resolved:
+    """Each word of the job list (and each job of `users`) → the jobs, not yet ended, it names.
+    A job id of another user's job goes into `refused`, with the cluster's refusal, when it is
+    given (else the refusal is raised)."""
     targets: list[Target] = []
     missing: list[str] = []
     listing: list[JobInfo] | None = None
@@ -44,6 +47,11 @@ def resolve(client: Client, words: list[str], users: list[str] | None = None) ->
                 job = client.job(int(ref))
             except NotFound:
                 job = None
+            except Forbidden as refusal:
+                if refused is None:
+                    raise
+                refused.append((ref, refusal))
+                continue
             if job is None or job.ended_at is not None:
                 missing.append(ref)
             else:

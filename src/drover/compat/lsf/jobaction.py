@@ -13,7 +13,7 @@ from drover.compat.lsf import common
 from drover.compat.lsf.common import EXIT_FAILURE, drover_ref, parse_ref, user_name
 from drover.compat.lsf.syntax import Given, LsfUsageError, approximate, value
 from drover.compat.optiontable import Option
-from drover.core.errors import NotFound
+from drover.core.errors import Forbidden, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,11 +50,11 @@ def run(command: str, argv: list[str], options: Sequence[Option], usage: str, do
 
 
 def _targets(command: str, client: Client, given: list[Given], operands: list[str]
-             ) -> list[tuple[str, JobInfo | None, tuple[int, int | None] | None]] | None:
+             ) -> list[tuple[str, JobInfo | Forbidden | None, tuple[int, int | None] | None]] | None:
     """Each job named, with what the cluster knows of it (None: nothing); None when `0`, -J or
-    -u matched no unfinished job (LSF says so). `0` is every unfinished job of the user's (of
+    -u matched no unfinished job (LSF says so); another user's job, the cluster's refusal. `0` is every unfinished job of the user's (of
     -J's name, -q's queue, -u's user); without it and without ids, only the newest of them."""
-    out: list[tuple[str, JobInfo | None, tuple[int, int | None] | None]] = []
+    out: list[tuple[str, JobInfo | Forbidden | None, tuple[int, int | None] | None]] = []
     every = "0" in operands
     everyone = every or not operands
     for word in operands:
@@ -68,6 +68,8 @@ def _targets(command: str, client: Client, given: list[Given], operands: list[st
             out.append((word, client.job(ref[0]), ref))
         except NotFound:
             out.append((word, None, ref))
+        except Forbidden as refusal:
+            out.append((word, refusal, ref))
     if everyone:
         user = value(given, "u") or user_name()
         listing = client.jobs(user=None if user == "all" else user)
@@ -83,12 +85,15 @@ def _targets(command: str, client: Client, given: list[Given], operands: list[st
     return out
 
 
-def _one(client: Client, word: str, job: JobInfo | None, ref: tuple[int, int | None] | None,
+def _one(client: Client, word: str, job: JobInfo | Forbidden | None, ref: tuple[int, int | None] | None,
          given: list[Given], doing: str, act: Act) -> int:
     if ref is None:
         print(f"{word}: Illegal job ID.", file=sys.stderr)
         return EXIT_FAILURE
     shown = f"{ref[0]}[{ref[1]}]" if ref[1] is not None else str(ref[0])
+    if isinstance(job, Forbidden):
+        print(f"Job <{shown}>: {_REFUSALS['forbidden']}", file=sys.stderr)
+        return EXIT_FAILURE
     if job is None or (ref[1] is not None and ref[1] not in _indices(job)):
         print(f"Job <{shown}>: No matching job found", file=sys.stderr)
         return EXIT_FAILURE

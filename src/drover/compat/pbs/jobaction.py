@@ -19,7 +19,7 @@ from drover.compat.pbs.common import (
     parse_ref,
 )
 from drover.compat.pbs.syntax import Given, PbsUsageError, parse, print_error
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import DroverError, Forbidden, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +65,10 @@ def _one(command: str, client: Client, word: str,
     except NotFound:
         print(f"{command}: Unknown Job Id {word}", file=sys.stderr)
         return EXIT_UNKNOWN_JOB
+    except Forbidden:  # another user's job
+        words, number = _REFUSALS["forbidden"]
+        print(f"{command}: {words} {word}", file=sys.stderr)
+        return number % 256
     if ref[1] is not None and ref[1] not in {t.index for t in job.tasks}:
         print(f"{command}: Unknown Job Id {word}", file=sys.stderr)
         return EXIT_UNKNOWN_JOB

@@ -1,7 +1,8 @@
 """Acting on jobs (cancel, signal, hold, release, requeue, suspend, resume) and reporting a
 refusal in Slurm's words (slurm_strerror), decided by what the job is, not by the words of
 Drover's message: a job the cluster does not know is "Invalid job id specified", one that has
-ended is "Job/step already completing or completed"."""
+ended is "Job/step already completing or completed", another user's is "Access/permission
+denied"."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from drover.core.errors import NotFound
+from drover.core.errors import Forbidden, NotFound
 
 if TYPE_CHECKING:
     from drover.client.client import Client
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
 INVALID_JOB_ID = "Invalid job id specified"
 ALREADY_DONE = "Job/step already completing or completed"
+ACCESS_DENIED = "Access/permission denied"  # ESLURM_ACCESS_DENIED: another user's job
 FINAL_TASK_STATES = frozenset({"completed", "failed", "cancelled", "timeout", "out_of_memory", "node_fail"})
 
 
@@ -44,6 +46,8 @@ def why(client: Client, ref: str, message: str) -> tuple[str, bool]:
         job = client.job(int(job_text))
     except NotFound:
         return INVALID_JOB_ID, True
+    except Forbidden:
+        return ACCESS_DENIED, False
     if index_text:
         task = next((t for t in job.tasks if t.index == int(index_text)), None)
         if task is not None and task.state in FINAL_TASK_STATES:

@@ -4,7 +4,8 @@ as src/scancel/opt.c reads them, SCANCEL_* variables included.
 
 Refusals are Slurm's: "Kill job error on job id 12: Invalid job id specified" for a job the
 cluster does not know, "...: Job/step already completing or completed" for one that ended,
-exit status 1; with -Q neither is printed, and a job that is gone is not an error."""
+"...: Access/permission denied" for another user's, exit status 1; with -Q none is printed,
+and a job that is gone is not an error."""
 
 from __future__ import annotations
 
