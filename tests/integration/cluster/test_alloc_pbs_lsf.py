@@ -171,11 +171,15 @@ def test_removing_the_queue_ends_its_allocations(manager: str, outer: LocalClust
     output = adapter.output_file(str(inner.state_dir / "alloc" / f"{name}-%j.out"), name, str(outer_job))
     wait_until(lambda: os.path.exists(output) and "joined" in open(output).read(), timeout=30,
                describe=f"the worker's words in {output}")
+    inner.drover("cancel", str(job))  # the allocation is left idle: its removal ends it
+    wait_until(lambda: inner.drover_json("show", str(job))["state"] == "cancelled", timeout=60, interval=0.5,
+               describe="the job cancelled on its node")
     assert inner.drover_json("alloc", "remove", "1")["state"] == "removed"
     wait_until(lambda: not _live(outer), timeout=60, interval=0.5, describe="the outer job to end")
-    assert all(a["state"] == "ended" for a in _info(inner)["allocations"])
+    # and the allocator sees it end at its next look at the outer scheduler
+    wait_until(lambda: all(a["state"] == "ended" for a in _info(inner)["allocations"]), timeout=60, interval=0.5,
+               describe="the allocations recorded ended")
     assert inner.drover_json("alloc", "list") == []
-    inner.drover("cancel", str(job))
 
 
 @pytest.mark.parametrize(("manager", "words"), [("pbs", "unknown queue"), ("lsf", "job not submitted")])

@@ -156,7 +156,9 @@ def test_removing_the_queue_ends_its_allocations(slurm: Slurm, drover: LocalClus
     removed = drover.drover_json("alloc", "remove", "1")
     assert removed["state"] == "removed"
     wait_until(lambda: not _ours(slurm), timeout=60, interval=0.5, describe="Slurm to end the allocation")
-    assert all(a["state"] == "ended" for a in _info(drover)["allocations"])
+    # and the allocator sees it end at its next look at Slurm
+    wait_until(lambda: all(a["state"] == "ended" for a in _info(drover)["allocations"]), timeout=60, interval=0.5,
+               describe="the allocations recorded ended")
     assert drover.drover_json("alloc", "list") == []
     drover.drover("cancel", str(job))
 
