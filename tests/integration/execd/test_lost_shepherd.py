@@ -42,7 +42,8 @@ def _start(cluster: LocalCluster, marker: str, *options: str) -> tuple[int, int]
     """Submit the job; once attempt 1 runs with its escapees: (job id, shepherd pid)."""
     job = cluster.submit(*options, "--", "bash", "-c", SCRIPT.format(escapees=escaping_lines(marker)))
     wait_until(lambda: (cluster.workdir / "ready").exists(), describe="attempt 1 to be ready")
-    assert len(processes_with_argument(marker)) == 3
+    # `ready` is touched once the escapees are forked, not once each has become `sleep`
+    wait_until(lambda: len(processes_with_argument(marker)) == 3, describe="the three escapees running")
     return job, shepherd_pid(cluster, f"{job}.0.1")
 
 

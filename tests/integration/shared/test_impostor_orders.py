@@ -160,6 +160,8 @@ def test_orders_naming_no_attempt_or_a_cgroup_of_their_own_make_nothing_and_good
         impostor.send(order("900001.0.1", alice, evidence, script=f"while [ ! -e {evidence}/go ]; do sleep 0.1; done\n"))
         wait_until(lambda: impostor.reports("started", "900001.0.1"), timeout=60, describe="the good order to start")
         assert (spool / "900001.0.1").is_dir()
+        # its script's first line is done before anything is compared with what there is now
+        wait_until(lambda: (evidence / "ran-900001").exists(), describe="the good order's job to run")
         names = ["../../etc", "900001.0.1/../x", "900001.0.1/../../x", "1.0.1\n", "1.0.1\x00", "../" * 20 + str(evidence)[1:] + "/abs.0.1",
                  str(evidence / "absolute"), "", ".", "..", "1.0", "1.0.1.2", " 1.0.1", "x" * 100_000,
                  "1.0.1/" + "a" * 5000]

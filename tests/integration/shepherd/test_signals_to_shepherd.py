@@ -67,7 +67,8 @@ def test_every_catchable_signal_sent_to_the_shepherd(backend_cluster: tuple[Loca
         shepherd = shepherd_pid(cluster, attempt)
         record = read_pid_record(str(cluster.spool / attempt / "pid"))
         assert record is not None
-        assert len(processes_with_argument(marker)) == 3
+        # `ready` is touched once the escapees are forked, not once each has become `sleep`
+        wait_until(lambda: len(processes_with_argument(marker)) == 3, describe="the three escapees running")
         assert attempt_cgroups(cluster) or backend == "subreaper"
 
         # The job and its children start with no signal blocked or ignored — among those a
