@@ -43,18 +43,30 @@ def remove_user(name: str) -> None:
         uid = pwd.getpwnam(name).pw_uid
     except KeyError:
         return
+    removed = None
     for _ in range(10):  # again, for what forked while the others were being killed
         theirs = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid]
-        if not theirs:
-            break
         for process in theirs:
             try:
                 process.kill()
             except psutil.NoSuchProcess:
                 pass
         psutil.wait_procs(theirs, timeout=5)
-    subprocess.run(["userdel", "--remove", name], capture_output=True)
+        # userdel refuses a user who still runs a process (one may have started meanwhile)
+        removed = subprocess.run(["userdel", "--remove", name], capture_output=True, text=True)
+        if _gone(name):
+            break
     shutil.rmtree(f"/tmp/{name}-work", ignore_errors=True)
+    if not _gone(name):
+        raise RuntimeError(f"test user {name} could not be removed: {removed.stderr if removed else ''}")
+
+
+def _gone(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return True
+    return False
 
 
 # A login's PATH; callers put their install's bin directory in front.
