@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from hypothesis import settings
 
+from tests.helpers.browser import browser  # noqa: F401 (a fixture: a headless Chromium)
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.controller_world import world  # noqa: F401 (a fixture: the controller's handlers on a store)
 from tests.helpers.leftovers import kill_all, left_behind

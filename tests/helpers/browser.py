@@ -1,8 +1,10 @@
 """A real headless Chromium driven through its DevTools protocol (a WebSocket, with the
-`websockets` package Drover already uses): no WebDriver, no browser download.
+`websockets` package Drover already uses): no WebDriver, no browser download; and the dashboards
+(`drover web`) the web tests point it at.
 
 `Browser()` starts one in a profile of its own and closes it, with every process it started,
-on `close()`. Skips the test, saying why, where Chromium cannot be installed.
+on `close()`. Skips the test, saying why, where Chromium cannot be installed. The `browser`
+fixture (tests/conftest.py) is one for a test.
 """
 
 from __future__ import annotations
@@ -17,13 +19,23 @@ import signal
 import subprocess
 import tempfile
 import urllib.request
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import debian
+from tests.helpers.users import user_command
 from tests.helpers.wait import wait_until
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tests.helpers.system_cluster import SystemCluster
+
+# What alice's job is named and writes, in the tests of who sees what of another user's job.
+SECRET_NAME = "alice-secret-name"
+SECRET_OUTPUT = "alice-secret-output"
 
 
 class Browser:
@@ -83,6 +95,10 @@ class Browser:
     def visible(self) -> str:
         return str(self.evaluate("document.body ? document.body.innerText : ''"))
 
+    def live_updates(self) -> int:
+        """How many updates the page's live part has had from the dashboard's stream."""
+        return int(self.evaluate("Number(document.body.dataset.updates || 0)"))
+
     def screenshot(self, path: Path) -> None:
         data = self.send("Page.captureScreenshot", format="png")["data"]
         path.write_bytes(base64.b64decode(data))
@@ -111,3 +127,49 @@ class Browser:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    """A headless Chromium of the test's own, closed with every process it started."""
+    opened = Browser()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def start_dashboard(command: list[str], env: dict[str, str], cwd: str | None = None,
+                    who: str = "drover web") -> tuple[subprocess.Popen[str], str]:
+    """`drover web` (`command`) started in the background; its process and the URL it printed
+    (with its one-time token)."""
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    line = process.stdout.readline() if process.stdout else ""
+    if "http://" not in line:
+        process.kill()
+        raise AssertionError(f"{who} printed no URL: {line!r} {process.communicate()[1]!r}")
+    return process, line.split(": ", 1)[1].strip()
+
+
+def dashboard_of(cluster: SystemCluster, user: str, *options: str) -> tuple[subprocess.Popen[str], str]:
+    """`drover web OPTIONS` (the installed command) run as `user` in the background, in / (the
+    service user's home may not be there); its process and the URL it printed."""
+    command, env = user_command(user, ["drover", "web", *options], cwd="/",
+                                env={"PATH": cluster.user_path, "DROVER_SOCKET": cluster.socket})
+    return start_dashboard(command, env, cwd="/", who=f"drover web as {user}")
+
+
+def stop_dashboards(processes: Iterable[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        process.terminate()
+        process.communicate(timeout=20)
+
+
+def secret_job(cluster: SystemCluster, user: str, *options: str) -> int:
+    """A running job of `user`'s (submitted with `options`), named SECRET_NAME, that writes
+    SECRET_OUTPUT every half second until it is cancelled."""
+    script = f"while true; do echo {SECRET_OUTPUT}; sleep 0.5; done"
+    job = cluster.submit_as(user, "--name", SECRET_NAME, *options, "--", "sh", "-c", script)
+    wait_until(lambda: cluster.job(job)["state"] == "running", timeout=30, describe=f"{user}'s job to run")
+    return job

@@ -9,44 +9,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from tests.helpers.browser import Browser
+from tests.helpers.browser import Browser, start_dashboard, stop_dashboards
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
 DOCS_SHOTS = Path(__file__).resolve().parents[3] / "docs" / "web"
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    opened = Browser()
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-def start_dashboard(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    """`drover web` started in the background; its process and the URL it printed."""
-    process = subprocess.Popen([*command, "web", "--listen", "127.0.0.1:0"], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
-    line = process.stdout.readline() if process.stdout else ""
-    if "http://" not in line:
-        process.kill()
-        raise AssertionError(f"drover web printed no URL: {line!r} {process.communicate()[1]!r}")
-    return process, line.split(": ", 1)[1].strip()
-
-
-def stop_dashboard(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    process.communicate(timeout=20)
+# `drover web` of this checkout, on a port the kernel chooses.
+WEB = [sys.executable, "-m", "drover", "web", "--listen", "127.0.0.1:0"]
 
 
 def status_of(url: str) -> tuple[int, str]:
@@ -73,7 +49,7 @@ def test_each_page_renders_the_clusters_data_follows_output_and_cancels(
     script = "for i in $(seq 1 600); do echo \"step $i of the sweep\"; sleep 0.5; done"
     job = cluster.submit("--name", "sweep-runner", "--", "sh", "-c", script)
     held = cluster.submit("--name", "held-for-later", "--hold", "--", "true")
-    dashboard, url = start_dashboard([sys.executable, "-m", "drover"], cluster.env)
+    dashboard, url = start_dashboard(WEB, cluster.env)
     base = url.split("/?")[0]
     try:
         browser.goto(url)  # the token is exchanged for the cookie, and the address loses it
@@ -103,8 +79,8 @@ def test_each_page_renders_the_clusters_data_follows_output_and_cancels(
         assert "sweep-runner" in text and "firing sequence" in text and "dispatched" in text and "started" in text
         wait_until(lambda: "CPU and memory now" in browser.visible(), timeout=40,
                    describe="the job's samples")  # the node samples every [execd] sample_s
-        updates = int(browser.evaluate("Number(document.body.dataset.updates || 0)"))
-        wait_until(lambda: int(browser.evaluate("Number(document.body.dataset.updates || 0)")) > updates,
+        updates = browser.live_updates()
+        wait_until(lambda: browser.live_updates() > updates,
                    describe="a live update of the job's part of the page")
         browser.screenshot(shots / "job.png")
 
@@ -122,12 +98,12 @@ def test_each_page_renders_the_clusters_data_follows_output_and_cancels(
         assert "warm-up" in browser.visible() and "default" in browser.visible()
         browser.screenshot(shots / "history.png")
     finally:
-        stop_dashboard(dashboard)
+        stop_dashboards([dashboard])
 
 
 def test_a_wrong_missing_or_used_token_gets_nothing(cluster: LocalCluster, browser: Browser) -> None:
     cluster.submit("--name", "private-name", "--hold", "--", "true")
-    dashboard, url = start_dashboard([sys.executable, "-m", "drover"], cluster.env)
+    dashboard, url = start_dashboard(WEB, cluster.env)
     base, token = url.split("/?token=")
     try:
         for attempt in (base + "/", base + "/jobs", base + "/?token=wrong" + token[:4],
@@ -155,5 +131,5 @@ def test_a_wrong_missing_or_used_token_gets_nothing(cluster: LocalCluster, brows
         except urllib.error.HTTPError as error:
             assert error.code == 403
     finally:
-        stop_dashboard(dashboard)
+        stop_dashboards([dashboard])
     assert json.loads(json.dumps(cluster.drover_json("show", "1")))["state"] == "held"

@@ -14,31 +14,25 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from tests.helpers.browser import Browser
+from tests.helpers.browser import (
+    SECRET_NAME,
+    SECRET_OUTPUT,
+    Browser,
+    dashboard_of,
+    secret_job,
+    stop_dashboards,
+)
 from tests.helpers.system_cluster import SystemCluster
-from tests.helpers.users import create_user, remove_user, run_as_user, user_command
+from tests.helpers.users import create_user, remove_user, run_as_user
 from tests.helpers.wait import wait_until
 
 from drover.config import SERVICE_USER
-
-SECRET_NAME = "alice-secret-name"
-SECRET_OUTPUT = "alice-secret-output"
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    opened = Browser()
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 @pytest.fixture
@@ -50,41 +44,20 @@ def operator(users: tuple[str, str]) -> Iterator[str]:
     remove_user(name)
 
 
-def dashboard(cluster: SystemCluster, user: str, *listen: str) -> tuple[subprocess.Popen[str], str]:
-    """`drover web LISTEN` run as `user` in the background (in /: the service user's home may
-    not be there); its process and the URL it printed."""
-    command, env = user_command(user, ["drover", "web", *listen], cwd="/",
-                                env={"PATH": cluster.user_path, "DROVER_SOCKET": cluster.socket})
-    process = subprocess.Popen(command, env=env, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-    line = process.stdout.readline() if process.stdout else ""
-    if "http://" not in line:
-        process.kill()
-        raise AssertionError(f"drover web as {user} printed no URL: {line!r} {process.communicate()[1]!r}")
-    return process, line.split(": ", 1)[1].strip()
-
-
 def alices_private_job(cluster: SystemCluster, alice: str) -> int:
     """A running job of alice's whose output is in a directory only she may enter."""
     entry = pwd.getpwnam(alice)
     private = Path(entry.pw_dir) / "private"
     private.mkdir(mode=0o700)
     os.chown(private, entry.pw_uid, entry.pw_gid)
-    script = f"while true; do echo {SECRET_OUTPUT}; sleep 0.5; done"
-    job = cluster.submit_as(alice, "--name", SECRET_NAME, "-o", "private/out", "--", "sh", "-c", script)
-    wait_until(lambda: cluster.job(job)["state"] == "running", timeout=30, describe="alice's job to run")
-    return job
-
-
-def live_updates(browser: Browser) -> int:
-    return int(browser.evaluate("Number(document.body.dataset.updates || 0)"))
+    return secret_job(cluster, alice, "-o", "private/out")
 
 
 def output_shown(browser: Browser, base: str, job: int, updates: int = 3) -> str:
     """The output a job's page shows once its stream has sent `updates` updates (each comes with
     what the task wrote since, where the dashboard's user may read it)."""
     browser.goto(f"{base}/jobs/{job}")
-    wait_until(lambda: live_updates(browser) >= updates, timeout=30, describe=f"{updates} live updates of job {job}")
+    wait_until(lambda: browser.live_updates() >= updates, timeout=30, describe=f"{updates} live updates of job {job}")
     return str(browser.evaluate("document.getElementById('output').textContent"))
 
 
@@ -97,12 +70,6 @@ def act(browser: Browser, action: str, job: int) -> list[dict[str, object]]:
     return reply["results"] if isinstance(reply, dict) else [{"status": reply}]  # type: ignore[no-any-return]
 
 
-def stop(processes: list[subprocess.Popen[str]]) -> None:
-    for process in processes:
-        process.terminate()
-        process.communicate(timeout=20)
-
-
 def test_an_operators_dashboard_shows_every_job_and_its_actions_but_no_users_output(
         system_cluster_factory: Callable[..., SystemCluster], users: tuple[str, str], operator: str,
         browser: Browser) -> None:
@@ -112,7 +79,7 @@ def test_an_operators_dashboard_shows_every_job_and_its_actions_but_no_users_out
     bobs = cluster.submit_as(bob, "--name", "bobs-held-job", "--hold", "--", "true")
     processes = []
     try:
-        process, url = dashboard(cluster, alice)
+        process, url = dashboard_of(cluster, alice)
         processes.append(process)
         browser.goto(url)
         base = url.split("/?")[0]
@@ -120,19 +87,19 @@ def test_an_operators_dashboard_shows_every_job_and_its_actions_but_no_users_out
         wait_until(lambda: SECRET_OUTPUT in output_shown(browser, base, alices, 1), timeout=30,
                    describe="alice's output on her own dashboard")
 
-        process, url = dashboard(cluster, operator)
+        process, url = dashboard_of(cluster, operator)
         processes.append(process)
         browser.goto(url)
         base = url.split("/?")[0]
         browser.goto(f"{base}/jobs")
-        wait_until(lambda: live_updates(browser) > 0, describe="the operator's job list")
+        wait_until(lambda: browser.live_updates() > 0, describe="the operator's job list")
         page = browser.text()
         assert SECRET_NAME in page and "bobs-held-job" in page  # every user's jobs
         for job, actions in ((alices, ("cancel", "requeue")), (bobs, ("cancel", "release"))):
             for action in actions:
                 assert f'data-action="{action}" data-ref="{job}"' in page, (job, action)
         browser.goto(f"{base}/jobs?user={alice}")
-        wait_until(lambda: live_updates(browser) > 0, describe="alice's jobs on the operator's dashboard")
+        wait_until(lambda: browser.live_updates() > 0, describe="alice's jobs on the operator's dashboard")
         assert SECRET_NAME in browser.text() and "bobs-held-job" not in browser.text()
         browser.goto(f"{base}/history?user={alice}")
         assert browser.evaluate("document.querySelector('main .refusal') === null"), browser.visible()
@@ -157,7 +124,7 @@ def test_an_operators_dashboard_shows_every_job_and_its_actions_but_no_users_out
         assert results[0]["ok"] is True, results
         assert cluster.wait_ended(alices)["state"] == "cancelled"
     finally:
-        stop(processes)
+        stop_dashboards(processes)
 
 
 # Another local user's requests to a dashboard, with what they could have: nothing, guesses, or
@@ -189,7 +156,7 @@ def test_a_users_dashboard_is_on_loopback_and_gives_no_other_user_nor_the_servic
     alices = alices_private_job(cluster, alice)
     processes = []
     try:
-        process, url = dashboard(cluster, alice)  # as docs/web.md says: no --listen
+        process, url = dashboard_of(cluster, alice)  # as docs/web.md says: no --listen
         processes.append(process)
         base, token = url.split("/?token=")
         port = base.rsplit(":", 1)[1]
@@ -213,15 +180,15 @@ def test_a_users_dashboard_is_on_loopback_and_gives_no_other_user_nor_the_servic
                 assert SECRET_NAME not in str(body) and str(alices) not in str(body), (user, path, body)
 
         # The service user's own dashboard is an admin's: every job, the actions, no output.
-        process, url = dashboard(cluster, SERVICE_USER)
+        process, url = dashboard_of(cluster, SERVICE_USER)
         processes.append(process)
         browser.goto(url)
         base = url.split("/?")[0]
         browser.goto(f"{base}/jobs")
-        wait_until(lambda: live_updates(browser) > 0, describe="the service user's job list")
+        wait_until(lambda: browser.live_updates() > 0, describe="the service user's job list")
         assert SECRET_NAME in browser.text() and f'data-action="cancel" data-ref="{alices}"' in browser.text()
         assert output_shown(browser, base, alices) == ""
         assert SECRET_OUTPUT not in browser.text()
         assert cluster.job(alices)["state"] == "running"
     finally:
-        stop(processes)
+        stop_dashboards(processes)

@@ -5,39 +5,17 @@ it, and a cancel of her job forged from bob's page is refused by the controller.
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import Iterator
 
-import pytest
-from tests.helpers.browser import Browser
+from tests.helpers.browser import (
+    SECRET_NAME,
+    SECRET_OUTPUT,
+    Browser,
+    dashboard_of,
+    secret_job,
+    stop_dashboards,
+)
 from tests.helpers.system_cluster import SystemCluster
-from tests.helpers.users import user_command
 from tests.helpers.wait import wait_until
-
-SECRET_NAME = "alice-secret-name"
-SECRET_OUTPUT = "alice-secret-output"
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    opened = Browser()
-    try:
-        yield opened
-    finally:
-        opened.close()
-
-
-def dashboard_of(cluster: SystemCluster, user: str) -> tuple[subprocess.Popen[str], str]:
-    """`drover web` run as `user` in the background; its process and the URL it printed."""
-    command, env = user_command(user, ["drover", "web", "--listen", "127.0.0.1:0"],
-                                env={"PATH": cluster.user_path, "DROVER_SOCKET": cluster.socket})
-    process = subprocess.Popen(command, env=env, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, text=True, start_new_session=True)
-    line = process.stdout.readline() if process.stdout else ""
-    if "http://" not in line:
-        process.kill()
-        raise AssertionError(f"drover web as {user} printed no URL: {line!r} {process.communicate()[1]!r}")
-    return process, line.split(": ", 1)[1].strip()
 
 
 def forge_cancel(browser: Browser, job: int) -> list[dict[str, object]]:
@@ -52,14 +30,12 @@ def forge_cancel(browser: Browser, job: int) -> list[dict[str, object]]:
 def test_bobs_dashboard_never_shows_alices_job_and_cannot_cancel_it(
         system_cluster: SystemCluster, users: tuple[str, str], browser: Browser) -> None:
     alice, bob = users
-    script = f"while true; do echo {SECRET_OUTPUT}; sleep 0.5; done"
-    alices = system_cluster.submit_as(alice, "--name", SECRET_NAME, "--", "sh", "-c", script)
+    alices = secret_job(system_cluster, alice)
     bobs = system_cluster.submit_as(bob, "--name", "bobs-own-job", "--hold", "--", "true")
-    wait_until(lambda: system_cluster.job(alices)["state"] == "running", timeout=30, describe="alice's job to run")
     processes = []
     try:
         # Alice's own dashboard shows her job and its output: what bob's must not.
-        process, url = dashboard_of(system_cluster, alice)
+        process, url = dashboard_of(system_cluster, alice, "--listen", "127.0.0.1:0")
         processes.append(process)
         base = url.split("/?")[0]
         browser.goto(url)
@@ -68,7 +44,7 @@ def test_bobs_dashboard_never_shows_alices_job_and_cannot_cancel_it(
                    timeout=30, describe="alice's output on her own dashboard")
         assert SECRET_NAME in browser.visible()
 
-        process, url = dashboard_of(system_cluster, bob)
+        process, url = dashboard_of(system_cluster, bob, "--listen", "127.0.0.1:0")
         processes.append(process)
         base = url.split("/?")[0]
         browser.goto(url)
@@ -77,7 +53,7 @@ def test_bobs_dashboard_never_shows_alices_job_and_cannot_cancel_it(
                      "/history", f"/history?user={alice}"):
             browser.goto(base + path)
             # Its live part has come at least once from the stream too.
-            wait_until(lambda: int(browser.evaluate("Number(document.body.dataset.updates || 0)")) > 0,
+            wait_until(lambda: browser.live_updates() > 0,
                        describe=f"{path}'s first live update")
             page = browser.text()
             assert SECRET_NAME not in page and SECRET_OUTPUT not in page, path
@@ -102,6 +78,4 @@ def test_bobs_dashboard_never_shows_alices_job_and_cannot_cancel_it(
         assert kinds == ["submitted", "dispatched", "started"], kinds
         assert system_cluster.job(bobs)["state"] == "held"
     finally:
-        for process in processes:
-            process.terminate()
-            process.communicate(timeout=20)
+        stop_dashboards(processes)

@@ -9,14 +9,14 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from drover.compat.lsf.syntax import Given, LsfUsageError, parse, print_error
+from drover.compat.client_body import Act, Body, Check, through_client
+from drover.compat.lsf.syntax import LsfUsageError, parse, print_error
 from drover.core.errors import DroverError, Unreachable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from drover.client.client import Client
     from drover.compat.optiontable import Option
     from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo
 
@@ -143,14 +143,6 @@ def version() -> str:
     return __version__
 
 
-# check(given, operands): refuse a command line (LsfUsageError) before the cluster is asked.
-Check = Callable[[list[Given], list[str]], None]
-# act(client, given, operands) → the exit status.
-Act = Callable[["Client", list[Given], list[str]], int]
-# body(given, operands) → the exit status: a command that opens its client itself (bsub).
-Body = Callable[[list[Given], list[str]], int]
-
-
 def run(command: str, argv: list[str] | None, options: Sequence[Option], usage: str, act: Act,
         check: Check | None = None, timeout: bool = True) -> int:
     """What each LSF command does first: parse its command line (`argv`, default the process's),
@@ -158,16 +150,7 @@ def run(command: str, argv: list[str] | None, options: Sequence[Option], usage: 
     the cluster (without a timeout when `timeout` is false: bpeek -f follows a job). A bad
     command line exits as LSF's commands do (its message, the usage, 255), an error of the
     cluster as `failed` says it."""
-
-    def body(given: list[Given], operands: list[str]) -> int:
-        if check is not None:
-            check(given, operands)
-        from drover.client.client import Client
-
-        with Client() if timeout else Client(timeout_s=None) as client:
-            return act(client, given, operands)
-
-    return start(command, argv, options, usage, body)
+    return start(command, argv, options, usage, through_client(act, check, timeout))
 
 
 def start(command: str, argv: list[str] | None, options: Sequence[Option], usage: str, body: Body,

@@ -1,5 +1,6 @@
 """What the PBS front ends share: the server's name and job ids in PBS's form, states and exit
-statuses as PBS reports them, and how a command says an error."""
+statuses as PBS reports them, how a command says an error, and the way every command starts
+(`run`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Sequence
 
+from drover.compat.client_body import Act, Body, Check, through_client
+from drover.compat.pbs.syntax import PbsUsageError, last, parse, print_error
 from drover.core.errors import DroverError, Unreachable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from drover.compat.optiontable import Option
     from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo
 
 # PBS's error numbers (pbs_error.h); a command exits with the last one, modulo 256.
@@ -191,3 +196,38 @@ def user_name() -> str:
 
 def host_name() -> str:
     return socket.gethostname()
+
+
+def version() -> str:
+    from drover import __version__
+
+    return __version__
+
+
+def run(command: str, argv: list[str] | None, options: Sequence[Option], usage: str, act: Act,
+        check: Check | None = None) -> int:
+    """What each PBS command does first: parse its command line (`argv`, default the process's),
+    check it, print the version on --version (where the command has it), then act through a
+    client of the cluster. A bad command line exits as PBS's commands do (getopt's words or the
+    check's, then `usage` where the error asks for it; 2 unless the error says otherwise), an
+    error of the cluster as `failed` says it."""
+    return start(command, argv, options, usage, through_client(act), check)
+
+
+def start(command: str, argv: list[str] | None, options: Sequence[Option], usage: str, body: Body,
+          check: Check | None = None, permute: bool = True) -> int:
+    """`run` for a command that opens its client itself: `body` once the command line is checked
+    and --version answered. `permute`: whether options may follow operands (qsub's end at its
+    script or its command)."""
+    try:
+        given, operands = parse(command, list(sys.argv[1:] if argv is None else argv), options, permute=permute)
+        if check is not None:
+            check(given, operands)
+        if last(given, "version") is not None:
+            print(f"pbs_version = {version()}")
+            return 0
+        return body(given, operands)
+    except PbsUsageError as error:
+        return print_error(error, usage)
+    except DroverError as error:
+        return failed(command, error)

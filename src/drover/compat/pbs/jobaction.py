@@ -8,22 +8,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from drover.compat.optiontable import Option
+from drover.compat.pbs import common
 from drover.compat.pbs.common import (
     EXIT_FINISHED,
     EXIT_UNKNOWN_JOB,
     PBSE_BADSTATE,
     PBSE_PERM,
     drover_ref,
-    failed,
     parse_ref,
 )
-from drover.compat.pbs.syntax import Given, PbsUsageError, parse, print_error
-from drover.core.errors import DroverError, Forbidden, NotFound
+from drover.compat.pbs.syntax import Given, PbsUsageError
+from drover.core.errors import Forbidden, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.client.client import Client
+    from drover.compat.optiontable import Option
     from drover.protocol.api import ActionResult, JobInfo
 
 # An action's refusal by the cluster, as PBS's error: its words and number (pbs_error.h).
@@ -31,27 +31,25 @@ _REFUSALS = {"forbidden": ("Unauthorized Request", PBSE_PERM), "conflict": ("Req
                                                                              PBSE_BADSTATE)}
 
 
-def run(command: str, argv: list[str], options: Sequence[Option], usage: str,
+def run(command: str, argv: list[str] | None, options: Sequence[Option], usage: str,
         act: Callable[[Client, list[str], list[Given]], list[ActionResult]],
         check: Callable[[list[Given]], None] | None = None) -> int:
-    try:
-        given, operands = parse(command, argv, options)
+    """`act` on each job id of the command line in turn; the usage, as the message, when none is
+    given. A bad option is said in getopt's words alone, without the usage."""
+
+    def checked(given: list[Given], operands: list[str]) -> None:
         if check is not None:
             check(given)
         if not operands:
             raise PbsUsageError(usage)
-    except PbsUsageError as error:
-        return print_error(error, "")
-    status = 0
-    try:
-        from drover.client.client import Client
 
-        with Client() as client:
-            for word in operands:
-                status = _one(command, client, word, given, act) or status
-    except DroverError as error:
-        return failed(command, error)
-    return status
+    def each(client: Client, given: list[Given], operands: list[str]) -> int:
+        status = 0
+        for word in operands:
+            status = _one(command, client, word, given, act) or status
+        return status
+
+    return common.run(command, argv, options, "", each, checked)
 
 
 def _one(command: str, client: Client, word: str,

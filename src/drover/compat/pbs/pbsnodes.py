@@ -8,12 +8,12 @@ import time
 from typing import Any
 
 from drover.compat.optiontable import Arity, Mark, Option
-from drover.compat.pbs.common import failed, server_name
-from drover.compat.pbs.syntax import PbsUsageError, last, parse, print_error
-from drover.core.errors import DroverError
+from drover.compat.pbs.common import run, server_name, version
+from drover.compat.pbs.syntax import Given, PbsUsageError, last
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from drover.client.client import Client
     from drover.protocol.api import NodeInfo
 
 OPTIONS = [
@@ -56,30 +56,24 @@ def attributes(node: NodeInfo) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("pbsnodes", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        for g in given:
-            if g.option.mark is Mark.REFUSED:
-                raise PbsUsageError(f"pbsnodes: {g.option.names[0]}: {g.option.note}", 1, usage=False)
-        form = last(given, "F")
-        if form is not None and form.value != "json":
-            raise PbsUsageError(f"pbsnodes: -F {form.value}: Drover writes json only")
-        keys = {g.key for g in given}
-        if "version" in keys:
-            from drover import __version__
+    return run("pbsnodes", argv, OPTIONS, USAGE, _act, _check)
 
-            print(f"pbs_version = {__version__}")
-            return 0
-        if not operands and not keys & {"a", "l", "S"}:
-            raise PbsUsageError(USAGE, usage=False)
-        from drover.client.client import Client
 
-        with Client() as client:
-            nodes = client.nodes()
-    except PbsUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("pbsnodes", error)
+def _check(given: list[Given], operands: list[str]) -> None:
+    for g in given:
+        if g.option.mark is Mark.REFUSED:
+            raise PbsUsageError(f"pbsnodes: {g.option.names[0]}: {g.option.note}", 1, usage=False)
+    form = last(given, "F")
+    if form is not None and form.value != "json":
+        raise PbsUsageError(f"pbsnodes: -F {form.value}: Drover writes json only")
+    if not operands and not {g.key for g in given} & {"a", "l", "S", "version"}:
+        raise PbsUsageError(USAGE, usage=False)
+
+
+def _act(client: Client, given: list[Given], operands: list[str]) -> int:
+    nodes = client.nodes()
+    keys = {g.key for g in given}
+    form = last(given, "F")
     status = 0
     if operands:
         named = {node.name: node for node in nodes}
@@ -94,9 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{node.name:<20} {state(node):<15} {node.reason or ''}".rstrip())
         return status
     if form is not None:
-        from drover import __version__
-
-        print(json.dumps({"timestamp": int(time.time()), "pbs_version": __version__, "pbs_server": server_name(),
+        print(json.dumps({"timestamp": int(time.time()), "pbs_version": version(), "pbs_server": server_name(),
                           "nodes": {node.name: attributes(node) for node in nodes}}, indent=4))
         return status
     if "S" in keys:

@@ -3,8 +3,6 @@ user hold (-h); qsub's other options are refused with a clear error, never silen
 
 from __future__ import annotations
 
-import sys
-
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.pbs.common import drover_queue
 from drover.compat.pbs.jobaction import run
@@ -58,7 +56,7 @@ def _act(client: Client, refs: list[str], given: list[Given]) -> list[ActionResu
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run("qalter", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE, _act, _check)
+    return run("qalter", argv, OPTIONS, USAGE, _act, _check)
 
 
 if __name__ == "__main__":

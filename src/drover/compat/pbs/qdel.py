@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.pbs.jobaction import run
 
@@ -16,7 +14,7 @@ USAGE = "usage:\n\tqdel [-W force|suppress_email=X] [-x] job_identifier...\n\tqd
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run("qdel", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE,
+    return run("qdel", argv, OPTIONS, USAGE,
                lambda client, refs, _given: client.cancel(refs))
 
 

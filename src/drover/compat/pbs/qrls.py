@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.pbs.jobaction import run, user_holds_only
 
@@ -15,7 +13,7 @@ USAGE = "usage: qrls [-h hold_list] job_identifier..."
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run("qrls", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE,
+    return run("qrls", argv, OPTIONS, USAGE,
                lambda client, refs, _given: client.release(refs), user_holds_only("qrls"))
 
 

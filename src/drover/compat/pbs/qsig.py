@@ -4,7 +4,6 @@ SIGTERM by default). PBS's `suspend` and `resume` suspend and resume the job."""
 from __future__ import annotations
 
 import signal
-import sys
 
 from drover.compat.optiontable import Arity, Mark, Option
 from drover.compat.pbs.common import PBSE_UNKSIG
@@ -54,7 +53,7 @@ def _check(given: list[Given]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run("qsig", list(sys.argv[1:] if argv is None else argv), OPTIONS, USAGE, _act, _check)
+    return run("qsig", argv, OPTIONS, USAGE, _act, _check)
 
 
 if __name__ == "__main__":

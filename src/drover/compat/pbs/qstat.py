@@ -22,20 +22,20 @@ from drover.compat.pbs.common import (
     EXIT_FINISHED,
     EXIT_UNKNOWN_JOB,
     PBSE_UNKQUE,
-    failed,
     id_of,
     job_id,
     parse_ref,
     queue_name,
+    run,
     server_name,
     subjob_state,
 )
 from drover.compat.pbs.common import (
     subjobs as all_subjobs,
 )
-from drover.compat.pbs.syntax import Given, PbsUsageError, last, parse, print_error
+from drover.compat.pbs.syntax import Given, PbsUsageError, last
 from drover.compat.pbs.values import hms
-from drover.core.errors import DroverError, NotFound
+from drover.core.errors import NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,29 +78,23 @@ RUNNING = ("R", "B", "E", "S")
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        given, operands = parse("qstat", list(sys.argv[1:] if argv is None else argv), OPTIONS)
-        form = last(given, "F")
-        if form is not None and form.value != "json":
-            raise PbsUsageError(f"qstat: -F {form.value}: Drover writes json only")
-        keys = {g.key for g in given}
-        if "version" in keys:
-            from drover import __version__
+    return run("qstat", argv, OPTIONS, USAGE, _act, _check)
 
-            print(f"pbs_version = {__version__}")
-            return 0
-        from drover.client.client import Client
 
-        with Client() as client:
-            if "Q" in keys:
-                return _queues(client, operands, "f" in keys, form is not None)
-            if "B" in keys:
-                return _server(client, "f" in keys, form is not None)
-            return _jobs(client, given, operands)
-    except PbsUsageError as error:
-        return print_error(error, USAGE)
-    except DroverError as error:
-        return failed("qstat", error)
+def _check(given: list[Given], _operands: list[str]) -> None:
+    form = last(given, "F")
+    if form is not None and form.value != "json":
+        raise PbsUsageError(f"qstat: -F {form.value}: Drover writes json only")
+
+
+def _act(client: Client, given: list[Given], operands: list[str]) -> int:
+    keys = {g.key for g in given}
+    form = last(given, "F") is not None
+    if "Q" in keys:
+        return _queues(client, operands, "f" in keys, form)
+    if "B" in keys:
+        return _server(client, "f" in keys, form)
+    return _jobs(client, given, operands)
 
 
 def _jobs(client: Client, given: list[Given], operands: list[str]) -> int:

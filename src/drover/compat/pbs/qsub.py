@@ -16,18 +16,18 @@ import time
 from drover.cli.common import NotRegularFile, read_regular_file
 from drover.compat.pbs.common import (
     EXIT_UNKNOWN_JOB,
-    failed,
     host_name,
     is_strict,
     job_id,
+    start,
     user_name,
     warn,
 )
 from drover.compat.pbs.submission import Submission, build
 from drover.compat.pbs.submit_options import QSUB_OPTIONS
-from drover.compat.pbs.syntax import Given, PbsUsageError, directive_words, last, parse, print_error
+from drover.compat.pbs.syntax import Given, PbsUsageError, directive_words, last, parse
 from drover.compat.submit_context import Context
-from drover.core.errors import BadRequest, DroverError, NotFound
+from drover.core.errors import BadRequest, NotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,24 +46,11 @@ USAGE = """usage: qsub [-a date_time] [-A account_string] [-c interval]
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    except PbsUsageError as error:
-        return print_error(error, USAGE)
-    except BadRequest as error:
-        print(f"qsub: {error}", file=sys.stderr)
-        return 1
-    except DroverError as error:
-        return failed("qsub", error)
+    words = list(sys.argv[1:] if argv is None else argv)
+    return start("qsub", words, OPTIONS, USAGE, lambda given, operands: _main(words, given, operands), permute=False)
 
 
-def _main(argv: list[str]) -> int:
-    command_line, operands = parse("qsub", argv, OPTIONS, permute=False)
-    if last(command_line, "version") is not None:
-        from drover import __version__
-
-        print(f"pbs_version = {__version__}")
-        return 0
+def _main(argv: list[str], command_line: list[Given], operands: list[str]) -> int:
     arguments: list[str] = []
     before_operands = len(argv) - len(operands)
     command_given = before_operands > 0 and argv[before_operands - 1] == "--"
