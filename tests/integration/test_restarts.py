@@ -5,13 +5,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.requests_waiting import requests_waiting
 from tests.helpers.wait import wait_until
 
 
@@ -60,7 +60,8 @@ def test_a_wait_cut_short_by_the_controller_stopping_says_so(cluster: LocalClust
     waiting = subprocess.Popen([sys.executable, "-m", "drover", "wait", str(job)], env=cluster.env,
                                cwd=cluster.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # the wait is sent, and waits on the controller
+        wait_until(lambda: requests_waiting(cluster.socket) == 1, timeout=60,
+                   describe="the wait waiting on the controller")
         cluster.kill("controller", signal.SIGTERM)
         out, err = waiting.communicate(timeout=30)
     finally:

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from tests.helpers.ha_cluster import HaCluster
 from tests.helpers.postgres import PrivateServer, Unavailable
+from tests.helpers.requests_waiting import requests_waiting
 from tests.helpers.wait import wait_until
 
 from drover.client import Client
@@ -205,13 +206,19 @@ def test_a_wait_on_the_active_controller_goes_on_at_the_next_one_when_it_stops(h
     standby would, and the client asks the other, which takes over. 3. The wait ends when the job
     does, exit 0 (not the server's own cut-off, an HTTP 500)."""
     cluster = ha
-    job = cluster.submit("--", "sh", "-c", "sleep 6")
+    gate = cluster.workdir / "gate"  # the job ends once the wait has moved to the next controller
+    job = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done")
     wait_until(lambda: cluster.json("show", str(job))["state"] == "running", describe="the job running")
     waiting = subprocess.Popen([sys.executable, "-m", "drover", "wait", str(job)], env=cluster.env,
                                cwd=cluster.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # the wait is sent, and waits on controller a
+        wait_until(lambda: requests_waiting(cluster.socket("a")) == 1, timeout=60,
+                   describe="the wait waiting on controller a")
         assert cluster.kill("a", signal.SIGTERM) == 0
+        wait_until(lambda: requests_waiting(cluster.socket("b")) == 1, timeout=60,
+                   describe="the wait waiting on controller b")
+        assert waiting.poll() is None  # it went on, and waits for the job still
+        gate.touch()
         out, err = waiting.communicate(timeout=90)
     finally:
         if waiting.poll() is None:
