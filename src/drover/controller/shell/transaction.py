@@ -152,6 +152,11 @@ class Shell:
         if self._stopping is not None:
             raise self._stopping
 
+    @property
+    def stopping(self) -> DroverError | None:
+        """Why the controller stops serving, once it has begun to (what `still_answering` raises)."""
+        return self._stopping
+
     def stop_answering(self, why: DroverError) -> None:
         """The controller stops serving (shut down, or another one leads now): the requests that
         wait here (for a job's end, for new events) are answered at once with `why`, and so is
