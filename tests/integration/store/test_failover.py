@@ -229,6 +229,45 @@ def test_a_wait_on_the_active_controller_goes_on_at_the_next_one_when_it_stops(h
     assert cluster.json("show", str(job))["state"] == "completed"
 
 
+def test_the_node_goes_on_at_the_next_controller_when_the_active_one_stops(ha: HaCluster, postgres_url: str) -> None:
+    """1. Two jobs run on the node (over TLS) until a gate opens, two wait. 2. The active
+    controller is stopped (SIGTERM): it exits 0, and all the node gets from it from then on is
+    its channel closed, or a refusal in a standby's words; the node joins the other controller,
+    which takes over. 3. The same shepherds run the same jobs; once the gate opens all four
+    finish, each run and recorded once."""
+    cluster = ha
+    gate = cluster.workdir / "gate"
+    running_jobs = [cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done; echo done")
+                    for _ in range(2)]
+    wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
+    waiting = [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
+    shepherds = cluster.shepherds()
+    assert len(shepherds) == 2
+    before = len(cluster.log("node").splitlines())
+
+    assert cluster.kill("a", signal.SIGTERM) == 0
+    wait_until(lambda: "joined the cluster as node node1" in "\n".join(cluster.log("node").splitlines()[before:]),
+               timeout=60, describe="the node to join the next controller")
+    cluster.wait_role("b", "active")
+    assert cluster.shepherds() == shepherds
+    since_the_stop = cluster.log("node").splitlines()[before:]
+    from_a = [line for line in since_the_stop if cluster.url("a") in line]
+    assert from_a, since_the_stop
+    for line in from_a:  # its channel closed or lost, or a standby's refusal; nothing else
+        assert f"controller channel to {cluster.url('a')}: " in line or "refused it (HTTP 503)" in line, line
+    gate.touch()
+
+    cluster.drover("wait", *map(str, running_jobs + waiting), timeout=60)
+    assert [cluster.json("show", str(job))["state"] for job in running_jobs + waiting] == ["completed"] * 4
+    for job in running_jobs:
+        assert (cluster.workdir / f"drover-{job}.out").read_text() == "done\n"
+    for job in waiting:
+        assert (cluster.workdir / f"drover-{job}.out").read_text() == "later\n"
+    assert_recorded_once(postgres_url, running_jobs + waiting)
+    for name in ("a", "node"):
+        assert "Traceback" not in cluster.log(name), cluster.log(name)
+
+
 def test_a_submission_committed_by_a_controller_that_died_before_answering_is_made_once(
         request: pytest.FixtureRequest, postgres_url: str) -> None:
     """1. The active controller commits a submission of an array of three tasks and exits before
