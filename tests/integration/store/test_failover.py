@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -266,6 +268,72 @@ def test_the_node_goes_on_at_the_next_controller_when_the_active_one_stops(ha: H
     assert_recorded_once(postgres_url, running_jobs + waiting)
     for name in ("a", "node"):
         assert "Traceback" not in cluster.log(name), cluster.log(name)
+
+
+def _tls_to(cluster: HaCluster, name: str) -> ssl.SSLSocket:
+    """A TLS connection to a controller's port, as anyone who can reach it makes one: no client
+    certificate, no MUNGE credential."""
+    context = ssl.create_default_context(cafile=str(cluster.state[name] / "tls" / "ca.crt"))
+    context.check_hostname = False
+    return context.wrap_socket(socket.create_connection(("127.0.0.1", cluster.ports[name]), timeout=10))
+
+
+def _all_of(connection: socket.socket) -> bytes:
+    """What the peer reads until the controller closes the connection."""
+    received = b""
+    try:
+        while chunk := connection.recv(65536):
+            received += chunk
+    except OSError:  # reset, or a TLS close without its alert
+        pass
+    finally:
+        connection.close()
+    return received
+
+
+def test_peers_without_a_credential_get_nothing_but_a_standbys_answer_from_a_stopping_controller(
+        ha: HaCluster) -> None:
+    """Peers that showed no credential are connected to the active controller when it stops: one
+    that never began its TLS handshake, one half way through a request's header, one idle after
+    a request it was refused. Others keep asking while it stops. The controller exits 0 within
+    its grace time, not held by any of them; each gets its connection closed, or a 503 of kind
+    standby: never a job's data, a traceback or a 500."""
+    cluster = ha
+    secret = "only-its-owner-sees-this-name"
+    job = cluster.submit("--hold", "--name", secret, "--", "true")
+    request = f"GET /v1/jobs/{job} HTTP/1.1\r\nHost: drover\r\n\r\n".encode()
+    silent = socket.create_connection(("127.0.0.1", cluster.ports["a"]), timeout=10)
+    half = _tls_to(cluster, "a")
+    half.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: drover\r\n")
+    idle = _tls_to(cluster, "a")
+    idle.sendall(request)
+    refused = b""
+    while b"}" not in refused:  # its one-line JSON refusal, whole
+        refused += idle.recv(65536)
+    assert refused.split(b" ", 2)[1] in (b"401", b"403") and secret.encode() not in refused, refused
+
+    process = cluster.processes.pop("a")
+    stopped_at = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    answers = []
+    while process.poll() is None and time.monotonic() - stopped_at < 30:
+        try:
+            asking = _tls_to(cluster, "a")
+            asking.sendall(request.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        except OSError:
+            continue  # it no longer listens
+        answers.append(_all_of(asking))
+    assert process.wait(timeout=30) == 0
+    stop_s = time.monotonic() - stopped_at
+    print(f"the controller stopped {stop_s:.2f}s after SIGTERM; {len(answers)} requests asked meanwhile, answered "
+          f"{sorted({answer[:12].decode() or 'closed' for answer in answers})}")
+    assert stop_s < 10
+    for received in [_all_of(silent), _all_of(half), _all_of(idle), *answers]:
+        assert secret.encode() not in received and b"Traceback" not in received, received
+        if received:
+            head, _, body = received.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 503 ") and json.loads(body)["kind"] == "standby", received
+    assert "Traceback" not in cluster.log("a"), cluster.log("a")
 
 
 def test_a_submission_committed_by_a_controller_that_died_before_answering_is_made_once(
