@@ -5,13 +5,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster, serve
+from tests.helpers.requests_waiting import requests_waiting
 from tests.helpers.wait import wait_until
 
 
@@ -60,7 +60,8 @@ def test_a_wait_cut_short_by_the_controller_stopping_says_so(cluster: LocalClust
     waiting = subprocess.Popen([sys.executable, "-m", "drover", "wait", str(job)], env=cluster.env,
                                cwd=cluster.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # the wait is sent, and waits on the controller
+        wait_until(lambda: requests_waiting(cluster.socket) == 1, timeout=60,
+                   describe="the wait waiting on the controller")
         cluster.kill("controller", signal.SIGTERM)
         out, err = waiting.communicate(timeout=30)
     finally:
@@ -69,6 +70,44 @@ def test_a_wait_cut_short_by_the_controller_stopping_says_so(cluster: LocalClust
             waiting.wait()
     assert waiting.returncode == 2, f"drover wait exited {waiting.returncode}: {err}"
     assert "no Drover cluster answers" in err and "500" not in err, err
+
+
+def test_a_node_on_the_local_socket_goes_on_when_the_controller_stops_and_starts_again(cluster: LocalCluster) -> None:
+    """1. Two jobs run on the node (its channel on the Unix socket) until a gate opens, two wait.
+    2. The controller is stopped (SIGTERM): it exits 0, and all the node gets from it is its
+    channel closed (or a standby's refusal) and then no answer. 3. Started again, it takes the
+    node back; the jobs go on under the same shepherds, and all four finish, each once."""
+    release = cluster.workdir / "go"
+    running = [cluster.submit("--", "bash", "-c", f"while [ ! -e {release} ]; do sleep 0.05; done; echo done")
+               for _ in range(2)]
+    wait_until(lambda: all(cluster.drover_json("show", str(j))["state"] == "running" for j in running),
+               describe="two jobs running")
+    waiting = [cluster.submit("--", "echo", "later") for _ in range(2)]
+    node_log = cluster.state_dir / "execd.log"
+    before = len(node_log.read_text().splitlines())
+    controller = cluster.controller
+    assert controller is not None
+    cluster.kill("controller", signal.SIGTERM)
+    assert controller.returncode == 0, cluster.logs()
+
+    cluster.start_controller()
+    wait_until(lambda: "joined the cluster" in "\n".join(node_log.read_text().splitlines()[before:]),
+               describe="the node to join the controller started again")
+    since_the_stop = node_log.read_text().splitlines()[before:]
+    for line in since_the_stop:  # its channel closed, or no controller to take it; nothing else
+        if "joined the cluster" in line:
+            break
+        assert (f"controller channel to {cluster.socket}: " in line or "no controller took it" in line
+                or "refused it (HTTP 503)" in line), line
+    cluster.wait_node_up()
+    release.touch()
+    assert cluster.drover("wait", *map(str, running + waiting)).returncode == 0
+    for job in running + waiting:
+        shown = cluster.drover_json("show", str(job))
+        assert shown["state"] == "completed" and len(shown["tasks"][0]["attempts"]) == 1, shown
+    _ended_once(cluster, running + waiting)
+    for name in ("controller", "execd"):
+        assert "Traceback" not in (cluster.state_dir / f"{name}.log").read_text(), cluster.logs()
 
 
 def test_execd_killed_while_jobs_run_does_not_kill_them_and_their_exits_count_once(cluster: LocalCluster) -> None:

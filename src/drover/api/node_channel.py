@@ -16,6 +16,7 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from drover.api.admission import SLOT, Slot
+from drover.api.standby import refuse_channel, stopping_reply
 from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.security.auth import Policy, TlsPeer
 from drover.controller.security.membership import Membership
@@ -43,6 +44,10 @@ def node_channel_route(service: ControllerService, policy: Policy, membership: M
         return None
 
     async def node_channel(socket: WebSocket) -> None:
+        stopping = service.stopping
+        if stopping is not None:  # the node goes on to the next controller, as from a standby
+            await refuse_channel(socket, *stopping_reply(stopping))
+            return
         state = socket.scope.get("state", {})
         tls = state.get("tls")
         address = tls.address if isinstance(tls, TlsPeer) else "the local socket"

@@ -21,6 +21,7 @@ from drover.api.endpoint import Call, Controller, Endpoint, visible_job
 from drover.api.http import int_query, job_id_of, json_response
 from drover.api.openapi import Operation
 from drover.api.remote_users import proven_peer
+from drover.api.standby import refuse_channel, stopping_reply
 from drover.controller.nodes.relays import Terminal
 from drover.controller.security.auth import Access, Caller, TlsPeer
 from drover.core.errors import BadRequest, DroverError, NotFound
@@ -75,6 +76,10 @@ ENDPOINTS = [
 
 def terminal_route(controller: Controller) -> WebSocketRoute:
     async def terminal(socket: WebSocket) -> None:
+        stopping = controller.service.stopping
+        if stopping is not None:  # as a standby answers: the user's command asks the next controller
+            await refuse_channel(socket, *stopping_reply(stopping))
+            return
         await socket.accept()  # before any refusal, so that the user reads why in the close frame
         try:
             caller = _caller(socket, controller)

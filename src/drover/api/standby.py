@@ -16,6 +16,8 @@ from starlette.websockets import WebSocket
 
 from drover.api.http import json_response
 from drover.controller.ha.standing import Standing
+from drover.core.errors import DroverError
+from drover.protocol import api
 
 HEALTH_PATH = "/v1/health"
 # A node channel refused where the server cannot send an HTTP answer to a WebSocket handshake:
@@ -34,14 +36,25 @@ def standby_app(standing: Standing) -> ASGIApp:
                 response = json_response(reply, status)
             await response(scope, receive, send)
         elif scope["type"] == "websocket":
-            socket = WebSocket(scope, receive, send)
-            reply, status = standing.refusal()
-            if "websocket.http.response" in scope.get("extensions", {}):
-                await socket.send_denial_response(json_response(reply, status))  # the node reads `active`
-            else:
-                await socket.close(code=TRY_AGAIN_LATER, reason=reply.error[:120])
+            await refuse_channel(WebSocket(scope, receive, send), *standing.refusal())
 
     return app
+
+
+async def refuse_channel(socket: WebSocket, reply: api.ErrorReply, status: int) -> None:
+    """A WebSocket (a node's channel, a terminal) refused before it is accepted, as a standby
+    refuses it: an HTTP answer to the handshake where the server can send one (the node reads
+    `active` from it), else a close frame that says why."""
+    if "websocket.http.response" in socket.scope.get("extensions", {}):
+        await socket.send_denial_response(json_response(reply, status))
+    else:
+        await socket.close(code=TRY_AGAIN_LATER, reason=reply.error[:120])
+
+
+def stopping_reply(why: DroverError) -> tuple[api.ErrorReply, int]:
+    """What a controller that has begun to stop answers a channel: the reason it stops, in a
+    standby's words where another controller may serve next (kind "standby", naming no one)."""
+    return api.ErrorReply(error=str(why), kind=why.kind, active=getattr(why, "active", None)), why.http_status
 
 
 class RoleSwitch:

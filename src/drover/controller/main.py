@@ -77,8 +77,8 @@ def serve(argv: list[str]) -> int:
     if daemon.fatal:
         print(f"drover controller: {daemon.fatal[0]}", file=sys.stderr)
         return 1
-    if daemon.lost:
-        print(f"drover controller: stopped, no longer the active controller: {daemon.lost[0]}", file=sys.stderr)
+    if daemon.lost is not None:
+        print(f"drover controller: stopped, no longer the active controller: {daemon.lost}", file=sys.stderr)
         return 1
     return 0
 
@@ -129,7 +129,7 @@ class _Daemon:
     open_files: int
     metrics_sockets: list[socket.socket] = field(default_factory=list)  # [controller] metrics_listen
     metrics_app: MetricsOnly | None = None
-    lost: list[str] = field(default_factory=list)  # why this controller stopped being the active one
+    lost: str | None = None  # why this controller stopped being the active one (set by its shutdown)
     fatal: list[str] = field(default_factory=list)  # why this controller could not become the active one
 
     @property
@@ -204,11 +204,15 @@ async def _run(daemon: _Daemon) -> None:
     standing = Standing(address)
     switch = RoleSwitch(standby_app(standing))
     servers = _servers(daemon, switch)
-    on_stop: list[Callable[[], None]] = []  # what the active controller answers its waiting requests
+    service: ControllerService | None = None  # once this controller is the active one
 
-    def shutdown() -> None:
-        for stop in on_stop:
-            stop()
+    def shutdown(why: str | None = None) -> None:
+        """Stop serving; `why` says why this controller is no longer the active one (None: it was
+        told to stop). The requests still waiting on it are answered at once, as a standby would."""
+        if why is not None and daemon.lost is None:
+            daemon.lost = why
+        if service is not None:
+            service.stop_answering(_stopping(daemon, address))
         for server in servers:
             server.should_exit = True
 
@@ -229,7 +233,6 @@ async def _run(daemon: _Daemon) -> None:
         await serving
         return
     service, reads = _start_service(daemon, store, switch, shutdown, address)
-    on_stop.append(lambda: service.stop_answering(_stopping(daemon, address)))
     tasks = _background_tasks(daemon, service, store, shutdown)
     try:
         await serving
@@ -247,8 +250,8 @@ def _stopping(daemon: _Daemon, address: str) -> DroverError:
     client with several addresses asks the others, where the next active controller answers."""
     from drover.core.errors import Standby, Unavailable
 
-    if daemon.lost:
-        return Standby(f"the controller at {address} is no longer the active one ({daemon.lost[0]}); "
+    if daemon.lost is not None:
+        return Standby(f"the controller at {address} is no longer the active one ({daemon.lost}); "
                        "ask the active controller")
     if daemon.leadership is not None:
         return Standby(f"the controller at {address} is shutting down; ask the active controller")
@@ -364,7 +367,7 @@ def _allocator(daemon: _Daemon, service: ControllerService, store: SqlStore, mem
 
 
 def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlStore,
-                      shutdown: Callable[[], None]) -> list[asyncio.Task[None]]:
+                      shutdown: Callable[[str | None], None]) -> list[asyncio.Task[None]]:
     """What runs beside the API: the nodes' watch, the purges, the store's checks, and (with a
     shared store) the watch of this controller's leadership."""
     loop = asyncio.get_running_loop()
@@ -385,8 +388,7 @@ def _background_tasks(daemon: _Daemon, service: ControllerService, store: SqlSto
             # Fenced: the store refuses this controller from now on (nothing is committed,
             # so nothing is acknowledged or dispatched); it stops serving, which closes
             # the nodes' channels, and they go to the active controller.
-            daemon.lost.append(str(why))
-            shutdown()
+            shutdown(str(why))
 
         tasks.append(loop.create_task(watch(store, step_down)))
     return tasks

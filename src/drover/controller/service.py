@@ -133,6 +133,10 @@ class ControllerService:
     def stop_answering(self, why: DroverError) -> None:
         self.shell.stop_answering(why)
 
+    @property
+    def stopping(self) -> DroverError | None:
+        return self.shell.stopping
+
     def request_schedule(self) -> None:
         self.reports.request_schedule()
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
 from drover.execd.reconnect import Backoff
 from drover.protocol.node_channel import (
@@ -101,6 +101,13 @@ class ControllerChannel:
                 log.info("controller channel to %s: %s", address, error or "closed")
                 if not welcomed:
                     self._index = (self._index + 1) % len(self.addresses)
+            except InvalidMessage as error:
+                # A controller that stops closes the connections it accepted, the handshakes
+                # still under way too: no answer, not a failure of this node's.
+                ended = isinstance(error.__cause__, EOFError)
+                log.info("controller channel to %s: %s", address,
+                         "closed during the handshake" if ended else f"not a controller's answer ({error})")
+                self._index = (self._index + 1) % len(self.addresses)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -29,6 +31,7 @@ from typing import Any
 import pytest
 from tests.helpers.ha_cluster import HaCluster
 from tests.helpers.postgres import PrivateServer, Unavailable
+from tests.helpers.requests_waiting import requests_waiting
 from tests.helpers.wait import wait_until
 
 from drover.client import Client
@@ -205,13 +208,19 @@ def test_a_wait_on_the_active_controller_goes_on_at_the_next_one_when_it_stops(h
     standby would, and the client asks the other, which takes over. 3. The wait ends when the job
     does, exit 0 (not the server's own cut-off, an HTTP 500)."""
     cluster = ha
-    job = cluster.submit("--", "sh", "-c", "sleep 6")
+    gate = cluster.workdir / "gate"  # the job ends once the wait has moved to the next controller
+    job = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done")
     wait_until(lambda: cluster.json("show", str(job))["state"] == "running", describe="the job running")
     waiting = subprocess.Popen([sys.executable, "-m", "drover", "wait", str(job)], env=cluster.env,
                                cwd=cluster.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # the wait is sent, and waits on controller a
+        wait_until(lambda: requests_waiting(cluster.socket("a")) == 1, timeout=60,
+                   describe="the wait waiting on controller a")
         assert cluster.kill("a", signal.SIGTERM) == 0
+        wait_until(lambda: requests_waiting(cluster.socket("b")) == 1, timeout=60,
+                   describe="the wait waiting on controller b")
+        assert waiting.poll() is None  # it went on, and waits for the job still
+        gate.touch()
         out, err = waiting.communicate(timeout=90)
     finally:
         if waiting.poll() is None:
@@ -220,6 +229,111 @@ def test_a_wait_on_the_active_controller_goes_on_at_the_next_one_when_it_stops(h
     assert waiting.returncode == 0, f"drover wait exited {waiting.returncode}: {err}"
     assert cluster.health("b")["role"] == "active"
     assert cluster.json("show", str(job))["state"] == "completed"
+
+
+def test_the_node_goes_on_at_the_next_controller_when_the_active_one_stops(ha: HaCluster, postgres_url: str) -> None:
+    """1. Two jobs run on the node (over TLS) until a gate opens, two wait. 2. The active
+    controller is stopped (SIGTERM): it exits 0, and all the node gets from it from then on is
+    its channel closed, or a refusal in a standby's words; the node joins the other controller,
+    which takes over. 3. The same shepherds run the same jobs; once the gate opens all four
+    finish, each run and recorded once."""
+    cluster = ha
+    gate = cluster.workdir / "gate"
+    running_jobs = [cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done; echo done")
+                    for _ in range(2)]
+    wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
+    waiting = [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
+    shepherds = cluster.shepherds()
+    assert len(shepherds) == 2
+    before = len(cluster.log("node").splitlines())
+
+    assert cluster.kill("a", signal.SIGTERM) == 0
+    wait_until(lambda: "joined the cluster as node node1" in "\n".join(cluster.log("node").splitlines()[before:]),
+               timeout=60, describe="the node to join the next controller")
+    cluster.wait_role("b", "active")
+    assert cluster.shepherds() == shepherds
+    since_the_stop = cluster.log("node").splitlines()[before:]
+    from_a = [line for line in since_the_stop if cluster.url("a") in line]
+    assert from_a, since_the_stop
+    for line in from_a:  # its channel closed or lost, or a standby's refusal; nothing else
+        assert f"controller channel to {cluster.url('a')}: " in line or "refused it (HTTP 503)" in line, line
+    gate.touch()
+
+    cluster.drover("wait", *map(str, running_jobs + waiting), timeout=60)
+    assert [cluster.json("show", str(job))["state"] for job in running_jobs + waiting] == ["completed"] * 4
+    for job in running_jobs:
+        assert (cluster.workdir / f"drover-{job}.out").read_text() == "done\n"
+    for job in waiting:
+        assert (cluster.workdir / f"drover-{job}.out").read_text() == "later\n"
+    assert_recorded_once(postgres_url, running_jobs + waiting)
+    for name in ("a", "node"):
+        assert "Traceback" not in cluster.log(name), cluster.log(name)
+
+
+def _tls_to(cluster: HaCluster, name: str) -> ssl.SSLSocket:
+    """A TLS connection to a controller's port, as anyone who can reach it makes one: no client
+    certificate, no MUNGE credential."""
+    context = ssl.create_default_context(cafile=str(cluster.state[name] / "tls" / "ca.crt"))
+    context.check_hostname = False
+    return context.wrap_socket(socket.create_connection(("127.0.0.1", cluster.ports[name]), timeout=10))
+
+
+def _all_of(connection: socket.socket) -> bytes:
+    """What the peer reads until the controller closes the connection."""
+    received = b""
+    try:
+        while chunk := connection.recv(65536):
+            received += chunk
+    except OSError:  # reset, or a TLS close without its alert
+        pass
+    finally:
+        connection.close()
+    return received
+
+
+def test_peers_without_a_credential_get_nothing_but_a_standbys_answer_from_a_stopping_controller(
+        ha: HaCluster) -> None:
+    """Peers that showed no credential are connected to the active controller when it stops: one
+    that never began its TLS handshake, one half way through a request's header, one idle after
+    a request it was refused. Others keep asking while it stops. The controller exits 0 within
+    its grace time, not held by any of them; each gets its connection closed, or a 503 of kind
+    standby: never a job's data, a traceback or a 500."""
+    cluster = ha
+    secret = "only-its-owner-sees-this-name"
+    job = cluster.submit("--hold", "--name", secret, "--", "true")
+    request = f"GET /v1/jobs/{job} HTTP/1.1\r\nHost: drover\r\n\r\n".encode()
+    silent = socket.create_connection(("127.0.0.1", cluster.ports["a"]), timeout=10)
+    half = _tls_to(cluster, "a")
+    half.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: drover\r\n")
+    idle = _tls_to(cluster, "a")
+    idle.sendall(request)
+    refused = b""
+    while b"}" not in refused:  # its one-line JSON refusal, whole
+        refused += idle.recv(65536)
+    assert refused.split(b" ", 2)[1] in (b"401", b"403") and secret.encode() not in refused, refused
+
+    process = cluster.processes.pop("a")
+    stopped_at = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    answers = []
+    while process.poll() is None and time.monotonic() - stopped_at < 30:
+        try:
+            asking = _tls_to(cluster, "a")
+            asking.sendall(request.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        except OSError:
+            continue  # it no longer listens
+        answers.append(_all_of(asking))
+    assert process.wait(timeout=30) == 0
+    stop_s = time.monotonic() - stopped_at
+    print(f"the controller stopped {stop_s:.2f}s after SIGTERM; {len(answers)} requests asked meanwhile, answered "
+          f"{sorted({answer[:12].decode() or 'closed' for answer in answers})}")
+    assert stop_s < 10
+    for received in [_all_of(silent), _all_of(half), _all_of(idle), *answers]:
+        assert secret.encode() not in received and b"Traceback" not in received, received
+        if received:
+            head, _, body = received.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 503 ") and json.loads(body)["kind"] == "standby", received
+    assert "Traceback" not in cluster.log("a"), cluster.log("a")
 
 
 def test_a_submission_committed_by_a_controller_that_died_before_answering_is_made_once(

@@ -20,6 +20,7 @@ from drover.controller.reads.metrics import METRICS
 from drover.controller.security.auth import Policy
 from drover.controller.service import ControllerService, Settings
 from drover.controller.shell.transaction import Scope
+from drover.core.errors import Standby
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import Exited, Hello, Started
 from drover.store.sqlite import SqliteStore
@@ -215,3 +216,29 @@ def test_the_plain_listener_is_refused_unless_the_metrics_are_public() -> None:
         _metrics_address(ControllerSection(metrics_listen="9464", public_metrics=True))
     assert _metrics_address(ControllerSection(metrics_listen="127.0.0.1:9464", public_metrics=True)) == (
         "127.0.0.1", 9464)
+
+
+
+def test_the_requests_waiting_on_the_controller_are_counted_until_they_are_answered(tmp_path: Path) -> None:
+    """A `drover wait` for a job's end and a long poll for events count while they wait, and no
+    longer once the controller stops (which answers them at once)."""
+    async def scenario(controller: Controller) -> tuple[Samples, Samples, dict[str, int]]:
+        service = controller.service
+        (job,) = service.submit([JobSubmission(script="true\n", workdir="/tmp", hold=True)], "alice")  # never ends
+        before = parsed((await controller.get("/metrics", 0))[2])[1]
+        waiting = asyncio.ensure_future(service.wait_for_end(job, 60))
+        polling = asyncio.ensure_future(service.wait_for_events(60, service.events_marker()))
+        await controller.turn()
+        during = parsed((await controller.get("/metrics", 0))[2])[1]
+        service.stop_answering(Standby("the controller at X is shutting down; ask the active controller"))
+        for answered in (waiting, polling):
+            with pytest.raises(Standby):
+                await answered
+        return before, during, service.shell.requests_waiting()
+
+    before, during, after = run(tmp_path, Settings(), scenario)
+    assert value(before, "drover_requests_waiting", waiting_for="job_end") == 0
+    assert value(before, "drover_requests_waiting", waiting_for="events") == 0
+    assert value(during, "drover_requests_waiting", waiting_for="job_end") == 1
+    assert value(during, "drover_requests_waiting", waiting_for="events") == 1
+    assert after == {"job_end": 0, "events": 0}

@@ -111,6 +111,10 @@ METRICS: tuple[MetricDef, ...] = (
               "Allocations of each allocation queue that have not ended, queued or running in the outer scheduler"),
     MetricDef("drover_allocation_failures", COUNTER, ("queue",),
               "Allocations the outer scheduler refused, or that ended before any of their nodes joined, by queue"),
+    # The API's requests that wait on the controller.
+    MetricDef("drover_requests_waiting", GAUGE, ("waiting_for",),
+              "API requests waiting on the controller now: for a job's end (waiting_for=\"job_end\", `drover wait`), "
+              "for new events (waiting_for=\"events\", a long poll); a controller that stops answers each at once"),
     # The controller's process.
     MetricDef("drover_controller_cpu_seconds", COUNTER, (), "CPU time the controller's process used (user and "
               "system)", "seconds"),
@@ -150,6 +154,7 @@ def values(service: ControllerService) -> dict[str, Values | Histogram]:
         "drover_attempts_requeued": {(): tallies.requeued},
         "drover_cleanup_failures": {(step,): n for step, n in sorted(tallies.cleanup_failures.items())},
         "drover_cleanup_steps_failing": dict(failing),
+        "drover_requests_waiting": {(kind,): n for kind, n in service.shell.requests_waiting().items()},
         "drover_controller_cpu_seconds": {(): usage.user + usage.system},
         "drover_controller_resident_memory_bytes": {(): _resident_bytes()},
         "drover_controller_start_time_seconds": {(): service.started_at},

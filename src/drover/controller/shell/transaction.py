@@ -96,6 +96,7 @@ class Shell:
                                         lambda job_id: store.job_payloads([job_id]).get(job_id))
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._new_events = asyncio.Event()
+        self._polling = 0  # the long polls for events waiting now
         self._stopping: DroverError | None = None  # set once the controller stops serving
         self._reload_due = False  # the working set is not whole: reloaded from the store before anything
         # While a reload is due: whether memory is whole but for the jobs in doubt (changed, and
@@ -150,6 +151,11 @@ class Shell:
         """Before an API request: raise the reason if the controller has begun to stop."""
         if self._stopping is not None:
             raise self._stopping
+
+    @property
+    def stopping(self) -> DroverError | None:
+        """Why the controller stops serving, once it has begun to (what `still_answering` raises)."""
+        return self._stopping
 
     def stop_answering(self, why: DroverError) -> None:
         """The controller stops serving (shut down, or another one leads now): the requests that
@@ -447,11 +453,19 @@ class Shell:
 
     async def wait_for_events(self, timeout_s: float, marker: asyncio.Event | None = None) -> None:
         """Return when new events are committed (since `marker` was taken), or after `timeout_s`."""
+        self._polling += 1
         try:
             await asyncio.wait_for((marker or self._new_events).wait(), timeout_s)
         except TimeoutError:
             pass
+        finally:
+            self._polling -= 1
         self.still_answering()
+
+    def requests_waiting(self) -> dict[str, int]:
+        """The requests waiting here now: for a job's end (`drover wait`), for new events (a long
+        poll). A stop answers each of them at once."""
+        return {"job_end": sum(len(waiters) for waiters in self._waiters.values()), "events": self._polling}
 
     async def wait_for_end(self, job_id: int, timeout_s: float) -> bool:
         """True once the job has ended (at once if it had), False if `timeout_s` passed first."""
