@@ -92,3 +92,35 @@ def test_a_promise_starts_when_the_shepherd_it_follows_is_killed(cluster: LocalC
     attempts = shown["tasks"][0]["attempts"]
     assert [attempt["number"] for attempt in attempts] == [1, 2]
     assert attempts[0]["failure"] == "the shepherd died (signal 9) before recording how the job ended", attempts[0]
+
+
+@pytest.fixture
+def two_cpus(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    yield from serve(request, LocalCluster(cpus=2, config_toml=PROMISING))
+
+
+def test_a_promise_behind_a_long_job_starts_on_the_room_that_frees_beside_it(two_cpus: LocalCluster) -> None:
+    """Two CPUs, a long job and a short one running, a third promised behind the long one: when
+    the short one ends, the third starts on its room at once, not when the long one ends."""
+    cluster = two_cpus
+    long_gate, short_gate = cluster.workdir / "long-gate", cluster.workdir / "short-gate"
+    long = cluster.submit("--", "sh", "-c", f"until [ -e {long_gate} ]; do sleep 0.02; done")
+    short = cluster.submit("--", "sh", "-c", f"until [ -e {short_gate} ]; do sleep 0.02; done")
+    third = cluster.submit("-o", "third.out", "--", "echo", "ran")
+    wait_until(lambda: cluster.drover_json("show", str(third))["tasks"][0]["attempts"][-1].get("after") is not None,
+               describe="the third job promised behind a running one")
+    (promised,) = cluster.drover_json("show", str(third))["tasks"][0]["attempts"]
+    followed = promised["after"]
+    gate = long_gate if followed == f"{long}.0.1" else short_gate
+    other = short_gate if gate is long_gate else long_gate
+    other.touch()  # the job it does not follow ends first
+    try:
+        wait_until(lambda: cluster.drover_json("show", str(third))["state"] == "completed",
+                   describe="the third job run on the room freed beside its promise")
+        assert (cluster.workdir / "third.out").read_text() == "ran\n"
+        assert attempts_of(cluster, third) == [2]  # the promise taken back unstarted, then a start
+        assert f"attempt {third}.0.1: promise taken back" in (cluster.state_dir / "execd.log").read_text()
+        assert cluster.drover_json("show", str(long if gate is long_gate else short))["state"] == "running"
+    finally:
+        gate.touch()
+    assert cluster.drover("wait", str(long), str(short)).returncode == 0

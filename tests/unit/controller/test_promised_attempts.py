@@ -153,3 +153,61 @@ def test_a_node_that_says_hello_again_with_a_promise_has_it_still_promised(world
     assert attempt is not None and attempt.started_at is None
     assert world.state.jobs[jobs[1]].tasks[0].state.value == "dispatched"
     assert world.state.followers.as_dict() == {(jobs[0], 0, 1): (jobs[1], 0, 1)}
+
+
+TAKEN_BACK = {"exit_code": None, "signal": None, "failure": None, "timed_out": False, "terminated": True,
+              "out_of_memory": False}
+
+
+def two_cpus_one_promise(world: World) -> tuple[str, str, StartAttempt, int]:  # noqa: F811
+    """Two CPUs: a long job and a short one run, a third is promised behind the long one (the
+    first in the promises' order); returns the long and short attempts, the promise, the third."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    long, short, third = world.submit(script="sleep 3600\n") + world.submit() + world.submit()
+    starts = world.schedule()
+    long_attempt, short_attempt = (s.attempt for s in starts if s.after is None)
+    (promised,) = [s for s in starts if s.after is not None]
+    assert promised.attempt == f"{third}.0.1" and promised.after == long_attempt
+    world.started(long_attempt)
+    world.started(short_attempt)
+    return long_attempt, short_attempt, promised, third
+
+
+def test_a_promise_behind_a_long_job_is_taken_back_when_room_frees_beside_it(world: World) -> None:  # noqa: F811
+    """A promise must not make its task wait longer than no promise would: when the short job
+    ends first, its room is free while the promised task still waits for the long one. The
+    promise is taken back, the room kept for it, and the task starts there once its node says
+    the promised attempt is gone."""
+    long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
+    world.exited(short_attempt)
+    before = len(world.sent)
+    (also,) = world.submit()  # ranks behind the promised task: it must not take the freed room
+    assert world.schedule() == []
+    stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert [(s.attempt, s.action, s.why) for s in stops] == [(promised.attempt, "terminate", "requeue")]
+    assert "promise_taken_back" in world.event_kinds(third)
+    assert world.schedule() == []  # the room stays kept until the node answers
+    world.exited(promised.attempt, TAKEN_BACK)
+    started, promised_next = world.schedule()
+    assert (started.attempt, started.after) == (f"{third}.0.2", None)  # on the freed room, at once
+    assert promised_next.attempt == f"{also}.0.1" and promised_next.after in (long_attempt, started.attempt)
+
+
+def test_a_stranded_promise_stays_when_a_job_before_it_waits_for_the_room(world: World) -> None:  # noqa: F811
+    """The freed room goes in the planner's order: a job submitted since with a higher priority
+    takes it, and the promise behind the long job stays."""
+    long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
+    (urgent,) = world.submit(priority=10)
+    world.exited(short_attempt)
+    before = len(world.sent)
+    (given,) = world.schedule()
+    assert given.attempt == f"{urgent}.0.1" and given.after is None
+    assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+
+
+def test_nothing_is_taken_back_while_no_room_is_free(world: World) -> None:  # noqa: F811
+    long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
+    before = len(world.sent)
+    world.schedule()
+    assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]

@@ -100,6 +100,7 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         return outcome  # nothing changed and nothing can start or be promised: the last pass's reasons hold
     full = cache.everything  # a working set just loaded: every job gets its reason at once
     _refresh(state, outcome, store, now, orders)
+    kept = _stranded_promises(state, outcome, now, orders) if promising and state.followers else {}
     if not cache.items:
         state.pending_reasons = {}
         state.wake_at = None
@@ -107,7 +108,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     full = full or len(cache.items) <= QUICK_ABOVE or now - cache.last_full >= orders.scheduler.full_pass_s
     policy, releases = _policy(state, now, orders)
     nodes = [node_view(node, releases.get(node.name, ()),
-                       promises.successions(state, node, orders.kill_grace_s) if promising else ())
+                       promises.successions(state, node, orders.kill_grace_s) if promising else (),
+                       kept.get(node.name))
              for node in state.nodes.values()]
     presorted = policy.weights.plain
     work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
@@ -142,13 +144,45 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     return outcome
 
 
-def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[Succession, ...] = ()) -> NodeView:
+def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[Succession, ...] = (),
+              kept: Resources | None = None) -> NodeView:
     """A node as the planner sees it: what is really free there, even while the running attempts
     hold more than the node now has (core/node.py); `successions`: the attempts a task may be
-    promised to follow there (handlers/promises.py)."""
-    return NodeView(node.name, node.state, node.total, node.free, node.free_cpu_ids(), tuple(releases),
+    promised to follow there (handlers/promises.py); `kept`: free room kept for the tasks whose
+    promise was taken back to start there (promises.stranded), which no one else may take."""
+    free, free_cpu_ids = node.free, node.free_cpu_ids()
+    if kept:
+        free = free - kept
+        free_cpu_ids = frozenset(sorted(free_cpu_ids)[kept.cpus:])
+    return NodeView(node.name, node.state, node.total, free, free_cpu_ids, tuple(releases),
                     node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
                     node.overdrawn, successions, node.ends_at if node.ends_at is not None else math.inf)
+
+
+def _stranded_promises(state: ControllerState, outcome: Outcome, now: float,
+                       orders: OrderOptions) -> dict[str, Resources]:
+    """promises.stranded, in the planner's order: a promised task takes back its promise to
+    start on room freed beside it, unless a waiting job ranks before it."""
+    owners = {item.owner for item in state.work.items.values()}
+    owners.update(state.jobs[key[0]].owner for key in state.followers.values() if key[0] in state.jobs)
+    rank = planner_rank(policy_of(state, now, orders), owners, orders, state, now)
+
+    def first_waiting() -> tuple[float, float, int] | None:
+        """The best place of a job that waits for room (or has not been planned yet)."""
+        return min((rank(state.jobs[item.job]) for item in state.work.items.values()
+                    if item.pending.count and item.job in state.jobs and _waits_for_room(state, item.job)),
+                   default=None)
+
+    return promises.stranded(state, outcome, now, rank, first_waiting)
+
+
+ROOM_REASONS = frozenset({PendingReason.RESOURCES, PendingReason.PRIORITY, PendingReason.RESERVED})
+
+
+def _waits_for_room(state: ControllerState, job_id: int) -> bool:
+    """Whether the last pass left the job waiting for room, or has not planned it yet."""
+    waiting = state.pending_reasons.get(job_id)
+    return waiting is None or waiting.reason in ROOM_REASONS
 
 
 def planner_rank(policy: Policy, owners: set[str], orders: OrderOptions, state: ControllerState,

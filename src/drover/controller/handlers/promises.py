@@ -22,6 +22,7 @@ from drover.controller.state import ControllerState
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
+from drover.core.resources import Resources
 from drover.protocol.node_channel import SignalAttempt
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import Succession
@@ -128,6 +129,43 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     _take_back(outcome, follower, task, now, by=head.id)
 
 
+def stranded(state: ControllerState, outcome: Outcome, now: float, rank: Rank,
+             first_waiting: Callable[[], tuple[float, float, int] | None]) -> dict[str, Resources]:
+    """Take back a promise whose task could start now: room it fits is free on its node (another
+    attempt there ended before the one it follows, which may run for hours), and no waiting job
+    ranks before it (`first_waiting`: the best place among the waiting jobs, asked only when a
+    promise is stranded). The node ends the promised attempt before it starts and the task
+    waits again, first in the planner's order, for that room. Returns the room kept on each node
+    for the tasks taken back this way whose node has not yet said so, so that no job ranked
+    behind them takes it meanwhile."""
+    kept: dict[str, Resources] = {}
+    stranded_now: list[tuple[tuple[float, float, int], Attempt, Task, Job]] = []
+    for key in list(state.followers.values()):
+        follower, job = state.attempts.get(key), state.jobs.get(key[0])
+        task = job.tasks.get(key[1]) if job is not None else None
+        if follower is None or job is None or task is None or not _unstarted(follower, task):
+            continue
+        node = state.nodes.get(follower.node)
+        need = Resources(job.resources.cpus, job.resources.memory_mib)
+        if node is None or not node.state.accepts_work or not need.fits_in(node.free - kept.get(node.name, Resources())):
+            continue
+        if task.requeue_requested and not (task.cancel_requested or task.hold_requested):
+            kept[node.name] = kept.get(node.name, Resources()) + need  # taken back, its node not yet heard
+        elif _still_promised(follower, task):
+            stranded_now.append((rank(job), follower, task, job))
+    if not stranded_now:
+        return kept
+    best_waiting = first_waiting()
+    for place, follower, task, job in sorted(stranded_now, key=lambda candidate: candidate[0]):
+        node = state.nodes[follower.node]
+        need = Resources(job.resources.cpus, job.resources.memory_mib)
+        if (best_waiting is not None and best_waiting < place) or not need.fits_in(node.free - kept.get(node.name, Resources())):
+            continue
+        kept[node.name] = kept.get(node.name, Resources()) + need
+        _take_back(outcome, follower, task, now, why=f"room is free on {node.name}: it starts there now")
+    return kept
+
+
 def taken_back_on(state: ControllerState, outcome: Outcome, node: str, now: float, why: str,
                   queue: str | None = None) -> None:
     """Take back every promise not yet started on `node` (of `queue`'s jobs only, if named): the
@@ -141,10 +179,14 @@ def taken_back_on(state: ControllerState, outcome: Outcome, node: str, now: floa
             _take_back(outcome, follower, task, now, why=why)
 
 
+def _unstarted(follower: Attempt, task: Task) -> bool:
+    """The promised attempt is its task's, and has not started."""
+    return follower.started_at is None and task.state is JobState.DISPATCHED and task.attempt == follower.number
+
+
 def _still_promised(follower: Attempt, task: Task) -> bool:
     """The promised attempt has not started, and no stop of its task is under way."""
-    return (follower.started_at is None and task.state is JobState.DISPATCHED and task.attempt == follower.number
-            and not (task.requeue_requested or task.cancel_requested or task.hold_requested))
+    return _unstarted(follower, task) and not (task.requeue_requested or task.cancel_requested or task.hold_requested)
 
 
 def _take_back(outcome: Outcome, follower: Attempt, task: Task, now: float, **fields: object) -> None:
