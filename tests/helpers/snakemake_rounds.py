@@ -7,9 +7,10 @@ fail before it cancels anything.
 So the test holds each status query once it has its answer, and decides when the round ends:
 `HeldStatus` wraps the status command in a script that runs the real one, says it has answered
 (its process ids in a file), then waits on a FIFO until the test lets it go. Once the test let it
-go and snakemake has reaped it, the executor has the answer and, with nothing left to wait for,
-puts the jobs back and sleeps until its next round, which stops at the same gate: the test's
-Ctrl-C lands between two rounds."""
+go and snakemake has reaped it, the executor has the answer: it puts the jobs back and sleeps
+until its next round, which stops at the same gate. The test presses Ctrl-C once every thread of
+snakemake's is asleep (the state in /proc/PID/task/TID/stat, the same on every architecture):
+then it lands between two rounds."""
 
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ class HeldStatus:
         wait_until(self._release, describe="the status query to wait at its gate")
         wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids),
                    describe=f"the tool to reap its status query ({pids})")
+        # Twice in a row: a thread woken while another was looked at is seen the second time.
+        wait_until(lambda: _asleep(tool_pid) and _asleep(tool_pid),
+                   describe="the tool to go to sleep with the query's answer taken in")
 
     def _release(self) -> bool:
         try:
@@ -63,3 +67,15 @@ class HeldStatus:
                 return False
             raise
         return True
+
+
+def _asleep(pid: int) -> bool:
+    """Whether every thread of the process sleeps (waits on something, none runs or may run)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended
+            continue
+        states.append(stat[stat.rindex(")") + 2])  # after the command's name, which may hold anything
+    return bool(states) and all(state == "S" for state in states)
