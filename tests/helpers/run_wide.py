@@ -9,6 +9,8 @@ the process that started it, after every worker is done.
   once, and every worker skips with its reason;
 - the service user `drover` the install makes: a worker never removes it (another worker's
   shared cluster runs as it), the run's end does;
+- directories every user may enter (tests/helpers/user_tools.py keeps the workflow tools' copies
+  in one), made by the first worker to ask for them and removed when the run ends;
 - the tmpfs spools personal clusters leave (`drover down` leaves them for the jobs that go on
   running): those the run made go when it ends.
 """
@@ -31,6 +33,7 @@ from tests.helpers.system_install import InstallUnavailable, SystemInstall
 RUN_DIR_VARIABLE = "DROVER_TEST_RUN_DIR"
 _INSTALL_RECORD = "system-install.json"
 _SPOOLS_BEFORE = "spools-before.json"
+_SHARED_SUFFIX = ".shared-directory"
 
 
 def start() -> None:
@@ -52,6 +55,7 @@ def finish() -> None:
         made = json.loads(record.read_text())
         if "prefix" in made:
             _from_record(made).remove()
+    remove_shared_directories(run_dir)
     base = _spool_base()
     before = set(json.loads((run_dir / _SPOOLS_BEFORE).read_text())) if (run_dir / _SPOOLS_BEFORE).exists() else set()
     if base is not None and os.path.isdir(base):
@@ -108,6 +112,29 @@ def system_install() -> tuple[SystemInstall, bool]:
                                       "bindir": str(installed.bindir), "seconds": installed.seconds,
                                       "made_service_user": installed.made_service_user}))
         return installed, True
+
+
+def shared_directory(name: str) -> Path | None:
+    """The run's directory `name` (mode 0755, root's, under /tmp), made by the first process that
+    asks and removed at the run's end; None outside a run tests/conftest.py started."""
+    run_dir = _run_dir()
+    if run_dir is None:
+        return None
+    noted = run_dir / f"{name}{_SHARED_SUFFIX}"
+    with _locked(run_dir / f"{name}.lock"):
+        if noted.exists():
+            return Path(noted.read_text())
+        made = Path(tempfile.mkdtemp(prefix=f"drover-{name}-", dir="/tmp"))
+        os.chmod(made, 0o755)
+        noted.write_text(str(made))
+        return made
+
+
+def remove_shared_directories(run_dir: Path) -> None:
+    """Remove the run's directories `shared_directory` made."""
+    for noted in run_dir.glob(f"*{_SHARED_SUFFIX}"):
+        shutil.rmtree(noted.read_text(), ignore_errors=True)
+        noted.unlink()
 
 
 def _from_record(made: dict[str, object]) -> SystemInstall:

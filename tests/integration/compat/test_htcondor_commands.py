@@ -6,13 +6,16 @@ shared system cluster, the job event log written with the submitter's own rights
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
 import re
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -146,6 +149,46 @@ def test_condor_status_shows_each_node_as_a_slot(cluster: LocalCluster) -> None:
 
 # -- the shared system cluster: the event log is written with the submitter's rights alone --------
 
+@dataclass(frozen=True)
+class Submitter:
+    """An ordinary user of the shared cluster with a 0700 work directory in their home, running
+    the HTCondor commands root installed."""
+
+    name: str
+    entry: pwd.struct_passwd
+    work: Path
+    bin_dir: Path
+    shared: SystemCluster
+
+    def run(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return self.shared.run_as(self.name, str(self.bin_dir / argv[0]), *argv[1:], input=stdin, cwd=self.work,
+                                  env=GRACE)
+
+    def ok(self, *argv: str, stdin: str | None = None) -> str:
+        done = self.run(*argv, stdin=stdin)
+        assert done.returncode == 0, (argv, done.stdout, done.stderr)
+        return done.stdout
+
+
+@pytest.fixture
+def submitter(system_cluster: SystemCluster, users: tuple[str, str]) -> Iterator[Submitter]:
+    """The first test user, set up to submit; their event log followers and hand-over directory
+    are gone afterwards."""
+    entry = pwd.getpwnam(users[0])
+    work = Path(entry.pw_dir) / "condor"
+    work.mkdir(mode=0o700)
+    os.chown(work, entry.pw_uid, entry.pw_gid)
+    bin_dir = system_cluster.root / "bin-condor"
+    system_cluster.as_root("compat", "install", str(bin_dir))
+    yield Submitter(users[0], entry, work, bin_dir, system_cluster)
+    for process in _followers(entry.pw_uid):
+        process.kill()
+    for base in pointer_dirs(entry.pw_uid):  # the hand-over directory made for the user, and its parent
+        shutil.rmtree(os.path.join(base, "htcondor-follow"), ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(base)  # if nothing else is in it (and never through a link)
+
+
 @pytest.fixture
 def root_secret() -> Iterator[Path]:
     path = Path(f"/var/tmp/drover-condor-secret-{uuid.uuid4().hex[:8]}")
@@ -156,20 +199,8 @@ def root_secret() -> Iterator[Path]:
 
 
 def test_the_job_event_log_is_written_as_the_submitter_never_through_a_swapped_link(
-        system_cluster: SystemCluster, users: tuple[str, str], root_secret: Path) -> None:
-    user = users[0]
-    entry = pwd.getpwnam(user)
-    work = Path(entry.pw_dir) / "condor"
-    work.mkdir(mode=0o700)
-    os.chown(work, entry.pw_uid, entry.pw_gid)
-    bin_dir = system_cluster.root / "bin-condor"
-    system_cluster.as_root("compat", "install", str(bin_dir))
-
-    def as_user(*argv: str, stdin: str | None = None) -> str:
-        done = system_cluster.run_as(user, str(bin_dir / argv[0]), *argv[1:], input=stdin, cwd=work, env=GRACE)
-        assert done.returncode == 0, (argv, done.stdout, done.stderr)
-        return done.stdout
-
+        submitter: Submitter, root_secret: Path) -> None:
+    system_cluster, entry, work, as_user = submitter.shared, submitter.entry, submitter.work, submitter.ok
     job = submitted(as_user("condor_submit", "-", stdin="executable = /bin/echo\narguments = hi\nhold = true\n"
                             "log = own.log\noutput = out.txt\nqueue\n"))
     log = work / "own.log"
@@ -190,6 +221,61 @@ def test_the_job_event_log_is_written_as_the_submitter_never_through_a_swapped_l
     assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
     second = work / "second.log"
     assert second.stat().st_uid == entry.pw_uid and "Job terminated." in second.read_text()
+
+
+PLANTINGS = {
+    # another user's directory where the submitter's would be, open to all, a hand-over one in it
+    "directory": "mkdir -m 0777 {base} {base}/htcondor-follow && chmod 0777 {base} {base}/htcondor-follow",
+    # a link there to a directory of the other user's
+    "link": "ln -s {collect} {base}",
+    # another user's directory whose hand-over directory is a link to theirs
+    "link inside": "mkdir -m 0777 {base} && chmod 0777 {base} && ln -s {collect} {base}/htcondor-follow",
+}
+
+
+def test_a_hand_over_directory_another_user_planted_is_refused_and_learns_nothing(
+        submitter: Submitter, users: tuple[str, str]) -> None:
+    """Bob makes, before Alice's first submit, the directory her condor_submit hands its clusters
+    over in (/tmp/drover-UID: /tmp is everyone's), or a link there, to read her requests (her
+    logs' paths, her jobs) or to have her follower write where he chose. Her submit goes on, says
+    plainly that her log will not be written past the submit and why, and puts nothing there."""
+    bob = users[1]
+    base = next(path for path in pointer_dirs(submitter.entry.pw_uid) if path.startswith("/tmp/"))
+    if os.path.isdir(os.path.dirname(pointer_dirs(submitter.entry.pw_uid)[0])):
+        pytest.fail("the submitter has a /run/user directory: the planted one would not be looked at")
+    collect = Path(pwd.getpwnam(bob).pw_dir) / "collect"
+    made = submitter.shared.run_as(bob, "/bin/sh", "-c", f"mkdir -m 0777 {collect} && chmod 0777 {collect}")
+    assert made.returncode == 0, made.stderr
+    try:
+        for planting, script in PLANTINGS.items():
+            _unplant(base)  # the last planting, or a removed user's leftover
+            planted = submitter.shared.run_as(bob, "/bin/sh", "-c", script.format(base=base, collect=collect))
+            assert planted.returncode == 0, (planting, planted.stderr)
+            before = sorted(str(path) for path in Path(base).rglob("*"))
+            done = submitter.run("condor_submit", "-", stdin="executable = /bin/echo\narguments = hi\n"
+                                 f"log = {planting.replace(' ', '-')}.log\noutput = out.txt\nqueue\n")
+            assert done.returncode == 0, (planting, done.stderr)  # the job is submitted all the same
+            job = submitted(done.stdout)
+            why = "is a symbolic link" if planting == "link" else f"belongs to {bob}, not to {submitter.name}"
+            assert "WARNING: the job event log will not be written past the submit:" in done.stderr, done.stderr
+            assert why in done.stderr, (planting, done.stderr)
+            # Nothing of hers where he chose, and nothing of hers for him to read.
+            assert sorted(str(path) for path in Path(base).rglob("*")) == before, planting
+            assert list(collect.iterdir()) == [], planting
+            assert not _followers(submitter.entry.pw_uid), planting
+            # Her job runs; her log has what her own condor_submit wrote.
+            wait_until(lambda job=job: submitter.shared.job(job)["state"] == "completed", timeout=60,  # type: ignore[misc]
+                       describe=f"job {job} to end")
+            events, rest = eventlog.read_events((submitter.work / f"{planting.replace(' ', '-')}.log").read_text())
+            assert rest == "" and [(e.cluster, e.number) for e in events] == [(job, eventlog.SUBMIT)], planting
+    finally:
+        _unplant(base)
+
+
+def _unplant(base: str) -> None:
+    if os.path.islink(base) or os.path.isfile(base):
+        os.unlink(base)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_condor_hold_vacates_a_running_proc_and_holds_it_until_released(cluster: LocalCluster) -> None:
@@ -356,40 +442,22 @@ def _followers(uid: int) -> list[psutil.Process]:
 
 
 def test_one_event_log_follower_per_user_follows_every_submit_and_ends_when_all_have_ended(
-        system_cluster: SystemCluster, users: tuple[str, str]) -> None:
-    user = users[0]
-    entry = pwd.getpwnam(user)
-    work = Path(entry.pw_dir) / "condor"
-    work.mkdir(mode=0o700)
-    os.chown(work, entry.pw_uid, entry.pw_gid)
-    bin_dir = system_cluster.root / "bin-condor"
-    system_cluster.as_root("compat", "install", str(bin_dir))
-
-    def as_user(*argv: str, stdin: str | None = None) -> str:
-        done = system_cluster.run_as(user, str(bin_dir / argv[0]), *argv[1:], input=stdin, cwd=work, env=GRACE)
-        assert done.returncode == 0, (argv, done.stdout, done.stderr)
-        return done.stdout
-
-    try:
-        first = submitted(as_user("condor_submit", "-", stdin="executable = /bin/sleep\narguments = 300\n"
-                                  "log = first.log\nqueue\n"))
-        wait_until(lambda: "Job executing on host" in (work / "first.log").read_text(),
-                   describe="the first cluster followed")
-        (follower,) = _followers(entry.pw_uid)
-        second = submitted(as_user("condor_submit", "-", stdin="executable = /bin/true\nhold = true\n"
-                                   "log = second.log\nqueue 2\n"))
-        assert _followers(entry.pw_uid) == [follower]  # the second submit's cluster went to the running one
-        assert as_user("condor_release", str(second)) == f"All jobs in cluster {second} have been released\n"
-        assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
-        assert _followers(entry.pw_uid) == [follower]
-        assert as_user("condor_rm", str(first)) == f"All jobs in cluster {first} have been marked for removal\n"
-        assert as_user("condor_wait", "-wait", "60", "first.log") == "All jobs done.\n"
-        wait_until(lambda: not _followers(entry.pw_uid), describe="the follower to end with nothing left to follow")
-    finally:
-        for process in _followers(entry.pw_uid):
-            process.kill()
-        for base in pointer_dirs(entry.pw_uid):  # the hand-over directory made for the user
-            shutil.rmtree(os.path.join(base, "htcondor-follow"), ignore_errors=True)
+        submitter: Submitter) -> None:
+    entry, work, as_user = submitter.entry, submitter.work, submitter.ok
+    first = submitted(as_user("condor_submit", "-", stdin="executable = /bin/sleep\narguments = 300\n"
+                              "log = first.log\nqueue\n"))
+    wait_until(lambda: "Job executing on host" in (work / "first.log").read_text(),
+               describe="the first cluster followed")
+    (follower,) = _followers(entry.pw_uid)
+    second = submitted(as_user("condor_submit", "-", stdin="executable = /bin/true\nhold = true\n"
+                               "log = second.log\nqueue 2\n"))
+    assert _followers(entry.pw_uid) == [follower]  # the second submit's cluster went to the running one
+    assert as_user("condor_release", str(second)) == f"All jobs in cluster {second} have been released\n"
+    assert as_user("condor_wait", "-wait", "60", "second.log") == "All jobs done.\n"
+    assert _followers(entry.pw_uid) == [follower]
+    assert as_user("condor_rm", str(first)) == f"All jobs in cluster {first} have been marked for removal\n"
+    assert as_user("condor_wait", "-wait", "60", "first.log") == "All jobs done.\n"
+    wait_until(lambda: not _followers(entry.pw_uid), describe="the follower to end with nothing left to follow")
     logs = {}
     for name in ("first", "second"):
         events, rest = eventlog.read_events((work / f"{name}.log").read_text())

@@ -99,8 +99,9 @@ def _ends(text: str, size: int = 1200) -> str:
     return text if len(text) <= 2 * size else f"{text[:size]}\n[...]\n{text[-size:]}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tools() -> Iterator[SharedTools]:
+    """The tools' copies every user can run: the test run's, made once for all its workers."""
     made = SharedTools()
     yield made
     made.remove()

@@ -1,7 +1,7 @@
 """The tools that speak HTCondor, unchanged, on the HTCondor front ends: HTCondor's own Python
 bindings reading a Drover job event log (`htcondor.JobEventLog`, PyPI's htcondor 24.0), while it
 is written, through jobs that succeed, fail, are killed by a signal, are held and released, and
-are removed; dask-jobqueue's HTCondorCluster (`condor_submit FILE` with `RequestMemory =
+are removed, and through the image size events of a job whose memory grows as it runs; dask-jobqueue's HTCondorCluster (`condor_submit FILE` with `RequestMemory =
 floor(MY.DaskWorkerMemory / 1048576)`, `MY.JobId = "$(ClusterId).$(ProcId)"`, Output/Error/Log
 through `$F(MY.JobId)`, `condor_rm ID`); parsl's CondorProvider (a sandbox with
 `should_transfer_files = YES`, `transfer_input_files`, `leave_in_queue`, `condor_q IDS -af:jr
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.cluster import LocalCluster
+from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.compat_install import run
 from tests.helpers.wait import wait_until
 from tests.helpers.workflow_tools import ToolEnv
@@ -107,6 +107,51 @@ def test_htcondor_job_event_log_reads_a_drover_log_through_a_jobs_life(
     assert (cluster.workdir / "out.0").read_text() == "fine\n"
     assert (cluster.workdir / "err.1").read_text() == "failing\n"
     assert (cluster.workdir / "held.out").read_text() == "released\n"
+
+
+@pytest.fixture
+def sampled_cluster(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
+    """A personal cluster whose node samples its jobs' memory twice a second."""
+    yield from serve(request, LocalCluster(config_toml="[execd]\nsample_s = 0.5\n"))
+
+
+GROWS = """\
+executable = /usr/bin/python3
+arguments = grow.py
+log = grow.log
+request_memory = 512MB
+queue
+"""
+
+
+def test_htcondor_job_event_log_reads_the_image_size_events_of_a_job_whose_memory_grows(
+        sampled_cluster: LocalCluster, htcondor_env: ToolEnv) -> None:
+    cluster = sampled_cluster
+    cluster.env["DROVER_HTCONDOR_FOLLOW_GRACE_S"] = "3"
+    cluster.env["DROVER_HTCONDOR_IMAGE_SIZE_S"] = "1"  # the follower looks at its memory every second
+    bin_dir = cluster.root / "bin"
+    cluster.drover("compat", "install", str(bin_dir))
+    (cluster.workdir / "grow.py").write_text("import time\nheld = []\nfor _ in range(8):\n"
+                                             "    held.append(b'x' * (8 << 20))\n    time.sleep(0.6)\n")
+    job = submit(cluster, bin_dir, GROWS)
+    status_code, out = htcondor_env.start(htcondor_env.driver("htcondor_event_log.py", str(cluster.workdir / "grow.log"),
+                                                              "1", "120"), cluster, bin_dir).finish(timeout=150)
+    assert status_code == 0 and out.rstrip().endswith("DONE"), out
+    events = [json.loads(line[6:]) for line in out.splitlines() if line.startswith("EVENT ")]
+    assert all((e["cluster"], e["proc"]) == (job, 0) for e in events), events
+    types = [e["type"] for e in events]
+    assert types[:2] == ["SUBMIT", "EXECUTE"] and types[-2:] == ["IMAGE_SIZE", "JOB_TERMINATED"], types
+    # While it ran, the 006 events as HTCondor's parser reads them: the image size (KiB) grown
+    # each time, with the memory usage (MB) and the resident set (KiB) that go with it.
+    running = events[2:-2]
+    assert {e["type"] for e in running} == {"IMAGE_SIZE"} and len(running) >= 2, types
+    sizes = [e["Size"] for e in running]
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0] + 8 * 1024, running
+    for event in running:
+        assert event["MemoryUsage"] == (event["Size"] + 1023) // 1024, event
+        assert 0 < event["ResidentSetSize"] <= event["Size"], event
+    last = events[-2]
+    assert last["Size"] >= sizes[-1] and last["MemoryUsage"] >= 8 * 8, last  # the peak, from the attempt's record
 
 
 def test_dask_jobqueue_htcondorcluster_scales_to_two_workers_and_computes(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
-from tests.helpers.snakemake_rounds import sleeping_between_rounds
+from tests.helpers.snakemake_rounds import HeldStatus
 from tests.helpers.wait import wait_until
 from tests.helpers.workflow_tools import DRIVERS, ToolEnv
 
@@ -54,35 +54,29 @@ def test_a_snakemake_workflow_runs_its_rules_as_jobs_and_reports_the_failed_rule
     assert client.job(jobs["shout"]).state == "completed"
 
 
-def after_status_query(front_ends: Path) -> Path:
-    """sacct wrapped so that a status query of a run (`--name RUN`) leaves a mark once it ended:
-    the file it makes."""
+def held_status_queries(front_ends: Path) -> HeldStatus:
+    """sacct held at the end of each status query of a run (`--name RUN`) until the test ends
+    the round; its other calls pass through."""
     real = front_ends / "sacct.real"
     (front_ends / "sacct").rename(real)
-    mark = front_ends.parent / "status-queried"
-    (front_ends / "sacct").write_text(f'#!/bin/sh\n"{real}" "$@"\nstatus=$?\n'
-                                      f'case " $* " in *" --name "*) touch "{mark}" ;; esac\nexit $status\n')
-    (front_ends / "sacct").chmod(0o755)
-    return mark
+    return HeldStatus(front_ends / "sacct", real, front_ends.parent, only_if="--name")
 
 
 def test_interrupting_snakemake_cancels_the_jobs_it_submitted(
         cluster: LocalCluster, front_ends: Path, snakemake_env: ToolEnv,
         nothing_left_running: Callable[[], None]) -> None:
     directory = project(cluster)
-    checked = after_status_query(front_ends)
+    rounds = held_status_queries(front_ends)
     run = snakemake_env.start(snakemake(snakemake_env, "long.txt"), cluster, front_ends, cwd=directory)
     try:
         job_id = int(run.wait_for(SUBMITTED).group(1))
         # Snakemake prints that line before it takes the job for one to cancel on an interrupt:
         # its executor's event loop does that when it next wakes, for its first status query
         # (after --slurm-init-seconds-before-status-checks). Interrupted before, it has nothing
-        # to cancel; during the query, the Ctrl-C ends the query too.
-        wait_until(checked.exists, describe="snakemake's first status query to end")
-        # and then, the plugin's loop asleep until its next round (its first interval of 1 s,
-        # plus 10 when no job ended): tests/helpers/snakemake_rounds.py says why then
-        wait_until(lambda: sleeping_between_rounds(run.process.pid, 11),
-                   describe="snakemake to wait for its next round of status queries")
+        # to cancel; during the query, the Ctrl-C ends the query too. So the first round ends
+        # when the test says, and the Ctrl-C lands before the next one (the plugin's loop asleep
+        # for 1 s, plus 10 when no job ended): tests/helpers/snakemake_rounds.py says why then
+        rounds.end_round(run.process.pid)
         status, out = run.interrupt()
     finally:
         run.stop()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
-from tests.helpers.snakemake_rounds import sleeping_between_rounds
+from tests.helpers.snakemake_rounds import HeldStatus
 from tests.helpers.wait import wait_until
 from tests.helpers.workflow_tools import DRIVERS, ToolEnv
 
@@ -138,14 +138,11 @@ def test_a_cluster_generic_workflow_runs_its_rules_as_jobs_and_reports_the_faile
     assert client.job(drover_id(jobs["shout"])).state == "completed"
 
 
-def marking_each_query(cluster: LocalCluster, flavour: Flavour) -> tuple[Flavour, Path]:
-    """The flavour with its status command wrapped so that each query leaves a mark once the
-    command ended: the file it makes."""
-    mark = cluster.workdir / "status-queried"
-    wrapper = cluster.workdir / "status-then-mark.sh"
-    wrapper.write_text(f'#!/bin/sh\n"{flavour.status}" "$@"\nstatus=$?\ntouch "{mark}"\nexit $status\n')
-    wrapper.chmod(0o755)
-    return replace(flavour, status=str(wrapper)), mark
+def holding_each_query(cluster: LocalCluster, flavour: Flavour) -> tuple[Flavour, HeldStatus]:
+    """The flavour with its status command held at the end of each query until the test ends
+    the round."""
+    held = HeldStatus(cluster.workdir / "status-held.sh", flavour.status, cluster.workdir)
+    return replace(flavour, status=str(held.command)), held
 
 
 EVERY_S = 5
@@ -158,7 +155,7 @@ def test_interrupting_snakemake_cancels_the_job_through_the_cancel_command(
     flavour = FLAVOURS[name]
     front_ends: Path = request.getfixturevalue(flavour.front_ends)
     directory = project(cluster)
-    flavour, checked = marking_each_query(cluster, flavour)
+    flavour, rounds = holding_each_query(cluster, flavour)
     run = snakemake_env.start(snakemake(snakemake_env, flavour, "long.txt", every=EVERY_S), cluster, front_ends,
                               cwd=directory)
     try:
@@ -168,10 +165,8 @@ def test_interrupting_snakemake_cancels_the_job_through_the_cancel_command(
         # rounds of status queries, once the first one ended and the executor's thread sleeps
         # until the next. (Interrupted during one, the status command dies of the signal too,
         # and the executor fails with "cannot access local variable 'ret'" before it cancels
-        # anything.)
-        wait_until(checked.exists, describe="snakemake's first status query to end")
-        wait_until(lambda: sleeping_between_rounds(run.process.pid, EVERY_S),
-                   describe="snakemake to wait for its next round of status queries")
+        # anything.) The first round ends when the test says, and the next one is EVERY_S away.
+        rounds.end_round(run.process.pid)
         status, out = run.interrupt()
     finally:
         run.stop()

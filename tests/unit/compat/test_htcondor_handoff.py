@@ -96,3 +96,57 @@ def test_the_follower_takes_later_requests_while_it_follows_and_frees_the_lock_w
         server.join(10)
     assert not server.is_alive() and followed == [(12, 2), (13, 1)]
     assert os.listdir(path) == []  # it let go when nothing was left, and left nothing behind
+
+
+def test_the_follower_sleeps_until_a_request_comes_or_a_cluster_ends(tmp_path: Path) -> None:
+    """No look at the directory between two requests (the fallback look is an hour away): the
+    next request wakes the follower, and so does the end of the last cluster it follows."""
+    path = str(tmp_path)
+    handoff.put(path, "t1.12", SPEC)
+    lock = handoff.claim(path, "t1")
+    assert lock is not None
+    followed: list[int] = []
+    releases = {12: threading.Event(), 13: threading.Event()}
+
+    def fake(follower: Follower, grace: float) -> int:
+        followed.append(follower.cluster)
+        releases[follower.cluster].wait(30)
+        return 0
+
+    server = threading.Thread(target=follow.serve, args=(path, "t1", lock, 3600, fake))
+    server.start()
+    try:
+        wait_until(lambda: followed == [12], timeout=10, describe="the first request taken")
+        handoff.put(path, "t1.13", {**SPEC, "cluster": 13})
+        wait_until(lambda: followed == [12, 13], timeout=10, describe="the later request taken at once")
+        releases[12].set()
+        releases[13].set()
+        server.join(10)
+        assert not server.is_alive(), "the follower did not end with its last cluster"
+    finally:
+        for release in releases.values():
+            release.set()
+        server.join(10)
+    assert os.listdir(path) == []
+
+
+def test_without_a_watch_the_follower_looks_at_the_directory_now_and_then(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from drover.compat.htcondor import wakeup
+
+    monkeypatch.setattr(wakeup, "_watch", lambda path: None)  # the user's inotify instances used up
+    unwatched = wakeup.Wakeup(str(tmp_path), 1)
+    assert not unwatched.watching
+    unwatched.close()
+    test_the_follower_takes_later_requests_while_it_follows_and_frees_the_lock_when_done(tmp_path)
+
+
+def test_the_watch_is_not_set_through_a_link(tmp_path: Path) -> None:
+    from drover.compat.htcondor import wakeup
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    real, link = wakeup.Wakeup(str(tmp_path / "real"), 1), wakeup.Wakeup(str(tmp_path / "link"), 1)
+    assert real.watching and not link.watching
+    real.close()
+    link.close()

@@ -41,7 +41,7 @@ GRACE_ENV = "DROVER_HTCONDOR_FOLLOW_GRACE_S"
 DEFAULT_GRACE_S = 300.0  # how long an unreachable cluster is waited for before the follower gives up
 WAIT_S = 20  # each long poll of the cluster's events
 IMAGE_SIZE_ENV = "DROVER_HTCONDOR_IMAGE_SIZE_S"
-LOOK_S = 0.5  # how often the directory is looked at for the next condor_submits' requests
+LOOK_S = 0.5  # how often the directory is looked at where no inotify watch can be had (wakeup.py)
 DEFAULT_IMAGE_SIZE_S = 300.0  # HTCondor's STARTER_UPDATE_INTERVAL: its 006 events come at most this often
 ENDED = ("completed", "failed", "timed_out", "out_of_memory", "cancelled")
 
@@ -259,31 +259,50 @@ def follower_of(spec: dict[str, Any]) -> Follower:
 def serve(path: str, tag: str, lock: int, look_s: float = LOOK_S,
           follow: Callable[[Follower, float], int] = run) -> int:
     """Take the requests of `tag` in the directory at `path` while holding its lock, each
-    cluster followed in a thread; retire once none is left to follow (handoff.py's order)."""
+    cluster followed in a thread; retire once none is left to follow (handoff.py's order).
+    Between two looks at the directory it sleeps until a request comes or a cluster's thread
+    ends (wakeup.py)."""
     import threading
 
     from drover.compat.htcondor import handoff
+    from drover.compat.htcondor.wakeup import Wakeup
 
     grace = _seconds(GRACE_ENV, DEFAULT_GRACE_S)
-    following: list[threading.Thread] = []
-    while True:
-        for spec in handoff.take(path, tag):
-            try:
-                follower = follower_of(spec)
-            except (KeyError, TypeError, ValueError):
-                continue  # not a request condor_submit wrote
-            thread = threading.Thread(target=follow, args=(follower, grace), name=f"cluster {follower.cluster}",
-                                      daemon=True)
-            thread.start()
-            following.append(thread)
-        following = [t for t in following if t.is_alive()]
-        if following:
-            time.sleep(look_s)
-            continue
-        again = handoff.retire(path, tag, lock)
-        if again is None:
-            return 0  # nothing waits, or a new follower will take what waits
-        lock = again
+    wakeup = Wakeup(path, look_s)  # watching before the first look: no request comes unseen
+    guard = threading.Lock()
+    following = 0  # clusters whose threads have not ended
+
+    def follow_then_wake(follower: Follower) -> None:
+        nonlocal following
+        try:
+            follow(follower, grace)
+        finally:
+            with guard:  # poked before serve may see none left and close the pipe
+                following -= 1
+                wakeup.poke()
+
+    try:
+        while True:
+            for spec in handoff.take(path, tag):
+                try:
+                    follower = follower_of(spec)
+                except (KeyError, TypeError, ValueError):
+                    continue  # not a request condor_submit wrote
+                with guard:
+                    following += 1
+                threading.Thread(target=follow_then_wake, args=(follower,), name=f"cluster {follower.cluster}",
+                                 daemon=True).start()
+            with guard:
+                busy = following > 0
+            if busy:
+                wakeup.wait()
+                continue
+            again = handoff.retire(path, tag, lock)
+            if again is None:
+                return 0  # nothing waits, or a new follower will take what waits
+            lock = again
+    finally:
+        wakeup.close()
 
 
 def main() -> int:

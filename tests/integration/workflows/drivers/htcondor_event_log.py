@@ -22,7 +22,7 @@ def main(path, ends, timeout):
             fields = {key: value for key, value in dict(event).items()
                       if key in ("ReturnValue", "TerminatedNormally", "TerminatedBySignal", "HoldReason",
                                  "HoldReasonCode", "Reason", "ExecuteHost", "SubmitHost", "Size", "Message",
-                                 "RequestMemory", "RequestCpus", "MemoryUsage")}
+                                 "RequestMemory", "RequestCpus", "MemoryUsage", "ResidentSetSize")}
             if event.type == htcondor.JobEventType.FILE_TRANSFER:
                 fields["Type"] = event["Type"]
             print("EVENT " + json.dumps({"type": event.type.name, "cluster": event.cluster, "proc": event.proc,
