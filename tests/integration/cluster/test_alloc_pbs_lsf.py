@@ -174,6 +174,7 @@ def test_removing_the_queue_ends_its_allocations_and_the_jobs_running_there(mana
     assert attempt["failure"] == why, attempt
     (record,) = inner.drover_json("history", "-j", str(job))
     assert record["reason"] == f"NodeLost: {why}", record
+    wait_until(lambda: not _nodes(inner, manager), timeout=30, interval=0.5, describe="the node to be forgotten")
 
 
 @pytest.mark.parametrize(("manager", "words"), [("pbs", "unknown queue"), ("lsf", "job not submitted")])

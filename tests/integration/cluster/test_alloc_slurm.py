@@ -124,6 +124,8 @@ def test_removing_the_queue_ends_its_allocations_and_the_jobs_running_there(slur
     assert attempt["ended_at"] is not None
     events = drover.drover("events", str(job), "--json").stdout
     assert f"left: its slurm allocation {allocation} ended; requeued as a new attempt" in events, events
+    # and the node, its attempt ended, is forgotten
+    wait_until(lambda: not slurm_nodes(drover), timeout=30, interval=0.5, describe="the node to be forgotten")
     drover.drover("cancel", str(job))
 
 
