@@ -261,6 +261,10 @@ class ExitStatus(TypedDict):
     # knowing the attempt), so how the job ended is unknown. A report the node sends later is
     # stale: recorded as such, never as the task's result.
     node_lost: NotRequired[bool]
+    # Written by the execd of a node that left its cluster for good (its outer scheduler's
+    # allocation ended: `drover alloc worker`): it ended the attempt as it left, and `failure`
+    # says so. Decided as a node's loss is: requeued if the job may run again, else NODE_FAIL.
+    node_left: NotRequired[bool]
 
 
 class PeTaskRecord(TypedDict):

@@ -6,10 +6,12 @@ and log), so that an allocation of several nodes is a real one: srun starts a ta
 Debian's packages (slurmctld, slurmd, slurm-client: Slurm 22.05 on Debian 12) where missing;
 a test that cannot have it skips with the reason. Every process is stopped by its PID.
 
-Its commands (sbatch, squeue, scancel, srun) find it by SLURM_CONF in `env`."""
+Its commands (sbatch, squeue, scancel, srun) find it by SLURM_CONF in `env`. `started` gives one
+to a fixture, and `inner_cluster` the Drover cluster that asks it for allocations."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,10 +19,16 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.helpers import debian
+from tests.helpers.cluster import LocalCluster
 from tests.helpers.munge import Munged
+from tests.helpers.wait import wait_until
 
 Unavailable = debian.Unavailable
 CPUS = 2
@@ -161,3 +169,55 @@ class Slurm:
         self.processes.clear()
         self.munged.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def started(nodes: int = 1) -> Iterator[Slurm]:
+    """A private Slurm, started, for a fixture: the test skips, saying why, where it cannot be had;
+    stopped at the end."""
+    try:
+        outer = Slurm(nodes=nodes)
+    except Unavailable as why:
+        pytest.skip(str(why))
+    try:
+        outer.start()
+    except Unavailable as why:
+        outer.stop()
+        pytest.skip(str(why))
+    try:
+        yield outer
+    finally:
+        outer.stop()
+
+
+@contextlib.contextmanager
+def inner_cluster(slurm: Slurm) -> Iterator[LocalCluster]:
+    """A Drover cluster serving TLS on loopback, with no node of its own; its commands and its
+    controller reach the private Slurm (SLURM_CONF). At the end its allocation queues are
+    removed and Slurm is waited for to end their allocations."""
+    local = LocalCluster()
+    local.env["SLURM_CONF"] = str(slurm.conf)
+    local.drover("cluster", "init", "--state-dir", str(local.state_dir))
+    local.controller = local._daemon("controller", "--kill-grace", "1", "--listen", f"127.0.0.1:{_free_port()}")
+    try:
+        wait_until(lambda: local.client().ping(), describe="the controller to answer")
+        yield local
+    except BaseException:
+        print(local.logs())
+        print(slurm.logs())
+        raise
+    finally:
+        for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
+            local.drover("alloc", "remove", str(queue["id"]), check=False)
+        wait_until(lambda: not ours(slurm), timeout=60, describe="the allocations to end in Slurm")
+        local.stop()
+
+
+def ours(slurm: Slurm) -> dict[str, tuple[str, str]]:
+    """Slurm's unfinished jobs that are Drover's allocations: id → (name, state)."""
+    return {job: shown for job, shown in slurm.live_jobs().items() if shown[0].startswith("drover-")}
+
+
+def slurm_nodes(local: LocalCluster) -> list[dict[str, Any]]:
+    """The Drover nodes inside Slurm's allocations, as `drover nodes --json` lists them."""
+    return [node for node in local.drover_json("nodes") if node["name"].startswith("slurm-")]

@@ -10,7 +10,14 @@ allocation (its batch script starts it on each node), as whoever the allocation 
    private state directory under $TMPDIR, as `drover join` does but without root, and writes
    `[execd] ends_at`: the controller starts no job there that would run past it.
 4. It runs the node's execd in the foreground until the end, a signal (the allocation is
-   cancelled) or the execd's exit; then stops the execd and removes the state directory.
+   cancelled) or the execd's exit. The execd runs with --leave-on-stop (execd/leaving.py): when
+   the worker stops it, it ends the jobs running there first (their terminate sequence, with its
+   kill grace) and reports their ends, which the controller decides as a lost node's (requeued,
+   or NODE_FAIL if the job may not run again), with the allocation's end as the reason: nothing
+   of them outlives the allocation, and the state directory holding their spools is removed
+   only after. That takes LEAVE_WAIT_S at most, less than the outer schedulers' usual grace
+   between their SIGTERM and SIGKILL (Slurm's KillWait: 30 s); the outer scheduler's SIGTERM
+   may reach the execd itself too, which means the same to it.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ if TYPE_CHECKING:
     from drover.cluster.outer.base import OuterScheduler
 
 JOIN_TRIES = 5
-STOP_WAIT_S = 20.0
+LEAVE_WAIT_S = 20.0  # for the execd to end its jobs and report them
+STOP_WAIT_S = 5.0  # then for it to stop
 
 
 def run(command: str, argv: list[str]) -> int:
@@ -63,7 +71,7 @@ def run(command: str, argv: list[str]) -> int:
         _join(args.controller, token_text, name, root, ends_at)
         print(f"node {name} joined {args.controller}; it leaves at {time.strftime('%H:%M:%S', time.localtime(ends_at))}",
               flush=True)
-        return _serve(root, ends_at, stopping)
+        return _serve(root, ends_at, stopping, f"its {manager.name} allocation {allocation} ended")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -116,9 +124,9 @@ def _join(url: str, token_text: str, name: str, root: str, ends_at: float) -> No
     write_private(paths.config_file, config.encode(), 0o644)
 
 
-def _serve(root: str, ends_at: float, stopping: list[int]) -> int:
-    execd = subprocess.Popen([sys.executable, "-m", "drover", "execd", "--state-dir", root],
-                             stdin=subprocess.DEVNULL)
+def _serve(root: str, ends_at: float, stopping: list[int], why: str) -> int:
+    execd = subprocess.Popen([sys.executable, "-m", "drover", "execd", "--state-dir", root, "--leave-on-stop", why,
+                              "--leave-wait", f"{LEAVE_WAIT_S:g}"], stdin=subprocess.DEVNULL)
     try:
         while not stopping and time.time() < ends_at:
             try:
@@ -132,9 +140,9 @@ def _serve(root: str, ends_at: float, stopping: list[int]) -> int:
         return 0
     finally:
         if execd.poll() is None:
-            execd.terminate()
+            execd.terminate()  # it ends its jobs and reports them first (execd/leaving.py)
             try:
-                execd.wait(timeout=STOP_WAIT_S)
+                execd.wait(timeout=LEAVE_WAIT_S + STOP_WAIT_S)
             except subprocess.TimeoutExpired:
                 execd.kill()
                 execd.wait()

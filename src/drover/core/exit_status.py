@@ -175,7 +175,7 @@ class ExitFacts:
     hold_requested: bool = False  # someone held the task while its prolog ran: back to the queue, held
     shepherd_lost: bool = False  # the shepherd died without recording an end: a system failure
     node_fault: bool = False  # the node could not prepare the attempt: the job never started
-    node_lost: bool = False  # the node was lost while the attempt ran: how it ended is unknown
+    node_lost: bool = False  # the node was lost (or left for good) while the attempt ran
     rerunnable: bool = True  # the job may run again after a system failure
     attempt_number: int = 1
 
@@ -186,7 +186,7 @@ def exit_facts(record: ExitStatus, cancel_requested: bool = False, epilog_sets_e
     """The facts of an exit record as plain data."""
     return ExitFacts(
         shepherd_lost=record.get("shepherd_lost", False), node_fault=record.get("node_fault", False),
-        node_lost=record.get("node_lost", False),
+        node_lost=record.get("node_lost", False) or record.get("node_left", False),
         rerunnable=rerunnable, attempt_number=attempt_number,
         exit_code=record["exit_code"], signal=record["signal"], failure=record["failure"],
         timed_out=record["timed_out"], out_of_memory=record["out_of_memory"],

@@ -27,6 +27,8 @@ from drover.records import (
 from drover.spool import layout
 
 OVER_MEMORY = "over_memory"  # written by the node before it kills an attempt over its memory
+# Written by a node that leaves its cluster for good before it ends an attempt: why it leaves.
+NODE_LEFT = "node_left"
 
 log = logging.getLogger("drover.execd")
 
@@ -39,9 +41,23 @@ def exit_status(spool: layout.SpoolDir) -> ExitStatus:
     if record is not None:
         if not record["out_of_memory"] and os.path.exists(spool.record(OVER_MEMORY)):
             record["out_of_memory"] = True  # the node ended it over its hard memory limit (execd/enforcement.py)
+        left = _node_left(spool)
+        if left is not None:
+            # Ended as its node left (execd/leaving.py), whatever it did with the signals it got
+            # (the outer scheduler's too: a job may exit 0 on SIGTERM): decided as the node's
+            # loss, not as the job's own end, nor as anyone's cancel.
+            record["node_left"], record["failure"] = True, left
         return record
     return {"exit_code": None, "signal": None, "failure": f"the attempt's exit record {problem}",
             "timed_out": False, "terminated": False, "out_of_memory": False, "shepherd_lost": True}
+
+
+def _node_left(spool: layout.SpoolDir) -> str | None:
+    try:
+        with open(spool.record(NODE_LEFT), "rb") as file:
+            return file.read(2000).decode(errors="replace").strip() or "its node left the cluster"
+    except OSError:
+        return None
 
 
 def usage(spool: layout.SpoolDir) -> Usage | None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from drover.execd import lost_shepherd
+from drover.execd import attempt_records, lost_shepherd
 from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
 from drover.execd.job_signals import delivery, signal_by_record
@@ -66,6 +66,7 @@ class Spawner(Protocol):
         """How a shepherd it started ended, if it can tell."""
 
 
+JUST_ENDED_S = 2.0  # a job that ended this soon before its node left ended as it left (leave_cluster)
 STARTED_LOOK_S = 0.2  # after a shepherd starts, its records are first looked at this soon...
 STARTED_LOOK_MAX_S = 5.0  # ...then twice as late each time, up to this
 
@@ -99,6 +100,10 @@ class Attempts:
         # → the names of those that start when its shepherd is gone.
         self.promised: dict[str, layout.SpoolDir] = {}
         self._following: dict[str, list[str]] = {}
+        # Why this node leaves its cluster for good, once it does (leave_cluster): every attempt
+        # here is ended, and every order that still comes ends at once.
+        self.leaving: str | None = None
+        self.leaving_at: float | None = None  # when it began to leave: the end its Hello says from then on
         self._loop = asyncio.get_running_loop()
         # Made and checked without following a link (the execd's start did so already); root's
         # is traversable by all: jobs run as their owners read their scripts below.
@@ -171,6 +176,9 @@ class Attempts:
             return
         if refusal:
             self.cleanup.begin(spool)
+            return
+        if self.leaving is not None:
+            self._end_unstarted(spool, self.leaving)
             return
         self._start_or_wait(spool, order.after)
 
@@ -292,11 +300,48 @@ class Attempts:
                 names.remove(order.attempt)
         if order.why:
             write_json(spool.record(layout.STOP_REQUEST), {"why": order.why})
-        write_json(spool.record(layout.EXIT_STATUS), {
-            "exit_code": None, "signal": None, "failure": None, "timed_out": False,
-            "terminated": True, "out_of_memory": False,
-        })
+        _write_stopped(spool)
         log.info("attempt %s: promise taken back (%s) before it started", order.attempt, order.why or order.action)
+        self.cleanup.begin(spool)
+
+    # -- leaving the cluster ------------------------------------------------------------------
+
+    def leave_cluster(self, why: str) -> None:
+        """The node leaves its cluster for good (execd/leaving.py): unlike a stopping execd's, its
+        attempts do not run on for a successor to re-attach to. Each is ended as the controller
+        ends a lost node's: a promised one at once, a running one by its shepherd's terminate
+        sequence (warning signal, kill grace, SIGKILL); each exit record then says the node
+        left (attempt_records.NODE_LEFT), and its report goes to the controller as any other."""
+        self.leaving = why
+        for name in list(self.promised):
+            spool = self.promised.pop(name)
+            for names in self._following.values():
+                if name in names:
+                    names.remove(name)
+            self._end_unstarted(spool, why)
+        for name, live in list(self.live.items()):
+            if os.path.exists(live.spool.record(layout.EXIT_STATUS)):
+                continue  # it ended already: its own end is reported
+            _mark_left(live.spool, why)
+            self.signal(SignalAttempt(name, "terminate"))
+        # The outer scheduler signals every process of its allocation as it ends it: a job may
+        # have died of that signal a moment before this execd got its own. Not yet reported, it
+        # ended as the node left too (the controller takes the final report's word for it).
+        now = time.time()
+        for name, spool in list(self.cleanup.pending.items()):
+            if self.cleanup.reported(name) or name in self.live:
+                continue
+            try:
+                ended = os.stat(spool.record(layout.EXIT_STATUS)).st_mtime
+            except OSError:
+                continue
+            if now - ended <= JUST_ENDED_S:
+                _mark_left(spool, why)
+
+    def _end_unstarted(self, spool: layout.SpoolDir, why: str) -> None:
+        _mark_left(spool, why)
+        _write_stopped(spool)
+        log.info("attempt %s: ended before it started: %s", spool.name, why)
         self.cleanup.begin(spool)
 
     # -- watching -----------------------------------------------------------------------------
@@ -399,6 +444,21 @@ class Attempts:
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(self.root, layout.NOTIFY_SOCKET))
             os.rmdir(self.root)
+
+
+def _mark_left(spool: layout.SpoolDir, why: str) -> None:
+    try:
+        write_atomically(spool.record(attempt_records.NODE_LEFT), why.encode())
+    except OSError as error:
+        log.warning("attempt %s: cannot record why the node leaves: %s", spool.name, error.strerror or error)
+
+
+def _write_stopped(spool: layout.SpoolDir) -> None:
+    """The exit record of an attempt stopped before its shepherd started."""
+    write_json(spool.record(layout.EXIT_STATUS), {
+        "exit_code": None, "signal": None, "failure": None, "timed_out": False,
+        "terminated": True, "out_of_memory": False,
+    })
 
 
 def _write_failure(spool: layout.SpoolDir, failure: str) -> None:

@@ -74,6 +74,15 @@ class ControllerChannel:
             self._queue.append(message)
             self._wake.set()
 
+    async def reconnect(self) -> None:
+        """Close the channel: run_forever opens a new one at once, with a new Hello (a node that
+        leaves says so in its `ends_at`, execd/leaving.py)."""
+        connection = self._connection
+        if connection is not None:
+            self._connection = None  # what is sent from now on waits for the next one's on_connect
+            self.connected.clear()
+            await connection.close()
+
     async def run_forever(self) -> None:
         missed = 0  # addresses tried in a row without a controller taking the channel
         refused = False  # a controller of this round refused the node

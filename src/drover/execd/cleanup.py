@@ -182,6 +182,9 @@ class Cleanup:
         self._running: set[str] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._acks: dict[tuple[str, str], asyncio.Future[None]] = {}
+        # What each of those waits for the acknowledgement of: sent again on reconnecting, since
+        # what is sent while the channel is down is dropped.
+        self._awaiting: dict[tuple[str, str], Any] = {}
         # Staged-out files: the chunk awaiting its answer, by attempt and record; and how much
         # of each file the controller holds, for the next try to go on from there.
         self._chunks: dict[tuple[str, str], asyncio.Future[ChunkKept]] = {}
@@ -220,6 +223,10 @@ class Cleanup:
         keeps its timer, so a channel that comes and goes does not use its tries up."""
         for told in list(self._untold.values()):
             self.send(told)
+        for (name, kind), message in list(self._awaiting.items()):
+            if kind == "report" and name in self.pending:  # read again: a node that leaves marks it
+                message = self._awaiting[name, kind] = _exited(self.pending[name], self._progress[name])
+            self.send(message)
         for name in list(self.pending):
             progress = self._progress.get(name)
             if progress is None or "report" not in progress["done"]:
@@ -238,6 +245,11 @@ class Cleanup:
 
     def known(self) -> list[str]:
         return list(self.pending)
+
+    def reported(self, name: str) -> bool:
+        """Whether the controller acknowledged the attempt's final report."""
+        progress = self._progress.get(name)
+        return progress is not None and "report" in progress["done"]
 
     def remove_leftovers(self) -> None:
         """At start: spools an earlier execd was removing when it stopped, or gave up on, are
@@ -440,6 +452,7 @@ class Cleanup:
     async def _acknowledged(self, name: str, kind: str, message: Any) -> None:
         """Send `message` and wait for the controller's acknowledgement of it."""
         waiter = self._acks[name, kind] = self._loop.create_future()
+        self._awaiting[name, kind] = message
         self.send(message)
         try:
             await asyncio.wait_for(waiter, self.settings.report_timeout_s)
@@ -449,6 +462,7 @@ class Cleanup:
             raise StepFailed("the controller has not acknowledged") from None
         finally:
             self._acks.pop((name, kind), None)
+            self._awaiting.pop((name, kind), None)
 
     async def _record(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 3: the final record, durably (it must outlive the execd and the machine)."""
@@ -492,11 +506,7 @@ class Cleanup:
     async def _report(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 4: tell the controller; done once it acknowledges. The exit and usage records
         are the shepherd's, so the report goes on when the final record was given up."""
-        usage = attempt_records.usage(spool)
-        report = Exited(spool.name, attempt_records.exit_status(spool), usage,
-                        usage["started_at"] if usage else None, done=[*progress["done"], "report"],
-                        given_up=list(progress.get("given_up", [])))
-        await self._acknowledged(spool.name, "report", report)
+        await self._acknowledged(spool.name, "report", _exited(spool, progress))
         return True
 
     async def _remove(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
@@ -633,6 +643,12 @@ def _exiting(spool: layout.SpoolDir) -> Exiting:
     return Exiting(spool.name, attempt_records.exit_status(spool), usage, usage["started_at"] if usage else None)
 
 
+def _exited(spool: layout.SpoolDir, progress: CleanupProgress) -> Exited:
+    usage = attempt_records.usage(spool)
+    return Exited(spool.name, attempt_records.exit_status(spool), usage, usage["started_at"] if usage else None,
+                  done=[*progress["done"], "report"], given_up=list(progress.get("given_up", [])))
+
+
 def _final_record(spool: layout.SpoolDir) -> FinalRecord:
     exit_status, usage = attempt_records.exit_status(spool), attempt_records.usage(spool)
     config = attempt_records.config(spool)
@@ -640,7 +656,8 @@ def _final_record(spool: layout.SpoolDir) -> FinalRecord:
     # goes back to the queue, held) is a requeue, by a cancel (or of an attempt the controller
     # gave up on) a cancel.
     why = (read_json(spool.record(layout.STOP_REQUEST)) or {}).get("why", "cancel")
-    terminated = exit_status["terminated"]
+    # Ended as its node left: decided as a node's loss (node_left), not as a cancel.
+    terminated = exit_status["terminated"] and not exit_status.get("node_left")
     facts = exit_facts(exit_status, cancel_requested=terminated and why not in ("requeue", "hold"),
                        requeue_requested=terminated and why in ("requeue", "hold"),
                        epilog_sets_exit=bool(config and config["job"]["epilog_sets_exit"]),

@@ -47,6 +47,11 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--node-name", help="this node's name (default: the host name)")
     parser.add_argument("--cpus", type=int, help="CPUs to offer (default: all this process may use)")
     parser.add_argument("--memory", type=int, metavar="MIB", help="memory to offer (default: all)")
+    parser.add_argument("--leave-on-stop", metavar="WHY",
+                        help="the node leaves its cluster for good when stopped: end its jobs first, reporting WHY "
+                             "as their reason (execd/leaving.py)")
+    parser.add_argument("--leave-wait", type=float, default=20.0, metavar="S",
+                        help="with --leave-on-stop: how long to wait for the jobs' ends to be reported")
     args = parser.parse_args(argv)
 
     paths = Paths(os.path.abspath(args.state_dir) if args.state_dir else None)
@@ -182,7 +187,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         [args.socket] if args.socket else options.controllers() or [api_socket(paths)],
         hello=lambda: Hello(node, cpus, memory, attempts.known(), gres=list(inventory.gres),
                             features=list(inventory.features), pe_task_attempts=pe_tasks.attempts(),
-                            ends_at=options.ends_at),
+                            ends_at=attempts.leaving_at if attempts.leaving_at is not None else options.ends_at),
         on_connect=on_connect,
         tls=tls,
         heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),
@@ -216,6 +221,10 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     runner = loop.create_task(channel.run_forever())
     sampling = loop.create_task(sampler.run_forever())
     await stop.wait()
+    if args.leave_on_stop:
+        from drover.execd.leaving import leave
+
+        await leave(attempts, cleanup, channel, f"node {node} left: {args.leave_on_stop}", args.leave_wait)
     # Running jobs go on: their shepherds do not depend on this process, and the next execd
     # re-attaches to them from the spool. Those whose checkpoint occasions have 's' checkpoint.
     checkpoint_on_shutdown((live.spool, live.shepherd_pid) for live in attempts.live.values())

@@ -17,6 +17,12 @@ from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.outer_allocations import (
+    job_pids,
+    none_alive,
+    pid_file_job,
+    ran_once_on_allocations,
+)
 from tests.helpers.wait import wait_until
 
 from drover.cluster.outer.base import by_name
@@ -34,8 +40,10 @@ def _port() -> int:
 @pytest.fixture
 def outer() -> Iterator[LocalCluster]:
     """The outer scheduler: a personal cluster of one node (2 CPUs), with PBS's and LSF's
-    commands installed in its directory."""
-    local = LocalCluster(cpus=2)
+    commands installed in its directory. Its kill grace is as long as PBS's kill_delay and LSF's
+    JOB_TERMINATE_INTERVAL (10 s by default) and more: an allocation it cancels has the time to
+    end its node's jobs."""
+    local = LocalCluster(cpus=2, kill_grace_s=15)
     try:
         local.start()
         local.drover("compat", "install", "--flavor", "pbs", str(local.root / "bin"))
@@ -91,12 +99,6 @@ def _info(inner: LocalCluster, queue: int = 1) -> dict[str, Any]:
     return dict(inner.drover_json("alloc", "info", str(queue)))
 
 
-def _attempts(inner: LocalCluster, job: int) -> dict[int, list[dict[str, Any]]]:
-    shown = inner.drover_json("show", str(job))
-    info = shown[0] if isinstance(shown, list) else shown
-    return {task["index"]: task["attempts"] for task in info["tasks"]}
-
-
 # PBS's qsub passes only the variables it is told (-V: all of qsub's, the outer cluster's
 # DROVER_SOCKET with them, so the worker's qstat reaches it); bsub passes its whole environment.
 EXTRA = {"pbs": ["--", "-V"], "lsf": []}
@@ -111,25 +113,7 @@ def test_jobs_run_on_nodes_inside_allocations_of_the_outer_cluster_and_idle_ones
     count = 40
     job = inner.submit("--array", f"1-{count}", "-t", "1m", "-o", str(inner.workdir / "out.%a"),
                        "--", "sh", "-c", 'echo "task $DROVER_TASK_ID"')
-    seen_outer: set[int] = set()
-    seen_nodes: set[str] = set()
-    ends: list[float] = []
-
-    def done() -> bool:
-        seen_outer.update(_live(outer))
-        nodes = _nodes(inner, manager)
-        seen_nodes.update(node["name"] for node in nodes)
-        ends.extend(node["ends_at"] for node in nodes)
-        return str(inner.drover_json("show", str(job))["state"]) in ("completed", "failed", "cancelled")
-
-    wait_until(done, timeout=300, interval=0.5, describe=f"job {job}'s {count} tasks to end")
-    assert inner.drover_json("show", str(job))["state"] == "completed"
-    # Every task ran once, on a node of an allocation that was a job of the outer cluster.
-    assert seen_outer and seen_nodes, (seen_outer, seen_nodes)
-    assert all(int(name.split("-")[1]) in seen_outer for name in seen_nodes), (seen_nodes, seen_outer)
-    attempts = _attempts(inner, job)
-    assert sorted(attempts) == list(range(1, count + 1))
-    assert all(len(tries) == 1 and tries[0]["node"] in seen_nodes for tries in attempts.values()), attempts
+    seen_outer, seen_nodes, ends = ran_once_on_allocations(inner, job, count, manager, lambda: _live(outer))
     for index in range(1, count + 1):
         assert (inner.workdir / f"out.{index}").read_text() == f"task {index}\n"
     # Each node said when it goes: within its allocation's 10 minutes, less the 60 s margin (the
@@ -137,7 +121,7 @@ def test_jobs_run_on_nodes_inside_allocations_of_the_outer_cluster_and_idle_ones
     assert ends and all(time.time() < end <= time.time() + 600 - 60 for end in ends), ends
     info = _info(inner)
     assert info["manager"] == manager and info["state"] == "active" and info["failures"] == 0, info
-    assert {int(a["outer_id"]) for a in info["allocations"]} <= seen_outer
+    assert {a["outer_id"] for a in info["allocations"]} <= seen_outer
     # Idle for 5 s: the nodes leave and their outer jobs end.
     wait_until(lambda: not _live(outer) and not _nodes(inner, manager), timeout=120, interval=0.5,
                describe="the idle allocations to end")
@@ -145,11 +129,14 @@ def test_jobs_run_on_nodes_inside_allocations_of_the_outer_cluster_and_idle_ones
 
 
 @pytest.mark.parametrize("manager", ["pbs", "lsf"])
-def test_removing_the_queue_ends_its_allocations(manager: str, outer: LocalCluster, inner: LocalCluster) -> None:
+def test_removing_the_queue_ends_its_allocations_and_the_jobs_running_there(manager: str, outer: LocalCluster,
+                                                                            inner: LocalCluster) -> None:
     inner.drover("alloc", "add", manager, "--time-limit", "10m", "--max-workers", "1", "--idle-timeout", "10m")
-    job = inner.submit("-t", "5m", "--", "sleep", "300")
+    pids, command = pid_file_job(inner.workdir)
+    job = inner.submit("-t", "5m", "--no-requeue", "--", *command)
     wait_until(lambda: inner.drover_json("show", str(job))["state"] == "running", timeout=120, interval=0.5,
                describe="the job to run inside an allocation")
+    running = job_pids(pids)
     (outer_job,) = _live(outer)
     assert _nodes(inner, manager)[0]["name"] == f"{manager}-{outer_job}-0"
     # The outer scheduler's time left, as the worker asks it (qstat -f -F json, bjobs -o time_left):
@@ -171,15 +158,23 @@ def test_removing_the_queue_ends_its_allocations(manager: str, outer: LocalClust
     output = adapter.output_file(str(inner.state_dir / "alloc" / f"{name}-%j.out"), name, str(outer_job))
     wait_until(lambda: os.path.exists(output) and "joined" in open(output).read(), timeout=30,
                describe=f"the worker's words in {output}")
-    inner.drover("cancel", str(job))  # the allocation is left idle: its removal ends it
-    wait_until(lambda: inner.drover_json("show", str(job))["state"] == "cancelled", timeout=60, interval=0.5,
-               describe="the job cancelled on its node")
+    # Removed with the job running: the allocation is cancelled, and its node ends the job first.
     assert inner.drover_json("alloc", "remove", "1")["state"] == "removed"
     wait_until(lambda: not _live(outer), timeout=60, interval=0.5, describe="the outer job to end")
     # and the allocator sees it end at its next look at the outer scheduler
     wait_until(lambda: all(a["state"] == "ended" for a in _info(inner)["allocations"]), timeout=60, interval=0.5,
                describe="the allocations recorded ended")
     assert inner.drover_json("alloc", "list") == []
+    # The job may not run again (--no-requeue): it ended as on a node's loss, NODE_FAIL, saying why.
+    none_alive(running)
+    why = f"node {manager}-{outer_job}-0 left: its {manager} allocation {outer_job} ended"
+    shown = wait_until(lambda: (found := inner.drover_json("show", str(job)))["state"] == "node_fail" and found,
+                       timeout=60, interval=0.5, describe="the job ended as its node left")
+    (attempt,) = shown["tasks"][0]["attempts"]
+    assert attempt["failure"] == why, attempt
+    (record,) = inner.drover_json("history", "-j", str(job))
+    assert record["reason"] == f"NodeLost: {why}", record
+    wait_until(lambda: not _nodes(inner, manager), timeout=30, interval=0.5, describe="the node to be forgotten")
 
 
 @pytest.mark.parametrize(("manager", "words"), [("pbs", "unknown queue"), ("lsf", "job not submitted")])

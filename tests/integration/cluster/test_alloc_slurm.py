@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
-from tests.helpers.slurm_outer import Slurm, Unavailable
+from tests.helpers.outer_allocations import attempts as attempts_of
+from tests.helpers.outer_allocations import (
+    job_pids,
+    none_alive,
+    pid_file_job,
+    ran_once_on_allocations,
+)
+from tests.helpers.slurm_outer import Slurm, inner_cluster, ours, slurm_nodes, started
 from tests.helpers.system_install import SystemInstall
 from tests.helpers.wait import wait_until
 
@@ -26,55 +33,20 @@ pytestmark = [pytest.mark.xdist_group("outer_slurm"), pytest.mark.timeout(900)]
 
 @pytest.fixture
 def slurm() -> Iterator[Slurm]:
-    try:
-        outer = Slurm()
-    except Unavailable as why:
-        pytest.skip(str(why))
-    try:
-        outer.start()
-    except Unavailable as why:
-        outer.stop()
-        pytest.skip(str(why))
-    try:
+    with started() as outer:
         yield outer
-    finally:
-        outer.stop()
+
+
+@pytest.fixture
+def drover(slurm: Slurm) -> Iterator[LocalCluster]:
+    with inner_cluster(slurm) as local:
+        yield local
 
 
 def _port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-@pytest.fixture
-def drover(slurm: Slurm) -> Iterator[LocalCluster]:
-    """A cluster serving TLS on loopback, with no node of its own; its commands and its
-    controller reach the private Slurm (SLURM_CONF)."""
-    local = LocalCluster()
-    local.env["SLURM_CONF"] = str(slurm.conf)
-    local.drover("cluster", "init", "--state-dir", str(local.state_dir))
-    local.controller = local._daemon("controller", "--kill-grace", "1", "--listen", f"127.0.0.1:{_port()}")
-    try:
-        wait_until(lambda: local.client().ping(), describe="the controller to answer")
-        yield local
-    except BaseException:
-        print(local.logs())
-        print(slurm.logs())
-        raise
-    finally:
-        for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
-            local.drover("alloc", "remove", str(queue["id"]), check=False)
-        wait_until(lambda: not _ours(slurm), timeout=60, describe="the allocations to end in Slurm")
-        local.stop()
-
-
-def _ours(slurm: Slurm) -> dict[str, tuple[str, str]]:
-    return {job: shown for job, shown in slurm.live_jobs().items() if shown[0].startswith("drover-")}
-
-
-def _slurm_nodes(local: LocalCluster) -> list[dict[str, Any]]:
-    return [node for node in local.drover_json("nodes") if node["name"].startswith("slurm-")]
 
 
 def _info(local: LocalCluster, queue: int = 1) -> dict[str, Any]:
@@ -88,28 +60,7 @@ def test_jobs_run_on_nodes_inside_slurm_allocations_and_idle_ones_end(slurm: Slu
     count = 200
     job = drover.submit("--array", f"1-{count}", "-t", "1m", "-o", str(drover.workdir / "out.%a"),
                         "--", "sh", "-c", 'echo "task $DROVER_TASK_ID on $(hostname)"')
-    seen_slurm: set[str] = set()
-    seen_nodes: set[str] = set()
-
-    ends: list[float] = []
-
-    def done() -> bool:
-        seen_slurm.update(_ours(slurm))
-        nodes = _slurm_nodes(drover)
-        seen_nodes.update(node["name"] for node in nodes)
-        ends.extend(node["ends_at"] for node in nodes)
-        shown = drover.drover_json("show", str(job))
-        return shown["state"] in ("completed", "failed", "cancelled")
-
-    wait_until(done, timeout=300, interval=0.5, describe=f"job {job}'s {count} tasks to end")
-    shown = drover.drover_json("show", str(job))
-    assert shown["state"] == "completed", shown
-    # Every task ran once, on a node of an allocation that squeue showed.
-    assert seen_slurm and seen_nodes, (seen_slurm, seen_nodes)
-    assert all(name.rsplit("-", 1)[0].removeprefix("slurm-") in seen_slurm for name in seen_nodes)
-    attempts = _attempts(drover, job)
-    assert sorted(attempts) == list(range(1, count + 1))
-    assert all(len(tries) == 1 and tries[0]["node"] in seen_nodes for tries in attempts.values()), attempts
+    seen_slurm, seen_nodes, ends = ran_once_on_allocations(drover, job, count, "slurm", lambda: ours(slurm))
     # Each node said when it goes: within its allocation's 10 minutes, less the 60 s margin.
     assert ends and all(time.time() < end <= time.time() + 600 - 60 for end in ends), ends
     for index in range(1, count + 1):
@@ -119,7 +70,7 @@ def test_jobs_run_on_nodes_inside_slurm_allocations_and_idle_ones_end(slurm: Slu
     assert len(info["allocations"]) >= 1 and all(a["outer_id"] in seen_slurm for a in info["allocations"])
     assert len(seen_nodes) <= 2 * len(info["allocations"])
     # Idle for 5 s: the nodes leave and their Slurm jobs end.
-    wait_until(lambda: not _ours(slurm) and not _slurm_nodes(drover), timeout=120, interval=0.5,
+    wait_until(lambda: not ours(slurm) and not slurm_nodes(drover), timeout=120, interval=0.5,
                describe="the idle allocations to end")
     assert all(a["state"] == "ended" for a in _info(drover)["allocations"])
     events = drover.drover("events", "--json", check=False).stdout
@@ -147,19 +98,34 @@ def test_a_refused_submission_is_reported_and_retried_only_after_a_back_off(slur
     assert "alloc_failed" in drover.drover("events", "--json").stdout
 
 
-def test_removing_the_queue_ends_its_allocations(slurm: Slurm, drover: LocalCluster) -> None:
+def test_removing_the_queue_ends_its_allocations_and_the_jobs_running_there(slurm: Slurm,
+                                                                            drover: LocalCluster) -> None:
     drover.drover("alloc", "add", "slurm", "--time-limit", "10m", "--max-workers", "1", "--idle-timeout", "10m")
-    job = drover.submit("-t", "5m", "--", "sleep", "300")
+    pids, command = pid_file_job(drover.workdir)
+    job = drover.submit("-t", "5m", "--", *command)
     wait_until(lambda: drover.drover_json("show", str(job))["state"] == "running", timeout=120, interval=0.5,
                describe="the job to run inside an allocation")
-    assert _ours(slurm)
+    running = job_pids(pids)
+    (allocation,) = ours(slurm)
     removed = drover.drover_json("alloc", "remove", "1")
     assert removed["state"] == "removed"
-    wait_until(lambda: not _ours(slurm), timeout=60, interval=0.5, describe="Slurm to end the allocation")
+    wait_until(lambda: not ours(slurm), timeout=60, interval=0.5, describe="Slurm to end the allocation")
     # and the allocator sees it end at its next look at Slurm
     wait_until(lambda: all(a["state"] == "ended" for a in _info(drover)["allocations"]), timeout=60, interval=0.5,
                describe="the allocations recorded ended")
     assert drover.drover_json("alloc", "list") == []
+    # The job ended with its node, as on a node's loss: requeued (it may run again), its attempt
+    # saying why; nothing of it runs on.
+    none_alive(running)
+    shown = wait_until(lambda: (found := drover.drover_json("show", str(job)))["state"] == "pending" and found,
+                       timeout=60, interval=0.5, describe="the job requeued")
+    (attempt,) = shown["tasks"][0]["attempts"]
+    assert attempt["failure"] == f"node slurm-{allocation}-0 left: its slurm allocation {allocation} ended", attempt
+    assert attempt["ended_at"] is not None
+    events = drover.drover("events", str(job), "--json").stdout
+    assert f"left: its slurm allocation {allocation} ended; requeued as a new attempt" in events, events
+    # and the node, its attempt ended, is forgotten
+    wait_until(lambda: not slurm_nodes(drover), timeout=30, interval=0.5, describe="the node to be forgotten")
     drover.drover("cancel", str(job))
 
 
@@ -179,7 +145,7 @@ def test_no_job_starts_that_would_outlast_its_allocation_and_none_is_lost(slurm:
     starts = {job_id: time.mktime(time.strptime(start, "%Y-%m-%dT%H:%M:%S"))
               for job_id, start in (line.split("|") for line in slurm.run(
                   "squeue", "--noheader", "--states=all", "--format=%i|%S").stdout.split())}
-    attempts = _attempts(drover, job)
+    attempts = attempts_of(drover, job)
     assert sorted(attempts) == list(range(1, count + 1))
     assert len({tries[0]["node"] for tries in attempts.values()}) >= 2
     for index, tries in attempts.items():
@@ -187,13 +153,6 @@ def test_no_job_starts_that_would_outlast_its_allocation_and_none_is_lost(slurm:
         allocation = tries[0]["node"].split("-")[1]
         # Slurm's start is in whole seconds: a second's tolerance.
         assert tries[0]["started_at"] + 30 <= starts[allocation] + 60 - 6 + 1, (index, tries, starts)
-
-
-def _attempts(drover: LocalCluster, job: int) -> dict[int, list[dict[str, Any]]]:
-    """Each task's attempts, as `drover show --json` gives them."""
-    shown = drover.drover_json("show", str(job))
-    info = shown[0] if isinstance(shown, list) else shown
-    return {task["index"]: task["attempts"] for task in info["tasks"]}
 
 
 def test_the_worker_refuses_to_run_outside_an_allocation(tmp_path: Path) -> None:
@@ -251,10 +210,10 @@ def test_a_user_without_root_runs_jobs_on_the_outer_clusters_nodes(slurm: Slurm,
             if entry.endswith("-q1")} == {user}
         history = json.loads(as_user("history", "-j", job, "--json", "-n", "100").stdout)
         assert len(history) == count
-        wait_until(lambda: not _ours(slurm), timeout=120, interval=0.5, describe="the idle allocations to end")
+        wait_until(lambda: not ours(slurm), timeout=120, interval=0.5, describe="the idle allocations to end")
     finally:
         as_user("alloc", "remove", "1", check=False)
-        wait_until(lambda: not _ours(slurm), timeout=60, describe="the allocations to end in Slurm")
+        wait_until(lambda: not ours(slurm), timeout=60, describe="the allocations to end in Slurm")
         as_user("down", "--state-dir", state, check=False)
 
 

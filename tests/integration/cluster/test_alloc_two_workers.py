@@ -6,13 +6,11 @@ as a node of its own, slurm-<job id>-0 and slurm-<job id>-1, with the allocation
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from tests.helpers.cluster import LocalCluster
-from tests.helpers.slurm_outer import Slurm, Unavailable
+from tests.helpers.slurm_outer import Slurm, inner_cluster, ours, slurm_nodes, started
 from tests.helpers.wait import wait_until
 
 pytestmark = [pytest.mark.xdist_group("outer_slurm"), pytest.mark.timeout(900)]
@@ -20,54 +18,14 @@ pytestmark = [pytest.mark.xdist_group("outer_slurm"), pytest.mark.timeout(900)]
 
 @pytest.fixture
 def slurm() -> Iterator[Slurm]:
-    try:
-        outer = Slurm(nodes=2)
-    except Unavailable as why:
-        pytest.skip(str(why))
-    try:
-        outer.start()
-    except Unavailable as why:
-        outer.stop()
-        pytest.skip(str(why))
-    try:
+    with started(nodes=2) as outer:
         yield outer
-    finally:
-        outer.stop()
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
 def drover(slurm: Slurm) -> Iterator[LocalCluster]:
-    """A cluster serving TLS on loopback, with no node of its own, that reaches the Slurm."""
-    local = LocalCluster()
-    local.env["SLURM_CONF"] = str(slurm.conf)
-    local.drover("cluster", "init", "--state-dir", str(local.state_dir))
-    local.controller = local._daemon("controller", "--kill-grace", "1", "--listen", f"127.0.0.1:{_port()}")
-    try:
-        wait_until(lambda: local.client().ping(), describe="the controller to answer")
+    with inner_cluster(slurm) as local:
         yield local
-    except BaseException:
-        print(local.logs())
-        print(slurm.logs())
-        raise
-    finally:
-        for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
-            local.drover("alloc", "remove", str(queue["id"]), check=False)
-        wait_until(lambda: not _ours(slurm), timeout=60, describe="the allocations to end in Slurm")
-        local.stop()
-
-
-def _ours(slurm: Slurm) -> dict[str, tuple[str, str]]:
-    return {job: shown for job, shown in slurm.live_jobs().items() if shown[0].startswith("drover-")}
-
-
-def _nodes(local: LocalCluster) -> list[dict[str, Any]]:
-    return [node for node in local.drover_json("nodes") if node["name"].startswith("slurm-")]
 
 
 def test_an_allocation_of_two_workers_starts_two_nodes_under_distinct_names(slurm: Slurm,
@@ -76,10 +34,10 @@ def test_an_allocation_of_two_workers_starts_two_nodes_under_distinct_names(slur
                   "--idle-timeout", "5s")
     count = 16
     job = drover.submit("--array", f"1-{count}", "-t", "1m", "--", "sleep", "3")
-    wait_until(lambda: len([n for n in _nodes(drover) if n["state"] == "up"]) == 2, timeout=180, interval=0.5,
+    wait_until(lambda: len([n for n in slurm_nodes(drover) if n["state"] == "up"]) == 2, timeout=180, interval=0.5,
                describe="two nodes to join from the allocation")
-    (allocation,) = _ours(slurm)
-    assert sorted(node["name"] for node in _nodes(drover)) == [f"slurm-{allocation}-0", f"slurm-{allocation}-1"]
+    (allocation,) = ours(slurm)
+    assert sorted(node["name"] for node in slurm_nodes(drover)) == [f"slurm-{allocation}-0", f"slurm-{allocation}-1"]
     # One Slurm job of two nodes, the one the queue shows, with both nodes.
     shown = slurm.run("squeue", "--noheader", f"--jobs={allocation}", "--format=%D|%N").stdout.strip()
     assert shown == "2|n[1-2]", shown
@@ -97,6 +55,6 @@ def test_an_allocation_of_two_workers_starts_two_nodes_under_distinct_names(slur
     # other's join takes.
     assert {task["attempts"][0]["node"] for task in tasks} == {f"slurm-{allocation}-0", f"slurm-{allocation}-1"}
     # Idle for 5 s: both nodes leave, and the one allocation ends in Slurm.
-    wait_until(lambda: not _ours(slurm) and not _nodes(drover), timeout=120, interval=0.5,
+    wait_until(lambda: not ours(slurm) and not slurm_nodes(drover), timeout=120, interval=0.5,
                describe="the idle allocation to end")
     assert [a["state"] for a in drover.drover_json("alloc", "info", "1")["allocations"]] == ["ended"]

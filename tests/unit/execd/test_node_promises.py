@@ -174,3 +174,31 @@ def test_a_promise_whose_attempt_is_gone_starts_at_once(tmp_path: Path, spawner:
         attempts.close()
 
     asyncio.run(scenario(spawner))
+
+
+def test_a_node_that_leaves_ends_its_attempts_and_takes_its_promises_back(tmp_path: Path, spawner: Spawner) -> None:
+    """execd/leaving.py: the running attempt is stopped by its shepherd, the promised one ends
+    without starting, and each exit record says the node left, and why."""
+    from drover.execd import attempt_records
+
+    gate = tmp_path / "gate"  # never opened: the first attempt runs until it is stopped
+    spools(tmp_path, gate)
+    why = "node slurm-7-0 left: its slurm allocation 7 ended"
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        first = layout.SpoolDir(str(tmp_path), FIRST)
+        attempts._start_or_wait(first, None)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)
+        await until(lambda: Path(first.record(layout.JOB_PID)).exists())
+        attempts.leave_cluster(why)
+        assert not attempts.promised and cleanup.begun == [SECOND]
+        await until(lambda: FIRST in cleanup.begun)
+        assert spawner.started == [FIRST] and not (tmp_path / "second.out").exists()
+        for name in (FIRST, SECOND):
+            record = attempt_records.exit_status(layout.SpoolDir(str(tmp_path), name))
+            assert record["terminated"] and record.get("node_left") and record["failure"] == why, (name, record)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))

@@ -113,6 +113,9 @@ class Allocator:
         self.idle = IdleWatch()
         self.failure_counts: Counter[int] = Counter()  # by queue, since the controller started: for /metrics
         self.wake = asyncio.Event()
+        # Nodes of ended allocations that still ran attempts then: forgotten once their attempts
+        # ended (the node reports them as it leaves, execd/leaving.py, or its loss ends them).
+        self.ending_nodes: set[str] = set()
 
     # -- the users' commands (admins: operators, or the owner of a personal cluster) -----------
 
@@ -219,6 +222,8 @@ class Allocator:
             self.wake.clear()
 
     async def step(self) -> None:
+        for name in list(self.ending_nodes):
+            self._forget(name)
         queues = [queue for queue in self.queues.values() if not queue.removed]
         if not queues and not self.allocations:
             return
@@ -315,11 +320,16 @@ class Allocator:
                 log.exception("could not revoke the join token %s of allocation %s", item.token_id, item.outer_id)
 
     def _forget(self, name: str) -> None:
-        """A node of an allocation that is over leaves the cluster, unless it still runs attempts
-        (then the node's loss requeues them, as for any node)."""
+        """A node of an allocation that is over leaves the cluster; one that still runs attempts,
+        once they ended (the node ends and reports them as it leaves, or its loss ends them)."""
         node = self.service.state.nodes.get(name)
         if node is None or node.running:
+            if node is None:
+                self.ending_nodes.discard(name)
+            else:
+                self.ending_nodes.add(name)  # tried again at each step
             return
+        self.ending_nodes.discard(name)
         try:
             self.service.forget_node(name, lambda: self.membership.store.node_left(name, self.service.clock()))
         except Exception as error:

@@ -538,6 +538,11 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
         return  # stale too, from before a controller restart: counted nowhere
     if job is None or task is None or attempt is None or task.state is not JobState.COMPLETING:
         return  # decided already (or the task moved on): acknowledge again only
+    if report.exit_status.get("node_left") and attempt.exit is not None and not attempt.exit.get("node_left"):
+        # The outer scheduler's signal reached the job a moment before its node began to leave
+        # (execd/leaving.py): its final record says so, and it is decided as the node's loss.
+        attempt.exit = report.exit_status
+        outcome.changes.attempt(attempt)
     _decide(state, outcome, job, task, attempt, attempt.exit or report.exit_status, now, semantics)
 
 

@@ -64,6 +64,8 @@ def end_reason(exit_record: ExitStatus | None, state: str, controller_reason: st
         return controller_reason
     if exit_record.get("node_lost"):
         return "NodeLost"
+    if exit_record.get("node_left"):
+        return f"NodeLost: {exit_record['failure']}"
     if exit_record.get("failure"):
         return f"LaunchFailed: {exit_record['failure']}"
     if exit_record.get("timed_out"):

@@ -374,6 +374,8 @@ complete -c drover -n '__fish_seen_subcommand_from execd' -l spool -r -f -d 'the
 complete -c drover -n '__fish_seen_subcommand_from execd' -l node-name -r -f -d 'this node\'s name (default: the host name)'
 complete -c drover -n '__fish_seen_subcommand_from execd' -l cpus -r -f -d 'CPUs to offer (default: all this process may use)'
 complete -c drover -n '__fish_seen_subcommand_from execd' -l memory -r -f -d 'memory to offer (default: all)'
+complete -c drover -n '__fish_seen_subcommand_from execd' -l leave-on-stop -r -f -d 'the node leaves its cluster for good when stopped: end its jobs first, reporting'
+complete -c drover -n '__fish_seen_subcommand_from execd' -l leave-wait -r -f -d 'with --leave-on-stop: how long to wait for the jobs\' ends to be reported'
 complete -c drover -n '__fish_seen_subcommand_from install-units' -s h -l help -d 'show this help message and exit'
 complete -c drover -n '__fish_seen_subcommand_from install-units' -l prefix -r -d 'write the units into DIR (made if missing) instead of /etc/systemd/system'
 complete -c drover -n '__fish_seen_subcommand_from install-units' -l bindir -r -d 'the directory whose `drover` the units run (default: the one this command is in)'
