@@ -82,12 +82,16 @@ class Controller:
     """`drover cluster init` and `drover controller --listen 127.0.0.1:PORT` in a state
     directory of its own; stopped, and its directory removed, by `close`."""
 
-    def __init__(self, root: Path, heartbeat_s: float, node_timeout_s: float, profile: Path | None) -> None:
+    def __init__(self, root: Path, heartbeat_s: float, node_timeout_s: float, profile: Path | None,
+                 nodes: int) -> None:
         self.root = root
         self.state = root / "ctl"
         self.state.mkdir(mode=0o700)
+        # Every simulated node connects from 127.0.0.1, as nodes behind one NAT would: the limit of
+        # connections from one address (128 by default) must fit them all, and their joins.
         (self.state / "drover.toml").write_text(
-            f"[controller]\nheartbeat_s = {heartbeat_s}\nnode_timeout_s = {node_timeout_s}\n")
+            f"[controller]\nheartbeat_s = {heartbeat_s}\nnode_timeout_s = {node_timeout_s}\n"
+            f"[controller.connections]\nmax_connections_per_peer = {max(128, 2 * nodes + 64)}\n")
         self.env = dict(os.environ, DROVER_STATE_DIR=str(self.state))
         self.env.pop("DROVER_SOCKET", None)
         self.socket = str(self.state / "api.sock")
@@ -208,7 +212,7 @@ def cluster(nodes: int, per_process: int, heartbeat_s: float, node_timeout_s: fl
     processes: list[NodeProcess] = []
     facts: dict[str, Any] = {}
     try:
-        controller = Controller(root, heartbeat_s, node_timeout_s, profile)
+        controller = Controller(root, heartbeat_s, node_timeout_s, profile, nodes)
         token = controller.drover("token", "create", "--uses", str(nodes)).strip()
         names = {f"sim-{i:03d}": node_cpus(i) for i in range(nodes)}
         order = list(names)

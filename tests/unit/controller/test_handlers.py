@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 from tests.helpers.controller_world import OK, World
 
+from drover.controller.handlers.node_reports import on_node_connected
 from drover.controller.handlers.submit import submit
 from drover.core.errors import BadRequest
 from drover.core.queues import Queue, QueueRecord
 from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
     Ack,
+    Hello,
     KnownAttempt,
     SignalAttempt,
     StartAttempt,
@@ -230,3 +232,33 @@ def test_a_queues_default_and_maximum_time_limit(world: World) -> None:
     assert submitted() is None  # the default queue has neither
     with pytest.raises(BadRequest, match="over queue short's limit of 02:00 \\(its max_time_s\\)"):
         submitted(queue="short", time_limit_s=121)
+
+
+def test_a_nodes_hello_looks_only_at_what_it_runs(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A node saying hello again (after a controller failover, a thousand of them at once) costs
+    what it runs, not what the whole cluster runs: its own attempts are taken up again (one it
+    knows started, one it lost is lost, one it never got is sent again), and the many tasks
+    running on another node are not looked at."""
+    world.connect("n1", cpus=3)
+    mine = world.submit() + world.submit() + world.submit()
+    running, lost, never_got = (start.attempt for start in world.schedule())
+    world.started(running)
+    world.started(lost)
+    world.connect("n2", cpus=150)
+    world.submit(array="1-150")
+    assert len(world.schedule()) == 150
+    world.reload()
+    looked_at: list[object] = []
+    real = type(world.state).latest_attempt
+    monkeypatch.setattr(type(world.state), "latest_attempt",
+                        lambda state, task: looked_at.append(task) or real(state, task))
+    outcome = on_node_connected(world.state, Hello("n1", 3, 4096, [KnownAttempt(running, True)]), world.now,
+                                world.options, world.store)
+    monkeypatch.undo()
+    assert 0 < len(looked_at) <= 3 * 3  # n2's 150 tasks are not walked
+    before = len(world.sent)
+    world.run(outcome)
+    sent = [s.message for s in world.sent[before:]]
+    assert [m.attempt for m in sent if isinstance(m, StartAttempt)] == [never_got]
+    states = {job: world.state.jobs[job].tasks[0].state.value for job in mine}
+    assert states == {mine[0]: "running", mine[1]: "pending", mine[2]: "dispatched"}, states

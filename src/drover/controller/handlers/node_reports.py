@@ -61,6 +61,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     """`store`: where the scripts of the orders sent again are read (Store.job_payloads)."""
     outcome = Outcome(reschedule=True)
     node = state.nodes.get(hello.node)
+    created = node is None
     if node is None:
         node = state.nodes[hello.node] = Node(hello.node, hello.cpus, hello.memory_mib, NodeState.DOWN, now)
     node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
@@ -82,11 +83,12 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     outcome.send(node.name, Welcome(node.name, heartbeat_s, staged_chunks=True))
     known = {item.attempt: item.running for item in hello.attempts}
     promised = {item.attempt for item in hello.attempts if item.promised}  # held, not started
+    tasks = _sent_to(state, node, created)
     # The orders it never got are sent again: their jobs' payloads in one read.
-    payloads = store.job_payloads([job.id for job in state.jobs.values() if _order_lost(state, node, job, known)])
-    for job in list(state.jobs.values()):
+    payloads = store.job_payloads(sorted({job.id for job, task in tasks if _order_lost(state, node, task, known)}))
+    for job, task in tasks:
         try:
-            _reattach(state, outcome, node, job, known, promised, now, orders, payloads)
+            _reattach(state, outcome, node, job, task, known, promised, now, orders, payloads)
         except Exception as error:  # this job only: the shell fails it; the node's others go on
             outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
@@ -102,42 +104,59 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     return outcome
 
 
-def _order_lost(state: ControllerState, node: Node, job: Job, known: dict[str, bool]) -> bool:
-    """Whether a task of `job` was sent to `node`, which does not know of it: its order is sent again."""
-    for task in job.tasks.values():
-        if task.state is JobState.DISPATCHED:
-            attempt = state.latest_attempt(task)
-            if attempt is not None and attempt.node == node.name and attempt.name not in known:
-                return True
+def _sent_to(state: ControllerState, node: Node, created: bool) -> list[tuple[Job, Task]]:
+    """The active tasks whose latest attempt was sent to `node`, in job and task order: those
+    holding its room (its holders) and those promised there (followers hold none). Read from
+    the node's own accounting, not by walking every job: a thousand nodes saying hello again
+    after a failover each cost what they run, not what the whole cluster runs. A node this
+    hello made known had no accounting of its own: every job is looked at."""
+    if created:
+        return [(job, task) for job in list(state.jobs.values()) for task in list(job.tasks.values())]
+    keys = set(node.holders)
+    keys.update(follower for follower in state.followers.values()
+                if (attempt := state.attempts.get(follower)) is not None and attempt.node == node.name)
+    found = []
+    for key in sorted(keys):
+        job = state.jobs.get(key[0])
+        task = job.tasks.get(key[1]) if job is not None else None
+        if job is not None and task is not None and task.attempt == key[2]:
+            found.append((job, task))
+    return found
+
+
+def _order_lost(state: ControllerState, node: Node, task: Task, known: dict[str, bool]) -> bool:
+    """Whether the task was sent to `node`, which does not know of it: its order is sent again."""
+    if task.state is JobState.DISPATCHED:
+        attempt = state.latest_attempt(task)
+        return attempt is not None and attempt.node == node.name and attempt.name not in known
     return False
 
 
-def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, known: dict[str, bool],
+def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, task: Task, known: dict[str, bool],
               promised: set[str], now: float, orders: OrderOptions, payloads: Mapping[int, JobPayload]) -> None:
-    """One job's attempts on a node that said hello: orders sent again, attempts lost or started
-    (a promised one the node holds is neither: it starts when the one it follows ends)."""
-    for task in list(job.tasks.values()):
-        attempt = state.latest_attempt(task)
-        if attempt is None or attempt.node != node.name or not task.state.is_active:
-            continue
-        if attempt.name not in known:
-            if task.state is JobState.DISPATCHED:
-                # The order never arrived (or the node lost it before starting): send it again.
-                payload = payloads.get(job.id)
-                if payload is None:
-                    raise LookupError(f"the store holds no script for job {job.id}")
-                outcome.send(node.name, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
-                                                    queue_of(state, job, orders)))
-            else:
-                lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
-                             orders.exits)
-                continue
-        elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
-            attempt.started_at = attempt.started_at or now
-            outcome.changes.attempt(attempt)
-            change_task(outcome, task, Trigger.START, now, job)
-        if task.cancel_requested or task.requeue_requested or task.hold_requested:
-            outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
+    """One task's attempt on a node that said hello: its order sent again, lost or started (a
+    promised one the node holds is neither: it starts when the one it follows ends)."""
+    attempt = state.latest_attempt(task)
+    if attempt is None or attempt.node != node.name or not task.state.is_active:
+        return
+    if attempt.name not in known:
+        if task.state is JobState.DISPATCHED:
+            # The order never arrived (or the node lost it before starting): send it again.
+            payload = payloads.get(job.id)
+            if payload is None:
+                raise LookupError(f"the store holds no script for job {job.id}")
+            outcome.send(node.name, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
+                                                queue_of(state, job, orders)))
+        else:
+            lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
+                         orders.exits)
+            return
+    elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
+        attempt.started_at = attempt.started_at or now
+        outcome.changes.attempt(attempt)
+        change_task(outcome, task, Trigger.START, now, job)
+    if task.cancel_requested or task.requeue_requested or task.hold_requested:
+        outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
 
 
 def on_nodes_lost(state: ControllerState, now: float, timeout_s: float,

@@ -207,7 +207,9 @@ def _parallel_and_resources(
     """Its CPUs and memory (a parallel job's CPUs are its slots), its parallel environment and
     slots, and its requests beyond them, each checked against what the cluster has: what no
     registered node could ever run is refused."""
-    pe = parallel_envs.checked(submission, parallel_environments, owner, [node.cpus for node in state.nodes.values()],
+    # The nodes' CPUs are read only for a job that names a parallel environment (a generator):
+    # a bulk submission to a thousand nodes does not list them once a job.
+    pe = parallel_envs.checked(submission, parallel_environments, owner, (node.cpus for node in state.nodes.values()),
                                refusals.where)
     resources = Resources(pe[1] if pe else submission.cpus, submission.memory_mib)
     # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
