@@ -4,13 +4,51 @@ whose allocation ended left nothing running."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+import socket
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def allocating_cluster(ended: Callable[[], bool], describe: str, timeout: float = 90,
+                       env: dict[str, str] | None = None, controller_env: dict[str, str] | None = None,
+                       outer_logs: Callable[[LocalCluster], str] | None = None) -> Iterator[LocalCluster]:
+    """A Drover cluster serving TLS on loopback, with no node of its own, whose controller asks
+    an outer scheduler for allocations (`env`: for every command of it; `controller_env`: for
+    its controller only). On a failure its logs and `outer_logs()` are printed; at the end its
+    allocation queues are removed and `ended()` (the outer scheduler holds no allocation of it)
+    is waited for."""
+    local = LocalCluster()
+    local.env.update(env or {})
+    try:
+        local.drover("cluster", "init", "--state-dir", str(local.state_dir))
+        local.controller = local._daemon("controller", "--kill-grace", "1", "--listen",
+                                         f"127.0.0.1:{free_port()}", env=controller_env)
+        wait_until(lambda: local.client().ping(), describe="the controller to answer")
+        yield local
+    except BaseException:
+        print(local.logs())
+        if outer_logs is not None:
+            print(outer_logs(local))
+        raise
+    finally:
+        if local.controller is not None:
+            for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
+                local.drover("alloc", "remove", str(queue["id"]), check=False)
+            wait_until(ended, timeout=timeout, describe=describe)
+        local.stop()
 
 
 def attempts(local: LocalCluster, job: int) -> dict[int, list[dict[str, Any]]]:

@@ -28,16 +28,10 @@ import pytest
 from tests.helpers import debian
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.munge import Munged
-from tests.helpers.wait import wait_until
+from tests.helpers.outer_allocations import allocating_cluster, free_port
 
 Unavailable = debian.Unavailable
 CPUS = 2
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _installed() -> None:
@@ -66,8 +60,8 @@ class Slurm:
         return "\n".join([
             "ClusterName=drovertest",
             f"SlurmctldHost={self.host}(127.0.0.1)",
-            f"SlurmctldPort={_free_port()}",
-            f"SlurmdPort={_free_port()}",
+            f"SlurmctldPort={free_port()}",
+            f"SlurmdPort={free_port()}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
@@ -103,7 +97,7 @@ class Slurm:
             return [f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={CPUS} State=UNKNOWN",
                     f"PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP", ""]
         names = self.node_names()
-        return [*(f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={_free_port()} CPUs={CPUS} "
+        return [*(f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={free_port()} CPUs={CPUS} "
                   "State=UNKNOWN" for name in names),
                 f"PartitionName=debug Nodes={','.join(names)} Default=YES MaxTime=INFINITE State=UP", ""]
 
@@ -190,27 +184,12 @@ def started(nodes: int = 1) -> Iterator[Slurm]:
         outer.stop()
 
 
-@contextlib.contextmanager
-def inner_cluster(slurm: Slurm) -> Iterator[LocalCluster]:
+def inner_cluster(slurm: Slurm) -> contextlib.AbstractContextManager[LocalCluster]:
     """A Drover cluster serving TLS on loopback, with no node of its own; its commands and its
     controller reach the private Slurm (SLURM_CONF). At the end its allocation queues are
     removed and Slurm is waited for to end their allocations."""
-    local = LocalCluster()
-    local.env["SLURM_CONF"] = str(slurm.conf)
-    local.drover("cluster", "init", "--state-dir", str(local.state_dir))
-    local.controller = local._daemon("controller", "--kill-grace", "1", "--listen", f"127.0.0.1:{_free_port()}")
-    try:
-        wait_until(lambda: local.client().ping(), describe="the controller to answer")
-        yield local
-    except BaseException:
-        print(local.logs())
-        print(slurm.logs())
-        raise
-    finally:
-        for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
-            local.drover("alloc", "remove", str(queue["id"]), check=False)
-        wait_until(lambda: not ours(slurm), timeout=60, describe="the allocations to end in Slurm")
-        local.stop()
+    return allocating_cluster(lambda: not ours(slurm), "the allocations to end in Slurm", timeout=60,
+                              env={"SLURM_CONF": str(slurm.conf)}, outer_logs=lambda _: slurm.logs())
 
 
 def ours(slurm: Slurm) -> dict[str, tuple[str, str]]:

@@ -9,7 +9,6 @@ idle or removed allocations end in the outer cluster too."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.outer_allocations import (
+    allocating_cluster,
     job_pids,
     none_alive,
     pid_file_job,
@@ -29,12 +29,6 @@ from drover.cluster.outer.base import by_name
 from drover.core.allocations import AllocationState
 
 pytestmark = [pytest.mark.xdist_group("outer_drover"), pytest.mark.timeout(900)]
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -59,23 +53,11 @@ def outer() -> Iterator[LocalCluster]:
 def inner(outer: LocalCluster) -> Iterator[LocalCluster]:
     """A cluster serving TLS on loopback, with no node of its own; its controller finds qsub,
     bsub... first on its PATH, and they reach the outer cluster (DROVER_SOCKET)."""
-    local = LocalCluster()
-    local.drover("cluster", "init", "--state-dir", str(local.state_dir))
     path = f"{outer.root / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    local.controller = local._daemon("controller", "--kill-grace", "1", "--listen", f"127.0.0.1:{_port()}",
-                                     env={"PATH": path, "DROVER_SOCKET": outer.socket})
-    try:
-        wait_until(lambda: local.client().ping(), describe="the controller to answer")
+    with allocating_cluster(lambda: not _live(outer), "the allocations to end in the outer cluster",
+                            controller_env={"PATH": path, "DROVER_SOCKET": outer.socket},
+                            outer_logs=_outer_outputs) as local:
         yield local
-    except BaseException:
-        print(local.logs())
-        print(_outer_outputs(local))
-        raise
-    finally:
-        for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
-            local.drover("alloc", "remove", str(queue["id"]), check=False)
-        wait_until(lambda: not _live(outer), timeout=90, describe="the allocations to end in the outer cluster")
-        local.stop()
 
 
 def _outer_outputs(inner: LocalCluster) -> str:

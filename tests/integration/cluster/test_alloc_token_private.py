@@ -11,13 +11,13 @@ it (the batch script, the job's environment, its output). None of them gives it.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from tests.helpers.cluster import LocalCluster
+from tests.helpers.outer_allocations import allocating_cluster
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.wait import wait_until
 
@@ -26,12 +26,6 @@ pytestmark = [pytest.mark.xdist_group("outer_drover"), pytest.mark.timeout(600)]
 # PBS's qsub passes only what it is told (-V: qsub's environment, DROVER_SOCKET with it, so the
 # worker's qstat reaches the outer cluster); bsub passes its whole environment.
 EXTRA = {"pbs": ["--", "-V"], "lsf": []}
-
-
-def _port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -56,23 +50,10 @@ def commands(outer: SystemCluster, tmp_path_factory: pytest.TempPathFactory) -> 
 def inner(outer: SystemCluster, commands: Path) -> Iterator[LocalCluster]:
     """A cluster of root's serving TLS on loopback, with no node of its own, whose controller
     asks the shared cluster for allocations."""
-    local = LocalCluster()
-    local.drover("cluster", "init", "--state-dir", str(local.state_dir))
     path = f"{commands}:{outer.install.bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    local.controller = local._daemon("controller", "--kill-grace", "1", "--listen", f"127.0.0.1:{_port()}",
-                                     env={"PATH": path, "DROVER_SOCKET": outer.socket})
-    try:
-        wait_until(lambda: local.client().ping(), describe="the controller to answer")
+    with allocating_cluster(lambda: not _allocations(outer), "the allocations to end in the outer cluster",
+                            controller_env={"PATH": path, "DROVER_SOCKET": outer.socket}) as local:
         yield local
-    except BaseException:
-        print(local.logs())
-        raise
-    finally:
-        for queue in local.drover_json("alloc", "list") if local.controller.poll() is None else []:
-            local.drover("alloc", "remove", str(queue["id"]), check=False)
-        wait_until(lambda: not _allocations(outer), timeout=90,
-                   describe="the allocations to end in the outer cluster")
-        local.stop()
 
 
 def _allocations(outer: SystemCluster) -> list[int]:

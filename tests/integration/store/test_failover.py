@@ -88,6 +88,16 @@ def assert_recorded_once(url: str, jobs: list[int]) -> None:
     assert seqs == list(range(1, len(seqs) + 1))  # numbered on, without a gap or a repeat, across controllers
 
 
+def two_running_two_waiting(cluster: HaCluster) -> tuple[Path, list[int], list[int]]:
+    """Two jobs running on the node's two CPUs until the file `gate` exists (however slow the
+    machine), and two waiting behind them: (the gate, the running, the waiting)."""
+    gate = cluster.workdir / "gate"
+    running_jobs = [cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done; echo done")
+                    for _ in range(2)]
+    wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
+    return gate, running_jobs, [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
+
+
 def running(cluster: HaCluster, jobs: list[int]) -> bool:
     return all(cluster.json("show", str(job))["state"] == "running" for job in jobs)
 
@@ -98,11 +108,7 @@ def test_the_standby_takes_over_when_the_active_controller_is_killed(ha: HaClust
     sockets answers within 10 s. 5. The same shepherds run the same jobs; all four finish, each
     recorded once; the node is back on the new controller; a new submission runs."""
     cluster = ha
-    gate = cluster.workdir / "gate"  # the running jobs end once it is there, however slow the machine
-    running_jobs = [cluster.submit("--", "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.05; done; echo done")
-                    for _ in range(2)]
-    wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
-    waiting = [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
+    gate, running_jobs, waiting = two_running_two_waiting(cluster)
     shepherds = cluster.shepherds()
     assert len(shepherds) == 2
 
@@ -238,11 +244,7 @@ def test_the_node_goes_on_at_the_next_controller_when_the_active_one_stops(ha: H
     which takes over. 3. The same shepherds run the same jobs; once the gate opens all four
     finish, each run and recorded once."""
     cluster = ha
-    gate = cluster.workdir / "gate"
-    running_jobs = [cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done; echo done")
-                    for _ in range(2)]
-    wait_until(lambda: running(cluster, running_jobs), describe="two jobs running")
-    waiting = [cluster.submit("--", "sh", "-c", "echo later") for _ in range(2)]
+    gate, running_jobs, waiting = two_running_two_waiting(cluster)
     shepherds = cluster.shepherds()
     assert len(shepherds) == 2
     before = len(cluster.log("node").splitlines())
