@@ -183,8 +183,14 @@ def test_event_log_file_has_every_event_once_across_a_controller_kill(cluster: L
     release.touch()
     cluster.start_controller()
     assert cluster.drover("wait", str(job)).returncode == 0
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [r["seq"] for r in lines] == [e["seq"] for e in cluster.drover_json("events", str(job))]
+    recorded = [e["seq"] for e in cluster.drover_json("events", str(job))]  # the job ended: all there are
+
+    def written() -> list[int]:
+        return [json.loads(line)["seq"] for line in log.read_text().splitlines()]
+
+    # The owner's writer appends after the events are committed, not before `drover wait` returns.
+    wait_until(lambda: len(written()) >= len(recorded), describe="the event log to catch up")
+    assert written() == recorded
 
 
 def test_a_node_gone_for_longer_than_the_timeout_loses_its_jobs_and_stops_them_when_back() -> None:

@@ -98,7 +98,9 @@ def test_losing_the_other_host_of_a_parallel_job_stops_it_on_its_master_and_requ
               'if [ "$DROVER_ATTEMPT" = 1 ]; then sleep 300; fi; echo "$DROVER_ATTEMPT" >> done')
     job = hosts.ctl.drover("submit", "--parsable", "--pe", "mpi", "2", "-D", str(workdir), "--", "bash", "-c",
                            script).stdout.split()[0]
-    wait_until(lambda: (workdir / "started").exists(), timeout=60, describe="the job to run")
+    # The shell makes the file before it writes the line into it: wait for the line.
+    wait_until(lambda: (workdir / "started").exists() and len((workdir / "started").read_text().split()) == 3,
+               timeout=60, describe="the job to run")
     _, master, pid = (workdir / "started").read_text().split()
     other = "node2" if master == "node1" else "node1"
     hosts.kill_host(other)
