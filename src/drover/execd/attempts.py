@@ -294,10 +294,7 @@ class Attempts:
         if order.action not in ("terminate", "migrate"):
             log.info("attempt %s: %s not delivered: promised, not started", order.attempt, order.action)
             return
-        spool = self.promised.pop(order.attempt)
-        for names in self._following.values():
-            if order.attempt in names:
-                names.remove(order.attempt)
+        spool = self._take_promise(order.attempt)
         if order.why:
             write_json(spool.record(layout.STOP_REQUEST), {"why": order.why})
         _write_stopped(spool)
@@ -312,13 +309,9 @@ class Attempts:
         ends a lost node's: a promised one at once, a running one by its shepherd's terminate
         sequence (warning signal, kill grace, SIGKILL); each exit record then says the node
         left (attempt_records.NODE_LEFT), and its report goes to the controller as any other."""
-        self.leaving = why
+        self.leaving, self.leaving_at = why, time.time()
         for name in list(self.promised):
-            spool = self.promised.pop(name)
-            for names in self._following.values():
-                if name in names:
-                    names.remove(name)
-            self._end_unstarted(spool, why)
+            self._end_unstarted(self._take_promise(name), why)
         for name, live in list(self.live.items()):
             if os.path.exists(live.spool.record(layout.EXIT_STATUS)):
                 continue  # it ended already: its own end is reported
@@ -337,6 +330,15 @@ class Attempts:
                 continue
             if now - ended <= JUST_ENDED_S:
                 _mark_left(spool, why)
+
+    def _take_promise(self, name: str) -> layout.SpoolDir:
+        """A promised attempt that will not start: no longer held, nor started when the one it
+        follows ends."""
+        spool = self.promised.pop(name)
+        for names in self._following.values():
+            if name in names:
+                names.remove(name)
+        return spool
 
     def _end_unstarted(self, spool: layout.SpoolDir, why: str) -> None:
         _mark_left(spool, why)

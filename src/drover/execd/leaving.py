@@ -34,7 +34,6 @@ async def leave(attempts: Attempts, cleanup: Cleanup, channel: ControllerChannel
     not within `wait_s`."""
     running = len(attempts.live) + len(attempts.promised)
     log.info("the node leaves its cluster (%s): ending its %d attempt(s)", why, running)
-    attempts.leaving_at = time.time()
     attempts.leave_cluster(why)  # an order that still comes ends at once, as the node left
     await channel.reconnect()  # its reports are sent again on the new channel, read again
     deadline = time.monotonic() + wait_s
