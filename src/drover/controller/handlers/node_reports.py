@@ -66,7 +66,9 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         node = state.nodes[hello.node] = Node(hello.node, hello.cpus, hello.memory_mib, NodeState.DOWN, now)
     node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
     devices = devices_from_hello(hello.gres)
-    if devices != node.devices:  # what its attempts hold is counted again against its devices now
+    # What its attempts hold is counted again against its devices now; a node made known by this
+    # hello held nothing in the controller's accounting, though attempts stored may name it.
+    if created or devices != node.devices:
         node.devices = devices
         state.recount_nodes()
     node.features = frozenset(hello.features)
