@@ -11,7 +11,16 @@ from typing import Any
 from tests.helpers.controller_world import OK, World
 
 from drover.controller.handlers.node_reports import on_reports
-from drover.protocol.node_channel import Ack, Exited, Exiting, Progress, Started, Suspended
+from drover.protocol.node_channel import (
+    Ack,
+    Enforced,
+    Exited,
+    Exiting,
+    Progress,
+    StagedOut,
+    Started,
+    Suspended,
+)
 
 WHY = "node n1 left: its slurm allocation 4711 ended"
 LEFT = dict(OK, exit_code=None, signal=15, terminated=True, node_left=True, failure=WHY)
@@ -81,15 +90,19 @@ def test_a_node_left_report_after_its_exiting_one_decides_the_attempt_once_as_th
 
 
 def test_a_node_speaks_only_for_its_own_attempts(world: World) -> None:
-    """n2 reports on an attempt n1 runs: it started, it was suspended, it exited, it left, its
-    cleanup went so far. Each is acknowledged as any report is, and none changes anything."""
+    """n2 reports on an attempt n1 runs: it started, it was suspended, it was killed over its
+    memory, it exited, it left, it staged files out, its cleanup went so far. Each is
+    acknowledged where a node waits for that, and none changes anything."""
     job, attempt = world.running()
     world.connect("n2")
     before = world.event_kinds(job)
     said = report(world, "n2", Started(attempt, 999, world.now), Suspended(attempt, True),
-                  Exiting(attempt, dict(LEFT)), Exited(attempt, dict(LEFT), done=["epilog"]),
+                  Enforced(attempt, "killed_over_memory", {"rss_kib": 1 << 30}),
+                  Exiting(attempt, dict(LEFT)), StagedOut(attempt, []),
+                  Exited(attempt, dict(LEFT), done=["epilog"]),
                   Progress(attempt, ["epilog"], "mail", 3, "refused", given_up=True))
-    assert Ack([attempt], "report") in said and Ack([attempt], "given_up:mail") in said
+    for kind in ("report", "stage_out", "given_up:mail"):
+        assert Ack([attempt], kind) in said, (kind, said)
     running = world.state.latest_attempt(world.state.jobs[job].tasks[0])
     assert running is not None and running.exit is None and running.cleanup is None
     assert world.state.jobs[job].tasks[0].state.value == "running"
