@@ -82,6 +82,9 @@ def terminal_route(controller: Controller) -> WebSocketRoute:
             return
         await socket.accept()  # before any refusal, so that the user reads why in the close frame
         try:
+            # Read as every request reads (api/endpoint.py): from a working set that is whole,
+            # reloaded first if it is due; else refused with the store's reason.
+            controller.service.ready_to_read()
             caller = _caller(socket, controller)
             job = await visible_job(controller, caller, job_id_of(socket))
             controller.policy.may_act_as_owner(caller, job.owner, job.id, "its terminal")

@@ -27,6 +27,24 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("drover.execd")
 POLL_S = 0.1
+# WHY reaches the job's owner as their job's reason (`drover show`, its events and mail): as a
+# drain's reason, at most this long, and as a job's name, one line without control characters.
+MAX_WHY = 1000
+
+
+def why_given(text: str) -> str:
+    """WHY of --leave-on-stop as given, or the reason it is refused (argparse's type check)."""
+    import argparse
+    import unicodedata
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("say why the node leaves")
+    if len(text) > MAX_WHY:
+        raise argparse.ArgumentTypeError(f"at most {MAX_WHY} characters, not {len(text)}")
+    if any(unicodedata.category(char) == "Cc" for char in text):
+        raise argparse.ArgumentTypeError("one line of printable characters (no control characters: it is shown "
+                                         "on the terminals of the users whose jobs end)")
+    return text
 
 
 async def leave(attempts: Attempts, cleanup: Cleanup, channel: ControllerChannel, why: str, wait_s: float) -> bool:

@@ -40,6 +40,8 @@ def enforcer(options: ExecdSection, send: Callable[[object], None]) -> Enforcer:
 
 
 def serve(argv: list[str]) -> int:
+    from drover.execd.leaving import why_given
+
     parser = argparse.ArgumentParser(prog="drover execd", description="Run the node daemon.")
     parser.add_argument("--state-dir", help="the cluster's state directory (default: the personal one)")
     parser.add_argument("--socket", help="the controller's API socket (default: STATE_DIR/api.sock)")
@@ -47,9 +49,9 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--node-name", help="this node's name (default: the host name)")
     parser.add_argument("--cpus", type=int, help="CPUs to offer (default: all this process may use)")
     parser.add_argument("--memory", type=int, metavar="MIB", help="memory to offer (default: all)")
-    parser.add_argument("--leave-on-stop", metavar="WHY",
+    parser.add_argument("--leave-on-stop", metavar="WHY", type=why_given,
                         help="the node leaves its cluster for good when stopped: end its jobs first, reporting WHY "
-                             "as their reason (execd/leaving.py)")
+                             "(one line, at most 1000 characters) as their reason (execd/leaving.py)")
     parser.add_argument("--leave-wait", type=float, default=20.0, metavar="S",
                         help="with --leave-on-stop: how long to wait for the jobs' ends to be reported")
     args = parser.parse_args(argv)

@@ -262,3 +262,37 @@ def test_a_nodes_hello_looks_only_at_what_it_runs(world: World, monkeypatch: pyt
     assert [m.attempt for m in sent if isinstance(m, StartAttempt)] == [never_got]
     states = {job: world.state.jobs[job].tasks[0].state.value for job in mine}
     assert states == {mine[0]: "running", mine[1]: "pending", mine[2]: "dispatched"}, states
+
+
+def test_a_node_the_controller_did_not_know_has_its_attempts_found_by_a_walk_of_every_job(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hello from a node the working set has no record of (its attempts are stored, its own
+    record is not: it has no accounting of what it holds) finds them by looking at every job:
+    one it knows started is taken up, one it lost is lost, one it never got is sent again, and
+    another node's are left as they are."""
+    world.connect("n1", cpus=3)
+    mine = world.submit() + world.submit() + world.submit()
+    running, lost, never_got = (start.attempt for start in world.schedule())
+    world.started(running)
+    world.started(lost)
+    world.connect("n2", cpus=4)
+    theirs = world.submit(array="1-4")
+    assert len(world.schedule()) == 4
+    world.reload()
+    del world.state.nodes["n1"]  # what it held is known only from the attempts
+    looked_at: list[object] = []
+    real = type(world.state).latest_attempt
+    monkeypatch.setattr(type(world.state), "latest_attempt",
+                        lambda state, task: looked_at.append(task) or real(state, task))
+    outcome = on_node_connected(world.state, Hello("n1", 3, 4096, [KnownAttempt(running, True)]), world.now,
+                                world.options, world.store)
+    monkeypatch.undo()
+    before = len(world.sent)
+    world.run(outcome)
+    sent = [s.message for s in world.sent[before:]]
+    assert [m.attempt for m in sent if isinstance(m, StartAttempt)] == [never_got]
+    states = {job: world.state.jobs[job].tasks[0].state.value for job in mine}
+    assert states == {mine[0]: "running", mine[1]: "pending", mine[2]: "dispatched"}, states
+    assert {task.state.value for task in world.state.jobs[theirs[0]].tasks.values()} == {"dispatched"}
+    assert world.state.nodes["n1"].state.value == "up"
+    assert len(looked_at) >= 3 + 4  # every job's tasks were looked at, n2's too

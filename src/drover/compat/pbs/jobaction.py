@@ -17,7 +17,7 @@ from drover.compat.pbs.common import (
     drover_ref,
     parse_ref,
 )
-from drover.compat.pbs.syntax import Given, PbsUsageError
+from drover.compat.pbs.syntax import Given, PbsUsageError, last
 from drover.core.errors import Forbidden, NotFound
 
 TYPE_CHECKING = False
@@ -35,12 +35,13 @@ def run(command: str, argv: list[str] | None, options: Sequence[Option], usage: 
         act: Callable[[Client, list[str], list[Given]], list[ActionResult]],
         check: Callable[[list[Given]], None] | None = None) -> int:
     """`act` on each job id of the command line in turn; the usage, as the message, when none is
-    given. A bad option is said in getopt's words alone, without the usage."""
+    given (a command with --version among its `options`, as qdel, answers it instead). A bad
+    option is said in getopt's words alone, without the usage."""
 
     def checked(given: list[Given], operands: list[str]) -> None:
         if check is not None:
             check(given)
-        if not operands:
+        if not operands and last(given, "version") is None:
             raise PbsUsageError(usage)
 
     def each(client: Client, given: list[Given], operands: list[str]) -> int:

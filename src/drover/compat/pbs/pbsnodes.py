@@ -25,7 +25,7 @@ OPTIONS = [
     Option(("-r",), Arity.NONE, Mark.REFUSED, "clearing offline is `drover nodes resume`"),
     Option(("--version",), Arity.NONE, Mark.SUPPORTED, "prints `pbs_version =` Drover's version"),
 ]
-USAGE = "usage: pbsnodes [-a | -l] [-S] [-F json] [node ...]"
+USAGE = "usage:\n\tpbsnodes [-a | -l] [-S] [-F json] [node ...]\n\tpbsnodes --version"
 
 
 def state(node: NodeInfo) -> str:

@@ -9,6 +9,7 @@ OPTIONS = [
     Option(("-W",), Arity.REQUIRED, Mark.APPROXIMATED, "`force` and `suppress_email=N` change nothing: Drover "
            "stops a job the same way", "force|suppress_email=N"),
     Option(("-x",), Arity.NONE, Mark.APPROXIMATED, "the job's history is kept"),
+    Option(("--version",), Arity.NONE, Mark.SUPPORTED, "prints `pbs_version =` Drover's version"),
 ]
 USAGE = "usage:\n\tqdel [-W force|suppress_email=X] [-x] job_identifier...\n\tqdel --version"
 

@@ -66,7 +66,9 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         node = state.nodes[hello.node] = Node(hello.node, hello.cpus, hello.memory_mib, NodeState.DOWN, now)
     node.cpus, node.memory_mib, node.last_seen = hello.cpus, hello.memory_mib, now
     devices = devices_from_hello(hello.gres)
-    if devices != node.devices:  # what its attempts hold is counted again against its devices now
+    # What its attempts hold is counted again against its devices now; a node made known by this
+    # hello held nothing in the controller's accounting, though attempts stored may name it.
+    if created or devices != node.devices:
         node.devices = devices
         state.recount_nodes()
     node.features = frozenset(hello.features)
@@ -252,7 +254,8 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
             report = group[0]
             try:
                 for report in group:
-                    handle(state, outcome, report, now, semantics)
+                    if _its_own(state, node, report):
+                        handle(state, outcome, report, now, semantics)
             except Exception as error:
                 for held, node_state, reason, queue_errors in touched:
                     held.state, held.reason, held.queue_errors = node_state, reason, queue_errors
@@ -266,6 +269,18 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     for kind, names in acks.items():
         outcome.send(node, Ack(names, kind))
     return outcome
+
+
+def _its_own(state: ControllerState, node: str, report: Report) -> bool:
+    """Whether `node` may speak for the report's attempt: the one it was sent to (its channel is
+    the node's own, so another node's report of it, or of an attempt lost on another node, is
+    acknowledged and changes nothing). An attempt the working set no longer holds (its job
+    ended) is left to the handlers, which change nothing of it but a late step's record."""
+    attempt = state.attempt_by_name(report.attempt)
+    if attempt is not None:
+        return attempt.node == node
+    lost_on = state.lost_attempts.get(report.attempt)
+    return lost_on is None or lost_on == node
 
 
 def handle_report(state: ControllerState, outcome: Outcome, report: Report, now: float,

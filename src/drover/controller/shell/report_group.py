@@ -96,6 +96,8 @@ class ReportGroup:
     def request_schedule(self) -> None:
         """Plan once at the end of this loop turn, however many changes asked for it; the pass
         is committed with the reports handled then (`_group`)."""
+        if self.shell.stopping is not None:
+            return  # no pass runs any more (`_handle_group`)
         self._schedule_requested = True
         self._queue_group()
 
@@ -141,6 +143,10 @@ class ReportGroup:
         take what a report freed): if a group with one is refused for something its changes
         hold, nothing of it was committed and all of it is put back; its frames are handled
         again, committed without the pass (job by job if need be), and the pass runs after."""
+        if self.shell.stopping is not None:
+            # A controller that has begun to stop starts nothing it would not follow: its nodes'
+            # reports are still recorded, but no pass sends an order (the next controller plans).
+            plan = may_plan = False
         try:
             self.shell.ready()  # nothing is handled on a working set that is not whole
         except StoreFault as fault:  # the store is still away: the reports wait for it
