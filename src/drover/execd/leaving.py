@@ -19,6 +19,8 @@ import asyncio
 import logging
 import time
 
+from drover.core.shown_text import MAX_REASON, has_control_characters
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.execd.attempts import Attempts
@@ -29,19 +31,18 @@ log = logging.getLogger("drover.execd")
 POLL_S = 0.1
 # WHY reaches the job's owner as their job's reason (`drover show`, its events and mail): as a
 # drain's reason, at most this long, and as a job's name, one line without control characters.
-MAX_WHY = 1000
+MAX_WHY = MAX_REASON
 
 
 def why_given(text: str) -> str:
     """WHY of --leave-on-stop as given, or the reason it is refused (argparse's type check)."""
     import argparse
-    import unicodedata
 
     if not text.strip():
         raise argparse.ArgumentTypeError("say why the node leaves")
     if len(text) > MAX_WHY:
         raise argparse.ArgumentTypeError(f"at most {MAX_WHY} characters, not {len(text)}")
-    if any(unicodedata.category(char) == "Cc" for char in text):
+    if has_control_characters(text):
         raise argparse.ArgumentTypeError("one line of printable characters (no control characters: it is shown "
                                          "on the terminals of the users whose jobs end)")
     return text

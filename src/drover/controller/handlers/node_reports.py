@@ -380,7 +380,9 @@ def drain_node(state: ControllerState, name: str, reason: str, now: float) -> Ou
     is DRAINED once idle (Slurm's scontrol update State=DRAIN, Grid Engine's qmod -d). The drain
     holds across the node's disconnects and restarts until `drover node resume`."""
     from drover.core.errors import Conflict
+    from drover.core.shown_text import check_reason
 
+    check_reason(reason)
     node = _node_named(state, name)
     if node.state is NodeState.ERROR:
         raise Conflict(f"node {name} is in error ({node.reason}); resume it first, or leave it: it takes no work")

@@ -27,6 +27,7 @@ from drover.core.errors import BadRequest, Conflict, Forbidden, NotFound
 from drover.core.job import Job, Task
 from drover.core.job_state import JobState
 from drover.core.queues import Queue
+from drover.core.shown_text import check_reason
 from drover.core.suspension import SuspendReason
 
 # The states of a task whose attempt a queue instance's suspension touches: its job runs, or is
@@ -39,8 +40,7 @@ def suspend(state: ControllerState, sections: Mapping[str, QueueSection], name: 
     """`drover queue suspend NAME[@NODE]`: the instances not suspended yet."""
     queue = queue_named(state, sections, name)
     may_manage(queue, user, is_admin, "suspend")
-    if "\n" in reason or len(reason) > 1000:
-        raise BadRequest("a reason is one line of at most 1000 characters")
+    check_reason(reason)
     nodes = [n for n in _instances(state, queue, node) if name not in state.nodes[n].suspended_queues]
     if not nodes:
         raise Conflict(f"queue instance {_label(name, node)} is already suspended" if node else

@@ -29,6 +29,7 @@ from drover.core.queues import (
     effective,
     parse_setting,
 )
+from drover.core.shown_text import check_reason
 
 ACTIONS = ("stop", "start", "drain")
 
@@ -57,8 +58,7 @@ def switch(state: ControllerState, sections: Mapping[str, QueueSection], name: s
         raise NotFound(f"unknown queue action {action!r}; known: {', '.join(ACTIONS)}")
     queue = queue_named(state, sections, name)
     may_manage(queue, user, is_admin, action)
-    if "\n" in reason or len(reason) > 1000:
-        raise BadRequest("a reason is one line of at most 1000 characters")
+    check_reason(reason)
     by = f"{reason} ({user})" if reason else f"by {user}"
     record = queue.record.switched(action, by if action != "start" else "", now)
     return _store(state, record, "queue_" + action, now, queue=name, by=user, reason=reason or None,

@@ -9,7 +9,6 @@ import math
 import os
 import pwd
 import re
-import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ from drover.core.node import Node
 from drover.core.patterns import check_pattern
 from drover.core.queues import Queue
 from drover.core.resources import Resources
+from drover.core.shown_text import has_control_characters
 from drover.core.signals import job_signal
 from drover.core.units import format_duration
 from drover.protocol.api import JobSubmission
@@ -66,10 +66,10 @@ def check_payload(job: JobSubmission, limits: Limits, refusals: Refusals) -> Non
     if staged_bytes > limits.max_stage_in_bytes:
         raise over(f"the stage-in files ({staged_bytes / 2**20:.1f} MiB)", limits.max_stage_in_bytes,
                    "max_stage_in_bytes", "bytes")
-    if _control_characters(job.name) or not job.name.strip():
+    if has_control_characters(job.name) or not job.name.strip():
         raise bad("the job name must be one non-empty line of printable characters (no control characters: "
                   "listings show it on other users' and operators' terminals)")
-    if job.comment is not None and _control_characters(job.comment):
+    if job.comment is not None and has_control_characters(job.comment):
         raise bad("the comment must be one line of printable characters (no control characters: listings "
                   "show it on other users' and operators' terminals)")
     if len(job.name.encode()) > limits.max_name_bytes:
@@ -82,12 +82,6 @@ def check_payload(job: JobSubmission, limits: Limits, refusals: Refusals) -> Non
         raise over(f"the environment ({env_bytes} bytes)", limits.max_env_bytes, "max_env_bytes", "bytes")
     if any("\0" in k or "=" in k or not k or "\0" in v for k, v in job.environment.items()):
         raise bad("environment names must be non-empty, without '=' or NUL bytes; values without NUL bytes")
-
-
-def _control_characters(text: str) -> bool:
-    """Whether `text` holds a control character (C0, DEL or C1: a newline, or a terminal's escape
-    sequence that would rewrite what another user's listing shows)."""
-    return any(unicodedata.category(char) == "Cc" for char in text)
 
 
 def check_paths(job: JobSubmission, limits: Limits, refusals: Refusals) -> None:

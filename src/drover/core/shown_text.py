@@ -1,0 +1,24 @@
+"""Text that listings show on other users' and operators' terminals: one line, no control
+characters. Pure; standard library only."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from drover.core.errors import BadRequest
+
+MAX_REASON = 1000  # a reason's characters: a drain's, a queue's stop or suspension's, a node's leave
+
+
+def has_control_characters(text: str) -> bool:
+    """Whether `text` holds a control character (C0, DEL or C1: a newline, or a terminal's escape
+    sequence that would rewrite what another user's listing shows)."""
+    return any(unicodedata.category(char) == "Cc" for char in text)
+
+
+def check_reason(reason: str) -> None:
+    """Refuse a reason that is longer than a listing's line can hold or that would write on the
+    terminal of whoever lists it."""
+    if len(reason) > MAX_REASON or has_control_characters(reason):
+        raise BadRequest(f"a reason is one line of at most {MAX_REASON} printable characters (no control "
+                         "characters: listings show it on other users' and operators' terminals)")
