@@ -12,7 +12,9 @@ Mail comes after the report, as in the starter's own code path (JIC::notifyJobEx
 schedd, "and then" generates the notification email): a mail relay that is down never holds a
 job's end back from its user, its dependants or the scheduler.
 
-Each step records its completion in the attempt's `cleanup` record. A failed step stops the
+Each step records its completion in the attempt's `cleanup` record (`_recorded_alone`: the record
+step in the final record it writes, in the same write; the report not when the spool's removal
+follows at once). A failed step stops the
 pipeline; the next trigger (a retry timer with back-off, a reconnection to the controller, an
 execd start) runs it again from the top, and every step already done is skipped — "everything
 remembers how far it got", as the starter does.

@@ -94,8 +94,9 @@ class Controller:
 
 
 def ended_spool(root: Path, name: str = "7.0.1") -> layout.SpoolDir:
-    """An attempt's spool as a shepherd leaves it after a plain job that exited 0."""
-    root.mkdir(exist_ok=True)
+    """An attempt's spool as a shepherd leaves it after a plain job that exited 0, on a node that
+    ran one before (its index of where outputs are, for `drover logs`, is there)."""
+    (root / output_index.DIRECTORY).mkdir(parents=True, exist_ok=True)
     spool = layout.SpoolDir(str(root), name)
     os.mkdir(spool.path)
     write_json(spool.record(layout.CONFIG), attempt_config(str(root), name))
