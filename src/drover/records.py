@@ -336,6 +336,9 @@ class FinalRecord(TypedDict):
     usage: Usage | None
     outcome: str  # END, FAIL or REQUEUE, as the controller will decide it
     recorded_at: float
+    # The cleanup's progress with the record step done, in the spool's copy: written with the
+    # record, in one durable write (execd/attempt_records.cleanup_progress reads it back).
+    cleanup: NotRequired[CleanupProgress]
 
 
 # Generated from core/job_spec.py's JobSpec by scripts/job_record.py; do not edit. Regenerate: .venv/bin/python scripts/job_record.py

@@ -174,6 +174,7 @@ class Attempts:
         except OSError as error:
             self._not_prepared(spool, error)
             return
+        self.cleanup.made_here(spool.name)
         if refusal:
             self.cleanup.begin(spool)
             return
@@ -315,7 +316,7 @@ class Attempts:
         for name, live in list(self.live.items()):
             if os.path.exists(live.spool.record(layout.EXIT_STATUS)):
                 continue  # it ended already: its own end is reported
-            _mark_left(live.spool, why)
+            self._mark_left(live.spool, why)
             self.signal(SignalAttempt(name, "terminate"))
         # The outer scheduler signals every process of its allocation as it ends it: a job may
         # have died of that signal a moment before this execd got its own. Not yet reported, it
@@ -329,7 +330,7 @@ class Attempts:
             except OSError:
                 continue
             if now - ended <= JUST_ENDED_S:
-                _mark_left(spool, why)
+                self._mark_left(spool, why)
 
     def _take_promise(self, name: str) -> layout.SpoolDir:
         """A promised attempt that will not start: no longer held, nor started when the one it
@@ -340,8 +341,18 @@ class Attempts:
                 names.remove(name)
         return spool
 
+    def _mark_left(self, spool: layout.SpoolDir, why: str) -> None:
+        """Record in the spool, for an execd started after this one, and tell the cleanup, which
+        holds it (it reads the mark of an attempt this process started from memory, not the spool)."""
+        try:
+            write_atomically(spool.record(attempt_records.NODE_LEFT), why.encode())
+        except OSError as error:
+            log.warning("attempt %s: cannot record why the node leaves: %s", spool.name, error.strerror or error)
+            return
+        self.cleanup.node_left(spool.name, why)
+
     def _end_unstarted(self, spool: layout.SpoolDir, why: str) -> None:
-        _mark_left(spool, why)
+        self._mark_left(spool, why)
         _write_stopped(spool)
         log.info("attempt %s: ended before it started: %s", spool.name, why)
         self.cleanup.begin(spool)
@@ -446,13 +457,6 @@ class Attempts:
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(self.root, layout.NOTIFY_SOCKET))
             os.rmdir(self.root)
-
-
-def _mark_left(spool: layout.SpoolDir, why: str) -> None:
-    try:
-        write_atomically(spool.record(attempt_records.NODE_LEFT), why.encode())
-    except OSError as error:
-        log.warning("attempt %s: cannot record why the node leaves: %s", spool.name, error.strerror or error)
 
 
 def _write_stopped(spool: layout.SpoolDir) -> None:

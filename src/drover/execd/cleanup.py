@@ -12,7 +12,9 @@ Mail comes after the report, as in the starter's own code path (JIC::notifyJobEx
 schedd, "and then" generates the notification email): a mail relay that is down never holds a
 job's end back from its user, its dependants or the scheduler.
 
-Each step records its completion in the attempt's `cleanup` record. A failed step stops the
+Each step records its completion in the attempt's `cleanup` record (`_recorded_alone`: the record
+step in the final record it writes, in the same write; the report not when the spool's removal
+follows at once). A failed step stops the
 pipeline; the next trigger (a retry timer with back-off, a reconnection to the controller, an
 execd start) runs it again from the top, and every step already done is skipped — "everything
 remembers how far it got", as the starter does.
@@ -80,13 +82,13 @@ from drover.protocol.node_channel import (
 from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import layout
-from drover.spool.atomic import read_json, write_atomically, write_json
+from drover.spool.atomic import write_atomically, write_json
 
 log = logging.getLogger("drover.execd")
 
 STEPS = ("exit_hook", "stage_out", "record", "report", "mail", "remove")
 CONTROLLER_STEPS = ("stage_out", "report")  # they wait for the controller: its reconnection retries them
-FINAL = "final"
+FINAL = attempt_records.FINAL
 KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
 REMOVING = "removing."  # under the spool root, before the attempt's name: a spool on its way out
 CLEANUP_THREADS = 8  # the pipelines' own threads (disk, mail): shared with nothing else of the node's
@@ -173,6 +175,13 @@ class Cleanup:
         self.chunks = chunks  # whether it takes staged-out files in chunks (an earlier version: whole)
         self.faults = faults  # for fault-injection tests only (execd/faults.py)
         self.pending: dict[str, layout.SpoolDir] = {}
+        # Each pending pipeline's attempt records, each read from the spool at most once.
+        self._ended: dict[str, attempt_records.Ended] = {}
+        # Attempts whose spool this node made in this process (`made_here`): no earlier execd
+        # wrote a cleanup record or a mark that the node left in it; and the marks that the node
+        # left made before their cleanup began (`node_left`).
+        self._made_here: set[str] = set()
+        self._left: dict[str, str] = {}
         # Each pending pipeline's progress, as recorded in its spool and kept here too: the
         # spool may be gone half way through removing it, or its disk unwritable.
         self._progress: dict[str, CleanupProgress] = {}
@@ -194,19 +203,41 @@ class Cleanup:
         # (name lookups, anything that may wait on something slow) never delays a job's end.
         self._threads = ThreadPoolExecutor(CLEANUP_THREADS, thread_name_prefix="drover-cleanup")
 
+    def made_here(self, name: str) -> None:
+        """This node made the attempt's spool, in this process: its cleanup reads no record back
+        that only an earlier execd could have written there (its progress, its mark that the
+        node left), and that this one holds in memory."""
+        self._made_here.add(name)
+
+    def node_left(self, name: str, why: str) -> None:
+        """The node marked the attempt as ended by its leaving (attempt_records.NODE_LEFT)."""
+        ended = self._ended.get(name)
+        if ended is not None:
+            ended.leave(why)
+        else:
+            self._left[name] = why
+
     def begin(self, spool: layout.SpoolDir) -> None:
         """The shepherd is gone and its records are final: tell the controller, start cleaning."""
         if spool.name in self.pending:
             return
-        progress = attempt_records.cleanup_progress(spool)
+        made_here = spool.name in self._made_here
+        self._made_here.discard(spool.name)
+        left = self._left.pop(spool.name, None)
+        if made_here:
+            progress: CleanupProgress = {"done": [], "step": None, "tries": 0, "error": None}
+        else:  # an earlier execd's: it may have begun, and marked it
+            progress = attempt_records.cleanup_progress(spool)
+            left = left or attempt_records.node_left(spool)
         if all(step in progress["done"] for step in STEPS):
             # Its removal was given up: the spool stays where it is for an operator.
             log.warning("attempt %s: its spool %s is left for an operator (it could not be removed)",
                         spool.name, spool.path)
             return
+        ended = self._ended[spool.name] = attempt_records.Ended(spool, left)
         self.pending[spool.name] = spool
         self._progress[spool.name] = progress
-        self.send(_exiting(spool))
+        self.send(_exiting(ended))
         self.trigger(spool.name)
 
     def trigger(self, name: str) -> None:
@@ -225,12 +256,12 @@ class Cleanup:
             self.send(told)
         for (name, kind), message in list(self._awaiting.items()):
             if kind == "report" and name in self.pending:  # read again: a node that leaves marks it
-                message = self._awaiting[name, kind] = _exited(self.pending[name], self._progress[name])
+                message = self._awaiting[name, kind] = _exited(self._ended[name], self._progress[name])
             self.send(message)
         for name in list(self.pending):
             progress = self._progress.get(name)
             if progress is None or "report" not in progress["done"]:
-                self.send(_exiting(self.pending[name]))
+                self.send(_exiting(self._ended[name]))
             if progress is None or progress["step"] is None or progress["step"] in CONTROLLER_STEPS:
                 self.trigger(name)
 
@@ -291,12 +322,11 @@ class Cleanup:
                 retried = progress["tries"] > 0
                 progress["done"].append(step)
                 progress["step"], progress["tries"], progress["error"] = None, 0, None
-                if (did_something or retried) and os.path.isdir(spool.path):
-                    # Steps that did nothing are safe to run again; only real work is recorded.
-                    # (After `remove` the spool is gone, unless its removal was given up.)
+                if (did_something or retried) and self._recorded_alone(spool, step, progress):
                     _remember(spool, progress)
             del self.pending[name]
             del self._progress[name]
+            del self._ended[name]
             self._sent.pop(name, None)
         except Exception:
             log.exception("attempt %s: cleanup failed unexpectedly; will try again", name)
@@ -343,16 +373,43 @@ class Cleanup:
         except TimeoutError:
             raise StepFailed(f"{what} did not finish in {timeout_s:.0f}s") from None
 
+    def _recorded_alone(self, spool: layout.SpoolDir, step: str, progress: CleanupProgress) -> bool:
+        """Whether the completion of `step`, which did something, is written to the `cleanup`
+        record now. Steps that did nothing are safe to run again: only real work is recorded, and
+        after `remove` the spool is gone (unless its removal was given up). Two completions are
+        not written on their own: the record step's is in the final record, written with it in
+        the same durable write (`_record`); the report's, when nothing that may wait comes
+        between it and the spool's removal (no mail, a spool not kept), so that a node killed in
+        that instant only repeats the report, which the controller takes once whatever comes
+        again (controller/handlers/node_reports.py)."""
+        if not os.path.isdir(spool.path):
+            return False
+        if step == "record":
+            return any(entry["step"] == "record" for entry in progress.get("given_up", []))
+        if step == "report":
+            config = self._ended[spool.name].config()
+            return (config is None or bool(config["job"]["mail_user"]) or self.settings.keep_spool
+                    or config["job"]["keep_spool"])
+        return True
+
     def _removing(self, spool: layout.SpoolDir) -> str:
         return os.path.join(self.root, REMOVING + spool.name)
 
     # -- the steps ----------------------------------------------------------------------------
 
+    def _final(self, spool: layout.SpoolDir) -> FinalRecord:
+        """The attempt's final record, built once for the exit hook, the record and the mail
+        (again only when the node marks the attempt as left meanwhile)."""
+        ended = self._ended[spool.name]
+        if ended.final is None:
+            ended.final = _final_record(ended)
+        return ended.final
+
     async def _exit_hook(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 1: the site's exit hook, with the final record on stdin."""
         if not self.settings.exit_hook:
             return False
-        record = _final_record(spool)
+        record = self._final(spool)
         try:
             process = await asyncio.create_subprocess_exec(
                 self.settings.exit_hook, stdin=asyncio.subprocess.PIPE,
@@ -380,12 +437,14 @@ class Cleanup:
         one at a time, each answered before the next (`_send_file`), so no frame of the
         channel is big whatever the files are, and a retry goes on where the last try stopped;
         then the StagedOut names them all."""
+        config = self._ended[spool.name].config()
+        if config is not None and not config["job"]["stage_out"] and not config.get("scratch"):
+            return False  # the shepherd collects nothing for it (shepherd/transfer.py)
         collected = attempt_records.staged_out(spool)
         if not collected:
             return False
         sent: list[SentFile] = []
         refused = [f"{entry['name']}: {entry['reason']}" for entry in collected["refused"]]
-        config = attempt_records.config(spool)
         limit = int(config.get("stage_out_limit_bytes", 0)) if config else 0
         skipped = [f"{name}: {_over_node_limit(limit)}" for name in collected["skipped"]]
         if not self.chunks():  # a controller of an earlier version: the files whole, in the report
@@ -465,21 +524,27 @@ class Cleanup:
             self._awaiting.pop((name, kind), None)
 
     async def _record(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 3: the final record, durably (it must outlive the execd and the machine)."""
+        """Step 3: the final record, durably (it must outlive the execd and the machine), with
+        the cleanup's progress as it is once this step is done: one write for both, read back by
+        attempt_records.cleanup_progress."""
+        done: CleanupProgress = {**progress, "done": [*progress["done"], "record"], "step": None, "tries": 0,
+                                 "error": None}
+        record: FinalRecord = {**self._final(spool), "cleanup": done}
 
         def write() -> None:
-            write_json(spool.record(FINAL), _final_record(spool), durable=True)
+            write_json(spool.record(FINAL), record, durable=True)
 
         await self._in_thread(write, self.settings.record_timeout_s, "writing the final record")
         return True
 
     async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 5: mail the owner, if asked."""
-        record = _final_record(spool)
-        config, exit_status, usage = record["config"], record["exit_status"], record["usage"]
-        event = record["outcome"]
-        if config is None or not config["job"]["mail_user"] or not mail.wants(config["job"]["mail_type"], event,
-                                                                         config["is_array"]):
+        config = self._ended[spool.name].config()
+        if config is None or not config["job"]["mail_user"]:
+            return False
+        record = self._final(spool)
+        exit_status, usage, event = record["exit_status"], record["usage"], record["outcome"]
+        if not mail.wants(config["job"]["mail_type"], event, config["is_array"]):
             return False
         subject, body = mail.summary(
             config["job_id"], config["task_index"] if config["is_array"] else None, config["name"],
@@ -506,7 +571,7 @@ class Cleanup:
     async def _report(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
         """Step 4: tell the controller; done once it acknowledges. The exit and usage records
         are the shepherd's, so the report goes on when the final record was given up."""
-        await self._acknowledged(spool.name, "report", _exited(spool, progress))
+        await self._acknowledged(spool.name, "report", _exited(self._ended[spool.name], progress))
         return True
 
     async def _remove(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
@@ -516,7 +581,7 @@ class Cleanup:
         it); a retry finds it under that name."""
         removing = self._removing(spool)
         if os.path.isdir(spool.path):
-            config = attempt_records.config(spool)
+            config = self._ended[spool.name].config()
             try:
                 if config is not None:  # where its output is, for `drover logs` once the spool is gone
                     output_index.remember(self.root, spool.name, config)
@@ -638,26 +703,25 @@ def _os_error(error: OSError) -> str:
     return f"{error.filename}: {error.strerror}" if error.filename and error.strerror else str(error)
 
 
-def _exiting(spool: layout.SpoolDir) -> Exiting:
-    usage = attempt_records.usage(spool)
-    return Exiting(spool.name, attempt_records.exit_status(spool), usage, usage["started_at"] if usage else None)
+def _exiting(ended: attempt_records.Ended) -> Exiting:
+    usage = ended.usage()
+    return Exiting(ended.spool.name, ended.exit_status(), usage, usage["started_at"] if usage else None)
 
 
-def _exited(spool: layout.SpoolDir, progress: CleanupProgress) -> Exited:
-    usage = attempt_records.usage(spool)
-    return Exited(spool.name, attempt_records.exit_status(spool), usage, usage["started_at"] if usage else None,
+def _exited(ended: attempt_records.Ended, progress: CleanupProgress) -> Exited:
+    usage = ended.usage()
+    return Exited(ended.spool.name, ended.exit_status(), usage, usage["started_at"] if usage else None,
                   done=[*progress["done"], "report"], given_up=list(progress.get("given_up", [])))
 
 
-def _final_record(spool: layout.SpoolDir) -> FinalRecord:
-    exit_status, usage = attempt_records.exit_status(spool), attempt_records.usage(spool)
-    config = attempt_records.config(spool)
+def _final_record(ended: attempt_records.Ended) -> FinalRecord:
+    exit_status, usage, config = ended.exit_status(), ended.usage(), ended.config()
+    # Ended as its node left: decided as a node's loss (node_left), not as a cancel.
+    terminated = exit_status["terminated"] and not exit_status.get("node_left")
     # The same facts the controller classifies with: a stop asked for by a requeue (or a hold: it
     # goes back to the queue, held) is a requeue, by a cancel (or of an attempt the controller
     # gave up on) a cancel.
-    why = (read_json(spool.record(layout.STOP_REQUEST)) or {}).get("why", "cancel")
-    # Ended as its node left: decided as a node's loss (node_left), not as a cancel.
-    terminated = exit_status["terminated"] and not exit_status.get("node_left")
+    why = ended.stop_why() if terminated else "cancel"
     facts = exit_facts(exit_status, cancel_requested=terminated and why not in ("requeue", "hold"),
                        requeue_requested=terminated and why in ("requeue", "hold"),
                        epilog_sets_exit=bool(config and config["job"]["epilog_sets_exit"]),
@@ -667,7 +731,7 @@ def _final_record(spool: layout.SpoolDir) -> FinalRecord:
                               forbid_apperror=bool(config and config.get("forbid_apperror")))
     trigger = classify_exit(facts, semantics)
     outcome = "REQUEUE" if trigger is Trigger.REQUEUE else ("END" if trigger is Trigger.SUCCEED else "FAIL")
-    return {"attempt": spool.name, "config": config, "exit_status": exit_status, "usage": usage,
+    return {"attempt": ended.spool.name, "config": config, "exit_status": exit_status, "usage": usage,
             "outcome": outcome, "recorded_at": time.time()}
 
 

@@ -28,11 +28,14 @@ def remember(root: str, name: str, config: AttemptConfig) -> None:
     if config.get("scratch"):
         return
     directory = os.path.join(root, DIRECTORY)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
     # --done-output moved the output where the job asked, once it was done.
     record: OutputRecord = {"stdout": config.get("done_output") or config["stdout"], "stderr": config.get("stderr") or None,
                             "identity": config.get("identity")}
-    write_json(os.path.join(directory, name), record)
+    try:
+        write_json(os.path.join(directory, name), record)
+    except FileNotFoundError:  # the first record: its directory is made once, not looked for at each
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        write_json(os.path.join(directory, name), record)
 
 
 def lookup(root: str, name: str) -> OutputRecord | None:

@@ -15,8 +15,10 @@ from aiosmtpd.handlers import Message
 from tests.helpers.cluster import LocalCluster
 from tests.helpers.wait import wait_until
 
+from drover.execd import attempt_records
 from drover.execd.cleanup import STEPS
 from drover.execd.faults import PAUSE_BEFORE, pause_marker
+from drover.spool import layout
 
 
 class Inbox(Message):
@@ -96,6 +98,37 @@ def test_killing_the_execd_before_any_step_reports_once_mails_once_and_logs_no_d
         assert "ended" in inbox.messages[0]["Subject"]  # type: ignore[index]
         assert runs.read_text().split() == [f"{job}.0.1"]
         wait_until(lambda: not (cluster.spool / f"{job}.0.1").exists(), describe="the spool to be removed")
+        assert cluster.drover_json("show", str(job))["tasks"][0]["attempts"][0]["cleanup"]["done"][-1] == "report"
+    finally:
+        assert not cluster.stop()
+
+
+def test_killing_the_execd_between_the_report_and_the_removal_of_a_job_without_mail_ends_it_once(
+    tmp_path: Path, smtp: tuple[Inbox, int]
+) -> None:
+    """Without mail (nor a kept spool), the report's completion is not written on its own: the
+    spool's removal comes right after it. A node killed in between reports again on its restart,
+    and the controller takes that report once: one end, one exit, each step logged once."""
+    _, port = smtp
+    cluster = make_cluster(tmp_path, port)
+    try:
+        cluster.start_controller()
+        cluster.start_execd(**{PAUSE_BEFORE: "remove"})
+        cluster.wait_node_up()
+        job = cluster.submit("--", "echo", "hi")
+        wait_until(lambda: list(cluster.spool.glob(f"{job}.0.1/{pause_marker('remove')}")),
+                   describe="the pause before remove")
+        spool = layout.SpoolDir(str(cluster.spool), f"{job}.0.1")
+        assert attempt_records.cleanup_progress(spool)["done"] == ["exit_hook", "stage_out", "record"]
+        cluster.kill("execd")
+        cluster.start_execd()
+        assert cluster.drover("wait", str(job)).returncode == 0
+        wait_until(lambda: not (cluster.spool / f"{job}.0.1").exists(), describe="the spool to be removed")
+        logged = events(cluster, job)
+        assert Counter(e["kind"] for e in logged)["job_ended"] == 1
+        assert len([e for e in logged if e["kind"] == "exited"]) == 1
+        steps = [e["detail"]["step"] for e in logged if e["kind"] == "cleanup_step"]  # type: ignore[index]
+        assert sorted(steps) == sorted(set(steps)) and "report" in steps
         assert cluster.drover_json("show", str(job))["tasks"][0]["attempts"][0]["cleanup"]["done"][-1] == "report"
     finally:
         assert not cluster.stop()

@@ -60,6 +60,12 @@ class Cleanup:
     def begin(self, spool: layout.SpoolDir) -> None:
         self.begun.append(spool.name)
 
+    def made_here(self, name: str) -> None:
+        pass
+
+    def node_left(self, name: str, why: str) -> None:
+        pass
+
     def known(self) -> list[str]:
         return []
 

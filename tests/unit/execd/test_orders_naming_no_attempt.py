@@ -27,6 +27,9 @@ class Refuses:
     def known(self) -> list[str]:
         return []
 
+    def made_here(self, name: str) -> None:
+        pass
+
     pending: dict[str, layout.SpoolDir] = {}
 
 

@@ -1,0 +1,238 @@
+"""How many times the node opens, looks at and writes an attempt's records in its cleanup after
+the job ended: each record at most once, and the cleanup's own writes folded into the final
+record. Counted at the system calls (every `open`, `os.open` and `os.stat` of a path in the
+spool), so that a read added anywhere on the way shows here, whichever function does it."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.helpers.attempt_config import attempt_config
+
+from drover import eventloop
+from drover.execd import cleanup as cleanup_module
+from drover.execd import output_index
+from drover.execd.attempt_records import NODE_LEFT
+from drover.execd.cleanup import Cleanup, CleanupSettings
+from drover.protocol.node_channel import Exited, Exiting
+from drover.spool import layout
+from drover.spool.atomic import read_json, write_json
+
+OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False,
+      "out_of_memory": False}
+USAGE = {"user_cpu_s": 0.001, "sys_cpu_s": 0.001, "max_rss_kib": 1000, "minor_faults": 90, "major_faults": 0,
+         "voluntary_switches": 1, "involuntary_switches": 0, "wall_s": 0.01, "started_at": 1.0, "ended_at": 1.01}
+WRITES = os.O_WRONLY | os.O_RDWR
+
+
+class Counted:
+    """The system calls on the files below `root`, by kind and by file name."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root + os.sep
+        self.reads: Counter[str] = Counter()  # opens for reading, found or not
+        self.looks: Counter[str] = Counter()  # stat: whether a record is there
+        self.writes: Counter[str] = Counter()  # files created (an atomic write's temporary file)
+        self.on = False  # counting: from the cleanup's start to its end, not while the test writes a spool
+
+    def _ours(self, path: Any) -> str | None:
+        """The record's name, for a path in an attempt's directory or the node's output index."""
+        path = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else ""
+        if not self.on or not path.startswith(self.root):
+            return None
+        directory, name = os.path.split(path)
+        if not (layout.is_attempt_name(os.path.basename(directory)) or directory.endswith(output_index.DIRECTORY)):
+            return None
+        return name.removeprefix(".").removesuffix(".tmp")
+
+    def wrap(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real_open, real_os_open, real_stat = builtins.open, os.open, os.stat
+
+        def counted_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            name = self._ours(file)
+            if name is not None and not set(mode) & set("wax+"):
+                self.reads[name] += 1
+            return real_open(file, mode, *args, **kwargs)
+
+        def counted_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            name = self._ours(path)
+            if name is not None and not flags & os.O_DIRECTORY:
+                (self.writes if flags & WRITES else self.reads)[name] += 1
+            return real_os_open(path, flags, *args, **kwargs)
+
+        def counted_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+            name = self._ours(path)
+            if name is not None:
+                self.looks[name] += 1
+            return real_stat(path, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", counted_open)
+        monkeypatch.setattr(os, "open", counted_os_open)
+        monkeypatch.setattr(os, "stat", counted_stat)
+
+
+class Controller:
+    """Acknowledges every report at once, as a controller that is up does."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.cleanup: Cleanup | None = None
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+        if isinstance(message, Exited):
+            assert self.cleanup is not None
+            asyncio.get_running_loop().call_soon(self.cleanup.acknowledged, [message.attempt], "report")
+
+
+def ended_spool(root: Path, name: str = "7.0.1") -> layout.SpoolDir:
+    """An attempt's spool as a shepherd leaves it after a plain job that exited 0, on a node that
+    ran one before (its index of where outputs are, for `drover logs`, is there)."""
+    (root / output_index.DIRECTORY).mkdir(parents=True, exist_ok=True)
+    spool = layout.SpoolDir(str(root), name)
+    os.mkdir(spool.path)
+    write_json(spool.record(layout.CONFIG), attempt_config(str(root), name))
+    write_json(spool.record(layout.USAGE), USAGE)
+    write_json(spool.record(layout.EXIT_STATUS), OK)
+    return spool
+
+
+def cleaned(root: Path, spool: layout.SpoolDir, counted: Counted,
+            before: Callable[[Cleanup], None] = lambda cleanup: None) -> Controller:
+    """Run the whole pipeline on `spool`, counting from its start to the spool's removal."""
+    async def scenario() -> None:
+        controller = Controller()
+        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send)
+        before(cleanup)
+        counted.on = True
+        cleanup.begin(spool)
+        while cleanup.pending:
+            await asyncio.sleep(0.005)
+        counted.on = False
+        outcome.append(controller)
+
+    outcome: list[Controller] = []
+    _run(scenario)
+    assert not os.path.exists(spool.path)
+    return outcome[0]
+
+
+def _run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    eventloop.run(test())
+
+
+@pytest.fixture
+def counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Counted]:
+    counter = Counted(str(tmp_path / "spool"))
+    counter.wrap(monkeypatch)
+    yield counter
+
+
+def test_an_attempt_found_in_the_spool_at_start_has_each_record_read_at_most_once(
+        tmp_path: Path, counted: Counted) -> None:
+    """As a restarted node takes up an attempt an earlier one left: its cleanup's progress and
+    whether the node left are read from the spool, once; then the shepherd's records, once each."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    controller = cleaned(root, spool, counted)
+    assert max(counted.reads.values()) == 1, counted.reads
+    assert set(counted.reads) <= {layout.CLEANUP, cleanup_module.FINAL, NODE_LEFT, layout.EXIT_STATUS,
+                                  layout.USAGE, layout.CONFIG}, counted.reads
+    assert sum(counted.looks.values()) <= 1, counted.looks  # over_memory
+    # The final record, with the cleanup's progress in it, and where the output is for `drover logs`.
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    (report,) = [m for m in controller.sent if isinstance(m, Exited)]
+    assert report.exit_status == OK and report.usage == USAGE
+
+
+def test_an_attempt_this_node_started_reads_only_what_the_shepherd_wrote(tmp_path: Path, counted: Counted) -> None:
+    """Its spool was made by this node in this process: no cleanup progress, no mark that the node
+    left, can be there but what the node holds in memory."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name))
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.USAGE: 1, layout.CONFIG: 1}), counted.reads
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+
+
+def test_a_node_that_leaves_says_so_in_the_report_of_an_attempt_it_started_without_reading_it_back(
+        tmp_path: Path, counted: Counted) -> None:
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    why = "node n1 left: its allocation ended"
+
+    def leaving(cleanup: Cleanup) -> None:
+        cleanup.made_here(spool.name)
+        Path(spool.record(NODE_LEFT)).write_text(why)  # as Attempts marks it, then tells the cleanup
+        cleanup.node_left(spool.name, why)
+
+    controller = cleaned(root, spool, counted, before=leaving)
+    assert NODE_LEFT not in counted.reads
+    (report,) = [m for m in controller.sent if isinstance(m, Exited)]
+    assert report.exit_status["node_left"] is True and report.exit_status["failure"] == why
+    (exiting,) = [m for m in controller.sent if isinstance(m, Exiting)]
+    assert exiting.exit_status["node_left"] is True
+
+
+def resumed(root: Path, spool: layout.SpoolDir, counted: Counted) -> list[str]:
+    """The steps a restarted node runs again on `spool`, as the writes and reports show them."""
+    controller = cleaned(root, spool, counted)
+    return [name for name in (cleanup_module.FINAL,) if counted.writes[name]] + [
+        "report" for m in controller.sent if isinstance(m, Exited)]
+
+
+def test_a_restarted_node_goes_on_after_the_final_record_that_holds_the_progress(
+        tmp_path: Path, counted: Counted) -> None:
+    """The final record carries the cleanup's progress (one write for both): a node killed after
+    it wrote it does not write it again; it reports."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    done = ["exit_hook", "stage_out", "record"]
+    write_json(spool.record(cleanup_module.FINAL), {"attempt": "7.0.1", "outcome": "END", "cleanup": {
+        "done": done, "step": None, "tries": 0, "error": None}})
+    write_json(spool.record(layout.CLEANUP), {"done": ["exit_hook"], "step": None, "tries": 0, "error": None})
+    assert resumed(root, spool, counted) == ["report"]
+
+
+def test_a_spool_of_the_earlier_layout_is_taken_up_where_its_cleanup_record_says(
+        tmp_path: Path, counted: Counted) -> None:
+    """A node upgraded across a restart: the earlier Drover wrote the progress in `cleanup` alone,
+    and a final record without it."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    write_json(spool.record(cleanup_module.FINAL), {"attempt": "7.0.1", "outcome": "END"})
+    write_json(spool.record(layout.CLEANUP), {"done": ["exit_hook", "stage_out", "record"], "step": None,
+                                              "tries": 0, "error": None})
+    assert resumed(root, spool, counted) == ["report"]
+    spool = ended_spool(root, "7.0.2")  # and one whose record step was not done yet
+    write_json(spool.record(layout.CLEANUP), {"done": ["exit_hook", "stage_out"], "step": None,
+                                              "tries": 0, "error": None})
+    counted.writes.clear()
+    counted.reads.clear()
+    assert resumed(root, spool, counted) == [cleanup_module.FINAL, "report"]
+
+
+def test_the_final_record_a_kept_spool_holds_says_how_far_the_cleanup_got(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        controller = Controller()
+        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(keep_spool=True), controller.send)
+        cleanup.begin(spool)
+        while cleanup.pending:
+            await asyncio.sleep(0.005)
+
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    _run(scenario)
+    kept = root / cleanup_module.KEPT / "7.0.1"
+    final = json.loads((kept / cleanup_module.FINAL).read_text())
+    assert final["outcome"] == "END" and final["exit_status"] == OK
+    assert final["cleanup"]["done"] == ["exit_hook", "stage_out", "record"]
+    assert read_json(str(kept / layout.CLEANUP))["done"][-2:] == ["record", "report"]
