@@ -13,6 +13,11 @@ import msgspec
 from drover.core.job_spec import JobOptions
 from drover.records import CleanupProgress
 
+# An operator's or a queue owner's reason, which listings show on everyone's terminal: at most
+# 1000 characters of one line, no control character (core/shown_text.py checks it again, for
+# the newline a regular expression's `$` lets through at the end).
+ShownReason = Annotated[str, msgspec.Meta(max_length=1000, pattern=r"^[^\x00-\x1f\x7f-\x9f]*$")]
+
 
 class StagedFile(msgspec.Struct, forbid_unknown_fields=True):
     name: str  # relative path in the job's working directory
@@ -428,11 +433,11 @@ class QueueRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class QueueStateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    reason: str = ""  # why it is stopped or drained, shown by `drover queue list`
+    reason: ShownReason = ""  # why it is stopped or drained, shown by `drover queue list`
 
 
 class QueueSuspensionRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    reason: str = ""  # why it is suspended (unsuspend: unused), shown by `drover queue show`
+    reason: ShownReason = ""  # why it is suspended (unsuspend: unused), shown by `drover queue show`
     node: str | None = None  # the instance on this node (queue@node); None: on every node
 
 
@@ -507,7 +512,7 @@ class ErrorReply(msgspec.Struct):
 class DrainRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """`drover node drain`: why (shown by `drover nodes`, as Slurm's Reason)."""
 
-    reason: Annotated[str, msgspec.Meta(max_length=1000)] = ""
+    reason: ShownReason = ""
 
 
 class TokenRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -11,7 +11,7 @@ from tests.helpers.attempt_config import attempt_config
 from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
 
 from drover.core.exit_status import MAX_SYSTEM_FAILURE_ATTEMPT
-from drover.execd import cleanup
+from drover.execd import attempt_records, cleanup
 from drover.spool import layout
 
 LOST = {"exit_code": None, "signal": None, "failure": "the shepherd died (signal 9) before recording how the job ended",
@@ -60,7 +60,7 @@ def test_the_nodes_final_record_agrees(tmp_path: Path) -> None:
         Path(spool.record(layout.EXIT_STATUS)).write_text(json.dumps(LOST))
         config = attempt_config(str(tmp_path), spool.name, rerunnable=rerunnable)
         Path(spool.record(layout.CONFIG)).write_text(json.dumps(config))
-        return str(cleanup._final_record(spool)["outcome"])
+        return str(cleanup._final_record(attempt_records.Ended(spool, None))["outcome"])
 
     assert [outcome(n, True) for n in (1, 2, 3, 4)] == ["REQUEUE", "REQUEUE", "REQUEUE", "FAIL"]
     assert outcome(1, False) == "FAIL"

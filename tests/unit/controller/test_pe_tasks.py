@@ -87,7 +87,7 @@ def test_gridengine_tight_integration_refusals_are_clear(world: World) -> None: 
     with pytest.raises(Forbidden, match=rf"host n3 is not in the allocation of job {job}.0 \(n1, n2\)"):
         pe_tasks.check(world.state, PES, POLICY, ALICE, job, 0, "n3")
     loose, loose_order = _running(world, "loose", "1")
-    world.started(loose_order.attempt)
+    world.started(loose_order.attempt, node=loose_order.config["node"])
     with pytest.raises(Forbidden, match="the parallel environment loose of job .* has control_slaves = false"):
         pe_tasks.check(world.state, PES, POLICY, ALICE, loose, 0, loose_order.config["node"])
     with pytest.raises(Conflict, match="job 999 is not running"):
