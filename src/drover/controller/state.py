@@ -190,6 +190,14 @@ class ControllerState:
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"
             assert node.holders == holders.get(name, set()), f"node {name}'s attempts are off"
+        for job in self.jobs.values():  # what a pass reads of its tasks (core/job.py TaskTally)
+            counted: dict[JobState, int] = {}
+            for task in job.tasks.values():
+                counted[task.state] = counted.get(task.state, 0) + 1
+            tally = job.tally()
+            assert {state: n for state, n in tally.by_state.items() if n} == counted \
+                and tally.pending == {index for index, task in job.tasks.items() if task.state is JobState.PENDING}, \
+                f"job {job.id}'s tally of its tasks is off"
         load: dict[str, list[int]] = {}
         for job in self.jobs.values():
             owner = load.setdefault(job.owner, [0, 0, 0])

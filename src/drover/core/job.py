@@ -1,7 +1,8 @@
 """A job (what a user asked for), its tasks (what is scheduled) and attempts (one run on a node).
 
 Mutable records with slots, kept in the controller's working set and persisted by the store.
-A task's state changes only through `Task.apply`, which consults the transition table.
+A task's state changes only through `Task.apply`, which consults the transition table, and a
+job's task records are added through `Job.add_task`: both keep the job's `TaskTally`.
 Never-dispatched tasks of an array are not records: they are the positions from `fresh_from` on
 in the job's `indices`, all in `fresh_state`, so a 100,000-task array costs one row until its
 tasks start.
@@ -57,8 +58,19 @@ def split_payload(spec: dict[str, Any]) -> JobPayload | None:
             "stage_in": spec.pop("stage_in", None) or []}
 
 
+class _Counted:
+    """The tally a task record is counted in (TaskTally): a slot, not a field, so that what
+    compares, copies or encodes the record never sees it."""
+
+    __slots__ = ("_tally",)
+    _tally: TaskTally | None
+
+    def _counted_in(self, tally: TaskTally | None) -> None:
+        self._tally = tally
+
+
 @dataclass(slots=True)
-class Task:
+class Task(_Counted):
     job_id: int
     index: int
     state: JobState
@@ -71,9 +83,15 @@ class Task:
     # Why its attempt is to be frozen: its own suspend, its queue instance's, both (core/suspension.py).
     suspended_by: Reasons = NONE
 
+    def __post_init__(self) -> None:
+        self._counted_in(None)  # in its job's tally once counted
+
     def apply(self, trigger: Trigger, now: float) -> JobState:
         """Move to the state the table gives for `trigger`; raise IllegalTransition otherwise."""
+        before = self.state
         self.state = next_state(self.state, trigger)
+        if self._tally is not None:
+            self._tally.moved(self.index, before, self.state)
         self.state_since = now
         if trigger is Trigger.DISPATCH:
             self.attempt += 1
@@ -83,6 +101,49 @@ class Task:
 
 
 _ATTEMPT_LIVES = frozenset({JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED})
+
+
+class TaskTally:
+    """A job's task records counted by state, kept up to date as they change (`Task.apply`)
+    and as records are added (`Job.add_task`). A planner pass reads an array's running count
+    and its requeued tasks here: walking every record instead cost each pass the array's size,
+    so an array of N tasks that frees one slot at a time cost N²/2 steps in all."""
+
+    __slots__ = ("tasks", "size", "by_state", "pending")
+
+    def __init__(self, tasks: dict[int, Task]) -> None:
+        self.tasks = tasks  # the dict counted: a job given another (loaded again) is counted again
+        self.size = 0
+        self.by_state: dict[JobState, int] = {}
+        self.pending: set[int] = set()  # requeued task records waiting to start again
+        for task in tasks.values():
+            self.add(task)
+
+    def add(self, task: Task) -> None:
+        task._counted_in(self)
+        self.size += 1
+        self._count(task.index, task.state, 1)
+
+    def moved(self, index: int, before: JobState, after: JobState) -> None:
+        self._count(index, before, -1)
+        self._count(index, after, 1)
+
+    def _count(self, index: int, state: JobState, n: int) -> None:
+        self.by_state[state] = self.by_state.get(state, 0) + n
+        if state is JobState.PENDING:
+            if n > 0:
+                self.pending.add(index)
+            else:
+                self.pending.discard(index)
+
+    @property
+    def active(self) -> int:
+        """Records that hold room on a node (JobState.is_active)."""
+        return sum(n for state, n in self.by_state.items() if state.is_active)
+
+    def requeued(self) -> tuple[int, ...]:
+        """The indices of the records in PENDING, in order."""
+        return tuple(sorted(self.pending))
 
 
 @dataclass(slots=True)
@@ -137,8 +198,18 @@ def with_given_up(progress: CleanupProgress | None, steps: list[GivenUpStep]) ->
     return result
 
 
+class _Tallied:
+    """A job's TaskTally of its `tasks` (Job.tally): a slot, not a field, like _Counted's."""
+
+    __slots__ = ("_tally",)
+    _tally: TaskTally | None
+
+    def _keep_tally(self, tally: TaskTally | None) -> None:
+        self._tally = tally
+
+
 @dataclass(slots=True)
-class Job:
+class Job(_Tallied):
     id: int
     owner: str
     name: str
@@ -163,6 +234,9 @@ class Job:
     tasks: dict[int, Task] = field(default_factory=dict)
     payload_bytes: int = 0  # of its payload (JobPayload), which the store holds: its owner's limit counts it
 
+    def __post_init__(self) -> None:
+        self._keep_tally(None)  # counted when first asked for (tally())
+
     @property
     def fresh_count(self) -> int:
         """Never-dispatched tasks that have no record."""
@@ -183,6 +257,26 @@ class Job:
                 self.fresh_from += 1
         elif position > self.fresh_from:
             self.fresh_skip.add(index)
+
+    def add_task(self, task: Task) -> None:
+        """A new task record (its index had none): counted in the tally as it is added."""
+        tally = self._tally
+        valid = tally is not None and tally.tasks is self.tasks and tally.size == len(self.tasks)
+        replaced = task.index in self.tasks
+        self.tasks[task.index] = task
+        if tally is not None and valid and not replaced:
+            tally.add(task)
+        elif replaced:
+            self._keep_tally(None)
+
+    def tally(self) -> TaskTally:
+        """The task records counted by state. Counted again (once) when `tasks` was replaced or
+        given a record other than through `add_task`."""
+        tally = self._tally
+        if tally is None or tally.tasks is not self.tasks or tally.size != len(self.tasks):
+            tally = TaskTally(self.tasks)
+            self._keep_tally(tally)
+        return tally
 
     def task_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

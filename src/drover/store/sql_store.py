@@ -23,6 +23,7 @@ from drover.core.membership import TokenRecord
 from drover.core.node import Node
 from drover.core.node_state import NodeState
 from drover.core.queues import QueueRecord
+from drover.records import GivenUpStep
 from drover.store.allocation_rows import AllocationRows
 from drover.store.base import Changes, EventRecord, JobFilter, SubmissionKey, WorkingSet
 from drover.store.dialect import Dialect
@@ -55,6 +56,7 @@ NODE_COLUMNS = ("name", "cpus", "memory_mib", "state", "registered_at", "last_se
 QUEUE_COLUMNS = ("name", "starting", "accepting", "reason", "settings", "created_by", "changed_at")
 SUBMISSION_COLUMNS = ("owner", "request_key", "job_ids", "submitted_at")
 IDS_PER_STATEMENT = 500  # well below SQLite's bound on a statement's parameters
+KEYS_PER_STATEMENT = IDS_PER_STATEMENT // 3  # an attempt's key is three parameters
 
 
 class Cursor(Protocol):
@@ -172,13 +174,8 @@ class SqlStore(AllocationRows):
         if changes.attempts:
             db.executemany(upsert("attempts", ATTEMPT_COLUMNS, ("job_id", "idx", "number")),
                            [attempt_row(a) for a in changes.attempts.values()])
-        for (job_id, index, number), steps in changes.given_up.items():
-            row = db.execute("SELECT cleanup FROM attempts WHERE job_id=? AND idx=? AND number=?",
-                             (job_id, index, number)).fetchone()
-            if row is not None:
-                cleanup = with_given_up(json.loads(row[0]) if row[0] else None, steps)
-                db.execute("UPDATE attempts SET cleanup=? WHERE job_id=? AND idx=? AND number=?",
-                           (dumps(cleanup), job_id, index, number))
+        if changes.given_up:
+            _add_given_up(db, changes.given_up)
         if changes.nodes:
             db.executemany(
                 upsert("nodes", NODE_COLUMNS, ("name",)),
@@ -426,6 +423,25 @@ def job_payloads(db: Db, job_ids: Sequence[int]) -> dict[int, JobPayload]:
             if payload is not None:
                 found[job_id] = payload
     return found
+
+
+def _add_given_up(db: Db, given_up: dict[tuple[int, int, int], list[GivenUpStep]]) -> None:
+    """Add the steps given up to the stored attempts' cleanup records: the records read in one
+    statement for KEYS_PER_STATEMENT attempts, and written back in one, however many attempts a
+    turn's reports name (a node whose mail or spool removal fails gives up that step for every
+    attempt it ends, after their jobs ended)."""
+    keys = list(given_up)
+    stored: list[tuple[int, int, int, str | None]] = []
+    for part in range(0, len(keys), KEYS_PER_STATEMENT):
+        chunk = keys[part:part + KEYS_PER_STATEMENT]
+        stored += db.execute(
+            "SELECT job_id, idx, number, cleanup FROM attempts WHERE (job_id, idx, number) IN "
+            f"(VALUES {', '.join(['(?, ?, ?)'] * len(chunk))})", [value for key in chunk for value in key])
+    if stored:
+        db.executemany("UPDATE attempts SET cleanup=? WHERE job_id=? AND idx=? AND number=?", [
+            (dumps(with_given_up(json.loads(cleanup) if cleanup else None, given_up[job_id, index, number])),
+             job_id, index, number)
+            for job_id, index, number, cleanup in stored])
 
 
 def _move_payloads_out_of_specs(db: Db, job_ids: Sequence[int]) -> None:

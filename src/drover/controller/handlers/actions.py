@@ -68,7 +68,7 @@ def act(
             if unrecorded is not None:
                 # A never-dispatched task addressed on its own gets a record once the action holds.
                 job.take_fresh(unrecorded.index)
-                job.tasks[unrecorded.index] = unrecorded
+                job.add_task(unrecorded)
                 outcome.changes.job(job)
                 outcome.changes.task(unrecorded)
             end_job_if_done(state, outcome, job, now)

@@ -384,7 +384,8 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     task = job.tasks.get(start.index)
     if task is None:
         job.take_fresh(start.index)
-        task = job.tasks[start.index] = Task(job.id, start.index, JobState.PENDING, now)
+        task = Task(job.id, start.index, JobState.PENDING, now)
+        job.add_task(task)
         outcome.changes.job(job)
     state.attempts.pop((job.id, task.index, task.attempt), None)
     gres = dict(start.gres)
@@ -429,7 +430,8 @@ class _BusyNames:
 
 def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: ProgressLookup, busy: _BusyNames,
                   now: float, orders: OrderOptions) -> PendingWork | None:
-    requeued = tuple(sorted(index for index, task in job.tasks.items() if task.state is JobState.PENDING))
+    tally = job.tally()  # not a walk of every task: a big array's pass costs what changed
+    requeued = tally.requeued()
     fresh_held = job.fresh_state is not JobState.PENDING
     pending = PendingIndices(requeued, job.indices, job.fresh_from, fresh_held, frozenset(job.fresh_skip))
     if not requeued and (fresh_held or not job.fresh_count):
@@ -445,7 +447,7 @@ def _pending_work(state: ControllerState, outcome: Outcome, job: Job, lookup: Pr
     return PendingWork(
         job=job.id, owner=job.owner, priority=job.priority, submitted_at=job.submitted_at,
         resources=job.resources, pending=pending,
-        running_count=sum(1 for task in job.tasks.values() if task.state.is_active),
+        running_count=tally.active,
         max_running=job.max_running, dependencies_met=wait.verdict is Verdict.MET,
         dependencies_failed=wait.verdict is Verdict.NEVER, waiting_for=wait.text, blocked=wait.blocked,
         begin_at=job.begin_at, name=job.name, singleton=job.dependencies.singleton,
