@@ -69,6 +69,7 @@ class Spawner(Protocol):
 JUST_ENDED_S = 2.0  # a job that ended this soon before its node left ended as it left (leave_cluster)
 STARTED_LOOK_S = 0.2  # after a shepherd starts, its records are first looked at this soon...
 STARTED_LOOK_MAX_S = 5.0  # ...then twice as late each time, up to this
+PTY_SOCKET = "pty.sock"  # an interactive job's terminal, in its spool (shepherd/pty_relay.py)
 
 
 @dataclass(slots=True)
@@ -400,25 +401,32 @@ class Attempts:
                 data = self._notify.recv(512)
             except BlockingIOError:
                 return
-            kind, _, name = data.decode(errors="replace").partition(" ")
+            kind, _, rest = data.decode(errors="replace").partition(" ")
+            name, *details = rest.split(" ")
             live = self.live.get(name)
             if live is None:
                 continue
             if kind == "started":
-                self._report_started(live)
+                self._report_started(live, _started_hint(details))
             elif kind == "exited":
                 self._shepherd_gone(name)
 
-    def _report_started(self, live: LiveAttempt) -> None:
+    def _report_started(self, live: LiveAttempt, hint: tuple[int, bool] | None = None) -> None:
+        """`hint`: the job's pid and whether it has a terminal, as the shepherd's "started" hint
+        carries them; without (a lost hint, a shepherd that sends none, an attempt re-attached
+        after a restart), they are read from the records."""
         if live.started_sent:
             return
-        job_pid = read_text(live.spool.record(layout.JOB_PID))
-        if job_pid is None:
-            return
+        pty = live.spool.record(PTY_SOCKET)
+        if hint is not None:
+            job_pid, has_pty = hint
+        else:
+            recorded = read_text(live.spool.record(layout.JOB_PID))
+            if recorded is None:
+                return
+            job_pid, has_pty = int(recorded.split()[0]), os.path.exists(pty)
         live.started_sent = True
-        pty = live.spool.record("pty.sock")
-        self.send(Started(live.spool.name, int(job_pid.split()[0]), time.time(),
-                          pty if os.path.exists(pty) else None))
+        self.send(Started(live.spool.name, job_pid, time.time(), pty if has_pty else None))
 
     def _shepherd_gone(self, name: str) -> None:
         live = self.live.get(name)
@@ -465,6 +473,14 @@ def _write_stopped(spool: layout.SpoolDir) -> None:
         "exit_code": None, "signal": None, "failure": None, "timed_out": False,
         "terminated": True, "out_of_memory": False,
     })
+
+
+def _started_hint(details: list[str]) -> tuple[int, bool] | None:
+    """The job's pid and whether it has a terminal, from a "started" hint's details ("<pid>" or
+    "<pid> pty"); None from a shepherd that sends none (one of an earlier version)."""
+    if not details or not (details[0].isascii() and details[0].isdigit()):
+        return None
+    return int(details[0]), "pty" in details[1:]
 
 
 def _write_failure(spool: layout.SpoolDir, failure: str) -> None:
