@@ -22,7 +22,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -72,12 +72,28 @@ STARTED_LOOK_MAX_S = 5.0  # ...then twice as late each time, up to this
 PTY_SOCKET = "pty.sock"  # an interactive job's terminal, in its spool (shepherd/pty_relay.py)
 
 
+@dataclass(frozen=True, slots=True)
+class SignalFacts:
+    """What delivering a signal needs of an attempt's config: whether the job can checkpoint,
+    and its own checkpoint signal."""
+
+    checkpoints: bool
+    checkpoint_signal: str | None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> SignalFacts:
+        return cls("checkpoint" in config, config["job"]["checkpoint_signal"])
+
+
 @dataclass(slots=True)
 class LiveAttempt:
     spool: layout.SpoolDir
     shepherd_pid: int
     pidfd: int | None = None
     started_sent: bool = False
+    # Kept from the config this execd wrote, or read once at the first signal (an attempt
+    # re-attached after a restart): the config is not read again at each signal.
+    signal_facts: SignalFacts | None = None
 
 
 class Attempts:
@@ -100,6 +116,8 @@ class Attempts:
         # Promised attempts, prepared and waiting: name → its spool; and the attempt each follows
         # → the names of those that start when its shepherd is gone.
         self.promised: dict[str, layout.SpoolDir] = {}
+        # What the signals of the attempts prepared here need of their config, until they start.
+        self._signal_facts: dict[str, SignalFacts] = {}
         self._following: dict[str, list[str]] = {}
         # Why this node leaves its cluster for good, once it does (leave_cluster): every attempt
         # here is ended, and every order that still comes ends at once.
@@ -238,6 +256,8 @@ class Attempts:
             write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
         write_json(spool.record(layout.CONFIG), config)
+        if refusal is None:
+            self._signal_facts[spool.name] = SignalFacts.of(config)
         return refusal
 
     def _not_prepared(self, spool: layout.SpoolDir, error: OSError) -> None:
@@ -267,10 +287,13 @@ class Attempts:
             log.info("attempt %s: %s not delivered: the shepherd is about to exit", order.attempt, order.action)
             return
         # The shepherd's signal contract, and nothing else (job_signals.py).
-        config = config_in_current_layout(read_json(live.spool.record(layout.CONFIG)) or {})
+        if live.signal_facts is None:
+            live.signal_facts = SignalFacts.of(
+                config_in_current_layout(read_json(live.spool.record(layout.CONFIG)) or {}))
+        facts = live.signal_facts
         # A job that cannot checkpoint (its environment left drover.toml) is stopped for its requeue.
-        action = "terminate" if order.action == "migrate" and "checkpoint" not in config else order.action
-        deliver = delivery(action, config["job"]["checkpoint_signal"])
+        action = "terminate" if order.action == "migrate" and not facts.checkpoints else order.action
+        deliver = delivery(action, facts.checkpoint_signal)
         if deliver is None:
             log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
             return
@@ -337,6 +360,7 @@ class Attempts:
         """A promised attempt that will not start: no longer held, nor started when the one it
         follows ends."""
         spool = self.promised.pop(name)
+        self._signal_facts.pop(name, None)
         for names in self._following.values():
             if name in names:
                 names.remove(name)
@@ -353,6 +377,7 @@ class Attempts:
         self.cleanup.node_left(spool.name, why)
 
     def _end_unstarted(self, spool: layout.SpoolDir, why: str) -> None:
+        self._signal_facts.pop(spool.name, None)
         self._mark_left(spool, why)
         _write_stopped(spool)
         log.info("attempt %s: ended before it started: %s", spool.name, why)
@@ -361,6 +386,7 @@ class Attempts:
     # -- watching -----------------------------------------------------------------------------
 
     def _spawn(self, spool: layout.SpoolDir) -> None:
+        facts = self._signal_facts.pop(spool.name, None)
         try:
             pid = self.spawner.spawn(spool.path)
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
@@ -368,10 +394,10 @@ class Attempts:
             _write_failure(spool, f"the node could not start a shepherd: {error}")
             self.cleanup.begin(spool)
             return
-        self._watch(spool, pid)
+        self._watch(spool, pid, facts)
 
-    def _watch(self, spool: layout.SpoolDir, pid: int) -> None:
-        live = self.live[spool.name] = LiveAttempt(spool, pid)
+    def _watch(self, spool: layout.SpoolDir, pid: int, signal_facts: SignalFacts | None = None) -> None:
+        live = self.live[spool.name] = LiveAttempt(spool, pid, signal_facts=signal_facts)
         try:
             live.pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
