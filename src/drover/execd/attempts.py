@@ -19,6 +19,7 @@ import base64
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import socket
 import time
@@ -132,13 +133,18 @@ class Attempts:
     # -- start-up -----------------------------------------------------------------------------
 
     def _bind_notify_socket(self) -> socket.socket:
+        """The socket the shepherds' hints come to. Only the execd's own user may send to it: a
+        "started" hint carries the job's pid, which the execd reports as it comes. It is bound
+        under a name no one else can guess (the spool's root is not listable by others), made
+        the owner's alone, and only then renamed into place, so that no other user connects to
+        it in between, whatever the umask the execd was started with."""
         path = os.path.join(self.root, layout.NOTIFY_SOCKET)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        sock.bind(path)
+        # As long as the socket's own name: a path that fits a socket's address still does.
+        unguessable = os.path.join(self.root, secrets.token_hex(len(layout.NOTIFY_SOCKET) // 2))
+        sock.bind(unguessable)
+        os.chmod(unguessable, 0o600)
+        os.rename(unguessable, path)
         sock.setblocking(False)
         self._loop.add_reader(sock.fileno(), self._on_notify)
         return sock

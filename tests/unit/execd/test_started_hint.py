@@ -99,3 +99,44 @@ def test_a_hint_without_the_pid_reads_the_records(tmp_path: Path, monkeypatch: p
     [started] = sent
     assert started.job_pid == 4343 and started.pty_socket == str(tmp_path / "active" / "7.0.1" / "pty.sock")
     assert sorted(touched) == [layout.JOB_PID, "pty.sock"]
+
+
+def test_only_the_execds_own_user_may_send_it_hints_whatever_its_umask(tmp_path: Path) -> None:
+    """A hint's pid is reported as it comes, so another user must not be able to send one: the
+    socket is the owner's alone even when the execd was started with a umask of 0."""
+    root = tmp_path / "active"
+    root.mkdir()
+    root.chmod(0o711)
+
+    async def bound() -> tuple[int, list[str], int | None]:
+        attempts = Attempts(str(root), Unused(), lambda message: None, Unused(), {})  # type: ignore[arg-type]
+        try:
+            path = os.path.join(root, layout.NOTIFY_SOCKET)
+            mode = os.stat(path).st_mode & 0o777
+            refused = None
+            if os.geteuid() == 0:  # another user's try to send a hint
+                pid = os.fork()
+                if pid == 0:
+                    code = 1
+                    try:
+                        os.setgid(65534)
+                        os.setuid(65534)
+                        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as other:
+                            other.sendto(b"started 7.0.1 1", path)
+                        code = 0
+                    except PermissionError:
+                        code = 13
+                    finally:
+                        os._exit(code)
+                refused = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            return mode, sorted(os.listdir(root)), refused
+        finally:
+            attempts.close()
+
+    before = os.umask(0)
+    try:
+        mode, names, refused = asyncio.run(bound())
+    finally:
+        os.umask(before)
+    assert mode == 0o600 and names == [layout.NOTIFY_SOCKET]
+    assert refused in (13, None), "another user sent the execd a hint"
