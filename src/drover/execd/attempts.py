@@ -19,10 +19,11 @@ import base64
 import contextlib
 import logging
 import os
+import secrets
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,6 +70,20 @@ class Spawner(Protocol):
 JUST_ENDED_S = 2.0  # a job that ended this soon before its node left ended as it left (leave_cluster)
 STARTED_LOOK_S = 0.2  # after a shepherd starts, its records are first looked at this soon...
 STARTED_LOOK_MAX_S = 5.0  # ...then twice as late each time, up to this
+PTY_SOCKET = "pty.sock"  # an interactive job's terminal, in its spool (shepherd/pty_relay.py)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalFacts:
+    """What delivering a signal needs of an attempt's config: whether the job can checkpoint,
+    and its own checkpoint signal."""
+
+    checkpoints: bool
+    checkpoint_signal: str | None
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> SignalFacts:
+        return cls("checkpoint" in config, config["job"]["checkpoint_signal"])
 
 
 @dataclass(slots=True)
@@ -77,6 +92,9 @@ class LiveAttempt:
     shepherd_pid: int
     pidfd: int | None = None
     started_sent: bool = False
+    # Kept from the config this execd wrote, or read once at the first signal (an attempt
+    # re-attached after a restart): the config is not read again at each signal.
+    signal_facts: SignalFacts | None = None
 
 
 class Attempts:
@@ -99,6 +117,8 @@ class Attempts:
         # Promised attempts, prepared and waiting: name → its spool; and the attempt each follows
         # → the names of those that start when its shepherd is gone.
         self.promised: dict[str, layout.SpoolDir] = {}
+        # What the signals of the attempts prepared here need of their config, until they start.
+        self._signal_facts: dict[str, SignalFacts] = {}
         self._following: dict[str, list[str]] = {}
         # Why this node leaves its cluster for good, once it does (leave_cluster): every attempt
         # here is ended, and every order that still comes ends at once.
@@ -113,13 +133,18 @@ class Attempts:
     # -- start-up -----------------------------------------------------------------------------
 
     def _bind_notify_socket(self) -> socket.socket:
+        """The socket the shepherds' hints come to. Only the execd's own user may send to it: a
+        "started" hint carries the job's pid, which the execd reports as it comes. It is bound
+        under a name no one else can guess (the spool's root is not listable by others), made
+        the owner's alone, and only then renamed into place, so that no other user connects to
+        it in between, whatever the umask the execd was started with."""
         path = os.path.join(self.root, layout.NOTIFY_SOCKET)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        sock.bind(path)
+        # As long as the socket's own name: a path that fits a socket's address still does.
+        unguessable = os.path.join(self.root, secrets.token_hex(len(layout.NOTIFY_SOCKET) // 2))
+        sock.bind(unguessable)
+        os.chmod(unguessable, 0o600)
+        os.rename(unguessable, path)
         sock.setblocking(False)
         self._loop.add_reader(sock.fileno(), self._on_notify)
         return sock
@@ -237,6 +262,8 @@ class Attempts:
             write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
         write_json(spool.record(layout.CONFIG), config)
+        if refusal is None:
+            self._signal_facts[spool.name] = SignalFacts.of(config)
         return refusal
 
     def _not_prepared(self, spool: layout.SpoolDir, error: OSError) -> None:
@@ -266,10 +293,13 @@ class Attempts:
             log.info("attempt %s: %s not delivered: the shepherd is about to exit", order.attempt, order.action)
             return
         # The shepherd's signal contract, and nothing else (job_signals.py).
-        config = config_in_current_layout(read_json(live.spool.record(layout.CONFIG)) or {})
+        if live.signal_facts is None:
+            live.signal_facts = SignalFacts.of(
+                config_in_current_layout(read_json(live.spool.record(layout.CONFIG)) or {}))
+        facts = live.signal_facts
         # A job that cannot checkpoint (its environment left drover.toml) is stopped for its requeue.
-        action = "terminate" if order.action == "migrate" and "checkpoint" not in config else order.action
-        deliver = delivery(action, config["job"]["checkpoint_signal"])
+        action = "terminate" if order.action == "migrate" and not facts.checkpoints else order.action
+        deliver = delivery(action, facts.checkpoint_signal)
         if deliver is None:
             log.warning("attempt %s: refused to deliver %r: not a signal for the job", order.attempt, order.action)
             return
@@ -336,6 +366,7 @@ class Attempts:
         """A promised attempt that will not start: no longer held, nor started when the one it
         follows ends."""
         spool = self.promised.pop(name)
+        self._signal_facts.pop(name, None)
         for names in self._following.values():
             if name in names:
                 names.remove(name)
@@ -352,6 +383,7 @@ class Attempts:
         self.cleanup.node_left(spool.name, why)
 
     def _end_unstarted(self, spool: layout.SpoolDir, why: str) -> None:
+        self._signal_facts.pop(spool.name, None)
         self._mark_left(spool, why)
         _write_stopped(spool)
         log.info("attempt %s: ended before it started: %s", spool.name, why)
@@ -360,6 +392,7 @@ class Attempts:
     # -- watching -----------------------------------------------------------------------------
 
     def _spawn(self, spool: layout.SpoolDir) -> None:
+        facts = self._signal_facts.pop(spool.name, None)
         try:
             pid = self.spawner.spawn(spool.path)
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
@@ -367,10 +400,10 @@ class Attempts:
             _write_failure(spool, f"the node could not start a shepherd: {error}")
             self.cleanup.begin(spool)
             return
-        self._watch(spool, pid)
+        self._watch(spool, pid, facts)
 
-    def _watch(self, spool: layout.SpoolDir, pid: int) -> None:
-        live = self.live[spool.name] = LiveAttempt(spool, pid)
+    def _watch(self, spool: layout.SpoolDir, pid: int, signal_facts: SignalFacts | None = None) -> None:
+        live = self.live[spool.name] = LiveAttempt(spool, pid, signal_facts=signal_facts)
         try:
             live.pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -400,25 +433,32 @@ class Attempts:
                 data = self._notify.recv(512)
             except BlockingIOError:
                 return
-            kind, _, name = data.decode(errors="replace").partition(" ")
+            kind, _, rest = data.decode(errors="replace").partition(" ")
+            name, *details = rest.split(" ")
             live = self.live.get(name)
             if live is None:
                 continue
             if kind == "started":
-                self._report_started(live)
+                self._report_started(live, _started_hint(details))
             elif kind == "exited":
                 self._shepherd_gone(name)
 
-    def _report_started(self, live: LiveAttempt) -> None:
+    def _report_started(self, live: LiveAttempt, hint: tuple[int, bool] | None = None) -> None:
+        """`hint`: the job's pid and whether it has a terminal, as the shepherd's "started" hint
+        carries them; without (a lost hint, a shepherd that sends none, an attempt re-attached
+        after a restart), they are read from the records."""
         if live.started_sent:
             return
-        job_pid = read_text(live.spool.record(layout.JOB_PID))
-        if job_pid is None:
-            return
+        pty = live.spool.record(PTY_SOCKET)
+        if hint is not None:
+            job_pid, has_pty = hint
+        else:
+            recorded = read_text(live.spool.record(layout.JOB_PID))
+            if recorded is None:
+                return
+            job_pid, has_pty = int(recorded.split()[0]), os.path.exists(pty)
         live.started_sent = True
-        pty = live.spool.record("pty.sock")
-        self.send(Started(live.spool.name, int(job_pid.split()[0]), time.time(),
-                          pty if os.path.exists(pty) else None))
+        self.send(Started(live.spool.name, job_pid, time.time(), pty if has_pty else None))
 
     def _shepherd_gone(self, name: str) -> None:
         live = self.live.get(name)
@@ -465,6 +505,14 @@ def _write_stopped(spool: layout.SpoolDir) -> None:
         "exit_code": None, "signal": None, "failure": None, "timed_out": False,
         "terminated": True, "out_of_memory": False,
     })
+
+
+def _started_hint(details: list[str]) -> tuple[int, bool] | None:
+    """The job's pid and whether it has a terminal, from a "started" hint's details ("<pid>" or
+    "<pid> pty"); None from a shepherd that sends none (one of an earlier version)."""
+    if not details or not (details[0].isascii() and details[0].isdigit()):
+        return None
+    return int(details[0]), "pty" in details[1:]
 
 
 def _write_failure(spool: layout.SpoolDir, failure: str) -> None:

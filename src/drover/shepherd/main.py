@@ -124,7 +124,7 @@ def _run(spool: layout.SpoolDir, trace: Trace) -> int:
         job_pid, relay = start_job(attempt, opened)
     except StartFailure as failure:  # the job could not be started, after its prologs ran
         return _abandon(attempt, opened, around, failure)
-    before_start = record_job_pid(attempt, job_pid, inbox)  # 6
+    before_start = record_job_pid(attempt, job_pid, inbox, pty=relay is not None)  # 6
     ending, checkpoints = supervise_job(attempt, opened, job_pid, inbox, control_methods,  # 7
                                         relay=relay, before_start=before_start)
     ended_at, wall_s = time.time(), time.monotonic() - started_mono
@@ -336,9 +336,10 @@ def start_job(attempt: Attempt, opened: Opened) -> tuple[int, PtyRelay | None]:
     return job_pid, relay
 
 
-def record_job_pid(attempt: Attempt, job_pid: int, inbox: SignalInbox) -> list[int]:
+def record_job_pid(attempt: Attempt, job_pid: int, inbox: SignalInbox, pty: bool = False) -> list[int]:
     """Step 6, GE process flow, spool file "job_pid": the job's pid, and a hint to the execd
-    that it started; the environment it got (GE's spool file "environment"; private: it may
+    that it started, which carries the pid and whether the job has a terminal (`pty.sock`), so
+    the execd reports the start without reading the records back; the environment it got (GE's spool file "environment"; private: it may
     hold secrets). The signals that came before the job existed, which we kept (the job's own,
     and those the execd wrote into the spool's `signal` record): they go as soon as the job is
     ready for each (supervise.py)."""
@@ -348,7 +349,7 @@ def record_job_pid(attempt: Attempt, job_pid: int, inbox: SignalInbox) -> list[i
     before_start = inbox.drain()
     write_atomically(spool.record(layout.ENVIRONMENT),
                      "".join(f"{k}={v}\n" for k, v in sorted(attempt.env.items())).encode(), mode=0o600)
-    _hint(spool, "started")
+    _hint(spool, "started", str(job_pid), *(["pty"] if pty else []))
     return before_start
 
 
@@ -865,11 +866,12 @@ def pids_limit(config: ShepherdConfig) -> int:
     return min(limits) if limits else 0
 
 
-def _hint(spool: layout.SpoolDir, what: str) -> None:
-    """Tell the execd to look at our records now. Best effort: the records are the truth."""
+def _hint(spool: layout.SpoolDir, what: str, *details: str) -> None:
+    """Tell the execd to look at our records now ("<what> <attempt>[ <detail>...]"). Best
+    effort: the records are the truth, and a lost hint only makes the execd find them later."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
             sock.setblocking(False)
-            sock.sendto(f"{what} {spool.name}".encode(), spool.notify_socket)
+            sock.sendto(" ".join((what, spool.name, *details)).encode(), spool.notify_socket)
     except OSError:
         pass

@@ -24,13 +24,33 @@ from drover.spool.atomic import write_atomically
 
 RESERVE_BYTES = 256 * 1024  # the outcome records of an attempt are a few KiB; the trace, more
 FULL = (errno.ENOSPC, errno.EDQUOT)
+# posix_fallocate's answers where the file system cannot allocate without writing
+UNALLOCATABLE = (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
 
 
 def make_reserve(spool: layout.SpoolDir) -> None:
-    """Raises OSError (ENOSPC) when there is no room for it: then the attempt must not start."""
-    write_atomically(spool.record(layout.RESERVE), bytes(RESERVE_BYTES))
+    """Raises OSError (ENOSPC) when there is no room for it: then the attempt must not start.
+    The space is allocated without writing it (posix_fallocate), or written as zeros where the
+    file system refuses to allocate. No reader looks inside, and the spool is new: it is made in
+    place, not renamed into it; a reserve cut short by a full disk is removed."""
+    path = spool.record(layout.RESERVE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            os.posix_fallocate(fd, 0, RESERVE_BYTES)
+        except OSError as error:
+            if error.errno not in UNALLOCATABLE:
+                raise
+            view = memoryview(bytes(RESERVE_BYTES))
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except BaseException:
+        os.unlink(path)  # a part of a reserve only holds on to the space that ran out
+        raise
 
 
 def write_outcome(spool: layout.SpoolDir, path: str, data: bytes,

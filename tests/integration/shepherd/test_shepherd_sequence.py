@@ -18,6 +18,7 @@ from tests.helpers.spools import exit_status, make_spool, run_shepherd
 from tests.helpers.wait import wait_until
 
 from drover.execd.forkserver import ForkServer
+from drover.spool import layout
 from drover.spool.process import is_alive, read_pid_record
 
 
@@ -118,7 +119,8 @@ def test_array_environment_and_hints_to_the_execd(tmp_path: Path) -> None:
                        is_array=True, task_index=4, array_first=2, array_last=8, array_step=2, array_count=4)
     run_shepherd(spool).wait(timeout=30)
     assert (tmp_path / "out.txt").read_text() == "4 4 4 1\n"
-    assert hints.recv(100) == b"started 7.0.1"
+    job_pid = (spool / layout.JOB_PID).read_text().strip()
+    assert hints.recv(100) == f"started 7.0.1 {job_pid}".encode()
     assert hints.recv(100) == b"exited 7.0.1"
     hints.close()
 

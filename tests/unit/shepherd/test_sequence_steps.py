@@ -112,7 +112,7 @@ def test_step_6_records_the_jobs_pid_and_environment_privately_then_hints_the_ex
         environment = Path(spool.record(layout.ENVIRONMENT))
         assert environment.read_text() == "A=1\nSECRET=s3\n"
         assert environment.stat().st_mode & 0o777 == 0o600
-        assert hints.recv(100) == b"started 7.0.1"
+        assert hints.recv(100) == b"started 7.0.1 4242"  # the pid with the hint: the execd reads no record
         assert attempt.trace.lines[-1].endswith("job started (pid 4242, containment subreaper)")
     finally:
         hints.close()

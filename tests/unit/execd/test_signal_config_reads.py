@@ -1,0 +1,91 @@
+"""Signalling an attempt this execd started reads nothing of its config: what the delivery needs
+(whether the job can checkpoint, its own checkpoint signal) is kept from the config the execd
+wrote. An attempt re-attached after a restart has its config read once, at its first signal."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.helpers.attempt_config import attempt_config
+
+from drover.execd import attempts as attempts_module
+from drover.execd.attempts import Attempts
+from drover.protocol.node_channel import SignalAttempt, StartAttempt
+from drover.spool import layout
+
+SHEPHERD_PID = 999_999_999  # the signals are caught below: no process of that pid is reached
+
+
+class Spawner:
+    """A shepherd that is never there: its pid, and its pidfd is this process's own."""
+
+    def spawn(self, spool_dir: str) -> int:
+        return os.getpid()
+
+
+class Cleanup:
+    pending: dict[str, layout.SpoolDir] = {}
+
+    def made_here(self, name: str) -> None:
+        pass
+
+    def known(self) -> list[str]:
+        return []
+
+
+def signals_and_config_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restarted: bool,
+                             actions: list[str]) -> tuple[list[int], int]:
+    """The signals the shepherd got for `actions`, and how many times the config was read for them."""
+    root = tmp_path / "active"
+    root.mkdir()
+    delivered: list[int] = []
+    reads = 0
+    real_read_json = attempts_module.read_json
+
+    def counted_read_json(path: str) -> Any:
+        nonlocal reads
+        if os.path.basename(path) == layout.CONFIG:
+            reads += 1
+        return real_read_json(path)
+
+    def caught_kill(pid: int, signum: int) -> None:
+        assert pid == SHEPHERD_PID
+        delivered.append(signum)
+
+    async def signalled() -> None:
+        attempts = Attempts(str(root), Spawner(), [].append, Cleanup(), {})  # type: ignore[arg-type]
+        try:
+            config = attempt_config(str(tmp_path), "7.0.1", checkpoint_signal="SIGUSR2", owner="root")
+            attempts.start(StartAttempt("7.0.1", config, "true\n"))  # type: ignore[arg-type]
+            live = attempts.live["7.0.1"]
+            if restarted:  # as a restarted execd re-attaches to it (recover): nothing kept
+                live.signal_facts = None
+            live.shepherd_pid = SHEPHERD_PID
+            monkeypatch.setattr(attempts_module, "read_json", counted_read_json)
+            monkeypatch.setattr(attempts_module.os, "kill", caught_kill)
+            for action in actions:
+                attempts.signal(SignalAttempt("7.0.1", action))
+        finally:
+            monkeypatch.undo()
+            attempts.close()  # its pidfds too
+
+    asyncio.run(signalled())
+    return delivered, reads
+
+
+def test_signals_of_an_attempt_started_here_read_no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    delivered, reads = signals_and_config_reads(tmp_path, monkeypatch, False, ["SIGUSR2", "suspend", "resume", "migrate"])
+    # its own checkpoint signal goes to it; a job that cannot checkpoint is stopped for a migration
+    assert delivered == [signal.SIGUSR2, signal.SIGTSTP, signal.SIGCONT, signal.SIGTERM]
+    assert reads == 0
+
+
+def test_a_reattached_attempts_config_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    delivered, reads = signals_and_config_reads(tmp_path, monkeypatch, True, ["SIGUSR2", "suspend", "resume", "migrate"])
+    assert delivered == [signal.SIGUSR2, signal.SIGTSTP, signal.SIGCONT, signal.SIGTERM]
+    assert reads == 1
