@@ -29,6 +29,11 @@ from drover.records import PeTaskRecord
 from drover.scheduler.reasons import Waiting
 from drover.store.base import EndedJobRecord, HistoryRecord, Store
 
+# How to convert to Usage, worked out now, before the read threads convert records to it at once
+# (history_views.py too): msgspec does that work on a type's first use, and two threads doing it
+# at the same moment can crash the process (execd/attempt_records.py, DECODERS).
+msgspec.json.Decoder(Usage)
+
 
 def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: Store | None = None) -> JobInfo:
     reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
