@@ -68,6 +68,7 @@ def test_a_reloaded_controller_finds_its_promises(world: World) -> None:  # noqa
 
 
 def test_nothing_is_promised_without_the_setting(world: World) -> None:  # noqa: F811
+    world.options = OrderOptions(1.0, scheduler=SchedulerSection(promises=False))  # said, whatever the default
     world.connect(cpus=1)
     world.submit()
     world.submit()
@@ -238,3 +239,24 @@ def test_the_planners_order_is_built_only_when_a_promise_is_stranded(world: Worl
     world.schedule()
     assert built == [1]  # the short job's room is free: the promise is stranded, the order built once
     assert "promise_taken_back" in world.event_kinds(third)
+
+
+def test_nothing_is_promised_on_a_node_back_with_fewer_cpus_than_its_attempts_hold(world: World) -> None:  # noqa: F811
+    """A node back with one CPU while two attempts run there: the room the first to end gives
+    back pays the overdraft, so no task is promised behind either (it would start at once on
+    that room, two jobs on one CPU still); once the node holds no more than it has, a task is."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    world.submit(script="sleep 1\n")
+    world.submit(script="sleep 1\n")
+    first, second = world.schedule()
+    world.started(first.attempt)
+    world.started(second.attempt)
+    world.connect(cpus=1, known=[KnownAttempt(first.attempt, True), KnownAttempt(second.attempt, True)])
+    assert world.state.nodes["n1"].overdrawn.cpus == 1
+    (later,) = world.submit()
+    assert world.schedule() == []
+    world.exited(first.attempt)
+    assert world.state.nodes["n1"].overdrawn.cpus == 0
+    (promised,) = world.schedule()
+    assert promised.attempt == f"{later}.0.1" and promised.after == second.attempt

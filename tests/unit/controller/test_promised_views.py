@@ -95,3 +95,11 @@ def test_a_dispatched_task_that_follows_no_one_is_shown_as_before(world: World) 
     world.schedule()
     info = shown(world, job)
     assert info.state == "dispatched" and info.tasks[0].state == "dispatched" and info.pending_reason is None
+
+
+def test_a_cancel_of_a_promised_task_says_it_is_taken_back_not_that_it_runs(world: World) -> None:  # noqa: F811
+    running, promised, jobs = one_cpu_busy(world)
+    (result,) = world.act("cancel", str(jobs[1]))
+    assert result.message == "1 promised taken back, cancelled once its node says so"  # type: ignore[attr-defined]
+    (result,) = world.act("cancel", str(jobs[0]))
+    assert result.message == "1 running asked to stop"  # type: ignore[attr-defined]

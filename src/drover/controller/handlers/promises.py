@@ -79,7 +79,11 @@ def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
 
 def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tuple[Succession, ...]:
     """The attempts holding room on `node` that a task may be promised to follow: none follows
-    them yet, they hold no devices, no whole node and no other node."""
+    them yet, they hold no devices, no whole node and no other node. None on a node whose
+    running attempts hold more than it now offers (it came back smaller, core/node.py): the room
+    they give back pays that back first, and a follower would take it over at once."""
+    if node.overdrawn != Resources():
+        return ()
     found = []
     for key in node.holders:
         attempt, job = state.attempts.get(key), state.jobs.get(key[0])
