@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from drover.config_schema import SchedulerSection
 from drover.controller.effects import JobEnded, Outcome, SendToNode
 from drover.controller.handlers.actions import act
 from drover.controller.handlers.dispatch import OrderOptions, schedule
@@ -34,6 +35,10 @@ def may_touch_as(user: str) -> Callable[[str, int, str], None]:
     caller = Caller(user, 1000, is_admin=False)
     return lambda owner, job_id, verb: SHARED.may_touch(caller, owner, job_id, verb)
 
+
+# The settings of a test that counts what one pass starts, or the tasks left waiting: with
+# promises on the waiting ones would be promised behind the started ones.
+WITHOUT_PROMISES = OrderOptions(1.0, scheduler=SchedulerSection(promises=False))
 
 OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False, "out_of_memory": False}
 

@@ -79,10 +79,11 @@ def _started(reply: WaitReply) -> bool:
 
 
 def _nodes(reply: WaitReply) -> list[str]:
-    """The nodes its tasks' latest attempts were given, in order of first mention."""
+    """The nodes its started tasks' latest attempts were given, in order of first mention: not
+    those of a task that waits (a promised one's attempt waits on its node for another to end)."""
     found: dict[str, None] = {}
     for task in reply["job"]["tasks"]:
-        if task["attempts"] and task["attempts"][-1]["node"]:
+        if task["state"] not in ("pending", "held") and task["attempts"] and task["attempts"][-1]["node"]:
             found[task["attempts"][-1]["node"]] = None
     return list(found)
 

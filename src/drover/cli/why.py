@@ -196,6 +196,8 @@ def pending_reason(job: JobInfo, nodes: Sequence[NodeInfo] | None = None, now: f
         "pe_slots": "it starts when running jobs of its parallel environment give slots back (drover pe show NAME)",
         "planning_error": "the fault is the controller's, not the job's: an operator finds the error in the "
                           "controller's log; the job is planned again on every pass",
+        "promised": "its node holds its order and starts it then, with no word of the controller's; a job "
+                    "of higher priority may take its place first",
     }
     return [said or reason, *([remedies[reason]] if reason in remedies else [])]
 

@@ -24,6 +24,9 @@ class PendingReason(StrEnum):
     USER_LIMIT = "user_limit"  # its owner runs as many tasks in the queue as max_running_per_user allows
     PE_SLOTS = "pe_slots"  # its parallel environment has not enough slots free
     PLANNING_ERROR = "planning_error"  # the controller failed to plan it (its fault): planned again next pass
+    # Not the planner's: its tasks were promised the room of running attempts (scheduler/promises.py)
+    # and start when those end. Reads show a promised task as waiting, for this reason.
+    PROMISED = "promised"
 
     @property
     def explanation(self) -> str:
@@ -49,6 +52,7 @@ _EXPLANATIONS = {
     PendingReason.PE_SLOTS: "waiting for slots of its parallel environment to be given back",
     PendingReason.PLANNING_ERROR: "the controller could not plan it (its log says why); it stays pending and is "
                                   "planned again",
+    PendingReason.PROMISED: "promised the room of a running job on its node: it starts the moment that job ends",
 }
 
 

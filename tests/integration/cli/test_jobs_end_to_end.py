@@ -83,7 +83,9 @@ def test_cancel_ends_pending_at_once_and_stops_running_with_sigterm(cluster: Loc
     marker = cluster.workdir / "got-term"
     script = f"trap 'echo term > {marker}; exit 143' TERM; touch {cluster.workdir}/ready-$DROVER_JOB_ID; sleep 600 & wait"
     running = [cluster.submit("--", "bash", "-c", script) for _ in range(2)]
-    pending = cluster.submit("--", "sleep", "600")
+    # Two CPUs: it fits in no running job's room, so it is not promised behind one (that cancel
+    # is tests/integration/compat/test_promised_jobs_waiting.py's): it never gets an attempt.
+    pending = cluster.submit("--cpus", "2", "--", "sleep", "600")
     wait_until(lambda: all((cluster.workdir / f"ready-{j}").exists() for j in running),
                describe="both jobs running, their traps set")
     assert cluster.drover_json("show", str(pending))["state"] == "pending"

@@ -34,8 +34,8 @@ def promised_behind_a_running_job(cluster: LocalCluster) -> tuple[Path, int, int
     gate = cluster.workdir / "gate"
     first = cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.02; done")
     second = cluster.submit("-o", "second.out", "--", "echo", "ran")
-    wait_until(lambda: cluster.drover_json("show", str(second))["state"] == "dispatched",
-               describe="the second job promised behind the first")
+    wait_until(lambda: [attempt.get("after") for attempt in cluster.drover_json("show", str(second))["tasks"][0]["attempts"]]
+               == [f"{first}.0.1"], describe="the second job promised behind the first")
     return gate, first, second
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests.helpers.node_socket import FakeSocket
 
+from drover.config_schema import SchedulerSection
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers import dispatch
 from drover.controller.nodes.node_channels import NodeChannel
@@ -71,7 +72,8 @@ class Cluster:
     def __init__(self, path: Path) -> None:
         self.log: list[tuple[str, Any]] = []
         self.store = CountingStore(str(path), self.log)
-        self.service = ControllerService(self.store, Settings())
+        # These count the orders of one pass and the jobs left waiting: no promises behind them.
+        self.service = ControllerService(self.store, Settings(scheduler=SchedulerSection(promises=False)))
         channels = self.service.channels
         queue = channels.send
 

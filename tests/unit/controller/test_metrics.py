@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families as text_fami
 
 from drover.api.app import create_app
 from drover.api.metrics import MetricsOnly
+from drover.config_schema import SchedulerSection
 from drover.controller.handlers.node_reports import on_node_connected
 from drover.controller.reads.metrics import METRICS
 from drover.controller.security.auth import Policy
@@ -161,7 +162,9 @@ def test_a_waiting_job_is_counted_by_its_reason(tmp_path: Path) -> None:
         await controller.turn()
         return (await controller.get("/metrics", 0))[2]
 
-    _, samples = parsed(run(tmp_path, Settings(), scenario))
+    # The planner's reason for a job left waiting; a promised one is counted as such in
+    # tests/unit/controller/test_promised_views.py.
+    _, samples = parsed(run(tmp_path, Settings(scheduler=SchedulerSection(promises=False)), scenario))
     assert value(samples, "drover_jobs_pending", reason="resources") == 1
     assert value(samples, "drover_jobs", state="pending", queue="default", user="carol") == 1
     assert value(samples, "drover_tasks", state="pending", queue="default", user="carol") == 1

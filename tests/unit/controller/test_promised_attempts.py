@@ -5,9 +5,13 @@ again; and without the setting nothing is promised."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
 
 from drover.config_schema import SchedulerSection
+from drover.controller.handlers import dispatch
 from drover.controller.handlers.dispatch import OrderOptions
 from drover.controller.handlers.node_reports import drain_node
 from drover.protocol.node_channel import KnownAttempt, SignalAttempt, StartAttempt
@@ -64,6 +68,7 @@ def test_a_reloaded_controller_finds_its_promises(world: World) -> None:  # noqa
 
 
 def test_nothing_is_promised_without_the_setting(world: World) -> None:  # noqa: F811
+    world.options = OrderOptions(1.0, scheduler=SchedulerSection(promises=False))  # said, whatever the default
     world.connect(cpus=1)
     world.submit()
     world.submit()
@@ -211,3 +216,47 @@ def test_nothing_is_taken_back_while_no_room_is_free(world: World) -> None:  # n
     before = len(world.sent)
     world.schedule()
     assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+
+
+def test_the_planners_order_is_built_only_when_a_promise_is_stranded(world: World, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Weighing every owner's fair share for the planner's order is dear: a pass with promises
+    outstanding builds it for the stranded promises only when one is (room it fits is free
+    beside it), not on every pass."""
+    built: list[int] = []
+    policy_of = dispatch.policy_of
+
+    def counted(*args: Any) -> Any:
+        built.append(1)
+        return policy_of(*args)
+
+    monkeypatch.setattr(dispatch, "policy_of", counted)
+    long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
+    assert world.state.followers  # each pass looks for stranded promises
+    for _ in range(3):
+        world.schedule()
+    assert built == []  # no room free beside the promise: no candidate, no order built
+    world.exited(short_attempt)
+    world.schedule()
+    assert built == [1]  # the short job's room is free: the promise is stranded, the order built once
+    assert "promise_taken_back" in world.event_kinds(third)
+
+
+def test_nothing_is_promised_on_a_node_back_with_fewer_cpus_than_its_attempts_hold(world: World) -> None:  # noqa: F811
+    """A node back with one CPU while two attempts run there: the room the first to end gives
+    back pays the overdraft, so no task is promised behind either (it would start at once on
+    that room, two jobs on one CPU still); once the node holds no more than it has, a task is."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    world.submit(script="sleep 1\n")
+    world.submit(script="sleep 1\n")
+    first, second = world.schedule()
+    world.started(first.attempt)
+    world.started(second.attempt)
+    world.connect(cpus=1, known=[KnownAttempt(first.attempt, True), KnownAttempt(second.attempt, True)])
+    assert world.state.nodes["n1"].overdrawn.cpus == 1
+    (later,) = world.submit()
+    assert world.schedule() == []
+    world.exited(first.attempt)
+    assert world.state.nodes["n1"].overdrawn.cpus == 0
+    (promised,) = world.schedule()
+    assert promised.attempt == f"{later}.0.1" and promised.after == second.attempt

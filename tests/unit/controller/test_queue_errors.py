@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from drover.config_schema import QueueSection
+from drover.config_schema import QueueSection, SchedulerSection
 from drover.controller.effects import Outcome
 from drover.controller.handlers import queues
 from drover.controller.handlers.dispatch import OrderOptions, schedule
@@ -125,6 +125,8 @@ def test_a_queue_in_error_on_one_node_runs_its_jobs_on_the_others(cluster: Clust
 
 
 def test_a_job_that_waits_for_room_says_its_queue_is_in_error_where_there_is_room(cluster: Cluster) -> None:
+    # The reason of a job left waiting: with promises it would be promised behind the first on n2.
+    cluster.orders = OrderOptions(1.0, SECTIONS, exits=cluster.exits, scheduler=SchedulerSection(promises=False))
     cluster.connect("n1")
     cluster.connect("n2")
     cluster.state.nodes["n1"].queue_errors["fast"] = "the node epilog exited with status 1 (attempt 9.0.1)"

@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from tests.helpers.controller_world import OK, World
+from tests.helpers.controller_world import OK, WITHOUT_PROMISES, World
 
 from drover.controller.effects import Outcome
 from drover.controller.handlers import queues
@@ -85,7 +85,7 @@ def _alter(world: World, job: int, priority: int) -> Outcome:
 def test_a_quick_pass_stops_at_the_first_job_that_must_wait(tmp_path: Path) -> None:
     world = World(tmp_path / "drover.db")
     world.connect(cpus=2)
-    orders = OrderOptions(1.0)
+    orders = WITHOUT_PROMISES  # counts the jobs left waiting: none promised behind the one that starts
     for _ in range(1200):  # over QUICK_ABOVE: a long queue
         world.submit(cpus=2)
     world.run(schedule(world.state, world.now, world.store, orders))  # the first pass is full

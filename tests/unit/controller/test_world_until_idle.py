@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from tests.helpers.controller_world import World
+from tests.helpers.controller_world import WITHOUT_PROMISES, World
 
 
 def test_until_idle_starts_what_fits_and_stops_when_nothing_more_can_start(world: World) -> None:
+    world.options = WITHOUT_PROMISES  # "nothing more can start": no task promised behind a running one
     world.connect(cpus=2)
     (job,) = world.submit(array="1-5")
     first = world.until_idle()

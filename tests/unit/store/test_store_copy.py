@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.controller_world import OK, World
+from tests.helpers.controller_world import OK, WITHOUT_PROMISES, World
 
 from drover.core.membership import TokenRecord
 from drover.store.admin import CopyRefused, check, copy_store, figures
@@ -22,6 +22,7 @@ from drover.store.sql_store import SqlStore
 def a_busy_store(url: str) -> None:
     """Two nodes; jobs ended (one failed), running, pending (an array waiting for room), held."""
     world = World(url)
+    world.options = WITHOUT_PROMISES  # the array waits with one task record (held), none promised
     world.connect("n1", cpus=2)
     (ended,), (failed,) = world.submit(), world.submit()
     for order in world.schedule():

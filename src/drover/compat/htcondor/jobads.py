@@ -97,7 +97,8 @@ def ad(job: JobInfo, task: TaskInfo) -> dict[str, Any]:
             out["JobStartDate"] = int(min(a.started_at for a in task.attempts if a.started_at is not None))
         if status == RUNNING:
             out["RemoteHost"] = f"slot1@{attempt.node}"
-        out["LastRemoteHost"] = f"slot1@{attempt.node}"
+        if attempt.after is None:  # a promised attempt (Idle) has not been on its node yet
+            out["LastRemoteHost"] = f"slot1@{attempt.node}"
         usage = attempt.usage
         if usage is not None:
             out["RemoteUserCpu"], out["RemoteSysCpu"] = usage.user_cpu_s, usage.sys_cpu_s

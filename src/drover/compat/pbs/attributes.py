@@ -34,7 +34,9 @@ def letter(job: JobInfo, now: float) -> str:
 
 
 def _attempts(job: JobInfo) -> list[AttemptInfo]:
-    return [attempt for task in job.tasks for attempt in task.attempts]
+    """Its attempts that ran or run: not a promised one (it waits, queued, for the attempt it
+    follows to end: no exec_host yet)."""
+    return [attempt for task in job.tasks for attempt in task.attempts if attempt.after is None]
 
 
 def cpu_used_s(attempts: list[AttemptInfo]) -> float:

@@ -225,7 +225,7 @@ def _alternate(entries: list[Entry], keys: set[str], now: float) -> None:
     print("--------------- -------- -------- ---------- ------ --- --- ------ ----- - -----")
     for entry in entries:
         ident, info, state = entry.ident, entry.job, entry.state
-        attempts = [a for t in info.tasks for a in t.attempts]
+        attempts = [a for t in info.tasks for a in t.attempts if a.after is None]  # not a promised one: queued
         started = [a.started_at for a in attempts if a.started_at is not None]
         elapsed = hms(now - min(started))[:5] if started and state in RUNNING else "--"
         memory = f"{info.memory_mib}mb" if info.memory_mib else "--"

@@ -45,6 +45,9 @@ PENDING_REASONS = {
     "no_node_matches": "BadConstraints",
     "licenses": "Licenses", "pe_slots": "Resources", "queue_stopped": "PartitionDown",
     "queue_window": "PartitionInactive", "queue_limit": "QOSGrpJobsLimit", "user_limit": "QOSMaxJobsPerUserLimit",
+    # Drover's own: promised the room of a running job, its node starts it when that one ends
+    # (Slurm has no such reason; a job Slurm has not started shows PD with a reason all the same).
+    "promised": "Promised",
 }
 END_REASONS = {"FAILED": "NonZeroExitCode", "TIMEOUT": "TimeLimit", "OUT_OF_MEMORY": "OutOfMemory",
                "NODE_FAIL": "NodeDown"}
@@ -110,6 +113,8 @@ class SlurmJob:
         if self.held:
             return "JobHeldUser"
         if self.state == "PENDING":
+            if self.attempt is not None and self.attempt.after is not None:
+                return "Promised"  # its node starts it the moment the attempt it follows ends
             return PENDING_REASONS.get(self.info.pending_reason or "", "None")
         if self.state == "FAILED" and self.attempt is not None and self.attempt.signal:
             return "RaisedSignal"

@@ -108,7 +108,7 @@ def _resolve(
 def _cancel(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,
             now: float) -> str:
     cancelled = change_fresh(outcome, job, Trigger.CANCEL, now) if fresh and not job.fresh_state.is_final else 0
-    signalled = 0
+    signalled = promised = 0
     for task in tasks:
         if task.state in (JobState.PENDING, JobState.HELD):
             change_task(outcome, task, Trigger.CANCEL, now)
@@ -116,16 +116,28 @@ def _cancel(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task
         elif task.state in RUNNING_STATES and not task.cancel_requested:
             task.cancel_requested = True
             _stop(state, outcome, task, "cancel_requested", now)
-            signalled += 1
-    if not cancelled and not signalled:
+            if _promised(state, task):
+                promised += 1
+            else:
+                signalled += 1
+    if not cancelled and not signalled and not promised:
         raise Conflict(f"{_what(job, tasks, fresh)} has nothing left to cancel")
     outcome.reschedule = True
     parts = []
     if cancelled:
         parts.append(f"{cancelled} pending cancelled")
+    if promised:  # shown waiting (controller/reads/promised_view.py): its node drops it unstarted
+        parts.append(f"{promised} promised taken back, cancelled once its node says so")
     if signalled:
         parts.append(f"{signalled} running asked to stop")
     return ", ".join(parts)
+
+
+def _promised(state: ControllerState, task: Task) -> bool:
+    """The task's attempt is a promise that has not started: it waits for the one it follows."""
+    attempt = state.attempts.get((task.job_id, task.index, task.attempt))
+    return (task.state is JobState.DISPATCHED and attempt is not None and attempt.after is not None
+            and attempt.started_at is None)
 
 
 def _hold(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Task], fresh: bool,

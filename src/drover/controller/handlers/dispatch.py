@@ -162,18 +162,21 @@ def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[S
 def _stranded_promises(state: ControllerState, outcome: Outcome, now: float,
                        orders: OrderOptions) -> dict[str, Resources]:
     """promises.stranded, in the planner's order: a promised task takes back its promise to
-    start on room freed beside it, unless a waiting job ranks before it."""
-    owners = {item.owner for item in state.work.items.values()}
-    owners.update(state.jobs[key[0]].owner for key in state.followers.values() if key[0] in state.jobs)
-    rank = planner_rank(policy_of(state, now, orders), owners, orders, state, now)
+    start on room freed beside it, unless a waiting job ranks before it. The order is built only
+    when some promise is stranded: most passes with promises outstanding have none."""
 
-    def first_waiting() -> tuple[float, float, int] | None:
+    def make_rank() -> promises.Rank:
+        owners = {item.owner for item in state.work.items.values()}
+        owners.update(state.jobs[key[0]].owner for key in state.followers.values() if key[0] in state.jobs)
+        return planner_rank(policy_of(state, now, orders), owners, orders, state, now)
+
+    def first_waiting(rank: promises.Rank) -> tuple[float, float, int] | None:
         """The best place of a job that waits for room (or has not been planned yet)."""
         return min((rank(state.jobs[item.job]) for item in state.work.items.values()
                     if item.pending.count and item.job in state.jobs and _waits_for_room(state, item.job)),
                    default=None)
 
-    return promises.stranded(state, outcome, now, rank, first_waiting)
+    return promises.stranded(state, outcome, now, make_rank, first_waiting)
 
 
 ROOM_REASONS = frozenset({PendingReason.RESOURCES, PendingReason.PRIORITY, PendingReason.RESERVED})

@@ -79,7 +79,11 @@ def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
 
 def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tuple[Succession, ...]:
     """The attempts holding room on `node` that a task may be promised to follow: none follows
-    them yet, they hold no devices, no whole node and no other node."""
+    them yet, they hold no devices, no whole node and no other node. None on a node whose
+    running attempts hold more than it now offers (it came back smaller, core/node.py): the room
+    they give back pays that back first, and a follower would take it over at once."""
+    if node.overdrawn != Resources():
+        return ()
     found = []
     for key in node.holders:
         attempt, job = state.attempts.get(key), state.jobs.get(key[0])
@@ -129,17 +133,18 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     _take_back(outcome, follower, task, now, by=head.id)
 
 
-def stranded(state: ControllerState, outcome: Outcome, now: float, rank: Rank,
-             first_waiting: Callable[[], tuple[float, float, int] | None]) -> dict[str, Resources]:
+def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Callable[[], Rank],
+             first_waiting: Callable[[Rank], tuple[float, float, int] | None]) -> dict[str, Resources]:
     """Take back a promise whose task could start now: room it fits is free on its node (another
     attempt there ended before the one it follows, which may run for hours), and no waiting job
-    ranks before it (`first_waiting`: the best place among the waiting jobs, asked only when a
-    promise is stranded). The node ends the promised attempt before it starts and the task
-    waits again, first in the planner's order, for that room. Returns the room kept on each node
-    for the tasks taken back this way whose node has not yet said so, so that no job ranked
-    behind them takes it meanwhile."""
+    ranks before it (`first_waiting`: the best place among the waiting jobs by the rank given).
+    The node ends the promised attempt before it starts and the task waits again, first in the
+    planner's order, for that room. Returns the room kept on each node for the tasks taken back
+    this way whose node has not yet said so, so that no job ranked behind them takes it meanwhile.
+    The planner's order (`make_rank`: its weights over every owner, dear to build) is built only
+    when a promise is stranded, not on every pass that has promises outstanding."""
     kept: dict[str, Resources] = {}
-    stranded_now: list[tuple[tuple[float, float, int], Attempt, Task, Job]] = []
+    candidates: list[tuple[Attempt, Task, Job]] = []
     for key in list(state.followers.values()):
         follower, job = state.attempts.get(key), state.jobs.get(key[0])
         task = job.tasks.get(key[1]) if job is not None else None
@@ -152,11 +157,14 @@ def stranded(state: ControllerState, outcome: Outcome, now: float, rank: Rank,
         if task.requeue_requested and not (task.cancel_requested or task.hold_requested):
             kept[node.name] = kept.get(node.name, Resources()) + need  # taken back, its node not yet heard
         elif _still_promised(follower, task):
-            stranded_now.append((rank(job), follower, task, job))
-    if not stranded_now:
+            candidates.append((follower, task, job))
+    if not candidates:
         return kept
-    best_waiting = first_waiting()
-    for place, follower, task, job in sorted(stranded_now, key=lambda candidate: candidate[0]):
+    rank = make_rank()
+    best_waiting = first_waiting(rank)
+    stranded_now = sorted(((rank(job), follower, task, job) for follower, task, job in candidates),
+                          key=lambda candidate: candidate[0])
+    for place, follower, task, job in stranded_now:
         node = state.nodes[follower.node]
         need = Resources(job.resources.cpus, job.resources.memory_mib)
         if (best_waiting is not None and best_waiting < place) or not need.fits_in(node.free - kept.get(node.name, Resources())):

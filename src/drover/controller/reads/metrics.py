@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from drover.controller.handlers import resource_requests
+from drover.controller.reads import promised_view
 from drover.core.job_state import JobState
 from drover.core.node_state import NodeState
 from drover.core.views import job_state
@@ -56,9 +57,11 @@ METRICS: tuple[MetricDef, ...] = (
               "Jobs that have not ended, by the state `drover status` shows (the first of running, suspended, "
               "completing, dispatched, pending, held their tasks are in), queue and owner"),
     MetricDef("drover_tasks", GAUGE, ("state", "queue", "user"),
-              "Tasks of the jobs that have not ended (an array's every task), by state, queue and owner"),
+              "Tasks of the jobs that have not ended (an array's every task), by state, queue and owner "
+              "(a promised task, which has not started, as pending)"),
     MetricDef("drover_jobs_pending", GAUGE, ("reason",),
-              "Jobs with work waiting, by the reason the planner's last pass gave (`drover why`)"),
+              "Jobs with work waiting, by the reason the planner's last pass gave (`drover why`), or `promised` "
+              "for a job whose waiting tasks are all promised"),
     # Nodes, and what their attempts hold.
     MetricDef("drover_node_state", GAUGE, ("node", "state"), "1 for the state the node is in, 0 for the others"),
     MetricDef("drover_node_cpus", GAUGE, ("node",), "CPUs the node offers"),
@@ -97,7 +100,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("drover_store_size_bytes", GAUGE, (),
               "The store's file and its write-ahead log (SQLite; a PostgreSQL store is not measured here)", "bytes"),
     # Attempts and their cleanup, as the committed changes say.
-    MetricDef("drover_attempts_started", COUNTER, (), "Attempts the planner started (dispatched to a node)"),
+    MetricDef("drover_attempts_started", COUNTER, (), "Attempts the planner started (dispatched to a node; a "
+              "promised one when its node is given its order, a promise taken back then ending as requeued)"),
     MetricDef("drover_attempts_ended", COUNTER, ("outcome",),
               "Attempts ended, by what ended them: completed, failed, timed_out, out_of_memory, cancelled, "
               "node_failed, requeued, held, held_in_error"),
@@ -192,7 +196,8 @@ def _jobs(service: ControllerService) -> dict[str, Values | Histogram]:
             jobs[key] += 1
             tasks[key] += 1
             continue
-        counts = job.task_counts()
+        # A promised task is counted as it is shown: waiting (promised_view.py).
+        counts = promised_view.shown_task_counts(state, job)
         jobs[job_state(counts), queue, owner] += 1
         for task_state, count in counts.items():
             tasks[task_state, queue, owner] += count
@@ -201,6 +206,9 @@ def _jobs(service: ControllerService) -> dict[str, Values | Histogram]:
     for job_id, waiting in state.pending_reasons.items():
         if job_id in live and not (in_doubt and job_id in in_doubt):
             pending[waiting.reason] += 1
+    for job_id in promised_view.promised_only(state):  # waiting for no reason of the planner's
+        if not (in_doubt and job_id in in_doubt):
+            pending[PendingReason.PROMISED] += 1
     return {"drover_jobs": dict(jobs), "drover_tasks": dict(tasks),
             "drover_jobs_pending": {(reason.value,): count for reason, count in pending.items()}}
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import msgspec
 
 from drover.controller.nodes import staged_files
-from drover.controller.reads import views
+from drover.controller.reads import promised_view, views
 from drover.controller.reads.ended_views import EndedJobViews
 from drover.controller.reads.live_views import LiveJobViews
 from drover.controller.reads.paging import history_token
@@ -156,12 +156,13 @@ class Reads:
             job = state.jobs.get(job_id)
             if job is None:
                 continue  # ended while this listing waited its turn: the store has it
-            counts = job.task_counts()
+            promised = promised_view.promised_attempts(state, job) if job.tasks else []
+            counts = promised_view.shown_counts(job.task_counts(), len(promised))
             if states:
                 word = job.state.value if job.state else job_state(counts)
                 if word not in states and not any(counts.get(s) for s in states):
                     continue
-            found.append((job_id, self._live.entry(job, counts, state.pending_reasons.get(job_id))))
+            found.append((job_id, self._live.entry(job, counts, promised_view.shown_reason(state, job, promised))))
         return found
 
     def _with_ended(self, reader: StoreReader, query: JobFilter, live: list[tuple[int, msgspec.Raw]]) -> JobPage:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import msgspec
 
 from drover.controller.handlers.dispatch import output_path
+from drover.controller.reads import promised_view
 from drover.controller.state import ControllerState
 from drover.core.exit_status import shell_status
 from drover.core.gres import Device, GresNeed, describe
@@ -36,8 +37,9 @@ msgspec.json.Decoder(Usage)
 
 
 def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: Store | None = None) -> JobInfo:
-    reason = state.pending_reasons.get(job.id) if job.ended_at is None else None
-    info = job_summary(job, job.task_counts(), job_exit_status(job), reason)
+    promised = promised_view.promised_attempts(state, job)
+    counts = promised_view.shown_counts(job.task_counts(), len(promised))
+    info = job_summary(job, counts, job_exit_status(job), promised_view.shown_reason(state, job, promised))
     if with_tasks:
         # Without the store (it is away), the working set's attempts alone: those of the tasks now.
         attempts = store.attempts_of(job.id) if store is not None else []
@@ -49,7 +51,7 @@ def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: 
 def stored_job_info(job: Job, attempts: list[Attempt]) -> JobInfo:
     """A job as the store has it (one that ended: nothing of it is in the working set), with
     its tasks and every attempt. Touches no working set: it may be built on any thread."""
-    info = job_summary(job, job.task_counts(), job_exit_status(job))
+    info = job_summary(job, job.task_counts(), job_exit_status(job))  # ended: nothing of it is promised
     with_tasks_of(info, job, attempts)
     return info
 
@@ -109,8 +111,11 @@ def sorted_tasks(job: Job) -> list[Task]:
 
 
 def task_info(job: Job, task: Task, attempts: list[Attempt]) -> TaskInfo:
+    """A task with its attempts; a promised one (its latest attempt waits to follow another)
+    shows as pending (promised_view.py)."""
+    latest = next((attempt for attempt in attempts if attempt.number == task.attempt), None)
     return TaskInfo(
-        index=task.index, state=task.state.value, state_since=task.state_since,
+        index=task.index, state=promised_view.shown_task_state(task, latest), state_since=task.state_since,
         cancel_requested=task.cancel_requested, exit_status=task.exit_status, suspended_by=sorted(task.suspended_by),
         stdout=output_path(job, task.index, job.spec.output),
         stderr=output_path(job, task.index, job.spec.error) if job.spec.error else None,
