@@ -211,6 +211,32 @@ def test_a_stranded_promise_stays_when_a_job_before_it_waits_for_the_room(world:
     assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
 
 
+def test_a_promise_stays_when_the_room_freed_beside_it_goes_to_an_array_task_its_limit_now_lets_start(
+        world: World) -> None:  # noqa: F811
+    """An array of 6 at most 2 at once, and a job behind it, on two CPUs: two tasks run and the
+    job is promised behind one of them (the array's others wait at its %2). When the other task
+    ends, the array's next task, which ranks before the job, takes its room; the promise stays.
+    (It was taken back for that room, then promised again behind the task that took it: three
+    times in a row before the job ran.)"""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    (array,) = world.submit(array="1-6%2")
+    (job,) = world.submit()
+    starts = world.schedule()
+    running = [s.attempt for s in starts if s.after is None]
+    (promised,) = [s for s in starts if s.after is not None]
+    assert len(running) == 2 and promised.attempt == f"{job}.0.1"
+    for attempt in running:
+        world.started(attempt)
+    other = next(attempt for attempt in running if attempt != promised.after)
+    world.exited(other)
+    before = len(world.sent)
+    (next_task,) = world.schedule()
+    assert next_task.attempt.startswith(f"{array}.") and next_task.after is None
+    assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert "promise_taken_back" not in world.event_kinds(job)
+
+
 def test_nothing_is_taken_back_while_no_room_is_free(world: World) -> None:  # noqa: F811
     long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
     before = len(world.sent)

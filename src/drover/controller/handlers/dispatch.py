@@ -183,9 +183,17 @@ ROOM_REASONS = frozenset({PendingReason.RESOURCES, PendingReason.PRIORITY, Pendi
 
 
 def _waits_for_room(state: ControllerState, job_id: int) -> bool:
-    """Whether the last pass left the job waiting for room, or has not planned it yet."""
+    """Whether the last pass left the job waiting for room, or has not planned it yet, or left
+    it at its array's %limit that an end since has lifted (its next task takes the freed room in
+    this pass: a promise ranked behind it must not be taken back for that room, only to be
+    promised again behind the task that took it)."""
     waiting = state.pending_reasons.get(job_id)
-    return waiting is None or waiting.reason in ROOM_REASONS
+    if waiting is None or waiting.reason in ROOM_REASONS:
+        return True
+    if waiting.reason is PendingReason.ARRAY_LIMIT:
+        job = state.jobs[job_id]
+        return job.max_running is not None and job.tally().active < job.max_running
+    return False
 
 
 def planner_rank(policy: Policy, owners: set[str], orders: OrderOptions, state: ControllerState,
