@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import msgspec
@@ -277,7 +278,7 @@ def test_a_readers_failures_name_the_file(tmp_path: Path) -> None:
 
 
 def test_a_history_record_is_shown_as_the_api_row() -> None:
-    from drover.controller.reads.views import history_row
+    from drover.controller.reads.history_views import history_row
     from drover.core.job_state import JobState
 
     record = HistoryRecord(
@@ -355,3 +356,21 @@ def test_a_commit_while_the_long_polls_first_read_runs_wakes_it_at_once(cluster:
         return loop.time() - started
 
     assert asyncio.run(scenario()) < 10
+
+
+def test_an_attempt_stopped_before_its_job_started_shows_no_exit_status_in_the_history() -> None:
+    """A promise taken back (or a dispatched task cancelled or requeued) before its job started:
+    its history row shows no exit status, not the 1 of a job that could not start."""
+    from drover.controller.reads.history_views import history_row
+    from drover.core.job_state import JobState
+
+    stopped = dict(OK, exit_code=None, signal=None, terminated=True)
+    never_ran = HistoryRecord(
+        job_id=4, index=0, attempt=1, node="n1", exit=stopped, usage=None, started_at=None, ended_at=12.0,
+        is_array=False, name="x", owner="alice", submitted_at=9.0, task_state=JobState.COMPLETED, task_attempt=2,
+    )
+    row = history_row(never_ran)
+    assert (row.state, row.exit_status, row.reason) == ("requeued", None, "Requeued")
+    launch_failed = replace(never_ran, exit=dict(stopped, terminated=False, failure="no such directory"),
+                            task_state=JobState.FAILED, task_attempt=1)
+    assert history_row(launch_failed).exit_status == 1

@@ -10,7 +10,6 @@ import msgspec
 from drover.controller.handlers.dispatch import output_path
 from drover.controller.reads import promised_view
 from drover.controller.state import ControllerState
-from drover.core.exit_status import shell_status
 from drover.core.gres import Device, GresNeed, describe
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_spec import shown_options
@@ -19,7 +18,6 @@ from drover.core.views import job_state
 from drover.protocol.api import (
     AttemptInfo,
     DependencyOn,
-    HistoryRow,
     JobInfo,
     NodeInfo,
     PeTaskInfo,
@@ -28,7 +26,7 @@ from drover.protocol.api import (
 )
 from drover.records import PeTaskRecord
 from drover.scheduler.reasons import Waiting
-from drover.store.base import EndedJobRecord, HistoryRecord, Store
+from drover.store.base import EndedJobRecord, Store
 
 # How to convert to Usage, worked out now, before the read threads convert records to it at once
 # (history_views.py too): msgspec does that work on a type's first use, and two threads doing it
@@ -179,19 +177,6 @@ def ended_exit_status(job: Job, first_unfinished: Task | None) -> int:
     if job.fresh_count and job.fresh_state is not JobState.COMPLETED:
         return 1
     return 0
-
-
-def history_row(record: HistoryRecord) -> HistoryRow:
-    exit_record = record.exit
-    is_latest = record.task_attempt == record.attempt
-    return HistoryRow(
-        job_id=record.job_id, index=record.index, is_array=record.is_array, attempt=record.attempt,
-        name=record.name, owner=record.owner, state=record.task_state.value if is_latest else "requeued",
-        node=record.node,
-        exit_status=shell_status(exit_record["exit_code"], exit_record["signal"]) if exit_record else None,
-        submitted_at=record.submitted_at, started_at=record.started_at, ended_at=record.ended_at,
-        usage=msgspec.convert(record.usage, Usage) if record.usage else None,
-    )
 
 
 def node_info(state: ControllerState) -> list[NodeInfo]:
