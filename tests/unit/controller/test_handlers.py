@@ -236,20 +236,21 @@ def test_a_queues_default_and_maximum_time_limit(world: World) -> None:
         submitted(queue="short", time_limit_s=121)
 
 
-def test_a_nodes_hello_looks_only_at_what_it_runs(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A node saying hello again (after a controller failover, a thousand of them at once) costs
-    what it runs, not what the whole cluster runs: its own attempts are taken up again (one it
-    knows started, one it lost is lost, one it never got is sent again), and the many tasks
-    running on another node are not looked at."""
+def _three_on_n1(world: World) -> tuple[list[int], str, str]:  # noqa: F811
+    """Three jobs on n1 of 3 CPUs: the first started and known to the node, the second started
+    and lost by it, the third never received; the jobs, the running and the never-got attempts."""
     world.connect("n1", cpus=3)
     mine = world.submit() + world.submit() + world.submit()
     running, lost, never_got = (start.attempt for start in world.schedule())
     world.started(running)
     world.started(lost)
-    world.connect("n2", cpus=150)
-    world.submit(array="1-150")
-    assert len(world.schedule()) == 150
-    world.reload()
+    return mine, running, never_got
+
+
+def _hello_again(world: World, monkeypatch: pytest.MonkeyPatch, mine: list[int], running: str,  # noqa: F811
+                 never_got: str) -> list[object]:
+    """n1 says hello knowing only `running`; the tasks the hello looked at. Checks that the one
+    it knows is taken up, the lost one is lost, and the one it never got is sent again."""
     looked_at: list[object] = []
     real = type(world.state).latest_attempt
     monkeypatch.setattr(type(world.state), "latest_attempt",
@@ -257,44 +258,42 @@ def test_a_nodes_hello_looks_only_at_what_it_runs(world: World, monkeypatch: pyt
     outcome = on_node_connected(world.state, Hello("n1", 3, 4096, [KnownAttempt(running, True)]), world.now,
                                 world.options, world.store)
     monkeypatch.undo()
-    assert 0 < len(looked_at) <= 3 * 3  # n2's 150 tasks are not walked
     before = len(world.sent)
     world.run(outcome)
     sent = [s.message for s in world.sent[before:]]
     assert [m.attempt for m in sent if isinstance(m, StartAttempt)] == [never_got]
     states = {job: world.state.jobs[job].tasks[0].state.value for job in mine}
     assert states == {mine[0]: "running", mine[1]: "pending", mine[2]: "dispatched"}, states
+    return looked_at
+
+
+def test_a_nodes_hello_looks_only_at_what_it_runs(world: World, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A node saying hello again (after a controller failover, a thousand of them at once) costs
+    what it runs, not what the whole cluster runs: its own attempts are taken up again (one it
+    knows started, one it lost is lost, one it never got is sent again), and the many tasks
+    running on another node are not looked at."""
+    mine, running, never_got = _three_on_n1(world)
+    world.connect("n2", cpus=150)
+    world.submit(array="1-150")
+    assert len(world.schedule()) == 150
+    world.reload()
+    looked_at = _hello_again(world, monkeypatch, mine, running, never_got)
+    assert 0 < len(looked_at) <= 3 * 3  # n2's 150 tasks are not walked
 
 
 def test_a_node_the_controller_did_not_know_has_its_attempts_found_by_a_walk_of_every_job(
-        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """A hello from a node the working set has no record of (its attempts are stored, its own
     record is not: it has no accounting of what it holds) finds them by looking at every job:
     one it knows started is taken up, one it lost is lost, one it never got is sent again, and
     another node's are left as they are."""
-    world.connect("n1", cpus=3)
-    mine = world.submit() + world.submit() + world.submit()
-    running, lost, never_got = (start.attempt for start in world.schedule())
-    world.started(running)
-    world.started(lost)
+    mine, running, never_got = _three_on_n1(world)
     world.connect("n2", cpus=4)
     theirs = world.submit(array="1-4")
     assert len(world.schedule()) == 4
     world.reload()
     del world.state.nodes["n1"]  # what it held is known only from the attempts
-    looked_at: list[object] = []
-    real = type(world.state).latest_attempt
-    monkeypatch.setattr(type(world.state), "latest_attempt",
-                        lambda state, task: looked_at.append(task) or real(state, task))
-    outcome = on_node_connected(world.state, Hello("n1", 3, 4096, [KnownAttempt(running, True)]), world.now,
-                                world.options, world.store)
-    monkeypatch.undo()
-    before = len(world.sent)
-    world.run(outcome)
-    sent = [s.message for s in world.sent[before:]]
-    assert [m.attempt for m in sent if isinstance(m, StartAttempt)] == [never_got]
-    states = {job: world.state.jobs[job].tasks[0].state.value for job in mine}
-    assert states == {mine[0]: "running", mine[1]: "pending", mine[2]: "dispatched"}, states
+    looked_at = _hello_again(world, monkeypatch, mine, running, never_got)
     assert {task.state.value for task in world.state.jobs[theirs[0]].tasks.values()} == {"dispatched"}
     assert world.state.nodes["n1"].state.value == "up"
     assert len(looked_at) >= 3 + 4  # every job's tasks were looked at, n2's too
