@@ -140,6 +140,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         SignalPeTasks,
         StartAttempt,
         StartPeTask,
+        StartPromisedNow,
         StopPeTasks,
         TerminalInput,
     )
@@ -196,6 +197,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         reconnect_max_s=options.reconnect_max_s,
     )
     channel.on(StartAttempt, attempts.start)
+    channel.on(StartPromisedNow, attempts.start_promised_now)
     channel.on(SignalAttempt, attempts.signal)
     channel.on(ChunkKept, cleanup.chunk_kept)
     channel.on(Ack, lambda ack: (pe_tasks.acknowledged(ack.attempts) if ack.kind == PE_TASK_ACK
