@@ -44,6 +44,9 @@ class Hello(msgspec.Struct, tag="hello"):
     # (`drover alloc`) says when the allocation ends; the controller starts nothing there that
     # would run past it. None: it stays.
     ends_at: float | None = None
+    # It takes StartPromisedNow (a node daemon of an earlier version says nothing of it, and
+    # would refuse the frame that carries one): a promise stranded there is taken back instead.
+    starts_in_place: bool = False
 
 
 class Started(msgspec.Struct, tag="started"):

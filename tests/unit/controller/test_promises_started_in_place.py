@@ -148,3 +148,28 @@ def test_a_node_lost_during_the_move_loses_both_and_keeps_nothing(world: World) 
     world.now += 1000
     world.run(on_nodes_lost(world.state, world.now, 60.0))
     assert not world.state.moving and world.state.nodes["n1"].used_cpu_ids == set()
+
+
+def test_a_node_of_an_earlier_version_has_its_stranded_promise_taken_back(world: World) -> None:  # noqa: F811
+    """A node daemon whose hello does not say it takes StartPromisedNow would refuse the frame
+    that carries one: its stranded promise is taken back as before, the room kept for its task,
+    which starts there as a new attempt once the node has ended the promised one."""
+    from drover.controller.handlers.node_reports import on_node_connected
+    from drover.protocol.node_channel import Hello
+
+    world.options = PROMISING
+    world.run(on_node_connected(world.state, Hello("n1", 2, 4096), world.now, world.options, world.store))
+    long, short, third = world.submit(script="sleep 3600\n") + world.submit() + world.submit()
+    starts = world.schedule()
+    long_attempt, short_attempt = (s.attempt for s in starts if s.after is None)
+    (promised,) = [s for s in starts if s.after is not None]
+    world.started(long_attempt)
+    world.started(short_attempt)
+    world.exited(short_attempt)
+    before = len(world.sent)
+    assert world.schedule() == []
+    orders = [s.message for s in world.sent[before:] if isinstance(s.message, (SignalAttempt, StartPromisedNow))]
+    assert orders == [SignalAttempt(promised.attempt, "terminate", "requeue")]
+    world.exited(promised.attempt, STOPPED)
+    (again,) = world.schedule()
+    assert (again.attempt, again.after) == (f"{third}.0.2", None)

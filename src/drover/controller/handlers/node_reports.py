@@ -74,6 +74,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         state.recount_nodes()
     node.features = frozenset(hello.features)
     node.ends_at = hello.ends_at
+    node.starts_in_place = hello.starts_in_place
     if node.state is NodeState.DOWN:
         node.apply(NodeTrigger.CONNECT)  # a node in ERROR stays so until an operator resumes it
         if node.drain is not None:  # drained before it went away: still drained

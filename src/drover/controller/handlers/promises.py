@@ -179,6 +179,8 @@ def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Ca
     waiting job ranks before it (`first_waiting`: the best place among the waiting jobs by the
     rank given). The controller picks the free CPUs, keeps them for it, and tells the node to
     start it there now, as the same attempt (StartPromisedNow): no round trip, no new attempt.
+    A node whose hello did not say it takes that order (an earlier version) has the promise
+    taken back instead, its room kept until the node has ended it, for the task to start there.
     Returns the room kept on each node: for those told so, this pass or before, whose node has
     not said they started, and for tasks whose promise was taken back to start there (by a job
     that outranked it) whose node has not said so, so that no job ranked behind them takes it
@@ -210,6 +212,10 @@ def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Ca
         node = state.nodes[follower.node]
         need = Resources(job.resources.cpus, job.resources.memory_mib)
         if (best_waiting is not None and best_waiting < place) or not need.fits_in(_left(kept, node)):
+            continue
+        if not node.starts_in_place:  # a node daemon of an earlier version: taken back, the room kept
+            kept.setdefault(node.name, Kept()).add(need)
+            _take_back(outcome, follower, task, now, why=f"room is free on {node.name}: it starts there now")
             continue
         free = kept.get(node.name, Kept()).free_cpu_ids(node.free_cpu_ids())
         if len(free) < need.cpus:
