@@ -237,7 +237,11 @@ class Attempts:
             log.info("attempt %s: not promised here (started or ended already): not started in place",
                      order.attempt[:80])
             return
-        config = read_json(spool.record(layout.CONFIG)) or {}
+        try:
+            config = read_json(spool.record(layout.CONFIG)) or {}
+        except (OSError, ValueError) as error:
+            log.warning("attempt %s: cannot start in place: its config: %s", order.attempt, error)
+            return  # it stays promised, and starts when the attempt it follows ends
         held = config.get("cpu_ids") or []
         cpu_ids = order.cpu_ids
         if (len(cpu_ids) != len(held) or len(set(cpu_ids)) != len(cpu_ids)
@@ -268,8 +272,9 @@ class Attempts:
                 write_json(spool.record(layout.CONFIG), config)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(spool.record(layout.AFTER))
-        except OSError as error:
-            why = f"the node could not start the promised attempt in place: {error.strerror or error}"
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            why = f"the node could not start the promised attempt in place: {reason}"
             log.error("attempt %s: %s", spool.name, why)
             self._signal_facts.pop(spool.name, None)
             _write_failure(spool, why)

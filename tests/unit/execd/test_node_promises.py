@@ -305,3 +305,30 @@ def test_a_restarted_node_finishes_a_start_in_place_it_was_told_of(tmp_path: Pat
         after.close()
 
     asyncio.run(scenario(spawner))
+
+
+def test_an_order_to_start_in_place_on_other_than_as_many_cpus_is_refused(tmp_path: Path, spawner: Spawner) -> None:
+    """The order gives as many CPUs as the attempt holds, each once: one that does not is
+    refused, and the attempt stays promised, its config as it was."""
+    from drover.protocol.node_channel import StartPromisedNow
+
+    gate = tmp_path / "gate"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
+    make_spool(tmp_path, "true\n", name=SECOND, cpu_ids=[0])
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        attempts._start_or_wait(second, FIRST)
+        for cpu_ids in ([1, 2], [], [-1]):
+            attempts.start_promised_now(StartPromisedNow(SECOND, cpu_ids))
+        assert SECOND in attempts.promised and spawner.started == [FIRST]
+        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [0]
+        assert not Path(second.record(layout.MOVED)).exists()
+        gate.touch()
+        await until(lambda: SECOND in cleanup.begun)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
