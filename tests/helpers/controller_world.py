@@ -74,8 +74,8 @@ class World:
         return ids
 
     def connect(self, node: str = "n1", cpus: int = 2, known: list[KnownAttempt] | None = None) -> None:
-        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or []), self.now, self.options,
-                                   self.store))
+        self.run(on_node_connected(self.state, Hello(node, cpus, 4096, known or [], starts_in_place=True), self.now,
+                                   self.options, self.store))
 
     def schedule(self) -> list[StartAttempt]:
         before = len(self.sent)

@@ -49,6 +49,9 @@ class ControllerState:
     # Promised attempts (controller/handlers/promises.py): the attempt each follows → the
     # follower, while it waits for that one's room. Derived from the attempts' `after`.
     followers: Followers = field(default_factory=Followers)
+    # Promises told to start in place whose node has not said they started (their attempts'
+    # `moving_to`): the room they were given is kept for them (promises.moving_room).
+    moving: set[tuple[int, int, int]] = field(default_factory=set)
 
     def changed(self, changes: Changes) -> None:
         """A handler's changes, as they are committed: the planner builds again the work of the
@@ -81,6 +84,7 @@ class ControllerState:
             node.holders.clear()
             node.used_memory_mib = node.running = 0
         self.followers.clear()
+        self.moving.clear()
         active = {(job.id, task.index, task.attempt) for job in self.jobs.values() for task in job.tasks.values()
                   if task.state.is_active}
         for job in self.jobs.values():
@@ -89,6 +93,8 @@ class ControllerState:
                     attempt = self.attempts.get((job.id, task.index, task.attempt))
                     if attempt is None:
                         continue
+                    if attempt.moving_to is not None:
+                        self.moving.add((attempt.job_id, attempt.index, attempt.number))
                     followed = self.attempt_by_name(attempt.after) if attempt.after else None
                     if followed is not None and (followed.job_id, followed.index, followed.number) in active:
                         self.followers.add((followed.job_id, followed.index, followed.number),
@@ -187,6 +193,17 @@ class ControllerState:
                 if attempt is not None and (job.id, task.index, attempt.number) not in waiting:
                     for name in (attempt.node, *(other for other, _ in attempt.others)):
                         holders.setdefault(name, set()).add((job.id, task.index, attempt.number))
+        kept: dict[str, set[int]] = {}  # the CPUs kept for the promises told to start in place
+        for job in self.jobs.values():
+            for task in job.tasks.values():
+                attempt = self.latest_attempt(task) if task.state.is_active else None
+                if attempt is not None and attempt.moving_to is not None:
+                    key = (job.id, task.index, attempt.number)
+                    assert key in self.moving, f"{key} is told to start in place, but no room is kept for it"
+                    taken = (kept.setdefault(attempt.node, set()) | used.get(attempt.node, set())) \
+                        & set(attempt.moving_to)
+                    assert not taken, f"CPUs {taken} of {attempt.node} kept for {key} are taken"
+                    kept[attempt.node].update(attempt.moving_to)
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"
             assert node.holders == holders.get(name, set()), f"node {name}'s attempts are off"

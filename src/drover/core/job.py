@@ -170,6 +170,10 @@ class Attempt:
     # Its node starts it when that attempt's shepherd is gone; until that attempt gives its room
     # back, this one holds none of its own (controller/handlers/promises.py).
     after: str | None = None
+    # A promise the controller told its node to start now, in place, on these CPUs (room freed
+    # beside it), until the node says it started: kept for it meanwhile, and the order sent
+    # again when the node reconnects (controller/handlers/promises.py).
+    moving_to: tuple[int, ...] | None = None
 
     @property
     def name(self) -> str:

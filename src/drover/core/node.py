@@ -44,6 +44,9 @@ class Node:
     # When the node goes away for good (a node inside an outer scheduler's allocation, from its
     # hello): no task starts here that would still run then. None: it stays.
     ends_at: float | None = None
+    # From its hello, in memory only: it takes StartPromisedNow (a node daemon of an earlier
+    # version does not; a promise stranded there is taken back instead: handlers/promises.py).
+    starts_in_place: bool = False
 
     def apply(self, trigger: NodeTrigger) -> NodeState:
         self.state = next_node_state(self.state, trigger)

@@ -10,6 +10,9 @@ running here) is prepared at once, its spool written whole, and started the mome
 of the attempt it follows is gone, so the slot never waits for the controller between the two.
 Until then it is known as live; a stop ends it without a shepherd (an exit record saying it was
 stopped before it started), and its `after` record brings it back as promised after a restart.
+The controller may tell it to start now, in place, on room freed beside it (StartPromisedNow):
+its `moved` record says on which CPUs first, then its config is rewritten, its `after` record
+removed, and it starts at once; a restart finds the `moved` record and finishes the move.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from drover.protocol.node_channel import (
     SignalAttempt,
     StartAttempt,
     Started,
+    StartPromisedNow,
     Suspended,
 )
 from drover.records import AttemptConfig, ExitStatus, NodeOptions, config_in_current_layout
@@ -92,6 +96,7 @@ class LiveAttempt:
     shepherd_pid: int
     pidfd: int | None = None
     started_sent: bool = False
+    moved: bool = False  # started in place (StartPromisedNow), on CPUs its order did not name
     # Kept from the config this execd wrote, or read once at the first signal (an attempt
     # re-attached after a restart): the config is not read again at each signal.
     signal_facts: SignalFacts | None = None
@@ -161,7 +166,7 @@ class Attempts:
             pid_record = read_pid_record(spool.record(layout.PID))
             if pid_record is not None and is_alive(*pid_record):
                 log.info("attempt %s: re-attached to shepherd %d", name, pid_record[0])
-                self._watch(spool, pid_record[0])
+                self._watch(spool, pid_record[0], moved=os.path.exists(spool.record(layout.MOVED)))
             elif pid_record is not None:
                 self._shepherd_lost(spool, None)  # it died while no execd watched: how, no one knows
                 self.cleanup.begin(spool)
@@ -171,10 +176,14 @@ class Attempts:
                 shutil.rmtree(spool.path, ignore_errors=True)  # half-written order: it will be resent
         # Once every live shepherd is watched again: a promise waits on, the rest start now.
         for spool in never_started:
-            self._start_or_wait(spool, read_text(spool.record(layout.AFTER)))
+            moved = _moved_to(spool)
+            if moved is not None:  # told to start in place before the restart: the move is finished
+                self._start_in_place(spool, moved)
+            else:
+                self._start_or_wait(spool, read_text(spool.record(layout.AFTER)))
 
     def known(self) -> list[KnownAttempt]:
-        return [KnownAttempt(name, True) for name in self.live] + [
+        return [KnownAttempt(name, True, moved=live.moved) for name, live in self.live.items()] + [
             KnownAttempt(name, True, promised=True) for name in self.promised] + [
             KnownAttempt(name, False) for name in self.cleanup.known()
         ]
@@ -217,6 +226,62 @@ class Attempts:
             self._following.setdefault(after, []).append(spool.name)
         else:
             self._spawn(spool)
+
+    def start_promised_now(self, order: StartPromisedNow) -> None:
+        """Start a promised attempt now on the CPUs the order gives (room freed beside it),
+        instead of when the attempt it follows ends. An attempt no longer promised here started
+        already (the one it followed ended first: the controller hears it started as promised),
+        or ended: the order is ignored, so a repeat after a reconnect is harmless."""
+        spool = self.promised.get(order.attempt)
+        if spool is None:
+            log.info("attempt %s: not promised here (started or ended already): not started in place",
+                     order.attempt[:80])
+            return
+        try:
+            config = read_json(spool.record(layout.CONFIG)) or {}
+        except (OSError, ValueError) as error:
+            log.warning("attempt %s: cannot start in place: its config: %s", order.attempt, error)
+            return  # it stays promised, and starts when the attempt it follows ends
+        held = config.get("cpu_ids") or []
+        cpu_ids = order.cpu_ids
+        if (len(cpu_ids) != len(held) or len(set(cpu_ids)) != len(cpu_ids)
+                or not all(isinstance(cpu, int) and 0 <= cpu < MAX_CPU_ID for cpu in cpu_ids)):
+            log.warning("attempt %s: refused to start in place on CPUs %r: it holds %d", order.attempt,
+                        cpu_ids[:16], len(held))
+            return
+        try:
+            # The intent first: a restart between the records finds it and finishes the move.
+            write_json(spool.record(layout.MOVED), sorted(cpu_ids))
+        except OSError as error:
+            log.warning("attempt %s: cannot start in place: %s", order.attempt, error.strerror or error)
+            return
+        self.promised.pop(order.attempt)
+        for names in self._following.values():
+            if order.attempt in names:
+                names.remove(order.attempt)
+        self._start_in_place(spool, sorted(cpu_ids))
+
+    def _start_in_place(self, spool: layout.SpoolDir, cpu_ids: list[int]) -> None:
+        """Rewrite the config's CPUs (as the spool writes it: whole, then renamed into place) and
+        forget what it followed, then start it: the shepherd pins it, and takes its slot's
+        cpuset, by the config's CPUs."""
+        try:
+            config = read_json(spool.record(layout.CONFIG)) or {}
+            if config.get("cpu_ids") != cpu_ids:
+                config["cpu_ids"] = cpu_ids
+                write_json(spool.record(layout.CONFIG), config)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(spool.record(layout.AFTER))
+        except (OSError, ValueError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            why = f"the node could not start the promised attempt in place: {reason}"
+            log.error("attempt %s: %s", spool.name, why)
+            self._signal_facts.pop(spool.name, None)
+            _write_failure(spool, why)
+            self.cleanup.begin(spool)
+            return
+        log.info("attempt %s: started in place on CPUs %s", spool.name, cpu_ids)
+        self._spawn(spool, moved=True)
 
     def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> str | None:
         """Write the attempt's spool; return why the job may not run here, if it may not."""
@@ -391,7 +456,7 @@ class Attempts:
 
     # -- watching -----------------------------------------------------------------------------
 
-    def _spawn(self, spool: layout.SpoolDir) -> None:
+    def _spawn(self, spool: layout.SpoolDir, moved: bool = False) -> None:
         facts = self._signal_facts.pop(spool.name, None)
         try:
             pid = self.spawner.spawn(spool.path)
@@ -400,10 +465,11 @@ class Attempts:
             _write_failure(spool, f"the node could not start a shepherd: {error}")
             self.cleanup.begin(spool)
             return
-        self._watch(spool, pid, facts)
+        self._watch(spool, pid, facts, moved)
 
-    def _watch(self, spool: layout.SpoolDir, pid: int, signal_facts: SignalFacts | None = None) -> None:
-        live = self.live[spool.name] = LiveAttempt(spool, pid, signal_facts=signal_facts)
+    def _watch(self, spool: layout.SpoolDir, pid: int, signal_facts: SignalFacts | None = None,
+               moved: bool = False) -> None:
+        live = self.live[spool.name] = LiveAttempt(spool, pid, signal_facts=signal_facts, moved=moved)
         try:
             live.pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
@@ -458,7 +524,7 @@ class Attempts:
                 return
             job_pid, has_pty = int(recorded.split()[0]), os.path.exists(pty)
         live.started_sent = True
-        self.send(Started(live.spool.name, job_pid, time.time(), pty if has_pty else None))
+        self.send(Started(live.spool.name, job_pid, time.time(), pty if has_pty else None, moved=live.moved))
 
     def _shepherd_gone(self, name: str) -> None:
         live = self.live.get(name)
@@ -497,6 +563,17 @@ class Attempts:
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(self.root, layout.NOTIFY_SOCKET))
             os.rmdir(self.root)
+
+
+MAX_CPU_ID = 1 << 16  # a CPU id an order may name at most: bounds what a config is rewritten with
+
+
+def _moved_to(spool: layout.SpoolDir) -> list[int] | None:
+    """The CPUs a promised attempt was told to start in place on (its `moved` record), if it was."""
+    moved = read_json(spool.record(layout.MOVED))
+    if isinstance(moved, list) and all(isinstance(cpu, int) for cpu in moved):
+        return moved
+    return None
 
 
 def _write_stopped(spool: layout.SpoolDir) -> None:

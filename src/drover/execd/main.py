@@ -140,6 +140,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         SignalPeTasks,
         StartAttempt,
         StartPeTask,
+        StartPromisedNow,
         StopPeTasks,
         TerminalInput,
     )
@@ -189,13 +190,15 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         [args.socket] if args.socket else options.controllers() or [api_socket(paths)],
         hello=lambda: Hello(node, cpus, memory, attempts.known(), gres=list(inventory.gres),
                             features=list(inventory.features), pe_task_attempts=pe_tasks.attempts(),
-                            ends_at=attempts.leaving_at if attempts.leaving_at is not None else options.ends_at),
+                            ends_at=attempts.leaving_at if attempts.leaving_at is not None else options.ends_at,
+                            starts_in_place=True),
         on_connect=on_connect,
         tls=tls,
         heartbeat=lambda: host_status(len(attempts.live) + len(cleanup.pending)),
         reconnect_max_s=options.reconnect_max_s,
     )
     channel.on(StartAttempt, attempts.start)
+    channel.on(StartPromisedNow, attempts.start_promised_now)
     channel.on(SignalAttempt, attempts.signal)
     channel.on(ChunkKept, cleanup.chunk_kept)
     channel.on(Ack, lambda ack: (pe_tasks.acknowledged(ack.attempts) if ack.kind == PE_TASK_ACK

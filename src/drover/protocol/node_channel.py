@@ -23,6 +23,9 @@ class KnownAttempt(msgspec.Struct):
     # Running is also said of a promised attempt (an order with `after`), which the node holds,
     # prepared, until the attempt it follows ends: not started, so not to be counted as started.
     promised: bool = False
+    # Started in place (StartPromisedNow) on the CPUs the controller gave it then, not those of
+    # its order: said of a running attempt, whose Started report may have been lost.
+    moved: bool = False
 
 
 class Hello(msgspec.Struct, tag="hello"):
@@ -41,6 +44,9 @@ class Hello(msgspec.Struct, tag="hello"):
     # (`drover alloc`) says when the allocation ends; the controller starts nothing there that
     # would run past it. None: it stays.
     ends_at: float | None = None
+    # It takes StartPromisedNow (a node daemon of an earlier version says nothing of it, and
+    # would refuse the frame that carries one): a promise stranded there is taken back instead.
+    starts_in_place: bool = False
 
 
 class Started(msgspec.Struct, tag="started"):
@@ -48,6 +54,9 @@ class Started(msgspec.Struct, tag="started"):
     job_pid: int
     started_at: float
     pty_socket: str | None = None  # an interactive job's terminal, for `drover run --pty`
+    # A promised attempt the controller told to start in place (StartPromisedNow): it started on
+    # the CPUs that order gave it, not after the attempt it followed. False: as its order said.
+    moved: bool = False
 
 
 class Exiting(msgspec.Struct, tag="exiting"):
@@ -161,6 +170,15 @@ class StartAttempt(msgspec.Struct, tag="start"):
     # prepares it now and starts it the moment that attempt's shepherd is gone, without waiting
     # for the controller (at once if it is gone already). None: start now.
     after: str | None = None
+
+
+class StartPromisedNow(msgspec.Struct, tag="start_promised_now"):
+    """Start a promised attempt now, on `cpu_ids` (room freed beside it on this node), instead of
+    when the attempt it follows ends: the same attempt, its config's CPUs rewritten. Ignored for
+    an attempt that is no longer promised here (it started already, or ended): a repeat is harmless."""
+
+    attempt: str
+    cpu_ids: list[int]
 
 
 class SignalAttempt(msgspec.Struct, tag="signal"):
@@ -374,7 +392,7 @@ class PeTaskExited(msgspec.Struct, tag="pe_task_exited"):
 NodeMessage = (Hello | Heartbeat | Samples | Started | Suspended | Exiting | Progress | StagedChunk | StagedOut
                | Exited | Enforced | OutputRead | TerminalOutput | TerminalClosed | EventLogAppended
                | PeTaskExited)
-ControllerMessage = (Welcome | StartAttempt | SignalAttempt | Ack | ChunkKept
+ControllerMessage = (Welcome | StartAttempt | StartPromisedNow | SignalAttempt | Ack | ChunkKept
                      | ReadOutput | OpenTerminal | TerminalInput | CloseTerminal | AppendEventLog
                      | StartPeTask | StopPeTasks | SignalPeTasks)
 

@@ -67,6 +67,7 @@ CLEANUP = "cleanup"
 STAGE_IN = "stage_in"
 STOP_REQUEST = "stop_request"
 AFTER = "after"  # a promised attempt's: the name of the attempt whose end starts it (execd/attempts.py)
+MOVED = "moved"  # a promised attempt started in place: the CPU ids it was moved to (execd/attempts.py)
 SIGNAL = "signal"
 STAGED_OUT = "staged_out"
 RESERVE = "reserve"

@@ -37,7 +37,7 @@ PAYLOAD_COLUMNS = "job_id, script, environment, stage_in"
 TASK_COLUMNS = ("job_id", "idx", "state", "state_since", "attempt", "cancel_requested", "exit_status",
                 "requeue_requested", "hold_requested", "suspended_by")
 ATTEMPT_COLUMNS = ("job_id", "idx", "number", "node", "cpu_ids", "dispatched_at", "started_at", "ended_at",
-                   "exit", "usage", "cleanup", "gres", "others", "pe_tasks", "after")
+                   "exit", "usage", "cleanup", "gres", "others", "pe_tasks", "after", "moving_to")
 EVENT_COLUMNS = "seq, time, job_id, idx, attempt, kind, detail"
 
 
@@ -123,7 +123,8 @@ def attempt_row(a: Attempt) -> tuple[Any, ...]:
             dumps(a.cleanup) if a.cleanup is not None else None,
             dumps(a.gres) if a.gres else None,
             dumps([[node, list(cpu_ids)] for node, cpu_ids in a.others]) if a.others else None,
-            dumps(a.pe_tasks) if a.pe_tasks else None, a.after)
+            dumps(a.pe_tasks) if a.pe_tasks else None, a.after,
+            dumps(list(a.moving_to)) if a.moving_to is not None else None)
 
 
 def attempt_from_row(row: Sequence[Any]) -> Attempt:
@@ -136,6 +137,7 @@ def attempt_from_row(row: Sequence[Any]) -> Attempt:
         others=tuple((node, tuple(cpu_ids)) for node, cpu_ids in json.loads(row[12])) if len(row) > 12 and row[12] else (),
         pe_tasks=json.loads(row[13]) if len(row) > 13 and row[13] else [],
         after=row[14] if len(row) > 14 else None,
+        moving_to=tuple(json.loads(row[15])) if len(row) > 15 and row[15] else None,
     )
 
 

@@ -1,8 +1,9 @@
 """Promises on a real cluster ([scheduler] promises = true, one CPU): a node starts each promised
 task the moment the one before it ends, every task runs exactly once; a promised job cancelled
 before it starts never runs; and a node daemon killed with promises outstanding finds them in
-its spool when it comes back, each started once; and a promise whose followed attempt loses its
-shepherd to kill -9 starts on the room it leaves."""
+its spool when it comes back, each started once; a promise whose followed attempt loses its
+shepherd to kill -9 starts on the room it leaves; and a promise stranded by room freed beside it
+starts there in place, as the same attempt."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 from tests.helpers.attempts import shepherd_pid
 from tests.helpers.cluster import LocalCluster, serve
 from tests.helpers.wait import wait_until
+
+from drover.shepherd.setup import physical_cpus
 
 PROMISING = "[scheduler]\npromises = true\n"
 
@@ -99,14 +102,15 @@ def two_cpus(request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
     yield from serve(request, LocalCluster(cpus=2, config_toml=PROMISING))
 
 
-def test_a_promise_behind_a_long_job_starts_on_the_room_that_frees_beside_it(two_cpus: LocalCluster) -> None:
+def test_a_promise_behind_a_long_job_starts_in_place_on_the_room_that_frees_beside_it(two_cpus: LocalCluster) -> None:
     """Two CPUs, a long job and a short one running, a third promised behind the long one: when
-    the short one ends, the third starts on its room at once, not when the long one ends."""
+    the short one ends, the third starts on its CPU at once, as the same attempt (pinned there;
+    one row in `drover history`, no requeued one), not when the long one ends."""
     cluster = two_cpus
     long_gate, short_gate = cluster.workdir / "long-gate", cluster.workdir / "short-gate"
     long = cluster.submit("--", "sh", "-c", f"until [ -e {long_gate} ]; do sleep 0.02; done")
     short = cluster.submit("--", "sh", "-c", f"until [ -e {short_gate} ]; do sleep 0.02; done")
-    third = cluster.submit("-o", "third.out", "--", "echo", "ran")
+    third = cluster.submit("-o", "third.out", "--", "sh", "-c", "echo ran; grep Cpus_allowed_list /proc/self/status")
     wait_until(lambda: cluster.drover_json("show", str(third))["tasks"][0]["attempts"][-1].get("after") is not None,
                describe="the third job promised behind a running one")
     (promised,) = cluster.drover_json("show", str(third))["tasks"][0]["attempts"]
@@ -117,10 +121,16 @@ def test_a_promise_behind_a_long_job_starts_on_the_room_that_frees_beside_it(two
     try:
         wait_until(lambda: cluster.drover_json("show", str(third))["state"] == "completed",
                    describe="the third job run on the room freed beside its promise")
-        assert (cluster.workdir / "third.out").read_text() == "ran\n"
-        assert attempts_of(cluster, third) == [2]  # the promise taken back unstarted, then a start
-        assert f"attempt {third}.0.1: promise taken back" in (cluster.state_dir / "execd.log").read_text()
         assert cluster.drover_json("show", str(long if gate is long_gate else short))["state"] == "running"
+        ran, allowed = (cluster.workdir / "third.out").read_text().splitlines()
+        freed = cluster.drover_json("show", str(short if gate is long_gate else long))["tasks"][0]["attempts"][0]
+        (moved,) = cluster.drover_json("show", str(third))["tasks"][0]["attempts"]
+        assert ran == "ran" and moved["cpu_ids"] == freed["cpu_ids"] and moved.get("after") is None, moved
+        assert allowed.split()[-1] == ",".join(map(str, sorted(physical_cpus(freed["cpu_ids"])))), allowed
+        rows = cluster.drover_json("history", "--job", str(third))
+        assert [(row["attempt"], row["state"]) for row in rows] == [(1, "completed")], rows
+        kinds = [event["kind"] for event in cluster.drover_json("events", str(third))]
+        assert "promise_started_in_place" in kinds and "promise_taken_back" not in kinds, kinds
+        assert f"attempt {third}.0.1: started in place on CPUs" in (cluster.state_dir / "execd.log").read_text()
     finally:
         gate.touch()
-    assert cluster.drover("wait", str(long), str(short)).returncode == 0

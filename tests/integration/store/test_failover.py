@@ -149,7 +149,7 @@ def test_promises_held_by_the_node_outlive_the_active_controller(request: pytest
     promises (the attempts' `after`), a cancel through it takes one back before it starts, and
     when the gate of the job the other follows opens the node starts it, and it runs once; every
     attempt is recorded once. (The other gate opens after it: a room freed beside a promise
-    would take the promise back, docs/scheduling.md, which is not what this test is about.)"""
+    would start the promise there in place, docs/scheduling.md, which is not what this test is about.)"""
     with _cluster(request, postgres_url, controller_toml="[scheduler]\npromises = true\n") as cluster:
         gates = [cluster.workdir / "gate-1", cluster.workdir / "gate-2"]
         first = [cluster.submit("--", "sh", "-c", f"until [ -e {gate} ]; do sleep 0.05; done") for gate in gates]

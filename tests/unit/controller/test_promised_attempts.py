@@ -13,8 +13,14 @@ from tests.helpers.controller_world import World, world  # noqa: F401  (a fixtur
 from drover.config_schema import SchedulerSection
 from drover.controller.handlers import dispatch
 from drover.controller.handlers.dispatch import OrderOptions
-from drover.controller.handlers.node_reports import drain_node
-from drover.protocol.node_channel import KnownAttempt, SignalAttempt, StartAttempt
+from drover.controller.handlers.node_reports import drain_node, on_reports
+from drover.protocol.node_channel import (
+    KnownAttempt,
+    SignalAttempt,
+    StartAttempt,
+    Started,
+    StartPromisedNow,
+)
 
 PROMISING = OrderOptions(1.0, scheduler=SchedulerSection(promises=True))
 
@@ -179,24 +185,29 @@ def two_cpus_one_promise(world: World) -> tuple[str, str, StartAttempt, int]:  #
     return long_attempt, short_attempt, promised, third
 
 
-def test_a_promise_behind_a_long_job_is_taken_back_when_room_frees_beside_it(world: World) -> None:  # noqa: F811
+def test_a_promise_behind_a_long_job_starts_in_place_when_room_frees_beside_it(world: World) -> None:  # noqa: F811
     """A promise must not make its task wait longer than no promise would: when the short job
-    ends first, its room is free while the promised task still waits for the long one. The
-    promise is taken back, the room kept for it, and the task starts there once its node says
-    the promised attempt is gone."""
+    ends first, its room is free while the promised task still waits for the long one. Its node
+    is told to start it there now, as the same attempt; the room is kept for it meanwhile, and
+    once its node says it started there it holds that room and follows no one."""
     long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
+    short_cpus = world.state.attempt_by_name(short_attempt).cpu_ids  # type: ignore[union-attr]
     world.exited(short_attempt)
     before = len(world.sent)
     (also,) = world.submit()  # ranks behind the promised task: it must not take the freed room
     assert world.schedule() == []
-    stops = [s.message for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
-    assert [(s.attempt, s.action, s.why) for s in stops] == [(promised.attempt, "terminate", "requeue")]
-    assert "promise_taken_back" in world.event_kinds(third)
+    orders = [s.message for s in world.sent[before:] if isinstance(s.message, (SignalAttempt, StartPromisedNow))]
+    assert orders == [StartPromisedNow(promised.attempt, list(short_cpus))]
+    assert "promise_started_in_place" in world.event_kinds(third)
+    assert "promise_taken_back" not in world.event_kinds(third)
     assert world.schedule() == []  # the room stays kept until the node answers
-    world.exited(promised.attempt, TAKEN_BACK)
-    started, promised_next = world.schedule()
-    assert (started.attempt, started.after) == (f"{third}.0.2", None)  # on the freed room, at once
-    assert promised_next.attempt == f"{also}.0.1" and promised_next.after in (long_attempt, started.attempt)
+    world.run(on_reports(world.state, "n1", [Started(promised.attempt, 5, world.now, moved=True)], world.now))
+    moved = world.state.attempt_by_name(promised.attempt)
+    assert moved is not None and moved.cpu_ids == short_cpus and moved.after is None and moved.moving_to is None
+    assert not world.state.followers
+    (promised_next,) = world.schedule()
+    assert promised_next.attempt == f"{also}.0.1" and promised_next.after in (long_attempt, promised.attempt)
+    assert [attempt.number for attempt in world.store.attempts_of(third)] == [1]  # one attempt, no requeue
 
 
 def test_a_stranded_promise_stays_when_a_job_before_it_waits_for_the_room(world: World) -> None:  # noqa: F811
@@ -264,7 +275,7 @@ def test_the_planners_order_is_built_only_when_a_promise_is_stranded(world: Worl
     world.exited(short_attempt)
     world.schedule()
     assert built == [1]  # the short job's room is free: the promise is stranded, the order built once
-    assert "promise_taken_back" in world.event_kinds(third)
+    assert "promise_started_in_place" in world.event_kinds(third)
 
 
 def test_nothing_is_promised_on_a_node_back_with_fewer_cpus_than_its_attempts_hold(world: World) -> None:  # noqa: F811

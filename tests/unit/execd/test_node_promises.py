@@ -208,3 +208,127 @@ def test_a_node_that_leaves_ends_its_attempts_and_takes_its_promises_back(tmp_pa
         attempts.close()
 
     asyncio.run(scenario(spawner))
+
+
+def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given(tmp_path: Path,
+                                                                                 spawner: Spawner) -> None:
+    """StartPromisedNow: room was freed beside the promise while the attempt it follows runs on.
+    It starts now, as the same attempt, its config's CPUs rewritten and its `after` record gone;
+    its Started report says it moved; a repeat of the order changes nothing."""
+    from drover.protocol.node_channel import Started, StartPromisedNow
+
+    gate = tmp_path / "gate"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
+    make_spool(tmp_path, "echo second\n", name=SECOND, stdout=str(tmp_path / "second.out"), cpu_ids=[0])
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+    Path(second.record(layout.AFTER)).write_text(FIRST)  # as the order's preparation writes it
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        attempts._start_or_wait(second, FIRST)
+        assert SECOND in attempts.promised
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
+        assert spawner.started == [FIRST, SECOND] and SECOND not in attempts.promised
+        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [1]
+        assert not Path(second.record(layout.AFTER)).exists()
+        await until(lambda: any(isinstance(m, Started) and m.attempt == SECOND for m in sent))
+        (started,) = [m for m in sent if isinstance(m, Started) and m.attempt == SECOND]
+        assert started.moved
+        await until(lambda: SECOND in cleanup.begun)
+        assert (tmp_path / "second.out").read_text() == "second\n"
+        assert FIRST not in cleanup.begun  # the one it followed runs on
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))  # a repeat after a reconnect
+        assert spawner.started == [FIRST, SECOND]
+        gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        assert spawner.started == [FIRST, SECOND]  # not started a second time when the first ends
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_the_order_to_start_in_place_is_ignored_for_a_promise_that_started_already(tmp_path: Path,
+                                                                                  spawner: Spawner) -> None:
+    """The attempt it followed ended before the order came: it started as promised, on its own
+    CPUs, and the order changes nothing of it."""
+    from drover.protocol.node_channel import Started, StartPromisedNow
+
+    make_spool(tmp_path, "true\n", name=FIRST, cpu_ids=[0])
+    make_spool(tmp_path, "sleep 0.5\n", name=SECOND, cpu_ids=[0])
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+    Path(second.record(layout.AFTER)).write_text(FIRST)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        attempts._start_or_wait(second, FIRST)
+        await until(lambda: spawner.started == [FIRST, SECOND])  # the first ended: the promise started
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
+        assert spawner.started == [FIRST, SECOND]
+        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [0]
+        assert not Path(second.record(layout.MOVED)).exists()
+        await until(lambda: any(isinstance(m, Started) and m.attempt == SECOND for m in sent))
+        assert not [m for m in sent if isinstance(m, Started) and m.attempt == SECOND and m.moved]
+        await until(lambda: SECOND in cleanup.begun)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_a_restarted_node_finishes_a_start_in_place_it_was_told_of(tmp_path: Path, spawner: Spawner) -> None:
+    """The node daemon stopped after recording the move, before the config was rewritten: the
+    one started after it finishes the move and starts the attempt at once, saying it moved."""
+    gate = tmp_path / "gate"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
+    make_spool(tmp_path, "echo second\n", name=SECOND, cpu_ids=[0])
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+    Path(second.record(layout.AFTER)).write_text(FIRST)
+    Path(second.record(layout.MOVED)).write_text("[1]")
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        before = attempts_on(tmp_path, spawner, cleanup, sent)
+        before._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        await until(lambda: Path(layout.SpoolDir(str(tmp_path), FIRST).record(layout.PID)).exists())
+        before.close()
+        after = attempts_on(tmp_path, spawner, cleanup, sent)
+        after.recover()
+        assert spawner.started == [FIRST, SECOND] and not after.promised
+        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [1]
+        assert not Path(second.record(layout.AFTER)).exists()
+        assert {known.attempt: known.moved for known in after.known()} == {FIRST: False, SECOND: True}
+        gate.touch()
+        await until(lambda: SECOND in cleanup.begun and FIRST in cleanup.begun)
+        after.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_an_order_to_start_in_place_on_other_than_as_many_cpus_is_refused(tmp_path: Path, spawner: Spawner) -> None:
+    """The order gives as many CPUs as the attempt holds, each once: one that does not is
+    refused, and the attempt stays promised, its config as it was."""
+    from drover.protocol.node_channel import StartPromisedNow
+
+    gate = tmp_path / "gate"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
+    make_spool(tmp_path, "true\n", name=SECOND, cpu_ids=[0])
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
+        attempts._start_or_wait(second, FIRST)
+        for cpu_ids in ([1, 2], [], [-1]):
+            attempts.start_promised_now(StartPromisedNow(SECOND, cpu_ids))
+        assert SECOND in attempts.promised and spawner.started == [FIRST]
+        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [0]
+        assert not Path(second.record(layout.MOVED)).exists()
+        gate.touch()
+        await until(lambda: SECOND in cleanup.begun)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))

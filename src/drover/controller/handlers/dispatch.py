@@ -100,7 +100,8 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         return outcome  # nothing changed and nothing can start or be promised: the last pass's reasons hold
     full = cache.everything  # a working set just loaded: every job gets its reason at once
     _refresh(state, outcome, store, now, orders)
-    kept = _stranded_promises(state, outcome, now, orders) if promising and state.followers else {}
+    kept = (_stranded_promises(state, outcome, now, orders) if promising and state.followers
+            else promises.moving_room(state))
     if not cache.items:
         state.pending_reasons = {}
         state.wake_at = None
@@ -145,24 +146,25 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
 
 
 def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[Succession, ...] = (),
-              kept: Resources | None = None) -> NodeView:
+              kept: promises.Kept | None = None) -> NodeView:
     """A node as the planner sees it: what is really free there, even while the running attempts
     hold more than the node now has (core/node.py); `successions`: the attempts a task may be
-    promised to follow there (handlers/promises.py); `kept`: free room kept for the tasks whose
-    promise was taken back to start there (promises.stranded), which no one else may take."""
+    promised to follow there (handlers/promises.py); `kept`: free room kept for the promises
+    told to start there in place, and for the tasks whose promise was taken back to start there
+    (promises.stranded), which no one else may take."""
     free, free_cpu_ids = node.free, node.free_cpu_ids()
     if kept:
-        free = free - kept
-        free_cpu_ids = frozenset(sorted(free_cpu_ids)[kept.cpus:])
+        free = kept.left_of(free)
+        free_cpu_ids = frozenset(kept.free_cpu_ids(free_cpu_ids))
     return NodeView(node.name, node.state, node.total, free, free_cpu_ids, tuple(releases),
                     node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
                     node.overdrawn, successions, node.ends_at if node.ends_at is not None else math.inf)
 
 
 def _stranded_promises(state: ControllerState, outcome: Outcome, now: float,
-                       orders: OrderOptions) -> dict[str, Resources]:
-    """promises.stranded, in the planner's order: a promised task takes back its promise to
-    start on room freed beside it, unless a waiting job ranks before it. The order is built only
+                       orders: OrderOptions) -> dict[str, promises.Kept]:
+    """promises.stranded, in the planner's order: a promised task starts in place on room freed
+    beside it, unless a waiting job ranks before it. The order is built only
     when some promise is stranded: most passes with promises outstanding have none."""
 
     def make_rank() -> promises.Rank:

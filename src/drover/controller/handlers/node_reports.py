@@ -49,6 +49,7 @@ from drover.protocol.node_channel import (
     SignalAttempt,
     StagedOut,
     Started,
+    StartPromisedNow,
     Suspended,
     Welcome,
 )
@@ -73,6 +74,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         state.recount_nodes()
     node.features = frozenset(hello.features)
     node.ends_at = hello.ends_at
+    node.starts_in_place = hello.starts_in_place
     if node.state is NodeState.DOWN:
         node.apply(NodeTrigger.CONNECT)  # a node in ERROR stays so until an operator resumes it
         if node.drain is not None:  # drained before it went away: still drained
@@ -85,12 +87,13 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     outcome.send(node.name, Welcome(node.name, heartbeat_s, staged_chunks=True))
     known = {item.attempt: item.running for item in hello.attempts}
     promised = {item.attempt for item in hello.attempts if item.promised}  # held, not started
+    moved = {item.attempt for item in hello.attempts if item.moved}  # started in place
     tasks = _sent_to(state, node, created)
     # The orders it never got are sent again: their jobs' payloads in one read.
     payloads = store.job_payloads(sorted({job.id for job, task in tasks if _order_lost(state, node, task, known)}))
     for job, task in tasks:
         try:
-            _reattach(state, outcome, node, job, task, known, promised, now, orders, payloads)
+            _reattach(state, outcome, node, job, task, known, promised, now, orders, payloads, moved)
         except Exception as error:  # this job only: the shell fails it; the node's others go on
             outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
@@ -135,9 +138,13 @@ def _order_lost(state: ControllerState, node: Node, task: Task, known: dict[str,
 
 
 def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, task: Task, known: dict[str, bool],
-              promised: set[str], now: float, orders: OrderOptions, payloads: Mapping[int, JobPayload]) -> None:
+              promised: set[str], now: float, orders: OrderOptions, payloads: Mapping[int, JobPayload],
+              moved: frozenset[str] | set[str] = frozenset()) -> None:
     """One task's attempt on a node that said hello: its order sent again, lost or started (a
-    promised one the node holds is neither: it starts when the one it follows ends)."""
+    promised one the node holds is neither: it starts when the one it follows ends). A promise
+    told to start in place whose node has not said it started is told again (the order is
+    ignored where it started meanwhile); one the node says started is taken as started, moved
+    or not (`moved`: its Started report may have been lost)."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
@@ -149,14 +156,19 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
                 raise LookupError(f"the store holds no script for job {job.id}")
             outcome.send(node.name, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
                                                 queue_of(state, job, orders)))
+            if attempt.moving_to is not None:
+                outcome.send(node.name, StartPromisedNow(attempt.name, list(attempt.moving_to)))
         else:
             lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
                          orders.exits)
             return
     elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
         attempt.started_at = attempt.started_at or now
+        promises.started(state, job, attempt, attempt.name in moved)
         outcome.changes.attempt(attempt)
         change_task(outcome, task, Trigger.START, now, job)
+    elif attempt.name in promised and attempt.moving_to is not None:
+        outcome.send(node.name, StartPromisedNow(attempt.name, list(attempt.moving_to)))
     if task.cancel_requested or task.requeue_requested or task.hold_requested:
         outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
 
@@ -437,6 +449,8 @@ def _started(state: ControllerState, outcome: Outcome, report: Started, now: flo
         return  # late or repeated
     attempt.started_at = report.started_at
     attempt.pty_socket = report.pty_socket
+    if job is not None:
+        promises.started(state, job, attempt, report.moved)  # a promise told to start in place
     outcome.changes.attempt(attempt)
     change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid)
     if task.suspended_by:  # its queue instance was suspended while its prolog ran: frozen as it starts

@@ -8,12 +8,20 @@ follower that ends before that (taken back by a cancel or a hold) gives nothing 
 held nothing. `ControllerState.followers` says who follows whom (controller/followers.py), in
 memory only: rebuilt from the attempts' `after` whenever the nodes are recounted (a reload, a
 failover).
+
+A promise stranded by room freed beside it on its node (promises.stranded) is started there in
+place: the controller picks the free CPUs, keeps them for it (`Attempt.moving_to`, stored, and
+`ControllerState.moving`), and tells the node to start it now (StartPromisedNow). When the node
+says it started, moved (promises.started), it follows no one and holds the new room; started as
+promised before the order came, the room kept is simply let go.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from drover.controller.effects import Outcome
 from drover.controller.followers import attempt_key
@@ -23,9 +31,35 @@ from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.resources import Resources
-from drover.protocol.node_channel import SignalAttempt
+from drover.protocol.node_channel import SignalAttempt, StartPromisedNow
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import Succession
+
+log = logging.getLogger("drover.controller")
+
+
+@dataclass(slots=True)
+class Kept:
+    """Free room on a node that no job may take in this pass: kept for the promises taken back
+    to start there, whose node has not said so yet (CPUs by count), and for those told to start
+    there in place (`cpu_ids`: the very CPUs each was given)."""
+
+    room: Resources = field(default_factory=Resources)
+    cpu_ids: frozenset[int] = frozenset()
+
+    def add(self, need: Resources, cpu_ids: tuple[int, ...] = ()) -> None:
+        self.room = self.room + need
+        self.cpu_ids = self.cpu_ids | frozenset(cpu_ids)
+
+    def left_of(self, free: Resources) -> Resources:
+        """What of `free` is not kept (nothing below none: a node back smaller keeps what it can)."""
+        return Resources(max(free.cpus - self.room.cpus, 0), max(free.memory_mib - self.room.memory_mib, 0))
+
+    def free_cpu_ids(self, free_cpu_ids: frozenset[int]) -> list[int]:
+        """Of the free CPU ids, those not kept: the named ones left out, then as many of the lowest
+        as are kept by count."""
+        unnamed = max(self.room.cpus - len(self.cpu_ids), 0)
+        return sorted(free_cpu_ids - self.cpu_ids)[unnamed:]
 
 
 def key_of(attempt: Attempt) -> tuple[int, int, int]:
@@ -60,6 +94,9 @@ def take(state: ControllerState, job: Job, attempt: Attempt) -> None:
 
 def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
     """The attempt gives back what it holds, and its follower, if one waits, takes the room."""
+    if attempt.moving_to is not None:  # it ends before its node said it started in place: let the room go
+        attempt.moving_to = None
+        state.moving.discard(key_of(attempt))
     followed = attempt_key(attempt.after) if attempt.after is not None else None
     if followed is not None and state.followers.get(followed) == key_of(attempt):
         state.followers.pop(followed)  # it ends before it started: it held nothing
@@ -79,7 +116,9 @@ def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
 
 def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tuple[Succession, ...]:
     """The attempts holding room on `node` that a task may be promised to follow: none follows
-    them yet, they hold no devices, no whole node and no other node. None on a node whose
+    them yet, they hold no devices, no whole node and no other node, and none is a promise told
+    to start in place whose node has not said so (it holds the room of the one it followed for
+    now, and will not run on those CPUs). None on a node whose
     running attempts hold more than it now offers (it came back smaller, core/node.py): the room
     they give back pays that back first, and a follower would take it over at once."""
     if node.overdrawn != Resources():
@@ -88,7 +127,7 @@ def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tupl
     for key in node.holders:
         attempt, job = state.attempts.get(key), state.jobs.get(key[0])
         if (attempt is None or job is None or attempt.node != node.name or attempt.others or attempt.gres
-                or key in state.followers or resource_requests.of_job(job).exclusive):
+                or key in state.followers or attempt.moving_to is not None or resource_requests.of_job(job).exclusive):
             continue
         limit = job.spec.time_limit_s
         began = attempt.started_at or attempt.dispatched_at
@@ -134,28 +173,33 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
 
 
 def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Callable[[], Rank],
-             first_waiting: Callable[[Rank], tuple[float, float, int] | None]) -> dict[str, Resources]:
-    """Take back a promise whose task could start now: room it fits is free on its node (another
-    attempt there ended before the one it follows, which may run for hours), and no waiting job
-    ranks before it (`first_waiting`: the best place among the waiting jobs by the rank given).
-    The node ends the promised attempt before it starts and the task waits again, first in the
-    planner's order, for that room. Returns the room kept on each node for the tasks taken back
-    this way whose node has not yet said so, so that no job ranked behind them takes it meanwhile.
-    The planner's order (`make_rank`: its weights over every owner, dear to build) is built only
-    when a promise is stranded, not on every pass that has promises outstanding."""
-    kept: dict[str, Resources] = {}
+             first_waiting: Callable[[Rank], tuple[float, float, int] | None]) -> dict[str, Kept]:
+    """Start in place a promise whose task could start now: room it fits is free on its node
+    (another attempt there ended before the one it follows, which may run for hours), and no
+    waiting job ranks before it (`first_waiting`: the best place among the waiting jobs by the
+    rank given). The controller picks the free CPUs, keeps them for it, and tells the node to
+    start it there now, as the same attempt (StartPromisedNow): no round trip, no new attempt.
+    A node whose hello did not say it takes that order (an earlier version) has the promise
+    taken back instead, its room kept until the node has ended it, for the task to start there.
+    Returns the room kept on each node: for those told so, this pass or before, whose node has
+    not said they started, and for tasks whose promise was taken back to start there (by a job
+    that outranked it) whose node has not said so, so that no job ranked behind them takes it
+    meanwhile. The planner's order (`make_rank`: its weights over every owner, dear to build) is
+    built only when a promise is stranded, not on every pass that has promises outstanding."""
+    kept = moving_room(state)
     candidates: list[tuple[Attempt, Task, Job]] = []
     for key in list(state.followers.values()):
         follower, job = state.attempts.get(key), state.jobs.get(key[0])
         task = job.tasks.get(key[1]) if job is not None else None
-        if follower is None or job is None or task is None or not _unstarted(follower, task):
+        if (follower is None or job is None or task is None or not _unstarted(follower, task)
+                or follower.moving_to is not None):
             continue
         node = state.nodes.get(follower.node)
         need = Resources(job.resources.cpus, job.resources.memory_mib)
-        if node is None or not node.state.accepts_work or not need.fits_in(node.free - kept.get(node.name, Resources())):
+        if node is None or not node.state.accepts_work or not need.fits_in(_left(kept, node)):
             continue
         if task.requeue_requested and not (task.cancel_requested or task.hold_requested):
-            kept[node.name] = kept.get(node.name, Resources()) + need  # taken back, its node not yet heard
+            kept.setdefault(node.name, Kept()).add(need)  # taken back, its node not yet heard
         elif _still_promised(follower, task):
             candidates.append((follower, task, job))
     if not candidates:
@@ -167,11 +211,82 @@ def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Ca
     for place, follower, task, job in stranded_now:
         node = state.nodes[follower.node]
         need = Resources(job.resources.cpus, job.resources.memory_mib)
-        if (best_waiting is not None and best_waiting < place) or not need.fits_in(node.free - kept.get(node.name, Resources())):
+        if (best_waiting is not None and best_waiting < place) or not need.fits_in(_left(kept, node)):
             continue
-        kept[node.name] = kept.get(node.name, Resources()) + need
-        _take_back(outcome, follower, task, now, why=f"room is free on {node.name}: it starts there now")
+        if not node.starts_in_place:  # a node daemon of an earlier version: taken back, the room kept
+            kept.setdefault(node.name, Kept()).add(need)
+            _take_back(outcome, follower, task, now, why=f"room is free on {node.name}: it starts there now")
+            continue
+        free = kept.get(node.name, Kept()).free_cpu_ids(node.free_cpu_ids())
+        if len(free) < need.cpus:
+            continue
+        cpu_ids = tuple(free[:need.cpus])
+        kept.setdefault(node.name, Kept()).add(need, cpu_ids)
+        _start_in_place(state, outcome, follower, task, cpu_ids, now)
     return kept
+
+
+def moving_room(state: ControllerState) -> dict[str, Kept]:
+    """The room kept on each node for the promises told to start in place whose node has not
+    said they started: their very CPUs, and their memory. `ControllerState.moving` names them
+    (rebuilt from `Attempt.moving_to` on a reload or a failover); one no longer its task's
+    active attempt is forgotten."""
+    kept: dict[str, Kept] = {}
+    for key in list(state.moving):
+        attempt, job = state.attempts.get(key), state.jobs.get(key[0])
+        task = job.tasks.get(key[1]) if job is not None else None
+        if (attempt is None or job is None or task is None or attempt.moving_to is None
+                or not task.state.is_active or task.attempt != key[2]):
+            state.moving.discard(key)
+            continue
+        kept.setdefault(attempt.node, Kept()).add(Resources(len(attempt.moving_to), job.resources.memory_mib),
+                                                  attempt.moving_to)
+    return kept
+
+
+def started(state: ControllerState, job: Job, attempt: Attempt, moved: bool) -> None:
+    """A promise told to start in place has started (its node's Started report, or its hello).
+    Moved: it follows no one now and holds its new CPUs; if the one it followed had ended first
+    (its end handled before this report), it took that one's room then, and gives it back now.
+    Not moved (the one it followed ended before the order came, and its node started it as
+    promised): the room kept for it is let go. Either way the move is over."""
+    target = attempt.moving_to
+    if target is None:
+        if moved:
+            log.warning("attempt %s: its node says it started in place, which it was never told: ignored",
+                        attempt.name)
+        return
+    key = key_of(attempt)
+    attempt.moving_to = None
+    state.moving.discard(key)
+    if not moved:
+        return
+    followed = attempt_key(attempt.after) if attempt.after is not None else None
+    if followed is not None and state.followers.get(followed) == key:
+        state.followers.pop(followed)  # it held nothing
+    elif holds_room(state, attempt):  # the room of the one it followed, taken when that one ended
+        node = state.nodes[attempt.node]
+        node.give_back(attempt.cpu_ids, job.resources.memory_mib, None, key)
+    attempt.cpu_ids = target
+    attempt.after = None
+    take(state, job, attempt)
+
+
+def _left(kept: Mapping[str, Kept], node: Node) -> Resources:
+    held = kept.get(node.name)
+    return held.left_of(node.free) if held is not None else node.free
+
+
+def _start_in_place(state: ControllerState, outcome: Outcome, follower: Attempt, task: Task,
+                    cpu_ids: tuple[int, ...], now: float) -> None:
+    """Tell the node to start the promised attempt now on `cpu_ids`, kept for it until it says
+    it started (stored: a controller that takes over keeps them too, and tells the node again)."""
+    follower.moving_to = cpu_ids
+    state.moving.add(key_of(follower))
+    outcome.changes.attempt(follower)
+    outcome.changes.event(now, "promise_started_in_place", task.job_id, task.index, task.attempt,
+                          node=follower.node, cpu_ids=list(cpu_ids), instead_of=follower.after)
+    outcome.send(follower.node, StartPromisedNow(follower.name, list(cpu_ids)))
 
 
 def taken_back_on(state: ControllerState, outcome: Outcome, node: str, now: float, why: str,
@@ -193,8 +308,11 @@ def _unstarted(follower: Attempt, task: Task) -> bool:
 
 
 def _still_promised(follower: Attempt, task: Task) -> bool:
-    """The promised attempt has not started, and no stop of its task is under way."""
-    return _unstarted(follower, task) and not (task.requeue_requested or task.cancel_requested or task.hold_requested)
+    """The promised attempt has not started, it was not told to start in place (a start that
+    may have happened on its node already: it is not taken back), and no stop of its task is
+    under way."""
+    return (_unstarted(follower, task) and follower.moving_to is None
+            and not (task.requeue_requested or task.cancel_requested or task.hold_requested))
 
 
 def _take_back(outcome: Outcome, follower: Attempt, task: Task, now: float, **fields: object) -> None:
