@@ -297,3 +297,31 @@ def test_nothing_is_promised_on_a_node_back_with_fewer_cpus_than_its_attempts_ho
     assert world.state.nodes["n1"].overdrawn.cpus == 0
     (promised,) = world.schedule()
     assert promised.attempt == f"{later}.0.1" and promised.after == second.attempt
+
+
+def test_a_promise_is_not_taken_back_for_an_array_task_of_the_same_priority_its_limit_now_lets_start(
+        world: World) -> None:  # noqa: F811
+    """An array of 6 at most 2 at once (64 MiB each) and two jobs of no memory behind it, on two
+    CPUs: two tasks run and each job is promised behind one (the array's others wait at its %2).
+    The first task ends: its follower starts there, the %2 lifts, and the array's next task,
+    which ranks first only by its submission, waits for room. It fits only behind the other
+    task, where the second job holds a promise: that promise stays (it was taken back for the
+    array's task, a round trip and a requeued row in drover history for a job that never ran),
+    and the array's task is promised the next room in turn."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    (array,) = world.submit(array="1-6%2", memory_mib=64)
+    first_job, second_job = world.submit() + world.submit()
+    starts = world.schedule()
+    running = sorted(s.attempt for s in starts if s.after is None)
+    promised = {s.attempt: s.after for s in starts if s.after is not None}
+    assert len(running) == 2 and set(promised) == {f"{first_job}.0.1", f"{second_job}.0.1"}
+    for attempt in running:
+        world.started(attempt)
+    freed = promised[f"{first_job}.0.1"]
+    world.started(f"{first_job}.0.1")  # its node starts it the moment the task it follows is gone
+    world.exited(freed)
+    before = len(world.sent)
+    world.schedule()
+    assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
+    assert "promise_taken_back" not in world.event_kinds(second_job)

@@ -141,25 +141,32 @@ Rank = Callable[[Job], tuple[float, float, int]]  # a job's place in the planner
 
 def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, PendingReason], now: float,
               rank: Rank) -> None:
-    """Take back a promise that a waiting job now outranks (submitted since with a higher
-    priority, or raised above it): the first job in the planner's order that waits for room
-    gets the room of the lowest-ranked promised task whose job ranks below it and whose room
-    it fits, one a pass. The node ends that attempt before it starts and the task waits again,
-    as a requeue (the stop's why), to be planned in its turn; nothing of it ran. `rank` is the
-    planner's order (its multifactor priority where weights are set: dispatch.planner_rank), so
-    that what is taken back is what the planner would not promise again."""
+    """Take back a promise that a waiting job now outranks by its priority (submitted since with a
+    higher priority, raised above it, or, with fair share or age weighed, risen above it): the
+    first job in the planner's order that waits for room gets the room of the lowest-ranked
+    promised task whose job's priority is below its own and whose room it fits, one a pass. The
+    node ends that attempt before it starts and the task waits again, as a requeue (the stop's
+    why), to be planned in its turn; nothing of it ran. `rank` is the planner's order (its
+    multifactor priority where weights are set: dispatch.planner_rank), so that what is taken
+    back is what the planner would not promise again.
+    A job of the same priority that ranks first only by its submission does not take a promise
+    back: it was not in line for the room when the promise was made (held by its array's
+    %limit, a queue's or user's limit, a licence, a dependency or its begin time), and becoming
+    eligible since puts it in line for the next room, as a start made a moment earlier would."""
     place = rank
-    waiting = sorted((state.jobs[job_id] for job_id, reason in reasons.items()
-                      if reason is PendingReason.RESOURCES and job_id in state.jobs), key=place)
-    if not waiting or not state.followers:
+    if not state.followers:
         return
-    head = waiting[0]
+    head = min((state.jobs[job_id] for job_id, reason in reasons.items()
+                if reason is PendingReason.RESOURCES and job_id in state.jobs), key=place, default=None)
+    if head is None:
+        return
+    priority = place(head)[0]
     candidates = []
     for followed_key, key in state.followers.items():
         follower, job, followed = state.attempts.get(key), state.jobs.get(key[0]), state.attempts.get(followed_key)
         task = job.tasks.get(key[1]) if job is not None else None
         if (follower is None or job is None or followed is None or task is None
-                or not _still_promised(follower, task) or place(job) <= place(head)):
+                or not _still_promised(follower, task) or place(job)[0] <= priority):
             continue
         room = state.jobs.get(followed.job_id)
         if room is None or head.resources.cpus > len(followed.cpu_ids) or \
