@@ -72,10 +72,12 @@ class Tallies:
             detail = event.detail
             trigger = detail.get("trigger")
             if trigger is not None:
+                if trigger == "dispatch" and "promised_behind" not in detail or trigger == "start" and detail.get("promised"):
+                    self.attempts_started += 1  # dispatched to start now, or promised and started by its node
                 if trigger == "dispatch":
-                    self.attempts_started += 1
                     self.backfill_starts += 1 if detail.get("backfill") else 0
-                elif detail.get("before") in _ATTEMPT_STATES and detail.get("after") not in _ATTEMPT_STATES:
+                elif (detail.get("before") in _ATTEMPT_STATES and detail.get("after") not in _ATTEMPT_STATES
+                      and not detail.get("promise_unstarted")):
                     self.attempts_ended[event.kind] += 1
                     if trigger == "requeue":
                         self.requeued += 1

@@ -325,3 +325,22 @@ def test_a_promise_is_not_taken_back_for_an_array_task_of_the_same_priority_its_
     world.schedule()
     assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
     assert "promise_taken_back" not in world.event_kinds(second_job)
+
+
+def test_the_metrics_count_a_promised_attempt_as_started_when_its_node_starts_it_and_a_taken_back_one_never(
+        world: World) -> None:  # noqa: F811
+    """drover_attempts_started_total counts what started: a promised attempt when its node
+    starts it, not when it is promised (a job shown pending must not be counted as started),
+    and a promise taken back before it started is neither started nor ended."""
+    running, promised, jobs = one_cpu_busy(world)
+    tallies = world.state.tallies
+    assert tallies.attempts_started == 1  # the running one; the promised one waits
+    world.act("cancel", str(jobs[1]))  # taken back before it started
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": None, "timed_out": False,
+                                    "terminated": True, "out_of_memory": False})
+    assert tallies.attempts_started == 1 and sum(tallies.attempts_ended.values()) == 0
+    (again,) = world.schedule()  # the next job is promised behind the running one
+    assert again.after == running
+    world.started(again.attempt)  # its node starts it as the first one ends
+    world.exited(running)
+    assert tallies.attempts_started == 2 and tallies.attempts_ended == {"completed": 1}

@@ -407,6 +407,8 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
         detail["others"] = {node: list(cpu_ids) for node, cpu_ids in start.others}
     if backfilled:
         detail["backfill"] = True
+    if start.after is not None:  # promised: it starts when that attempt ends (the metrics count it then)
+        detail["promised_behind"] = start.after
     change_task(outcome, task, Trigger.DISPATCH, now, node=start.node, cpu_ids=list(start.cpu_ids), **detail)
     attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres,
                       others=start.others, after=start.after)

@@ -449,10 +449,11 @@ def _started(state: ControllerState, outcome: Outcome, report: Started, now: flo
         return  # late or repeated
     attempt.started_at = report.started_at
     attempt.pty_socket = report.pty_socket
+    promised = {"promised": True} if attempt.after is not None else {}  # the metrics count it as it starts
     if job is not None:
         promises.started(state, job, attempt, report.moved)  # a promise told to start in place
     outcome.changes.attempt(attempt)
-    change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid)
+    change_task(outcome, task, Trigger.START, now, job, job_pid=report.job_pid, **promised)
     if task.suspended_by:  # its queue instance was suspended while its prolog ran: frozen as it starts
         if job is not None and checkpoints.migrates_on_suspend(job):
             migrate_task(state, outcome, task, now)
@@ -625,6 +626,8 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
     detail: dict[str, Any] = {"reason": why} if why else {}
     if trigger is Trigger.ERROR_HOLD:  # what `drover why` says of the hold: what exited how, and whose rule
         detail["cause"], detail["requeue_held"] = error_hold_cause(facts, semantics)
+    if attempt.after is not None and attempt.started_at is None:
+        detail["promise_unstarted"] = True  # taken back before it started: the metrics never counted it
     after = change_task(outcome, task, trigger, now, **detail)
     release_attempt(state, job, task)
     if after in (JobState.PENDING, JobState.HELD):

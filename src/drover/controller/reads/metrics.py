@@ -100,8 +100,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef("drover_store_size_bytes", GAUGE, (),
               "The store's file and its write-ahead log (SQLite; a PostgreSQL store is not measured here)", "bytes"),
     # Attempts and their cleanup, as the committed changes say.
-    MetricDef("drover_attempts_started", COUNTER, (), "Attempts the planner started (dispatched to a node; a "
-              "promised one when its node is given its order, a promise taken back then ending as requeued)"),
+    MetricDef("drover_attempts_started", COUNTER, (), "Attempts the planner started (dispatched to a node to start "
+              "now; a promised one when its node starts it, so a promise taken back is not counted)"),
     MetricDef("drover_attempts_ended", COUNTER, ("outcome",),
               "Attempts ended, by what ended them: completed, failed, timed_out, out_of_memory, cancelled, "
               "node_failed, requeued, held, held_in_error"),
