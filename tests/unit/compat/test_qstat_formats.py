@@ -111,3 +111,19 @@ def test_qacct_record() -> None:
     killed = a_task(0, "cancelled", signal=9, terminated=True, ended_at=T0 + 101)
     text = qacct.showjob(qacct.Record(a_job(20), killed, killed.attempts[0]), "users")
     assert "\nfailed       100 : assumedly after job\n" in text and "\nexit_status  137 " in text
+
+
+def test_qacct_has_no_record_of_an_attempt_stopped_before_its_job_started() -> None:
+    """A promise taken back (or a dispatched task cancelled before its shepherd began) ended with
+    no status of its own: no job ran, so qacct has no record of it (it showed `exit_status 0`
+    beside the task's real one). An attempt that failed before its job keeps its record."""
+    taken_back = AttemptInfo(number=1, node="node1", cpu_ids=[0], dispatched_at=T0, ended_at=T0 + 1,
+                             terminated=True, after="13.2.1")
+    ran = AttemptInfo(number=2, node="node1", cpu_ids=[0], dispatched_at=T0 + 2, started_at=T0 + 2,
+                      ended_at=T0 + 3, exit_code=0)
+    failed = AttemptInfo(number=1, node="node1", cpu_ids=[0], dispatched_at=T0, ended_at=T0 + 1, exit_code=1,
+                         failure="cannot enter the working directory")
+    job = a_job(13, "sweep", array="1-2:1", tasks=[
+        TaskInfo(index=1, state="completed", state_since=T0 + 3, exit_status=0, attempts=[taken_back, ran]),
+        TaskInfo(index=2, state="failed", state_since=T0 + 1, exit_status=1, attempts=[failed])])
+    assert [(r.task.index, r.attempt.number) for r in qacct._records(job)] == [(1, 2), (2, 1)]
