@@ -3,8 +3,8 @@ adds, and how the attempt ended and what it used.
 
 One definition for every reader and writer: the controller builds the order from it, the node
 checks the order against it (protocol/node_channel.py decodes into these types), the spool files
-are written and read as it, the shepherd reads its config and writes its exit and usage records
-as it, and the controller keeps the exit and usage records it is sent as it (core/job.py).
+are written and read as it, the shepherd reads its config and writes its exit record (the usage in
+it) as it, and the controller keeps the exit and usage records it is sent as it (core/job.py).
 TypedDicts, standard library only, so the shepherd may import it and pays no decoding cost.
 """
 
@@ -265,6 +265,17 @@ class ExitStatus(TypedDict):
     # allocation ended: `drover alloc worker`): it ended the attempt as it left, and `failure`
     # says so. Decided as a node's loss is: requeued if the job may run again, else NODE_FAIL.
     node_left: NotRequired[bool]
+
+
+class EndRecord(ExitStatus):
+    """The attempt's `exit_status` record as the shepherd writes it: how the attempt ended and,
+    in the same atomic write, what the job used (none when the job never ran, or when the node
+    wrote the record for a shepherd that was lost). The node reports the two apart, as
+    ExitStatus and Usage (execd/attempt_records.py), so the controller never sees the usage in
+    an exit status. A shepherd of an earlier Drover wrote the usage in a `usage` record of its
+    own, just before this one: the node still reads it where this record holds none."""
+
+    usage: NotRequired[Usage]
 
 
 class PeTaskRecord(TypedDict):

@@ -1,5 +1,5 @@
 """An attempt's spool directory made as the node makes it (its job script and config), the
-shepherd run on it, and the exit status it records there."""
+shepherd run on it, and the exit status (with the usage) it records there."""
 
 from __future__ import annotations
 
@@ -27,4 +27,13 @@ def run_shepherd(spool: Path) -> subprocess.Popen[bytes]:
 
 
 def exit_status(spool: Path) -> dict[str, Any]:
-    return json.loads((spool / "exit_status").read_text())
+    """How the attempt ended, as the node reports it: without the usage the shepherd wrote in it."""
+    record: dict[str, Any] = json.loads((spool / "exit_status").read_text())
+    record.pop("usage", None)
+    return record
+
+
+def usage(spool: Path) -> dict[str, Any]:
+    """What the job used, which the shepherd writes in the exit record."""
+    used: dict[str, Any] = json.loads((spool / "exit_status").read_text())["usage"]
+    return used

@@ -19,6 +19,7 @@ from drover.records import (
     AttemptConfig,
     CleanupProgress,
     ContainmentRecord,
+    EndRecord,
     ExitStatus,
     FinalRecord,
     StagedOutRecord,
@@ -40,21 +41,24 @@ T = TypeVar("T")
 
 def exit_status(spool: layout.SpoolDir) -> ExitStatus:
     """How the attempt ended; a system failure naming the record when it cannot be read."""
-    record, read = shepherd_exit_status(spool)
+    record, _, read = shepherd_end(spool)
     return with_node_left(record, node_left(spool)) if read else record
 
 
-def shepherd_exit_status(spool: layout.SpoolDir) -> tuple[ExitStatus, bool]:
+def shepherd_end(spool: layout.SpoolDir) -> tuple[ExitStatus, Usage | None, bool]:
     """The exit record as the shepherd (or the node, for an attempt it ended itself) wrote it,
-    with the node's kill over the memory limit, but not the node's leaving (`with_node_left`);
-    and whether it could be read (if not, the record is a system failure that names it)."""
-    record, problem = _read(spool, layout.EXIT_STATUS, ExitStatus)
+    with the node's kill over the memory limit, but not the node's leaving (`with_node_left`),
+    and without the usage the shepherd wrote in it, which comes apart (None where the record
+    holds none: see `usage`); and whether it could be read (if not, the record is a system
+    failure that names it)."""
+    record, problem = _read(spool, layout.EXIT_STATUS, EndRecord)
     if record is None:
         return {"exit_code": None, "signal": None, "failure": f"the attempt's exit record {problem}",
-                "timed_out": False, "terminated": False, "out_of_memory": False, "shepherd_lost": True}, False
+                "timed_out": False, "terminated": False, "out_of_memory": False, "shepherd_lost": True}, None, False
+    used = record.pop("usage", None)
     if not record["out_of_memory"] and os.path.exists(spool.record(OVER_MEMORY)):
         record["out_of_memory"] = True  # the node ended it over its hard memory limit (execd/enforcement.py)
-    return record, True
+    return record, used, True
 
 
 def with_node_left(record: ExitStatus, left: str | None) -> ExitStatus:
@@ -75,6 +79,14 @@ def node_left(spool: layout.SpoolDir) -> str | None:
 
 
 def usage(spool: layout.SpoolDir) -> Usage | None:
+    """What the job used: from the exit record, where the shepherd writes it; else from the
+    `usage` record a shepherd of an earlier Drover wrote (an attempt that ran across the
+    node's upgrade), or that one wrote before it died without an exit record."""
+    return shepherd_end(spool)[1] or earlier_usage(spool)
+
+
+def earlier_usage(spool: layout.SpoolDir) -> Usage | None:
+    """The `usage` record of the earlier layout, if there is one."""
     return _read(spool, layout.USAGE, Usage)[0]
 
 
@@ -122,7 +134,7 @@ class FinalProgress(TypedDict):
 # once, before any thread reads a record (tests/unit/execd/test_record_decoders.py).
 DECODERS: dict[object, msgspec.json.Decoder[Any]] = {
     kind: msgspec.json.Decoder(kind)
-    for kind in (ExitStatus, Usage, AttemptConfig, ContainmentRecord, StagedOutRecord, CleanupProgress,
+    for kind in (EndRecord, Usage, AttemptConfig, ContainmentRecord, StagedOutRecord, CleanupProgress,
                  FinalProgress, dict[str, Any])
 }
 
@@ -149,13 +161,13 @@ class Ended:
     the node's own, that it left its cluster (`leave`), which the node holds in memory as it
     marks it. `final`: the final record once the cleanup built it (execd/cleanup.py)."""
 
-    __slots__ = ("spool", "left", "final", "_exit_status", "_usage", "_config", "_stop_why", "_read")
+    __slots__ = ("spool", "left", "final", "_end", "_usage", "_config", "_stop_why", "_read")
 
     def __init__(self, spool: layout.SpoolDir, left: str | None) -> None:
         self.spool = spool
         self.left = left  # why the node left, if it marked the attempt as it did
         self.final: FinalRecord | None = None
-        self._exit_status: tuple[ExitStatus, bool] | None = None
+        self._end: tuple[ExitStatus, Usage | None, bool] | None = None
         self._usage: Usage | None = None
         self._config: AttemptConfig | None = None
         self._stop_why = "cancel"
@@ -165,15 +177,20 @@ class Ended:
         self.left, self.final = why, None  # the final record says what the node decided: built again
 
     def exit_status(self) -> ExitStatus:
-        if self._exit_status is None:
-            self._exit_status = shepherd_exit_status(self.spool)
-        record, read = self._exit_status
+        record, _, read = self._shepherd_end()
         return with_node_left(record, self.left) if read else record
 
     def usage(self) -> Usage | None:
+        """From the exit record, which is read once for both; the `usage` record of the earlier
+        layout is opened only where the exit record holds none (`usage`)."""
         if self._first(layout.USAGE):
-            self._usage = usage(self.spool)
+            self._usage = self._shepherd_end()[1] or earlier_usage(self.spool)
         return self._usage
+
+    def _shepherd_end(self) -> tuple[ExitStatus, Usage | None, bool]:
+        if self._end is None:
+            self._end = shepherd_end(self.spool)
+        return self._end
 
     def config(self) -> AttemptConfig | None:
         if self._first(layout.CONFIG):

@@ -210,7 +210,12 @@ class PeTasks:
         if exit_status is None:  # the shepherd died without a record: end what it left
             _end_contained(task)
             exit_status = _failed("the task's shepherd was lost")
-        self._report(PeTaskExited(attempt, petask, exit_status, read_json(task.spool.record(layout.USAGE))))
+        # The usage is in the exit record, reported apart from it; a task's shepherd of an
+        # earlier Drover wrote it in a record of its own (attempt_records.usage).
+        usage = exit_status.pop("usage", None) if isinstance(exit_status, dict) else None
+        if usage is None:
+            usage = read_json(task.spool.record(layout.USAGE))
+        self._report(PeTaskExited(attempt, petask, exit_status, usage))
 
     def _report(self, message: PeTaskExited) -> None:
         self.unacked[message.attempt, message.petask] = message

@@ -16,8 +16,8 @@
        group; note_out_of_memory: an out-of-memory kill said in the error
        file; run_after_job: the epilogs; stage_out_outputs: as the owner,  HTCondor: output
        collect the stage-out files into the spool
-    9. record_outcome: usage, the trace, shepherd_about_to_exit, then           GE: exit_status
-       exit_status (last: its presence means done)
+    9. record_outcome: the trace, shepherd_about_to_exit, then exit_status      GE: exit_status
+       with the usage in it (last, in one write: its presence means done)
 
 Each step is a function of its own (_run calls them in order), whose docstring names the seed's
 step it follows (so each can be tested alone: tests/unit/shepherd/test_sequence_steps.py).
@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drover.method_command import CommandMethod, SignalMethod
-from drover.records import ExitStatus, Usage
+from drover.records import EndRecord, ExitStatus, Usage
 from drover.shepherd import (
     checkpoint,
     control,
@@ -448,9 +448,11 @@ def stage_out_outputs(attempt: Attempt, opened: Opened) -> list[str]:
 
 def record_outcome(attempt: Attempt, ending: Ending, after: list[tuple[Method, int]], notes: list[str],
                    pids_refused: int, started_at: float, ended_at: float, wall_s: float) -> int:
-    """Step 9, GE: the usage, then "shepherd_about_to_exit", then exit_status: written last,
-    since its presence means "done". The containment and the TMPDIR go first. The shepherd's
-    exit code: 0, an outcome was recorded."""
+    """Step 9, GE: "shepherd_about_to_exit", then exit_status: written last, since its presence
+    means "done", and holding the usage (GE's "exit code" and "usage / accounting information"
+    spooled after the job exits), so both are there, whole, or neither is: one atomic write
+    where there were two. The containment and the TMPDIR go first. The shepherd's exit code: 0,
+    an outcome was recorded."""
     spool, trace, containment = attempt.spool, attempt.trace, attempt.containment
     peak, cpu = containment.peak_memory_bytes(), containment.cpu_time_s()
     containment.remove()
@@ -468,10 +470,8 @@ def record_outcome(attempt: Attempt, ending: Ending, after: list[tuple[Method, i
         usage["cgroup_peak_memory_bytes"] = peak
     if cpu is not None:
         usage["cgroup_cpu_s"] = cpu
-    write_outcome(spool, spool.record(layout.USAGE), _json(usage))
-    trace.step("usage recorded")
     status = ending.wait_status
-    exit_status: ExitStatus = {
+    exit_status: EndRecord = {
         "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
         "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
         "failure": None,
@@ -479,6 +479,7 @@ def record_outcome(attempt: Attempt, ending: Ending, after: list[tuple[Method, i
         "terminated": ending.terminated,
         "out_of_memory": ending.out_of_memory,
         "methods": [{"step": m.step, "level": m.level, "exit_code": code} for m, code in after],
+        "usage": usage,
     }
     if pids_refused:
         exit_status["pids_refused"], exit_status["pids_max"] = pids_refused, containment.pids_limit

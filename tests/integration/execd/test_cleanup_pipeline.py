@@ -213,7 +213,7 @@ def test_a_kept_spool_stays_on_the_node(tmp_path: Path, smtp: tuple[Inbox, int])
         cluster.drover("wait", str(job))
         kept = cluster.spool / "kept" / f"{job}.0.1"
         wait_until(lambda: (kept / "final").exists(), describe="the kept spool")
-        assert {"config", "job_script", "pid", "job_pid", "usage", "exit_status", "final"} <= {p.name for p in kept.iterdir()}
+        assert {"config", "job_script", "pid", "job_pid", "exit_status", "final"} <= {p.name for p in kept.iterdir()}
     finally:
         assert not cluster.stop()
 

@@ -3,7 +3,6 @@ end in OUT_OF_MEMORY. Each backend this host can run is tested; the others skip,
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import stat
@@ -16,7 +15,7 @@ import psutil
 import pytest
 from tests.helpers.attempt_config import CLUSTER
 from tests.helpers.attempts import BACKENDS, backend_unusable
-from tests.helpers.spools import exit_status, make_spool
+from tests.helpers.spools import exit_status, make_spool, usage
 from tests.helpers.wait import wait_until
 
 ESCAPING = """
@@ -62,8 +61,7 @@ def test_an_escaping_job_leaves_no_survivors(tmp_path: Path, backend: str) -> No
     assert exit_status(spool)["exit_code"] == 0
     survivors = [p for p in sleepers(seconds) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert survivors == []
-    usage = json.loads((spool / "usage").read_text())
-    assert usage["containment"] == backend
+    assert usage(spool)["containment"] == backend
 
 
 def test_suspend_stops_escaped_processes_too_and_resume_continues_them(tmp_path: Path, backend: str) -> None:
@@ -95,8 +93,7 @@ def test_a_job_over_its_memory_limit_ends_out_of_memory_even_if_its_shell_exits_
     assert subprocess.run([sys.executable, "-m", "drover.shepherd", str(spool)], timeout=60).returncode == 0
     record = exit_status(spool)
     assert record["out_of_memory"] is True
-    usage = json.loads((spool / "usage").read_text())
-    assert 90 * 2**20 <= usage["cgroup_peak_memory_bytes"] <= 101 * 2**20
+    assert 90 * 2**20 <= usage(spool)["cgroup_peak_memory_bytes"] <= 101 * 2**20
 
 
 def test_no_cgroup_is_left_behind(tmp_path: Path, backend: str) -> None:

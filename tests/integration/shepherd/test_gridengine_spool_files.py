@@ -25,7 +25,7 @@ def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -
                        node_epilog="/bin/true")
     _run(spool)
     assert exit_status(spool)["exit_code"] == 4
-    for name in ("pid", "job_pid", "environment", "trace", "exit_status", "usage", "osjobid",
+    for name in ("pid", "job_pid", "environment", "trace", "exit_status", "osjobid",
                  "processor_set_number", "shepherd_about_to_exit"):
         assert (spool / name).stat().st_mode & 0o777 == 0o600, name  # the shepherd's; `config` is the node's
     # osjobid: "the operating system jobid used to control and monitor the job": the cgroups the
@@ -51,7 +51,7 @@ def test_gridengine_process_flow_spool_files_of_a_job_that_ran(tmp_path: Path) -
     steps = [line.split(" ", 1)[1] for line in trace]
     expected = ["shepherd started", "config read", "containment ", "environment built", "working directory ",
                 "output files opened", "job started", "job ended", "node epilog started", "node epilog exited 0",
-                "output staged out", "usage recorded", "about to exit"]
+                "output staged out", "about to exit"]
     found = [next(i for i, step in enumerate(steps) if step.startswith(prefix)) for prefix in expected]
     assert found == sorted(found), steps
     times = [float(line.split()[0]) for line in trace]

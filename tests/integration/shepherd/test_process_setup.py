@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from tests.helpers.spools import exit_status, make_spool
+from tests.helpers.spools import exit_status, make_spool, usage
 
 from drover.shepherd.setup import nice_for
 
@@ -46,8 +46,7 @@ def test_a_cpuset_keeps_the_job_from_widening_its_affinity(tmp_path: Path) -> No
     run(spool, DROVER_CONTAINMENT="cgroup-v1")
     if exit_status(spool)["exit_code"] != 0:
         pytest.skip("cgroup v1 is not usable here")
-    usage = (spool / "usage").read_text()
-    if '"containment":"cgroup-v1"' not in usage:
+    if usage(spool)["containment"] != "cgroup-v1":
         pytest.skip("no cgroup v1 here")
     assert (tmp_path / "out.txt").read_text().split()[-1] == str(sorted(os.sched_getaffinity(0))[0])
 

@@ -3,7 +3,6 @@ the fork server), with real jobs and real signals."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from tests.helpers.spools import exit_status, make_spool, run_shepherd
+from tests.helpers.spools import exit_status, make_spool, run_shepherd, usage
 from tests.helpers.wait import wait_until
 
 from drover.execd.forkserver import ForkServer
@@ -34,8 +33,8 @@ def test_a_job_runs_and_its_exit_code_usage_and_pids_are_recorded(tmp_path: Path
     assert run_shepherd(spool).wait(timeout=30) == 0
     assert exit_status(spool) == {"exit_code": 3, "signal": None, "failure": None, "timed_out": False,
                                   "terminated": False, "out_of_memory": False, "methods": []}
-    usage = json.loads((spool / "usage").read_text())
-    assert usage["user_cpu_s"] > 0 and usage["max_rss_kib"] > 0 and usage["wall_s"] > 0
+    used = usage(spool)  # in the exit record, written with it
+    assert used["user_cpu_s"] > 0 and used["max_rss_kib"] > 0 and used["wall_s"] > 0
     assert (tmp_path / "out.txt").read_text() == "hi\n"
     pid, starttime = read_pid_record(str(spool / "pid"))  # type: ignore[misc]
     assert pid > 0 and starttime and not is_alive(pid, starttime)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.attempts import backend_unusable
-from tests.helpers.spools import exit_status, make_spool
+from tests.helpers.spools import exit_status, make_spool, usage
 
 from drover.shepherd.setup import physical_cpus
 
@@ -40,7 +40,7 @@ def run_attempt(tmp_path: Path, name: str, mib: int, cpu_ids: list[int], memory_
     assert exit_status(spool)["exit_code"] == 0, (spool / "error").read_text() if (spool / "error").exists() else ""
     return {
         "cgroups": json.loads((spool / "containment").read_text())["cgroups"],
-        "usage": json.loads((spool / "usage").read_text()),
+        "usage": usage(spool),
         "cpus": out.read_text().split()[-1],
     }
 

@@ -93,15 +93,20 @@ class Controller:
             asyncio.get_running_loop().call_soon(self.cleanup.acknowledged, [message.attempt], "report")
 
 
-def ended_spool(root: Path, name: str = "7.0.1") -> layout.SpoolDir:
+def ended_spool(root: Path, name: str = "7.0.1", usage_apart: bool = False) -> layout.SpoolDir:
     """An attempt's spool as a shepherd leaves it after a plain job that exited 0, on a node that
-    ran one before (its index of where outputs are, for `drover logs`, is there)."""
+    ran one before (its index of where outputs are, for `drover logs`, is there): the usage in
+    the exit record; `usage_apart`: in a `usage` record of its own, as an earlier Drover's
+    shepherd wrote it."""
     (root / output_index.DIRECTORY).mkdir(parents=True, exist_ok=True)
     spool = layout.SpoolDir(str(root), name)
     os.mkdir(spool.path)
     write_json(spool.record(layout.CONFIG), attempt_config(str(root), name))
-    write_json(spool.record(layout.USAGE), USAGE)
-    write_json(spool.record(layout.EXIT_STATUS), OK)
+    if usage_apart:
+        write_json(spool.record(layout.USAGE), USAGE)
+        write_json(spool.record(layout.EXIT_STATUS), OK)
+    else:
+        write_json(spool.record(layout.EXIT_STATUS), {**OK, "usage": USAGE})
     return spool
 
 
@@ -145,7 +150,7 @@ def test_an_attempt_found_in_the_spool_at_start_has_each_record_read_at_most_onc
     controller = cleaned(root, spool, counted)
     assert max(counted.reads.values()) == 1, counted.reads
     assert set(counted.reads) <= {layout.CLEANUP, cleanup_module.FINAL, NODE_LEFT, layout.EXIT_STATUS,
-                                  layout.USAGE, layout.CONFIG}, counted.reads
+                                  layout.CONFIG}, counted.reads
     assert sum(counted.looks.values()) <= 1, counted.looks  # over_memory
     # The final record, with the cleanup's progress in it, and where the output is for `drover logs`.
     assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
@@ -159,8 +164,33 @@ def test_an_attempt_this_node_started_reads_only_what_the_shepherd_wrote(tmp_pat
     root = tmp_path / "spool"
     spool = ended_spool(root)
     cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name))
-    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.USAGE: 1, layout.CONFIG: 1}), counted.reads
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.CONFIG: 1}), counted.reads
     assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+
+
+def test_the_usage_comes_with_the_exit_status_and_is_reported_apart_from_it(tmp_path: Path, counted: Counted) -> None:
+    """The shepherd writes the usage inside its exit record: one record read for both, and the
+    node's reports (and its final record) carry them apart, as the controller keeps them."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    controller = cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name))
+    assert layout.USAGE not in counted.reads
+    (exiting,) = [m for m in controller.sent if isinstance(m, Exiting)]
+    (report,) = [m for m in controller.sent if isinstance(m, Exited)]
+    for message in (exiting, report):
+        assert message.exit_status == OK and "usage" not in message.exit_status
+        assert message.usage == USAGE and message.started_at == USAGE["started_at"]
+
+
+def test_a_spool_whose_shepherd_wrote_usage_apart_is_reported_with_its_usage(tmp_path: Path, counted: Counted) -> None:
+    """An attempt that ran across the node's upgrade: its shepherd, of the earlier Drover, wrote
+    the usage in a record of its own. It is read once, because the exit record holds none."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root, usage_apart=True)
+    controller = cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name))
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.USAGE: 1, layout.CONFIG: 1}), counted.reads
+    (report,) = [m for m in controller.sent if isinstance(m, Exited)]
+    assert report.exit_status == OK and report.usage == USAGE
 
 
 def test_a_node_that_leaves_says_so_in_the_report_of_an_attempt_it_started_without_reading_it_back(
@@ -233,6 +263,6 @@ def test_the_final_record_a_kept_spool_holds_says_how_far_the_cleanup_got(tmp_pa
     _run(scenario)
     kept = root / cleanup_module.KEPT / "7.0.1"
     final = json.loads((kept / cleanup_module.FINAL).read_text())
-    assert final["outcome"] == "END" and final["exit_status"] == OK
+    assert final["outcome"] == "END" and final["exit_status"] == OK and final["usage"] == USAGE
     assert final["cleanup"]["done"] == ["exit_hook", "stage_out", "record"]
     assert read_json(str(kept / layout.CLEANUP))["done"][-2:] == ["record", "report"]

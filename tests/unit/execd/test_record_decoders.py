@@ -38,7 +38,7 @@ FIRST_READS_AT_ONCE = textwrap.dedent("""
 
 
 def test_every_record_type_it_reads_has_a_decoder_made_at_import() -> None:
-    read = {"ExitStatus", "Usage", "AttemptConfig", "ContainmentRecord", "StagedOutRecord", "CleanupProgress",
+    read = {"EndRecord", "Usage", "AttemptConfig", "ContainmentRecord", "StagedOutRecord", "CleanupProgress",
             "FinalProgress"}
     made = {getattr(kind, "__name__", "") for kind in attempt_records.DECODERS}
     assert read <= made

@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 from tests.helpers.attempt_config import attempt_config
 
 from drover.shepherd import setup
@@ -118,7 +119,8 @@ def test_step_6_records_the_jobs_pid_and_environment_privately_then_hints_the_ex
         hints.close()
 
 
-def test_step_9_records_usage_then_the_exit_status_last_and_removes_the_containment(tmp_path: Path) -> None:
+def test_step_9_records_the_exit_status_with_the_usage_in_it_last_and_removes_the_containment(
+        tmp_path: Path) -> None:
     spool = spool_of(tmp_path)
     hints = hints_of(spool)
     try:
@@ -130,18 +132,55 @@ def test_step_9_records_usage_then_the_exit_status_last_and_removes_the_containm
                               started_at=100.0, ended_at=160.0, wall_s=60.0)
         assert code == 0
         assert containment.removed and not os.path.exists(attempt.tmpdir)
-        usage = read(spool.record(layout.USAGE))
+        end = read(spool.record(layout.EXIT_STATUS))
+        usage = end.pop("usage")
         assert (usage["started_at"], usage["ended_at"], usage["wall_s"]) == (100.0, 160.0, 60.0)
         assert usage["cgroup_peak_memory_bytes"] == 4096 and "cgroup_cpu_s" not in usage
-        assert usage["containment"] == "subreaper"
-        assert read(spool.record(layout.EXIT_STATUS)) == {
+        assert usage["containment"] == "subreaper" and usage["max_rss_kib"] == ending.rusage.ru_maxrss
+        assert end == {
             "exit_code": 3, "signal": None, "failure": None, "timed_out": True, "terminated": False,
             "out_of_memory": False, "methods": [{"step": "epilog", "level": "node", "exit_code": 2}],
             "pids_refused": 5, "pids_max": 64, "notes": ["stdout: the filesystem is full"],
         }
+        assert not os.path.exists(spool.record(layout.USAGE))  # no record of its own
         assert os.path.exists(spool.record(layout.SHEPHERD_ABOUT_TO_EXIT))
         assert Path(spool.record(layout.TRACE)).read_text().splitlines()[-1].endswith(
             "about to exit; exit_status follows")
         assert hints.recv(100) == b"exited 7.0.1"
     finally:
         hints.close()
+
+
+def test_step_9_records_the_exit_status_with_the_usage_in_one_write_last(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GE: "After a job exits, job information is spooled ... containing: exit code, usage /
+    accounting information". One atomic write for both (a temporary file renamed into place),
+    after the trace and shepherd_about_to_exit: the usage is there whenever the exit status is,
+    which the node waits for, and no usage is there without it. Counted at the system calls."""
+    spool = spool_of(tmp_path)
+    hints = hints_of(spool)
+    written: list[str] = []
+    renamed: list[str] = []
+    real_open, real_rename = os.open, os.rename
+
+    def counted_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if flags & (os.O_WRONLY | os.O_RDWR) and os.path.dirname(os.fsdecode(path)) == spool.path:
+            written.append(os.path.basename(os.fsdecode(path)))
+        return real_open(path, flags, *args, **kwargs)
+
+    def counted_rename(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+        if os.path.dirname(os.fsdecode(target)) == spool.path:
+            renamed.append(os.path.basename(os.fsdecode(target)))
+        real_rename(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", counted_open)
+    monkeypatch.setattr(os, "rename", counted_rename)
+    try:
+        attempt = attempt_of(spool, FakeContainment())
+        record_outcome(attempt, Ending(0, resource.getrusage(resource.RUSAGE_SELF)), [], [], 0,
+                       started_at=1.0, ended_at=2.0, wall_s=1.0)
+    finally:
+        hints.close()
+    assert renamed == [layout.TRACE, layout.SHEPHERD_ABOUT_TO_EXIT, layout.EXIT_STATUS]
+    assert written == [f".{name}.tmp" for name in renamed]
+    assert read(spool.record(layout.EXIT_STATUS))["usage"]["wall_s"] == 1.0
