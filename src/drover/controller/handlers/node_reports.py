@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.controller.effects import Outcome, SendToNode
-from drover.controller.handlers import checkpoints, pe_usage, promises
+from drover.controller.handlers import checkpoints, pe_usage, promises, reported_text
 from drover.controller.handlers.actions import migrate_task, stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.handlers.lifecycle import (
@@ -255,7 +255,9 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
             try:
                 for report in group:
                     if _its_own(state, node, report):
-                        handle(state, outcome, report, now, semantics)
+                        # Its text cleaned before anything keeps it (reported_text.py); the
+                        # acknowledgement below names what the node sent.
+                        handle(state, outcome, reported_text.cleaned(report), now, semantics)
             except Exception as error:
                 for held, node_state, reason, queue_errors in touched:
                     held.state, held.reason, held.queue_errors = node_state, reason, queue_errors
