@@ -27,7 +27,7 @@ def world(tmp_path: Path) -> World:
 
 def report(world: World, *reports: Any) -> list[object]:
     before = len(world.sent)
-    world.run(on_reports(world.state, "n1", list(reports), world.now))
+    world.run(on_reports(world.state, "n1", list(reports), world.now, store=world.store))
     return [s.message for s in world.sent[before:]]
 
 
