@@ -1,20 +1,34 @@
 """The text a node reports is kept cleaned and cut, never refused: a node taken over cannot write
 a terminal's escape sequences (nor megabytes) into what `drover show`, `drover why`, `drover
-history`, squeue and qstat show the job's owner and operators, and an honest node's report is
-never lost for the text it carries."""
+history`, squeue and qstat show the job's owner and operators, nor into what `drover nodes` and
+`drover top` show (a node's features, a job's command line, which its owner chose), and an
+honest node's report is never lost for the text it carries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from tests.helpers.controller_world import OK, World
 
 from drover.controller.handlers.node_reports import on_reports
-from drover.controller.handlers.reported_text import MESSAGE_CHARS, NAME_CHARS
+from drover.controller.handlers.reported_text import MESSAGE_CHARS, NAME_CHARS, cleaned
 from drover.core.shown_text import has_control_characters
-from drover.protocol.node_channel import Ack, Enforced, Exited, Exiting, Progress
+from drover.protocol.node_channel import (
+    Ack,
+    Enforced,
+    EventLogAppended,
+    Exited,
+    Exiting,
+    Hello,
+    OutputRead,
+    Progress,
+    Sample,
+    Samples,
+    TerminalClosed,
+)
 
 ESCAPE = "\x1b]0;owned\x07\x1b[2J\x1b[31mjob ok\x1b[0m\r\n"
 LONG = "x" * 200_000
@@ -119,3 +133,18 @@ def test_an_honest_report_is_kept_as_it_was_sent(world: World) -> None:
     assert attempt.exit is not None
     assert attempt.exit["failure"] == "the queue prolog exited with status 2: /etc/drover/prolog: no space"
     assert attempt.exit.get("notes") == ["the output file /home/alice/out is on a full filesystem"]
+
+
+def test_what_a_node_says_beside_its_reports_is_cleaned_where_it_is_shown() -> None:
+    hello = cleaned(Hello("n1", 2, 4096, features=["arch=lx-amd64", ESCAPE], gres=["gpu:a100", ESCAPE + LONG]))
+    assert hello.features[0] == "arch=lx-amd64" and hello.gres[0] == "gpu:a100"
+    assert_clean(hello.features + hello.gres)
+    sample = Sample(attempt="1.0.1", at=1.0, memory_bytes=1, rss_bytes=1, peak_bytes=1, cpu=0.0, cpu_average=0.0,
+                    memory_average_bytes=1, processes=1, threads=1, cmd=f"python3 -c print('{ESCAPE}')")
+    honest = msgspec.structs.replace(sample, cmd="python3 train.py --epochs 3")
+    said = cleaned(Samples([sample, honest]))
+    assert_clean([s.cmd for s in said.samples])
+    assert said.samples[1] is honest
+    assert_clean([cleaned(EventLogAppended(1, error=ESCAPE + LONG)).error or "",
+                  cleaned(OutputRead(1, error=ESCAPE)).error or "", cleaned(TerminalClosed(1, ESCAPE)).why])
+    assert cleaned(EventLogAppended(1, last=3)) == EventLogAppended(1, last=3)

@@ -15,14 +15,19 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from drover.core.shown_text import MAX_REASON, shown_line
+from drover.core.shown_text import MAX_REASON, has_control_characters, shown_line
 from drover.protocol.node_channel import (
     Enforced,
+    EventLogAppended,
     Exited,
     Exiting,
+    Hello,
+    OutputRead,
     PeTaskExited,
     Progress,
+    Samples,
     StagedOut,
+    TerminalClosed,
 )
 from drover.records import ExitStatus, GivenUpStep, MethodRun, Usage
 
@@ -65,7 +70,33 @@ def cleaned(report: ReportT) -> ReportT:
                                        refused=[shown_line(text, MESSAGE_CHARS) for text in report.refused])
     if isinstance(report, PeTaskExited):
         return msgspec.structs.replace(report, exit_status=exit_status(report.exit_status), usage=usage(report.usage))
-    return report
+    return _said(report)
+
+
+def _said(message: ReportT) -> ReportT:
+    """What a node says beside its reports, where it is shown to someone: its features and
+    devices (`drover nodes`, to everyone); the command line of a job's biggest process (`drover
+    top` and `drover show`, to operators: the job's owner chose it); why a job's event log was
+    not written (kept as an event of the job); why a read of a job's output or its terminal
+    failed (to the user who asked)."""
+    if isinstance(message, Hello):
+        # A feature or device so cleaned matches no job's request: only a node taken over names one.
+        return msgspec.structs.replace(message, features=[shown_line(name, NAME_CHARS) for name in message.features],
+                                       gres=[shown_line(name, NAME_CHARS) for name in message.gres])
+    if isinstance(message, Samples):
+        return msgspec.structs.replace(message, samples=[
+            sample if not _unshowable(sample.cmd, MESSAGE_CHARS)
+            else msgspec.structs.replace(sample, cmd=shown_line(sample.cmd, MESSAGE_CHARS))
+            for sample in message.samples])
+    if isinstance(message, EventLogAppended | OutputRead) and message.error is not None:
+        return msgspec.structs.replace(message, error=shown_line(message.error, MESSAGE_CHARS))
+    if isinstance(message, TerminalClosed):
+        return msgspec.structs.replace(message, why=shown_line(message.why, MESSAGE_CHARS))
+    return message
+
+
+def _unshowable(text: str, limit: int) -> bool:
+    return len(text) > limit or has_control_characters(text)
 
 
 def exit_status(record: ExitStatus) -> ExitStatus:
