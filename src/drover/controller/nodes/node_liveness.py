@@ -50,7 +50,8 @@ class NodeLiveness:
         self.orders = orders
         self.settings = settings
         self.relays = Relays(shell.channels)  # users' reads of output and terminals on nodes
-        self.samples = LiveSamples()  # what running attempts use now (`drover top`); in memory only
+        # What running attempts use now (`drover top`); in memory only. Each node's of its own.
+        self.samples = LiveSamples(lambda name: attempt.node if (attempt := shell.state.attempt_by_name(name)) else None)
 
     def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
         """A failure here (the store refuses the hello) is raised: the channel closes, and the
