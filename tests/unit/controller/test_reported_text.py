@@ -24,6 +24,7 @@ from drover.protocol.node_channel import (
     Exiting,
     Hello,
     OutputRead,
+    PeTaskExited,
     Progress,
     Sample,
     Samples,
@@ -148,3 +149,10 @@ def test_what_a_node_says_beside_its_reports_is_cleaned_where_it_is_shown() -> N
     assert_clean([cleaned(EventLogAppended(1, error=ESCAPE + LONG)).error or "",
                   cleaned(OutputRead(1, error=ESCAPE)).error or "", cleaned(TerminalClosed(1, ESCAPE)).why])
     assert cleaned(EventLogAppended(1, last=3)) == EventLogAppended(1, last=3)
+
+
+def test_a_parallel_tasks_end_is_cleaned_as_an_attempts_is() -> None:
+    ended = cleaned(PeTaskExited("1.0.1", "2", dict(OK, exit_code=None, failure=ESCAPE + LONG,  # type: ignore[arg-type]
+                                                    notes=[ESCAPE])))
+    assert_clean(texts(ended.exit_status))
+    assert ended.exit_status["failure"] is not None and ended.exit_status["failure"].endswith("…")
