@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from drover.core.shown_text import MAX_REASON, has_control_characters, shown_line
+from drover.core.shown_text import has_control_characters, shown_line
 from drover.protocol.node_channel import (
     Enforced,
     EventLogAppended,
@@ -33,7 +33,7 @@ from drover.records import ExitStatus, GivenUpStep, MethodRun, Usage
 
 # Why an attempt failed, a step's error, a note: a message that may name a path (up to PATH_MAX,
 # 4096 bytes) and what went wrong there, so longer than a reason an operator types.
-MESSAGE_CHARS = 4 * MAX_REASON + 96
+MESSAGE_CHARS = 4096
 # A name the node's own code gives (a cleanup step, a method's step or level, a detail's key,
 # how the attempt was contained): a word or two.
 NAME_CHARS = 100
