@@ -12,6 +12,8 @@ from starlette.responses import Response
 
 from drover.core.errors import BadRequest, DroverError, PayloadTooLarge
 from drover.core.limits import ascii_int, refuse
+from drover.core.shown_text import check_reason
+from drover.protocol.api import ShownReason
 
 Model = TypeVar("Model")
 
@@ -33,7 +35,27 @@ def error_response(error: DroverError) -> Response:
 
 async def decode(request: Request, model: type[Model], limit: int) -> Model:
     """The JSON body as `model`; msgspec's errors become 400 replies where the endpoint runs."""
-    return msgspec.json.decode(await body_within_limit(request, limit), type=model)
+    body = await body_within_limit(request, limit)
+    try:
+        return msgspec.json.decode(body, type=model)
+    except msgspec.ValidationError:
+        _refuse_reasons_plainly(model, body)
+        raise
+
+
+def _refuse_reasons_plainly(model: type[Any], body: bytes) -> None:
+    """A reason (ShownReason) the model's pattern refused is refused in the handler's plain words
+    (core/shown_text.check_reason), not in msgspec's, which name the regular expression: the
+    user who typed it reads why. The OpenAPI document keeps the pattern, for clients that check."""
+    if not (isinstance(model, type) and issubclass(model, msgspec.Struct)):
+        return
+    given = msgspec.json.decode(body)
+    if not isinstance(given, dict):
+        return
+    for field in msgspec.structs.fields(model):
+        value = given.get(field.encode_name)
+        if field.type == ShownReason and isinstance(value, str):
+            check_reason(value)
 
 
 async def body_within_limit(request: Request, limit: int) -> bytes:

@@ -22,3 +22,25 @@ def check_reason(reason: str) -> None:
     if len(reason) > MAX_REASON or has_control_characters(reason):
         raise BadRequest(f"a reason is one line of at most {MAX_REASON} printable characters (no control "
                          "characters: listings show it on other users' and operators' terminals)")
+
+
+CUT_MARK = "…"  # ends a text cut to its limit, so that a reader knows there was more
+
+
+def shown_line(text: str, limit: int = MAX_REASON) -> str:
+    """`text` made fit to show on anyone's terminal: each control character replaced (a tab or
+    line break by a space, so that words stay apart; any other, an escape among them, by U+FFFD)
+    and the whole cut to `limit` characters. For text that must not be lost when it is not clean
+    (what a node reports, which an honest node may have taken from a failing command's message):
+    refusing it would lose the report, so it is kept, cleaned."""
+    if has_control_characters(text):
+        text = "".join(_replacement(char) for char in text)
+    if len(text) > limit:
+        text = text[:limit - len(CUT_MARK)] + CUT_MARK
+    return text
+
+
+def _replacement(char: str) -> str:
+    if unicodedata.category(char) != "Cc":
+        return char
+    return " " if char in "\t\n\v\f\r" else "\ufffd"

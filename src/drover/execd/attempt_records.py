@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, NotRequired, TypedDict, TypeVar, cast
+from typing import Any, TypeVar
 
 import msgspec
 
+from drover.execd.decoders import RECORDS, FinalProgress
 from drover.records import (
     AttemptConfig,
     CleanupProgress,
@@ -120,33 +121,14 @@ def cleanup_progress(spool: layout.SpoolDir) -> CleanupProgress:
     return recorded or {"done": [], "step": None, "tries": 0, "error": None}
 
 
-class FinalProgress(TypedDict):
-    """What is read of the final record to resume a cleanup (it may be large: its config)."""
-
-    cleanup: NotRequired[CleanupProgress]
-
-
-# A decoder for each record this module reads, made as it is imported. msgspec works out how to
-# decode a type on the type's first use and keeps that on the type; two threads using a type for
-# the first time at once can crash the process in msgspec (a segmentation fault in
-# msgspec.convert, seen when the cleanup's thread and the event loop's first read a config at the
-# same moment), and the cleanup reads these records in its threads. Made here, that work is done
-# once, before any thread reads a record (tests/unit/execd/test_record_decoders.py).
-DECODERS: dict[object, msgspec.json.Decoder[Any]] = {
-    kind: msgspec.json.Decoder(kind)
-    for kind in (EndRecord, Usage, AttemptConfig, ContainmentRecord, StagedOutRecord, CleanupProgress,
-                 FinalProgress, dict[str, Any])
-}
-
-
 def _read(spool: layout.SpoolDir, name: str, kind: type[T],
           upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[T | None, str]:
     path = spool.record(name)
     try:
         with open(path, "rb") as file:
             if upgrade is None:
-                return cast(T, DECODERS[kind].decode(file.read())), ""
-            return msgspec.convert(upgrade(DECODERS[dict[str, Any]].decode(file.read())), type=kind), ""
+                return RECORDS.decode(file.read(), kind), ""
+            return RECORDS.convert(upgrade(RECORDS.decode(file.read(), dict[str, Any])), kind), ""
     except FileNotFoundError:
         return None, f"{path} is missing"
     except (OSError, msgspec.DecodeError) as error:  # ValidationError is a DecodeError

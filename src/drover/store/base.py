@@ -276,6 +276,10 @@ class Store(Protocol):
 
     def attempts_of(self, job_id: int) -> list[Attempt]: ...
 
+    def attempt_nodes(self, keys: Sequence[tuple[int, int, int]]) -> dict[tuple[int, int, int], str]:
+        """The node each of these attempts (job, task, attempt) was sent to; an attempt the store
+        does not hold is left out."""
+
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]: ...
 
     def reader(self) -> StoreReader:

@@ -301,6 +301,16 @@ class SqlStore(AllocationRows):
         return attempts_of(self.db, job_id)
 
     @translated
+    def attempt_nodes(self, keys: Sequence[tuple[int, int, int]]) -> dict[tuple[int, int, int], str]:
+        found: dict[tuple[int, int, int], str] = {}
+        for part in range(0, len(keys), KEYS_PER_STATEMENT):
+            chunk = keys[part:part + KEYS_PER_STATEMENT]
+            found.update(((job_id, index, number), node) for job_id, index, number, node in self.db.execute(
+                "SELECT job_id, idx, number, node FROM attempts WHERE (job_id, idx, number) IN "
+                f"(VALUES {', '.join(['(?, ?, ?)'] * len(chunk))})", [value for key in chunk for value in key]))
+        return found
+
+    @translated
     def events_of(self, job_id: int | None, after_seq: int, limit: int) -> list[tuple[int, EventRecord]]:
         return events_of(self.db, job_id, after_seq, limit)
 

@@ -20,9 +20,9 @@ def world(tmp_path: Path) -> World:
     return World(tmp_path / "drover.db")
 
 
-def report(world: World, *messages: object) -> list[object]:
+def report(world: World, *messages: object, node: str = "n1") -> list[object]:
     before = len(world.sent)
-    world.run(on_reports(world.state, "n1", list(messages), world.now))  # type: ignore[arg-type]
+    world.run(on_reports(world.state, node, list(messages), world.now, store=world.store))  # type: ignore[arg-type]
     return [s.message for s in world.sent[before:]]
 
 
@@ -81,3 +81,38 @@ def test_a_failed_try_shows_while_the_pipeline_waits_and_is_cleared_by_the_repor
     report(world, Exited(name, dict(OK), done=["exit_hook", "stage_out", "record", "report"]))  # type: ignore[arg-type]
     cleanup = stored_cleanup(world, job)
     assert cleanup["error"] is None and "given_up" not in cleanup
+
+
+def test_another_node_adds_nothing_to_an_attempt_whose_job_ended(world: World) -> None:
+    """Once the job ended its attempt is no longer in the working set: the store says which node
+    ran it, and a report of any kind from another node is acknowledged (so that it is not sent
+    again) and changes nothing, as for a live attempt."""
+    world.connect("n2")
+    job, name = world.running()
+    report(world, Exited(name, dict(OK), done=["exit_hook", "stage_out", "record", "report"]))  # type: ignore[arg-type]
+    assert world.ended == [job] and world.state.attempt_by_name(name) is None
+    events = world.event_kinds(job)
+    done = ["exit_hook", "stage_out", "record", "report", "mail", "remove"]
+    forged = [Progress(name, done, "remove", 5, "forged by n2", given_up=True),
+              Progress(name, done, "mail", 1, "forged by n2"),
+              Exited(name, dict(OK, exit_code=9), done=done,  # type: ignore[arg-type]
+                     given_up=[{"step": "mail", "tries": 3, "error": "forged by n2"}])]
+    replies = report(world, *forged, node="n2")
+    assert Ack([name], "given_up:remove") in replies and Ack([name]) in replies
+    assert "given_up" not in stored_cleanup(world, job)
+    assert world.event_kinds(job) == events
+    (attempt,) = world.store.attempts_of(job)
+    assert attempt.exit == OK
+    # The node that ran it still adds its late step.
+    report(world, Progress(name, done, "remove", 5, "cannot remove the spool", given_up=True))
+    assert stored_cleanup(world, job)["given_up"] == [{"step": "remove", "tries": 5,
+                                                       "error": "cannot remove the spool"}]
+
+
+def test_a_late_report_of_an_attempt_the_store_does_not_hold_changes_nothing(world: World) -> None:
+    job, name = world.running()
+    events = world.event_kinds(job)
+    replies = report(world, Progress(f"{job}.0.7", ["remove"], "remove", 5, "no such attempt", given_up=True),
+                     Progress("999.0.1", ["remove"], "remove", 5, "no such job", given_up=True))
+    assert Ack([f"{job}.0.7", "999.0.1"], "given_up:remove") in replies
+    assert world.event_kinds(job) == events and world.event_kinds(999) == []

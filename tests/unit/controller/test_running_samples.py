@@ -35,3 +35,18 @@ def test_attempts_are_forgotten_when_they_end() -> None:
     assert [name for name, _ in samples] == ["4.0.1"]
     samples.take("n2", [Samples([])])
     assert len(samples) == 0 and samples.of_job(4) == []
+
+
+def test_a_node_speaks_only_for_the_attempts_sent_to_it() -> None:
+    """Another node's samples of an attempt, or its exit report, change nothing of what `drover
+    top` and `drover show` say of it."""
+    sent = {"1.0.1": "n1", "2.0.1": "n2"}
+    samples = LiveSamples(sent.get)
+    samples.take("n1", [Samples([sample("1.0.1", 1, memory=10)])])
+    samples.take("n2", [Samples([sample("1.0.1", 2, memory=10**12), sample("2.0.1", 2), sample("9.0.1", 2)])])
+    [(_, entry)] = samples.of_job(1)
+    assert (entry.node, entry.latest.memory_bytes, len(entry.history)) == ("n1", 10, 1)
+    assert samples.of_job(9) == [] and [name for name, _ in samples.of_job(2)] == ["2.0.1"]
+    samples.take("n2", [Exiting("1.0.1", {"exit_code": 0, "signal": None, "failure": None, "timed_out": False,
+                                          "terminated": False, "out_of_memory": False})])
+    assert [name for name, _ in samples.of_job(1)] == ["1.0.1"]

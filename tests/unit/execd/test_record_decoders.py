@@ -1,19 +1,28 @@
 """The node's cleanup reads an attempt's records in its threads while the event loop reads them
 too. msgspec works out how to decode a type on the type's first use, and two threads doing that
-at once crashed the execd (a segmentation fault in msgspec.convert). attempt_records makes its
-decoders as it is imported, so no thread is first."""
+at once crashed the execd (a segmentation fault in msgspec.convert). Each daemon primes every type
+its threads decode in one module (execd/decoders.py, controller/decoders.py), as it is imported,
+so no thread is first."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from tests.helpers.attempt_config import attempt_config
 
-from drover.execd import attempt_records
+import drover
+from drover.controller import decoders as controller_decoders
+from drover.controller.reads import views
+from drover.core.job import Attempt
+from drover.execd import attempt_records, decoders
+from drover.protocol.api import Usage
+from drover.records import FinalRecord
 
 FIRST_READS_AT_ONCE = textwrap.dedent("""
     import sys, threading
@@ -37,14 +46,68 @@ FIRST_READS_AT_ONCE = textwrap.dedent("""
 """)
 
 
-def test_every_record_type_it_reads_has_a_decoder_made_at_import() -> None:
+def test_every_record_type_it_reads_is_primed_at_import_and_no_other_is_worked_out_on_a_thread() -> None:
+    """msgspec has no public way to ask whether a type was worked out already (only the private
+    attribute it keeps on the type), so what is held here is that the records are read through
+    the one Primed of the node daemon, made at import, which refuses a type it was not given."""
     read = {"EndRecord", "Usage", "AttemptConfig", "ContainmentRecord", "StagedOutRecord", "CleanupProgress",
             "FinalProgress"}
-    made = {getattr(kind, "__name__", "") for kind in attempt_records.DECODERS}
-    assert read <= made
-    for kind in attempt_records.DECODERS:
-        if isinstance(kind, type) and kind is not dict:
-            assert "__msgspec_cache__" in vars(kind), f"{kind.__name__}'s decoding is worked out on first use"
+    assert attempt_records.RECORDS is decoders.RECORDS
+    assert read <= {getattr(kind, "__name__", "") for kind in decoders.RECORDS.kinds}
+    with pytest.raises(KeyError, match="not among the types"):
+        decoders.RECORDS.decode(b"{}", FinalRecord)
+    with pytest.raises(KeyError, match="not among the types"):
+        decoders.RECORDS.convert({}, FinalRecord)
+
+
+# Where a daemon may decode or convert to a type other than through its Primed: on its event
+# loop alone, which is one thread (the API's request bodies; each is a type the threads never
+# decode). Everywhere else in the daemons' packages, a call outside a function runs at import.
+ON_THE_LOOP_ONLY = {"api/http.py"}
+DAEMONS = ("execd", "controller", "store", "api", "protocol")
+
+
+def _typed_decodes(tree: ast.Module) -> list[tuple[int, bool]]:
+    """(line, inside a function) of each msgspec call that works out a type: convert, a decode
+    given a type, a Decoder made for one."""
+    found: list[tuple[int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Call):
+                name = ast.unparse(child.func)
+                typed = (name == "msgspec.convert"
+                         or (name.endswith(".decode") and name.startswith("msgspec.")
+                             and any(keyword.arg == "type" for keyword in child.keywords))
+                         or (name.startswith("msgspec.") and name.endswith(".Decoder") and bool(child.args)))
+                if typed:
+                    found.append((child.lineno, in_function))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def test_no_daemon_works_out_a_type_on_a_thread_outside_its_primed_decoders() -> None:
+    root = Path(drover.__file__).parent
+    loose = []
+    for package in DAEMONS:
+        for path in sorted((root / package).rglob("*.py")):
+            where = str(path.relative_to(root))
+            if where in ON_THE_LOOP_ONLY or where == "protocol/primed.py":
+                continue
+            loose += [f"{where}:{line}" for line, in_function in _typed_decodes(ast.parse(path.read_text()))
+                      if in_function]
+    assert not loose, f"decoded or converted to a type outside the daemon's Primed (protocol/primed.py): {loose}"
+
+
+def test_the_controllers_reading_threads_convert_through_its_primed_decoders() -> None:
+    assert Usage in controller_decoders.READS.kinds
+    assert views.usage_of(Attempt(1, 0, 1, "n1", (), 0.0, usage={  # type: ignore[typeddict-unknown-key]
+        "user_cpu_s": 1.0, "sys_cpu_s": 0.0, "max_rss_kib": 1, "minor_faults": 0, "major_faults": 0,
+        "voluntary_switches": 0, "involuntary_switches": 0, "wall_s": 1.0, "started_at": 1.0, "ended_at": 2.0,
+        "newer_field": 1})) is not None
 
 
 def test_four_threads_reading_a_config_for_the_first_time_at_once_do_not_crash_the_process(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 
 from tests.helpers.controller_world import World
 
+from drover.controller.handlers.node_reports import on_reports
+from drover.protocol.node_channel import Progress
 from drover.records import GivenUpStep
 from drover.store.base import Changes
 
@@ -85,3 +87,18 @@ def test_the_steps_given_up_together_are_stored_as_one_by_one(store_url: str, tm
             one.given_up_step(*key, step)
             alone.store.commit(one)
     assert cleanups(together, job_id) == cleanups(alone, alone_job)
+
+
+def test_the_nodes_of_a_frames_ended_attempts_are_read_at_once(store_url: str) -> None:
+    """A node's late reports of many ended attempts are checked against the node that ran each
+    (node_reports._its_own): the store is asked once for all of them, not once a report."""
+    world, job_id, keys = ended_array(store_url)
+    assert world.store.attempt_nodes([*keys, (job_id, TASKS + 5, 1)]) == {key: "n1" for key in keys}
+    counted = CountedDb(world.store.db)  # type: ignore[attr-defined]
+    world.store.db = counted  # type: ignore[attr-defined]
+    frame = [Progress(f"{j}.{i}.{n}", ["mail"], "mail", 3, "no mail server", given_up=True) for j, i, n in keys]
+    world.run(on_reports(world.state, "n1", list(frame), world.now, store=world.store))
+    asked = [sql for sql in counted.sent if sql.lstrip().upper().startswith("SELECT") and " node " in sql]
+    assert len(asked) == 1, asked
+    for cleanup in cleanups(world, job_id).values():
+        assert cleanup is not None and cleanup["given_up"] == [{"step": "mail", "tries": 3, "error": "no mail server"}]

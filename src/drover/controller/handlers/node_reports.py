@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from drover.controller.effects import Outcome, SendToNode
-from drover.controller.handlers import checkpoints, pe_usage, promises
+from drover.controller.handlers import checkpoints, pe_usage, promises, reported_text
 from drover.controller.handlers.actions import migrate_task, stop_reason
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.handlers.lifecycle import (
@@ -249,8 +249,11 @@ ReportHandler = Callable[[ControllerState, Outcome, Report, float, ExitSemantics
 
 
 def on_reports(state: ControllerState, node: str, reports: list[Report], now: float,
-               semantics: ExitSemantics = GRID_ENGINE, handle: ReportHandler | None = None) -> Outcome:
-    """One frame of reports from a node: handled job by job, and committed together.
+               semantics: ExitSemantics = GRID_ENGINE, handle: ReportHandler | None = None,
+               store: Store | None = None) -> Outcome:
+    """One frame of reports from a node: handled job by job, and committed together. `store`:
+    where the node of an attempt the working set no longer holds is read (`_ran_on`); without
+    it, no node speaks for such an attempt.
 
     An exception while handling one job's reports sets that job aside (Outcome.fault): the
     nodes they touched are put back as they were here, nothing of the job is committed or sent,
@@ -260,14 +263,17 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     handle = handle or handle_report
     outcome = Outcome()
     acks: dict[str, list[str]] = {}
+    ran_on = _ran_on(state, reports, store)
     for job_id, group in _by_job(reports).items():
         if job_id is not None:
             touched = _node_states(state, group)
             report = group[0]
             try:
                 for report in group:
-                    if _its_own(state, node, report):
-                        handle(state, outcome, report, now, semantics)
+                    if _its_own(state, node, report, ran_on):
+                        # Its text cleaned before anything keeps it (reported_text.py); the
+                        # acknowledgement below names what the node sent.
+                        handle(state, outcome, reported_text.cleaned(report), now, semantics)
             except Exception as error:
                 for held, node_state, reason, queue_errors in touched:
                     held.state, held.reason, held.queue_errors = node_state, reason, queue_errors
@@ -283,16 +289,32 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     return outcome
 
 
-def _its_own(state: ControllerState, node: str, report: Report) -> bool:
+def _its_own(state: ControllerState, node: str, report: Report, ran_on: Mapping[str, str]) -> bool:
     """Whether `node` may speak for the report's attempt: the one it was sent to (its channel is
     the node's own, so another node's report of it, or of an attempt lost on another node, is
-    acknowledged and changes nothing). An attempt the working set no longer holds (its job
-    ended) is left to the handlers, which change nothing of it but a late step's record."""
+    acknowledged and changes nothing). The same for every kind of report, and for an attempt
+    the working set no longer holds (its job ended, or its task went on to another attempt),
+    whose node the store says (`ran_on`): to such an attempt its own node adds only the record
+    of a late cleanup step given up, and another node nothing."""
     attempt = state.attempt_by_name(report.attempt)
     if attempt is not None:
         return attempt.node == node
     lost_on = state.lost_attempts.get(report.attempt)
-    return lost_on is None or lost_on == node
+    if lost_on is not None:
+        return lost_on == node
+    return ran_on.get(report.attempt) == node
+
+
+def _ran_on(state: ControllerState, reports: list[Report], store: Store | None) -> dict[str, str]:
+    """The node each report's attempt was sent to, where the working set no longer holds it:
+    read from the store, for all of the frame's reports at once."""
+    keys = {name: key for report in reports
+            if state.attempt_by_name(name := report.attempt) is None and name not in state.lost_attempts
+            and (key := _attempt_name(name)) is not None}
+    if not keys or store is None:
+        return {}
+    nodes = store.attempt_nodes(sorted(set(keys.values())))
+    return {name: nodes[key] for name, key in keys.items() if key in nodes}
 
 
 def handle_report(state: ControllerState, outcome: Outcome, report: Report, now: float,

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 
 from drover.controller.effects import Outcome
+from drover.controller.handlers import reported_text
 from drover.controller.handlers.dispatch import OrderOptions
 from drover.controller.handlers.node_reports import (
     Report,
@@ -49,12 +50,14 @@ class NodeLiveness:
         self.orders = orders
         self.settings = settings
         self.relays = Relays(shell.channels)  # users' reads of output and terminals on nodes
-        self.samples = LiveSamples()  # what running attempts use now (`drover top`); in memory only
+        # What running attempts use now (`drover top`); in memory only. Each node's of its own.
+        self.samples = LiveSamples(lambda name: attempt.node if (attempt := shell.state.attempt_by_name(name)) else None)
 
     def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
         """A failure here (the store refuses the hello) is raised: the channel closes, and the
         node connects and says hello again."""
         self.group.settle()  # what the node said on its previous channel comes first
+        hello = reported_text.cleaned(hello)  # its features and devices are shown to everyone
         previous = self.shell.channels.attach(channel)
         shell = self.shell
         shell.run(lambda: on_node_connected(shell.state, hello, shell.clock(), self.orders, shell.store,
@@ -73,6 +76,9 @@ class NodeLiveness:
         is acknowledged. The node sends its final reports (exited) and files (staged_out) again
         until they are; what it says once (started, suspended, exiting, progress) is kept here
         and tried again (`_keep_unsaved`)."""
+        # Its text cleaned where it is shown to someone (handlers/reported_text.py); the reports
+        # are cleaned where they are handled (on_reports), each once.
+        messages = [message if isinstance(message, Report) else reported_text.cleaned(message) for message in messages]
         self._heard(node, messages)
         self.relays.take(node, messages)  # answers to users' reads and their terminals
         for message in messages:

@@ -28,7 +28,7 @@ from typing import Any, Literal, get_args
 
 from drover.config_schema import ParallelEnvironmentSection
 from drover.controller.effects import Outcome
-from drover.controller.handlers import parallel_envs, pe_usage
+from drover.controller.handlers import parallel_envs, pe_usage, reported_text
 from drover.controller.nodes.node_channels import NodeChannels
 from drover.controller.security.auth import Caller, Policy
 from drover.controller.state import ControllerState
@@ -191,6 +191,7 @@ class PeTasks:
         acknowledged and changes nothing. One node cannot report another's tasks."""
         outcome = Outcome()
         outcome.send(node, Ack([f"{message.attempt}/{message.petask}"], PE_TASK_ACK))
+        message = reported_text.cleaned(message)  # its failure is shown as an attempt's is
         record = _record(attempt, message.petask) if attempt is not None else None
         if attempt is None or record is None or record["host"] != node:
             return outcome

@@ -9,7 +9,7 @@ sparklines; the accounting of what an attempt used stays its exit report's.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -32,7 +32,12 @@ class AttemptSamples:
 
 
 class LiveSamples:
-    def __init__(self) -> None:
+    def __init__(self, sent_to: Callable[[str], str | None] | None = None) -> None:
+        """`sent_to`: the node an attempt (by its name) was sent to, None for one not running.
+        A node speaks for its own attempts only: its samples and exit reports of any other are
+        passed over, as the controller passes over its other reports of them
+        (handlers/node_reports.py, `_its_own`). None: every node is taken at its word."""
+        self._sent_to = sent_to
         self._attempts: dict[str, AttemptSamples] = {}
         self._of_node: dict[str, set[str]] = {}
         self._of_job: dict[int, set[str]] = {}
@@ -42,8 +47,11 @@ class LiveSamples:
         for message in messages:
             if isinstance(message, Samples):
                 self._take_round(node, message.samples)
-            elif isinstance(message, Exiting | Exited):
+            elif isinstance(message, Exiting | Exited) and self._its_own(node, message.attempt):
                 self.forget(message.attempt)
+
+    def _its_own(self, node: str, attempt: str) -> bool:
+        return self._sent_to is None or self._sent_to(attempt) == node
 
     def _take_round(self, node: str, samples: list[Sample]) -> None:
         current = {sample.attempt for sample in samples}
@@ -51,8 +59,8 @@ class LiveSamples:
             self.forget(name)
         for sample in samples:
             job_id = job_of_attempt(sample.attempt)
-            if job_id is None:
-                continue  # not an attempt's name: a node's mistake, ignored
+            if job_id is None or not self._its_own(node, sample.attempt):
+                continue  # not an attempt's name (a node's mistake), or another node's attempt
             entry = self._attempts.get(sample.attempt)
             if entry is None or entry.node != node:
                 entry = self._attempts[sample.attempt] = AttemptSamples(node, sample)

@@ -8,8 +8,7 @@ from __future__ import annotations
 import functools
 import time
 
-import msgspec
-
+from drover.controller.decoders import READS
 from drover.core.accounting import GroupSummary, cpu_efficiency, memory_efficiency
 from drover.core.exit_status import shell_status
 from drover.protocol.api import HistoryGroup, HistoryRow, Usage
@@ -39,7 +38,7 @@ def history_row(record: HistoryRecord) -> HistoryRow:
         exit_status=shell_status(exit_record["exit_code"], exit_record["signal"])
         if exit_record and not _never_ran(exit_record, started) else None,
         submitted_at=record.submitted_at, started_at=started, ended_at=ended,
-        usage=msgspec.convert(usage, Usage) if usage else None,
+        usage=READS.convert(usage, Usage) if usage else None,
         group=owner_group(record.owner), queue=record.queue, priority=record.priority, eligible_at=eligible,
         wait_s=max(started - eligible, 0.0) if started is not None else None, wall_s=wall,
         exit_code=exit_record["exit_code"] if exit_record else None,

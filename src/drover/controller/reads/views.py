@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-import msgspec
-
+from drover.controller.decoders import READS
 from drover.controller.handlers.dispatch import output_path
 from drover.controller.reads import promised_view
 from drover.controller.state import ControllerState
@@ -27,11 +26,6 @@ from drover.protocol.api import (
 from drover.records import PeTaskRecord
 from drover.scheduler.reasons import Waiting
 from drover.store.base import EndedJobRecord, Store
-
-# How to convert to Usage, worked out now, before the read threads convert records to it at once
-# (history_views.py too): msgspec does that work on a type's first use, and two threads doing it
-# at the same moment can crash the process (execd/attempt_records.py, DECODERS).
-msgspec.json.Decoder(Usage)
 
 
 def job_info(state: ControllerState, job: Job, with_tasks: bool = False, store: Store | None = None) -> JobInfo:
@@ -151,13 +145,13 @@ def pe_task_info(attempt: Attempt, record: PeTaskRecord) -> PeTaskInfo:
                       host=record["host"], argv=record["argv"], started_at=record["started_at"],
                       ended_at=record["ended_at"], exit_code=status["exit_code"] if status else None,
                       signal=status["signal"] if status else None, failure=status["failure"] if status else None,
-                      exit_status=shown, usage=msgspec.convert(record["usage"], Usage) if record["usage"] else None,
+                      exit_status=shown, usage=READS.convert(record["usage"], Usage) if record["usage"] else None,
                       in_job_usage=record["summed"])
 
 
 def usage_of(attempt: Attempt) -> Usage | None:
     """The usage record as the API shows it (fields a newer shepherd adds are passed over)."""
-    return msgspec.convert(attempt.usage, Usage) if attempt.usage else None
+    return READS.convert(attempt.usage, Usage) if attempt.usage else None
 
 
 def job_exit_status(job: Job) -> int | None:

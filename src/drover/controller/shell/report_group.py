@@ -212,7 +212,7 @@ class ReportGroup:
             memory.lost.update((report.attempt, lost[report.attempt]) for report in reports if report.attempt in lost)
         try:
             outcome = on_reports(self.shell.state, node, reports, self.shell.clock(), self.exits,
-                                 self._report_handler)
+                                 self._report_handler, self.shell.store)
         except StoreFault:
             raise
         except Exception:
