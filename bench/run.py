@@ -37,7 +37,7 @@ RESULTS = Path(__file__).parent / "results"
 # --postgres: a private PostgreSQL server (durable: the server's defaults) for the clusters whose
 # store is on it, beside those on SQLite in the same run.
 POSTGRES: list[Any] = []
-# --promises: every cluster's drover.toml sets `[scheduler] promises = true`.
+# --no-promises: every cluster's drover.toml sets `[scheduler] promises = false` (they are on by default).
 SETTINGS: list[str] = []
 
 
@@ -606,11 +606,12 @@ def main() -> int:
                              "binaries and psycopg, as the store's tests do)")
     parser.add_argument("--array-only", action="store_true",
                         help="B1: the array alone (no single submissions, no reference tools)")
-    parser.add_argument("--promises", action="store_true",
-                        help="every cluster with `[scheduler] promises = true` (docs/scheduling.md)")
+    parser.add_argument("--no-promises", action="store_true",
+                        help="every cluster with `[scheduler] promises = false`, to compare with the default "
+                             "(promises on: docs/scheduling.md)")
     args = parser.parse_args()
-    if args.promises:
-        SETTINGS.append("[scheduler]\npromises = true\n")
+    if args.no_promises:
+        SETTINGS.append("[scheduler]\npromises = false\n")
     unknown = [name for name in args.which if name not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(BENCHMARKS)}")

@@ -419,7 +419,9 @@ class SchedulerSection(Section, frozen=True):
     promises: Annotated[bool, about("promise a waiting task the room of a running attempt, which its node starts "
                                     "the moment that attempt ends, without waiting for the controller (many "
                                     "short jobs); a task that cannot start now is promised in the planner's "
-                                    "order, one behind each attempt")] = False
+                                    "order, one behind each attempt; it shows as waiting (pending, the reason "
+                                    "promised) until it starts. false: a slot's next job waits for the end's "
+                                    "report and the controller's order")] = True
 
 
 class CompatSection(Section, frozen=True):
