@@ -10,7 +10,7 @@ from drover.controller.handlers.fairshare import DecayedUsage
 from drover.controller.handlers.work_cache import WorkCache
 from drover.controller.tallies import Tallies
 from drover.core.errors import NotFound
-from drover.core.job import Attempt, Job, Task
+from drover.core.job import Attempt, Job, JobPayload, Task
 from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.queues import Queue, QueueRecord
@@ -18,6 +18,7 @@ from drover.scheduler.reasons import Waiting
 from drover.store.base import Changes, Store, WorkingSet
 
 LOST_KEPT = 10_000
+ARRAY_PAYLOADS_KEPT = 64 << 20  # bytes of array jobs' payloads kept between passes (state.array_payloads)
 
 
 @dataclass(slots=True)
@@ -52,6 +53,12 @@ class ControllerState:
     # Promises told to start in place whose node has not said they started (their attempts'
     # `moving_to`): the room they were given is kept for them (promises.moving_room).
     moving: set[tuple[int, int, int]] = field(default_factory=set)
+    # The payloads (script, environment, staged files) of array jobs in the working set, as the
+    # store holds them: a pass starting an array's next task reads its payload from here, not from
+    # the store again (dispatch.payloads_of). Payloads never change once stored; at most
+    # ARRAY_PAYLOADS_KEPT bytes are kept, in memory only, and a job leaving the working set drops its own.
+    array_payloads: dict[int, JobPayload] = field(default_factory=dict)
+    array_payload_bytes: int = 0
 
     def changed(self, changes: Changes) -> None:
         """A handler's changes, as they are committed: the planner builds again the work of the
@@ -116,11 +123,20 @@ class ControllerState:
     def remove_job(self, job_id: int) -> Job | None:
         job = self.jobs.pop(job_id, None)
         if job is not None:
+            if self.array_payloads.pop(job_id, None) is not None:
+                self.array_payload_bytes -= job.payload_bytes
             load = self.owner_load[job.owner]
             load[0] -= 1
             load[1] -= job.indices.count
             load[2] -= job.payload_bytes
         return job
+
+    def keep_payload(self, job: Job, payload: JobPayload) -> None:
+        """Keep an array job's payload for its next tasks' starts, while ARRAY_PAYLOADS_KEPT allows."""
+        if (job.is_array and job.id in self.jobs and job.id not in self.array_payloads
+                and self.array_payload_bytes + job.payload_bytes <= ARRAY_PAYLOADS_KEPT):
+            self.array_payloads[job.id] = payload
+            self.array_payload_bytes += job.payload_bytes
 
     def held(self) -> list[tuple[Job, Attempt]]:
         """The attempts holding room on a node now, with their jobs: what the nodes' holders
