@@ -7,18 +7,14 @@ from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, ValuesView
 
+from drover.core import ids
+
 AttemptKey = tuple[int, int, int]  # (job, task index, attempt number): how the attempts are kept
 
 
 def attempt_key(name: str) -> AttemptKey | None:
     """An attempt's name (`JOB.INDEX.NUMBER`) as its key; None for what is no attempt's name."""
-    parts = name.split(".")  # unpacked by hand: a few reports' worth of calls per job
-    if len(parts) != 3:
-        return None
-    try:
-        return int(parts[0]), int(parts[1]), int(parts[2])
-    except ValueError:
-        return None
+    return ids.attempt_key(name)
 
 
 class Followers:

@@ -39,11 +39,23 @@ def parse_attempt_name(name: str) -> tuple[int, int, int]:
 
 
 def job_of_attempt(name: str) -> int | None:
-    """The job an attempt's name names (as parse_attempt_name reads it), or None if it is none."""
-    try:
-        return parse_attempt_name(name)[0]
-    except ValueError:
+    """The job an attempt's name names (as attempt_key reads it), or None if it is none."""
+    key = attempt_key(name)
+    return key[0] if key is not None else None
+
+
+def attempt_key(name: str) -> tuple[int, int, int] | None:
+    """(job, task, attempt) of a name "<job>.<task>.<attempt>" as Drover makes them, or None if it
+    is not one: ASCII digits within what the store holds. A node's report may name any text, and
+    one that the store cannot take as a number (20 digits overflow SQLite's integer) must not fail
+    the frame that carries it, with every other node's reports of that loop turn."""
+    parts = name.split(".")
+    if len(parts) != 3 or not all(_digits(part) for part in parts):
         return None
+    job_id, index, number = (int(part) for part in parts)
+    if not (0 < job_id <= MAX_ID and index <= MAX_INDEX and number <= MAX_ID):
+        return None
+    return job_id, index, number
 
 
 def task_name(job_id: int, task_index: int, is_array: bool) -> str:

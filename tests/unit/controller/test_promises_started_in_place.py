@@ -173,3 +173,39 @@ def test_a_node_of_an_earlier_version_has_its_stranded_promise_taken_back(world:
     world.exited(promised.attempt, STOPPED)
     (again,) = world.schedule()
     assert (again.attempt, again.after) == (f"{third}.0.2", None)
+
+
+def test_a_hello_after_a_cancel_under_way_stops_the_promise_and_does_not_move_it(world: World) -> None:  # noqa: F811
+    """Cancelled while the move was under way, and the stop lost with the channel: the node's
+    hello, which says it still holds the promise, brings the stop again, not the move (a move
+    first would start a shepherd, and perhaps the job, for a task that is cancelled)."""
+    long_attempt, short_attempt, promised, third = told_to_start_in_place(world)
+    world.act("cancel", str(third))
+    before = len(world.sent)
+    world.connect(known=[KnownAttempt(long_attempt, True), KnownAttempt(promised.attempt, True, promised=True)])
+    again = [s.message for s in world.sent[before:] if isinstance(s.message, (SignalAttempt, StartPromisedNow))]
+    assert again == [SignalAttempt(promised.attempt, "terminate", "cancel")]
+
+
+def test_a_hello_from_a_node_gone_back_to_an_earlier_version_does_not_bring_the_move_again(
+        world: World) -> None:  # noqa: F811
+    """A node whose hello no longer says it takes StartPromisedNow would refuse every frame that
+    carries one, and reconnect, and be told again: it is not told; the promise starts when the
+    attempt it follows ends, its room kept until then."""
+    from drover.controller.handlers.node_reports import on_node_connected
+    from drover.protocol.node_channel import Hello
+
+    long_attempt, short_attempt, promised, third = told_to_start_in_place(world)
+    before = len(world.sent)
+    known = [KnownAttempt(long_attempt, True), KnownAttempt(promised.attempt, True, promised=True)]
+    world.run(on_node_connected(world.state, Hello("n1", 2, 4096, known), world.now, world.options, world.store))
+    assert not [s for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)]
+
+
+def test_a_promise_a_hello_says_started_is_counted_as_started_then(world: World) -> None:  # noqa: F811
+    """Its Started report lost with the channel, a promised attempt the node's hello says runs
+    is counted by drover_attempts_started_total then, as its report would have."""
+    long_attempt, short_attempt, promised, third = told_to_start_in_place(world)
+    counted = world.state.tallies.attempts_started
+    world.connect(known=[KnownAttempt(long_attempt, True), KnownAttempt(promised.attempt, True, moved=True)])
+    assert world.state.tallies.attempts_started == counted + 1

@@ -33,7 +33,7 @@ from drover.core.exit_status import (
     shell_status,
 )
 from drover.core.gres import devices_from_hello
-from drover.core.ids import job_of_attempt
+from drover.core.ids import attempt_key, job_of_attempt
 from drover.core.job import Attempt, Job, JobPayload, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
@@ -148,6 +148,11 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
+    stopping = task.cancel_requested or task.requeue_requested or task.hold_requested
+    # Told again to start in place only if its task is not being stopped (the stop below ends it
+    # without a shepherd) and the node takes that order (one gone back to an earlier version would
+    # refuse every frame carrying it).
+    move_again = attempt.moving_to is not None and not stopping and node.starts_in_place
     if attempt.name not in known:
         if task.state is JobState.DISPATCHED:
             # The order never arrived (or the node lost it before starting): send it again.
@@ -156,7 +161,7 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
                 raise LookupError(f"the store holds no script for job {job.id}")
             outcome.send(node.name, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
                                                 queue_of(state, job, orders)))
-            if attempt.moving_to is not None:
+            if move_again and attempt.moving_to is not None:
                 outcome.send(node.name, StartPromisedNow(attempt.name, list(attempt.moving_to)))
         else:
             lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
@@ -164,12 +169,13 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
             return
     elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
         attempt.started_at = attempt.started_at or now
+        was_promised = {"promised": True} if attempt.after is not None else {}  # the metrics count it now
         promises.started(state, job, attempt, attempt.name in moved)
         outcome.changes.attempt(attempt)
-        change_task(outcome, task, Trigger.START, now, job)
-    elif attempt.name in promised and attempt.moving_to is not None:
+        change_task(outcome, task, Trigger.START, now, job, **was_promised)
+    elif attempt.name in promised and move_again and attempt.moving_to is not None:
         outcome.send(node.name, StartPromisedNow(attempt.name, list(attempt.moving_to)))
-    if task.cancel_requested or task.requeue_requested or task.hold_requested:
+    if stopping:
         outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
 
 
@@ -310,7 +316,7 @@ def _ran_on(state: ControllerState, reports: list[Report], store: Store | None) 
     read from the store, for all of the frame's reports at once."""
     keys = {name: key for report in reports
             if state.attempt_by_name(name := report.attempt) is None and name not in state.lost_attempts
-            and (key := _attempt_name(name)) is not None}
+            and (key := attempt_key(name)) is not None}
     if not keys or store is None:
         return {}
     nodes = store.attempt_nodes(sorted(set(keys.values())))
@@ -456,13 +462,6 @@ def _current(state: ControllerState, name: str) -> tuple[Job, Task, Attempt] | t
     return job, task, attempt
 
 
-def _attempt_name(name: str) -> tuple[int, int, int] | None:
-    """(job, index, attempt) of an attempt's name "<job>.<task>.<attempt>", None if it is not one."""
-    parts = name.split(".")
-    if len(parts) != 3 or not all(part.isascii() and part.isdigit() for part in parts):
-        return None
-    job_id, index, number = (int(part) for part in parts)
-    return job_id, index, number
 
 
 def _started(state: ControllerState, outcome: Outcome, report: Started, now: float) -> None:
@@ -527,7 +526,7 @@ def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: f
         given_up = [{"step": report.step, "tries": report.tries, "error": report.error or "unknown"}]
         error = f"{report.step} given up: {report.error}"
     _, _, attempt = _current(state, report.attempt)
-    key = _attempt_name(report.attempt)
+    key = attempt_key(report.attempt)
     if attempt is not None:
         if given_up:  # the pipeline goes on: it is not stopped at this step
             _record_cleanup(outcome, attempt, report.done, now, given_up=given_up)
@@ -550,7 +549,7 @@ def _enforced(state: ControllerState, outcome: Outcome, report: Enforced, now: f
     """The node acted on an attempt over its reservation (execd/enforcement.py): an event of the
     job with the figures, for `drover show` and `drover why`. Nothing else changes: an attempt
     killed over its memory ends as its exit report says (OUT_OF_MEMORY)."""
-    key = _attempt_name(report.attempt)
+    key = attempt_key(report.attempt)
     if key is None or report.action not in ENFORCED_ACTIONS or key[0] not in state.jobs:
         return  # not an attempt's name, an action this controller does not know, or a job gone
     _, _, attempt = _current(state, report.attempt)
@@ -602,7 +601,7 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     if lost_on is not None:
         # The node was given up on while this attempt ran, and the task decided without it
         # (requeued, or NODE_FAIL): its report is stale. Said, and counted nowhere.
-        named = _attempt_name(report.attempt)
+        named = attempt_key(report.attempt)
         if named is not None:
             outcome.changes.event(now, "stale_report", *named, node=lost_on,
                                   exit_code=report.exit_status["exit_code"], signal=report.exit_status["signal"])
