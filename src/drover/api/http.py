@@ -49,7 +49,10 @@ def _refuse_reasons_plainly(model: type[Any], body: bytes) -> None:
     user who typed it reads why. The OpenAPI document keeps the pattern, for clients that check."""
     if not (isinstance(model, type) and issubclass(model, msgspec.Struct)):
         return
-    given = msgspec.json.decode(body)
+    try:
+        given = msgspec.json.decode(body)
+    except msgspec.ValidationError:
+        return  # refused untyped too (an integer beyond 64 bits): the typed refusal says where
     if not isinstance(given, dict):
         return
     for field in msgspec.structs.fields(model):

@@ -82,7 +82,8 @@ def test_a_live_cluster_moves_from_sqlite_to_postgresql(postgres_url: str, perso
     assert before == list(range(1, len(before) + 1))
 
     cluster.drover("down")
-    (attempt,) = layout.attempt_names(str(cluster.spool))  # the running job's, its shepherd alive
+    attempt = f"{running}.0.1"  # the running job's, its shepherd alive (a job is promised behind it)
+    assert attempt in layout.attempt_names(str(cluster.spool))
     record = read_pid_record(layout.SpoolDir(str(cluster.spool), attempt).record(layout.PID))
     assert record is not None and is_alive(*record)
     assert not release.exists()

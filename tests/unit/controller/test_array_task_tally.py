@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.controller_world import World
+from tests.helpers.controller_world import WITHOUT_PROMISES, World
 
 from drover.controller.effects import Outcome
 from drover.controller.handlers.dispatch import OrderOptions, _BusyNames, _pending_work
@@ -51,6 +51,7 @@ def pending_work(world: World, job: Job) -> tuple[int, tuple[int, ...]] | None:
 
 def test_a_pass_over_a_big_array_walks_its_task_records_once_not_each_time(tmp_path: Path) -> None:
     world = World(tmp_path / "drover.db")
+    world.options = WITHOUT_PROMISES  # a start a pass for each end, each task's order after its pass
     world.connect(cpus=2)
     (job_id,) = world.submit(array="1-200")
     job = world.state.jobs[job_id]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.helpers.node_socket import FakeSocket
 
+from drover.config_schema import SchedulerSection
 from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
 from drover.core.errors import Standby
@@ -30,7 +31,7 @@ def test_a_stopping_controller_records_the_ends_it_hears_of_and_sends_no_new_ord
     async def main() -> None:
         store = SqliteStore(str(tmp_path / "drover.db"))
         try:
-            service = ControllerService(store, Settings())
+            service = ControllerService(store, Settings(scheduler=SchedulerSection(promises=False)))  # no order ahead
             socket = FakeSocket()
             service.node_connected(NodeChannel("n1", socket), Hello("n1", 1, 8192, []))
             running, waiting = service.submit([JobSubmission(script="true\n", workdir="/tmp")] * 2, "alice")
