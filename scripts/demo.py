@@ -48,7 +48,8 @@ def main() -> None:
                  "--dependency", f"afterok:{array}", "--name", "after-array", "--", "echo", "the array is done")
     sleeper = step("Submit a long job, to cancel it", "submit", "--parsable", "--name", "long", "--", "sleep", "600")
     step("What the cluster is doing", "status")
-    step("Cancel the long job: SIGTERM, a grace period, then SIGKILL", "cancel", sleeper)
+    step("Cancel the long job (one not started yet just ends; a running one gets SIGTERM, a grace period, "
+         "then SIGKILL)", "cancel", sleeper)
     step("Wait for the others: the exit status is the jobs'", "wait", quick, array, after)
     step("Waiting for the failing job gives its exit status", "wait", failing, check=False)
     step("The hello job's output", "logs", quick)
