@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -38,6 +39,7 @@ from drover.protocol.node_channel import (
     SignalAttempt,
     StartAttempt,
     Started,
+    StartPromisedNow,
     Welcome,
     controller_decoder,
     encoder,
@@ -87,6 +89,9 @@ class Node:
         self.running: dict[str, asyncio.TimerHandle] = {}  # attempt -> its simulated exit
         self.unacked: dict[str, Exited] = {}  # final reports sent, not acknowledged yet
         self.held: set[str] = set()  # attempts started that never exit (hold mode)
+        # Promised attempts (an order with `after`), as a node holds them: each waits for the
+        # attempt it follows to end, then starts at once, without the controller.
+        self.promised: dict[str, StartAttempt] = {}
         self.hold = False
         self.frozen = False
         self.welcomed = asyncio.Event()
@@ -118,8 +123,9 @@ class Node:
 
     def hello(self) -> Hello:
         known = [KnownAttempt(name, True) for name in [*self.running, *self.held]]
+        known += [KnownAttempt(name, True, promised=True) for name in self.promised]
         known += [KnownAttempt(name, False) for name in self.unacked]
-        return Hello(self.name, self.cpus, self.memory_mib, known)
+        return Hello(self.name, self.cpus, self.memory_mib, known, starts_in_place=True)
 
     async def _serve(self, connection: ClientConnection) -> None:
         await connection.send(encoder.encode([self.hello()]))
@@ -140,6 +146,8 @@ class Node:
                         self.welcomed.set()
                     elif isinstance(message, StartAttempt):
                         self._start(message)
+                    elif isinstance(message, StartPromisedNow):
+                        self._start_in_place(message)
                     elif isinstance(message, SignalAttempt):
                         self._signal(message)
                     elif isinstance(message, Ack):
@@ -172,23 +180,36 @@ class Node:
 
     # -- attempts ---------------------------------------------------------------------------------
 
-    def _start(self, order: StartAttempt) -> None:
+    def _start(self, order: StartAttempt, moved: bool = False) -> None:
         name = order.attempt
-        if name in self.running or name in self.unacked or name in self.held:
+        if name in self.running or name in self.unacked or name in self.held or name in self.promised:
             return  # a repeated order: already known
+        if order.after is not None and order.after in self.running:
+            self.promised[name] = order  # starts the moment the one it follows ends (_exit)
+            return
         self.sim.started += 1
         self.sim.events.append(("start", name, time.monotonic()))
         started_at = time.time()
-        self.send(Started(name, 100000 + self.sim.started, started_at))
+        self.send(Started(name, 100000 + self.sim.started, started_at, moved=moved))
         if self.hold:
             self.held.add(name)
             return
         self.running[name] = asyncio.get_running_loop().call_later(
             self.sim.rng.uniform(0, self.sim.run_s), self._exit, name, started_at, False)
 
+    def _start_in_place(self, order: StartPromisedNow) -> None:
+        """A promise told to start now, on other CPUs: at once, if it still waits."""
+        promised = self.promised.pop(order.attempt, None)
+        if promised is not None:
+            self._start(msgspec.structs.replace(promised, after=None), moved=True)
+
     def _signal(self, order: SignalAttempt) -> None:
-        """Only `terminate` ends a simulated attempt (as by SIGTERM); the rest change nothing here."""
+        """Only `terminate` ends a simulated attempt (as by SIGTERM); the rest change nothing here.
+        A promise not started yet ends without having run."""
         if order.action != "terminate":
+            return
+        if self.promised.pop(order.attempt, None) is not None:
+            self._exit(order.attempt, time.time(), True, started=False)
             return
         timer = self.running.pop(order.attempt, None)
         if timer is not None:
@@ -199,12 +220,16 @@ class Node:
             return
         self._exit(order.attempt, time.time(), True)
 
-    def _exit(self, name: str, started_at: float, terminated: bool) -> None:
+    def _exit(self, name: str, started_at: float, terminated: bool, started: bool = True) -> None:
         self.running.pop(name, None)
         if self.frozen:
             return
+        for follower in [order for order in self.promised.values() if order.after == name]:
+            del self.promised[follower.attempt]  # its room is free: it starts now
+            self._start(follower)
         ended_at = time.time()
-        status: ExitStatus = {"exit_code": None if terminated else 0, "signal": 15 if terminated else None,
+        status: ExitStatus = {"exit_code": None if terminated else 0,
+                              "signal": 15 if terminated and started else None,
                               "failure": None, "timed_out": False, "terminated": terminated, "out_of_memory": False}
         usage: Usage = {"user_cpu_s": 0.0, "sys_cpu_s": 0.0, "max_rss_kib": 0, "minor_faults": 0, "major_faults": 0,
                         "voluntary_switches": 0, "involuntary_switches": 0, "wall_s": ended_at - started_at,

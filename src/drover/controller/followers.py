@@ -7,14 +7,21 @@ from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, ValuesView
 
-from drover.core import ids
-
 AttemptKey = tuple[int, int, int]  # (job, task index, attempt number): how the attempts are kept
 
 
 def attempt_key(name: str) -> AttemptKey | None:
-    """An attempt's name (`JOB.INDEX.NUMBER`) as its key; None for what is no attempt's name."""
-    return ids.attempt_key(name)
+    """An attempt's name (`JOB.INDEX.NUMBER`) as its key, to look it up in memory; None for what is
+    no attempt's name. Unpacked by hand: every report and order looks up its attempt, dozens of
+    calls per job. A key this gives may lie beyond what the store holds (a node's report can name
+    any number): what asks the store reads names with core/ids.attempt_key, which bounds them."""
+    parts = name.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        return int(parts[0]), int(parts[1]), int(parts[2])
+    except ValueError:
+        return None
 
 
 class Followers:

@@ -12,11 +12,18 @@ that ends first at its limit is taken (then by node name). Pure, and private to 
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable
 
 from drover.scheduler.placement import Need
 from drover.scheduler.snapshot import NodeView, Succession
+
+
+def _soonest(pair: tuple[str, Succession]) -> tuple[float, str, str]:
+    """The order successions are offered in: the soonest to end first (then by node and attempt)."""
+    node, succession = pair
+    return succession.ends_at, node, succession.attempt
 
 
 class Successions:
@@ -27,8 +34,7 @@ class Successions:
         # is no bound on when it is gone.
         self._open = sorted(((node.name, succession) for node in nodes
                              if node.state.accepts_work and node.ends_at == math.inf
-                             for succession in node.successions),
-                            key=lambda pair: (pair[1].ends_at, pair[0], pair[1].attempt))
+                             for succession in node.successions), key=_soonest)
 
     def __bool__(self) -> bool:
         return bool(self._open)
@@ -38,8 +44,7 @@ class Successions:
         node that goes away (`lasting` False)."""
         if not lasting:
             return
-        self._open.append((node, succession))
-        self._open.sort(key=lambda pair: (pair[1].ends_at, pair[0], pair[1].attempt))
+        bisect.insort(self._open, (node, succession), key=_soonest)  # kept in order: no sort each add
 
     def take(self, need: Need, allowed: frozenset[str] | None) -> tuple[str, Succession] | None:
         """The node and the attempt the task is promised to follow, taken for this pass; None
