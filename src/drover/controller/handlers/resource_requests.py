@@ -11,7 +11,7 @@ refuses it: unknown resource.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,11 +35,11 @@ class Requests:
     exclusive: bool = False
 
 
-def checked(spec: JobSubmission, licenses: Mapping[str, int], nodes: Iterable[Node], where: str = "") -> Requests:
+def checked(spec: JobSubmission, licenses: Mapping[str, int], nodes: Collection[Node], where: str = "") -> Requests:
     """The submission's requests, or BadRequest naming what is wrong: a malformed request, a
     licence the cluster does not have (or not that many of), a Grid Engine resource it does not
-    know."""
-    known_nodes = list(nodes)
+    know. `nodes` is read only for a `-l` request that names no licence: a bulk submission to a
+    thousand nodes does not list them once a job."""
     try:
         gres = list(parse_requests(spec.gres))
         constraint = parse_constraint(spec.constraint) if spec.constraint else None
@@ -48,7 +48,7 @@ def checked(spec: JobSubmission, licenses: Mapping[str, int], nodes: Iterable[No
     wanted = dict(spec.licenses)
     features: list[str] = []
     for name, value in sorted(spec.resource_requests.items()):
-        kind = _resolve(name, value, licenses, known_nodes)
+        kind = _resolve(name, value, licenses, nodes)
         if kind == "licence":
             wanted[name] = wanted.get(name, 0) + _count(name, value, where)
         elif kind == "gres":
@@ -73,7 +73,7 @@ def checked(spec: JobSubmission, licenses: Mapping[str, int], nodes: Iterable[No
                     spec.exclusive)
 
 
-def _resolve(name: str, value: str, licenses: Mapping[str, int], nodes: list[Node]) -> str | None:
+def _resolve(name: str, value: str, licenses: Mapping[str, int], nodes: Collection[Node]) -> str | None:
     if name in licenses:
         return "licence"
     if any(device.name == name for node in nodes for device in node.devices):

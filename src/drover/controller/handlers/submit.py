@@ -53,8 +53,9 @@ def submit(
                      "jobs")
     outcome = Outcome(reschedule=True)
     queues = queues or {DEFAULT: Queue(DEFAULT, QueueRecord(DEFAULT))}
+    fitting: dict[Resources, bool] = {}  # the sizes some node could run, each asked once a request
     validated = [_validated_job(state, submission, owner, now, store, n, queues, limits, licenses or {},
-                                environments or {}, parallel_environments, checkpoints or {})
+                                environments or {}, parallel_environments, checkpoints or {}, fitting)
                  for n, submission in enumerate(submissions)]
     jobs = [job for job, _ in validated]
     _check_pending_per_user(state, owner, jobs, limits)
@@ -134,6 +135,7 @@ def _validated_job(
     environments: Mapping[str, object] | None = None,
     parallel_environments: Mapping[str, ParallelEnvironmentSection] | None = None,
     checkpoint_environments: Mapping[str, CheckpointEnvironment] | None = None,
+    fitting: dict[Resources, bool] | None = None,
 ) -> tuple[Job, JobPayload]:
     """The job, and its payload (script, environment, staged files), which only the store keeps."""
     refusals = Refusals.of(position)
@@ -154,7 +156,7 @@ def _validated_job(
     else:
         indices, is_array, max_running = TaskIndices(), False, None
     resources, pe, requests = _parallel_and_resources(state, submission, owner, parallel_environments or {},
-                                                      licenses or {}, refusals)
+                                                      licenses or {}, refusals, {} if fitting is None else fitting)
     _check_dependencies_exist(state, store, dependencies, refusals.where)
     payload: JobPayload = {
         "script": submission.script,
@@ -203,10 +205,12 @@ def spec_of(submission: JobSubmission, *, is_array: bool, timing: Timing, reques
 def _parallel_and_resources(
     state: ControllerState, submission: JobSubmission, owner: str,
     parallel_environments: Mapping[str, ParallelEnvironmentSection], licenses: Mapping[str, int], refusals: Refusals,
+    fitting: dict[Resources, bool],
 ) -> tuple[Resources, tuple[str, int] | None, resource_requests.Requests]:
     """Its CPUs and memory (a parallel job's CPUs are its slots), its parallel environment and
     slots, and its requests beyond them, each checked against what the cluster has: what no
-    registered node could ever run is refused."""
+    registered node could ever run is refused. `fitting`: the sizes of this request's jobs
+    already found to fit some node (or none)."""
     # The nodes' CPUs are read only for a job that names a parallel environment (a generator):
     # a bulk submission to a thousand nodes does not list them once a job.
     pe = parallel_envs.checked(submission, parallel_environments, owner, (node.cpus for node in state.nodes.values()),
@@ -215,7 +219,7 @@ def _parallel_and_resources(
     # Its slots may go on several nodes: one slot, with its share of the memory, must fit one.
     size = (Resources(1, -(-submission.memory_mib // pe[1]))
             if pe is not None and parallel_envs.spans_nodes(submission, parallel_environments) else resources)
-    _check_fits_somewhere(state, size, refusals.bad, submission.hold)
+    _check_fits_somewhere(state, size, refusals.bad, submission.hold, fitting)
     requests = resource_requests.checked(submission, licenses, state.nodes.values(), refusals.where)
     check_some_node_offers(size, requests.gres, requests.constraint, state.nodes.values(), submission.hold, refusals)
     return resources, pe, requests
@@ -264,10 +268,17 @@ def _dependencies(spec: JobSubmission, where: str) -> Dependencies:
 MAX_DEPENDENCIES = 1000  # each is evaluated on every planner pass while the job waits
 
 
-def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any, held: bool) -> None:
+def _check_fits_somewhere(state: ControllerState, need: Resources, bad: Any, held: bool,
+                          fitting: dict[Resources, bool]) -> None:
     """Refuse what no registered node could ever run; with no node registered yet, or held (its
-    nodes may come later), accept."""
-    if not state.nodes or held or any(need.fits_in(node.total) for node in state.nodes.values()):
+    nodes may come later), accept. Each size is looked for once in `fitting`'s request: a bulk
+    submission's jobs are mostly alike, and a cluster may have a thousand nodes."""
+    if not state.nodes or held:
+        return
+    fits = fitting.get(need)
+    if fits is None:
+        fits = fitting[need] = any(need.fits_in(node.total) for node in state.nodes.values())
+    if fits:
         return
     largest_cpus = max(node.cpus for node in state.nodes.values())
     largest_memory = max(node.memory_mib for node in state.nodes.values())
