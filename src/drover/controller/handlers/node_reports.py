@@ -33,7 +33,7 @@ from drover.core.exit_status import (
     shell_status,
 )
 from drover.core.gres import devices_from_hello
-from drover.core.ids import attempt_key, job_of_attempt
+from drover.core.ids import bounded_attempt_key, job_of_attempt
 from drover.core.job import Attempt, Job, JobPayload, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
@@ -319,7 +319,7 @@ def _ran_on(state: ControllerState, reports: list[Report], store: Store | None) 
     them cost a query a frame (a tenth of the controller's time with 200 nodes)."""
     keys = {name: key for report in reports
             if isinstance(report, Progress) and state.attempt_by_name(name := report.attempt) is None
-            and name not in state.lost_attempts and (key := attempt_key(name)) is not None}
+            and name not in state.lost_attempts and (key := bounded_attempt_key(name)) is not None}
     if not keys or store is None:
         return {}
     nodes = store.attempt_nodes(sorted(set(keys.values())))
@@ -529,7 +529,7 @@ def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: f
         given_up = [{"step": report.step, "tries": report.tries, "error": report.error or "unknown"}]
         error = f"{report.step} given up: {report.error}"
     _, _, attempt = _current(state, report.attempt)
-    key = attempt_key(report.attempt)
+    key = bounded_attempt_key(report.attempt)
     if attempt is not None:
         if given_up:  # the pipeline goes on: it is not stopped at this step
             _record_cleanup(outcome, attempt, report.done, now, given_up=given_up)
@@ -552,7 +552,7 @@ def _enforced(state: ControllerState, outcome: Outcome, report: Enforced, now: f
     """The node acted on an attempt over its reservation (execd/enforcement.py): an event of the
     job with the figures, for `drover show` and `drover why`. Nothing else changes: an attempt
     killed over its memory ends as its exit report says (OUT_OF_MEMORY)."""
-    key = attempt_key(report.attempt)
+    key = bounded_attempt_key(report.attempt)
     if key is None or report.action not in ENFORCED_ACTIONS or key[0] not in state.jobs:
         return  # not an attempt's name, an action this controller does not know, or a job gone
     _, _, attempt = _current(state, report.attempt)
@@ -604,7 +604,7 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     if lost_on is not None:
         # The node was given up on while this attempt ran, and the task decided without it
         # (requeued, or NODE_FAIL): its report is stale. Said, and counted nowhere.
-        named = attempt_key(report.attempt)
+        named = bounded_attempt_key(report.attempt)
         if named is not None:
             outcome.changes.event(now, "stale_report", *named, node=lost_on,
                                   exit_code=report.exit_status["exit_code"], signal=report.exit_status["signal"])
