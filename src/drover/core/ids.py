@@ -55,12 +55,18 @@ def bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
     the frame that carries it, with every other node's reports of that loop turn. For a name
     looked up in memory alone, controller/followers.fast_attempt_key is quicker."""
     parts = name.split(".")
-    if len(parts) != 3 or not all(_digits(part) for part in parts):
+    if len(parts) != 3 or not name.isascii():
         return None
-    job_id, index, number = (int(part) for part in parts)
-    if not (0 < job_id <= MAX_ID and index <= MAX_INDEX and number <= MAX_ID):
+    # _digits for each part, written out: every report is grouped by its job with this, and the
+    # calls and generators made it four times as slow as int() alone.
+    job, index, number = parts
+    if not (job.isdigit() and index.isdigit() and number.isdigit()
+            and len(job) <= 19 and len(index) <= 19 and len(number) <= 19):
         return None
-    return job_id, index, number
+    job_id, task_index, attempt = int(job), int(index), int(number)
+    if 0 < job_id <= MAX_ID and task_index <= MAX_INDEX and attempt <= MAX_ID:
+        return job_id, task_index, attempt
+    return None
 
 
 def task_name(job_id: int, task_index: int, is_array: bool) -> str:

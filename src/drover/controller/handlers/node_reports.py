@@ -366,7 +366,11 @@ def _acks(node: str, reports: list[Report]) -> tuple[SendToNode, ...]:
 
 
 def _by_job(reports: list[Report]) -> dict[int | None, list[Report]]:
-    """The reports by the job their attempt belongs to, each job's in the order they came."""
+    """The reports by the job their attempt belongs to, each job's in the order they came. Read
+    within what the store holds, not by the in-memory followers.fast_attempt_key: a group's job
+    is the one a fault restores from the store and fails, among the jobs the shell named for the
+    frame with the same reading (shell/report_group.py); a name of 20 digits, or one int() reads
+    as another attempt's (' 7', '1_0'), is in no job's group."""
     groups: dict[int | None, list[Report]] = {}
     for report in reports:
         groups.setdefault(job_of_attempt(report.attempt), []).append(report)
