@@ -10,11 +10,12 @@ from collections.abc import ItemsView, Iterator, ValuesView
 AttemptKey = tuple[int, int, int]  # (job, task index, attempt number): how the attempts are kept
 
 
-def attempt_key(name: str) -> AttemptKey | None:
+def fast_attempt_key(name: str) -> AttemptKey | None:
     """An attempt's name (`JOB.INDEX.NUMBER`) as its key, to look it up in memory; None for what is
     no attempt's name. Unpacked by hand: every report and order looks up its attempt, dozens of
     calls per job. A key this gives may lie beyond what the store holds (a node's report can name
-    any number): what asks the store reads names with core/ids.attempt_key, which bounds them."""
+    any number, and int() takes ' 7', '1_0' and '٣'): what asks the store, or keeps the key,
+    reads names with core/ids.bounded_attempt_key (or parse_attempt_name), which bound them."""
     parts = name.split(".")
     if len(parts) != 3:
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drover.controller.followers import Followers, attempt_key
+from drover.controller.followers import Followers, fast_attempt_key
 from drover.controller.handlers.fairshare import DecayedUsage
 from drover.controller.handlers.work_cache import WorkCache
 from drover.controller.tallies import Tallies
@@ -159,7 +159,7 @@ class ControllerState:
         return self.attempts.get((task.job_id, task.index, task.attempt))
 
     def attempt_by_name(self, name: str) -> Attempt | None:
-        key = attempt_key(name)
+        key = fast_attempt_key(name)
         return self.attempts.get(key) if key is not None else None
 
     def ended_state(self, job_id: int, store: Store) -> str | None:

@@ -1,6 +1,6 @@
 """Accounting summaries: ended attempts grouped by user, queue, node or day, with their jobs,
-attempts, CPU and wall-clock hours, wait percentiles and efficiency percentiles; and the times
-`drover history` takes. Pure: the facts come in as plain values, `now` is passed in.
+attempts, CPU and wall-clock hours, wait percentiles and efficiency percentiles; the times
+`drover history` takes; and which ended attempts never ran a job (`never_ran`). Pure: the facts come in as plain values, `now` is passed in.
 
 Percentiles are nearest-rank: the smallest value at least p % of the values are not above
 (so p50 of 1, 2, 3, 4 is 2, and every percentile is a value that was measured). A day is the
@@ -73,6 +73,15 @@ class _Group:
     waits: list[float] = field(default_factory=list)
     cpu_efficiencies: list[float] = field(default_factory=list)
     memory_efficiencies: list[float] = field(default_factory=list)
+
+
+def never_ran(started_at: float | None, exit_code: int | None, signal: int | None, failure: str | None) -> bool:
+    """An attempt stopped before its job started, with nothing gone wrong (a promise taken back,
+    a dispatched task cancelled or requeued before its shepherd began): no job ran, so it has no
+    exit status of its own (history shows none, not the 1 a shell gives a command that could not
+    start), and Grid Engine, which accounts only jobs its shepherd started, keeps no record of
+    it. One whose shepherd failed before the job (a launch failure: `failure` says why) keeps both."""
+    return started_at is None and exit_code is None and signal is None and not failure
 
 
 def cpu_efficiency(cpu_s: float | None, cpus: int, wall_s: float) -> float | None:

@@ -122,7 +122,10 @@ ATTEMPT_NAME = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")  # "<job>.<task>.<attempt>"
 
 def is_attempt_name(name: str) -> bool:
     """Whether `name` is an attempt's name: a node makes a directory of it, as root, only if it is
-    (an order's name such as ../../etc/x would make it write where the controller points)."""
+    (an order's name such as ../../etc/x would make it write where the controller points). Digits
+    of any length: a node needs only that the name is no path; the controller, which makes the
+    names, reads them within what its store holds (core/ids.bounded_attempt_key: not used here,
+    as the shepherd imports this module and nothing of drover.core)."""
     return ATTEMPT_NAME.fullmatch(name) is not None
 
 

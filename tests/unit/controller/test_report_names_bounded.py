@@ -13,19 +13,19 @@ from pathlib import Path
 import pytest
 from tests.unit.controller.test_group_commit import OK, Cluster
 
-from drover.core.ids import attempt_key
-from drover.protocol.node_channel import Exited, Progress, Started
+from drover.core.ids import bounded_attempt_key, parse_attempt_name
+from drover.protocol.node_channel import Exited, File, PeTaskExited, Progress, StagedOut, Started
 
 
 @pytest.mark.parametrize("name", ["99999999999999999999.0.1", "1" * 5000 + ".0.1", "1.4294967296.1",
                                   "0.0.1", "١.0.1", "1.0", "1.0.1.2"])
 def test_a_name_beyond_what_the_store_holds_is_no_attempts(name: str) -> None:
-    assert attempt_key(name) is None
+    assert bounded_attempt_key(name) is None
 
 
 def test_names_drover_makes_are_read() -> None:
-    assert attempt_key("12.0.1") == (12, 0, 1)
-    assert attempt_key(f"{2**63 - 1}.{2**31 - 1}.3") == (2**63 - 1, 2**31 - 1, 3)
+    assert bounded_attempt_key("12.0.1") == (12, 0, 1)
+    assert bounded_attempt_key(f"{2**63 - 1}.{2**31 - 1}.3") == (2**63 - 1, 2**31 - 1, 3)
 
 
 @pytest.mark.parametrize("poison", ["99999999999999999999.0.1", "7" * 5000 + ".0.1"])
@@ -47,5 +47,48 @@ def test_another_nodes_report_naming_no_attempt_does_not_stop_a_job_ending(tmp_p
         await cluster.turn()
         assert cluster.state_of(first) == "completed"
         assert attempt in cluster.acked()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", ["99999999999999999999.0.1", "1.4294967296.1", "0.0.1", "١.0.1", " 1.0.1", "1_0.0.1"])
+def test_a_name_a_node_or_user_sends_is_read_within_what_the_store_holds(name: str) -> None:
+    with pytest.raises(ValueError):
+        parse_attempt_name(name)
+    assert parse_attempt_name("12.0.1") == (12, 0, 1)
+
+
+POISON = "99999999999999999999.0.1"
+
+
+def test_the_end_of_a_parallel_task_of_no_attempt_changes_nothing(tmp_path: Path) -> None:
+    """A node's PeTaskExited naming 20 digits asked the store for that job (SQLite's integer
+    overflowed): the controller restored the job from the store, failed, reloaded its whole
+    working set, and closed the node's channel."""
+    from tests.unit.controller.test_job_isolation import Cluster
+
+    async def main() -> None:
+        cluster = Cluster(tmp_path / "drover.db")
+        (job_id,) = await cluster.submit()
+        await cluster.report(PeTaskExited(POISON, "1", dict(OK)))
+        assert cluster.state_of(job_id) == "dispatched"
+        cluster.check()  # the node's channel is still open
+
+    asyncio.run(main())
+
+
+def test_files_staged_out_of_no_attempt_are_not_kept(tmp_path: Path) -> None:
+    """A StagedOut naming 20 digits kept its files in a directory of no job, which no purge
+    removes, and was acknowledged."""
+    from tests.unit.controller.test_job_isolation import Cluster
+
+    from drover.controller.settings import Settings
+
+    async def main() -> None:
+        cluster = Cluster(tmp_path / "drover.db", settings=Settings(files_dir=str(tmp_path / "files")))
+        await cluster.submit()
+        await cluster.report(StagedOut(POISON, [File("out.txt", b"abc", 0o640)]))
+        assert not (tmp_path / "files" / POISON).exists() and POISON not in cluster.acked()
+        cluster.check()
 
     asyncio.run(main())

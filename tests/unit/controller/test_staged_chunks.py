@@ -96,7 +96,7 @@ def test_a_name_outside_the_jobs_files_keeps_nothing(tmp_path: Path) -> None:
 def test_the_controller_answers_chunks_of_its_nodes_own_attempts_and_a_bad_report_closes_no_channel(
         tmp_path: Path) -> None:
     """Through the controller's service: a chunk of an attempt the node runs is kept and answered;
-    one naming an attempt that is not the node's is refused; a report naming a file outside the
+    one naming an attempt that is not the node's, or the node's own spelt otherwise, is refused; a report naming a file outside the
     job's files is not acknowledged, and the node keeps its channel."""
     from tests.unit.controller.test_job_isolation import Cluster
 
@@ -106,10 +106,12 @@ def test_the_controller_answers_chunks_of_its_nodes_own_attempts_and_a_bad_repor
         cluster = Cluster(tmp_path / "drover.db", settings=Settings(files_dir=str(tmp_path / "files")))
         await cluster.submit()
         (order,) = cluster.sent(StartAttempt)
-        await cluster.report(chunk(0, b"abc", 3, attempt=order.attempt), chunk(0, b"abc", 3, attempt="99.0.1"))
+        await cluster.report(chunk(0, b"abc", 3, attempt=order.attempt), chunk(0, b"abc", 3, attempt="99.0.1"),
+                             chunk(0, b"abc", 3, attempt="0" + order.attempt))
         answers = cluster.sent(ChunkKept)
         assert [(a.attempt, a.have, a.refused) for a in answers] == [
-            (order.attempt, 3, None), ("99.0.1", 0, "not an attempt this node ran")]
+            (order.attempt, 3, None), ("99.0.1", 0, "not an attempt this node ran"),
+            ("0" + order.attempt, 0, "not an attempt this node ran")]
         await cluster.report(StagedOut(order.attempt, [], sent=[sent(b"abc", name="../../escaped")]))
         assert order.attempt not in cluster.acked()
         cluster.check()  # the node's channel is still open

@@ -1,5 +1,5 @@
 """Accounting summaries on plain data: nearest-rank percentiles, the groups and their figures,
-days in local time, and the times `drover history` takes."""
+days in local time, the times `drover history` takes, and which ended attempts never ran."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from datetime import datetime
 
 import pytest
 
-from drover.core.accounting import AccountingFacts, GroupSummary, parse_when, percentile, summarise
+from drover.core.accounting import (
+    AccountingFacts,
+    GroupSummary,
+    never_ran,
+    parse_when,
+    percentile,
+    summarise,
+)
 
 
 def facts(job_id: int, owner: str = "alice", queue: str = "default", node: str = "n1", ended_at: float = 0.0,
@@ -89,3 +96,12 @@ def test_history_times(in_tokyo: None) -> None:
     for bad in ("", "last week", "-7y", "2026-13-01", "12345"):
         with pytest.raises(ValueError, match="is not a time"):
             parse_when(bad, now)
+
+
+def test_an_attempt_stopped_before_its_job_started_with_nothing_wrong_never_ran() -> None:
+    assert never_ran(None, None, None, None)  # a promise taken back, a cancel before the shepherd began
+    assert never_ran(None, None, None, "")  # an empty failure says nothing went wrong
+    assert not never_ran(None, None, None, "no such directory: /scratch")  # a launch failure
+    assert not never_ran(12.5, None, None, None)  # started: the job ran, whatever it exited with
+    assert not never_ran(None, 0, None, None)  # an exit code is the job's own
+    assert not never_ran(None, None, 9, None)  # so is a signal

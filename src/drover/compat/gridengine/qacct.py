@@ -16,6 +16,7 @@ from drover.compat.gridengine.jobaction import usage
 from drover.compat.gridengine.syntax import GeUsageError, Given, Operands, parse
 from drover.compat.gridengine.values import task_indices
 from drover.compat.optiontable import Arity, Mark, Option
+from drover.core.accounting import never_ran
 from drover.core.errors import DroverError, NotFound
 
 N, R, OPT = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -205,20 +206,13 @@ def _records(job: JobInfo) -> list[Record]:
     records = []
     for task in sorted(job.tasks, key=lambda t: t.index):
         for attempt in task.attempts:
-            if attempt.ended_at is None or _never_ran(attempt):
+            if attempt.ended_at is None or never_ran(attempt.started_at, attempt.exit_code, attempt.signal,
+                                                     attempt.failure):
                 continue
             records.append(Record(job, task, attempt))
             records += [Record(job, task, _as_attempt(attempt, pe_task)) for pe_task in attempt.pe_tasks
                         if not pe_task.in_job_usage and pe_task.ended_at is not None]
     return records
-
-
-def _never_ran(attempt: AttemptInfo) -> bool:
-    """An attempt stopped before its job started, with nothing gone wrong (a promise taken back, a
-    dispatched task cancelled or requeued before its shepherd began): no job ran, and Grid Engine
-    accounts only jobs its shepherd started (one that failed before the job keeps its record)."""
-    return (attempt.started_at is None and attempt.exit_code is None and attempt.signal is None
-            and not attempt.failure)
 
 
 def _as_attempt(attempt: AttemptInfo, pe_task: PeTaskInfo) -> AttemptInfo:

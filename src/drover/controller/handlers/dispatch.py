@@ -20,7 +20,7 @@ from drover.config_schema import (
     SchedulerSection,
 )
 from drover.controller.effects import Outcome
-from drover.controller.followers import attempt_key
+from drover.controller.followers import fast_attempt_key
 from drover.controller.handlers import checkpoints, parallel_envs, promises, resource_requests
 from drover.controller.handlers.lifecycle import change_task, drained_if_idle
 from drover.controller.handlers.queue_load import planner_views
@@ -428,7 +428,7 @@ def _start(state: ControllerState, outcome: Outcome, start: Start, now: float, o
     attempt = Attempt(job.id, task.index, task.attempt, start.node, start.cpu_ids, now, gres=gres,
                       others=start.others, after=start.after)
     state.attempts[job.id, task.index, task.attempt] = attempt
-    followed = attempt_key(start.after) if start.after is not None else None
+    followed = fast_attempt_key(start.after) if start.after is not None else None
     if followed is not None:  # promised: it takes the room of the one it follows when that one ends
         state.followers.add(followed, (job.id, task.index, task.attempt), start.node)
     else:

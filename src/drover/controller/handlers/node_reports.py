@@ -33,7 +33,7 @@ from drover.core.exit_status import (
     shell_status,
 )
 from drover.core.gres import devices_from_hello
-from drover.core.ids import attempt_key, job_of_attempt
+from drover.core.ids import bounded_attempt_key, job_of_attempt
 from drover.core.job import Attempt, Job, JobPayload, Task, with_given_up
 from drover.core.job_state import JobState, Trigger
 from drover.core.node import Node
@@ -319,7 +319,7 @@ def _ran_on(state: ControllerState, reports: list[Report], store: Store | None) 
     them cost a query a frame (a tenth of the controller's time with 200 nodes)."""
     keys = {name: key for report in reports
             if isinstance(report, Progress) and state.attempt_by_name(name := report.attempt) is None
-            and name not in state.lost_attempts and (key := attempt_key(name)) is not None}
+            and name not in state.lost_attempts and (key := bounded_attempt_key(name)) is not None}
     if not keys or store is None:
         return {}
     nodes = store.attempt_nodes(sorted(set(keys.values())))
@@ -366,7 +366,11 @@ def _acks(node: str, reports: list[Report]) -> tuple[SendToNode, ...]:
 
 
 def _by_job(reports: list[Report]) -> dict[int | None, list[Report]]:
-    """The reports by the job their attempt belongs to, each job's in the order they came."""
+    """The reports by the job their attempt belongs to, each job's in the order they came. Read
+    within what the store holds, not by the in-memory followers.fast_attempt_key: a group's job
+    is the one a fault restores from the store and fails, among the jobs the shell named for the
+    frame with the same reading (shell/report_group.py); a name of 20 digits, or one int() reads
+    as another attempt's (' 7', '1_0'), is in no job's group."""
     groups: dict[int | None, list[Report]] = {}
     for report in reports:
         groups.setdefault(job_of_attempt(report.attempt), []).append(report)
@@ -529,7 +533,7 @@ def _progress(state: ControllerState, outcome: Outcome, report: Progress, now: f
         given_up = [{"step": report.step, "tries": report.tries, "error": report.error or "unknown"}]
         error = f"{report.step} given up: {report.error}"
     _, _, attempt = _current(state, report.attempt)
-    key = attempt_key(report.attempt)
+    key = bounded_attempt_key(report.attempt)
     if attempt is not None:
         if given_up:  # the pipeline goes on: it is not stopped at this step
             _record_cleanup(outcome, attempt, report.done, now, given_up=given_up)
@@ -552,7 +556,7 @@ def _enforced(state: ControllerState, outcome: Outcome, report: Enforced, now: f
     """The node acted on an attempt over its reservation (execd/enforcement.py): an event of the
     job with the figures, for `drover show` and `drover why`. Nothing else changes: an attempt
     killed over its memory ends as its exit report says (OUT_OF_MEMORY)."""
-    key = attempt_key(report.attempt)
+    key = bounded_attempt_key(report.attempt)
     if key is None or report.action not in ENFORCED_ACTIONS or key[0] not in state.jobs:
         return  # not an attempt's name, an action this controller does not know, or a job gone
     _, _, attempt = _current(state, report.attempt)
@@ -604,7 +608,7 @@ def _exited(state: ControllerState, outcome: Outcome, report: Exited, now: float
     if lost_on is not None:
         # The node was given up on while this attempt ran, and the task decided without it
         # (requeued, or NODE_FAIL): its report is stale. Said, and counted nowhere.
-        named = attempt_key(report.attempt)
+        named = bounded_attempt_key(report.attempt)
         if named is not None:
             outcome.changes.event(now, "stale_report", *named, node=lost_on,
                                   exit_code=report.exit_status["exit_code"], signal=report.exit_status["signal"])

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from drover.controller.effects import Outcome
-from drover.controller.followers import attempt_key
+from drover.controller.followers import fast_attempt_key
 from drover.controller.handlers import resource_requests
 from drover.controller.state import ControllerState
 from drover.core.job import Attempt, Job, Task
@@ -97,7 +97,7 @@ def give_back(state: ControllerState, job: Job, attempt: Attempt) -> None:
     if attempt.moving_to is not None:  # it ends before its node said it started in place: let the room go
         attempt.moving_to = None
         state.moving.discard(key_of(attempt))
-    followed = attempt_key(attempt.after) if attempt.after is not None else None
+    followed = fast_attempt_key(attempt.after) if attempt.after is not None else None
     if followed is not None and state.followers.get(followed) == key_of(attempt):
         state.followers.pop(followed)  # it ends before it started: it held nothing
         return
@@ -268,7 +268,7 @@ def started(state: ControllerState, job: Job, attempt: Attempt, moved: bool) -> 
     state.moving.discard(key)
     if not moved:
         return
-    followed = attempt_key(attempt.after) if attempt.after is not None else None
+    followed = fast_attempt_key(attempt.after) if attempt.after is not None else None
     if followed is not None and state.followers.get(followed) == key:
         state.followers.pop(followed)  # it held nothing
     elif holds_room(state, attempt):  # the room of the one it followed, taken when that one ended

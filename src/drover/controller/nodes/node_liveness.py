@@ -214,7 +214,9 @@ class NodeLiveness:
         """A chunk of a staged-out file, written where its file is assembled. Only the node
         that ran the attempt sends its files."""
         attempt = self.shell.state.attempt_by_name(chunk.attempt)
-        if attempt is None or attempt.node != node:
+        # The name as Drover spells it, too: the in-memory lookup reads '01.0.1' as attempt 1.0.1,
+        # and such a name, which makes no directory, failed the node's whole frame.
+        if attempt is None or attempt.node != node or attempt.name != chunk.attempt:
             return ChunkKept(chunk.attempt, chunk.record, refused="not an attempt this node ran")
         try:
             return staged_files.keep_chunk(self.settings.files_dir, chunk, self.settings.limits.max_stage_out_bytes)

@@ -9,7 +9,7 @@ import functools
 import time
 
 from drover.controller.decoders import READS
-from drover.core.accounting import GroupSummary, cpu_efficiency, memory_efficiency
+from drover.core.accounting import GroupSummary, cpu_efficiency, memory_efficiency, never_ran
 from drover.core.exit_status import shell_status
 from drover.protocol.api import HistoryGroup, HistoryRow, Usage
 from drover.records import ExitStatus
@@ -36,7 +36,8 @@ def history_row(record: HistoryRecord) -> HistoryRow:
         job_id=record.job_id, index=record.index, is_array=record.is_array, attempt=record.attempt,
         name=record.name, owner=record.owner, state=state, node=record.node,
         exit_status=shell_status(exit_record["exit_code"], exit_record["signal"])
-        if exit_record and not _never_ran(exit_record, started) else None,
+        if exit_record and not never_ran(started, exit_record["exit_code"], exit_record["signal"],
+                                         exit_record.get("failure")) else None,
         submitted_at=record.submitted_at, started_at=started, ended_at=ended,
         usage=READS.convert(usage, Usage) if usage else None,
         group=owner_group(record.owner), queue=record.queue, priority=record.priority, eligible_at=eligible,
@@ -54,14 +55,6 @@ def history_row(record: HistoryRecord) -> HistoryRow:
         memory_efficiency=memory_efficiency(peak, record.memory_mib),
         time_efficiency=wall / record.time_limit_s if wall is not None and record.time_limit_s else None,
     )
-
-
-def _never_ran(exit_record: ExitStatus, started_at: float | None) -> bool:
-    """An attempt stopped before its job started (a promise taken back, a cancel or requeue of a
-    dispatched task) exited with no status of its own: none is shown, not the 1 a shell would
-    give a command that could not start (a launch failure keeps it)."""
-    return (started_at is None and exit_record["exit_code"] is None and exit_record["signal"] is None
-            and not exit_record.get("failure"))
 
 
 def end_reason(exit_record: ExitStatus | None, state: str, controller_reason: str | None) -> str | None:
