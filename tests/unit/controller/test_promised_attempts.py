@@ -371,3 +371,31 @@ def test_the_metrics_count_a_promised_attempt_as_started_when_its_node_starts_it
     world.started(again.attempt)  # its node starts it as the first one ends
     world.exited(running)
     assert tallies.attempts_started == 2 and tallies.attempts_ended == {"completed": 1}
+
+
+def balance(world: World) -> tuple[int, int]:  # noqa: F811
+    """The attempts counted started and ended so far."""
+    tallies = world.state.tallies
+    return tallies.attempts_started, sum(tallies.attempts_ended.values())
+
+
+def test_a_promised_attempt_that_fails_to_set_up_is_counted_started_and_ended(world: World) -> None:  # noqa: F811
+    """The attempt it follows ends, its node begins it, and its set-up fails before the job
+    starts (no Started report): it was started as a dispatched attempt that fails so is, and
+    counts so (it was counted neither, its failure nowhere in the metrics)."""
+    running, promised, jobs = one_cpu_busy(world)
+    world.exited(running)
+    assert balance(world) == (1, 1)
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": "the prolog failed",
+                                    "timed_out": False, "terminated": False, "out_of_memory": False})
+    assert balance(world) == (2, 2) and world.state.tallies.attempts_ended == {"completed": 1, "failed": 1}
+
+
+def test_a_promise_lost_with_its_node_is_counted_started_and_ended(world: World) -> None:  # noqa: F811
+    from drover.controller.handlers.node_reports import on_node_disconnected, on_nodes_lost
+
+    running, promised, jobs = one_cpu_busy(world)
+    world.run(on_node_disconnected(world.state, "n1", world.now))
+    world.now += 1000
+    world.run(on_nodes_lost(world.state, world.now, 60.0))
+    assert balance(world) == (2, 2)  # the running one and the promised one, each requeued or failed
