@@ -6,6 +6,15 @@ across reloads of the working set (the shell holds one, and hands it to each wor
 Plain numbers, no exposition library here: the shell pays an addition or two per commit, and
 the metrics read them when scraped. Counting what a commit says, after the store took it, counts
 each event once, whatever was put back and handled again before.
+
+An attempt is counted started once and ended once, whichever way it goes: dispatched to start
+now, at its dispatch; promised (its dispatch says `promised_behind`), when its node says it
+started, or else at its end, with its end (it failed before it started, it was lost with its
+node, the controller failed its job, or its Started report never came), unless it ended as a
+promise taken back before it started (`promise_unstarted`), which is counted neither started
+nor ended. The promised attempts whose start is not counted yet are kept for that, by name,
+until they start or end: so started and ended balance for every attempt dispatched since the
+controller started (one dispatched before counts only what happens to it since).
 """
 
 from __future__ import annotations
@@ -63,6 +72,9 @@ class Tallies:
         self.attempts_ended: Counter[str] = Counter()  # by outcome: the event of the attempt's end
         self.requeued = 0
         self.cleanup_failures: Counter[str] = Counter()  # by step: each failed try a node reported
+        # The promised attempts dispatched since the start whose start is not counted yet
+        # (job, task, attempt): counted as they start, or with their end.
+        self._promised: set[tuple[int | None, int | None, int | None]] = set()
 
     def committed(self, changes: Changes, seconds: float) -> None:
         """The store took `changes` in `seconds`."""
@@ -72,17 +84,36 @@ class Tallies:
             detail = event.detail
             trigger = detail.get("trigger")
             if trigger is not None:
-                if trigger == "dispatch" and "promised_behind" not in detail or trigger == "start" and detail.get("promised"):
-                    self.attempts_started += 1  # dispatched to start now, or promised and started by its node
+                key = (event.job_id, event.index, event.attempt)
                 if trigger == "dispatch":
+                    if "promised_behind" in detail:
+                        self._promised.add(key)  # counted when its node starts it
+                    else:
+                        self.attempts_started += 1
                     self.backfill_starts += 1 if detail.get("backfill") else 0
-                elif (detail.get("before") in _ATTEMPT_STATES and detail.get("after") not in _ATTEMPT_STATES
-                      and not detail.get("promise_unstarted")):
-                    self.attempts_ended[event.kind] += 1
-                    if trigger == "requeue":
-                        self.requeued += 1
+                elif trigger == "start":
+                    if key in self._promised or detail.get("promised"):  # or promised before the start
+                        self._promised.discard(key)
+                        self.attempts_started += 1
+                elif detail.get("before") in _ATTEMPT_STATES and detail.get("after") not in _ATTEMPT_STATES:
+                    self._ended(event.kind, trigger, key, bool(detail.get("promise_unstarted")))
             elif event.kind == "cleanup_failed":
                 self.cleanup_failures[str(detail.get("step"))] += 1
+
+    def _ended(self, kind: str, trigger: str, key: tuple[int | None, int | None, int | None],
+               taken_back: bool) -> None:
+        """An attempt's end: counted, with its start if that was never counted (a promise that
+        ended before its node said it started); a promise taken back before it started is
+        counted neither started nor ended."""
+        unstarted = key in self._promised
+        self._promised.discard(key)
+        if taken_back:
+            return
+        if unstarted:
+            self.attempts_started += 1
+        self.attempts_ended[kind] += 1
+        if trigger == "requeue":
+            self.requeued += 1
 
     def passed(self, seconds: float) -> None:
         """A planner pass took `seconds`."""

@@ -44,13 +44,20 @@ class Node:
     # When the node goes away for good (a node inside an outer scheduler's allocation, from its
     # hello): no task starts here that would still run then. None: it stays.
     ends_at: float | None = None
-    # From its hello, in memory only: it takes StartPromisedNow (a node daemon of an earlier
+    # From its hello, in memory only (kept across a reload of the working set while the node
+    # stays connected: said_hello_as): it takes StartPromisedNow (a node daemon of an earlier
     # version does not; a promise stranded there is taken back instead: handlers/promises.py).
     starts_in_place: bool = False
 
     def apply(self, trigger: NodeTrigger) -> NodeState:
         self.state = next_node_state(self.state, trigger)
         return self.state
+
+    def said_hello_as(self, other: Node) -> None:
+        """What the node's hello said that the store does not hold, as `other` (the same node in
+        a working set this one replaces) heard it: its node daemon is the one still connected,
+        and says it again only at its next hello."""
+        self.ends_at, self.starts_in_place = other.ends_at, other.starts_in_place
 
     @property
     def total(self) -> Resources:

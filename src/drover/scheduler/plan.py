@@ -34,6 +34,13 @@ Contract:
   gets only tasks whose run limit ends by then, is promised to no task, and holds no
   reservation a task would outlast; a task that would outlast every node waits with RESOURCES
   and does not block the tasks behind it.
+- A promised task whose room is free beside it on its node (`stranded`, a `Stranded`: another
+  attempt there ended before the one it follows) is judged in its place in the same order, by
+  the same walk: if no job before it waits for room (the order is not blocked and holds no
+  reservation) and room it fits is still free on its node, it takes that room there
+  (`Plan.in_place`: its node starts it now); otherwise the jobs before it that could start
+  took the room or wait for it, and it stays promised. Whatever held a job before it back
+  until now (a limit, a dependency, its begin time) is asked of this pass alone.
 - A job of a parallel environment whose snapshot gives its allocation rule (PendingWork.pe_rule,
   other than $pe_slots) has its slots spread over nodes by that rule (spread.py): its start names
   the master node and its other nodes with their CPUs (Start.others). It gets no reservation.
@@ -43,7 +50,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -54,7 +61,7 @@ from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, r
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.promises import Successions
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, PendingWork, QueueView, Succession
+from drover.scheduler.snapshot import NodeView, PendingWork, QueueView, Stranded, Succession
 from drover.scheduler.spread_place import could_ever_spread, place_spread, take_spread
 
 __all__ = ["Plan", "Reservation", "Start", "order_key", "ordered", "plan"]
@@ -85,20 +92,33 @@ class Plan:
     reservation: Reservation | None = None  # the first blocked job's, when backfill could make one
     backfilled: tuple[int, ...] = ()  # jobs that started ahead of the reserved one, in start order
     reached: int | None = None  # a quick pass that stopped early: how many jobs (in order) it walked
+    in_place: tuple[Start, ...] = ()  # stranded promises that take the room free beside them now
 
 
 def order_key(work: PendingWork) -> tuple[int, float, int]:
     return (-work.priority, work.submitted_at, work.job)
 
 
-def ordered(work: Sequence[PendingWork], now: float, policy: Policy = DEFAULT_POLICY) -> list[PendingWork]:
+Ranked = PendingWork | Stranded  # what has a place in the planner's order
+Rank = Callable[[Ranked], tuple[float, float, int]]
+
+
+def ranking(policy: Policy, owners: Iterable[str], now: float) -> Rank:
+    """A job's place in the planner's order (lower first): its multifactor priority over these
+    owners, then submission time and job id."""
+    if policy.weights.plain:
+        return lambda item: (-item.priority, item.submitted_at, item.job)
+    weigher = Weigher(policy, owners, now)
+    return lambda item: (-weigher.factors(item.owner, item.priority, item.queue_priority, item.submitted_at).total,
+                         item.submitted_at, item.job)
+
+
+def ordered(work: Sequence[PendingWork], now: float, policy: Policy = DEFAULT_POLICY,
+            rank: Rank | None = None) -> list[PendingWork]:
     """The work in the planner's order: multifactor priority, then submission time and job id."""
     if policy.weights.plain:
         return sorted(work, key=order_key)
-    weigher = Weigher(policy, {item.owner for item in work}, now)
-    return sorted(work, key=lambda item: (
-        -weigher.factors(item.owner, item.priority, item.queue_priority, item.submitted_at).total,
-        item.submitted_at, item.job))
+    return sorted(work, key=rank or ranking(policy, {item.owner for item in work}, now))
 
 
 OPEN_QUEUE = QueueView("default")
@@ -118,6 +138,7 @@ class _Pass:
         self.user_running: dict[tuple[str, str], int] = {
             (name, user): count for name, queue in queues.items() for user, count in queue.running_by_user.items()}
         self.starts: list[Start] = []
+        self.in_place: list[Start] = []
         self.reasons: dict[int, PendingReason] = {}
         self.details: dict[int, str] = {}
         self.wake_at: float | None = None
@@ -195,6 +216,20 @@ class _Pass:
         if item.pe is not None:
             self.pe_slots[item.pe[0]] -= item.pe[1]
 
+    def claim(self, stranded: Stranded, now: float, waiting: bool) -> None:
+        """A stranded promise's turn in the order: it takes room it fits on its node now, unless
+        a job before it waits for room (`waiting`: the order is blocked or holds a reservation).
+        Its limits and licences count already: it is dispatched."""
+        room = self.rooms.all.get(stranded.node)
+        need = Need(stranded.resources)
+        if waiting or room is None or room.fits(need) is None:
+            return
+        ends = now + stranded.run_limit_s if stranded.run_limit_s is not None else math.inf
+        key = room.key
+        cpu_ids, _, _ = room.take(need, {}, ends)
+        self.rooms.placed(room, key)
+        self.in_place.append(Start(stranded.job, stranded.index, stranded.node, cpu_ids))
+
 
 def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
               need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
@@ -244,7 +279,7 @@ def _some(names: list[str]) -> str:
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
          licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None,
          quick: bool = False, presorted: bool = False, pe_slots: Mapping[str, int] | None = None,
-         promises: bool = False) -> Plan:
+         promises: bool = False, stranded: Sequence[Stranded] = ()) -> Plan:
     """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
     (a queue not named there is open, on every node, without limits).
 
@@ -257,7 +292,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     waits with PE_SLOTS and does not block the jobs behind it.
     `promises`: a task that cannot start now may be promised the room of a running attempt
     (scheduler/promises.py), in order, until none is left; no reservation is made after one in
-    the same pass (its arithmetic does not know the promised task's run)."""
+    the same pass (its arithmetic does not know the promised task's run).
+    `stranded`: promised tasks whose room is free beside them now, each judged in its place in
+    the order (`Plan.in_place` those that take it)."""
     decided = _Pass(Rooms(nodes), licenses or {}, queues or {}, pe_slots)
     successions = Successions(nodes) if promises else None
     promised = False
@@ -266,11 +303,26 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     reservation: Reservation | None = None
     spare: Spare | None = None  # what the reserved node has at the reservation beyond its need
     backfilled: list[int] = []
-    walk = work if presorted and policy.weights.plain else ordered(work, now, policy)
+    rank: Rank | None = None  # only for stranded promises: their place in the order
+    if stranded:
+        # Every owner is weighed, theirs too; the plain order weighs none (no walk of the work).
+        owners = set() if policy.weights.plain else {item.owner for item in work} | {one.owner for one in stranded}
+        rank = ranking(policy, owners, now)
+    walk = work if presorted and policy.weights.plain else ordered(work, now, policy, rank)
+    # The stranded promises in the order, each claimed before the first job ranked after it (a
+    # promise ranks first among its own job's tasks: it was decided before those waiting).
+    claims = sorted(((rank(one), one) for one in stranded), key=lambda claim: claim[0]) if rank else []
+    claimed = 0
     reached = 0
     for item in walk:
         if quick and blocked:
             break
+        if claimed < len(claims):
+            assert rank is not None  # made whenever there are claims
+            place_of = rank(item)
+            while claimed < len(claims) and claims[claimed][0] <= place_of:
+                decided.claim(claims[claimed][1], now, waiting=blocked or reservation is not None)
+                claimed += 1
         reached += 1
         if item.pending.count == 0:
             continue
@@ -379,8 +431,10 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                 decided.wait(item.job, PendingReason.DEPENDENCY, item.waiting_for)  # the tasks left wait for their own
             elif started < item.pending.count and limit is not None:
                 decided.wait(item.job, limit, limit_detail)
+    for _, one in claims[claimed:]:  # ranked after every job walked
+        decided.claim(one, now, waiting=blocked or reservation is not None)
     return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
-                tuple(backfilled), reached if quick and blocked else None)
+                tuple(backfilled), reached if quick and blocked else None, tuple(decided.in_place))
 
 
 def _spread_job(decided: _Pass, item: PendingWork, now: float, reservation: Reservation | None,

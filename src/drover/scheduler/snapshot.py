@@ -53,6 +53,24 @@ class Succession:
 
 
 @dataclass(frozen=True, slots=True)
+class Stranded:
+    """A promised task whose room is free beside it on its node now, while the attempt it
+    follows still runs (another attempt there ended first): it may start there at once, in
+    place, if the pass finds nothing before it in the planner's order waiting for room
+    (plan.py). Its job's fields that place it in that order, and what it needs there."""
+
+    job: int
+    index: int
+    node: str
+    resources: Resources
+    owner: str
+    priority: int
+    submitted_at: float
+    queue_priority: int = 0
+    run_limit_s: float | None = None  # how long it runs at most (its time limit and kill grace)
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     """What a running task holds on a node, and when it gives it back at the latest."""
 

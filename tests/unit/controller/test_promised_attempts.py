@@ -248,6 +248,33 @@ def test_a_promise_stays_when_the_room_freed_beside_it_goes_to_an_array_task_its
     assert "promise_taken_back" not in world.event_kinds(job)
 
 
+def test_a_stranded_promise_stays_when_the_end_that_freed_the_room_lets_a_job_before_it_start(
+        world: World) -> None:  # noqa: F811
+    """The pass judges a stranded promise by what it finds could start now, whatever held a job
+    before it back until then: a job submitted before the promised one waits for the short
+    job (afterok); the short job's end frees a CPU beside the promise and meets the dependency
+    at once. The job before it takes that CPU in the same pass, and the promise stays (it was
+    started in place there, and the job before it waited for the long job's end)."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    long, short = world.submit(script="sleep 3600\n") + world.submit()
+    (dependent,) = world.submit(after_ok=[short])
+    (third,) = world.submit()
+    starts = world.schedule()
+    long_attempt, short_attempt = (s.attempt for s in starts if s.after is None)
+    (promised,) = [s for s in starts if s.after is not None]
+    assert promised.attempt == f"{third}.0.1" and promised.after == long_attempt
+    world.started(long_attempt)
+    world.started(short_attempt)
+    world.exited(short_attempt)
+    before = len(world.sent)
+    (given,) = world.schedule()
+    assert given.attempt == f"{dependent}.0.1" and given.after is None
+    assert not [s for s in world.sent[before:] if isinstance(s.message, (SignalAttempt, StartPromisedNow))]
+    assert "promise_started_in_place" not in world.event_kinds(third)
+    assert "promise_taken_back" not in world.event_kinds(third)
+
+
 def test_nothing_is_taken_back_while_no_room_is_free(world: World) -> None:  # noqa: F811
     long_attempt, short_attempt, promised, third = two_cpus_one_promise(world)
     before = len(world.sent)
@@ -255,10 +282,10 @@ def test_nothing_is_taken_back_while_no_room_is_free(world: World) -> None:  # n
     assert not [s for s in world.sent[before:] if isinstance(s.message, SignalAttempt)]
 
 
-def test_the_planners_order_is_built_only_when_a_promise_is_stranded(world: World, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_no_order_of_its_own_is_built_for_a_stranded_promise(world: World, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     """Weighing every owner's fair share for the planner's order is dear: a pass with promises
-    outstanding builds it for the stranded promises only when one is (room it fits is free
-    beside it), not on every pass."""
+    outstanding builds no order of its own for them, stranded or not; a stranded promise (room
+    it fits is free beside it) is judged in the planner's own walk."""
     built: list[int] = []
     policy_of = dispatch.policy_of
 
@@ -274,7 +301,7 @@ def test_the_planners_order_is_built_only_when_a_promise_is_stranded(world: Worl
     assert built == []  # no room free beside the promise: no candidate, no order built
     world.exited(short_attempt)
     world.schedule()
-    assert built == [1]  # the short job's room is free: the promise is stranded, the order built once
+    assert built == []  # the short job's room is free: the promise is stranded, judged in the planner's walk
     assert "promise_started_in_place" in world.event_kinds(third)
 
 
@@ -344,3 +371,31 @@ def test_the_metrics_count_a_promised_attempt_as_started_when_its_node_starts_it
     world.started(again.attempt)  # its node starts it as the first one ends
     world.exited(running)
     assert tallies.attempts_started == 2 and tallies.attempts_ended == {"completed": 1}
+
+
+def balance(world: World) -> tuple[int, int]:  # noqa: F811
+    """The attempts counted started and ended so far."""
+    tallies = world.state.tallies
+    return tallies.attempts_started, sum(tallies.attempts_ended.values())
+
+
+def test_a_promised_attempt_that_fails_to_set_up_is_counted_started_and_ended(world: World) -> None:  # noqa: F811
+    """The attempt it follows ends, its node begins it, and its set-up fails before the job
+    starts (no Started report): it was started as a dispatched attempt that fails so is, and
+    counts so (it was counted neither, its failure nowhere in the metrics)."""
+    running, promised, jobs = one_cpu_busy(world)
+    world.exited(running)
+    assert balance(world) == (1, 1)
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": "the prolog failed",
+                                    "timed_out": False, "terminated": False, "out_of_memory": False})
+    assert balance(world) == (2, 2) and world.state.tallies.attempts_ended == {"completed": 1, "failed": 1}
+
+
+def test_a_promise_lost_with_its_node_is_counted_started_and_ended(world: World) -> None:  # noqa: F811
+    from drover.controller.handlers.node_reports import on_node_disconnected, on_nodes_lost
+
+    running, promised, jobs = one_cpu_busy(world)
+    world.run(on_node_disconnected(world.state, "n1", world.now))
+    world.now += 1000
+    world.run(on_nodes_lost(world.state, world.now, 60.0))
+    assert balance(world) == (2, 2)  # the running one and the promised one, each requeued or failed

@@ -13,9 +13,11 @@ from tests.helpers.nodes import a_node
 from tests.unit.scheduler.test_planner import pending
 
 from drover.core.gres import GresNeed
+from drover.core.resources import Resources
 from drover.scheduler.plan import plan
+from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import NodeView, QueueView, Succession
+from drover.scheduler.snapshot import NodeView, QueueView, Stranded, Succession
 
 NOW = 1000.0
 
@@ -99,3 +101,59 @@ def test_a_task_may_follow_one_this_same_pass_starts() -> None:
     assert (first.after, first.after_start) == (None, None)
     assert (second.after, second.after_start, second.cpu_ids) == (None, (1, 1), first.cpu_ids)
     assert decided.pending_reasons[1] is PendingReason.RESOURCES  # one promise a slot: the third waits
+
+
+def stranded(job: int, node: str = "n1", submitted_at: float | None = None) -> Stranded:
+    """A promised task of one CPU whose room is free beside it on `node`."""
+    return Stranded(job, 0, node, Resources(1, 0), "alice", 0, float(job) if submitted_at is None else submitted_at)
+
+
+def one_free_cpu() -> NodeView:
+    """Two CPUs, the first held by the attempt a promise follows, the second free."""
+    return a_node("n1", cpus=2, used_cpus=(0,))
+
+
+def test_a_stranded_promise_takes_the_free_room_when_no_job_before_it_waits_for_room() -> None:
+    decided = plan([pending(5)], [one_free_cpu()], NOW, promises=True, stranded=[stranded(3)])
+    assert [(s.job, s.node, s.cpu_ids) for s in decided.in_place] == [(3, "n1", (1,))]
+    assert decided.starts == () and decided.pending_reasons[5] is PendingReason.RESOURCES  # ranked after it
+
+
+def test_a_job_before_a_stranded_promise_that_can_start_now_takes_the_room_first() -> None:
+    decided = plan([pending(2)], [one_free_cpu()], NOW, promises=True, stranded=[stranded(3)])
+    assert [(s.job, s.cpu_ids) for s in decided.starts] == [(2, (1,))]
+    assert decided.in_place == ()
+
+
+def test_a_stranded_promise_waits_behind_a_job_before_it_that_waits_for_room() -> None:
+    decided = plan([pending(2, cpus=2)], [one_free_cpu()], NOW, promises=True, stranded=[stranded(3)])
+    assert decided.in_place == () and decided.pending_reasons[2] is PendingReason.RESOURCES
+
+
+def test_what_holds_a_job_before_a_stranded_promise_is_asked_of_this_pass() -> None:
+    """A job before it that this pass finds cannot start (its dependency, its array's limit,
+    its begin time) does not keep the room from it; the same job, free now, takes it."""
+    for held in (pending(2, met=False), pending(2, array=(1, 4, 1), max_running=1, running=1),
+                 pending(2, begin_at=NOW + 60)):
+        decided = plan([held], [one_free_cpu()], NOW, promises=True, stranded=[stranded(3)])
+        assert [s.job for s in decided.in_place] == [3] and decided.starts == ()
+    for free in (pending(2), pending(2, array=(1, 4, 1), max_running=2, running=1), pending(2, begin_at=NOW)):
+        decided = plan([free], [one_free_cpu()], NOW, promises=True, stranded=[stranded(3)])
+        assert decided.in_place == () and [s.job for s in decided.starts] == [2]
+
+
+def test_a_stranded_promise_ranks_before_the_waiting_tasks_of_its_own_job() -> None:
+    decided = plan([pending(3, array=(1, 4, 1))], [one_free_cpu()], NOW, promises=True, stranded=[stranded(3)])
+    assert [s.job for s in decided.in_place] == [3] and decided.starts == ()
+
+
+def test_a_stranded_promise_is_placed_by_the_multifactor_order_not_the_plain_one() -> None:
+    """With fair share weighed, a promise of an owner who has used nothing ranks before an
+    earlier job of an owner who has used much: it takes the room, which that job would take in
+    the plain order."""
+    bobs = dataclasses.replace(stranded(3), owner="bob")
+    decided = plan([pending(2)], [one_free_cpu()], NOW, promises=True, stranded=[bobs])
+    assert decided.in_place == () and [s.job for s in decided.starts] == [2]
+    policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1e6})
+    decided = plan([pending(2)], [one_free_cpu()], NOW, policy, promises=True, stranded=[bobs])
+    assert [s.job for s in decided.in_place] == [3] and decided.starts == ()

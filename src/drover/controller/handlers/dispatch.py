@@ -53,6 +53,7 @@ from drover.scheduler.snapshot import (
     PendingWork,
     QueueView,
     Release,
+    Stranded,
     Succession,
 )
 from drover.store.base import Store
@@ -100,9 +101,9 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
         return outcome  # nothing changed and nothing can start or be promised: the last pass's reasons hold
     full = cache.everything  # a working set just loaded: every job gets its reason at once
     _refresh(state, outcome, store, now, orders)
-    kept = (_stranded_promises(state, outcome, now, orders) if promising and state.followers
-            else promises.moving_room(state))
-    if not cache.items:
+    kept, stranded = (promises.stranded(state, lambda job: (queue_priority(state, job, orders), run_limit(job, orders)))
+                      if promising and state.followers else (promises.moving_room(state), []))
+    if not cache.items and not stranded:
         state.pending_reasons = {}
         state.wake_at = None
         return outcome
@@ -116,8 +117,10 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
     work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
     decided = _plan(work, nodes, now, policy, _free_licenses(state, orders),
                     planner_views(state, orders.queues, now), quick=not full, presorted=presorted,
-                    pe_slots=parallel_envs.free_slots(state, orders.parallel_environments), promises=promising)
+                    pe_slots=parallel_envs.free_slots(state, orders.parallel_environments), promises=promising,
+                    stranded=stranded)
     _record_reasons(state, decided, work, now, orders)
+    promises.start_in_place(state, outcome, decided.in_place, now)
     if promising:
         rank = planner_rank(policy, {item.owner for item in cache.items.values()}, orders, state, now)
         promises.outranked(state, outcome, decided.pending_reasons, now, rank)
@@ -174,43 +177,6 @@ def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[S
     return NodeView(node.name, node.state, node.total, free, free_cpu_ids, tuple(releases),
                     node.devices, node.free_devices(), node.features, node.running, node.load or 0.0,
                     node.overdrawn, successions, node.ends_at if node.ends_at is not None else math.inf)
-
-
-def _stranded_promises(state: ControllerState, outcome: Outcome, now: float,
-                       orders: OrderOptions) -> dict[str, promises.Kept]:
-    """promises.stranded, in the planner's order: a promised task starts in place on room freed
-    beside it, unless a waiting job ranks before it. The order is built only
-    when some promise is stranded: most passes with promises outstanding have none."""
-
-    def make_rank() -> promises.Rank:
-        owners = {item.owner for item in state.work.items.values()}
-        owners.update(state.jobs[key[0]].owner for key in state.followers.values() if key[0] in state.jobs)
-        return planner_rank(policy_of(state, now, orders), owners, orders, state, now)
-
-    def first_waiting(rank: promises.Rank) -> tuple[float, float, int] | None:
-        """The best place of a job that waits for room (or has not been planned yet)."""
-        return min((rank(state.jobs[item.job]) for item in state.work.items.values()
-                    if item.pending.count and item.job in state.jobs and _waits_for_room(state, item.job)),
-                   default=None)
-
-    return promises.stranded(state, outcome, now, make_rank, first_waiting)
-
-
-ROOM_REASONS = frozenset({PendingReason.RESOURCES, PendingReason.PRIORITY, PendingReason.RESERVED})
-
-
-def _waits_for_room(state: ControllerState, job_id: int) -> bool:
-    """Whether the last pass left the job waiting for room, or has not planned it yet, or left
-    it at its array's %limit that an end since has lifted (its next task takes the freed room in
-    this pass: a promise ranked behind it must not be taken back for that room, only to be
-    promised again behind the task that took it)."""
-    waiting = state.pending_reasons.get(job_id)
-    if waiting is None or waiting.reason in ROOM_REASONS:
-        return True
-    if waiting.reason is PendingReason.ARRAY_LIMIT:
-        job = state.jobs[job_id]
-        return job.max_running is not None and job.tally().active < job.max_running
-    return False
 
 
 def planner_rank(policy: Policy, owners: set[str], orders: OrderOptions, state: ControllerState,
@@ -369,7 +335,8 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
 
 def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
           licenses: Mapping[str, int], queues: Mapping[str, QueueView], quick: bool = False,
-          presorted: bool = False, pe_slots: Mapping[str, int] | None = None, promises: bool = False) -> Plan:
+          presorted: bool = False, pe_slots: Mapping[str, int] | None = None, promises: bool = False,
+          stranded: Sequence[Stranded] = ()) -> Plan:
     """The planner's decisions. An exception from it is the controller's fault, never a job's:
     each job is then planned alone to find which the planner cannot plan; those stay pending,
     untouched, with the reason PLANNING_ERROR, the error is logged with its traceback, and the
@@ -377,7 +344,7 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
     (the pass starts nothing, and the jobs stay as they are)."""
     try:
         return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted, pe_slots=pe_slots,
-                    promises=promises)
+                    promises=promises, stranded=stranded)
     except Exception as error:
         failure = error
     kept = []
@@ -395,7 +362,8 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
             kept.append(item)
     if not unplanned:
         raise failure
-    decided = plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots, promises=promises) if kept else Plan()
+    decided = (plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots, promises=promises, stranded=stranded)
+               if kept or stranded else Plan())
     return replace(decided, pending_reasons={**decided.pending_reasons, **unplanned},
                    details={**decided.details, **details})
 

@@ -654,8 +654,11 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
     detail: dict[str, Any] = {"reason": why} if why else {}
     if trigger is Trigger.ERROR_HOLD:  # what `drover why` says of the hold: what exited how, and whose rule
         detail["cause"], detail["requeue_held"] = error_hold_cause(facts, semantics)
-    if attempt.after is not None and attempt.started_at is None:
-        detail["promise_unstarted"] = True  # taken back before it started: the metrics never counted it
+    if (attempt.after is not None and attempt.started_at is None
+            and (task.cancel_requested or task.requeue_requested or task.hold_requested)):
+        # Taken back before it started: the metrics count it neither started nor ended. One that
+        # ended otherwise before it started (it failed to set up, its node was lost) counts as both.
+        detail["promise_unstarted"] = True
     after = change_task(outcome, task, trigger, now, **detail)
     release_attempt(state, job, task)
     if after in (JobState.PENDING, JobState.HELD):

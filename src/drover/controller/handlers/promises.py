@@ -9,7 +9,8 @@ held nothing. `ControllerState.followers` says who follows whom (controller/foll
 memory only: rebuilt from the attempts' `after` whenever the nodes are recounted (a reload, a
 failover).
 
-A promise stranded by room freed beside it on its node (promises.stranded) is started there in
+A promise stranded by room freed beside it on its node (promises.stranded; the planner judges it
+in its place in its order, scheduler/plan.py) is started there in
 place: the controller picks the free CPUs, keeps them for it (`Attempt.moving_to`, stored, and
 `ControllerState.moving`), and tells the node to start it now (StartPromisedNow). When the node
 says it started, moved (promises.started), it follows no one and holds the new room; started as
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from drover.controller.effects import Outcome
@@ -32,8 +33,9 @@ from drover.core.job_state import JobState
 from drover.core.node import Node
 from drover.core.resources import Resources
 from drover.protocol.node_channel import SignalAttempt, StartPromisedNow
+from drover.scheduler.plan import Start
 from drover.scheduler.reasons import PendingReason
-from drover.scheduler.snapshot import Succession
+from drover.scheduler.snapshot import Stranded, Succession
 
 log = logging.getLogger("drover.controller")
 
@@ -179,22 +181,18 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     _take_back(outcome, follower, task, now, by=head.id)
 
 
-def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Callable[[], Rank],
-             first_waiting: Callable[[Rank], tuple[float, float, int] | None]) -> dict[str, Kept]:
-    """Start in place a promise whose task could start now: room it fits is free on its node
-    (another attempt there ended before the one it follows, which may run for hours), and no
-    waiting job ranks before it (`first_waiting`: the best place among the waiting jobs by the
-    rank given). The controller picks the free CPUs, keeps them for it, and tells the node to
-    start it there now, as the same attempt (StartPromisedNow): no round trip, no new attempt.
-    A node whose hello did not say it takes that order (an earlier version) has the promise
-    taken back instead, its room kept until the node has ended it, for the task to start there.
-    Returns the room kept on each node: for those told so, this pass or before, whose node has
-    not said they started, and for tasks whose promise was taken back to start there (by a job
-    that outranked it) whose node has not said so, so that no job ranked behind them takes it
-    meanwhile. The planner's order (`make_rank`: its weights over every owner, dear to build) is
-    built only when a promise is stranded, not on every pass that has promises outstanding."""
+def stranded(state: ControllerState, placed: Callable[[Job], tuple[int, float | None]]) -> tuple[dict[str, Kept],
+                                                                                          list[Stranded]]:
+    """The promises stranded by room freed beside them on their node, which they fit (another
+    attempt there ended before the one they follow, which may run for hours), for the planner
+    to judge in their place in its order, as it judges a start (scheduler/plan.py): what this
+    pass finds could start before one takes the room first; else it starts there in place
+    (start_in_place). `placed`: a job's queue priority and run limit, its other terms there.
+    And the room kept on each node: for the promises told to start there in place whose node
+    has not said they started (moving_room), and for tasks whose promise was taken back to
+    start there whose node has not said so, so that no job takes it meanwhile."""
     kept = moving_room(state)
-    candidates: list[tuple[Attempt, Task, Job]] = []
+    found: list[Stranded] = []
     for key in list(state.followers.values()):
         follower, job = state.attempts.get(key), state.jobs.get(key[0])
         task = job.tasks.get(key[1]) if job is not None else None
@@ -208,29 +206,29 @@ def stranded(state: ControllerState, outcome: Outcome, now: float, make_rank: Ca
         if task.requeue_requested and not (task.cancel_requested or task.hold_requested):
             kept.setdefault(node.name, Kept()).add(need)  # taken back, its node not yet heard
         elif _still_promised(follower, task):
-            candidates.append((follower, task, job))
-    if not candidates:
-        return kept
-    rank = make_rank()
-    best_waiting = first_waiting(rank)
-    stranded_now = sorted(((rank(job), follower, task, job) for follower, task, job in candidates),
-                          key=lambda candidate: candidate[0])
-    for place, follower, task, job in stranded_now:
-        node = state.nodes[follower.node]
-        need = Resources(job.resources.cpus, job.resources.memory_mib)
-        if (best_waiting is not None and best_waiting < place) or not need.fits_in(_left(kept, node)):
+            queue_priority, run_limit_s = placed(job)
+            found.append(Stranded(job.id, task.index, node.name, need, job.owner, job.priority, job.submitted_at,
+                                  queue_priority, run_limit_s))
+    return kept, found
+
+
+def start_in_place(state: ControllerState, outcome: Outcome, starts: Sequence[Start], now: float) -> None:
+    """The stranded promises the planner gave the room free beside them: each node is told to
+    start its promise there now, on those CPUs, as the same attempt (StartPromisedNow): no round
+    trip, no new attempt; the CPUs are kept for it until its node says it started. A node whose
+    hello did not say it takes that order (an earlier version) has the promise taken back
+    instead, its room kept until the node has ended it, for the task to start there."""
+    for start in starts:
+        job = state.jobs.get(start.job)
+        task = job.tasks.get(start.index) if job is not None else None
+        follower = state.attempts.get((start.job, start.index, task.attempt)) if task is not None else None
+        node = state.nodes.get(start.node)
+        if task is None or follower is None or node is None or not _still_promised(follower, task):
             continue
-        if not node.starts_in_place:  # a node daemon of an earlier version: taken back, the room kept
-            kept.setdefault(node.name, Kept()).add(need)
+        if node.starts_in_place:
+            _start_in_place(state, outcome, follower, task, start.cpu_ids, now)
+        else:  # a node daemon of an earlier version: taken back, the room kept (stranded)
             _take_back(outcome, follower, task, now, why=f"room is free on {node.name}: it starts there now")
-            continue
-        free = kept.get(node.name, Kept()).free_cpu_ids(node.free_cpu_ids())
-        if len(free) < need.cpus:
-            continue
-        cpu_ids = tuple(free[:need.cpus])
-        kept.setdefault(node.name, Kept()).add(need, cpu_ids)
-        _start_in_place(state, outcome, follower, task, cpu_ids, now)
-    return kept
 
 
 def moving_room(state: ControllerState) -> dict[str, Kept]:

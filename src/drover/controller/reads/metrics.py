@@ -101,7 +101,9 @@ METRICS: tuple[MetricDef, ...] = (
               "The store's file and its write-ahead log (SQLite; a PostgreSQL store is not measured here)", "bytes"),
     # Attempts and their cleanup, as the committed changes say.
     MetricDef("drover_attempts_started", COUNTER, (), "Attempts the planner started (dispatched to a node to start "
-              "now; a promised one when its node starts it, so a promise taken back is not counted)"),
+              "now; a promised one when its node starts it, or with its end if it ends first: it failed to set "
+              "up, or was lost with its node; a promise taken back before it started is counted neither started "
+              "nor ended)"),
     MetricDef("drover_attempts_ended", COUNTER, ("outcome",),
               "Attempts ended, by what ended them: completed, failed, timed_out, out_of_memory, cancelled, "
               "node_failed, requeued, held, held_in_error"),

@@ -105,16 +105,22 @@ class Shell:
         self._in_doubt: set[int] = set()
         self.state = self.load()
 
-    def load(self) -> ControllerState:
+    def load(self, before: ControllerState | None = None) -> ControllerState:
+        """The working set as the store has it; `before`: the one it replaces (a reload), whose
+        connected nodes' hellos said what the store does not hold."""
         state = ControllerState.from_working_set(self.store.load_working_set())
         state.usage, state.tallies = self.usage, self.tallies
         self.pe_tasks.load(state)  # the tasks of its attempts, as the store has them
         # No node is connected to a controller that just started; each says hello when it is.
         changes = Changes()
+        connected = self.channels.connected()
         for node in state.nodes.values():
-            if node.state not in (NodeState.DOWN, NodeState.ERROR) and node.name not in self.channels.connected():
+            if node.state not in (NodeState.DOWN, NodeState.ERROR) and node.name not in connected:
                 node.state = NodeState.DOWN
                 changes.node(node)
+            said = before.nodes.get(node.name) if before is not None and node.name in connected else None
+            if said is not None:  # facts of the node daemon still connected, not of the store: kept
+                node.said_hello_as(said)
             # A controller that just started gives every node a full node_timeout_s to say hello.
             node.last_seen = self.clock()
         if changes:
@@ -131,7 +137,7 @@ class Shell:
         the store after a failure, and the store still does not give it."""
         if not self._reload_due:
             return
-        self.state = self.load()  # a StoreFault while the store is away
+        self.state = self.load(self.state)  # a StoreFault while the store is away
         self._reload_due, self._memory_intact, self._in_doubt = False, False, set()
         log.info("the working set is reloaded from the store; every node is asked to say hello again")
         self.reconnect_nodes()
@@ -311,7 +317,7 @@ class Shell:
             log.exception("restoring jobs %s from the store failed", sorted(jobs))
         log.error("reloading the working set from the store; every node is asked to say hello again")
         try:
-            self.state = self.load()
+            self.state = self.load(self.state)
         except Exception as error:
             # The store is away (a restart of its server): nothing is done from memory until the
             # store gives the whole working set again (`ready`, tried before every handler and
