@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +81,33 @@ def spawner() -> Iterator[Spawner]:
     made.stop()
 
 
-def spools(root: Path, gate: Path) -> None:
-    """The first attempt runs until `gate` exists; the second follows it."""
-    make_spool(root, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST)
-    make_spool(root, "echo second\n", name=SECOND, stdout=str(root / "second.out"))
+@dataclass(frozen=True)
+class Pair:
+    """Two attempts' spools on one CPU: the first runs until `gate` exists; the second, promised
+    its room, prints "second" into `second_out`."""
+
+    gate: Path
+    first: layout.SpoolDir
+    second: layout.SpoolDir
+    second_out: Path
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Pair:
+    """The spools as the node writes them for an order and the promise behind it (the second's
+    `after` record names the first)."""
+    gate, second_out = tmp_path / "gate", tmp_path / "second.out"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
+    make_spool(tmp_path, "echo second\n", name=SECOND, stdout=str(second_out), cpu_ids=[0])
+    second = layout.SpoolDir(str(tmp_path), SECOND)
+    Path(second.record(layout.AFTER)).write_text(FIRST)
+    return Pair(gate, layout.SpoolDir(str(tmp_path), FIRST), second, second_out)
+
+
+def hold(attempts: Attempts, pair: Pair) -> None:
+    """The first attempt started, the second promised behind it."""
+    attempts._start_or_wait(pair.first, None)
+    attempts._start_or_wait(pair.second, FIRST)
 
 
 async def until(condition: Any, timeout: float = 20.0) -> None:
@@ -98,69 +122,60 @@ def attempts_on(root: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any])
     return Attempts(str(root), spawner, sent.append, cleanup, {})  # type: ignore[arg-type]
 
 
-def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path, spawner: Spawner) -> None:
-    gate = tmp_path / "gate"
-    spools(tmp_path, gate)
+def second_cpus(pair: Pair) -> Any:
+    """The CPUs the second attempt's config gives it."""
+    return json.loads(Path(pair.second.record(layout.CONFIG)).read_text())["cpu_ids"]
 
+
+def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)
+        hold(attempts, pair)
         assert spawner.started == [FIRST] and SECOND in attempts.promised
         assert {known.attempt for known in attempts.known() if known.running} == {FIRST, SECOND}
         await asyncio.sleep(0.3)
         assert spawner.started == [FIRST]  # waits while the first runs
-        gate.touch()
+        pair.gate.touch()
         await until(lambda: SECOND in cleanup.begun)
         assert spawner.started == [FIRST, SECOND] and cleanup.begun == [FIRST, SECOND]
-        assert (tmp_path / "second.out").read_text() == "second\n"
+        assert pair.second_out.read_text() == "second\n"
         attempts.close()
 
     asyncio.run(scenario(spawner))
 
 
-def test_a_promise_taken_back_ends_without_starting(tmp_path: Path, spawner: Spawner) -> None:
-    gate = tmp_path / "gate"
-    spools(tmp_path, gate)
-
+def test_a_promise_taken_back_ends_without_starting(tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)
+        hold(attempts, pair)
         attempts.signal(SignalAttempt(SECOND, "suspend"))  # nothing of it runs to suspend
         assert SECOND in attempts.promised and not cleanup.begun
         attempts.signal(SignalAttempt(SECOND, "terminate", "hold"))
         assert SECOND not in attempts.promised and cleanup.begun == [SECOND]
-        second = layout.SpoolDir(str(tmp_path), SECOND)
-        assert json.loads(Path(second.record(layout.EXIT_STATUS)).read_text())["terminated"] is True
-        assert json.loads(Path(second.record(layout.STOP_REQUEST)).read_text()) == {"why": "hold"}
-        gate.touch()
+        assert json.loads(Path(pair.second.record(layout.EXIT_STATUS)).read_text())["terminated"] is True
+        assert json.loads(Path(pair.second.record(layout.STOP_REQUEST)).read_text()) == {"why": "hold"}
+        pair.gate.touch()
         await until(lambda: FIRST in cleanup.begun)
         await asyncio.sleep(0.2)
-        assert spawner.started == [FIRST] and not (tmp_path / "second.out").exists()
+        assert spawner.started == [FIRST] and not pair.second_out.exists()
         attempts.close()
 
     asyncio.run(scenario(spawner))
 
 
-def test_a_restarted_node_finds_its_promises_in_the_spool(tmp_path: Path, spawner: Spawner) -> None:
-    gate = tmp_path / "gate"
-    spools(tmp_path, gate)
-    second = layout.SpoolDir(str(tmp_path), SECOND)
-    Path(second.record(layout.AFTER)).write_text(FIRST)  # as the order's preparation writes it
-
+def test_a_restarted_node_finds_its_promises_in_the_spool(tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         before = attempts_on(tmp_path, spawner, cleanup, sent)
-        before._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
-        await until(lambda: Path(layout.SpoolDir(str(tmp_path), FIRST).record(layout.PID)).exists())
+        before._start_or_wait(pair.first, None)
+        await until(lambda: Path(pair.first.record(layout.PID)).exists())
         before.close()  # the node daemon stops; the first attempt's shepherd goes on
         after = attempts_on(tmp_path, spawner, cleanup, sent)
         after.recover()
         assert FIRST in after.live and SECOND in after.promised and spawner.started == [FIRST]
-        gate.touch()
+        pair.gate.touch()
         await until(lambda: SECOND in cleanup.begun)
         assert spawner.started == [FIRST, SECOND]
         after.close()
@@ -182,26 +197,23 @@ def test_a_promise_whose_attempt_is_gone_starts_at_once(tmp_path: Path, spawner:
     asyncio.run(scenario(spawner))
 
 
-def test_a_node_that_leaves_ends_its_attempts_and_takes_its_promises_back(tmp_path: Path, spawner: Spawner) -> None:
+def test_a_node_that_leaves_ends_its_attempts_and_takes_its_promises_back(tmp_path: Path, spawner: Spawner,
+                                                                          pair: Pair) -> None:
     """execd/leaving.py: the running attempt is stopped by its shepherd, the promised one ends
     without starting, and each exit record says the node left, and why."""
     from drover.execd import attempt_records
 
-    gate = tmp_path / "gate"  # never opened: the first attempt runs until it is stopped
-    spools(tmp_path, gate)
     why = "node slurm-7-0 left: its slurm allocation 7 ended"
 
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
-        first = layout.SpoolDir(str(tmp_path), FIRST)
-        attempts._start_or_wait(first, None)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), SECOND), FIRST)
-        await until(lambda: Path(first.record(layout.JOB_PID)).exists())
+        hold(attempts, pair)  # the gate is never opened: the first attempt runs until it is stopped
+        await until(lambda: Path(pair.first.record(layout.JOB_PID)).exists())
         attempts.leave_cluster(why)
         assert not attempts.promised and cleanup.begun == [SECOND]
         await until(lambda: FIRST in cleanup.begun)
-        assert spawner.started == [FIRST] and not (tmp_path / "second.out").exists()
+        assert spawner.started == [FIRST] and not pair.second_out.exists()
         for name in (FIRST, SECOND):
             record = attempt_records.exit_status(layout.SpoolDir(str(tmp_path), name))
             assert record["terminated"] and record.get("node_left") and record["failure"] == why, (name, record)
@@ -210,38 +222,31 @@ def test_a_node_that_leaves_ends_its_attempts_and_takes_its_promises_back(tmp_pa
     asyncio.run(scenario(spawner))
 
 
-def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given(tmp_path: Path,
-                                                                                 spawner: Spawner) -> None:
+def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given(tmp_path: Path, spawner: Spawner,
+                                                                                 pair: Pair) -> None:
     """StartPromisedNow: room was freed beside the promise while the attempt it follows runs on.
     It starts now, as the same attempt, its config's CPUs rewritten and its `after` record gone;
     its Started report says it moved; a repeat of the order changes nothing."""
     from drover.protocol.node_channel import Started, StartPromisedNow
 
-    gate = tmp_path / "gate"
-    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
-    make_spool(tmp_path, "echo second\n", name=SECOND, stdout=str(tmp_path / "second.out"), cpu_ids=[0])
-    second = layout.SpoolDir(str(tmp_path), SECOND)
-    Path(second.record(layout.AFTER)).write_text(FIRST)  # as the order's preparation writes it
-
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
-        attempts._start_or_wait(second, FIRST)
+        hold(attempts, pair)
         assert SECOND in attempts.promised
         attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
         assert spawner.started == [FIRST, SECOND] and SECOND not in attempts.promised
-        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [1]
-        assert not Path(second.record(layout.AFTER)).exists()
+        assert second_cpus(pair) == [1]
+        assert not Path(pair.second.record(layout.AFTER)).exists()
         await until(lambda: any(isinstance(m, Started) and m.attempt == SECOND for m in sent))
         (started,) = [m for m in sent if isinstance(m, Started) and m.attempt == SECOND]
         assert started.moved
         await until(lambda: SECOND in cleanup.begun)
-        assert (tmp_path / "second.out").read_text() == "second\n"
+        assert pair.second_out.read_text() == "second\n"
         assert FIRST not in cleanup.begun  # the one it followed runs on
         attempts.start_promised_now(StartPromisedNow(SECOND, [1]))  # a repeat after a reconnect
         assert spawner.started == [FIRST, SECOND]
-        gate.touch()
+        pair.gate.touch()
         await until(lambda: FIRST in cleanup.begun)
         assert spawner.started == [FIRST, SECOND]  # not started a second time when the first ends
         attempts.close()
@@ -278,56 +283,47 @@ def test_the_order_to_start_in_place_is_ignored_for_a_promise_that_started_alrea
     asyncio.run(scenario(spawner))
 
 
-def test_a_restarted_node_finishes_a_start_in_place_it_was_told_of(tmp_path: Path, spawner: Spawner) -> None:
+def test_a_restarted_node_finishes_a_start_in_place_it_was_told_of(tmp_path: Path, spawner: Spawner,
+                                                                   pair: Pair) -> None:
     """The node daemon stopped after recording the move, before the config was rewritten: the
     one started after it finishes the move and starts the attempt at once, saying it moved."""
-    gate = tmp_path / "gate"
-    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
-    make_spool(tmp_path, "echo second\n", name=SECOND, cpu_ids=[0])
-    second = layout.SpoolDir(str(tmp_path), SECOND)
-    Path(second.record(layout.AFTER)).write_text(FIRST)
-    Path(second.record(layout.MOVED)).write_text("[1]")
+    Path(pair.second.record(layout.MOVED)).write_text("[1]")
 
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         before = attempts_on(tmp_path, spawner, cleanup, sent)
-        before._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
-        await until(lambda: Path(layout.SpoolDir(str(tmp_path), FIRST).record(layout.PID)).exists())
+        before._start_or_wait(pair.first, None)
+        await until(lambda: Path(pair.first.record(layout.PID)).exists())
         before.close()
         after = attempts_on(tmp_path, spawner, cleanup, sent)
         after.recover()
         assert spawner.started == [FIRST, SECOND] and not after.promised
-        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [1]
-        assert not Path(second.record(layout.AFTER)).exists()
+        assert second_cpus(pair) == [1]
+        assert not Path(pair.second.record(layout.AFTER)).exists()
         assert {known.attempt: known.moved for known in after.known()} == {FIRST: False, SECOND: True}
-        gate.touch()
+        pair.gate.touch()
         await until(lambda: SECOND in cleanup.begun and FIRST in cleanup.begun)
         after.close()
 
     asyncio.run(scenario(spawner))
 
 
-def test_an_order_to_start_in_place_on_other_than_as_many_cpus_is_refused(tmp_path: Path, spawner: Spawner) -> None:
+def test_an_order_to_start_in_place_on_other_than_as_many_cpus_is_refused(tmp_path: Path, spawner: Spawner,
+                                                                          pair: Pair) -> None:
     """The order gives as many CPUs as the attempt holds, each once: one that does not is
     refused, and the attempt stays promised, its config as it was."""
     from drover.protocol.node_channel import StartPromisedNow
 
-    gate = tmp_path / "gate"
-    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[0])
-    make_spool(tmp_path, "true\n", name=SECOND, cpu_ids=[0])
-    second = layout.SpoolDir(str(tmp_path), SECOND)
-
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
-        attempts._start_or_wait(layout.SpoolDir(str(tmp_path), FIRST), None)
-        attempts._start_or_wait(second, FIRST)
+        hold(attempts, pair)
         for cpu_ids in ([1, 2], [], [-1]):
             attempts.start_promised_now(StartPromisedNow(SECOND, cpu_ids))
         assert SECOND in attempts.promised and spawner.started == [FIRST]
-        assert json.loads(Path(second.record(layout.CONFIG)).read_text())["cpu_ids"] == [0]
-        assert not Path(second.record(layout.MOVED)).exists()
-        gate.touch()
+        assert second_cpus(pair) == [0]
+        assert not Path(pair.second.record(layout.MOVED)).exists()
+        pair.gate.touch()
         await until(lambda: SECOND in cleanup.begun)
         attempts.close()
 
