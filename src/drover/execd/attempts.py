@@ -255,10 +255,7 @@ class Attempts:
         except OSError as error:
             log.warning("attempt %s: cannot start in place: %s", order.attempt, error.strerror or error)
             return
-        self.promised.pop(order.attempt)
-        for names in self._following.values():
-            if order.attempt in names:
-                names.remove(order.attempt)
+        self._take_promise(order.attempt, starts=True)
         self._start_in_place(spool, sorted(cpu_ids))
 
     def _start_in_place(self, spool: layout.SpoolDir, cpu_ids: list[int]) -> None:
@@ -427,14 +424,19 @@ class Attempts:
             if now - ended <= JUST_ENDED_S:
                 self._mark_left(spool, why)
 
-    def _take_promise(self, name: str) -> layout.SpoolDir:
-        """A promised attempt that will not start: no longer held, nor started when the one it
-        follows ends."""
+    def _take_promise(self, name: str, starts: bool = False) -> layout.SpoolDir:
+        """A promised attempt no longer held as promised, nor started when the one it follows
+        ends: it will not start, or it `starts` now, in place. What its signals need of its config
+        goes with a promise that will not start; one that starts keeps it for its shepherd's
+        signals (_spawn takes it): the move rewrites its CPUs only."""
         spool = self.promised.pop(name)
-        self._signal_facts.pop(name, None)
-        for names in self._following.values():
+        if not starts:
+            self._signal_facts.pop(name, None)
+        for followed, names in list(self._following.items()):
             if name in names:
                 names.remove(name)
+                if not names:
+                    del self._following[followed]
         return spool
 
     def _mark_left(self, spool: layout.SpoolDir, why: str) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import pwd
 import signal
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers.attempt_config import attempt_config
 from tests.helpers.spools import make_spool
 
+from drover.execd import attempts as attempts_module
 from drover.execd.attempts import Attempts
-from drover.protocol.node_channel import SignalAttempt
+from drover.protocol.node_channel import SignalAttempt, StartAttempt, StartPromisedNow
 from drover.spool import layout
 
 FIRST, SECOND = "7.0.1", "8.0.1"
@@ -227,7 +230,7 @@ def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given
     """StartPromisedNow: room was freed beside the promise while the attempt it follows runs on.
     It starts now, as the same attempt, its config's CPUs rewritten and its `after` record gone;
     its Started report says it moved; a repeat of the order changes nothing."""
-    from drover.protocol.node_channel import Started, StartPromisedNow
+    from drover.protocol.node_channel import Started
 
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
@@ -236,6 +239,7 @@ def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given
         assert SECOND in attempts.promised
         attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
         assert spawner.started == [FIRST, SECOND] and SECOND not in attempts.promised
+        assert not attempts._following and not attempts._signal_facts  # nothing of the promise is left
         assert second_cpus(pair) == [1]
         assert not Path(pair.second.record(layout.AFTER)).exists()
         await until(lambda: any(isinstance(m, Started) and m.attempt == SECOND for m in sent))
@@ -258,7 +262,7 @@ def test_the_order_to_start_in_place_is_ignored_for_a_promise_that_started_alrea
                                                                                   spawner: Spawner) -> None:
     """The attempt it followed ended before the order came: it started as promised, on its own
     CPUs, and the order changes nothing of it."""
-    from drover.protocol.node_channel import Started, StartPromisedNow
+    from drover.protocol.node_channel import Started
 
     make_spool(tmp_path, "true\n", name=FIRST, cpu_ids=[0])
     make_spool(tmp_path, "sleep 0.5\n", name=SECOND, cpu_ids=[0])
@@ -312,8 +316,6 @@ def test_an_order_to_start_in_place_on_other_than_as_many_cpus_is_refused(tmp_pa
                                                                           pair: Pair) -> None:
     """The order gives as many CPUs as the attempt holds, each once: one that does not is
     refused, and the attempt stays promised, its config as it was."""
-    from drover.protocol.node_channel import StartPromisedNow
-
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
@@ -325,6 +327,74 @@ def test_an_order_to_start_in_place_on_other_than_as_many_cpus_is_refused(tmp_pa
         assert not Path(pair.second.record(layout.MOVED)).exists()
         pair.gate.touch()
         await until(lambda: SECOND in cleanup.begun)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_a_promise_started_in_place_keeps_what_its_signals_need(tmp_path: Path, spawner: Spawner, pair: Pair,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal that comes while the attempt is promised is not delivered (nothing of it runs),
+    nor kept for later; once moved, the attempt's signals go to its job without its config being
+    read again: what they need of it was kept from the order, as for any attempt started here
+    (test_signal_config_reads.py), for the move rewrites its CPUs only."""
+    third, ready, got = "9.0.1", tmp_path / "ready", tmp_path / "got"
+    config = attempt_config(str(tmp_path), third, checkpoint_signal="SIGUSR2", cpu_ids=[0],
+                            owner=pwd.getpwuid(os.geteuid()).pw_name)
+    script = f"trap 'echo usr2 >> {got}; exit 0' USR2\ntouch {ready}\nwhile :; do sleep 0.02; done\n"
+    config_reads = []
+    real_read_json = attempts_module.read_json
+
+    def counted_read_json(path: str) -> Any:
+        if os.path.basename(path) == layout.CONFIG:
+            config_reads.append(path)
+        return real_read_json(path)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        attempts._start_or_wait(pair.first, None)
+        attempts.start(StartAttempt(third, config, script, after=FIRST))  # type: ignore[arg-type]
+        assert third in attempts.promised
+        attempts.signal(SignalAttempt(third, "SIGUSR2"))
+        attempts.start_promised_now(StartPromisedNow(third, [1]))
+        assert spawner.started == [FIRST, third] and not attempts.promised
+        await until(ready.exists)
+        await asyncio.sleep(0.3)
+        assert not got.exists()  # the signal sent while it was promised did not follow it
+        monkeypatch.setattr(attempts_module, "read_json", counted_read_json)
+        attempts.signal(SignalAttempt(third, "SIGUSR2"))
+        monkeypatch.undo()
+        assert config_reads == []
+        await until(lambda: third in cleanup.begun)
+        assert got.read_text() == "usr2\n"
+        pair.gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_an_order_to_start_in_place_after_a_cancel_starts_nothing(tmp_path: Path, spawner: Spawner,
+                                                                 pair: Pair) -> None:
+    """The cancel came first and took the promise back (the controller's order to start it in
+    place crossed it): the order finds no promise, starts nothing, and leaves the spool as the
+    cancel left it; the attempt it followed ends without starting it."""
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        attempts.signal(SignalAttempt(SECOND, "terminate", "cancel"))
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
+        assert spawner.started == [FIRST] and not attempts.promised and cleanup.begun == [SECOND]
+        assert not attempts._following
+        assert second_cpus(pair) == [0] and not Path(pair.second.record(layout.MOVED)).exists()
+        assert json.loads(Path(pair.second.record(layout.EXIT_STATUS)).read_text())["terminated"] is True
+        assert json.loads(Path(pair.second.record(layout.STOP_REQUEST)).read_text()) == {"why": "cancel"}
+        pair.gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        await asyncio.sleep(0.2)
+        assert spawner.started == [FIRST] and cleanup.begun == [SECOND, FIRST] and not pair.second_out.exists()
         attempts.close()
 
     asyncio.run(scenario(spawner))
