@@ -1,7 +1,9 @@
 """A promised attempt on a node (an order with `after`): prepared at once, started the moment the
 shepherd of the attempt it follows is gone, without the controller; a stop takes it back before
-it starts; and a restarted node daemon finds it promised again in its spool. Real shepherds run
-on hand-made spools; the controller is a list of what the node sends."""
+it starts; and a restarted node daemon finds it promised again in its spool. Told to start in
+place (StartPromisedNow), it starts at once on the CPUs it is given, and an order the node cannot
+honour (a controller taken over may send any) starts nothing and changes no spool. Real
+shepherds run on hand-made spools; the controller is a list of what the node sends."""
 
 from __future__ import annotations
 
@@ -24,7 +26,13 @@ from tests.helpers.spools import make_spool
 
 from drover.execd import attempts as attempts_module
 from drover.execd.attempts import Attempts
-from drover.protocol.node_channel import SignalAttempt, StartAttempt, StartPromisedNow
+from drover.protocol.node_channel import (
+    SignalAttempt,
+    StartAttempt,
+    Started,
+    StartPromisedNow,
+    controller_decoder,
+)
 from drover.spool import layout
 
 FIRST, SECOND = "7.0.1", "8.0.1"
@@ -121,8 +129,8 @@ async def until(condition: Any, timeout: float = 20.0) -> None:
         await asyncio.sleep(0.02)
 
 
-def attempts_on(root: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any]) -> Attempts:
-    return Attempts(str(root), spawner, sent.append, cleanup, {})  # type: ignore[arg-type]
+def attempts_on(root: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any], **options: Any) -> Attempts:
+    return Attempts(str(root), spawner, sent.append, cleanup, {}, **options)  # type: ignore[arg-type]
 
 
 def second_cpus(pair: Pair) -> Any:
@@ -230,8 +238,6 @@ def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given
     """StartPromisedNow: room was freed beside the promise while the attempt it follows runs on.
     It starts now, as the same attempt, its config's CPUs rewritten and its `after` record gone;
     its Started report says it moved; a repeat of the order changes nothing."""
-    from drover.protocol.node_channel import Started
-
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
         attempts = attempts_on(tmp_path, spawner, cleanup, sent)
@@ -262,8 +268,6 @@ def test_the_order_to_start_in_place_is_ignored_for_a_promise_that_started_alrea
                                                                                   spawner: Spawner) -> None:
     """The attempt it followed ended before the order came: it started as promised, on its own
     CPUs, and the order changes nothing of it."""
-    from drover.protocol.node_channel import Started
-
     make_spool(tmp_path, "true\n", name=FIRST, cpu_ids=[0])
     make_spool(tmp_path, "sleep 0.5\n", name=SECOND, cpu_ids=[0])
     second = layout.SpoolDir(str(tmp_path), SECOND)
@@ -396,5 +400,109 @@ def test_an_order_to_start_in_place_after_a_cancel_starts_nothing(tmp_path: Path
         await asyncio.sleep(0.2)
         assert spawner.started == [FIRST] and cleanup.begun == [SECOND, FIRST] and not pair.second_out.exists()
         attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+# A controller taken over may send any StartPromisedNow its decoder lets through
+# (protocol/node_channel.py): the node refuses what it cannot honour, starts nothing for it, and
+# leaves the spool as it was, so that the promise still starts as promised when its time comes.
+
+def records_of(spool: layout.SpoolDir) -> dict[str, bytes | None]:
+    """What a move rewrites or removes in an attempt's spool, and the record it writes."""
+    found: dict[str, bytes | None] = {}
+    for record in (layout.CONFIG, layout.AFTER, layout.MOVED):
+        path = Path(spool.record(record))
+        found[record] = path.read_bytes() if path.exists() else None
+    return found
+
+
+def hostile(frame: str) -> StartPromisedNow:
+    """The order a frame decodes to, as the node's channel decodes it."""
+    (order,) = controller_decoder.decode(frame.encode())
+    assert isinstance(order, StartPromisedNow)
+    return order
+
+
+async def starts_as_promised(attempts: Attempts, pair: Pair, spawner: Spawner, cleanup: Cleanup,
+                             sent: list[Any]) -> None:
+    """Nothing started but the first attempt; once it ends, the promise starts as promised, on
+    the CPUs its order gave it, and runs."""
+    assert spawner.started == [FIRST] and SECOND in attempts.promised
+    pair.gate.touch()
+    await until(lambda: SECOND in cleanup.begun)
+    assert spawner.started == [FIRST, SECOND] and pair.second_out.read_text() == "second\n"
+    assert [m.moved for m in sent if isinstance(m, Started) and m.attempt == SECOND] == [False]
+    attempts.close()
+
+
+def test_an_order_to_start_in_place_on_a_cpu_twice_is_refused(tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
+    """An attempt that holds two CPUs, told to start in place on one of them twice: as many ids
+    as it holds, but not as many CPUs."""
+    config = json.loads(Path(pair.second.record(layout.CONFIG)).read_text())
+    Path(pair.second.record(layout.CONFIG)).write_text(json.dumps({**config, "cpus": 2, "cpu_ids": [0, 1]}))
+    before = records_of(pair.second)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        for frame in ('[1, 1]', '[0, 0]', '[1, 1, 0]'):
+            attempts.start_promised_now(hostile(f'[{{"type": "start_promised_now", "attempt": "{SECOND}", '
+                                                f'"cpu_ids": {frame}}}]'))
+        assert records_of(pair.second) == before
+        await starts_as_promised(attempts, pair, spawner, cleanup, sent)
+
+    asyncio.run(scenario(spawner))
+
+
+def test_an_order_to_start_in_place_on_a_cpu_the_node_does_not_have_is_refused(tmp_path: Path, spawner: Spawner,
+                                                                               pair: Pair) -> None:
+    """A node of two CPUs (its hello's count): the controller's CPU ids there are 0 and 1. An id
+    beyond them would rewrite the config with a CPU the shepherd cannot pin (it runs the job on
+    every CPU instead), and one of a thousand digits, which the decoder lets through, is no CPU
+    either; the last order, on CPU 1, is one the node takes."""
+    before = records_of(pair.second)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
+        hold(attempts, pair)
+        for cpu in ("2", "3", str(1 << 16), "9" * 1000, "-1"):
+            attempts.start_promised_now(hostile(f'[{{"type": "start_promised_now", "attempt": "{SECOND}", '
+                                                f'"cpu_ids": [{cpu}]}}]'))
+        assert records_of(pair.second) == before and spawner.started == [FIRST]
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
+        assert spawner.started == [FIRST, SECOND] and second_cpus(pair) == [1]
+        await until(lambda: SECOND in cleanup.begun)
+        pair.gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_an_order_to_start_in_place_an_attempt_not_promised_here_is_refused(tmp_path: Path, spawner: Spawner,
+                                                                           pair: Pair) -> None:
+    """The attempt the promise follows (it runs), one the node never held, and names that are no
+    attempt's (a path out of the spool, a name of thousands of digits): the node starts nothing,
+    makes no spool and changes none."""
+    first_before, second_before = records_of(pair.first), records_of(pair.second)
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        entries = sorted(os.listdir(tmp_path))
+        for name in (FIRST, "99.0.1", f"../{outside.name}", f"{SECOND}/../../{outside.name}", "9" * 5000, ""):
+            attempts.start_promised_now(StartPromisedNow(name, [1]))
+        assert sorted(os.listdir(tmp_path)) == entries and not outside.exists()
+        assert records_of(pair.first) == first_before and records_of(pair.second) == second_before
+        assert FIRST in attempts.live and not attempts.live[FIRST].moved
+        await starts_as_promised(attempts, pair, spawner, cleanup, sent)
+        assert records_of(pair.first) == first_before  # nor when it has ended
+        attempts.start_promised_now(StartPromisedNow(FIRST, [1]))
+        assert records_of(pair.first) == first_before and spawner.started == [FIRST, SECOND]
 
     asyncio.run(scenario(spawner))
