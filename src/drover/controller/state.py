@@ -220,6 +220,13 @@ class ControllerState:
                         & set(attempt.moving_to)
                     assert not taken, f"CPUs {taken} of {attempt.node} kept for {key} are taken"
                     kept[attempt.node].update(attempt.moving_to)
+        for key in self.moving:  # each let go as its move or its attempt ends (handlers/promises.py)
+            moving = self.attempts.get(key)
+            of_job = self.jobs.get(key[0])
+            its_task = of_job.tasks.get(key[1]) if of_job is not None else None
+            assert its_task is not None and its_task.state.is_active and its_task.attempt == key[2] \
+                and moving is not None and moving.moving_to is not None, \
+                f"room is kept for {key} to start in place, which it is not told to"
         for name, node in self.nodes.items():
             assert node.used_cpu_ids == used.get(name, set()), f"node {name} CPU accounting is off"
             assert node.holders == holders.get(name, set()), f"node {name}'s attempts are off"

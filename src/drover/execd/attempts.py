@@ -75,6 +75,7 @@ JUST_ENDED_S = 2.0  # a job that ended this soon before its node left ended as i
 STARTED_LOOK_S = 0.2  # after a shepherd starts, its records are first looked at this soon...
 STARTED_LOOK_MAX_S = 5.0  # ...then twice as late each time, up to this
 PTY_SOCKET = "pty.sock"  # an interactive job's terminal, in its spool (shepherd/pty_relay.py)
+MAX_CPU_ID = 1 << 16  # a CPU id an order may name at most where the node's count is not given
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +106,15 @@ class LiveAttempt:
 class Attempts:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
                  node_options: NodeOptions, signed_jobs: SignedJobs | None = None,
-                 site: SiteMethods | None = None) -> None:
+                 site: SiteMethods | None = None, cpus: int = MAX_CPU_ID) -> None:
         from drover.execd.site_methods import SiteMethods
 
         self.root = root
+        # The CPUs this node offers (its hello's count): the controller's CPU ids here are below
+        # it, and an order to start in place on another is refused (a CPU the node does not offer
+        # is another's work's, or one the host does not have: the shepherd would then run the
+        # job on every CPU).
+        self.cpus = cpus
         self.node_options = node_options  # the [execd] options every attempt's shepherd reads
         # The site's commands (queue and PE methods, named and checkpoint environments): this
         # node's drover.toml's, never the order's. None: a node that defines none.
@@ -245,9 +251,9 @@ class Attempts:
         held = config.get("cpu_ids") or []
         cpu_ids = order.cpu_ids
         if (len(cpu_ids) != len(held) or len(set(cpu_ids)) != len(cpu_ids)
-                or not all(isinstance(cpu, int) and 0 <= cpu < MAX_CPU_ID for cpu in cpu_ids)):
-            log.warning("attempt %s: refused to start in place on CPUs %r: it holds %d", order.attempt,
-                        cpu_ids[:16], len(held))
+                or not all(isinstance(cpu, int) and 0 <= cpu < self.cpus for cpu in cpu_ids)):
+            log.warning("attempt %s: refused to start in place on CPUs %r: it holds %d, of the node's %d",
+                        order.attempt, cpu_ids[:16], len(held), self.cpus)
             return
         try:
             # The intent first: a restart between the records finds it and finishes the move.
@@ -255,10 +261,7 @@ class Attempts:
         except OSError as error:
             log.warning("attempt %s: cannot start in place: %s", order.attempt, error.strerror or error)
             return
-        self.promised.pop(order.attempt)
-        for names in self._following.values():
-            if order.attempt in names:
-                names.remove(order.attempt)
+        self._take_promise(order.attempt, starts=True)
         self._start_in_place(spool, sorted(cpu_ids))
 
     def _start_in_place(self, spool: layout.SpoolDir, cpu_ids: list[int]) -> None:
@@ -427,14 +430,19 @@ class Attempts:
             if now - ended <= JUST_ENDED_S:
                 self._mark_left(spool, why)
 
-    def _take_promise(self, name: str) -> layout.SpoolDir:
-        """A promised attempt that will not start: no longer held, nor started when the one it
-        follows ends."""
+    def _take_promise(self, name: str, starts: bool = False) -> layout.SpoolDir:
+        """A promised attempt no longer held as promised, nor started when the one it follows
+        ends: it will not start, or it `starts` now, in place. What its signals need of its config
+        goes with a promise that will not start; one that starts keeps it for its shepherd's
+        signals (_spawn takes it): the move rewrites its CPUs only."""
         spool = self.promised.pop(name)
-        self._signal_facts.pop(name, None)
-        for names in self._following.values():
+        if not starts:
+            self._signal_facts.pop(name, None)
+        for followed, names in list(self._following.items()):
             if name in names:
                 names.remove(name)
+                if not names:
+                    del self._following[followed]
         return spool
 
     def _mark_left(self, spool: layout.SpoolDir, why: str) -> None:
@@ -563,9 +571,6 @@ class Attempts:
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(self.root, layout.NOTIFY_SOCKET))
             os.rmdir(self.root)
-
-
-MAX_CPU_ID = 1 << 16  # a CPU id an order may name at most: bounds what a config is rewritten with
 
 
 def _moved_to(spool: layout.SpoolDir) -> list[int] | None:

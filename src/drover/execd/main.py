@@ -174,7 +174,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         from drover.execd.signatures import SignedJobs
 
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
-    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs, site)
+    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs, site, cpus=cpus)
     # Tasks of running parallel jobs (GE's tight integration), each under a shepherd of its own.
     pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs, site)
     relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals

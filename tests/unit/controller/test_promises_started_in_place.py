@@ -129,6 +129,23 @@ def test_a_reloaded_controller_keeps_the_room_and_tells_the_node_again(world: Wo
     assert world.state.nodes["n1"].used_cpu_ids == {0, 1}
 
 
+def test_a_hello_that_does_not_name_the_promise_brings_its_order_then_the_move(world: World) -> None:  # noqa: F811
+    """The promise's order never reached the node (lost with the channel): its hello names only
+    the attempt it follows. The order comes again, then the move, in that order: the node holds
+    the promise before it is told to start it in place."""
+    long_attempt, short_attempt, promised, third = told_to_start_in_place(world)
+    before = len(world.sent)
+    world.connect(known=[KnownAttempt(long_attempt, True)])
+    orders = [s.message for s in world.sent[before:]
+              if isinstance(s.message, (StartAttempt, StartPromisedNow, SignalAttempt))]
+    assert [type(order) for order in orders] == [StartAttempt, StartPromisedNow]
+    order, move = orders
+    assert isinstance(order, StartAttempt) and (order.attempt, order.after) == (promised.attempt, long_attempt)
+    assert move == StartPromisedNow(promised.attempt, [1])
+    started(world, promised.attempt, moved=True)
+    assert world.state.nodes["n1"].used_cpu_ids == {0, 1} and not world.state.moving
+
+
 def test_a_hello_that_says_the_promise_started_in_place_counts_it_there(world: World) -> None:  # noqa: F811
     """The node started it in place and its Started report was lost with the channel: its hello
     says it runs, moved, and the controller counts it on its new CPU."""

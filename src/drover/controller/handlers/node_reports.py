@@ -152,7 +152,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     # Told again to start in place only if its task is not being stopped (the stop below ends it
     # without a shepherd) and the node takes that order (one gone back to an earlier version would
     # refuse every frame carrying it).
-    move_again = attempt.moving_to is not None and not stopping and node.starts_in_place
+    move_again = (StartPromisedNow(attempt.name, list(attempt.moving_to))
+                  if attempt.moving_to is not None and not stopping and node.starts_in_place else None)
     if attempt.name not in known:
         if task.state is JobState.DISPATCHED:
             # The order never arrived (or the node lost it before starting): send it again.
@@ -161,8 +162,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
                 raise LookupError(f"the store holds no script for job {job.id}")
             outcome.send(node.name, start_order(job, payload, attempt, orders, queue_nice(state, job, orders),
                                                 queue_of(state, job, orders)))
-            if move_again and attempt.moving_to is not None:
-                outcome.send(node.name, StartPromisedNow(attempt.name, list(attempt.moving_to)))
+            if move_again is not None:
+                outcome.send(node.name, move_again)
         else:
             lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
                          orders.exits)
@@ -173,8 +174,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
         promises.started(state, job, attempt, attempt.name in moved)
         outcome.changes.attempt(attempt)
         change_task(outcome, task, Trigger.START, now, job, **was_promised)
-    elif attempt.name in promised and move_again and attempt.moving_to is not None:
-        outcome.send(node.name, StartPromisedNow(attempt.name, list(attempt.moving_to)))
+    elif attempt.name in promised and move_again is not None:
+        outcome.send(node.name, move_again)
     if stopping:
         outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from drover.controller.effects import Outcome
 from drover.controller.followers import fast_attempt_key
@@ -42,26 +42,26 @@ log = logging.getLogger("drover.controller")
 
 @dataclass(slots=True)
 class Kept:
-    """Free room on a node that no job may take in this pass: kept for the promises taken back
-    to start there, whose node has not said so yet (CPUs by count), and for those told to start
-    there in place (`cpu_ids`: the very CPUs each was given)."""
+    """Free room on a node that no job may take in this pass, by its very CPUs and its memory:
+    kept for the promises told to start there in place (the CPUs each was given), and for the
+    tasks whose promise was taken back to start there, whose node has not said so yet (the
+    lowest CPUs free when the pass keeps them: any would do, the task starts anew once its
+    node has ended the promise, and the room is let go then)."""
 
-    room: Resources = field(default_factory=Resources)
     cpu_ids: frozenset[int] = frozenset()
+    memory_mib: int = 0
 
-    def add(self, need: Resources, cpu_ids: tuple[int, ...] = ()) -> None:
-        self.room = self.room + need
+    def add(self, cpu_ids: tuple[int, ...], memory_mib: int) -> None:
         self.cpu_ids = self.cpu_ids | frozenset(cpu_ids)
+        self.memory_mib += memory_mib
 
     def left_of(self, free: Resources) -> Resources:
         """What of `free` is not kept (nothing below none: a node back smaller keeps what it can)."""
-        return Resources(max(free.cpus - self.room.cpus, 0), max(free.memory_mib - self.room.memory_mib, 0))
+        return Resources(max(free.cpus - len(self.cpu_ids), 0), max(free.memory_mib - self.memory_mib, 0))
 
     def free_cpu_ids(self, free_cpu_ids: frozenset[int]) -> list[int]:
-        """Of the free CPU ids, those not kept: the named ones left out, then as many of the lowest
-        as are kept by count."""
-        unnamed = max(self.room.cpus - len(self.cpu_ids), 0)
-        return sorted(free_cpu_ids - self.cpu_ids)[unnamed:]
+        """Of the free CPU ids, those not kept, lowest first."""
+        return sorted(free_cpu_ids - self.cpu_ids)
 
 
 def key_of(attempt: Attempt) -> tuple[int, int, int]:
@@ -204,7 +204,7 @@ def stranded(state: ControllerState, placed: Callable[[Job], tuple[int, float | 
         if node is None or not node.state.accepts_work or not need.fits_in(_left(kept, node)):
             continue
         if task.requeue_requested and not (task.cancel_requested or task.hold_requested):
-            kept.setdefault(node.name, Kept()).add(need)  # taken back, its node not yet heard
+            _keep(kept, node, need)  # taken back, its node not yet heard
         elif _still_promised(follower, task):
             queue_priority, run_limit_s = placed(job)
             found.append(Stranded(job.id, task.index, node.name, need, job.owner, job.priority, job.submitted_at,
@@ -234,18 +234,13 @@ def start_in_place(state: ControllerState, outcome: Outcome, starts: Sequence[St
 def moving_room(state: ControllerState) -> dict[str, Kept]:
     """The room kept on each node for the promises told to start in place whose node has not
     said they started: their very CPUs, and their memory. `ControllerState.moving` names them
-    (rebuilt from `Attempt.moving_to` on a reload or a failover); one no longer its task's
-    active attempt is forgotten."""
+    (rebuilt from `Attempt.moving_to` on a reload or a failover); each leaves it as its move
+    ends (`started`) or its attempt does (`give_back`)."""
     kept: dict[str, Kept] = {}
-    for key in list(state.moving):
+    for key in state.moving:
         attempt, job = state.attempts.get(key), state.jobs.get(key[0])
-        task = job.tasks.get(key[1]) if job is not None else None
-        if (attempt is None or job is None or task is None or attempt.moving_to is None
-                or not task.state.is_active or task.attempt != key[2]):
-            state.moving.discard(key)
-            continue
-        kept.setdefault(attempt.node, Kept()).add(Resources(len(attempt.moving_to), job.resources.memory_mib),
-                                                  attempt.moving_to)
+        if attempt is not None and job is not None and attempt.moving_to is not None:
+            kept.setdefault(attempt.node, Kept()).add(attempt.moving_to, job.resources.memory_mib)
     return kept
 
 
@@ -280,6 +275,17 @@ def started(state: ControllerState, job: Job, attempt: Attempt, moved: bool) -> 
 def _left(kept: Mapping[str, Kept], node: Node) -> Resources:
     held = kept.get(node.name)
     return held.left_of(node.free) if held is not None else node.free
+
+
+def _keep(kept: dict[str, Kept], node: Node, need: Resources) -> tuple[int, ...] | None:
+    """Keep `need` on `node`, on the lowest of its free CPUs not kept yet: those CPUs, or None
+    where too few are left."""
+    free = kept.get(node.name, Kept()).free_cpu_ids(node.free_cpu_ids())
+    if len(free) < need.cpus:
+        return None
+    cpu_ids = tuple(free[:need.cpus])
+    kept.setdefault(node.name, Kept()).add(cpu_ids, need.memory_mib)
+    return cpu_ids
 
 
 def _start_in_place(state: ControllerState, outcome: Outcome, follower: Attempt, task: Task,
