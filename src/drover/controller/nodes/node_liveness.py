@@ -25,7 +25,7 @@ from drover.controller.settings import Settings
 from drover.controller.shell.report_group import ReportGroup
 from drover.controller.shell.transaction import Scope, Shell
 from drover.core.errors import Conflict, DroverError, NotFound
-from drover.core.ids import parse_attempt_name
+from drover.core.ids import attempt_key
 from drover.protocol.node_channel import (
     ChunkKept,
     Heartbeat,
@@ -180,10 +180,10 @@ class NodeLiveness:
         """A task's end, recorded with its attempt (pe_tasks.PeTasks.ended); an ended job's
         attempt is no longer in the working set, and is read from the store. A commit refused
         is not acknowledged: the node sends the report again when it reconnects."""
-        try:
-            job_id, index, number = parse_attempt_name(message.attempt)
-        except ValueError:
-            return
+        key = attempt_key(message.attempt)
+        if key is None:
+            return  # no attempt Drover could have made: a job number of 20 digits overflowed the store's query
+        job_id, index, number = key
 
         def handler() -> Outcome:
             attempt = self.shell.find_attempt(job_id, index, number)
@@ -201,6 +201,8 @@ class NodeLiveness:
         goes on."""
         if not isinstance(message, StagedOut):
             return True
+        if attempt_key(message.attempt) is None:
+            return True  # names no attempt Drover could have made: nothing is kept, it is acknowledged (on_reports)
         try:
             staged_files.keep(self.settings.files_dir, message)
             return True
