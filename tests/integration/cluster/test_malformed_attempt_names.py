@@ -10,6 +10,7 @@ nothing in the store."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -126,6 +127,8 @@ def test_a_nodes_attempt_names_beyond_any_drover_makes_change_nothing_and_fail_n
         stdin=subprocess.DEVNULL)
     try:
         assert forger.stdout is not None
+        said, _, _ = select.select([forger.stdout], [], [], 30)
+        assert said, "no acknowledgement of the first frames in 30 s"
         first = forger.stdout.readline()
         assert first == "acknowledged\n", (first, forger.stderr.read() if forger.poll() is not None else "")
         assert stored(database) == before
