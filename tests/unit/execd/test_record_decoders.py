@@ -6,7 +6,6 @@ so no thread is first."""
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.helpers.attempt_config import attempt_config
+from tests.helpers.decode_scan import scan
 
 import drover
 from drover.controller import decoders as controller_decoders
@@ -67,28 +67,6 @@ ON_THE_LOOP_ONLY = {"api/http.py"}
 DAEMONS = ("execd", "controller", "store", "api", "protocol")
 
 
-def _typed_decodes(tree: ast.Module) -> list[tuple[int, bool]]:
-    """(line, inside a function) of each msgspec call that works out a type: convert, a decode
-    given a type, a Decoder made for one."""
-    found: list[tuple[int, bool]] = []
-
-    def visit(node: ast.AST, in_function: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            if isinstance(child, ast.Call):
-                name = ast.unparse(child.func)
-                typed = (name == "msgspec.convert"
-                         or (name.endswith(".decode") and name.startswith("msgspec.")
-                             and any(keyword.arg == "type" for keyword in child.keywords))
-                         or (name.startswith("msgspec.") and name.endswith(".Decoder") and bool(child.args)))
-                if typed:
-                    found.append((child.lineno, in_function))
-            visit(child, inner)
-
-    visit(tree, False)
-    return found
-
-
 def test_no_daemon_works_out_a_type_on_a_thread_outside_its_primed_decoders() -> None:
     root = Path(drover.__file__).parent
     loose = []
@@ -97,8 +75,7 @@ def test_no_daemon_works_out_a_type_on_a_thread_outside_its_primed_decoders() ->
             where = str(path.relative_to(root))
             if where in ON_THE_LOOP_ONLY or where == "protocol/primed.py":
                 continue
-            loose += [f"{where}:{line}" for line, in_function in _typed_decodes(ast.parse(path.read_text()))
-                      if in_function]
+            loose += [f"{where}:{finding}" for finding in scan(path.read_text()) if finding.loose]
     assert not loose, f"decoded or converted to a type outside the daemon's Primed (protocol/primed.py): {loose}"
 
 

@@ -25,7 +25,7 @@ from drover.controller.settings import Settings
 from drover.controller.shell.report_group import ReportGroup
 from drover.controller.shell.transaction import Scope, Shell
 from drover.core.errors import Conflict, DroverError, NotFound
-from drover.core.ids import parse_attempt_name
+from drover.core.ids import attempt_key
 from drover.protocol.node_channel import (
     ChunkKept,
     Heartbeat,
@@ -90,7 +90,7 @@ class NodeLiveness:
                 staged_files.forget_partial(self.settings.files_dir, message.attempt)
         self.shell.event_logs.take(node, messages)  # answers to event log appends
         self.samples.take(node, messages)  # what its running attempts use, and which of them ended
-        self.group.add(node, [m for m in messages if isinstance(m, Report) and self._kept(m)])
+        self.group.add(node, [m for m in messages if isinstance(m, Report) and self._kept(node, m)])
 
     def _heard(self, name: str, messages: list[NodeMessage]) -> None:
         """The node spoke: when, and from its last heartbeat how busy its host is. In memory only
@@ -180,10 +180,10 @@ class NodeLiveness:
         """A task's end, recorded with its attempt (pe_tasks.PeTasks.ended); an ended job's
         attempt is no longer in the working set, and is read from the store. A commit refused
         is not acknowledged: the node sends the report again when it reconnects."""
-        try:
-            job_id, index, number = parse_attempt_name(message.attempt)
-        except ValueError:
-            return
+        key = attempt_key(message.attempt)
+        if key is None:
+            return  # no attempt Drover could have made: a job number of 20 digits overflowed the store's query
+        job_id, index, number = key
 
         def handler() -> Outcome:
             attempt = self.shell.find_attempt(job_id, index, number)
@@ -194,13 +194,22 @@ class NodeLiveness:
         except DroverError as fault:
             log.error("the end of task %s of %s is not recorded yet: %s", message.petask, message.attempt, fault)
 
-    def _kept(self, message: NodeMessage) -> bool:
+    def _kept(self, node: str, message: NodeMessage) -> bool:
         """Staged-out files are on disk before they are acknowledged. Files that cannot be kept
         (the controller's disk is full, a chunk is missing) are not acknowledged: the node tries
         again, and after its stage_out_tries gives them up, in an event that says so; the job
-        goes on."""
+        goes on. Only the node that ran the attempt sends its files: another's are not kept (they
+        would replace what the job staged out), and are acknowledged (on_reports) as its other
+        reports of the attempt are."""
         if not isinstance(message, StagedOut):
             return True
+        try:
+            if not self._ran_on(node, message.attempt):
+                return True
+        except StoreFault as fault:
+            log.warning("cannot tell which node ran attempt %s, whose files node %s sent: %s", message.attempt[:100],
+                        node, fault)
+            return False  # not acknowledged: the node sends them again
         try:
             staged_files.keep(self.settings.files_dir, message)
             return True
@@ -209,6 +218,22 @@ class NodeLiveness:
             log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt[:100],
                       self.settings.files_dir, reason)
             return False
+
+    def _ran_on(self, node: str, name: str) -> bool:
+        """Whether `node` ran the attempt `name` names: as the working set says, or for an attempt
+        it no longer holds (its job ended), as the store says. A name Drover could not have made
+        names no attempt."""
+        key = attempt_key(name)
+        if key is None:
+            return False
+        state = self.shell.state
+        attempt = state.attempt_by_name(name)
+        if attempt is not None:
+            return attempt.node == node
+        lost_on = state.lost_attempts.get(name)
+        if lost_on is not None:
+            return lost_on == node
+        return self.shell.store.attempt_nodes([key]).get(key) == node
 
     def _chunk_kept(self, node: str, chunk: StagedChunk) -> ChunkKept:
         """A chunk of a staged-out file, written where its file is assembled. Only the node
