@@ -103,7 +103,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
         found = state.jobs[attempt.job_id].tasks.get(attempt.index) if attempt and attempt.job_id in state.jobs else None
         current = found is not None and attempt is not None and found.attempt == attempt.number and found.state.is_active
         # A name Drover could not have made is no attempt to stop, nor one to record an event of.
-        if running and not current and attempt_key(name) is not None:
+        if running and not current and bounded_attempt_key(name) is not None:
             outcome.send(node.name, SignalAttempt(name, "terminate", "stray"))
             outcome.changes.event(now, "stray_attempt_stopped", node=node.name, stopped=name)
     drained_if_idle(outcome, node, now)

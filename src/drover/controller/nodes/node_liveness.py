@@ -25,7 +25,7 @@ from drover.controller.settings import Settings
 from drover.controller.shell.report_group import ReportGroup
 from drover.controller.shell.transaction import Scope, Shell
 from drover.core.errors import Conflict, DroverError, NotFound
-from drover.core.ids import attempt_key
+from drover.core.ids import bounded_attempt_key
 from drover.protocol.node_channel import (
     ChunkKept,
     Heartbeat,
@@ -180,7 +180,7 @@ class NodeLiveness:
         """A task's end, recorded with its attempt (pe_tasks.PeTasks.ended); an ended job's
         attempt is no longer in the working set, and is read from the store. A commit refused
         is not acknowledged: the node sends the report again when it reconnects."""
-        key = attempt_key(message.attempt)
+        key = bounded_attempt_key(message.attempt)
         if key is None:
             return  # no attempt Drover could have made: a job number of 20 digits overflowed the store's query
         job_id, index, number = key
@@ -223,7 +223,7 @@ class NodeLiveness:
         """Whether `node` ran the attempt `name` names: as the working set says, or for an attempt
         it no longer holds (its job ended), as the store says. A name Drover could not have made
         names no attempt."""
-        key = attempt_key(name)
+        key = bounded_attempt_key(name)
         if key is None:
             return False
         state = self.shell.state
