@@ -79,7 +79,8 @@ def test_the_end_of_a_parallel_task_of_no_attempt_changes_nothing(tmp_path: Path
 
 def test_files_staged_out_of_no_attempt_are_not_kept(tmp_path: Path) -> None:
     """A StagedOut naming 20 digits kept its files in a directory of no job, which no purge
-    removes, and was acknowledged."""
+    removes. Its files are not kept; it is acknowledged, as every report of an attempt the
+    node cannot speak for is (it changes nothing, and the node need not send it again)."""
     from tests.unit.controller.test_job_isolation import Cluster
 
     from drover.controller.settings import Settings
@@ -88,7 +89,7 @@ def test_files_staged_out_of_no_attempt_are_not_kept(tmp_path: Path) -> None:
         cluster = Cluster(tmp_path / "drover.db", settings=Settings(files_dir=str(tmp_path / "files")))
         await cluster.submit()
         await cluster.report(StagedOut(POISON, [File("out.txt", b"abc", 0o640)]))
-        assert not (tmp_path / "files" / POISON).exists() and POISON not in cluster.acked()
+        assert not (tmp_path / "files" / POISON).exists() and POISON in cluster.acked()
         cluster.check()
 
     asyncio.run(main())
