@@ -16,6 +16,8 @@ from drover.core.errors import NotFound
 from drover.protocol.node_channel import (
     Ack,
     ChunkKept,
+    Hello,
+    Progress,
     SentFile,
     StagedChunk,
     StagedOut,
@@ -119,5 +121,31 @@ def test_the_controller_answers_chunks_of_its_nodes_own_attempts_and_a_bad_repor
         assert (tmp_path / "files" / order.attempt / "out.txt").read_bytes() == b"abc"
         assert [ack.kind for ack in cluster.sent(Ack)] == ["stage_out"]
         cluster.check()
+
+    asyncio.run(main())
+
+
+def test_only_the_node_that_ran_an_attempt_has_its_partly_sent_files_forgotten(tmp_path: Path) -> None:
+    """A node that gives up staging out an attempt's files has what it sent of them forgotten;
+    another node's word that it gave up deleted what the attempt's own node was sending."""
+    from tests.unit.controller.test_job_isolation import Cluster
+
+    from drover.controller.nodes.node_channels import NodeChannel
+    from drover.controller.settings import Settings
+
+    async def main() -> None:
+        files = tmp_path / "files"
+        cluster = Cluster(tmp_path / "drover.db", settings=Settings(files_dir=str(files)))
+        cluster.service.node_connected(NodeChannel("n2", cluster.socket), Hello("n2", 4, 8192, []))
+        await cluster.submit()
+        (order,) = cluster.sent(StartAttempt)
+        await cluster.report(chunk(0, b"abc", 10, attempt=order.attempt))  # n1 runs it, and sends a part
+        partial = files / staged_files.PARTIAL_DIR / order.attempt
+        assert (partial / "0").read_bytes() == b"abc"
+        cluster.service.node_messages("n2", [Progress(order.attempt, [], "stage_out", 3, "forged", given_up=True)])
+        await cluster.turn()
+        assert (partial / "0").read_bytes() == b"abc"  # another node's word forgets nothing
+        await cluster.report(Progress(order.attempt, [], "stage_out", 3, "the disk is full", given_up=True))
+        assert not partial.exists()  # its own node's does
 
     asyncio.run(main())

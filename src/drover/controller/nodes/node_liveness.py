@@ -87,7 +87,7 @@ class NodeLiveness:
             elif isinstance(message, StagedChunk):  # answered at once: the node sends the next
                 self.shell.channels.send(node, self._chunk_kept(node, message))
             elif isinstance(message, Progress) and message.given_up and message.step == "stage_out":
-                staged_files.forget_partial(self.settings.files_dir, message.attempt)
+                self._forget_partial(node, message.attempt)
         self.shell.event_logs.take(node, messages)  # answers to event log appends
         self.samples.take(node, messages)  # what its running attempts use, and which of them ended
         self.group.add(node, [m for m in messages if isinstance(m, Report) and self._kept(node, m)])
@@ -218,6 +218,18 @@ class NodeLiveness:
             log.error("cannot keep the files attempt %s staged out, in %s: %s", message.attempt[:100],
                       self.settings.files_dir, reason)
             return False
+
+    def _forget_partial(self, node: str, name: str) -> None:
+        """The node gave up staging out the attempt's files: what it sent of them goes. Only the
+        node that ran the attempt sends its files, and only it may have them forgotten: another's
+        word would delete what the attempt's own node is sending (a store that cannot say which
+        node ran it leaves them; they go when that node gives up or its files are kept)."""
+        try:
+            if self._ran_on(node, name):
+                staged_files.forget_partial(self.settings.files_dir, name)
+        except StoreFault as fault:
+            log.warning("cannot tell which node ran attempt %s, whose files node %s gave up: %s", name[:100], node,
+                        fault)
 
     def _ran_on(self, node: str, name: str) -> bool:
         """Whether `node` ran the attempt `name` names: as the working set says, or for an attempt
