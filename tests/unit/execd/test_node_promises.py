@@ -345,7 +345,9 @@ def test_a_promise_started_in_place_keeps_what_its_signals_need(tmp_path: Path, 
     third, ready, got = "9.0.1", tmp_path / "ready", tmp_path / "got"
     config = attempt_config(str(tmp_path), third, checkpoint_signal="SIGUSR2", cpu_ids=[0],
                             owner=pwd.getpwuid(os.geteuid()).pw_name)
-    script = f"trap 'echo usr2 >> {got}; exit 0' USR2\ntouch {ready}\nwhile :; do sleep 0.02; done\n"
+    # Ends by itself after 30 s should the test fail before it signals it (its shepherd is
+    # another session: the spawner's clean-up does not reach it).
+    script = f"trap 'echo usr2 >> {got}; exit 0' USR2\ntouch {ready}\nfor i in $(seq 1500); do sleep 0.02; done\n"
     config_reads = []
     real_read_json = attempts_module.read_json
 
