@@ -20,6 +20,7 @@ from drover.controller.handlers.lifecycle import (
     release_attempt,
 )
 from drover.controller.state import ControllerState
+from drover.core.accounting import never_ran
 from drover.core.exit_status import (
     GRID_ENGINE,
     ExitSemantics,
@@ -656,10 +657,12 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
     detail: dict[str, Any] = {"reason": why} if why else {}
     if trigger is Trigger.ERROR_HOLD:  # what `drover why` says of the hold: what exited how, and whose rule
         detail["cause"], detail["requeue_held"] = error_hold_cause(facts, semantics)
-    if (attempt.after is not None and attempt.started_at is None
-            and (task.cancel_requested or task.requeue_requested or task.hold_requested)):
-        # Taken back before it started: the metrics count it neither started nor ended. One that
-        # ended otherwise before it started (it failed to set up, its node was lost) counts as both.
+    if attempt.after is not None and never_ran(attempt.started_at, record["exit_code"], record["signal"],
+                                               record.get("failure")):
+        # A promise that ended before it started with nothing gone wrong (taken back): the metrics
+        # count it neither started nor ended, as drover history and qacct show it with no exit
+        # status of its own. One that ended otherwise before it started (it failed to set up, its
+        # node was lost, taken back first or not) ran as a failed attempt there, and counts as both.
         detail["promise_unstarted"] = True
     after = change_task(outcome, task, trigger, now, **detail)
     release_attempt(state, job, task)
