@@ -150,7 +150,7 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
-    stopping = task.cancel_requested or task.requeue_requested or task.hold_requested
+    stopping = task.stop_requested
     # Told again to start in place only if its task is not being stopped (the stop below ends it
     # without a shepherd) and the node takes that order (one gone back to an earlier version would
     # refuse every frame carrying it).

@@ -322,8 +322,7 @@ def _still_promised(follower: Attempt, task: Task) -> bool:
     """The promised attempt has not started, it was not told to start in place (a start that
     may have happened on its node already: it is not taken back), and no stop of its task is
     under way."""
-    return (_unstarted(follower, task) and follower.moving_to is None
-            and not (task.requeue_requested or task.cancel_requested or task.hold_requested))
+    return _unstarted(follower, task) and follower.moving_to is None and not task.stop_requested
 
 
 def _take_back(outcome: Outcome, follower: Attempt, task: Task, now: float, **fields: object) -> None:
