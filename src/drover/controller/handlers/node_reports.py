@@ -145,12 +145,17 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     """One task's attempt on a node that said hello: its order sent again, lost or started (a
     promised one the node holds is neither: it starts when the one it follows ends). A promise
     told to start in place whose node has not said it started is told again (the order is
-    ignored where it started meanwhile); one the node says started is taken as started, moved
-    or not (`moved`: its Started report may have been lost)."""
+    ignored where it started meanwhile), unless the node came back without one of the CPUs it
+    was to move to: the move is let go, and it stays a promise; one the node says started is
+    taken as started, moved or not (`moved`: its Started report may have been lost)."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
     stopping = task.stop_requested
+    runs = known.get(attempt.name, False) and attempt.name not in promised  # started: `started` settles its move
+    if not runs and promises.move_beyond(attempt, node):  # the node came back smaller: it would refuse the move
+        promises.let_move_go(state, attempt, node)
+        outcome.changes.attempt(attempt)
     # Told again to start in place only if its task is not being stopped (the stop below ends it
     # without a shepherd) and the node takes that order (one gone back to an earlier version would
     # refuse every frame carrying it).
