@@ -11,8 +11,9 @@ An attempt is counted started once and ended once, whichever way it goes: dispat
 now, at its dispatch; promised (its dispatch says `promised_behind`), when its node says it
 started, or else at its end, with its end (it failed before it started, it was lost with its
 node, the controller failed its job, or its Started report never came), unless it ended as a
-promise taken back before it started (`promise_unstarted`), which is counted neither started
-nor ended. The promised attempts whose start is not counted yet are kept for that, by name,
+promise taken back before it started with nothing gone wrong (`promise_unstarted`: no job ran,
+as core/accounting.never_ran says for drover history and qacct), which is counted neither
+started nor ended. The promised attempts whose start is not counted yet are kept for that, by name,
 until they start or end: so started and ended balance for every attempt dispatched since the
 controller started (one dispatched before counts only what happens to it since).
 """
@@ -103,7 +104,7 @@ class Tallies:
     def _ended(self, kind: str, trigger: str, key: tuple[int | None, int | None, int | None],
                taken_back: bool) -> None:
         """An attempt's end: counted, with its start if that was never counted (a promise that
-        ended before its node said it started); a promise taken back before it started is
+        ended before its node said it started); a promise taken back that ran nothing is
         counted neither started nor ended."""
         unstarted = key in self._promised
         self._promised.discard(key)

@@ -86,6 +86,12 @@ class Task(_Counted):
     def __post_init__(self) -> None:
         self._counted_in(None)  # in its job's tally once counted
 
+    @property
+    def stop_requested(self) -> bool:
+        """A cancel, a requeue (a migration is one) or a hold of its attempt is under way: the
+        task's node was told to stop it, and its report of the end decides what follows."""
+        return self.cancel_requested or self.requeue_requested or self.hold_requested
+
     def apply(self, trigger: Trigger, now: float) -> JobState:
         """Move to the state the table gives for `trigger`; raise IllegalTransition otherwise."""
         before = self.state

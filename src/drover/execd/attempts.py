@@ -125,12 +125,14 @@ class Attempts:
         self.send = send  # to the controller; dropped while disconnected
         self.cleanup = cleanup  # what happens after a job exits
         self.live: dict[str, LiveAttempt] = {}
-        # Promised attempts, prepared and waiting: name → its spool; and the attempt each follows
-        # → the names of those that start when its shepherd is gone.
+        # Promised attempts, prepared and waiting: name → its spool; the attempt each follows
+        # → the names of those that start when its shepherd is gone, in the order promised; and
+        # each promise → the attempt it follows, so that one taken back leaves its own list alone.
         self.promised: dict[str, layout.SpoolDir] = {}
         # What the signals of the attempts prepared here need of their config, until they start.
         self._signal_facts: dict[str, SignalFacts] = {}
         self._following: dict[str, list[str]] = {}
+        self._follows: dict[str, str] = {}
         # Why this node leaves its cluster for good, once it does (leave_cluster): every attempt
         # here is ended, and every order that still comes ends at once.
         self.leaving: str | None = None
@@ -230,6 +232,7 @@ class Attempts:
             log.info("attempt %s: promised, starts when %s ends", spool.name, after)
             self.promised[spool.name] = spool
             self._following.setdefault(after, []).append(spool.name)
+            self._follows[spool.name] = after
         else:
             self._spawn(spool)
 
@@ -438,11 +441,11 @@ class Attempts:
         spool = self.promised.pop(name)
         if not starts:
             self._signal_facts.pop(name, None)
-        for followed, names in list(self._following.items()):
-            if name in names:
-                names.remove(name)
-                if not names:
-                    del self._following[followed]
+        followed = self._follows.pop(name)
+        names = self._following[followed]
+        names.remove(name)
+        if not names:
+            del self._following[followed]
         return spool
 
     def _mark_left(self, spool: layout.SpoolDir, why: str) -> None:
@@ -544,6 +547,7 @@ class Attempts:
             self._shepherd_lost(live.spool, live.shepherd_pid)
         del self.live[name]
         for following in self._following.pop(name, []):  # its room is free: the promises start first
+            del self._follows[following]
             self._spawn(self.promised.pop(following))
         if live.pidfd is not None:
             self._loop.remove_reader(live.pidfd)

@@ -399,3 +399,50 @@ def test_a_promise_lost_with_its_node_is_counted_started_and_ended(world: World)
     world.now += 1000
     world.run(on_nodes_lost(world.state, world.now, 60.0))
     assert balance(world) == (2, 2)  # the running one and the promised one, each requeued or failed
+
+
+def history_exit_status(world: World, attempt: str) -> int | None:  # noqa: F811
+    """What drover history shows as the ended attempt's exit status (None: it never ran a job)."""
+    from drover.controller.reads.history_views import history_row
+
+    reader = world.store.reader()
+    try:
+        (row,) = [history_row(record) for record in reader.history(None, 100, None)
+                  if f"{record.job_id}.{record.index}.{record.attempt}" == attempt]
+    finally:
+        reader.close()
+    return row.exit_status
+
+
+def test_a_promise_taken_back_then_lost_with_its_node_is_counted_as_history_shows_it(world: World) -> None:  # noqa: F811
+    """Cancelled while promised, its node lost before it said how the promise ended: the attempt
+    ends as a failure (its node lost), which drover history and qacct show with an exit status
+    of its own. The metrics count it started and ended as they do (it was counted neither: the
+    stop alone decided it, whatever ended it)."""
+    from drover.controller.handlers.node_reports import on_node_disconnected, on_nodes_lost
+
+    running, promised, jobs = one_cpu_busy(world)
+    world.act("cancel", str(jobs[1]))  # taken back; its node never reports it
+    world.run(on_node_disconnected(world.state, "n1", world.now))
+    world.now += 1000
+    world.run(on_nodes_lost(world.state, world.now, 60.0))
+    assert history_exit_status(world, promised.attempt) is not None
+    assert balance(world) == (2, 2)  # the running one and the promised one
+
+
+def test_a_promise_taken_back_whose_set_up_failed_is_counted_as_history_shows_it(world: World) -> None:  # noqa: F811
+    """Cancelled as its node began it (the attempt it followed had just ended), its set-up
+    failed before the job started: a failed attempt in drover history, started and ended in the
+    metrics. A promise taken back that ended with nothing gone wrong is neither, in both."""
+    running, promised, jobs = one_cpu_busy(world)
+    world.act("cancel", str(jobs[1]))
+    world.exited(promised.attempt, {"exit_code": None, "signal": None, "failure": "the prolog failed",
+                                    "timed_out": False, "terminated": False, "out_of_memory": False})
+    assert history_exit_status(world, promised.attempt) is not None
+    assert balance(world) == (2, 1)  # the running one started; the promised one started and ended
+    (again,) = world.schedule()  # the next job, promised behind the running one, taken back cleanly
+    world.act("cancel", str(jobs[2]))
+    world.exited(again.attempt, {"exit_code": None, "signal": None, "failure": None, "timed_out": False,
+                                 "terminated": True, "out_of_memory": False})
+    assert history_exit_status(world, again.attempt) is None
+    assert balance(world) == (2, 1)

@@ -226,3 +226,53 @@ def test_a_promise_a_hello_says_started_is_counted_as_started_then(world: World)
     counted = world.state.tallies.attempts_started
     world.connect(known=[KnownAttempt(long_attempt, True), KnownAttempt(promised.attempt, True, moved=True)])
     assert world.state.tallies.attempts_started == counted + 1
+
+
+def test_a_node_back_with_fewer_cpus_than_the_move_names_has_the_move_let_go(world: World) -> None:  # noqa: F811
+    """Three CPUs: a long job, a job `a`, a job that ends, and a fourth promised behind the long
+    one, told to start in place on the ended one's CPU 2. The node restarts with two CPUs before
+    the order reaches it: it would refuse the order at each hello, and CPU 2 would be kept, for
+    nothing, until the long job ends. The hello lets the move go (the promise stays a promise);
+    when `a` ends, the promise starts in place on CPU 1, which the node has."""
+    world.options = PROMISING
+    world.connect(cpus=3)
+    long, a, b, fourth = world.submit(script="sleep 3600\n") + world.submit() + world.submit() + world.submit()
+    starts = world.schedule()
+    running = {s.attempt: s for s in starts if s.after is None}
+    (promised,) = [s for s in starts if s.after is not None]
+    long_attempt, a_attempt, b_attempt = (f"{job}.0.1" for job in (long, a, b))
+    assert set(running) == {long_attempt, a_attempt, b_attempt} and promised.after == long_attempt
+    for name in running:
+        world.started(name)
+    world.exited(b_attempt)
+    before = len(world.sent)
+    assert world.schedule() == []
+    assert [s.message for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)] == [
+        StartPromisedNow(promised.attempt, [2])]
+
+    before = len(world.sent)
+    world.connect(cpus=2, known=[KnownAttempt(long_attempt, True), KnownAttempt(a_attempt, True),
+                                 KnownAttempt(promised.attempt, True, promised=True)])
+    assert not [s for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)]
+    attempt = world.state.attempt_by_name(promised.attempt)
+    assert attempt is not None and attempt.moving_to is None and attempt.after == long_attempt
+    assert not world.state.moving and world.store.attempts_of(fourth)[0].moving_to is None
+    assert world.state.followers.get((long, 0, 1)) == (fourth, 0, 1)  # a promise still
+
+    world.exited(a_attempt)
+    before = len(world.sent)
+    assert world.schedule() == []
+    assert [s.message for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)] == [
+        StartPromisedNow(promised.attempt, [1])]
+    started(world, promised.attempt, moved=True)
+    assert world.state.nodes["n1"].used_cpu_ids == {0, 1} and world.state.followers.get((long, 0, 1)) is None
+
+
+def test_a_node_back_with_as_many_cpus_as_the_move_needs_is_told_again(world: World) -> None:  # noqa: F811
+    """The move names CPU 1, and the node comes back with two CPUs: the move stays, told again."""
+    long_attempt, short_attempt, promised, third = told_to_start_in_place(world)
+    before = len(world.sent)
+    world.connect(cpus=2, known=[KnownAttempt(long_attempt, True), KnownAttempt(promised.attempt, True, promised=True)])
+    assert [s.message for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)] == [
+        StartPromisedNow(promised.attempt, [1])]
+    assert world.state.moving == {(third, 0, 1)}

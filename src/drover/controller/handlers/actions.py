@@ -277,8 +277,7 @@ def _requeue(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
     as new attempts (scontrol requeue)."""
     asked = 0
     for task in tasks:
-        if (task.state in RUNNING_STATES and not task.requeue_requested and not task.cancel_requested
-                and not task.hold_requested):
+        if task.state in RUNNING_STATES and not task.stop_requested:
             task.requeue_requested = True
             _stop(state, outcome, task, "requeue_requested", now)
             asked += 1
@@ -356,8 +355,7 @@ def _migrate(state: ControllerState, outcome: Outcome, job: Job, tasks: list[Tas
 def migrate_task(state: ControllerState, outcome: Outcome, task: Task, now: float) -> bool:
     """Ask a running task's node to migrate its attempt; False if it is not running or is being
     stopped already."""
-    if (task.state is not JobState.RUNNING or task.requeue_requested or task.cancel_requested
-            or task.hold_requested):
+    if task.state is not JobState.RUNNING or task.stop_requested:
         return False
     task.requeue_requested = True
     outcome.changes.task(task)

@@ -20,6 +20,7 @@ from drover.controller.handlers.lifecycle import (
     release_attempt,
 )
 from drover.controller.state import ControllerState
+from drover.core.accounting import never_ran
 from drover.core.exit_status import (
     GRID_ENGINE,
     ExitSemantics,
@@ -144,12 +145,17 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     """One task's attempt on a node that said hello: its order sent again, lost or started (a
     promised one the node holds is neither: it starts when the one it follows ends). A promise
     told to start in place whose node has not said it started is told again (the order is
-    ignored where it started meanwhile); one the node says started is taken as started, moved
-    or not (`moved`: its Started report may have been lost)."""
+    ignored where it started meanwhile), unless the node came back without one of the CPUs it
+    was to move to: the move is let go, and it stays a promise; one the node says started is
+    taken as started, moved or not (`moved`: its Started report may have been lost)."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
-    stopping = task.cancel_requested or task.requeue_requested or task.hold_requested
+    stopping = task.stop_requested
+    runs = known.get(attempt.name, False) and attempt.name not in promised  # started: `started` settles its move
+    if not runs and promises.move_beyond(attempt, node):  # the node came back smaller: it would refuse the move
+        promises.let_move_go(state, attempt, node)
+        outcome.changes.attempt(attempt)
     # Told again to start in place only if its task is not being stopped (the stop below ends it
     # without a shepherd) and the node takes that order (one gone back to an earlier version would
     # refuse every frame carrying it).
@@ -656,10 +662,12 @@ def _decide(state: ControllerState, outcome: Outcome, job: Job, task: Task, atte
     detail: dict[str, Any] = {"reason": why} if why else {}
     if trigger is Trigger.ERROR_HOLD:  # what `drover why` says of the hold: what exited how, and whose rule
         detail["cause"], detail["requeue_held"] = error_hold_cause(facts, semantics)
-    if (attempt.after is not None and attempt.started_at is None
-            and (task.cancel_requested or task.requeue_requested or task.hold_requested)):
-        # Taken back before it started: the metrics count it neither started nor ended. One that
-        # ended otherwise before it started (it failed to set up, its node was lost) counts as both.
+    if attempt.after is not None and never_ran(attempt.started_at, record["exit_code"], record["signal"],
+                                               record.get("failure")):
+        # A promise that ended before it started with nothing gone wrong (taken back): the metrics
+        # count it neither started nor ended, as drover history and qacct show it with no exit
+        # status of its own. One that ended otherwise before it started (it failed to set up, its
+        # node was lost, taken back first or not) ran as a failed attempt there, and counts as both.
         detail["promise_unstarted"] = True
     after = change_task(outcome, task, trigger, now, **detail)
     release_attempt(state, job, task)

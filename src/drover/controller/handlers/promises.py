@@ -272,6 +272,25 @@ def started(state: ControllerState, job: Job, attempt: Attempt, moved: bool) -> 
     take(state, job, attempt)
 
 
+def move_beyond(attempt: Attempt, node: Node) -> bool:
+    """Whether the promise was told to start in place on a CPU its node no longer offers (it
+    came back with fewer CPUs): the node refuses that order (execd/attempts.py), each time it
+    is sent again."""
+    return attempt.moving_to is not None and any(cpu >= node.cpus for cpu in attempt.moving_to)
+
+
+def let_move_go(state: ControllerState, attempt: Attempt, node: Node) -> None:
+    """The move of a promise told to start in place on CPUs its node no longer offers is let
+    go: the room kept for it is free again, and it stays a promise, which its node starts when
+    the attempt it follows ends (no later than it would have without the move). Kept, the room
+    would stay free, for nothing, until then."""
+    log.warning("attempt %s: not started in place on CPUs %s, which node %s no longer has (it offers %d now): "
+                "it starts when %s ends", attempt.name, list(attempt.moving_to or ()), node.name, node.cpus,
+                attempt.after)
+    attempt.moving_to = None
+    state.moving.discard(key_of(attempt))
+
+
 def _left(kept: Mapping[str, Kept], node: Node) -> Resources:
     held = kept.get(node.name)
     return held.left_of(node.free) if held is not None else node.free
@@ -322,8 +341,7 @@ def _still_promised(follower: Attempt, task: Task) -> bool:
     """The promised attempt has not started, it was not told to start in place (a start that
     may have happened on its node already: it is not taken back), and no stop of its task is
     under way."""
-    return (_unstarted(follower, task) and follower.moving_to is None
-            and not (task.requeue_requested or task.cancel_requested or task.hold_requested))
+    return _unstarted(follower, task) and follower.moving_to is None and not task.stop_requested
 
 
 def _take_back(outcome: Outcome, follower: Attempt, task: Task, now: float, **fields: object) -> None:

@@ -115,7 +115,7 @@ def _tasks_there(state: ControllerState, queue: str, nodes: set[str]) -> Iterato
         if (job.spec.queue != queue or attempt.node not in nodes or task is None
                 or task.attempt != attempt.number or task.state not in _LIVE):
             continue
-        if not (task.cancel_requested or task.requeue_requested or task.hold_requested):
+        if not task.stop_requested:
             yield job, task
 
 

@@ -102,8 +102,9 @@ METRICS: tuple[MetricDef, ...] = (
     # Attempts and their cleanup, as the committed changes say.
     MetricDef("drover_attempts_started", COUNTER, (), "Attempts the planner started (dispatched to a node to start "
               "now; a promised one when its node starts it, or with its end if it ends first: it failed to set "
-              "up, or was lost with its node; a promise taken back before it started is counted neither started "
-              "nor ended)"),
+              "up, or was lost with its node, taken back or not; a promise taken back that ended before it "
+              "started with nothing gone wrong, which `drover history` shows with no exit status, is counted "
+              "neither started nor ended)"),
     MetricDef("drover_attempts_ended", COUNTER, ("outcome",),
               "Attempts ended, by what ended them: completed, failed, timed_out, out_of_memory, cancelled, "
               "node_failed, requeued, held, held_in_error"),
