@@ -36,10 +36,11 @@ Contract:
   and does not block the tasks behind it.
 - A promised task whose room is free beside it on its node (`stranded`, a `Stranded`: another
   attempt there ended before the one it follows) is judged in its place in the same order, by
-  the same walk: if no job before it waits for room (the order is not blocked and holds no
-  reservation) and room it fits is still free on its node, it takes that room there
-  (`Plan.in_place`: its node starts it now); otherwise the jobs before it that could start
-  took the room or wait for it, and it stays promised. Whatever held a job before it back
+  the same walk, as a start there would be: unless the order is blocked, it takes room it fits
+  that is still free on its node (`Plan.in_place`: its node starts it now), behind a
+  reservation only as a backfilled start may (it ends by the reservation's start, or the
+  reserved node is another, or the reserved task leaves it room there); otherwise the jobs
+  before it that could start took the room or wait for it, and it stays promised. Whatever held a job before it back
   until now (a limit, a dependency, its begin time) is asked of this pass alone.
 - A job of a parallel environment whose snapshot gives its allocation rule (PendingWork.pe_rule,
   other than $pe_slots) has its slots spread over nodes by that rule (spread.py): its start names
@@ -57,7 +58,7 @@ from datetime import datetime
 from drover.core.gres import describe
 from drover.core.parallel_env import PE_SLOTS
 from drover.core.resources import Resources
-from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, reserve
+from drover.scheduler.placement import Need, Reservation, Rooms, Spare, fit, place, reserve, take
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.promises import Successions
 from drover.scheduler.reasons import PendingReason
@@ -216,18 +217,19 @@ class _Pass:
         if item.pe is not None:
             self.pe_slots[item.pe[0]] -= item.pe[1]
 
-    def claim(self, stranded: Stranded, now: float, waiting: bool) -> None:
-        """A stranded promise's turn in the order: it takes room it fits on its node now, unless
-        a job before it waits for room (`waiting`: the order is blocked or holds a reservation).
-        Its limits and licences count already: it is dispatched."""
+    def claim(self, stranded: Stranded, now: float, reservation: Reservation | None, spare: Spare | None) -> None:
+        """A stranded promise's turn in the order (the order is not blocked): it takes room it
+        fits on its node now, as a start there would (behind a reservation, a backfill: on the
+        reserved node only if it ends by the reservation's start or within what the reserved
+        task leaves). Its limits and licences count already: it is dispatched."""
         room = self.rooms.all.get(stranded.node)
-        need = Need(stranded.resources)
-        if waiting or room is None or room.fits(need) is None:
+        if room is None:
             return
+        need = Need(stranded.resources)
         ends = now + stranded.run_limit_s if stranded.run_limit_s is not None else math.inf
-        key = room.key
-        cpu_ids, _, _ = room.take(need, {}, ends)
-        self.rooms.placed(room, key)
+        if fit(need, room, reservation, ends, spare) is None:
+            return
+        cpu_ids = take(need, room, self.rooms, {}, ends, reservation, spare)
         self.in_place.append(Start(stranded.job, stranded.index, stranded.node, cpu_ids))
 
 
@@ -321,7 +323,8 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
             assert rank is not None  # made whenever there are claims
             place_of = rank(item)
             while claimed < len(claims) and claims[claimed][0] <= place_of:
-                decided.claim(claims[claimed][1], now, waiting=blocked or reservation is not None)
+                if not blocked:
+                    decided.claim(claims[claimed][1], now, reservation, spare)
                 claimed += 1
         reached += 1
         if item.pending.count == 0:
@@ -411,15 +414,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                                  f"reserved: starts by {_local_time(reservation.at)} on {reservation.node}")
                 break
             room, gres = found
-            key = room.key
-            cpu_ids, taken, devices = room.take(need, gres, ends)
-            decided.rooms.placed(room, key)
-            if reservation is not None:
-                if room.name == reservation.node and ends > reservation.at:
-                    assert spare is not None
-                    spare.take(taken, devices)
-                if not backfilled or backfilled[-1] != item.job:
-                    backfilled.append(item.job)
+            cpu_ids = take(need, room, decided.rooms, gres, ends, reservation, spare)
+            if reservation is not None and (not backfilled or backfilled[-1] != item.job):
+                backfilled.append(item.job)
             decided.started(item, Start(item.job, index, room.name, cpu_ids, tuple(sorted(gres.items()))))
             if successions is not None and not gres and not need.exclusive:
                 successions.add(room.name, Succession("", cpu_ids, need.resources.memory_mib, ends, (item.job, index)),
@@ -431,8 +428,8 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                 decided.wait(item.job, PendingReason.DEPENDENCY, item.waiting_for)  # the tasks left wait for their own
             elif started < item.pending.count and limit is not None:
                 decided.wait(item.job, limit, limit_detail)
-    for _, one in claims[claimed:]:  # ranked after every job walked
-        decided.claim(one, now, waiting=blocked or reservation is not None)
+    for _, one in claims[claimed:] if not blocked else ():  # ranked after every job walked
+        decided.claim(one, now, reservation, spare)
     return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
                 tuple(backfilled), reached if quick and blocked else None, tuple(decided.in_place))
 

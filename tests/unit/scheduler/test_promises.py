@@ -157,3 +157,36 @@ def test_a_stranded_promise_is_placed_by_the_multifactor_order_not_the_plain_one
     policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1e6})
     decided = plan([pending(2)], [one_free_cpu()], NOW, policy, promises=True, stranded=[bobs])
     assert [s.job for s in decided.in_place] == [3] and decided.starts == ()
+
+
+def reserved_elsewhere() -> list[NodeView]:
+    """n1: 4 CPUs all busy until NOW + 100, which job 1 of 4 CPUs reserves; n2: the promise's node,
+    CPU 0 held by the long attempt it follows, CPU 1 free."""
+    n1 = a_node("n1", cpus=4, running=((4, 0, frozenset(), NOW + 100, False),))
+    return [n1, a_node("n2", cpus=2, used_cpus=(0,))]
+
+
+def test_a_reservation_on_another_node_does_not_keep_a_stranded_promise_from_its_room() -> None:
+    """A job after the promise backfills onto any node but the reserved one; the promise, before
+    it, takes the room beside it first, as a start would."""
+    decided = plan([pending(1, cpus=4), pending(5)], reserved_elsewhere(), NOW, promises=True,
+                   stranded=[stranded(3, node="n2")])
+    assert decided.reservation is not None and decided.reservation.node == "n1"
+    assert [(s.job, s.node, s.cpu_ids) for s in decided.in_place] == [(3, "n2", (1,))]
+    assert decided.starts == () and decided.pending_reasons[5] is PendingReason.RESOURCES  # no room left for it
+
+
+def test_a_stranded_promise_on_the_reserved_node_takes_its_room_only_as_a_backfilled_start_would() -> None:
+    """On the reserved node, a promise that would still run at the reservation's start takes only
+    what the reserved job leaves there then; one that ends by then takes the room."""
+    node = a_node("n1", cpus=4, running=((2, 0, frozenset(), NOW + 100, False),
+                                         (1, 0, frozenset(), math.inf, False)))  # CPU 3 free
+    long, short = (dataclasses.replace(stranded(3), run_limit_s=limit) for limit in (None, 50.0))
+    decided = plan([pending(1, cpus=3)], [node], NOW, promises=True, stranded=[long])
+    assert decided.reservation is not None and decided.reservation.node == "n1"
+    assert decided.in_place == ()  # it would run on past NOW + 100, on the CPU job 1 needs then
+    decided = plan([pending(1, cpus=3)], [node], NOW, promises=True, stranded=[short])
+    assert [(s.job, s.cpu_ids) for s in decided.in_place] == [(3, (3,))]
+    decided = plan([pending(1, cpus=2)], [node], NOW, promises=True, stranded=[long])
+    assert [(s.job, s.cpu_ids) for s in decided.in_place] == [(3, (3,))]  # job 1 leaves a CPU spare there
+    assert decided.pending_reasons[1] is PendingReason.RESERVED
