@@ -154,7 +154,7 @@ class _Pass:
     def wake(self, moment: float) -> None:
         self.wake_at = moment if self.wake_at is None else min(self.wake_at, moment)
 
-    def queue(self, item: PendingWork) -> QueueView:
+    def queue(self, item: Ranked) -> QueueView:
         return self.queues.get(item.queue, OPEN_QUEUE)
 
     def too_big(self, resources: Resources) -> PendingReason | None:
@@ -165,7 +165,7 @@ class _Pass:
             self._sizes[key] = None if fits else PendingReason.TOO_BIG
         return self._sizes[key]
 
-    def eligible(self, item: PendingWork, need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
+    def eligible(self, item: Ranked, need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
         """The nodes the job's tasks may use (None: any), or why none ever could, found once a
         pass for each kind of request."""
         queue = self.queue(item)
@@ -221,11 +221,16 @@ class _Pass:
         """A stranded promise's turn in the order (the order is not blocked): it takes room it
         fits on its node now, as a start there would (behind a reservation, a backfill: on the
         reserved node only if it ends by the reservation's start or within what the reserved
-        task leaves). Its limits and licences count already: it is dispatched."""
+        task leaves), within every test a start makes but those a dispatched task passed
+        already (its dependencies and begin time; its limits and licences count it)."""
         room = self.rooms.all.get(stranded.node)
-        if room is None:
+        queue = self.queues.get(stranded.queue)
+        if room is None or queue is not None and closed(queue) is not None:
             return
         need = Need(stranded.resources)
+        names, unmatched, _ = self.eligible(stranded, need)  # its queue's nodes, its constraint
+        if unmatched is not None or names is not None and room.name not in names:
+            return
         ends = now + stranded.run_limit_s if stranded.run_limit_s is not None else math.inf
         if fit(need, room, reservation, ends, spare) is None:
             return
@@ -233,7 +238,7 @@ class _Pass:
         self.in_place.append(Start(stranded.job, stranded.index, stranded.node, cpu_ids))
 
 
-def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
+def _eligible(rooms: Rooms, queue: QueueView, item: Ranked,
               need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
     names: frozenset[str] | None = None
     if queue.nodes is not None:
@@ -256,6 +261,17 @@ def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
     if not any(room.could_ever_hold(need) for room in pool):
         return names, PendingReason.TOO_BIG, ""
     return names, None, ""
+
+
+def closed(queue: QueueView) -> tuple[PendingReason, str] | None:
+    """Why no job of the queue starts now (stopped, or outside its time window), in words; None
+    when its jobs may start."""
+    if not queue.starting:
+        return PendingReason.QUEUE_STOPPED, f"queue {queue.name} is stopped: no job of it starts"
+    if queue.opens_at is not None:
+        return PendingReason.QUEUE_WINDOW, (f"queue {queue.name} starts jobs only in its time window, which opens "
+                                            f"{_local_time(queue.opens_at)}")
+    return None
 
 
 def in_error_note(queue: QueueView, up: Mapping[str, object]) -> str:
@@ -339,13 +355,12 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
             decided.wake(item.begin_at)
             continue
         queue = decided.queues.get(item.queue)  # None: open, on every node, without limits
-        if queue is not None and not queue.starting:
-            decided.wait(item.job, PendingReason.QUEUE_STOPPED, f"queue {item.queue} is stopped: no job of it starts")
-            continue
-        if queue is not None and queue.opens_at is not None:
-            decided.wait(item.job, PendingReason.QUEUE_WINDOW,
-                         f"queue {item.queue} starts jobs only in its time window, which opens {_local_time(queue.opens_at)}")
-            decided.wake(queue.opens_at)
+        shut = closed(queue) if queue is not None else None
+        if shut is not None:
+            assert queue is not None
+            decided.wait(item.job, *shut)
+            if shut[0] is PendingReason.QUEUE_WINDOW and queue.opens_at is not None:
+                decided.wake(queue.opens_at)
             continue
         if item.singleton and (item.owner, item.name) in started_names:
             decided.wait(item.job, PendingReason.DEPENDENCY,

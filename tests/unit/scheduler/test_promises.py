@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.helpers.nodes import a_node
 from tests.unit.scheduler.test_planner import pending
 
+from drover.core.constraints import parse_constraint
 from drover.core.gres import GresNeed
 from drover.core.resources import Resources
 from drover.scheduler.plan import plan
@@ -190,3 +191,22 @@ def test_a_stranded_promise_on_the_reserved_node_takes_its_room_only_as_a_backfi
     decided = plan([pending(1, cpus=2)], [node], NOW, promises=True, stranded=[long])
     assert [(s.job, s.cpu_ids) for s in decided.in_place] == [(3, (3,))]  # job 1 leaves a CPU spare there
     assert decided.pending_reasons[1] is PendingReason.RESERVED
+
+
+def test_a_stranded_promise_does_not_start_in_place_where_a_start_would_not() -> None:
+    """On a node that goes away before it would end, of a queue stopped or outside its time
+    window, on a node its queue no longer runs on or whose features no longer match: it stays
+    promised, as a job would wait there."""
+    going = dataclasses.replace(one_free_cpu(), ends_at=NOW + 100)
+    for limit, moves in ((None, False), (200.0, False), (50.0, True)):
+        decided = plan([], [going], NOW, promises=True, stranded=[dataclasses.replace(stranded(3), run_limit_s=limit)])
+        assert [s.job for s in decided.in_place] == ([3] if moves else [])
+    of_q = dataclasses.replace(stranded(3), queue="q")
+    for queue, moves in ((QueueView("q", starting=False), False), (QueueView("q", opens_at=NOW + 60), False),
+                         (QueueView("q", nodes=frozenset({"n2"})), False), (QueueView("q"), True)):
+        decided = plan([], [one_free_cpu()], NOW, promises=True, stranded=[of_q], queues={"q": queue})
+        assert [s.job for s in decided.in_place] == ([3] if moves else [])
+    featured = dataclasses.replace(stranded(3), constraint=parse_constraint("fast"))
+    assert plan([], [one_free_cpu()], NOW, promises=True, stranded=[featured]).in_place == ()
+    fast = dataclasses.replace(one_free_cpu(), features=frozenset({"fast"}))
+    assert [s.job for s in plan([], [fast], NOW, promises=True, stranded=[featured]).in_place] == [3]

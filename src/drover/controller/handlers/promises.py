@@ -208,7 +208,8 @@ def stranded(state: ControllerState, placed: Callable[[Job], tuple[int, float | 
         elif _still_promised(follower, task):
             queue_priority, run_limit_s = placed(job)
             found.append(Stranded(job.id, task.index, node.name, need, job.owner, job.priority, job.submitted_at,
-                                  queue_priority, run_limit_s))
+                                  queue_priority, run_limit_s, job.spec.queue,
+                                  resource_requests.of_job(job).constraint))
     return kept, found
 
 
