@@ -326,22 +326,33 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         # Every owner is weighed, theirs too; the plain order weighs none (no walk of the work).
         owners = set() if policy.weights.plain else {item.owner for item in work} | {one.owner for one in stranded}
         rank = ranking(policy, owners, now)
-    walk = work if presorted and policy.weights.plain else ordered(work, now, policy, rank)
+    keys: list[tuple[float, float, int]] | None = None  # each walked job's place, where weighing made it
+    walk: Sequence[PendingWork]
+    if rank is not None and not policy.weights.plain:
+        # The sort's keys are kept for the walk, which compares them with the claims' (weighing
+        # each job again there cost as much as the sort).
+        keyed = sorted(zip(map(rank, work), work), key=_first)
+        keys, walk = [key for key, _ in keyed], [item for _, item in keyed]
+        del keyed
+    else:
+        walk = work if presorted and policy.weights.plain else ordered(work, now, policy, rank)
     # The stranded promises in the order, each claimed before the first job ranked after it (a
     # promise ranks first among its own job's tasks: it was decided before those waiting).
-    claims = sorted(((rank(one), one) for one in stranded), key=lambda claim: claim[0]) if rank else []
+    claims = sorted(((rank(one), one) for one in stranded), key=_first) if rank else []
     claimed = 0
     reached = 0
     for item in walk:
         if quick and blocked:
             break
         if claimed < len(claims):
-            assert rank is not None  # made whenever there are claims
-            place_of = rank(item)
-            while claimed < len(claims) and claims[claimed][0] <= place_of:
-                if not blocked:
+            if blocked:
+                claimed = len(claims)  # nothing starts after a block: no claim left can succeed
+            else:
+                assert rank is not None  # made whenever there are claims
+                place_of = keys[reached] if keys is not None else rank(item)
+                while claimed < len(claims) and claims[claimed][0] <= place_of:
                     decided.claim(claims[claimed][1], now, reservation, spare)
-                claimed += 1
+                    claimed += 1
         reached += 1
         if item.pending.count == 0:
             continue
@@ -447,6 +458,10 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         decided.claim(one, now, reservation, spare)
     return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
                 tuple(backfilled), reached if quick and blocked else None, tuple(decided.in_place))
+
+
+def _first(pair: tuple[tuple[float, float, int], object]) -> tuple[float, float, int]:
+    return pair[0]
 
 
 def _spread_job(decided: _Pass, item: PendingWork, now: float, reservation: Reservation | None,

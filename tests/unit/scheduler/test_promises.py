@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.helpers.nodes import a_node
@@ -16,7 +18,7 @@ from drover.core.constraints import parse_constraint
 from drover.core.gres import GresNeed
 from drover.core.resources import Resources
 from drover.scheduler.plan import plan
-from drover.scheduler.priority import Policy, Weights
+from drover.scheduler.priority import Policy, Weigher, Weights
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, QueueView, Stranded, Succession
 
@@ -210,3 +212,27 @@ def test_a_stranded_promise_does_not_start_in_place_where_a_start_would_not() ->
     assert plan([], [one_free_cpu()], NOW, promises=True, stranded=[featured]).in_place == ()
     fast = dataclasses.replace(one_free_cpu(), features=frozenset({"fast"}))
     assert [s.job for s in plan([], [fast], NOW, promises=True, stranded=[featured]).in_place] == [3]
+
+
+def test_each_job_is_weighed_once_a_pass_with_stranded_promises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk places the claims by the keys its sort made: weighing is not done again for each
+    job it walks (it runs over every pending job, every pass)."""
+    calls = 0
+    weigh = Weigher.factors
+
+    def counted(self: Weigher, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return weigh(self, *args)
+
+    monkeypatch.setattr(Weigher, "factors", counted)
+    late = dataclasses.replace(stranded(3), priority=-10)  # ranked after every job: the walk passes them all
+    work = [pending(job, cpus=2) for job in range(10, 30)]
+    decided = plan(work, [one_free_cpu()], NOW, Policy(Weights(age=1.0)), promises=True, stranded=[late])
+    assert calls == len(work) + 1
+    assert decided.in_place == ()  # the first job waits for room: the order is blocked before it
+    calls = 0
+    held = [pending(job, met=False) for job in range(10, 30)]  # none starts, none blocks the order
+    decided = plan(held, [one_free_cpu()], NOW, Policy(Weights(age=1.0)), promises=True, stranded=[late])
+    assert calls == len(held) + 1
+    assert [s.job for s in decided.in_place] == [3]
