@@ -323,8 +323,11 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     backfilled: list[int] = []
     rank: Rank | None = None  # only for stranded promises: their place in the order
     if stranded:
-        # Every owner is weighed, theirs too; the plain order weighs none (no walk of the work).
-        owners = set() if policy.weights.plain else {item.owner for item in work} | {one.owner for one in stranded}
+        # Weighed over the owners of the work, as a pass without promises is, so that a promise
+        # changes no one's factor (fair share is normalised over the owners): an owner of
+        # promises alone is weighed by the usage the policy holds (none: the factor of no use).
+        # The plain order weighs none (no walk of the work).
+        owners = set() if policy.weights.plain else {item.owner for item in work}
         rank = ranking(policy, owners, now)
     keys: list[tuple[float, float, int]] | None = None  # each walked job's place, where weighing made it
     walk: Sequence[PendingWork]

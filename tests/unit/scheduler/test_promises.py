@@ -236,3 +236,19 @@ def test_each_job_is_weighed_once_a_pass_with_stranded_promises(monkeypatch: pyt
     decided = plan(held, [one_free_cpu()], NOW, Policy(Weights(age=1.0)), promises=True, stranded=[late])
     assert calls == len(held) + 1
     assert [s.job for s in decided.in_place] == [3]
+
+
+def test_a_stranded_promise_of_another_owner_does_not_change_the_order_of_the_others() -> None:
+    """Fair share is weighed over the owners of the pending work, as in a pass without the
+    promise: carol's promise does not lower alice's and bob's factors. Over alice and bob, alice
+    (priority 800, fair share 0.25) ranks before bob (1.0): 1050 against 1000; over carol too,
+    alice's factor would be 0.125, and bob would start first."""
+    policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1.0})
+    alices = dataclasses.replace(pending(2, priority=800), owner="alice")
+    bobs = dataclasses.replace(pending(1), owner="bob")
+    carols = dataclasses.replace(stranded(3, node="n2"), owner="carol")
+    nodes = [a_node("n1", cpus=1), a_node("n2", cpus=1, used_cpus=(0,))]  # no room beside carol's promise
+    alone = plan([alices, bobs], nodes, NOW, policy)
+    beside = plan([alices, bobs], nodes, NOW, policy, stranded=[carols])
+    assert [s.job for s in alone.starts] == [s.job for s in beside.starts] == [2]
+    assert beside.in_place == ()
