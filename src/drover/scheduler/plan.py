@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -65,7 +65,7 @@ from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, PendingWork, QueueView, Stranded, Succession
 from drover.scheduler.spread_place import could_ever_spread, place_spread, take_spread
 
-__all__ = ["Plan", "Reservation", "Start", "order_key", "ordered", "plan"]
+__all__ = ["Plan", "Ranking", "Reservation", "Start", "order_key", "ordered", "plan", "ranking_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,30 +96,49 @@ class Plan:
     in_place: tuple[Start, ...] = ()  # stranded promises that take the room free beside them now
 
 
+Ranked = PendingWork | Stranded  # what has a place in the planner's order
+
+
+class Ranking:
+    """The planner's order (lower first): a job's multifactor priority (its own priority, with
+    the plain weights), then its submission time and job id. Fair share is normalised over the
+    owners it is given, those of one pass's pending work: one is made a pass and used for all
+    that pass puts in order (its walk, its stranded promises, the promises a waiting job
+    outranks: controller/handlers/promises.outranked), so that they agree."""
+
+    __slots__ = ("_weigher",)
+
+    def __init__(self, policy: Policy, owners: Iterable[str], now: float) -> None:
+        self._weigher = None if policy.weights.plain else Weigher(policy, owners, now)
+
+    def of(self, owner: str, priority: int, queue_priority: int, submitted_at: float,
+           job: int) -> tuple[float, float, int]:
+        """The place of a job with these fields (what the order reads of a job, whatever holds it)."""
+        if self._weigher is None:
+            return (-priority, submitted_at, job)
+        return (-self._weigher.factors(owner, priority, queue_priority, submitted_at).total, submitted_at, job)
+
+    def __call__(self, item: Ranked) -> tuple[float, float, int]:
+        return self.of(item.owner, item.priority, item.queue_priority, item.submitted_at, item.job)
+
+
 def order_key(work: PendingWork) -> tuple[int, float, int]:
+    """The order with the plain weights (Ranking.of, weighing nothing), spelt out: the controller
+    keeps its pending work sorted by it between passes (work_cache.py), a call a job."""
     return (-work.priority, work.submitted_at, work.job)
 
 
-Ranked = PendingWork | Stranded  # what has a place in the planner's order
-Rank = Callable[[Ranked], tuple[float, float, int]]
-
-
-def ranking(policy: Policy, owners: Iterable[str], now: float) -> Rank:
-    """A job's place in the planner's order (lower first): its multifactor priority over these
-    owners, then submission time and job id."""
-    if policy.weights.plain:
-        return lambda item: (-item.priority, item.submitted_at, item.job)
-    weigher = Weigher(policy, owners, now)
-    return lambda item: (-weigher.factors(item.owner, item.priority, item.queue_priority, item.submitted_at).total,
-                         item.submitted_at, item.job)
+def ranking_of(work: Sequence[PendingWork], policy: Policy, now: float) -> Ranking:
+    """The pass's Ranking: weighed over the owners of its pending work (none, plain)."""
+    return Ranking(policy, () if policy.weights.plain else {item.owner for item in work}, now)
 
 
 def ordered(work: Sequence[PendingWork], now: float, policy: Policy = DEFAULT_POLICY,
-            rank: Rank | None = None) -> list[PendingWork]:
+            rank: Ranking | None = None) -> list[PendingWork]:
     """The work in the planner's order: multifactor priority, then submission time and job id."""
     if policy.weights.plain:
         return sorted(work, key=order_key)
-    return sorted(work, key=rank or ranking(policy, {item.owner for item in work}, now))
+    return sorted(work, key=rank or ranking_of(work, policy, now))
 
 
 OPEN_QUEUE = QueueView("default")
@@ -297,7 +316,7 @@ def _some(names: list[str]) -> str:
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
          licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None,
          quick: bool = False, presorted: bool = False, pe_slots: Mapping[str, int] | None = None,
-         promises: bool = False, stranded: Sequence[Stranded] = ()) -> Plan:
+         promises: bool = False, stranded: Sequence[Stranded] = (), rank: Ranking | None = None) -> Plan:
     """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
     (a queue not named there is open, on every node, without limits).
 
@@ -312,7 +331,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     (scheduler/promises.py), in order, until none is left; no reservation is made after one in
     the same pass (its arithmetic does not know the promised task's run).
     `stranded`: promised tasks whose room is free beside them now, each judged in its place in
-    the order (`Plan.in_place` those that take it)."""
+    the order (`Plan.in_place` those that take it).
+    `rank`: the pass's order (Ranking), when the caller orders more by it (ranking_of(work) if
+    not given)."""
     decided = _Pass(Rooms(nodes), licenses or {}, queues or {}, pe_slots)
     successions = Successions(nodes) if promises else None
     promised = False
@@ -321,17 +342,11 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     reservation: Reservation | None = None
     spare: Spare | None = None  # what the reserved node has at the reservation beyond its need
     backfilled: list[int] = []
-    rank: Rank | None = None  # only for stranded promises: their place in the order
-    if stranded:
-        # Weighed over the owners of the work, as a pass without promises is, so that a promise
-        # changes no one's factor (fair share is normalised over the owners): an owner of
-        # promises alone is weighed by the usage the policy holds (none: the factor of no use).
-        # The plain order weighs none (no walk of the work).
-        owners = set() if policy.weights.plain else {item.owner for item in work}
-        rank = ranking(policy, owners, now)
+    if rank is None and (stranded or not policy.weights.plain):
+        rank = ranking_of(work, policy, now)
     keys: list[tuple[float, float, int]] | None = None  # each walked job's place, where weighing made it
     walk: Sequence[PendingWork]
-    if rank is not None and not policy.weights.plain:
+    if stranded and rank is not None and not policy.weights.plain:
         # The sort's keys are kept for the walk, which compares them with the claims' (weighing
         # each job again there cost as much as the sort).
         keyed = sorted(zip(map(rank, work), work), key=_first)
@@ -341,7 +356,7 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
         walk = work if presorted and policy.weights.plain else ordered(work, now, policy, rank)
     # The stranded promises in the order, each claimed before the first job ranked after it (a
     # promise ranks first among its own job's tasks: it was decided before those waiting).
-    claims = sorted(((rank(one), one) for one in stranded), key=_first) if rank else []
+    claims = sorted(((rank(one), one) for one in stranded), key=_first) if stranded and rank is not None else []
     claimed = 0
     reached = 0
     for item in walk:

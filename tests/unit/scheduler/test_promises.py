@@ -17,7 +17,7 @@ from tests.unit.scheduler.test_planner import pending
 from drover.core.constraints import parse_constraint
 from drover.core.gres import GresNeed
 from drover.core.resources import Resources
-from drover.scheduler.plan import plan
+from drover.scheduler.plan import Ranking, plan
 from drover.scheduler.priority import Policy, Weigher, Weights
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, QueueView, Stranded, Succession
@@ -252,3 +252,16 @@ def test_a_stranded_promise_of_another_owner_does_not_change_the_order_of_the_ot
     beside = plan([alices, bobs], nodes, NOW, policy, stranded=[carols])
     assert [s.job for s in alone.starts] == [s.job for s in beside.starts] == [2]
     assert beside.in_place == ()
+
+
+def test_the_pass_orders_by_the_ranking_it_is_given() -> None:
+    """The controller makes one Ranking a pass and gives it to the planner and to what takes a
+    promise back: the planner's order is that Ranking's, whatever owners it was made over."""
+    policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1.0})
+    alices = dataclasses.replace(pending(2, priority=800), owner="alice")
+    bobs = dataclasses.replace(pending(1), owner="bob")
+    nodes = [a_node("n1", cpus=1)]
+    assert [s.job for s in plan([alices, bobs], nodes, NOW, policy).starts] == [2]
+    wider = Ranking(policy, {"alice", "bob", "carol"}, NOW)
+    assert [s.job for s in plan([alices, bobs], nodes, NOW, policy, rank=wider).starts] == [1]
+    assert wider(bobs) == wider.of("bob", 0, 0, bobs.submitted_at, 1) < wider(alices)
