@@ -158,20 +158,45 @@ def place(need: Need, rooms: Rooms, allowed: frozenset[str] | None, reservation:
     Behind a reservation, a task that would still run at its start may use the reserved node
     only within what the reserved task leaves there (`spare`)."""
     for room in rooms.candidates():
-        if (allowed is not None and room.name not in allowed) or not room.lasts(ends):
+        if allowed is not None and room.name not in allowed:
             continue
-        gres = room.fits(need)
-        if gres is None:
-            continue
-        if reservation is not None and room.name == reservation.node and ends > reservation.at:
-            if spare is None or not spare.holds(need):
-                continue
-            # Its devices come from those the reserved task leaves, not just the lowest free.
-            gres = allocate(need.gres, room.free_devices & spare.devices)
-            if gres is None:
-                continue
-        return room, gres
+        gres = fit(need, room, reservation, ends, spare)
+        if gres is not None:
+            return room, gres
     return None
+
+
+def fit(need: Need, room: Room, reservation: Reservation | None, ends: float,
+        spare: Spare | None) -> dict[str, tuple[int, ...]] | None:
+    """The devices the task would get on this room now ({} for none), or None where it may not
+    start there now: it does not fit, it would outlast the node, or, behind a reservation on
+    this node, it would still run at the reservation's start and needs more than the reserved
+    task leaves there (`spare`)."""
+    if not room.lasts(ends):
+        return None
+    gres = room.fits(need)
+    if gres is None:
+        return None
+    if reservation is not None and room.name == reservation.node and ends > reservation.at:
+        if spare is None or not spare.holds(need):
+            return None
+        # Its devices come from those the reserved task leaves, not just the lowest free.
+        return allocate(need.gres, room.free_devices & spare.devices)
+    return gres
+
+
+def take(need: Need, room: Room, rooms: Rooms, gres: Mapping[str, tuple[int, ...]], ends: float,
+         reservation: Reservation | None, spare: Spare | None) -> tuple[int, ...]:
+    """Give the task its room where `fit` found it may start: what it takes leaves the room's
+    place in the order, and, on the reserved node, the spare where it would still run at the
+    reservation's start. Its CPUs."""
+    key = room.key
+    cpu_ids, taken, devices = room.take(need, gres, ends)
+    rooms.placed(room, key)
+    if reservation is not None and room.name == reservation.node and ends > reservation.at:
+        assert spare is not None  # fit() let it on the reserved node only within the spare
+        spare.take(taken, devices)
+    return cpu_ids
 
 
 def reserve(job: int, need: Need, rooms: Rooms, allowed: frozenset[str] | None,

@@ -36,10 +36,11 @@ Contract:
   and does not block the tasks behind it.
 - A promised task whose room is free beside it on its node (`stranded`, a `Stranded`: another
   attempt there ended before the one it follows) is judged in its place in the same order, by
-  the same walk: if no job before it waits for room (the order is not blocked and holds no
-  reservation) and room it fits is still free on its node, it takes that room there
-  (`Plan.in_place`: its node starts it now); otherwise the jobs before it that could start
-  took the room or wait for it, and it stays promised. Whatever held a job before it back
+  the same walk, as a start there would be: unless the order is blocked, it takes room it fits
+  that is still free on its node (`Plan.in_place`: its node starts it now), behind a
+  reservation only as a backfilled start may (it ends by the reservation's start, or the
+  reserved node is another, or the reserved task leaves it room there); otherwise the jobs
+  before it that could start took the room or wait for it, and it stays promised. Whatever held a job before it back
   until now (a limit, a dependency, its begin time) is asked of this pass alone.
 - A job of a parallel environment whose snapshot gives its allocation rule (PendingWork.pe_rule,
   other than $pe_slots) has its slots spread over nodes by that rule (spread.py): its start names
@@ -50,21 +51,21 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from drover.core.gres import describe
 from drover.core.parallel_env import PE_SLOTS
 from drover.core.resources import Resources
-from drover.scheduler.placement import Need, Reservation, Rooms, Spare, place, reserve
+from drover.scheduler.placement import Need, Reservation, Rooms, Spare, fit, place, reserve, take
 from drover.scheduler.priority import DEFAULT_POLICY, Policy, Weigher
 from drover.scheduler.promises import Successions
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, PendingWork, QueueView, Stranded, Succession
 from drover.scheduler.spread_place import could_ever_spread, place_spread, take_spread
 
-__all__ = ["Plan", "Reservation", "Start", "order_key", "ordered", "plan"]
+__all__ = ["Plan", "Ranking", "Reservation", "Start", "order_key", "ordered", "plan", "ranking_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,30 +96,49 @@ class Plan:
     in_place: tuple[Start, ...] = ()  # stranded promises that take the room free beside them now
 
 
+Ranked = PendingWork | Stranded  # what has a place in the planner's order
+
+
+class Ranking:
+    """The planner's order (lower first): a job's multifactor priority (its own priority, with
+    the plain weights), then its submission time and job id. Fair share is normalised over the
+    owners it is given, those of one pass's pending work: one is made a pass and used for all
+    that pass puts in order (its walk, its stranded promises, the promises a waiting job
+    outranks: controller/handlers/promises.outranked), so that they agree."""
+
+    __slots__ = ("_weigher",)
+
+    def __init__(self, policy: Policy, owners: Iterable[str], now: float) -> None:
+        self._weigher = None if policy.weights.plain else Weigher(policy, owners, now)
+
+    def of(self, owner: str, priority: int, queue_priority: int, submitted_at: float,
+           job: int) -> tuple[float, float, int]:
+        """The place of a job with these fields (what the order reads of a job, whatever holds it)."""
+        if self._weigher is None:
+            return (-priority, submitted_at, job)
+        return (-self._weigher.factors(owner, priority, queue_priority, submitted_at).total, submitted_at, job)
+
+    def __call__(self, item: Ranked) -> tuple[float, float, int]:
+        return self.of(item.owner, item.priority, item.queue_priority, item.submitted_at, item.job)
+
+
 def order_key(work: PendingWork) -> tuple[int, float, int]:
+    """The order with the plain weights (Ranking.of, weighing nothing), spelt out: the controller
+    keeps its pending work sorted by it between passes (work_cache.py), a call a job."""
     return (-work.priority, work.submitted_at, work.job)
 
 
-Ranked = PendingWork | Stranded  # what has a place in the planner's order
-Rank = Callable[[Ranked], tuple[float, float, int]]
-
-
-def ranking(policy: Policy, owners: Iterable[str], now: float) -> Rank:
-    """A job's place in the planner's order (lower first): its multifactor priority over these
-    owners, then submission time and job id."""
-    if policy.weights.plain:
-        return lambda item: (-item.priority, item.submitted_at, item.job)
-    weigher = Weigher(policy, owners, now)
-    return lambda item: (-weigher.factors(item.owner, item.priority, item.queue_priority, item.submitted_at).total,
-                         item.submitted_at, item.job)
+def ranking_of(work: Sequence[PendingWork], policy: Policy, now: float) -> Ranking:
+    """The pass's Ranking: weighed over the owners of its pending work (none, plain)."""
+    return Ranking(policy, () if policy.weights.plain else {item.owner for item in work}, now)
 
 
 def ordered(work: Sequence[PendingWork], now: float, policy: Policy = DEFAULT_POLICY,
-            rank: Rank | None = None) -> list[PendingWork]:
+            rank: Ranking | None = None) -> list[PendingWork]:
     """The work in the planner's order: multifactor priority, then submission time and job id."""
     if policy.weights.plain:
         return sorted(work, key=order_key)
-    return sorted(work, key=rank or ranking(policy, {item.owner for item in work}, now))
+    return sorted(work, key=rank or ranking_of(work, policy, now))
 
 
 OPEN_QUEUE = QueueView("default")
@@ -153,7 +173,7 @@ class _Pass:
     def wake(self, moment: float) -> None:
         self.wake_at = moment if self.wake_at is None else min(self.wake_at, moment)
 
-    def queue(self, item: PendingWork) -> QueueView:
+    def queue(self, item: Ranked) -> QueueView:
         return self.queues.get(item.queue, OPEN_QUEUE)
 
     def too_big(self, resources: Resources) -> PendingReason | None:
@@ -164,7 +184,7 @@ class _Pass:
             self._sizes[key] = None if fits else PendingReason.TOO_BIG
         return self._sizes[key]
 
-    def eligible(self, item: PendingWork, need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
+    def eligible(self, item: Ranked, need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
         """The nodes the job's tasks may use (None: any), or why none ever could, found once a
         pass for each kind of request."""
         queue = self.queue(item)
@@ -216,22 +236,28 @@ class _Pass:
         if item.pe is not None:
             self.pe_slots[item.pe[0]] -= item.pe[1]
 
-    def claim(self, stranded: Stranded, now: float, waiting: bool) -> None:
-        """A stranded promise's turn in the order: it takes room it fits on its node now, unless
-        a job before it waits for room (`waiting`: the order is blocked or holds a reservation).
-        Its limits and licences count already: it is dispatched."""
+    def claim(self, stranded: Stranded, now: float, reservation: Reservation | None, spare: Spare | None) -> None:
+        """A stranded promise's turn in the order (the order is not blocked): it takes room it
+        fits on its node now, as a start there would (behind a reservation, a backfill: on the
+        reserved node only if it ends by the reservation's start or within what the reserved
+        task leaves), within every test a start makes but those a dispatched task passed
+        already (its dependencies and begin time; its limits and licences count it)."""
         room = self.rooms.all.get(stranded.node)
+        queue = self.queues.get(stranded.queue)
+        if room is None or queue is not None and closed(queue) is not None:
+            return
         need = Need(stranded.resources)
-        if waiting or room is None or room.fits(need) is None:
+        names, unmatched, _ = self.eligible(stranded, need)  # its queue's nodes, its constraint
+        if unmatched is not None or names is not None and room.name not in names:
             return
         ends = now + stranded.run_limit_s if stranded.run_limit_s is not None else math.inf
-        key = room.key
-        cpu_ids, _, _ = room.take(need, {}, ends)
-        self.rooms.placed(room, key)
+        if fit(need, room, reservation, ends, spare) is None:
+            return
+        cpu_ids = take(need, room, self.rooms, {}, ends, reservation, spare)
         self.in_place.append(Start(stranded.job, stranded.index, stranded.node, cpu_ids))
 
 
-def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
+def _eligible(rooms: Rooms, queue: QueueView, item: Ranked,
               need: Need) -> tuple[frozenset[str] | None, PendingReason | None, str]:
     names: frozenset[str] | None = None
     if queue.nodes is not None:
@@ -254,6 +280,17 @@ def _eligible(rooms: Rooms, queue: QueueView, item: PendingWork,
     if not any(room.could_ever_hold(need) for room in pool):
         return names, PendingReason.TOO_BIG, ""
     return names, None, ""
+
+
+def closed(queue: QueueView) -> tuple[PendingReason, str] | None:
+    """Why no job of the queue starts now (stopped, or outside its time window), in words; None
+    when its jobs may start."""
+    if not queue.starting:
+        return PendingReason.QUEUE_STOPPED, f"queue {queue.name} is stopped: no job of it starts"
+    if queue.opens_at is not None:
+        return PendingReason.QUEUE_WINDOW, (f"queue {queue.name} starts jobs only in its time window, which opens "
+                                            f"{_local_time(queue.opens_at)}")
+    return None
 
 
 def in_error_note(queue: QueueView, up: Mapping[str, object]) -> str:
@@ -279,7 +316,7 @@ def _some(names: list[str]) -> str:
 def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, policy: Policy = DEFAULT_POLICY,
          licenses: Mapping[str, int] | None = None, queues: Mapping[str, QueueView] | None = None,
          quick: bool = False, presorted: bool = False, pe_slots: Mapping[str, int] | None = None,
-         promises: bool = False, stranded: Sequence[Stranded] = ()) -> Plan:
+         promises: bool = False, stranded: Sequence[Stranded] = (), rank: Ranking | None = None) -> Plan:
     """`licenses`: each licence's free count now; `queues`: each queue's state, nodes and limits
     (a queue not named there is open, on every node, without limits).
 
@@ -294,7 +331,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     (scheduler/promises.py), in order, until none is left; no reservation is made after one in
     the same pass (its arithmetic does not know the promised task's run).
     `stranded`: promised tasks whose room is free beside them now, each judged in its place in
-    the order (`Plan.in_place` those that take it)."""
+    the order (`Plan.in_place` those that take it).
+    `rank`: the pass's order (Ranking), when the caller orders more by it (ranking_of(work) if
+    not given)."""
     decided = _Pass(Rooms(nodes), licenses or {}, queues or {}, pe_slots)
     successions = Successions(nodes) if promises else None
     promised = False
@@ -303,26 +342,35 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
     reservation: Reservation | None = None
     spare: Spare | None = None  # what the reserved node has at the reservation beyond its need
     backfilled: list[int] = []
-    rank: Rank | None = None  # only for stranded promises: their place in the order
-    if stranded:
-        # Every owner is weighed, theirs too; the plain order weighs none (no walk of the work).
-        owners = set() if policy.weights.plain else {item.owner for item in work} | {one.owner for one in stranded}
-        rank = ranking(policy, owners, now)
-    walk = work if presorted and policy.weights.plain else ordered(work, now, policy, rank)
+    if rank is None and (stranded or not policy.weights.plain):
+        rank = ranking_of(work, policy, now)
+    keys: list[tuple[float, float, int]] | None = None  # each walked job's place, where weighing made it
+    walk: Sequence[PendingWork]
+    if stranded and rank is not None and not policy.weights.plain:
+        # The sort's keys are kept for the walk, which compares them with the claims' (weighing
+        # each job again there cost as much as the sort).
+        keyed = sorted(zip(map(rank, work), work), key=_first)
+        keys, walk = [key for key, _ in keyed], [item for _, item in keyed]
+        del keyed
+    else:
+        walk = work if presorted and policy.weights.plain else ordered(work, now, policy, rank)
     # The stranded promises in the order, each claimed before the first job ranked after it (a
     # promise ranks first among its own job's tasks: it was decided before those waiting).
-    claims = sorted(((rank(one), one) for one in stranded), key=lambda claim: claim[0]) if rank else []
+    claims = sorted(((rank(one), one) for one in stranded), key=_first) if stranded and rank is not None else []
     claimed = 0
     reached = 0
     for item in walk:
         if quick and blocked:
             break
         if claimed < len(claims):
-            assert rank is not None  # made whenever there are claims
-            place_of = rank(item)
-            while claimed < len(claims) and claims[claimed][0] <= place_of:
-                decided.claim(claims[claimed][1], now, waiting=blocked or reservation is not None)
-                claimed += 1
+            if blocked:
+                claimed = len(claims)  # nothing starts after a block: no claim left can succeed
+            else:
+                assert rank is not None  # made whenever there are claims
+                place_of = keys[reached] if keys is not None else rank(item)
+                while claimed < len(claims) and claims[claimed][0] <= place_of:
+                    decided.claim(claims[claimed][1], now, reservation, spare)
+                    claimed += 1
         reached += 1
         if item.pending.count == 0:
             continue
@@ -336,13 +384,12 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
             decided.wake(item.begin_at)
             continue
         queue = decided.queues.get(item.queue)  # None: open, on every node, without limits
-        if queue is not None and not queue.starting:
-            decided.wait(item.job, PendingReason.QUEUE_STOPPED, f"queue {item.queue} is stopped: no job of it starts")
-            continue
-        if queue is not None and queue.opens_at is not None:
-            decided.wait(item.job, PendingReason.QUEUE_WINDOW,
-                         f"queue {item.queue} starts jobs only in its time window, which opens {_local_time(queue.opens_at)}")
-            decided.wake(queue.opens_at)
+        shut = closed(queue) if queue is not None else None
+        if shut is not None:
+            assert queue is not None
+            decided.wait(item.job, *shut)
+            if shut[0] is PendingReason.QUEUE_WINDOW and queue.opens_at is not None:
+                decided.wake(queue.opens_at)
             continue
         if item.singleton and (item.owner, item.name) in started_names:
             decided.wait(item.job, PendingReason.DEPENDENCY,
@@ -411,15 +458,9 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                                  f"reserved: starts by {_local_time(reservation.at)} on {reservation.node}")
                 break
             room, gres = found
-            key = room.key
-            cpu_ids, taken, devices = room.take(need, gres, ends)
-            decided.rooms.placed(room, key)
-            if reservation is not None:
-                if room.name == reservation.node and ends > reservation.at:
-                    assert spare is not None
-                    spare.take(taken, devices)
-                if not backfilled or backfilled[-1] != item.job:
-                    backfilled.append(item.job)
+            cpu_ids = take(need, room, decided.rooms, gres, ends, reservation, spare)
+            if reservation is not None and (not backfilled or backfilled[-1] != item.job):
+                backfilled.append(item.job)
             decided.started(item, Start(item.job, index, room.name, cpu_ids, tuple(sorted(gres.items()))))
             if successions is not None and not gres and not need.exclusive:
                 successions.add(room.name, Succession("", cpu_ids, need.resources.memory_mib, ends, (item.job, index)),
@@ -431,10 +472,14 @@ def plan(work: Sequence[PendingWork], nodes: Sequence[NodeView], now: float, pol
                 decided.wait(item.job, PendingReason.DEPENDENCY, item.waiting_for)  # the tasks left wait for their own
             elif started < item.pending.count and limit is not None:
                 decided.wait(item.job, limit, limit_detail)
-    for _, one in claims[claimed:]:  # ranked after every job walked
-        decided.claim(one, now, waiting=blocked or reservation is not None)
+    for _, one in claims[claimed:] if not blocked else ():  # ranked after every job walked
+        decided.claim(one, now, reservation, spare)
     return Plan(tuple(decided.starts), decided.reasons, decided.details, decided.wake_at, reservation,
                 tuple(backfilled), reached if quick and blocked else None, tuple(decided.in_place))
+
+
+def _first(pair: tuple[tuple[float, float, int], object]) -> tuple[float, float, int]:
+    return pair[0]
 
 
 def _spread_job(decided: _Pass, item: PendingWork, now: float, reservation: Reservation | None,

@@ -68,6 +68,8 @@ class Stranded:
     submitted_at: float
     queue_priority: int = 0
     run_limit_s: float | None = None  # how long it runs at most (its time limit and kill grace)
+    queue: str = "default"  # its job's queue: stopped or outside its window, it starts nothing
+    constraint: Constraint | None = None  # node features its node must still have
 
 
 @dataclass(frozen=True, slots=True)

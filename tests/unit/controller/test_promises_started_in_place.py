@@ -10,6 +10,7 @@ from __future__ import annotations
 from tests.helpers.controller_world import World, world  # noqa: F401  (a fixture)
 
 from drover.config_schema import SchedulerSection
+from drover.controller.handlers import queues
 from drover.controller.handlers.dispatch import OrderOptions
 from drover.controller.handlers.node_reports import on_reports
 from drover.protocol.node_channel import (
@@ -276,3 +277,27 @@ def test_a_node_back_with_as_many_cpus_as_the_move_needs_is_told_again(world: Wo
     assert [s.message for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)] == [
         StartPromisedNow(promised.attempt, [1])]
     assert world.state.moving == {(third, 0, 1)}
+
+
+def test_a_promise_of_a_stopped_queue_is_not_started_in_place(world: World) -> None:  # noqa: F811
+    """Its queue stopped while it waited: room freed beside it does not start it, as no job of
+    that queue starts; started again, the queue lets the next pass move it."""
+    world.options = PROMISING
+    world.connect(cpus=2)
+    world.submit(script="sleep 3600\n")
+    world.submit()
+    world.submit()
+    starts = world.schedule()
+    long_attempt, short_attempt = (s.attempt for s in starts if s.after is None)
+    (promised,) = [s for s in starts if s.after is not None]
+    world.started(long_attempt)
+    world.started(short_attempt)
+    world.run(queues.switch(world.state, {}, "default", "stop", "", "root", True, world.now))
+    world.exited(short_attempt)
+    before = len(world.sent)
+    assert world.schedule() == []
+    assert not [s for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)]
+    world.run(queues.switch(world.state, {}, "default", "start", "", "root", True, world.now))
+    world.schedule()
+    moves = [s.message for s in world.sent[before:] if isinstance(s.message, StartPromisedNow)]
+    assert [(m.attempt, m.cpu_ids) for m in moves] == [(promised.attempt, [1])]

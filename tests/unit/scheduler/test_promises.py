@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.helpers.nodes import a_node
 from tests.unit.scheduler.test_planner import pending
 
+from drover.core.constraints import parse_constraint
 from drover.core.gres import GresNeed
 from drover.core.resources import Resources
-from drover.scheduler.plan import plan
-from drover.scheduler.priority import Policy, Weights
+from drover.scheduler.plan import Ranking, plan
+from drover.scheduler.priority import Policy, Weigher, Weights
 from drover.scheduler.reasons import PendingReason
 from drover.scheduler.snapshot import NodeView, QueueView, Stranded, Succession
 
@@ -157,3 +160,108 @@ def test_a_stranded_promise_is_placed_by_the_multifactor_order_not_the_plain_one
     policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1e6})
     decided = plan([pending(2)], [one_free_cpu()], NOW, policy, promises=True, stranded=[bobs])
     assert [s.job for s in decided.in_place] == [3] and decided.starts == ()
+
+
+def reserved_elsewhere() -> list[NodeView]:
+    """n1: 4 CPUs all busy until NOW + 100, which job 1 of 4 CPUs reserves; n2: the promise's node,
+    CPU 0 held by the long attempt it follows, CPU 1 free."""
+    n1 = a_node("n1", cpus=4, running=((4, 0, frozenset(), NOW + 100, False),))
+    return [n1, a_node("n2", cpus=2, used_cpus=(0,))]
+
+
+def test_a_reservation_on_another_node_does_not_keep_a_stranded_promise_from_its_room() -> None:
+    """A job after the promise backfills onto any node but the reserved one; the promise, before
+    it, takes the room beside it first, as a start would."""
+    decided = plan([pending(1, cpus=4), pending(5)], reserved_elsewhere(), NOW, promises=True,
+                   stranded=[stranded(3, node="n2")])
+    assert decided.reservation is not None and decided.reservation.node == "n1"
+    assert [(s.job, s.node, s.cpu_ids) for s in decided.in_place] == [(3, "n2", (1,))]
+    assert decided.starts == () and decided.pending_reasons[5] is PendingReason.RESOURCES  # no room left for it
+
+
+def test_a_stranded_promise_on_the_reserved_node_takes_its_room_only_as_a_backfilled_start_would() -> None:
+    """On the reserved node, a promise that would still run at the reservation's start takes only
+    what the reserved job leaves there then; one that ends by then takes the room."""
+    node = a_node("n1", cpus=4, running=((2, 0, frozenset(), NOW + 100, False),
+                                         (1, 0, frozenset(), math.inf, False)))  # CPU 3 free
+    long, short = (dataclasses.replace(stranded(3), run_limit_s=limit) for limit in (None, 50.0))
+    decided = plan([pending(1, cpus=3)], [node], NOW, promises=True, stranded=[long])
+    assert decided.reservation is not None and decided.reservation.node == "n1"
+    assert decided.in_place == ()  # it would run on past NOW + 100, on the CPU job 1 needs then
+    decided = plan([pending(1, cpus=3)], [node], NOW, promises=True, stranded=[short])
+    assert [(s.job, s.cpu_ids) for s in decided.in_place] == [(3, (3,))]
+    decided = plan([pending(1, cpus=2)], [node], NOW, promises=True, stranded=[long])
+    assert [(s.job, s.cpu_ids) for s in decided.in_place] == [(3, (3,))]  # job 1 leaves a CPU spare there
+    assert decided.pending_reasons[1] is PendingReason.RESERVED
+
+
+def test_a_stranded_promise_does_not_start_in_place_where_a_start_would_not() -> None:
+    """On a node that goes away before it would end, of a queue stopped or outside its time
+    window, on a node its queue no longer runs on or whose features no longer match: it stays
+    promised, as a job would wait there."""
+    going = dataclasses.replace(one_free_cpu(), ends_at=NOW + 100)
+    for limit, moves in ((None, False), (200.0, False), (50.0, True)):
+        decided = plan([], [going], NOW, promises=True, stranded=[dataclasses.replace(stranded(3), run_limit_s=limit)])
+        assert [s.job for s in decided.in_place] == ([3] if moves else [])
+    of_q = dataclasses.replace(stranded(3), queue="q")
+    for queue, moves in ((QueueView("q", starting=False), False), (QueueView("q", opens_at=NOW + 60), False),
+                         (QueueView("q", nodes=frozenset({"n2"})), False), (QueueView("q"), True)):
+        decided = plan([], [one_free_cpu()], NOW, promises=True, stranded=[of_q], queues={"q": queue})
+        assert [s.job for s in decided.in_place] == ([3] if moves else [])
+    featured = dataclasses.replace(stranded(3), constraint=parse_constraint("fast"))
+    assert plan([], [one_free_cpu()], NOW, promises=True, stranded=[featured]).in_place == ()
+    fast = dataclasses.replace(one_free_cpu(), features=frozenset({"fast"}))
+    assert [s.job for s in plan([], [fast], NOW, promises=True, stranded=[featured]).in_place] == [3]
+
+
+def test_each_job_is_weighed_once_a_pass_with_stranded_promises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk places the claims by the keys its sort made: weighing is not done again for each
+    job it walks (it runs over every pending job, every pass)."""
+    calls = 0
+    weigh = Weigher.factors
+
+    def counted(self: Weigher, *args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return weigh(self, *args)
+
+    monkeypatch.setattr(Weigher, "factors", counted)
+    late = dataclasses.replace(stranded(3), priority=-10)  # ranked after every job: the walk passes them all
+    work = [pending(job, cpus=2) for job in range(10, 30)]
+    decided = plan(work, [one_free_cpu()], NOW, Policy(Weights(age=1.0)), promises=True, stranded=[late])
+    assert calls == len(work) + 1
+    assert decided.in_place == ()  # the first job waits for room: the order is blocked before it
+    calls = 0
+    held = [pending(job, met=False) for job in range(10, 30)]  # none starts, none blocks the order
+    decided = plan(held, [one_free_cpu()], NOW, Policy(Weights(age=1.0)), promises=True, stranded=[late])
+    assert calls == len(held) + 1
+    assert [s.job for s in decided.in_place] == [3]
+
+
+def test_a_stranded_promise_of_another_owner_does_not_change_the_order_of_the_others() -> None:
+    """Fair share is weighed over the owners of the pending work, as in a pass without the
+    promise: carol's promise does not lower alice's and bob's factors. Over alice and bob, alice
+    (priority 800, fair share 0.25) ranks before bob (1.0): 1050 against 1000; over carol too,
+    alice's factor would be 0.125, and bob would start first."""
+    policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1.0})
+    alices = dataclasses.replace(pending(2, priority=800), owner="alice")
+    bobs = dataclasses.replace(pending(1), owner="bob")
+    carols = dataclasses.replace(stranded(3, node="n2"), owner="carol")
+    nodes = [a_node("n1", cpus=1), a_node("n2", cpus=1, used_cpus=(0,))]  # no room beside carol's promise
+    alone = plan([alices, bobs], nodes, NOW, policy)
+    beside = plan([alices, bobs], nodes, NOW, policy, stranded=[carols])
+    assert [s.job for s in alone.starts] == [s.job for s in beside.starts] == [2]
+    assert beside.in_place == ()
+
+
+def test_the_pass_orders_by_the_ranking_it_is_given() -> None:
+    """The controller makes one Ranking a pass and gives it to the planner and to what takes a
+    promise back: the planner's order is that Ranking's, whatever owners it was made over."""
+    policy = Policy(Weights(fairshare=1000.0), usage={"alice": 1.0})
+    alices = dataclasses.replace(pending(2, priority=800), owner="alice")
+    bobs = dataclasses.replace(pending(1), owner="bob")
+    nodes = [a_node("n1", cpus=1)]
+    assert [s.job for s in plan([alices, bobs], nodes, NOW, policy).starts] == [2]
+    wider = Ranking(policy, {"alice", "bob", "carol"}, NOW)
+    assert [s.job for s in plan([alices, bobs], nodes, NOW, policy, rank=wider).starts] == [1]
+    assert wider(bobs) == wider.of("bob", 0, 0, bobs.submitted_at, 1) < wider(alices)

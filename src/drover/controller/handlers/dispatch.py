@@ -44,8 +44,8 @@ from drover.core.queues import Queue
 from drover.core.resources import Resources
 from drover.protocol.node_channel import File, StartAttempt
 from drover.records import AttemptIdentity, AttemptOrder, JobRecord, Placement, SiteSettings
-from drover.scheduler.plan import Plan, Start, plan
-from drover.scheduler.priority import Policy, Weigher, Weights
+from drover.scheduler.plan import Plan, Ranking, Start, plan, ranking_of
+from drover.scheduler.priority import Policy, Weights
 from drover.scheduler.reasons import PendingReason, Waiting
 from drover.scheduler.snapshot import (
     NodeView,
@@ -115,15 +115,15 @@ def schedule(state: ControllerState, now: float, store: Store, orders: OrderOpti
              for node in state.nodes.values()]
     presorted = policy.weights.plain
     work: Sequence[PendingWork] = InOrder(cache) if presorted else list(cache.items.values())
+    rank = ranking_of(work, policy, now)  # the pass's one order: the planner's, and what outranks a promise
     decided = _plan(work, nodes, now, policy, _free_licenses(state, orders),
                     planner_views(state, orders.queues, now), quick=not full, presorted=presorted,
                     pe_slots=parallel_envs.free_slots(state, orders.parallel_environments), promises=promising,
-                    stranded=stranded)
+                    stranded=stranded, rank=rank)
     _record_reasons(state, decided, work, now, orders)
     promises.start_in_place(state, outcome, decided.in_place, now)
     if promising:
-        rank = planner_rank(policy, {item.owner for item in cache.items.values()}, orders, state, now)
-        promises.outranked(state, outcome, decided.pending_reasons, now, rank)
+        promises.outranked(state, outcome, decided.pending_reasons, now, job_rank(rank, orders, state))
     failed = {fault.job_id for fault in outcome.faults}
     starts = [start for start in decided.starts if start.job not in failed]
     starts, more = within_pass_bytes(state, starts)
@@ -179,15 +179,10 @@ def node_view(node: Node, releases: Sequence[Release] = (), successions: tuple[S
                     node.overdrawn, successions, node.ends_at if node.ends_at is not None else math.inf)
 
 
-def planner_rank(policy: Policy, owners: set[str], orders: OrderOptions, state: ControllerState,
-                 now: float) -> Callable[[Job], tuple[float, float, int]]:
-    """A job's place in the planner's order (scheduler/plan.ordered), for jobs not in its pending
-    work (a promised one): its multifactor priority over the same owners, then submission and id."""
-    if policy.weights.plain:
-        return lambda job: (-job.priority, job.submitted_at, job.id)
-    weigher = Weigher(policy, owners, now)
-    return lambda job: (-weigher.factors(job.owner, job.priority, queue_priority(state, job, orders),
-                                         job.submitted_at).total, job.submitted_at, job.id)
+def job_rank(rank: Ranking, orders: OrderOptions, state: ControllerState) -> Callable[[Job], tuple[float, float, int]]:
+    """A job's place in the pass's order (`rank`, the planner's), for jobs not in its pending
+    work (a promised one): the same Ranking of the same fields, read from the job."""
+    return lambda job: rank.of(job.owner, job.priority, queue_priority(state, job, orders), job.submitted_at, job.id)
 
 
 QUICK_ABOVE = 1000  # waiting jobs: above this many, an event's pass is the quick one (between full passes)
@@ -336,7 +331,7 @@ def _policy(state: ControllerState, now: float, orders: OrderOptions,
 def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy: Policy,
           licenses: Mapping[str, int], queues: Mapping[str, QueueView], quick: bool = False,
           presorted: bool = False, pe_slots: Mapping[str, int] | None = None, promises: bool = False,
-          stranded: Sequence[Stranded] = ()) -> Plan:
+          stranded: Sequence[Stranded] = (), rank: Ranking | None = None) -> Plan:
     """The planner's decisions. An exception from it is the controller's fault, never a job's:
     each job is then planned alone to find which the planner cannot plan; those stay pending,
     untouched, with the reason PLANNING_ERROR, the error is logged with its traceback, and the
@@ -344,7 +339,7 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
     (the pass starts nothing, and the jobs stay as they are)."""
     try:
         return plan(work, nodes, now, policy, licenses, queues, quick=quick, presorted=presorted, pe_slots=pe_slots,
-                    promises=promises, stranded=stranded)
+                    promises=promises, stranded=stranded, rank=rank)
     except Exception as error:
         failure = error
     kept = []
@@ -362,7 +357,8 @@ def _plan(work: Sequence[PendingWork], nodes: list[NodeView], now: float, policy
             kept.append(item)
     if not unplanned:
         raise failure
-    decided = (plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots, promises=promises, stranded=stranded)
+    decided = (plan(kept, nodes, now, policy, licenses, queues, pe_slots=pe_slots, promises=promises, stranded=stranded,
+                    rank=rank)
                if kept or stranded else Plan())
     return replace(decided, pending_reasons={**decided.pending_reasons, **unplanned},
                    details={**decided.details, **details})

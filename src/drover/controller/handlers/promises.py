@@ -149,7 +149,7 @@ def outranked(state: ControllerState, outcome: Outcome, reasons: Mapping[int, Pe
     promised task whose job's priority is below its own and whose room it fits, one a pass. The
     node ends that attempt before it starts and the task waits again, as a requeue (the stop's
     why), to be planned in its turn; nothing of it ran. `rank` is the planner's order (its
-    multifactor priority where weights are set: dispatch.planner_rank), so that what is taken
+    multifactor priority where weights are set: the pass's Ranking, dispatch.job_rank), so that what is taken
     back is what the planner would not promise again.
     A job of the same priority that ranks first only by its submission does not take a promise
     back: it was not in line for the room when the promise was made (held by its array's
@@ -208,7 +208,8 @@ def stranded(state: ControllerState, placed: Callable[[Job], tuple[int, float | 
         elif _still_promised(follower, task):
             queue_priority, run_limit_s = placed(job)
             found.append(Stranded(job.id, task.index, node.name, need, job.owner, job.priority, job.submitted_at,
-                                  queue_priority, run_limit_s))
+                                  queue_priority, run_limit_s, job.spec.queue,
+                                  resource_requests.of_job(job).constraint))
     return kept, found
 
 
