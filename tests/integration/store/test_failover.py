@@ -476,5 +476,12 @@ def test_reads_are_answered_from_memory_while_the_store_restarts(request: pytest
         finally:
             own_server.resume()
         flag.touch()
-        cluster.drover("release", str(held), timeout=90)
+        # The server's restart ended the active controller's session: either controller may take
+        # the leadership back first (on a loaded machine the standby often does), and a request
+        # the first one took as it stopped is closed unanswered. A user releases again, as here.
+        for _ in range(3):
+            released = cluster.drover("release", str(held), check=False, timeout=90)
+            if "closed the connection before it answered" not in released.stderr:
+                break
+        assert released.returncode == 0, released.stderr
         cluster.drover("wait", *map(str, [*jobs, held]), timeout=90)
