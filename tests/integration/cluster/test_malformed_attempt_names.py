@@ -19,7 +19,7 @@ from pathlib import Path
 from tests.helpers.netns import PORT, Hosts
 from tests.helpers.wait import wait_until
 from tests.integration.cluster.test_join import nodes
-from tests.integration.cluster.test_reports_of_another_node import show
+from tests.integration.cluster.test_reports_of_another_node import a_job_running_on_node1, show
 
 POISON = ["99999999999999999999.0.1", "7" * 10_000 + ".0.1", "1" * 10_000, "١.0.1", "1.0", "1.0.1.2",
           "../../etc.0.1", "", "0.0.1", "1.4294967296.1", "1.0.99999999999999999999", " 1.0.1"]
@@ -100,12 +100,7 @@ def stored(database: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 def test_a_nodes_attempt_names_beyond_any_drover_makes_change_nothing_and_fail_nothing(hosts: Hosts) -> None:
-    hosts.join("node1", hosts.token("--uses", "2"))
-    workdir = hosts.root / "work"
-    workdir.mkdir()
-    job = int(hosts.ctl.drover("submit", "--parsable", "-D", str(workdir), "-o", "out", "--",
-                               "sh", "-c", "while [ ! -e go ]; do sleep 0.2; done; echo ran").stdout.split()[0])
-    wait_until(lambda: show(hosts, job)["state"] == "running", describe="the job running on node1")
+    job, workdir = a_job_running_on_node1(hosts)
     hosts.add_node("node2")
     hosts.join("node2", hosts.token())
     assert nodes(hosts) == {"node1": "up", "node2": "up"}

@@ -8,6 +8,7 @@ reports again change nothing of it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.helpers.netns import PORT, Hosts
 from tests.helpers.wait import wait_until
@@ -52,13 +53,20 @@ def show(hosts: Hosts, job: int) -> dict[str, object]:
     return shown[0] if isinstance(shown, list) else shown  # type: ignore[no-any-return]
 
 
-def test_another_nodes_reports_of_an_attempt_change_nothing(hosts: Hosts) -> None:
+def a_job_running_on_node1(hosts: Hosts) -> tuple[int, Path]:
+    """node1 joined, and a job of it running until a file `go` is made in its working directory
+    (it then writes "ran" to `out` there): the job and that directory."""
     hosts.join("node1", hosts.token("--uses", "2"))
     workdir = hosts.root / "work"
     workdir.mkdir()
     job = int(hosts.ctl.drover("submit", "--parsable", "-D", str(workdir), "-o", "out", "--",
                                "sh", "-c", "while [ ! -e go ]; do sleep 0.2; done; echo ran").stdout.split()[0])
     wait_until(lambda: show(hosts, job)["state"] == "running", describe="the job running on node1")
+    return job, workdir
+
+
+def test_another_nodes_reports_of_an_attempt_change_nothing(hosts: Hosts) -> None:
+    job, workdir = a_job_running_on_node1(hosts)
     victim = f"{job}.0.1"
     hosts.add_node("node2")
     hosts.join("node2", hosts.token())
