@@ -258,17 +258,28 @@ def drover_cpu(daemons: dict[str, int], settle: bool = False) -> dict[str, float
     once its shepherd reported its exit, a moment before the shepherd itself exits."""
     fork_server = daemons["shepherds and jobs"]
     deadline = time.monotonic() + 5
-    while settle and time.monotonic() < deadline and any(
-            not _warm(int(pid)) for tid in os.listdir(f"/proc/{fork_server}/task")
-            for pid in Path(f"/proc/{fork_server}/task/{tid}/children").read_text().split()):
+    while settle and time.monotonic() < deadline and any(not _warm(pid) for pid in _children(fork_server)):
         time.sleep(0.01)
-    return {name: cpu_seconds(pid, children=True) for name, pid in daemons.items()}
+    spent = {name: cpu_seconds(pid, children=True) for name, pid in daemons.items()}
+    # Shepherds serve attempt after attempt (execd/warm_shepherds.py): the CPU of those still
+    # alive, and of the jobs they reaped, is not yet in the fork server's cutime and cstime.
+    for pid in _children(fork_server):
+        try:
+            spent["shepherds and jobs"] += cpu_seconds(pid, children=True)
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # reaped meanwhile: in the fork server's cstime now, after it was read
+    return spent
+
+
+def _children(pid: int) -> list[int]:
+    return [int(child) for tid in os.listdir(f"/proc/{pid}/task")
+            for child in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
 
 
 def _warm(pid: int) -> bool:
     """Whether the fork server's child `pid` is a warm shepherd waiting for an order (execd/
-    warm_shepherds.py): nothing open but stdin, stdout, stderr and its pipe. One running an
-    attempt holds its signal pipe and more."""
+    warm_shepherds.py), forked ahead or back from an attempt: nothing open but stdin, stdout,
+    stderr and its socket to the server. One running an attempt holds its signal pipe and more."""
     try:
         return len(os.listdir(f"/proc/{pid}/fd")) <= 4
     except FileNotFoundError:

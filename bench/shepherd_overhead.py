@@ -2,14 +2,16 @@
 exit recorded in the spool), against starting the same job directly with posix_spawn.
 
     .venv/bin/python bench/shepherd_overhead.py [--runs 200] [--containment cgroup-v1|cgroup-v2|subreaper]
-                                                [--job command|script] [--warm N]
+                                                [--job command|script] [--warm N] [--once]
 
 `--job command` (the default) is what `drover submit -- /bin/true` stores, the line
 `exec /bin/true`, and its reference is posix_spawn of /bin/true; `--job script` is a script
 holding `/bin/true`, run by bash, and its reference is posix_spawn of bash on it. Wall time is
-from the fork server's order to the shepherd's end (the order goes to a warm shepherd, forked
-ahead of it, as on a node: `--warm 0` forks one per order instead); CPU is what the shepherds
-and their jobs used (the fork server's children, from /proc), against what the references used.
+from the fork server's order to the attempt's end (its lifeline's end of file; the order goes to
+a warm shepherd, forked ahead of it or back from the attempt before, as on a node: `--warm 0`
+forks one per order instead, `--once` has each shepherd serve one attempt and exit, as before
+shepherds served again); CPU is what the fork server, the shepherds and their jobs used over the
+runs, against what the references used.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import pwd
+import resource
 import select
 import shutil
 import statistics
@@ -56,26 +59,40 @@ def main() -> int:
                         help="a command line (exec'd without bash) or a script run by bash")
     parser.add_argument("--warm", type=int, default=keep_for(len(os.sched_getaffinity(0))),
                         help="shepherds the fork server keeps forked ahead (default: as a node of this host's CPUs)")
+    parser.add_argument("--once", action="store_true",
+                        help="each shepherd serves one attempt and exits (without: as on a node, it serves again)")
     args = parser.parse_args()
     if args.containment:
         os.environ["DROVER_CONTAINMENT"] = args.containment
     root = Path(tempfile.mkdtemp(prefix="drover-shepherd-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     server = ForkServer.start(warm=args.warm)
     shepherd_ms, spawn_ms = [], []
-    server_children_cpu = _children_cpu_s(server.process.pid)
+    # The CPU the fork server, its shepherds and their jobs spend over the runs: once the server
+    # has exited (and reaped every shepherd, some of which serve attempt after attempt), all of it
+    # is in our children's usage, with the references' and the server's own start-up's.
+    server_start_cpu = _own_cpu_s(server.process.pid)
+    children_before = _children_usage_s()
     reference_cpu = 0.0
     try:
         for n in range(args.runs):
             spool = spool_for(root, f"1.{n}.1", args.job)
             began = time.perf_counter()
-            pid = server.spawn(str(spool))
-            try:
-                fd = os.pidfd_open(pid)
-            except ProcessLookupError:
-                pass  # ended, and reaped by the fork server, already
-            else:
+            if args.once:
+                pid = server.spawn(str(spool))
+                try:
+                    fd = os.pidfd_open(pid)
+                except ProcessLookupError:
+                    pass  # ended, and reaped by the fork server, already
+                else:
+                    select.select([fd], [], [])
+                    os.close(fd)
+            else:  # as a node does: the attempt's lifeline, and its shepherd released after it
+                fd, given = os.pipe2(os.O_CLOEXEC)
+                pid = server.spawn(str(spool), lifeline=given)
+                os.close(given)
                 select.select([fd], [], [])
                 os.close(fd)
+                server.release(pid)
             shepherd_ms.append((time.perf_counter() - began) * 1000)
             assert (spool / "exit_status").exists()
             argv = ["/bin/true"] if args.job == "command" else ["/bin/bash", str(spool / "job_script")]
@@ -83,11 +100,11 @@ def main() -> int:
             _, _, usage = os.wait4(os.posix_spawn(argv[0], argv, dict(os.environ)), 0)
             spawn_ms.append((time.perf_counter() - began) * 1000)
             reference_cpu += usage.ru_utime + usage.ru_stime
-        server_children_cpu = _children_cpu_s(server.process.pid) - server_children_cpu
     finally:
-        server.close()
+        server.close()  # the shepherds waiting for another attempt exit, and the server reaps them
         shutil.rmtree(root, ignore_errors=True)
         remove_cluster_parents("")  # the slots' cpusets its attempts kept (containment/slots.py)
+    server_children_cpu = _children_usage_s() - children_before - reference_cpu - server_start_cpu
 
     def line(label: str, samples: list[float]) -> str:
         q = statistics.quantiles(samples, n=20)
@@ -100,16 +117,21 @@ def main() -> int:
     print(line("posix_spawn of the job (reference)", spawn_ms))
     print(f"overhead per attempt: {statistics.median(shepherd_ms) - statistics.median(spawn_ms):.2f} ms "
           f"({statistics.median(shepherd_ms) / statistics.median(spawn_ms):.1f}x the direct start)")
-    print(f"CPU per attempt: shepherd and job {server_children_cpu / args.runs * 1000:.2f} ms, "
+    print(f"CPU per attempt: fork server, shepherd and job {server_children_cpu / args.runs * 1000:.2f} ms, "
           f"the reference {reference_cpu / args.runs * 1000:.2f} ms")
     return 0
 
 
-def _children_cpu_s(pid: int) -> float:
-    """The CPU time of the waited-for children of `pid` (cutime + cstime of /proc/PID/stat)."""
+def _own_cpu_s(pid: int) -> float:
+    """utime + stime of process `pid` so far (/proc/PID/stat)."""
     with open(f"/proc/{pid}/stat", "rb") as file:
         fields = file.read().rsplit(b")", 1)[1].split()
-    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_usage_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import contextlib
 import logging
 import os
 import secrets
+import select
 import shutil
 import socket
 import time
@@ -65,7 +66,12 @@ NODE_OWN_KEYS = ("containment_name", "pe_task")
 class Spawner(Protocol):
     """What starts a shepherd for a spool directory and returns its pid (the fork server)."""
 
-    def spawn(self, spool_dir: str) -> int: ...
+    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+        """With `lifeline`, the attempt ends when that pipe's other end reads end of file; its
+        shepherd may go on to serve another attempt once `release`d (warm_shepherds.py)."""
+
+    def release(self, pid: int) -> None:
+        """This execd saw the attempt of shepherd `pid`, started with a lifeline, end."""
 
     def wait_status(self, pid: int) -> int | None:
         """How a shepherd it started ended, if it can tell."""
@@ -96,6 +102,7 @@ class LiveAttempt:
     spool: layout.SpoolDir
     shepherd_pid: int
     pidfd: int | None = None
+    lifeline: int | None = None  # read end: end of file when the shepherd is done with the attempt
     started_sent: bool = False
     moved: bool = False  # started in place (StartPromisedNow), on CPUs its order did not name
     # Kept from the config this execd wrote, or read once at the first signal (an attempt
@@ -469,24 +476,36 @@ class Attempts:
 
     def _spawn(self, spool: layout.SpoolDir, moved: bool = False) -> None:
         facts = self._signal_facts.pop(spool.name, None)
+        # The attempt's lifeline: its end of file is the attempt's end, whether the shepherd
+        # closed it after its records or died; the shepherd itself may serve another attempt.
+        lifeline, given = os.pipe2(os.O_CLOEXEC)
         try:
-            pid = self.spawner.spawn(spool.path)
+            pid = self.spawner.spawn(spool.path, lifeline=given)
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
+            os.close(lifeline)
             log.error("attempt %s: could not start a shepherd: %s", spool.name, error)
             _write_failure(spool, f"the node could not start a shepherd: {error}")
             self.cleanup.begin(spool)
             return
-        self._watch(spool, pid, facts, moved)
+        finally:
+            os.close(given)
+        self._watch(spool, pid, facts, moved, lifeline)
 
     def _watch(self, spool: layout.SpoolDir, pid: int, signal_facts: SignalFacts | None = None,
-               moved: bool = False) -> None:
+               moved: bool = False, lifeline: int | None = None) -> None:
+        """Watch the attempt's shepherd: through its lifeline where it has one (this execd
+        started it), else through a pidfd (an attempt re-attached after a restart)."""
         live = self.live[spool.name] = LiveAttempt(spool, pid, signal_facts=signal_facts, moved=moved)
-        try:
-            live.pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:
-            self._loop.call_soon(self._shepherd_gone, spool.name)
-            return
-        self._loop.add_reader(live.pidfd, self._shepherd_gone, spool.name)
+        if lifeline is not None:
+            live.lifeline = lifeline
+            self._loop.add_reader(lifeline, self._shepherd_gone, spool.name)
+        else:
+            try:
+                live.pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                self._loop.call_soon(self._shepherd_gone, spool.name)
+                return
+            self._loop.add_reader(live.pidfd, self._shepherd_gone, spool.name)
         if os.path.exists(spool.record(layout.JOB_PID)):
             self._report_started(live)
         else:
@@ -542,17 +561,27 @@ class Attempts:
         if live is None:
             return
         if not os.path.exists(live.spool.record(layout.EXIT_STATUS)):
-            if is_alive(live.shepherd_pid, None) and live.pidfd is not None:
+            if live.pidfd is not None and is_alive(live.shepherd_pid, None):
                 return  # a hint came early; the pidfd will tell when the shepherd is gone
+            if live.lifeline is not None and not _at_end(live.lifeline):
+                return  # a hint came early; the lifeline will tell when the attempt is over
             self._shepherd_lost(live.spool, live.shepherd_pid)
         del self.live[name]
+        self._stop_watching(live)
+        if live.lifeline is not None:
+            # Forgotten as this attempt's: no signal of ours for it can reach the pid from here,
+            # so its shepherd may serve the next attempt (the one following, often).
+            self.spawner.release(live.shepherd_pid)
         for following in self._following.pop(name, []):  # its room is free: the promises start first
             del self._follows[following]
             self._spawn(self.promised.pop(following))
-        if live.pidfd is not None:
-            self._loop.remove_reader(live.pidfd)
-            os.close(live.pidfd)
         self.cleanup.begin(live.spool)
+
+    def _stop_watching(self, live: LiveAttempt) -> None:
+        for fd in (live.pidfd, live.lifeline):
+            if fd is not None:
+                self._loop.remove_reader(fd)
+                os.close(fd)
 
     def _shepherd_lost(self, spool: layout.SpoolDir, shepherd_pid: int | None) -> None:
         """The shepherd died without recording an end: end everything in the attempt's
@@ -565,9 +594,7 @@ class Attempts:
 
     def close(self) -> None:
         for live in self.live.values():
-            if live.pidfd is not None:
-                self._loop.remove_reader(live.pidfd)
-                os.close(live.pidfd)
+            self._stop_watching(live)
         self._loop.remove_reader(self._notify.fileno())
         self._notify.close()
         # A stopped node leaves nothing behind in a spool it no longer serves (it is often on
@@ -575,6 +602,12 @@ class Attempts:
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(self.root, layout.NOTIFY_SOCKET))
             os.rmdir(self.root)
+
+
+def _at_end(lifeline: int) -> bool:
+    """Whether the lifeline's write end is closed (nothing is ever written to it)."""
+    readable, _, _ = select.select([lifeline], [], [], 0)
+    return bool(readable)
 
 
 def _moved_to(spool: layout.SpoolDir) -> list[int] | None:

@@ -6,8 +6,12 @@ else, and asks it over a socket pair. The server has `drover.shepherd` imported 
 shepherd costs one fork of a small process.
 
 Protocol, one line each way: "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <message>\\n";
-"WAIT <pid>\\n" → "OK <wait status>\\n" for a shepherd that ended (the server is its parent, the
-only one who can tell how it died), or "ERR <message>\\n".
+"START <spool dir>\\n", with one descriptor passed along (SCM_RIGHTS): the attempt's lifeline,
+the write end of a pipe the execd watches, whose end of file is the attempt's end; its
+shepherd may then serve another attempt (warm_shepherds.py) → as SPAWN. "RELEASE <pid>\\n",
+no answer: the execd saw the attempt of that shepherd end. "WAIT <pid>\\n" → "OK <wait
+status>\\n" for a shepherd that ended (the server is its parent, the only one who can tell how it
+died), or "ERR <message>\\n".
 When the execd goes away (EOF), the server exits; the shepherds it started go on.
 
 It keeps a few shepherds forked ahead of their orders (warm_shepherds.py): a SPAWN then hands
@@ -27,10 +31,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import OrderedDict, deque
 
-from drover.execd.warm_shepherds import WarmShepherds, prepare_child
+from drover.execd.warm_shepherds import ShepherdCalls, WarmShepherds, close_on_exec
 
 ENDED_KEPT = 1024  # wait statuses of ended shepherds kept for a WAIT, newest last
 
@@ -58,14 +61,31 @@ class ForkServer:
             raise RuntimeError("the fork server did not start")
         return server
 
-    def spawn(self, spool_dir: str) -> int:
-        """Start a shepherd for `spool_dir`; return its pid."""
+    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+        """Start a shepherd for `spool_dir`; return its pid. With `lifeline` (a pipe's write end,
+        passed to the shepherd and closed here by the caller), the attempt's end is that pipe's
+        end of file, and its shepherd may serve another attempt once `release`d."""
         with self._lock:
-            self._sock.sendall(f"SPAWN {spool_dir}\n".encode())
+            if lifeline is None:
+                self._sock.sendall(f"SPAWN {spool_dir}\n".encode())
+            else:
+                request = f"START {spool_dir}\n".encode()
+                sent = socket.send_fds(self._sock, [request], [lifeline])
+                if sent < len(request):
+                    self._sock.sendall(request[sent:])
             reply = self._reader.readline().decode().strip()
         if reply.startswith("OK "):
             return int(reply[3:])
         raise RuntimeError(reply[4:] if reply.startswith("ERR ") else "the fork server went away")
+
+    def release(self, pid: int) -> None:
+        """The attempt of shepherd `pid` (started with a lifeline) has ended, and this execd will
+        not signal that pid for it again: the shepherd may be given another."""
+        try:
+            with self._lock:
+                self._sock.sendall(f"RELEASE {pid}\n".encode())
+        except OSError:
+            pass  # the server is gone, and its shepherds exit after their attempts
 
     def wait_status(self, pid: int) -> int | None:
         """How a shepherd this server forked ended (a wait status), or None if it cannot tell."""
@@ -91,7 +111,7 @@ def serve(fd: int, warm_keep: int = 0) -> None:
     from drover.shepherd.containment.common import remember_own_cgroups
     from drover.shepherd.environment import remember_own_account
     from drover.shepherd.main import run  # imported once here, so every fork has it ready
-    from drover.shepherd.signals import block_all
+    from drover.shepherd.signals import block_all, discard_pending
 
     remember_own_cgroups()  # where every shepherd starts: read once here, not once per attempt
     remember_own_account()  # the owner of every job of a node daemon that is not root
@@ -112,7 +132,12 @@ def serve(fd: int, warm_keep: int = 0) -> None:
     selector.register(wakeup_read, selectors.EVENT_READ)
     # The descriptors no shepherd keeps: the server's socket, its wakeup pipe and its selector.
     server_fds = [sock.fileno(), wakeup_read, wakeup_write, selector.fileno()]
-    warm = WarmShepherds(warm_keep, run, block_all, lambda: server_fds)
+    lifelines: deque[int] = deque()  # passed with START requests, in the order they came
+    # No shepherd keeps another attempt's lifeline either, or that attempt's end would wait for it.
+    warm = WarmShepherds(warm_keep, ShepherdCalls(run, block_all, discard_pending),
+                         lambda: [*server_fds, *lifelines],
+                         lambda channel, pid: selector.register(channel, selectors.EVENT_READ, pid),
+                         selector.unregister)
     sock.sendall(b"READY\n")
     buffer = b""
     ended: OrderedDict[int, int] = OrderedDict()  # pid → wait status, of shepherds reaped
@@ -122,6 +147,7 @@ def serve(fd: int, warm_keep: int = 0) -> None:
         if not events:
             warm.top_up()
             continue
+        requests = False
         for key, _ in events:
             if key.fileobj == wakeup_read:
                 try:
@@ -130,46 +156,44 @@ def serve(fd: int, warm_keep: int = 0) -> None:
                     pass
                 for pid in _reap(ended):
                     warm.ended(pid)
-                continue
-            data = sock.recv(65536)
-            if not data:
-                warm.close()  # the warm ones are no attempt's: they end with us
-                return  # the execd is gone; the attempts' shepherds are not ours to stop
-            buffer += data
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                command, _, argument = line.decode().partition(" ")
-                if command == "WAIT" and argument.isdigit():
-                    sock.sendall(_wait_reply(int(argument), ended))
-                    continue
-                if command != "SPAWN":
-                    sock.sendall(f"ERR unknown request {command!r}\n".encode())
-                    continue
-                try:
-                    pid = warm.order(argument) or _fork_shepherd(
-                        run, argument, [*server_fds, *warm.write_ends()], block_all)
-                except OSError as error:
-                    sock.sendall(f"ERR fork failed: {error.strerror}\n".encode())
-                else:
-                    sock.sendall(f"OK {pid}\n".encode())
+            elif key.fileobj is sock:
+                requests = True
+            else:
+                warm.heard(key.data)  # a serving shepherd's channel: idle again, or gone
+        if not requests:
+            continue
+        data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
+        close_on_exec(fds)
+        lifelines.extend(fds)
+        if not data:
+            warm.close()  # the warm ones are no attempt's: they end with us
+            return  # the execd is gone; the attempts' shepherds are not ours to stop
+        buffer += data
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            command, _, argument = line.decode().partition(" ")
+            if command == "WAIT" and argument.isdigit():
+                sock.sendall(_wait_reply(int(argument), ended))
+            elif command == "RELEASE" and argument.isdigit():
+                warm.release(int(argument))  # no answer
+            elif command == "SPAWN" or (command == "START" and lifelines):
+                lifeline = lifelines.popleft() if command == "START" else None
+                sock.sendall(_start(warm, argument, lifeline))
+            else:
+                sock.sendall(f"ERR unknown request {command!r}\n".encode())
 
 
-def _fork_shepherd(run: Callable[[str], int], spool_dir: str, close: list[int],
-                   block_all: Callable[[], set[int]]) -> int:
-    # The shepherd is born with every signal blocked; it unblocks them once its own handlers
-    # are in place (shepherd/signals.py), so no signal sent to it in between can kill it.
-    before = block_all()
-    pid = os.fork()
-    if pid:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-        return pid
-    # The child: never return into the server's loop (Supervisor's _spawn_as_child).
-    code = 127
+def _start(warm: WarmShepherds, spool_dir: str, lifeline: int | None) -> bytes:
+    """A shepherd for `spool_dir`: a warm one, or one forked for it; the answer to the execd.
+    The server's copy of the lifeline is closed either way: the shepherd holds the only one."""
     try:
-        prepare_child(close)
-        code = run(spool_dir)
+        pid = warm.order(spool_dir, lifeline) or warm.fork_for(spool_dir, lifeline)
+    except OSError as error:
+        return f"ERR fork failed: {error.strerror}\n".encode()
     finally:
-        os._exit(code)
+        if lifeline is not None:
+            os.close(lifeline)
+    return f"OK {pid}\n".encode()
 
 
 def _reap(ended: OrderedDict[int, int]) -> list[int]:

@@ -90,20 +90,22 @@ from drover.spool.signal_record import SignalReader
 
 
 def run(spool_dir: str) -> int:
-    spool = layout.SpoolDir(os.path.dirname(spool_dir.rstrip("/")), os.path.basename(spool_dir.rstrip("/")))
-    trace = Trace()
-    try:
-        return _run(spool, trace)
-    except Exception as error:  # never leave the execd waiting: record whatever went wrong
-        _record_failure(spool, trace, f"the shepherd failed: {error!r}", traceback.format_exc())
-        return 1
-
-
-def _run(spool: layout.SpoolDir, trace: Trace) -> int:
-    """The module's nine steps in order, with what slots in between them."""
     # GE Initialization: "Setup signal handlers and signal masks", before anything else: no
     # signal sent to us can kill us, and none meant for the job is missed (signals.py).
     inbox = SignalInbox()
+    spool = layout.SpoolDir(os.path.dirname(spool_dir.rstrip("/")), os.path.basename(spool_dir.rstrip("/")))
+    trace = Trace()
+    try:
+        return _run(spool, trace, inbox)
+    except Exception as error:  # never leave the execd waiting: record whatever went wrong
+        _record_failure(spool, trace, f"the shepherd failed: {error!r}", traceback.format_exc())
+        return 1
+    finally:
+        inbox.close()  # a shepherd may serve another attempt after this one (warm_shepherds.py)
+
+
+def _run(spool: layout.SpoolDir, trace: Trace, inbox: SignalInbox) -> int:
+    """The module's nine steps in order, with what slots in between them."""
     pid = record_pid(spool, trace)  # 1
     config = read_attempt_config(spool, trace, inbox, pid)  # 2
     containment, limits = contain(spool, config, trace)
@@ -731,9 +733,15 @@ def _start(spool: layout.SpoolDir, config: ShepherdConfig, env: dict[str, str], 
                 )
             elif not switching and setup.reversible(limits, lock_hard=os.geteuid() == 0):
                 # No code of ours runs in between: the job inherits the shepherd's set-up, which
-                # the site's methods after it give back (_site_popen_options).
+                # the shepherd gives back as soon as the job has it (as far as its user may: an
+                # unprivileged one cannot lower its nice again), and the site's methods after it
+                # are given back too (_site_popen_options).
+                before = setup.saved(limits)
                 setup.apply(limits, lock_hard=os.geteuid() == 0)
-                return launch.spawn_as_self(argv, job_env, workdir_fd, stdout, stderr)
+                try:
+                    return launch.spawn_as_self(argv, job_env, workdir_fd, stdout, stderr)
+                finally:
+                    setup.restore(before)
             else:
                 process = subprocess.Popen(
                     argv, cwd=_entered(workdir_fd), env=job_env, stdin=subprocess.DEVNULL, stdout=stdout,

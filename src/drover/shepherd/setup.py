@@ -14,11 +14,12 @@ limits, which is all it does), and the
 shepherd itself stays as it was. Only a job of the shepherd's own user, which starts with
 posix_spawn (launch.py) and so runs no code of ours in between, takes them from the shepherd,
 set just before it starts (`apply`): the site's methods that follow it get back what the
-shepherd had (`restore`), as far as its user may take it back (an unprivileged user cannot lower
-its nice again; that is a personal cluster, whose methods are its user's own). A set-up the
+shepherd had (`restore`). A set-up the
 shepherd could not take back (`reversible`: hard limits a root shepherd locks, which it cannot
-raise again without CAP_SYS_RESOURCE) is never taken by the shepherd: such a job starts through
-Popen, its set-up in its own child, as another user's does.
+raise again without CAP_SYS_RESOURCE; a nice an unprivileged shepherd would raise on itself) is
+never taken by the shepherd: such a job starts through Popen, its set-up in its own child, as
+another user's does. A shepherd that took a job's set-up gives it back as soon as the job has
+it (shepherd/main.py `_start`), and serves the next attempt as it was before.
 
 - nice: nice(8 - priority), as the Accelerator does, plus the queue's nice (jobd's), clamped
   to 0..19 — a job of priority 0 runs at nice 8, one of priority 8 or more at nice 0, one of
@@ -91,8 +92,13 @@ def apply(setup: Setup, lock_hard: bool) -> None:
 def reversible(setup: Setup, lock_hard: bool) -> bool:
     """Whether the shepherd may take `setup` on itself and give it back afterwards (`restore`):
     not where it would lock hard limits, which only a process with CAP_SYS_RESOURCE may raise
-    again (root in a container often lacks it). Such a job gets its limits in its own child."""
-    return not (lock_hard and setup.rlimits)
+    again (root in a container often lacks it), nor where an unprivileged shepherd would raise
+    its own nice, which it may not lower again (a shepherd serves attempt after attempt, each
+    at the nice its job gets: execd/shepherd_state.py). Such a job gets its set-up in its own
+    child."""
+    if lock_hard and setup.rlimits:
+        return False
+    return os.geteuid() == 0 or setup.nice <= os.getpriority(os.PRIO_PROCESS, 0)
 
 
 @dataclass(frozen=True, slots=True)

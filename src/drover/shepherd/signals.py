@@ -50,17 +50,28 @@ class SignalInbox:
     """Install the shepherd's dispositions (see the module's docstring); hand over what came."""
 
     def __init__(self) -> None:
-        self._read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._read_fd, self._write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._early: list[int] = []  # what came before the job started, kept for supervise
-        signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)  # each signal's number lands here
-        for signum in _HANDLED_NUMBERS:
-            _set_disposition(signum, _wake)  # a handler must exist for the wakeup fd to fire
-        _set_disposition(signal.SIGCHLD, _DEFAULT)
+        signal.set_wakeup_fd(self._write_fd, warn_on_full_buffer=False)  # each signal's number lands here
+        # What each was before, for `close`: a handler must exist for the wakeup fd to fire.
+        self._before = [(signum, _set_disposition(signum, _wake)) for signum in _HANDLED_NUMBERS]
+        self._before.append((signal.SIGCHLD, _set_disposition(signal.SIGCHLD, _DEFAULT)))
         # Last: what was blocked until now (the fork server forks with all blocked) arrives now.
         _set_mask(signal.SIG_SETMASK, _FAULT_NUMBERS)
 
     def fileno(self) -> int:
         return self._read_fd
+
+    def close(self) -> None:
+        """Back to how a shepherd waits for its order (the fork server forks it so): every signal
+        blocked, each disposition as it was, the inbox's pipe closed. A shepherd that serves
+        another attempt after this one (execd/warm_shepherds.py) starts it as a new one would."""
+        block_all()
+        signal.set_wakeup_fd(-1)
+        for signum, before in self._before:
+            _set_disposition(signum, _DEFAULT if before is None else before)  # None: set outside Python
+        os.close(self._read_fd)
+        os.close(self._write_fd)
 
     def drain(self) -> list[int]:
         """The numbers of the handled signals that came since the last call."""
@@ -84,6 +95,15 @@ class SignalInbox:
                 return lines
             lines.append(f"{time.time():.6f} ignored {signal.Signals(info.si_signo).name}"
                          f" from pid {info.si_pid} (uid {info.si_uid})")
+
+
+def discard_pending() -> int:
+    """Take every blocked signal that waits in the pending set, and drop it: what was sent to a
+    shepherd between two attempts was meant for neither. How many were dropped."""
+    dropped = 0
+    while signal.sigtimedwait(CATCHABLE, 0) is not None:
+        dropped += 1
+    return dropped
 
 
 def signal_name(signum: int) -> str:

@@ -67,11 +67,11 @@ def test_a_warm_shepherd_does_nothing_before_its_order(tmp_path: Path) -> None:
             status = Path(f"/proc/{pid}/status").read_text()
             blocked = int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
             assert blocked & (1 << (signal.SIGTERM - 1)) and blocked & (1 << (signal.SIGUSR1 - 1))
-            # Its only descriptors: stdin, stdout, stderr and its end of the pipe to the server.
+            # Its only descriptors: stdin, stdout, stderr and its end of its socket to the server.
             fds = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
             others = {fd for fd in fds if fd > 2}
             assert len(others) == 1
-            assert os.readlink(f"/proc/{pid}/fd/{others.pop()}").startswith("pipe:")
+            assert os.readlink(f"/proc/{pid}/fd/{others.pop()}").startswith("socket:")
         assert list(tmp_path.iterdir()) == []  # and nothing written anywhere we can see
     finally:
         server.close()

@@ -45,11 +45,16 @@ class Spawner:
         self.started: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
 
-    def spawn(self, spool_dir: str) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
         self.started.append(Path(spool_dir).name)
-        process = subprocess.Popen([sys.executable, "-m", "drover.shepherd", spool_dir], start_new_session=True)
+        # The shepherd holds the attempt's lifeline until it exits, as a fork server's one-shot does.
+        process = subprocess.Popen([sys.executable, "-m", "drover.shepherd", spool_dir], start_new_session=True,
+                                   pass_fds=[lifeline] if lifeline is not None else [])
         self.processes.append(process)
         return process.pid
+
+    def release(self, pid: int) -> None:
+        pass
 
     def wait_status(self, pid: int) -> int | None:
         return None

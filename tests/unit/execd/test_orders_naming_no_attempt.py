@@ -18,8 +18,11 @@ from drover.spool import layout
 class Refuses:
     """A spawner and a cleanup that must never be reached."""
 
-    def spawn(self, spool_dir: str) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
         raise AssertionError(f"a shepherd was started for {spool_dir}")
+
+    def release(self, pid: int) -> None:
+        raise AssertionError(f"shepherd {pid} was released")
 
     def begin(self, spool: layout.SpoolDir) -> None:
         raise AssertionError(f"a cleanup was begun for {spool.path}")

@@ -22,10 +22,19 @@ SHEPHERD_PID = 999_999_999  # the signals are caught below: no process of that p
 
 
 class Spawner:
-    """A shepherd that is never there: its pid, and its pidfd is this process's own."""
+    """A shepherd that is never there: its pid is this process's own, and the attempt's
+    lifeline is held here, open, so the attempt never ends."""
 
-    def spawn(self, spool_dir: str) -> int:
+    def __init__(self) -> None:
+        self.held: list[int] = []
+
+    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+        if lifeline is not None:
+            self.held.append(os.dup(lifeline))
         return os.getpid()
+
+    def release(self, pid: int) -> None:
+        pass
 
 
 class Cleanup:

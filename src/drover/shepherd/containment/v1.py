@@ -39,14 +39,23 @@ class CgroupV1:
         self.hidden_gpus: list[int] = []  # the node's GPUs its devices cgroup denies the attempt
         self.kept: set[str] = set()  # controllers whose cgroup is a slot's, not removed with the attempt's
         self.frozen = False  # freeze froze the attempt's freezer cgroup, and nothing has thawed it since
+        self._affinity: set[int] | None = None  # ours before `enter`
 
     def enter(self) -> None:
+        # Entering a cpuset narrows our affinity to its CPUs, and going home does not widen it
+        # again: `leave` gives back what we had, for the rest of the sequence and any attempt after.
+        self._affinity = os.sched_getaffinity(0)
         for path in self.paths.values():
             write(os.path.join(path, "cgroup.procs"), str(os.getpid()))
 
     def leave(self) -> None:
         for controller in self.paths:
             write(os.path.join(self.homes[controller], "cgroup.procs"), str(os.getpid()))
+        if "cpuset" in self.paths and self._affinity is not None:
+            try:
+                os.sched_setaffinity(0, self._affinity)
+            except OSError:
+                pass  # a CPU went offline meanwhile: what the home cpuset gave us stays
 
     def kill_all(self) -> None:
         """Freeze, SIGKILL all, thaw (a frozen task dies only once thawed); until none is left."""

@@ -1,0 +1,92 @@
+"""A shepherd serves another attempt only if the kernel says it is as it was before its first
+(execd/shepherd_state.py): each change an attempt could leave is found, in a child process of
+this test (whose own state is left alone)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from drover.execd.shepherd_state import Fitness
+
+
+def verdict_in_child(change: Callable[[], object], spool_dir: str = "/nonexistent") -> str:
+    """Fitness taken in a fresh child, `change` made, then why it may not serve again ("" if it may)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            fitness = Fitness.at_start(without=[])
+            change()
+            os.write(write_end, (fitness.why_not_again(spool_dir) or "").encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        said = reader.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    return said
+
+
+def _sleeping_thread() -> None:
+    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+
+
+def _child_left() -> None:
+    if os.fork() == 0:
+        time.sleep(5)
+        os._exit(0)
+
+
+CHANGES: dict[str, tuple[Callable[[], object], str]] = {
+    "nothing": (lambda: None, ""),
+    "umask": (lambda: os.umask(0o002), "directory"),
+    "working directory": (lambda: os.chdir("/tmp"), "directory"),
+    "nice": (lambda: os.setpriority(os.PRIO_PROCESS, 0, 5), "scheduling"),
+    "affinity": (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}), "scheduling"),
+    "a descriptor left open": (lambda: os.open("/dev/null", os.O_RDONLY), "descriptors"),
+    "a signal handled": (lambda: signal.signal(signal.SIGUSR2, lambda *_: None), "signals"),
+    "a signal blocked": (lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2}), "signals"),
+    "an interval timer": (lambda: signal.setitimer(signal.ITIMER_REAL, 60), "signals"),
+    "the environment": (lambda: os.environ.__setitem__("DROVER_LEFT_BEHIND", "1"), "environment"),
+    "a soft limit": (lambda: __import__("resource").setrlimit(__import__("resource").RLIMIT_CORE, (0, -1)), "limits"),
+    "a thread": (_sleeping_thread, "threads"),
+    "a child process": (_child_left, "a child process was left"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(CHANGES))
+def test_each_change_an_attempt_could_leave_is_found(what: str) -> None:
+    change, expected = CHANGES[what]
+    if what == "affinity" and len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: no narrower affinity to set")
+    if what == "a soft limit":
+        import resource
+        if resource.getrlimit(resource.RLIMIT_CORE)[0] == 0:
+            change = lambda: resource.setrlimit(resource.RLIMIT_CORE, (1, resource.getrlimit(resource.RLIMIT_CORE)[1]))  # noqa: E731
+    said = verdict_in_child(change)
+    if expected:
+        assert expected in said
+    else:
+        assert said == ""
+
+
+def test_an_interactive_jobs_shepherd_never_serves_again(tmp_path: Path) -> None:
+    (tmp_path / "pty.sock").touch()
+    assert verdict_in_child(lambda: None, str(tmp_path)) == "an interactive job's"
+
+
+def test_memory_grown_past_the_bound_ends_it() -> None:
+    grown: list[bytes] = []
+    said = verdict_in_child(lambda: grown.append(b"x" * (64 * 1024 * 1024)))
+    assert said == "its memory grew"
