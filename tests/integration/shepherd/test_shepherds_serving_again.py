@@ -148,3 +148,18 @@ def test_a_shepherd_forked_for_its_order_ends_its_attempt_with_its_lifeline(
     over(lifeline)
     assert exit_status(spool)["exit_code"] == 4
     assert shepherd_of(spool) == pid
+
+
+def test_an_attempt_that_could_not_start_leaves_its_shepherd_fit_for_the_next(
+        server: ForkServer, tmp_path: Path) -> None:
+    """A failure after the working directory was opened (here its output file cannot be made)
+    closes what the attempt opened: the shepherd serves the next one."""
+    failed = make_spool(tmp_path, "true\n", name="7.0.1", stdout=str(tmp_path / "missing" / "out"))
+    pid, lifeline = start(server, failed)
+    over(lifeline)
+    assert "cannot open output file" in exit_status(failed)["failure"]
+    server.release(pid)
+    spool = make_spool(tmp_path, "true\n", name="8.0.1")
+    again, lifeline = start(server, spool)
+    over(lifeline)
+    assert again == pid
