@@ -132,10 +132,12 @@ def _sent_to(state: ControllerState, node: Node, created: bool) -> list[tuple[Jo
 
 
 def _order_lost(state: ControllerState, node: Node, task: Task, known: dict[str, bool]) -> bool:
-    """Whether the task was sent to `node`, which does not know of it: its order is sent again."""
+    """Whether the task was sent to `node`, which does not know of it: its order is sent again
+    (unless the node came back without its CPUs: it ends instead, and its script is not read)."""
     if task.state is JobState.DISPATCHED:
         attempt = state.latest_attempt(task)
-        return attempt is not None and attempt.node == node.name and attempt.name not in known
+        return (attempt is not None and attempt.node == node.name and attempt.name not in known
+                and not _cpus_beyond(attempt, node))
     return False
 
 
@@ -147,7 +149,10 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     told to start in place whose node has not said it started is told again (the order is
     ignored where it started meanwhile), unless the node came back without one of the CPUs it
     was to move to: the move is let go, and it stays a promise; one the node says started is
-    taken as started, moved or not (`moved`: its Started report may have been lost)."""
+    taken as started, moved or not (`moved`: its Started report may have been lost). One the node
+    does not know, on CPUs it came back without, is not sent again: it ends here, never started
+    (_end_unstarted_beyond); a promise it holds on such CPUs is taken back; one that started runs
+    on where its CPUs are pinned."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
@@ -162,6 +167,11 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     move_again = (StartPromisedNow(attempt.name, list(attempt.moving_to))
                   if attempt.moving_to is not None and not stopping and node.starts_in_place else None)
     if attempt.name not in known:
+        if task.state is JobState.DISPATCHED and _cpus_beyond(attempt, node):
+            # The node came back with fewer CPUs, without some of those the attempt was given:
+            # it would refuse the order (execd/attempts.py), so the attempt ends here instead.
+            _end_unstarted_beyond(state, outcome, job, task, attempt, node, now, orders.exits)
+            return
         if task.state is JobState.DISPATCHED:
             # The order never arrived (or the node lost it before starting): send it again.
             payload = payloads.get(job.id)
@@ -181,10 +191,56 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
         promises.started(state, job, attempt, attempt.name in moved)
         outcome.changes.attempt(attempt)
         change_task(outcome, task, Trigger.START, now, job, **was_promised)
+    elif attempt.name in promised and attempt.moving_to is None and not stopping and _cpus_beyond(attempt, node):
+        _take_back_beyond(outcome, task, attempt, node, now)
     elif attempt.name in promised and move_again is not None:
         outcome.send(node.name, move_again)
     if stopping:
         outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
+
+
+def _cpus_beyond(attempt: Attempt, node: Node) -> list[int]:
+    """The CPUs the attempt was given on `node` that the node no longer offers (it came back
+    with fewer), lowest first."""
+    return sorted(cpu for cpu in attempt.cpu_ids if cpu >= node.cpus)
+
+
+def _end_unstarted_beyond(state: ControllerState, outcome: Outcome, job: Job, task: Task, attempt: Attempt,
+                         node: Node, now: float, semantics: ExitSemantics = GRID_ENGINE) -> None:
+    """A dispatched attempt its node does not know, on CPUs the node no longer offers: its order
+    is not sent again (the node would refuse it). Nothing of it ran, so it ends as an attempt
+    stopped before it started does, and its task waits again as after a requeue (a cancel or a
+    hold asked for meanwhile is decided as such): its exit record has no exit status and no
+    failure of the job's (core/accounting.never_ran: drover history and qacct show none, and a
+    promise is counted neither started nor ended), and the requeue's event says why."""
+    why = _came_back_without(node, _cpus_beyond(attempt, node))
+    stopped: ExitStatus = {
+        "exit_code": None, "signal": None, "failure": None, "timed_out": False, "terminated": True,
+        "out_of_memory": False,
+    }
+    attempt.exit = stopped
+    attempt.ended_at = now
+    outcome.changes.attempt(attempt)
+    if not (task.cancel_requested or task.hold_requested):
+        task.requeue_requested = True  # as for a promise taken back: the controller's own requeue
+    change_task(outcome, task, Trigger.EXIT, now, exit_code=None, signal=None, failure=None)
+    _decide(state, outcome, job, task, attempt, stopped, now, semantics, why=why)
+
+
+def _take_back_beyond(outcome: Outcome, task: Task, attempt: Attempt, node: Node, now: float) -> None:
+    """A promise its node holds, on CPUs the node came back without: its node would not start it
+    there (execd/attempts.py). It is taken back as any promise is (promises.taken_back_on): the
+    node ends it before it starts, and the task waits again as after a requeue; nothing of it ran."""
+    task.requeue_requested = True
+    outcome.changes.task(task)
+    outcome.changes.event(now, "promise_taken_back", task.job_id, task.index, task.attempt,
+                          why=_came_back_without(node, _cpus_beyond(attempt, node)))
+    outcome.send(node.name, SignalAttempt(attempt.name, "terminate", "requeue"))
+
+
+def _came_back_without(node: Node, missing: list[int]) -> str:
+    return (f"node {node.name} came back offering {node.cpus} CPU{'s' if node.cpus != 1 else ''}, without "
+            f"CPU{'s' if len(missing) > 1 else ''} {','.join(map(str, missing))} of the attempt's: it never started")
 
 
 def on_nodes_lost(state: ControllerState, now: float, timeout_s: float,
