@@ -18,6 +18,7 @@ from drover.controller.handlers.lifecycle import (
     drained_if_idle,
     end_job_if_done,
     release_attempt,
+    start_before_end,
 )
 from drover.controller.state import ControllerState
 from drover.core.accounting import never_ran
@@ -522,6 +523,8 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     outcome.changes.attempt(attempt)
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
+    if job is not None:
+        start_before_end(outcome, job, task, attempt, report.started_at, now, report_kind(report))
     job_spec = state.jobs[attempt.job_id].spec
     effective = effective_exit_code(exit_facts(record, epilog_sets_exit=job_spec.epilog_sets_exit))
     task.exit_status = shell_status(effective, record["signal"] if effective == record["exit_code"] else None)
