@@ -12,12 +12,14 @@ from typing import Any
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers import checkpoints, pe_usage, promises, reported_text
 from drover.controller.handlers.actions import migrate_task, stop_reason
+from drover.controller.handlers.attempt_nodes import ran_on
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.handlers.lifecycle import (
     change_task,
     drained_if_idle,
     end_job_if_done,
     release_attempt,
+    start_before_end,
 )
 from drover.controller.state import ControllerState
 from drover.core.accounting import never_ran
@@ -322,7 +324,7 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
                semantics: ExitSemantics = GRID_ENGINE, handle: ReportHandler | None = None,
                store: Store | None = None) -> Outcome:
     """One frame of reports from a node: handled job by job, and committed together. `store`:
-    where the node of an attempt the working set no longer holds is read (`_ran_on`); without
+    where the node of an attempt the working set no longer holds is read (`_stored_nodes`); without
     it, no node speaks for such an attempt.
 
     An exception while handling one job's reports sets that job aside (Outcome.fault): the
@@ -333,14 +335,18 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     handle = handle or handle_report
     outcome = Outcome()
     acks: dict[str, list[str]] = {}
-    ran_on = _ran_on(state, reports, store)
+    stored = _stored_nodes(state, reports, store)
     for job_id, group in _by_job(reports).items():
         if job_id is not None:
             touched = _node_states(state, group)
             report = group[0]
             try:
                 for report in group:
-                    if _its_own(state, node, report, ran_on):
+                    # A node speaks for the attempts sent to it only (its channel is its own):
+                    # another node's report of one is acknowledged below and changes nothing. To an
+                    # attempt the working set no longer holds, its own node adds only the record of a
+                    # late cleanup step given up (the store says which node that is: `stored`).
+                    if ran_on(state, node, report.attempt, stored.get):
                         # Its text cleaned before anything keeps it (reported_text.py); the
                         # acknowledgement below names what the node sent.
                         handle(state, outcome, reported_text.cleaned(report), now, semantics)
@@ -359,23 +365,7 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     return outcome
 
 
-def _its_own(state: ControllerState, node: str, report: Report, ran_on: Mapping[str, str]) -> bool:
-    """Whether `node` may speak for the report's attempt: the one it was sent to (its channel is
-    the node's own, so another node's report of it, or of an attempt lost on another node, is
-    acknowledged and changes nothing). The same for every kind of report, and for an attempt
-    the working set no longer holds (its job ended, or its task went on to another attempt),
-    whose node the store says (`ran_on`): to such an attempt its own node adds only the record
-    of a late cleanup step given up, and another node nothing."""
-    attempt = state.attempt_by_name(report.attempt)
-    if attempt is not None:
-        return attempt.node == node
-    lost_on = state.lost_attempts.get(report.attempt)
-    if lost_on is not None:
-        return lost_on == node
-    return ran_on.get(report.attempt) == node
-
-
-def _ran_on(state: ControllerState, reports: list[Report], store: Store | None) -> dict[str, str]:
+def _stored_nodes(state: ControllerState, reports: list[Report], store: Store | None) -> dict[str, str]:
     """The node each Progress report's attempt was sent to, where the working set no longer holds
     it: read from the store, for all of the frame's reports at once. Only a Progress report does
     anything to an attempt whose job has ended (a late cleanup step given up); the other kinds
@@ -578,6 +568,8 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     outcome.changes.attempt(attempt)
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
+    if job is not None:
+        start_before_end(outcome, job, task, attempt, report.started_at, now, report_kind(report))
     job_spec = state.jobs[attempt.job_id].spec
     effective = effective_exit_code(exit_facts(record, epilog_sets_exit=job_spec.epilog_sets_exit))
     task.exit_status = shell_status(effective, record["signal"] if effective == record["exit_code"] else None)
