@@ -30,7 +30,6 @@ import contextlib
 import logging
 import os
 import secrets
-import select
 import shutil
 import socket
 import time
@@ -553,6 +552,7 @@ class Attempts:
         live = self.live[spool.name] = LiveAttempt(spool, pid, signal_facts=signal_facts, moved=moved)
         if lifeline is not None:
             live.lifeline = lifeline
+            os.set_blocking(lifeline, False)  # _at_end reads it
             self._loop.add_reader(lifeline, self._shepherd_gone, spool.name)
         else:
             try:
@@ -665,9 +665,15 @@ class Attempts:
 
 
 def _at_end(lifeline: int) -> bool:
-    """Whether the lifeline's write end is closed (nothing is ever written to it)."""
-    readable, _, _ = select.select([lifeline], [], [], 0)
-    return bool(readable)
+    """Whether the lifeline's write end is closed. The shepherd writes nothing to it; what a
+    process of the same user wrote into it (through /proc, on a node that is not root's) is
+    read away, and says nothing."""
+    while True:
+        try:
+            if not os.read(lifeline, 4096):
+                return True
+        except BlockingIOError:
+            return False
 
 
 def _moved_to(spool: layout.SpoolDir) -> list[int] | None:

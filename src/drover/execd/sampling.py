@@ -103,8 +103,11 @@ class Sampler:
             return None
         now = self.clock()
         cgroup = read_cgroup(tracked.containment)
-        pids = cgroup.pids if cgroup is not None and cgroup.pids is not None else descendants(
-            live.shepherd_pid, parent_of)
+        # Never the shepherd itself, which sits in the attempt's cgroup while it starts the job
+        # or the job's own methods: its children's CPU holds every job it reaped before, for
+        # other attempts too (a shepherd serves several: warm_shepherds.py).
+        pids = [pid for pid in cgroup.pids if pid != live.shepherd_pid] if (
+            cgroup is not None and cgroup.pids is not None) else descendants(live.shepherd_pid, parent_of)
         # Where a cgroup counts the memory and CPU, the processes are read one by one (for their
         # threads, I/O and the biggest one's command) only every PROCESSES_EVERY samples, or when
         # they changed: reading each through /proc was most of the node's cost of sampling.

@@ -18,9 +18,10 @@ a new one. What is compared:
   threads       one thread, no child process left (nothing of the attempt runs on)
   signals       the mask (every signal blocked), the dispositions, no interval timer
   environment   the process's own environment
+  terminal      its session, process group and controlling terminal (none), whether it is a
+                child subreaper (the subreaper containment makes it one)
 
-An interactive job's shepherd never serves again: its terminal's relay and session are its
-own (its spool has `pty.sock`). A shepherd also serves at most MAX_ATTEMPTS attempts, and not
+A shepherd also serves at most MAX_ATTEMPTS attempts, and not
 once it holds much more memory than it did at first, so that what a long life leaves behind
 (garbage the collector, off in shepherds, would have freed) never grows without bound.
 """
@@ -28,6 +29,7 @@ once it holds much more memory than it did at first, so that what a long life le
 from __future__ import annotations
 
 import _signal  # type: ignore[import-not-found]  # the C module under `signal`; it has no stub
+import ctypes
 import dataclasses
 import os
 import resource
@@ -37,7 +39,6 @@ from dataclasses import dataclass
 
 MAX_ATTEMPTS = 1000  # attempts one shepherd process serves at most
 MAX_GROWTH_KIB = 32 * 1024  # resident memory beyond what it held at its first attempt
-PTY_SOCKET = "pty.sock"  # an interactive job's terminal, in its spool (shepherd/pty_relay.py)
 
 _RLIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
 # The C function under signal.getsignal: the wrapper's enum conversions cost ten times the call.
@@ -59,6 +60,7 @@ class ProcessState:
     threads: int
     signals: tuple[object, ...]
     environment: dict[bytes, bytes]
+    terminal: tuple[int, int, int, int]
 
     @classmethod
     def now(cls) -> ProcessState:
@@ -79,6 +81,7 @@ class ProcessState:
                      signal.getitimer(signal.ITIMER_REAL), signal.getitimer(signal.ITIMER_VIRTUAL),
                      signal.getitimer(signal.ITIMER_PROF)),
             environment=_environment(),
+            terminal=(os.getsid(0), os.getpgid(0), _controlling_terminal(), _subreaper()),
         )
 
     def differences(self, other: ProcessState) -> list[str]:
@@ -91,6 +94,22 @@ def _environment() -> dict[bytes, bytes]:
     a tenth of the cost of decoding every entry)."""
     data = getattr(os.environ, "_data", None)
     return dict(data) if isinstance(data, dict) else {key.encode(): value.encode() for key, value in os.environ.items()}
+
+
+def _controlling_terminal() -> int:
+    """tty_nr of /proc/self/stat: the device of the controlling terminal, 0 for none."""
+    with open("/proc/self/stat", "rb") as file:
+        return int(file.read().rpartition(b")")[2].split()[4])
+
+
+_PR_GET_CHILD_SUBREAPER = 37
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _subreaper() -> int:
+    flag = ctypes.c_int(0)
+    _libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+    return flag.value
 
 
 def resident_kib() -> int:
@@ -113,13 +132,11 @@ class Fitness:
         descriptors = now.descriptors - {str(fd) for fd in without}
         return cls(dataclasses.replace(now, descriptors=descriptors), resident_kib())
 
-    def why_not_again(self, spool_dir: str) -> str | None:
-        """None if the shepherd may serve another attempt after the one in `spool_dir`; else why not."""
+    def why_not_again(self) -> str | None:
+        """None if the shepherd may serve another attempt after the one it served; else why not."""
         self.served += 1
         if self.served >= MAX_ATTEMPTS:
             return f"served {self.served} attempts"
-        if os.path.lexists(os.path.join(spool_dir, PTY_SOCKET)):
-            return "an interactive job's"
         try:
             ended = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:

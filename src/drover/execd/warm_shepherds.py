@@ -27,8 +27,8 @@ records are written, or dies. The shepherd then need not exit: if it is exactly 
 before its first attempt (shepherd_state.py checks, it does not trust), it tells the fork server
 it is idle and waits for another order on the same socket. The fork server offers it again only
 once the execd has released it too (it has seen the attempt's end and forgotten the pid as that
-attempt's, so no signal of the execd's meant for one attempt can reach the next), and every
-signal that came between the two attempts is dropped before the next one starts. Its copy-on-
+attempt's, so it sends no other signal for it), and once the shepherd has dropped every signal
+pending in it then: none meant for one attempt reaches the next. Its copy-on-
 write pages are its own by then: an attempt costs it about 1.5 ms of CPU, where a forked
 shepherd's first touch of the pages it shares with the fork server cost 5 to 6 ms more
 (docs/performance.md). An order without a lifeline (a parallel task's) is served once, and its
@@ -55,6 +55,8 @@ from drover.execd.shepherd_state import Fitness
 
 WARM_IDLE_MAX = 2  # never more warm shepherds idle than this, whatever the node's CPU count
 IDLE = b"IDLE"  # what a shepherd that served its attempt says when it can serve another
+FLUSH = b"FLUSH"  # the server to it, once the execd released it: drop what signals wait
+READY = b"READY"  # its answer: nothing of the attempt before is pending, it waits for an order
 # Shepherds coming back from an attempt may wait beside the `keep` forked ahead, up to this many
 # times `keep`: the next order takes the one that came back last, and the others are not
 # forked again for nothing (a node's slots end their attempts about as often as they start one).
@@ -82,7 +84,8 @@ class Serving:
 
     channel: socket.socket
     idle: bool = False  # it said it can serve another
-    released: bool = False  # the execd has seen its attempt end
+    released: bool = False  # the execd has seen its attempt end (and sent its last signal for it)
+    flushed: bool = False  # told to drop what signals wait, once both of the above
     late: bool = False  # an order waited for it to come back, in vain: no other one waits for it
 
 
@@ -104,6 +107,7 @@ class WarmShepherds:
         """Whether fewer than `keep` are waiting or on their way back (and forking one more is
         worth a try)."""
         coming = sum(1 for serving in self._serving.values() if serving.idle or serving.released)
+        # Without any forked ahead (keep 0), one back from an attempt is still worth keeping.
         return not self._paused and len(self._waiting) + coming < self.keep
 
     def write_ends(self) -> list[int]:
@@ -118,7 +122,8 @@ class WarmShepherds:
         of those waiting took it: one that died meanwhile is dropped)."""
         data = spool_dir.encode()
         self._paused = False
-        self._await_return()
+        if not self._waiting:
+            self._await_return()
         while self._waiting:
             pid = next(reversed(self._waiting))
             channel = self._waiting.pop(pid)
@@ -147,9 +152,9 @@ class WarmShepherds:
         its pages as it runs (5 to 6 ms of CPU), and a fork for the order would put the fork
         and the new shepherd's first steps on the order's path too."""
         deadline = time.monotonic() + timeout_s
-        while True:
-            coming = {serving.channel: pid for pid, serving in self._serving.items()
-                      if serving.released and not serving.idle and not serving.late}
+        while not self._waiting:
+            coming = {serving.channel.fileno(): pid for pid, serving in self._serving.items()
+                      if serving.released and not serving.late}
             left = deadline - time.monotonic()
             if not coming:
                 return
@@ -157,9 +162,11 @@ class WarmShepherds:
                 for pid in coming.values():
                     self._serving[pid].late = True
                 return
-            ready, _, _ = select.select(list(coming), [], [], left)
-            for channel in ready:
-                self.heard(coming[channel])
+            poll = select.poll()  # not select(): a busy node's descriptors go past 1024
+            for fd in coming:
+                poll.register(fd, select.POLLIN)
+            for fd, _ in poll.poll(left * 1000):
+                self.heard(coming[fd])
 
     def heard(self, pid: int) -> None:
         """A serving shepherd's channel is readable: it is idle again, or gone."""
@@ -170,25 +177,38 @@ class WarmShepherds:
             message = serving.channel.recv(16)
         except OSError:
             message = b""
-        if message != IDLE:
+        if message == IDLE and not serving.idle:
+            serving.idle = True
+            self._flush(pid, serving)
+        elif message == READY and serving.flushed:
+            self._back(pid, serving)
+        else:  # gone (end of file), or out of turn
             self._drop(pid)
-            return
-        serving.idle = True
-        self._back(pid, serving)
 
     def release(self, pid: int) -> None:
         """The execd has seen the attempt of shepherd `pid` end and forgotten it as its."""
         serving = self._serving.get(pid)
         if serving is not None:
             serving.released = True
-            self._back(pid, serving)
+            self._flush(pid, serving)
+
+    def _flush(self, pid: int, serving: Serving) -> None:
+        """Once it is idle and released: every signal the execd sent for its attempt before the
+        release is pending in it by now (kill() makes a signal pending before it returns), and
+        it drops them all before it says it is ready. A signal sent after an order, meant for
+        the next attempt, is never dropped: no order goes to it before that."""
+        if not (serving.idle and serving.released) or serving.flushed:
+            return
+        serving.flushed = True
+        try:
+            serving.channel.send(FLUSH, socket.MSG_NOSIGNAL)
+        except OSError:
+            self._drop(pid)
 
     def _back(self, pid: int, serving: Serving) -> None:
-        if not (serving.idle and serving.released):
-            return
         del self._serving[pid]
         self._unwatch(serving.channel)
-        if len(self._waiting) >= self.keep * IDLE_AFTER_SERVING:
+        if self._waiting and len(self._waiting) >= max(self.keep * IDLE_AFTER_SERVING, 1):
             # Enough wait already: the one that waited longest goes (end of file, and it exits),
             # since one that has just served has its pages its own and warm.
             oldest = next(iter(self._waiting))
@@ -277,14 +297,14 @@ class WarmShepherds:
                     code = 0
                     break
                 spool_dir, lifeline = order
-                self._calls.discard_pending()  # sent between two attempts: meant for neither
+                code = 127  # what a loss record says, should the attempt's sequence die unrecorded
                 code = self._calls.run(spool_dir)
                 if lifeline is None:
                     break
                 os.close(lifeline)  # the attempt's end, for the execd: its records are written
                 if code != 0:
                     break
-                why_not = fitness.why_not_again(spool_dir)
+                why_not = fitness.why_not_again()
                 if why_not is not None:
                     if why_not.startswith("it differs"):  # a step that did not give back what it took
                         print(f"drover shepherd {os.getpid()}: serves no other attempt: {why_not}",
@@ -292,6 +312,10 @@ class WarmShepherds:
                     break
                 gc.collect(0)  # the youngest objects only: what the attempt left, not the heap
                 channel.send(IDLE, socket.MSG_NOSIGNAL)
+                if channel.recv(16) != FLUSH:  # end of file: the fork server is gone, or sent it away
+                    break
+                self._calls.discard_pending()  # the execd's last signals for the attempt: meant for none
+                channel.send(READY, socket.MSG_NOSIGNAL)
         finally:
             os._exit(code)
 

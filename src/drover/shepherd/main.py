@@ -255,14 +255,18 @@ def enter_as_owner(attempt: Attempt) -> Opened:
     config, identity, trace = attempt.config, attempt.identity, attempt.trace
     workdir_fd = _open_workdir(attempt.spool, config, identity)
     trace.step(f"working directory {config.workdir} entered as {identity.user if identity else 'the shepherd'}")
-    staged_in = staged_in_files(attempt.spool)
-    with acting_as(identity):
-        stdout, stderr = _open_outputs(config)
-        try:
-            stage_in(staged_in, workdir_fd)
-        except StartFailure:
-            _close(stdout, stderr)
-            raise
+    try:
+        staged_in = staged_in_files(attempt.spool)
+        with acting_as(identity):
+            stdout, stderr = _open_outputs(config)
+            try:
+                stage_in(staged_in, workdir_fd)
+            except StartFailure:
+                _close(stdout, stderr)
+                raise
+    except BaseException:
+        os.close(workdir_fd)  # nothing of a failed attempt stays open in its shepherd
+        raise
     trace.step("output files opened" + (f", {len(staged_in)} file(s) staged in" if staged_in else ""))
     return Opened(workdir_fd, stdout, stderr)
 
@@ -504,6 +508,7 @@ def _abandon(attempt: Attempt, opened: Opened, around: Around, failure: StartFai
     cleaned = _clean_up_without_job(around.ran, around.after_job, attempt.config, around.options,
                                     around.site_options, attempt.containment, attempt.trace)
     _close(opened.stdout, opened.stderr)
+    os.close(opened.workdir_fd)
     outputs.finish(attempt.spool, attempt.config, attempt.identity)
     return _give_up(attempt.spool, attempt.trace, attempt.containment, attempt.tmpdir, failure,
                     methods_run=([failed] if failed else []) + cleaned, terminated=terminated)

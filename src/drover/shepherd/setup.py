@@ -16,7 +16,8 @@ posix_spawn (launch.py) and so runs no code of ours in between, takes them from 
 set just before it starts (`apply`): the site's methods that follow it get back what the
 shepherd had (`restore`). A set-up the
 shepherd could not take back (`reversible`: hard limits a root shepherd locks, which it cannot
-raise again without CAP_SYS_RESOURCE; a nice an unprivileged shepherd would raise on itself) is
+raise again without CAP_SYS_RESOURCE; a nice an unprivileged shepherd would raise on itself; a
+CPU time limit, which counts what the shepherd used over all its attempts) is
 never taken by the shepherd: such a job starts through Popen, its set-up in its own child, as
 another user's does. A shepherd that took a job's set-up gives it back as soon as the job has
 it (shepherd/main.py `_start`), and serves the next attempt as it was before.
@@ -98,6 +99,8 @@ def reversible(setup: Setup, lock_hard: bool) -> bool:
     child."""
     if lock_hard and setup.rlimits:
         return False
+    if any(which == resource.RLIMIT_CPU for which, _ in setup.rlimits):
+        return False  # counted against all the CPU the shepherd ever used: SIGXCPU could come
     return os.geteuid() == 0 or setup.nice <= os.getpriority(os.PRIO_PROCESS, 0)
 
 

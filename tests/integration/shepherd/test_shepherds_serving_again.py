@@ -22,7 +22,9 @@ from drover.spool.process import read_pid_record
 
 @pytest.fixture
 def server() -> Iterator[ForkServer]:
-    started = ForkServer.start(warm=1)
+    """None forked ahead: an order goes to the shepherd back from the last attempt (the server
+    waits for it to come back), or to one forked for it."""
+    started = ForkServer.start(warm=0)
     yield started
     started.close()
 
@@ -46,13 +48,6 @@ def over(lifeline: int, timeout: float = 20) -> None:
     os.close(lifeline)
 
 
-def back(pid: int) -> None:
-    """Wait until the shepherd has put its attempt away (its lifeline and signal pipe closed:
-    nothing open but stdin, stdout, stderr and its socket to the fork server); what is left, its
-    fitness and its word to the server, an order waits for (warm_shepherds.RETURN_WAIT_S)."""
-    wait_until(lambda: len(os.listdir(f"/proc/{pid}/fd")) <= 4, describe=f"shepherd {pid} to be back")
-
-
 def shepherd_of(spool: Path) -> int:
     record = read_pid_record(str(spool / "pid"))
     assert record is not None
@@ -67,7 +62,6 @@ def test_a_released_shepherd_runs_the_next_attempt_and_each_keeps_its_own_record
     # The lifeline ends only once the attempt's records are whole.
     assert exit_status(first)["exit_code"] == 0
     server.release(pid)
-    back(pid)
     second = make_spool(tmp_path, "echo two; exit 3\n", name="8.0.1", stdout=str(tmp_path / "two"))
     again, lifeline = start(server, second)
     over(lifeline)
@@ -75,6 +69,24 @@ def test_a_released_shepherd_runs_the_next_attempt_and_each_keeps_its_own_record
     assert shepherd_of(first) == shepherd_of(second) == pid
     assert exit_status(second)["exit_code"] == 3
     assert (tmp_path / "one").read_text() == "one\n" and (tmp_path / "two").read_text() == "two\n"
+
+
+@pytest.mark.parametrize("served_before", [False, True], ids=["a new shepherd", "a shepherd back from an attempt"])
+def test_a_stop_sent_as_soon_as_the_order_is_taken_stops_the_attempt(
+        server: ForkServer, tmp_path: Path, served_before: bool) -> None:
+    """The execd may signal the shepherd the moment the fork server names it: that signal is the
+    attempt's, and no step before the attempt's first drops it."""
+    if served_before:
+        first = make_spool(tmp_path, "true\n", name="6.0.1")
+        pid, lifeline = start(server, first)
+        over(lifeline)
+        server.release(pid)
+    spool = make_spool(tmp_path, "sleep 10\n", name="7.0.1")
+    pid, lifeline = start(server, spool)
+    os.kill(pid, signal.SIGTERM)
+    over(lifeline)
+    ended = exit_status(spool)
+    assert ended["terminated"] is True, ended
 
 
 def test_a_shepherd_not_released_is_given_nothing(server: ForkServer, tmp_path: Path) -> None:
@@ -89,14 +101,15 @@ def test_a_shepherd_not_released_is_given_nothing(server: ForkServer, tmp_path: 
     assert other != pid
 
 
-def test_signals_sent_between_two_attempts_reach_neither(server: ForkServer, tmp_path: Path) -> None:
+def test_signals_sent_for_an_attempt_after_its_end_do_not_reach_the_next(server: ForkServer, tmp_path: Path) -> None:
     first = make_spool(tmp_path, "true\n", name="7.0.1")
     pid, lifeline = start(server, first)
     over(lifeline)
-    server.release(pid)
-    back(pid)
+    # The attempt is over, and the execd has not yet seen it: its signals for it may still come
+    # (a cancel that crossed the end). Blocked, they wait in the shepherd.
     for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP):
-        os.kill(pid, signum)  # while it waits: all blocked, pending
+        os.kill(pid, signum)
+    server.release(pid)
     second = make_spool(tmp_path, "sleep 0.3; exit 5\n", name="8.0.1")
     again, lifeline = start(server, second)
     over(lifeline)
@@ -113,7 +126,6 @@ def test_a_shepherd_killed_in_a_later_attempt_ends_that_attempt_as_a_lost_one(
     pid, lifeline = start(server, first)
     over(lifeline)
     server.release(pid)
-    back(pid)
     second = make_spool(tmp_path, "echo started > started; sleep 30\n", name="8.0.1")
     again, lifeline = start(server, second)
     assert again == pid
@@ -129,14 +141,25 @@ def test_a_shepherd_killed_in_a_later_attempt_ends_that_attempt_as_a_lost_one(
         os.killpg(job, signal.SIGKILL)  # what a node daemon's lost-shepherd handling would end
 
 
-def test_without_a_warm_shepherd_one_forked_for_the_order_ends_its_attempt_with_its_lifeline(
-        tmp_path: Path) -> None:
-    server = ForkServer.start(warm=0)
-    try:
-        spool = make_spool(tmp_path, "exit 4\n", name="7.0.1")
-        pid, lifeline = start(server, spool)
-        over(lifeline)
-        assert exit_status(spool)["exit_code"] == 4
-        assert shepherd_of(spool) == pid
-    finally:
-        server.close()
+def test_a_shepherd_forked_for_its_order_ends_its_attempt_with_its_lifeline(
+        server: ForkServer, tmp_path: Path) -> None:
+    spool = make_spool(tmp_path, "exit 4\n", name="7.0.1")
+    pid, lifeline = start(server, spool)
+    over(lifeline)
+    assert exit_status(spool)["exit_code"] == 4
+    assert shepherd_of(spool) == pid
+
+
+def test_an_attempt_that_could_not_start_leaves_its_shepherd_fit_for_the_next(
+        server: ForkServer, tmp_path: Path) -> None:
+    """A failure after the working directory was opened (here its output file cannot be made)
+    closes what the attempt opened: the shepherd serves the next one."""
+    failed = make_spool(tmp_path, "true\n", name="7.0.1", stdout=str(tmp_path / "missing" / "out"))
+    pid, lifeline = start(server, failed)
+    over(lifeline)
+    assert "cannot open output file" in exit_status(failed)["failure"]
+    server.release(pid)
+    spool = make_spool(tmp_path, "true\n", name="8.0.1")
+    again, lifeline = start(server, spool)
+    over(lifeline)
+    assert again == pid

@@ -4,19 +4,20 @@ this test (whose own state is left alone)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import resource
 import signal
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from drover.execd.shepherd_state import Fitness
 
 
-def verdict_in_child(change: Callable[[], object], spool_dir: str = "/nonexistent") -> str:
+def verdict_in_child(change: Callable[[], object]) -> str:
     """Fitness taken in a fresh child, `change` made, then why it may not serve again ("" if it may)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -26,7 +27,7 @@ def verdict_in_child(change: Callable[[], object], spool_dir: str = "/nonexisten
             os.close(read_end)
             fitness = Fitness.at_start(without=[])
             change()
-            os.write(write_end, (fitness.why_not_again(spool_dir) or "").encode())
+            os.write(write_end, (fitness.why_not_again() or "").encode())
             code = 0
         finally:
             os._exit(code)
@@ -40,6 +41,11 @@ def verdict_in_child(change: Callable[[], object], spool_dir: str = "/nonexisten
 
 def _sleeping_thread() -> None:
     threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+
+
+def _core_limit_changed() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (1 if soft == 0 else 0, hard))
 
 
 def _child_left() -> None:
@@ -59,9 +65,11 @@ CHANGES: dict[str, tuple[Callable[[], object], str]] = {
     "a signal blocked": (lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2}), "signals"),
     "an interval timer": (lambda: signal.setitimer(signal.ITIMER_REAL, 60), "signals"),
     "the environment": (lambda: os.environ.__setitem__("DROVER_LEFT_BEHIND", "1"), "environment"),
-    "a soft limit": (lambda: __import__("resource").setrlimit(__import__("resource").RLIMIT_CORE, (0, -1)), "limits"),
+    "a soft limit": (_core_limit_changed, "limits"),
     "a thread": (_sleeping_thread, "threads"),
     "a child process": (_child_left, "a child process was left"),
+    "a session of its own": (os.setsid, "terminal"),
+    "a child subreaper": (lambda: ctypes.CDLL(None).prctl(36, 1, 0, 0, 0), "terminal"),  # PR_SET_CHILD_SUBREAPER
 }
 
 
@@ -70,20 +78,11 @@ def test_each_change_an_attempt_could_leave_is_found(what: str) -> None:
     change, expected = CHANGES[what]
     if what == "affinity" and len(os.sched_getaffinity(0)) < 2:
         pytest.skip("one CPU: no narrower affinity to set")
-    if what == "a soft limit":
-        import resource
-        if resource.getrlimit(resource.RLIMIT_CORE)[0] == 0:
-            change = lambda: resource.setrlimit(resource.RLIMIT_CORE, (1, resource.getrlimit(resource.RLIMIT_CORE)[1]))  # noqa: E731
     said = verdict_in_child(change)
     if expected:
         assert expected in said
     else:
         assert said == ""
-
-
-def test_an_interactive_jobs_shepherd_never_serves_again(tmp_path: Path) -> None:
-    (tmp_path / "pty.sock").touch()
-    assert verdict_in_child(lambda: None, str(tmp_path)) == "an interactive job's"
 
 
 def test_memory_grown_past_the_bound_ends_it() -> None:
