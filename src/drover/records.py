@@ -253,9 +253,9 @@ class ExitStatus(TypedDict):
     # (an output file on a filesystem that was full: the job's writes to it failed).
     notes: NotRequired[list[str]]
     shepherd_lost: NotRequired[bool]  # written by the execd: the shepherd died without recording an end
-    # The node could not prepare the attempt (its spool could not be written: the disk is full):
-    # the job never started. As after a node's failing prolog, the node goes to ERROR and the
-    # job is requeued.
+    # The node could not prepare the attempt (its spool could not be written: the disk is full;
+    # its CPUs are not all among those the node offers): the job never started. As after a
+    # node's failing prolog, the node goes to ERROR and the job is requeued.
     node_fault: NotRequired[bool]
     # Written by the controller: the node was gone longer than node_timeout_s (or came back not
     # knowing the attempt), so how the job ended is unknown. A report the node sends later is

@@ -50,6 +50,39 @@ def test_controller_killed_while_jobs_run_and_wait_loses_nothing(cluster: LocalC
     _ended_once(cluster, running + waiting)
 
 
+def test_an_attempt_that_started_and_ended_while_the_controller_was_killed_is_started_once_before_its_end(
+        cluster: LocalCluster) -> None:
+    """1. A job's attempt reaches the node, whose prolog holds the job until a gate opens.
+    2. kill -9 the controller. 3. The gate opens: the job starts and ends while no controller
+    hears it (the node's Started report goes to no one; it is not sent again). 4. Restart the
+    controller: the node's end report records the attempt's start first, once, at the node's
+    start time; its history shows an attempt that started, not one that ended without a start."""
+    in_prolog, gate = cluster.workdir / "in-prolog", cluster.workdir / "gate"
+    prolog = cluster.workdir / "prolog.sh"
+    prolog.write_text(f"#!/bin/sh\ntouch {in_prolog}\nwhile [ ! -e {gate} ]; do sleep 0.05; done\n")
+    prolog.chmod(0o755)
+    job = cluster.submit("--prolog", str(prolog), "--", "echo", "ran")
+    wait_until(in_prolog.exists, describe="the job's prolog to run")
+    assert cluster.drover_json("show", str(job))["state"] == "dispatched"
+    cluster.kill("controller")
+    gate.touch()
+    # The job has ended (its shepherd's outcome recorded) before a controller hears of it: the
+    # node's hello says the attempt is no longer running, and only its end report tells.
+    wait_until(lambda: (cluster.spool / f"{job}.0.1" / "exit_status").exists(),
+               describe="the job to start and end while the controller is down")
+    cluster.start_controller()
+    cluster.wait_node_up()
+    assert cluster.drover("wait", str(job)).returncode == 0
+    (attempt,) = cluster.drover_json("show", str(job))["tasks"][0]["attempts"]
+    events = cluster.drover_json("events", str(job))
+    kinds = [e["kind"] for e in events if e["kind"] in ("dispatched", "started", "exited", "completed")]
+    assert kinds == ["dispatched", "started", "exited", "completed"], events
+    (started,) = [e for e in events if e["kind"] == "started"]
+    assert started["attempt"] == 1 and started["time"] == attempt["started_at"], (started, attempt)
+    assert started["time"] <= attempt["ended_at"]
+    _ended_once(cluster, [job])
+
+
 def test_a_wait_cut_short_by_the_controller_stopping_says_so(cluster: LocalCluster) -> None:
     """`drover wait` waits on a running job; the controller is stopped (SIGTERM). It answers
     the waiting request at once that it is shutting down; the wait asks again, finds no

@@ -13,6 +13,13 @@ stopped before it started), and its `after` record brings it back as promised af
 The controller may tell it to start now, in place, on room freed beside it (StartPromisedNow):
 its `moved` record says on which CPUs first, then its config is rewritten, its `after` record
 removed, and it starts at once; a restart finds the `moved` record and finishes the move.
+
+Every attempt is pinned to CPUs the node offers (its hello's count), each once: a start order on
+any other is refused before anything of it is made. A restarted execd that offers fewer CPUs
+ends, unstarted, what it finds prepared on one it no longer offers, when it would start it: at
+once (a move it recorded, a spool written whose shepherd it had not started), or, for a promise,
+when the attempt it follows ends, unless the controller took it back or moved it first. Started,
+its shepherd could not pin it, and would run it on every CPU.
 """
 
 from __future__ import annotations
@@ -139,6 +146,9 @@ class Attempts:
         self._signal_facts: dict[str, SignalFacts] = {}
         self._following: dict[str, list[str]] = {}
         self._follows: dict[str, str] = {}
+        # Promises an earlier execd prepared on a CPU this node no longer offers (it restarted
+        # offering fewer): name → why it cannot start, should the attempt it follows end first.
+        self._unplaced_promises: dict[str, str] = {}
         # Why this node leaves its cluster for good, once it does (leave_cluster): every attempt
         # here is ended, and every order that still comes ends at once.
         self.leaving: str | None = None
@@ -191,10 +201,19 @@ class Attempts:
         # Once every live shepherd is watched again: a promise waits on, the rest start now.
         for spool in never_started:
             moved = _moved_to(spool)
-            if moved is not None:  # told to start in place before the restart: the move is finished
+            after = read_text(spool.record(layout.AFTER)) if moved is None else None
+            unplaced = self._unplaced(spool, moved)
+            if unplaced is not None and not (after and after in self.live):
+                self._end_unplaced(spool, unplaced)  # it would start now, where it cannot be pinned
+            elif moved is not None:  # told to start in place before the restart: the move is finished
                 self._start_in_place(spool, moved)
             else:
-                self._start_or_wait(spool, read_text(spool.record(layout.AFTER)))
+                if unplaced is not None:
+                    # A promise that waits: the controller, whom the hello tells how many CPUs the
+                    # node offers now, takes it back meanwhile (or moves it onto CPUs the node
+                    # has); should the attempt it follows end first, it ends then, unstarted.
+                    self._unplaced_promises[spool.name] = unplaced
+                self._start_or_wait(spool, after)
 
     def known(self) -> list[KnownAttempt]:
         return [KnownAttempt(name, True, moved=live.moved) for name, live in self.live.items()] + [
@@ -215,6 +234,14 @@ class Attempts:
         spool = layout.SpoolDir(self.root, order.attempt)
         if order.attempt in self.live or order.attempt in self.cleanup.pending or spool.exists():
             return  # a repeated order: this attempt is known already
+        unplaced = cpus_refusal(order.config.get("cpu_ids", []), self.cpus)
+        if unplaced is not None:
+            # Refused before anything of it is made: the shepherd could not pin the job, and would
+            # run it on every CPU. The controller places attempts within the count of the node's
+            # hello, and ends itself a never-started one its node came back with too few CPUs for
+            # (node_reports.py); a controller taken over might send any.
+            self._never_started(order.attempt, f"the node refused the order's CPUs: {unplaced}")
+            return
         try:
             refusal = self._prepare(spool, order)
             if refusal:
@@ -259,8 +286,7 @@ class Attempts:
             return  # it stays promised, and starts when the attempt it follows ends
         held = config.get("cpu_ids") or []
         cpu_ids = order.cpu_ids
-        if (len(cpu_ids) != len(held) or len(set(cpu_ids)) != len(cpu_ids)
-                or not all(isinstance(cpu, int) and 0 <= cpu < self.cpus for cpu in cpu_ids)):
+        if len(cpu_ids) != len(held) or cpus_refusal(cpu_ids, self.cpus) is not None:
             log.warning("attempt %s: refused to start in place on CPUs %r: it holds %d, of the node's %d",
                         order.attempt, cpu_ids[:16], len(held), self.cpus)
             return
@@ -345,16 +371,44 @@ class Attempts:
 
     def _not_prepared(self, spool: layout.SpoolDir, error: OSError) -> None:
         """The node could not write the attempt's spool (most often: the disk is full), so the
-        job never started. The controller is told at once (there is no spool to clean up after):
-        it puts this node in ERROR and requeues the job, as after a node's failing prolog."""
-        why = f"the node could not prepare the attempt in {spool.path}: {error.strerror or error}"
-        log.error("attempt %s: %s", spool.name, why)
+        job never started."""
         shutil.rmtree(spool.path, ignore_errors=True)
+        self._never_started(spool.name, f"the node could not prepare the attempt in {spool.path}: "
+                                        f"{error.strerror or error}")
+
+    def _never_started(self, name: str, why: str) -> None:
+        """The node could not set the attempt up, and nothing of it is left here. The controller
+        is told at once (there is no spool to clean up after): it puts this node in ERROR and
+        requeues the job, as after a node's failing prolog. Should the report be lost with the
+        channel, the node's next hello does not name the attempt, and its order comes again."""
+        log.error("attempt %s: %s", name, why)
         exit_status: ExitStatus = {
             "exit_code": None, "signal": None, "failure": why, "timed_out": False, "terminated": False,
             "out_of_memory": False, "node_fault": True,
         }
-        self.send(Exited(spool.name, exit_status, None, None, done=[]))
+        self.send(Exited(name, exit_status, None, None, done=[]))
+
+    def _unplaced(self, spool: layout.SpoolDir, moved: list[int] | None) -> str | None:
+        """Why an attempt prepared by an earlier execd cannot start on the CPUs it would be pinned
+        to (those of its move, if it was told to start in place, else its config's), if it cannot:
+        the node restarted offering fewer CPUs than it held then."""
+        if moved is not None:
+            return cpus_refusal(moved, self.cpus)
+        try:
+            config = read_json(spool.record(layout.CONFIG))
+        except (OSError, ValueError):
+            return None  # its shepherd says what is wrong with its config, as for any attempt
+        return cpus_refusal(config.get("cpu_ids", []), self.cpus) if isinstance(config, dict) else None
+
+    def _end_unplaced(self, spool: layout.SpoolDir, unplaced: str) -> None:
+        """An attempt an earlier execd prepared, never started, on a CPU this node no longer
+        offers, at the moment it would start: it ends as one the node could not set up, without a
+        shepherd, and its report goes to the controller as any other (which requeues it, as after
+        `_never_started`)."""
+        why = f"the node could not start the attempt after its restart: {unplaced}"
+        log.error("attempt %s: %s", spool.name, why)
+        _write_failure(spool, why, node_fault=True)
+        self.cleanup.begin(spool)
 
     def signal(self, order: SignalAttempt) -> None:
         if order.attempt in self.promised:
@@ -445,6 +499,7 @@ class Attempts:
         goes with a promise that will not start; one that starts keeps it for its shepherd's
         signals (_spawn takes it): the move rewrites its CPUs only."""
         spool = self.promised.pop(name)
+        self._unplaced_promises.pop(name, None)  # taken back, or started in place on CPUs it was given
         if not starts:
             self._signal_facts.pop(name, None)
         followed = self._follows.pop(name)
@@ -574,7 +629,12 @@ class Attempts:
             self.spawner.release(live.shepherd_pid)
         for following in self._following.pop(name, []):  # its room is free: the promises start first
             del self._follows[following]
-            self._spawn(self.promised.pop(following))
+            spool = self.promised.pop(following)
+            unplaced = self._unplaced_promises.pop(following, None)
+            if unplaced is not None:
+                self._end_unplaced(spool, unplaced)
+            else:
+                self._spawn(spool)
         self.cleanup.begin(live.spool)
 
     def _stop_watching(self, live: LiveAttempt) -> None:
@@ -640,9 +700,40 @@ def _started_hint(details: list[str]) -> tuple[int, bool] | None:
     return int(details[0]), "pty" in details[1:]
 
 
-def _write_failure(spool: layout.SpoolDir, failure: str) -> None:
+def cpus_refusal(cpu_ids: object, cpus: int) -> str | None:
+    """Why an attempt cannot be pinned to `cpu_ids` on a node that offers `cpus` CPUs (ids 0 to
+    cpus - 1), or None where it can: a CPU the node does not offer is another's work's, or one the
+    host does not have (the shepherd would then run the job on every CPU), and a CPU named twice
+    would have the attempt hold fewer CPUs than it counts."""
+    if not isinstance(cpu_ids, list):
+        return "its CPUs are not a list of CPU ids"
+    seen: set[int] = set()
+    for cpu in cpu_ids:
+        if not isinstance(cpu, int) or isinstance(cpu, bool) or not 0 <= cpu < cpus:
+            offered = "CPU 0" if cpus == 1 else f"CPUs 0 to {cpus - 1}"
+            return f"{_cpu_named(cpu)} is not one this node offers (it offers {offered})"
+        if cpu in seen:
+            return f"CPU {cpu} is named twice"
+        seen.add(cpu)
+    return None
+
+
+def _cpu_named(cpu: object) -> str:
+    """A CPU id as a failure shows it: an int of thousands of digits (the decoder lets them
+    through) is not written out."""
+    if isinstance(cpu, int) and not isinstance(cpu, bool):
+        return f"CPU {cpu}" if abs(cpu) < 1 << 32 else "a CPU id out of any range"
+    return f"a CPU id of type {type(cpu).__name__}"
+
+
+def _write_failure(spool: layout.SpoolDir, failure: str, node_fault: bool = False) -> None:
+    """The exit record of an attempt that did not start; `node_fault`: the node could not set it
+    up (the controller puts the node in ERROR and requeues the job)."""
     write_atomically(spool.record(layout.ERROR), (failure + "\n").encode())
-    write_json(spool.record(layout.EXIT_STATUS), {
+    record: ExitStatus = {
         "exit_code": None, "signal": None, "failure": failure, "timed_out": False,
         "terminated": False, "out_of_memory": False,
-    })
+    }
+    if node_fault:
+        record["node_fault"] = True
+    write_json(spool.record(layout.EXIT_STATUS), record)

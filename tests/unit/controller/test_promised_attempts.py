@@ -308,7 +308,10 @@ def test_no_order_of_its_own_is_built_for_a_stranded_promise(world: World, monke
 def test_nothing_is_promised_on_a_node_back_with_fewer_cpus_than_its_attempts_hold(world: World) -> None:  # noqa: F811
     """A node back with one CPU while two attempts run there: the room the first to end gives
     back pays the overdraft, so no task is promised behind either (it would start at once on
-    that room, two jobs on one CPU still); once the node holds no more than it has, a task is."""
+    that room, two jobs on one CPU still). Once the node holds no more than it has, the attempt
+    left runs on CPU 1, which the node no longer offers: no task is promised its room either (its
+    node would refuse the order on that CPU); a task waits for it to end, and starts on CPU 0;
+    once the node's attempts are on CPUs it offers, a task is promised behind them again."""
     world.options = PROMISING
     world.connect(cpus=2)
     world.submit(script="sleep 1\n")
@@ -322,8 +325,14 @@ def test_nothing_is_promised_on_a_node_back_with_fewer_cpus_than_its_attempts_ho
     assert world.schedule() == []
     world.exited(first.attempt)
     assert world.state.nodes["n1"].overdrawn.cpus == 0
+    assert world.schedule() == [] and not world.state.followers
+    world.exited(second.attempt)
+    (started,) = world.schedule()
+    assert (started.attempt, started.after, started.config["cpu_ids"]) == (f"{later}.0.1", None, [0])
+    world.started(started.attempt)
+    (next_one,) = world.submit()
     (promised,) = world.schedule()
-    assert promised.attempt == f"{later}.0.1" and promised.after == second.attempt
+    assert promised.attempt == f"{next_one}.0.1" and promised.after == started.attempt
 
 
 def test_a_promise_is_not_taken_back_for_an_array_task_of_the_same_priority_its_limit_now_lets_start(

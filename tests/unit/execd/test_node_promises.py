@@ -513,3 +513,131 @@ def test_an_order_to_start_in_place_an_attempt_not_promised_here_is_refused(tmp_
         assert records_of(pair.first) == first_before and spawner.started == [FIRST, SECOND]
 
     asyncio.run(scenario(spawner))
+
+
+# A node daemon restarted with fewer CPUs than the one before offered (its config changed) finds,
+# in the spool, attempts prepared and never started on a CPU it no longer offers: started, their
+# shepherds could not pin them and would run them on every CPU. Each ends as an attempt the node
+# could not set up (node_fault: the controller requeues the job), without a shepherd, and its
+# report goes through its cleanup as any other; what already runs runs on, pinned where it was.
+
+def ended_unstarted(spool: layout.SpoolDir, cpu: int) -> None:
+    """The attempt's exit record says the node could not start it on `cpu`, which it no longer offers."""
+    status = json.loads(Path(spool.record(layout.EXIT_STATUS)).read_text())
+    assert status["node_fault"] is True and status["exit_code"] is None and not status["terminated"], status
+    assert status["failure"] == ("the node could not start the attempt after its restart: "
+                                 f"CPU {cpu} is not one this node offers (it offers CPU 0)")
+    assert Path(spool.record(layout.ERROR)).read_text() == status["failure"] + "\n"
+    assert not Path(spool.record(layout.PID)).exists()  # no shepherd ever ran for it
+
+
+def test_a_node_restarted_with_fewer_cpus_ends_a_start_in_place_on_a_cpu_it_lost(tmp_path: Path, spawner: Spawner,
+                                                                                pair: Pair) -> None:
+    """The node daemon stopped after recording the move to CPU 1, before the config was rewritten,
+    and came back offering one CPU: the move is not finished, the promise does not start when the
+    attempt it follows ends either, and its config is as it was."""
+    Path(pair.second.record(layout.MOVED)).write_text("[1]")
+    config_before = Path(pair.second.record(layout.CONFIG)).read_bytes()
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        before = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
+        before._start_or_wait(pair.first, None)
+        await until(lambda: Path(pair.first.record(layout.PID)).exists())
+        before.close()
+        after = attempts_on(tmp_path, spawner, cleanup, sent, cpus=1)
+        after.recover()
+        assert spawner.started == [FIRST] and not after.promised and cleanup.begun == [SECOND]
+        assert {known.attempt for known in after.known() if known.running} == {FIRST}
+        ended_unstarted(pair.second, 1)
+        assert Path(pair.second.record(layout.CONFIG)).read_bytes() == config_before
+        pair.gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        await asyncio.sleep(0.2)
+        assert spawner.started == [FIRST] and not pair.second_out.exists()
+        after.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_a_node_restarted_with_fewer_cpus_ends_what_would_start_on_a_cpu_it_lost(tmp_path: Path,
+                                                                                spawner: Spawner) -> None:
+    """On CPU 1, which the node no longer offers: an attempt that runs (it runs on), a promise
+    behind it, and an attempt whose spool was written whole but whose shepherd never started (the
+    daemon stopped in between); on CPU 0, one like the last, which starts. The last but one would
+    start now: it ends at once. The promise waits, as a promise: its controller, told by the
+    hello, takes it back meanwhile (test_a_promise_on_a_cpu_the_node_lost_may_be_taken_back_or_moved);
+    here it does not, and the promise ends, unstarted, when the attempt it follows ends."""
+    gate, third, fourth = tmp_path / "gate", "9.0.1", "10.0.1"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[1])
+    make_spool(tmp_path, f"touch {tmp_path}/second.ran\n", name=SECOND, cpu_ids=[1])
+    make_spool(tmp_path, f"touch {tmp_path}/third.ran\n", name=third, cpu_ids=[1])
+    make_spool(tmp_path, f"touch {tmp_path}/fourth.ran\n", name=fourth, cpu_ids=[0])
+    first, second = layout.SpoolDir(str(tmp_path), FIRST), layout.SpoolDir(str(tmp_path), SECOND)
+    Path(second.record(layout.AFTER)).write_text(FIRST)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        before = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
+        before._start_or_wait(first, None)
+        await until(lambda: Path(first.record(layout.JOB_PID)).exists())
+        before.close()
+        after = attempts_on(tmp_path, spawner, cleanup, sent, cpus=1)
+        after.recover()
+        assert spawner.started == [FIRST, fourth] and cleanup.begun == [third]
+        ended_unstarted(layout.SpoolDir(str(tmp_path), third), 1)
+        assert SECOND in after.promised
+        assert {known.attempt: known.promised for known in after.known() if known.running} == {
+            FIRST: False, SECOND: True, fourth: False}
+        await until(lambda: fourth in cleanup.begun)
+        assert (tmp_path / "fourth.ran").exists()
+        assert FIRST in after.live and FIRST not in cleanup.begun  # it runs on
+        gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        assert SECOND in cleanup.begun and not after.promised and not after._unplaced_promises
+        ended_unstarted(second, 1)
+        await asyncio.sleep(0.2)
+        assert spawner.started == [FIRST, fourth]
+        assert not (tmp_path / "second.ran").exists() and not (tmp_path / "third.ran").exists()
+        after.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_a_promise_on_a_cpu_the_node_lost_may_be_taken_back_or_moved(tmp_path: Path, spawner: Spawner) -> None:
+    """Two such promises behind an attempt that runs on CPU 1: the controller takes one back (a
+    requeue: it ends stopped, as any promise taken back, not as a failure of the node's), and
+    tells the other to start in place on CPU 0, which the node offers: it starts there at once."""
+    gate, third = tmp_path / "gate", "9.0.1"
+    make_spool(tmp_path, f"while [ ! -e {gate} ]; do sleep 0.02; done\n", name=FIRST, cpu_ids=[1])
+    make_spool(tmp_path, f"touch {tmp_path}/second.ran\n", name=SECOND, cpu_ids=[1])
+    make_spool(tmp_path, f"touch {tmp_path}/third.ran\n", name=third, cpu_ids=[1])
+    first = layout.SpoolDir(str(tmp_path), FIRST)
+    second, moved = layout.SpoolDir(str(tmp_path), SECOND), layout.SpoolDir(str(tmp_path), third)
+    for promise in (second, moved):
+        Path(promise.record(layout.AFTER)).write_text(FIRST)
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        before = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
+        before._start_or_wait(first, None)
+        await until(lambda: Path(first.record(layout.JOB_PID)).exists())
+        before.close()
+        after = attempts_on(tmp_path, spawner, cleanup, sent, cpus=1)
+        after.recover()
+        assert set(after.promised) == {SECOND, third} and spawner.started == [FIRST]
+        after.signal(SignalAttempt(SECOND, "terminate", "requeue"))
+        assert cleanup.begun == [SECOND]
+        status = json.loads(Path(second.record(layout.EXIT_STATUS)).read_text())
+        assert status["terminated"] is True and not status.get("node_fault") and status["failure"] is None
+        after.start_promised_now(StartPromisedNow(third, [0]))
+        assert spawner.started == [FIRST, third] and not after.promised and not after._unplaced_promises
+        await until(lambda: third in cleanup.begun)
+        assert (tmp_path / "third.ran").exists()
+        gate.touch()
+        await until(lambda: FIRST in cleanup.begun)
+        await asyncio.sleep(0.2)
+        assert spawner.started == [FIRST, third] and not (tmp_path / "second.ran").exists()
+        after.close()
+
+    asyncio.run(scenario(spawner))

@@ -91,7 +91,7 @@ def test_the_steps_given_up_together_are_stored_as_one_by_one(store_url: str, tm
 
 def test_the_nodes_of_a_frames_ended_attempts_are_read_at_once(store_url: str) -> None:
     """A node's late reports of many ended attempts are checked against the node that ran each
-    (node_reports._its_own): the store is asked once for all of them, not once a report."""
+    (attempt_nodes.ran_on): the store is asked once for all of them, not once a report."""
     world, job_id, keys = ended_array(store_url)
     assert world.store.attempt_nodes([*keys, (job_id, TASKS + 5, 1)]) == {key: "n1" for key in keys}
     counted = CountedDb(world.store.db)  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from typing import Any
 from drover.controller.effects import JobEnded, Outcome, SendMail
 from drover.controller.handlers import promises
 from drover.controller.state import ControllerState
-from drover.core.job import Job, Task
+from drover.core.job import Attempt, Job, Task
 from drover.core.job_state import JobState, Trigger, next_state
 from drover.core.node import Node
 from drover.core.node_state import NodeState, NodeTrigger
@@ -42,6 +42,24 @@ def change_task(
         trigger=trigger.value, before=before.value, after=after.value, **detail,
     )
     return after
+
+
+def start_before_end(outcome: Outcome, job: Job, task: Task, attempt: Attempt, started_at: float | None,
+                     now: float, learned_from: str) -> None:
+    """An attempt whose end is being recorded while its task is still DISPATCHED: where its
+    node's end report says when its job started, that start was never recorded. Its Started
+    report was lost (with a controller killed or failed over between the two: a node sends it
+    once, and nothing to a controller that is not there) or never sent (a job that ended before
+    its node saw it start). The task starts first, at the node's time, so that no attempt ends
+    without its one `started` event; a start that comes after the end is not recorded (the task
+    has moved on), nor one sent again (the end is recorded once). An attempt that never ran
+    (core/accounting.never_ran: a promise taken back, a stop during its prolog, a launch
+    failure) has no start time in its report, and gets no `started` event."""
+    if started_at is None or task.state is not JobState.DISPATCHED:
+        return
+    promised = {"promised": True} if attempt.after is not None else {}  # the metrics count it as it starts
+    # A node's clock a little ahead of the controller's puts no start after the end it is recorded with.
+    change_task(outcome, task, Trigger.START, min(started_at, now), job, learned_from=learned_from, **promised)
 
 
 def change_fresh(outcome: Outcome, job: Job, trigger: Trigger, now: float, **detail: Any) -> int:

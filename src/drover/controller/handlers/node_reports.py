@@ -12,12 +12,14 @@ from typing import Any
 from drover.controller.effects import Outcome, SendToNode
 from drover.controller.handlers import checkpoints, pe_usage, promises, reported_text
 from drover.controller.handlers.actions import migrate_task, stop_reason
+from drover.controller.handlers.attempt_nodes import ran_on
 from drover.controller.handlers.dispatch import OrderOptions, queue_nice, queue_of, start_order
 from drover.controller.handlers.lifecycle import (
     change_task,
     drained_if_idle,
     end_job_if_done,
     release_attempt,
+    start_before_end,
 )
 from drover.controller.state import ControllerState
 from drover.core.accounting import never_ran
@@ -132,10 +134,12 @@ def _sent_to(state: ControllerState, node: Node, created: bool) -> list[tuple[Jo
 
 
 def _order_lost(state: ControllerState, node: Node, task: Task, known: dict[str, bool]) -> bool:
-    """Whether the task was sent to `node`, which does not know of it: its order is sent again."""
+    """Whether the task was sent to `node`, which does not know of it: its order is sent again
+    (unless the node came back without its CPUs: it ends instead, and its script is not read)."""
     if task.state is JobState.DISPATCHED:
         attempt = state.latest_attempt(task)
-        return attempt is not None and attempt.node == node.name and attempt.name not in known
+        return (attempt is not None and attempt.node == node.name and attempt.name not in known
+                and not _cpus_beyond(attempt, node))
     return False
 
 
@@ -147,7 +151,10 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     told to start in place whose node has not said it started is told again (the order is
     ignored where it started meanwhile), unless the node came back without one of the CPUs it
     was to move to: the move is let go, and it stays a promise; one the node says started is
-    taken as started, moved or not (`moved`: its Started report may have been lost)."""
+    taken as started, moved or not (`moved`: its Started report may have been lost). One the node
+    does not know, on CPUs it came back without, is not sent again: it ends here, never started
+    (_end_unstarted_beyond); a promise it holds on such CPUs is taken back; one that started runs
+    on where its CPUs are pinned."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
@@ -162,6 +169,11 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     move_again = (StartPromisedNow(attempt.name, list(attempt.moving_to))
                   if attempt.moving_to is not None and not stopping and node.starts_in_place else None)
     if attempt.name not in known:
+        if task.state is JobState.DISPATCHED and _cpus_beyond(attempt, node):
+            # The node came back with fewer CPUs, without some of those the attempt was given:
+            # it would refuse the order (execd/attempts.py), so the attempt ends here instead.
+            _end_unstarted_beyond(state, outcome, job, task, attempt, node, now, orders.exits)
+            return
         if task.state is JobState.DISPATCHED:
             # The order never arrived (or the node lost it before starting): send it again.
             payload = payloads.get(job.id)
@@ -181,10 +193,56 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
         promises.started(state, job, attempt, attempt.name in moved)
         outcome.changes.attempt(attempt)
         change_task(outcome, task, Trigger.START, now, job, **was_promised)
+    elif attempt.name in promised and attempt.moving_to is None and not stopping and _cpus_beyond(attempt, node):
+        _take_back_beyond(outcome, task, attempt, node, now)
     elif attempt.name in promised and move_again is not None:
         outcome.send(node.name, move_again)
     if stopping:
         outcome.send(node.name, SignalAttempt(attempt.name, "terminate", stop_reason(task)))
+
+
+def _cpus_beyond(attempt: Attempt, node: Node) -> list[int]:
+    """The CPUs the attempt was given on `node` that the node no longer offers (it came back
+    with fewer), lowest first."""
+    return sorted(cpu for cpu in attempt.cpu_ids if cpu >= node.cpus)
+
+
+def _end_unstarted_beyond(state: ControllerState, outcome: Outcome, job: Job, task: Task, attempt: Attempt,
+                         node: Node, now: float, semantics: ExitSemantics = GRID_ENGINE) -> None:
+    """A dispatched attempt its node does not know, on CPUs the node no longer offers: its order
+    is not sent again (the node would refuse it). Nothing of it ran, so it ends as an attempt
+    stopped before it started does, and its task waits again as after a requeue (a cancel or a
+    hold asked for meanwhile is decided as such): its exit record has no exit status and no
+    failure of the job's (core/accounting.never_ran: drover history and qacct show none, and a
+    promise is counted neither started nor ended), and the requeue's event says why."""
+    why = _came_back_without(node, _cpus_beyond(attempt, node))
+    stopped: ExitStatus = {
+        "exit_code": None, "signal": None, "failure": None, "timed_out": False, "terminated": True,
+        "out_of_memory": False,
+    }
+    attempt.exit = stopped
+    attempt.ended_at = now
+    outcome.changes.attempt(attempt)
+    if not (task.cancel_requested or task.hold_requested):
+        task.requeue_requested = True  # as for a promise taken back: the controller's own requeue
+    change_task(outcome, task, Trigger.EXIT, now, exit_code=None, signal=None, failure=None)
+    _decide(state, outcome, job, task, attempt, stopped, now, semantics, why=why)
+
+
+def _take_back_beyond(outcome: Outcome, task: Task, attempt: Attempt, node: Node, now: float) -> None:
+    """A promise its node holds, on CPUs the node came back without: its node would not start it
+    there (execd/attempts.py). It is taken back as any promise is (promises.taken_back_on): the
+    node ends it before it starts, and the task waits again as after a requeue; nothing of it ran."""
+    task.requeue_requested = True
+    outcome.changes.task(task)
+    outcome.changes.event(now, "promise_taken_back", task.job_id, task.index, task.attempt,
+                          why=_came_back_without(node, _cpus_beyond(attempt, node)))
+    outcome.send(node.name, SignalAttempt(attempt.name, "terminate", "requeue"))
+
+
+def _came_back_without(node: Node, missing: list[int]) -> str:
+    return (f"node {node.name} came back offering {node.cpus} CPU{'s' if node.cpus != 1 else ''}, without "
+            f"CPU{'s' if len(missing) > 1 else ''} {','.join(map(str, missing))} of the attempt's: it never started")
 
 
 def on_nodes_lost(state: ControllerState, now: float, timeout_s: float,
@@ -266,7 +324,7 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
                semantics: ExitSemantics = GRID_ENGINE, handle: ReportHandler | None = None,
                store: Store | None = None) -> Outcome:
     """One frame of reports from a node: handled job by job, and committed together. `store`:
-    where the node of an attempt the working set no longer holds is read (`_ran_on`); without
+    where the node of an attempt the working set no longer holds is read (`_stored_nodes`); without
     it, no node speaks for such an attempt.
 
     An exception while handling one job's reports sets that job aside (Outcome.fault): the
@@ -277,14 +335,18 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     handle = handle or handle_report
     outcome = Outcome()
     acks: dict[str, list[str]] = {}
-    ran_on = _ran_on(state, reports, store)
+    stored = _stored_nodes(state, reports, store)
     for job_id, group in _by_job(reports).items():
         if job_id is not None:
             touched = _node_states(state, group)
             report = group[0]
             try:
                 for report in group:
-                    if _its_own(state, node, report, ran_on):
+                    # A node speaks for the attempts sent to it only (its channel is its own):
+                    # another node's report of one is acknowledged below and changes nothing. To an
+                    # attempt the working set no longer holds, its own node adds only the record of a
+                    # late cleanup step given up (the store says which node that is: `stored`).
+                    if ran_on(state, node, report.attempt, stored.get):
                         # Its text cleaned before anything keeps it (reported_text.py); the
                         # acknowledgement below names what the node sent.
                         handle(state, outcome, reported_text.cleaned(report), now, semantics)
@@ -303,23 +365,7 @@ def on_reports(state: ControllerState, node: str, reports: list[Report], now: fl
     return outcome
 
 
-def _its_own(state: ControllerState, node: str, report: Report, ran_on: Mapping[str, str]) -> bool:
-    """Whether `node` may speak for the report's attempt: the one it was sent to (its channel is
-    the node's own, so another node's report of it, or of an attempt lost on another node, is
-    acknowledged and changes nothing). The same for every kind of report, and for an attempt
-    the working set no longer holds (its job ended, or its task went on to another attempt),
-    whose node the store says (`ran_on`): to such an attempt its own node adds only the record
-    of a late cleanup step given up, and another node nothing."""
-    attempt = state.attempt_by_name(report.attempt)
-    if attempt is not None:
-        return attempt.node == node
-    lost_on = state.lost_attempts.get(report.attempt)
-    if lost_on is not None:
-        return lost_on == node
-    return ran_on.get(report.attempt) == node
-
-
-def _ran_on(state: ControllerState, reports: list[Report], store: Store | None) -> dict[str, str]:
+def _stored_nodes(state: ControllerState, reports: list[Report], store: Store | None) -> dict[str, str]:
     """The node each Progress report's attempt was sent to, where the working set no longer holds
     it: read from the store, for all of the frame's reports at once. Only a Progress report does
     anything to an attempt whose job has ended (a late cleanup step given up); the other kinds
@@ -522,6 +568,8 @@ def _exiting(state: ControllerState, outcome: Outcome, report: Exiting | Exited,
     outcome.changes.attempt(attempt)
     if task is None or task.state not in (JobState.DISPATCHED, JobState.RUNNING, JobState.SUSPENDED):
         return  # an attempt the task has moved on from: keep its record, change nothing else
+    if job is not None:
+        start_before_end(outcome, job, task, attempt, report.started_at, now, report_kind(report))
     job_spec = state.jobs[attempt.job_id].spec
     effective = effective_exit_code(exit_facts(record, epilog_sets_exit=job_spec.epilog_sets_exit))
     task.exit_status = shell_status(effective, record["signal"] if effective == record["exit_code"] else None)

@@ -120,7 +120,8 @@ def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tupl
     """The attempts holding room on `node` that a task may be promised to follow: none follows
     them yet, they hold no devices, no whole node and no other node, and none is a promise told
     to start in place whose node has not said so (it holds the room of the one it followed for
-    now, and will not run on those CPUs). None on a node whose
+    now, and will not run on those CPUs), and none holds a CPU the node no longer offers (it came
+    back smaller: the follower would be given that CPU, which its node refuses). None on a node whose
     running attempts hold more than it now offers (it came back smaller, core/node.py): the room
     they give back pays that back first, and a follower would take it over at once."""
     if node.overdrawn != Resources():
@@ -129,7 +130,8 @@ def successions(state: ControllerState, node: Node, kill_grace_s: float) -> tupl
     for key in node.holders:
         attempt, job = state.attempts.get(key), state.jobs.get(key[0])
         if (attempt is None or job is None or attempt.node != node.name or attempt.others or attempt.gres
-                or key in state.followers or attempt.moving_to is not None or resource_requests.of_job(job).exclusive):
+                or key in state.followers or attempt.moving_to is not None or resource_requests.of_job(job).exclusive
+                or any(cpu >= node.cpus for cpu in attempt.cpu_ids)):
             continue
         limit = job.spec.time_limit_s
         began = attempt.started_at or attempt.dispatched_at

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from drover.controller.effects import Outcome
 from drover.controller.handlers import reported_text
+from drover.controller.handlers.attempt_nodes import ran_on, sent_to
 from drover.controller.handlers.dispatch import OrderOptions
 from drover.controller.handlers.node_reports import (
     Report,
@@ -51,7 +52,7 @@ class NodeLiveness:
         self.settings = settings
         self.relays = Relays(shell.channels)  # users' reads of output and terminals on nodes
         # What running attempts use now (`drover top`); in memory only. Each node's of its own.
-        self.samples = LiveSamples(lambda name: attempt.node if (attempt := shell.state.attempt_by_name(name)) else None)
+        self.samples = LiveSamples(lambda name: sent_to(shell.state, name))  # the state of now, after a reload too
 
     def node_connected(self, channel: NodeChannel, hello: Hello) -> NodeChannel | None:
         """A failure here (the store refuses the hello) is raised: the channel closes, and the
@@ -232,20 +233,13 @@ class NodeLiveness:
                         fault)
 
     def _ran_on(self, node: str, name: str) -> bool:
-        """Whether `node` ran the attempt `name` names: as the working set says, or for an attempt
-        it no longer holds (its job ended), as the store says. A name Drover could not have made
-        names no attempt."""
+        """Whether `node` ran the attempt `name` names (attempt_nodes.ran_on), the store asked for
+        an attempt the working set no longer holds (its job ended). A name Drover could not have
+        made names no attempt, and is not asked of the store."""
         key = bounded_attempt_key(name)
         if key is None:
             return False
-        state = self.shell.state
-        attempt = state.attempt_by_name(name)
-        if attempt is not None:
-            return attempt.node == node
-        lost_on = state.lost_attempts.get(name)
-        if lost_on is not None:
-            return lost_on == node
-        return self.shell.store.attempt_nodes([key]).get(key) == node
+        return ran_on(self.shell.state, node, name, lambda _: self.shell.store.attempt_nodes([key]).get(key))
 
     def _chunk_kept(self, node: str, chunk: StagedChunk) -> ChunkKept:
         """A chunk of a staged-out file, written where its file is assembled. Only the node

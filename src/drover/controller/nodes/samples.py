@@ -33,10 +33,10 @@ class AttemptSamples:
 
 class LiveSamples:
     def __init__(self, sent_to: Callable[[str], str | None] | None = None) -> None:
-        """`sent_to`: the node an attempt (by its name) was sent to, None for one not running.
-        A node speaks for its own attempts only: its samples and exit reports of any other are
-        passed over, as the controller passes over its other reports of them
-        (handlers/node_reports.py, `_its_own`). None: every node is taken at its word."""
+        """`sent_to`: the node an attempt (by its name) was sent to, None for one not running
+        (handlers/attempt_nodes.sent_to). A node speaks for its own attempts only: its samples
+        and exit reports of any other are passed over, as the controller passes over its other
+        reports of them (attempt_nodes.ran_on). None: every node is taken at its word."""
         self._sent_to = sent_to
         self._attempts: dict[str, AttemptSamples] = {}
         self._of_node: dict[str, set[str]] = {}
