@@ -48,6 +48,14 @@ def over(lifeline: int, timeout: float = 20) -> None:
     os.close(lifeline)
 
 
+def served_one(server: ForkServer, tmp_path: Path) -> int:
+    """A shepherd that has served one attempt (`true`), released by the execd: its pid."""
+    pid, lifeline = start(server, make_spool(tmp_path, "true\n", name="6.0.1"))
+    over(lifeline)
+    server.release(pid)
+    return pid
+
+
 def shepherd_of(spool: Path) -> int:
     record = read_pid_record(str(spool / "pid"))
     assert record is not None
@@ -77,10 +85,7 @@ def test_a_stop_sent_as_soon_as_the_order_is_taken_stops_the_attempt(
     """The execd may signal the shepherd the moment the fork server names it: that signal is the
     attempt's, and no step before the attempt's first drops it."""
     if served_before:
-        first = make_spool(tmp_path, "true\n", name="6.0.1")
-        pid, lifeline = start(server, first)
-        over(lifeline)
-        server.release(pid)
+        served_one(server, tmp_path)
     spool = make_spool(tmp_path, "sleep 10\n", name="7.0.1")
     pid, lifeline = start(server, spool)
     os.kill(pid, signal.SIGTERM)
@@ -122,10 +127,7 @@ def test_signals_sent_for_an_attempt_after_its_end_do_not_reach_the_next(server:
 
 def test_a_shepherd_killed_in_a_later_attempt_ends_that_attempt_as_a_lost_one(
         server: ForkServer, tmp_path: Path) -> None:
-    first = make_spool(tmp_path, "true\n", name="7.0.1")
-    pid, lifeline = start(server, first)
-    over(lifeline)
-    server.release(pid)
+    pid = served_one(server, tmp_path)
     second = make_spool(tmp_path, "echo started > started; sleep 30\n", name="8.0.1")
     again, lifeline = start(server, second)
     assert again == pid

@@ -531,6 +531,19 @@ def ended_unstarted(spool: layout.SpoolDir, cpu: int) -> None:
     assert not Path(spool.record(layout.PID)).exists()  # no shepherd ever ran for it
 
 
+async def restarted_on_one_cpu(tmp_path: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any],
+                               first: layout.SpoolDir) -> Attempts:
+    """A node of two CPUs that started `first` (on CPU 1) and stopped once its job ran, back with
+    one CPU: its attempts as the restarted daemon recovered them."""
+    before = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
+    before._start_or_wait(first, None)
+    await until(lambda: Path(first.record(layout.JOB_PID)).exists())
+    before.close()
+    after = attempts_on(tmp_path, spawner, cleanup, sent, cpus=1)
+    after.recover()
+    return after
+
+
 def test_a_node_restarted_with_fewer_cpus_ends_a_start_in_place_on_a_cpu_it_lost(tmp_path: Path, spawner: Spawner,
                                                                                 pair: Pair) -> None:
     """The node daemon stopped after recording the move to CPU 1, before the config was rewritten,
@@ -578,12 +591,7 @@ def test_a_node_restarted_with_fewer_cpus_ends_what_would_start_on_a_cpu_it_lost
 
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
-        before = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
-        before._start_or_wait(first, None)
-        await until(lambda: Path(first.record(layout.JOB_PID)).exists())
-        before.close()
-        after = attempts_on(tmp_path, spawner, cleanup, sent, cpus=1)
-        after.recover()
+        after = await restarted_on_one_cpu(tmp_path, spawner, cleanup, sent, first)
         assert spawner.started == [FIRST, fourth] and cleanup.begun == [third]
         ended_unstarted(layout.SpoolDir(str(tmp_path), third), 1)
         assert SECOND in after.promised
@@ -619,12 +627,7 @@ def test_a_promise_on_a_cpu_the_node_lost_may_be_taken_back_or_moved(tmp_path: P
 
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
-        before = attempts_on(tmp_path, spawner, cleanup, sent, cpus=2)
-        before._start_or_wait(first, None)
-        await until(lambda: Path(first.record(layout.JOB_PID)).exists())
-        before.close()
-        after = attempts_on(tmp_path, spawner, cleanup, sent, cpus=1)
-        after.recover()
+        after = await restarted_on_one_cpu(tmp_path, spawner, cleanup, sent, first)
         assert set(after.promised) == {SECOND, third} and spawner.started == [FIRST]
         after.signal(SignalAttempt(SECOND, "terminate", "requeue"))
         assert cleanup.begun == [SECOND]
