@@ -7,6 +7,7 @@ an allocation."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -215,6 +216,7 @@ def test_a_user_without_root_runs_jobs_on_the_outer_clusters_nodes(slurm: Slurm,
         as_user("alloc", "remove", "1", check=False)
         wait_until(lambda: not ours(slurm), timeout=60, describe="the allocations to end in Slurm")
         as_user("down", "--state-dir", state, check=False)
+        shutil.rmtree(state, ignore_errors=True)  # the user's cluster, its outputs and logs
 
 
 def test_an_allocation_that_ends_before_its_node_joins_is_a_failure_and_backs_off(slurm: Slurm,

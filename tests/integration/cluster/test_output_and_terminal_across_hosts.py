@@ -59,40 +59,43 @@ def test_logs_follow_and_run_from_another_host(two_hosts: Hosts, users: tuple[st
                           "--", "sh", "-c", script)
     assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.split()[0]
-
-    # logs -f on node1, while the job runs on node2: the first lines come before the job ends
-    command, env = user_command(alice, ["drover", "logs", "-f", job], prefix=hosts.nodes["node1"].command(),
-                                env=_user_env(hosts, system_install))
-    follower = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
     try:
-        assert follower.stdout is not None
-        seen = read_until(follower.stdout.fileno(), b"on ")
-        assert b"one\n" in seen
-        # bob, on the same host, cannot read it through the node
-        refused = _on_node1(hosts, system_install, bob, "drover", "logs", job)
-        assert refused.returncode != 0 and f"belongs to {alice}" in refused.stderr, refused.stderr
-        go.touch()
-        os.chown(go, pwd.getpwnam(alice).pw_uid, -1)
-        out, err = follower.communicate(timeout=60)
+
+        # logs -f on node1, while the job runs on node2: the first lines come before the job ends
+        command, env = user_command(alice, ["drover", "logs", "-f", job], prefix=hosts.nodes["node1"].command(),
+                                    env=_user_env(hosts, system_install))
+        follower = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        try:
+            assert follower.stdout is not None
+            seen = read_until(follower.stdout.fileno(), b"on ")
+            assert b"one\n" in seen
+            # bob, on the same host, cannot read it through the node
+            refused = _on_node1(hosts, system_install, bob, "drover", "logs", job)
+            assert refused.returncode != 0 and f"belongs to {alice}" in refused.stderr, refused.stderr
+            go.touch()
+            os.chown(go, pwd.getpwnam(alice).pw_uid, -1)
+            out, err = follower.communicate(timeout=60)
+        finally:
+            if follower.poll() is None:
+                follower.kill()
+                follower.wait()
+        text = (seen + out).decode()
+        assert follower.returncode == 0, err
+        assert text.startswith("one\non ") and "10.213.1.2" in text and text.endswith("two\n"), text  # ran on node2
+
+        # once the node has cleaned up after it, the output is still read there, as its owner
+        wait_until(lambda: not _live_spools(hosts, "node2"), describe="node2's spool cleaned up")
+        again = _on_node1(hosts, system_install, alice, "drover", "logs", job)
+        assert again.returncode == 0 and again.stdout == text, again.stderr
+
+        # drover run: the output streams here, the exit status is the job's
+        ran = _on_node1(hosts, system_install, alice, "drover", "run", "--", "sh", "-c",
+                        "echo out $(hostname -I); echo err >&2; exit 3")
+        assert ran.returncode == 3, ran.stderr
+        assert ran.stdout.startswith("out ") and "10.213.1.2" in ran.stdout and "err" in ran.stderr
     finally:
-        if follower.poll() is None:
-            follower.kill()
-            follower.wait()
-    text = (seen + out).decode()
-    assert follower.returncode == 0, err
-    assert text.startswith("one\non ") and "10.213.1.2" in text and text.endswith("two\n"), text  # ran on node2
-
-    # once the node has cleaned up after it, the output is still read there, as its owner
-    wait_until(lambda: not _live_spools(hosts, "node2"), describe="node2's spool cleaned up")
-    again = _on_node1(hosts, system_install, alice, "drover", "logs", job)
-    assert again.returncode == 0 and again.stdout == text, again.stderr
-
-    # drover run: the output streams here, the exit status is the job's
-    ran = _on_node1(hosts, system_install, alice, "drover", "run", "--", "sh", "-c",
-                    "echo out $(hostname -I); echo err >&2; exit 3")
-    assert ran.returncode == 3, ran.stderr
-    assert ran.stdout.startswith("out ") and "10.213.1.2" in ran.stdout and "err" in ran.stderr
+        Path(f"/tmp/{alice}-{job}.out").unlink(missing_ok=True)  # its output, which outlives the user
 
 
 def _live_spools(hosts: Hosts, node: str) -> list[Path]:
