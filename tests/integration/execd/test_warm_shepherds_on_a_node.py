@@ -59,9 +59,10 @@ def test_an_attempt_runs_in_a_shepherd_forked_before_its_order(cluster: LocalClu
 def test_a_shepherd_back_from_an_attempt_runs_the_next_one(cluster: LocalCluster) -> None:
     """No fork for the next attempt: the shepherd that ran the last one, whose pages are its
     own by now, runs it (execd/warm_shepherds.py), and each attempt's records are its own."""
-    warm(fork_server(cluster))
+    server = fork_server(cluster)
     parents = []
     for n in range(3):
+        warm(server)  # the last attempt's shepherd back, waiting with those forked ahead
         job = cluster.submit("-o", f"parent{n}", "--", "sh", "-c", "echo $PPID")
         assert cluster.drover("wait", str(job)).returncode == 0
         parents.append(int((cluster.workdir / f"parent{n}").read_text()))
