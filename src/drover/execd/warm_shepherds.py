@@ -107,10 +107,9 @@ class WarmShepherds:
         """Whether fewer than `keep` are waiting or on their way back (and forking one more is
         worth a try)."""
         coming = sum(1 for serving in self._serving.values() if serving.idle or serving.released)
-        # Without any forked ahead (keep 0), one back from an attempt is still worth keeping.
         return not self._paused and len(self._waiting) + coming < self.keep
 
-    def write_ends(self) -> list[int]:
+    def channel_fds(self) -> list[int]:
         """Every channel's descriptor: a shepherd forked for an order closes them, or one of
         them would not see the fork server go."""
         return [channel.fileno() for channel in self._waiting.values()] + [
@@ -208,6 +207,7 @@ class WarmShepherds:
     def _back(self, pid: int, serving: Serving) -> None:
         del self._serving[pid]
         self._unwatch(serving.channel)
+        # Without any forked ahead (keep 0), one back from an attempt is still worth keeping.
         if self._waiting and len(self._waiting) >= max(self.keep * IDLE_AFTER_SERVING, 1):
             # Enough wait already: the one that waited longest goes (end of file, and it exits),
             # since one that has just served has its pages its own and warm.
@@ -256,7 +256,7 @@ class WarmShepherds:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
             raise
         if pid == 0:  # the child: never return into the server's loop
-            self._serve(theirs, [ours.detach(), *self.write_ends(), *self._server_fds()], first)
+            self._serve(theirs, [ours.detach(), *self.channel_fds(), *self._server_fds()], first)
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
         theirs.close()
         return pid, ours
