@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from drover.core.ids import attempt_name
 from drover.execd import lost_shepherd
-from drover.execd.attempts import Spawner
+from drover.execd.attempts import MAX_CPU_ID, Spawner, cpus_refusal
 from drover.execd.identities import Identities
 from drover.execd.job_signals import delivery, signal_by_record
 from drover.protocol.node_channel import PeTaskExited, SignalPeTasks, StartPeTask, StopPeTasks
@@ -63,11 +64,13 @@ class LiveTask:
 
 class PeTasks:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], node_options: NodeOptions,
-                 identities: Identities, signed_jobs: SignedJobs | None, site: SiteMethods | None = None) -> None:
+                 identities: Identities, signed_jobs: SignedJobs | None, site: SiteMethods | None = None,
+                 cpus: int = MAX_CPU_ID) -> None:
         from drover.execd.site_methods import SiteMethods
 
         self.site = site if site is not None else SiteMethods("drover.toml")  # commands an order carries are refused
         self.root = root
+        self.cpus = cpus  # the CPUs this node offers (its hello's count), as Attempts has them
         self.spawner = spawner
         self.send = send
         self.node_options = node_options
@@ -99,6 +102,10 @@ class PeTasks:
             return  # a repeated order
         if order.attempt in self.stopped:
             self._refused(order, "the job's attempt ended on this node")
+            return
+        misplaced = self._placement_refusal(order)
+        if misplaced is not None:
+            self._refused(order, misplaced)
             return
         if self.signed_jobs is not None:
             unsigned = self.signed_jobs.pe_task_refusal(order)
@@ -144,6 +151,51 @@ class PeTasks:
             return
         log.info("attempt %s: task %s started (shepherd %d)", order.attempt, order.petask, pid)
         self._watch(LiveTask(order.attempt, order.petask, spool, pid))
+
+    def _placement_refusal(self, order: StartPeTask) -> str | None:
+        """Why the task may not run where its order puts it, or None. Its CPUs, as a start order's
+        (attempts.cpus_refusal): one the node does not offer, or one named twice, and the shepherd
+        would run the task on every CPU. Its config must be of the attempt the order names (the
+        owner's signature of a task binds its job, not the directory it runs in). On the job's
+        master host, where the attempt's own
+        record is, a task runs within its attempt: on the attempt's CPUs (those it was moved to,
+        where it started in place) and as the attempt's owner. The controller orders no other
+        (controller/nodes/pe_tasks.py, task_order: the job's room on the host); a controller
+        taken over might, to put a task on another job's CPUs, or another user's inside this job."""
+        config = order.config
+        named = attempt_name(config["job_id"], config["task_index"], config["attempt_number"])
+        if config["attempt"] != order.attempt or named != order.attempt:
+            return f"the order is for attempt {order.attempt}, and its config for {config['attempt']} ({named})"
+        unplaced = cpus_refusal(config.get("cpu_ids", []), self.cpus)
+        if unplaced is not None:
+            return f"the node refused the task's CPUs: {unplaced}"
+        master = self._master_record(order.attempt)
+        if master is None:
+            return None  # a host of the job's that is not its master's: the order's CPUs are the job's room here
+        held, owner = master
+        outside = sorted(set(config["cpu_ids"]) - set(held))
+        if outside:
+            return (f"the node refused the task's CPUs: {', '.join(f'CPU {cpu}' for cpu in outside[:8])} "
+                    f"{'is' if len(outside) == 1 else 'are'} not the attempt's (it holds {_cpus_named(held)})")
+        if config["owner"] != owner:
+            return f"the task is {config['owner']}'s, and its attempt {owner}'s"
+        return None
+
+    def _master_record(self, attempt: str) -> tuple[list[int], str] | None:
+        """The CPUs and owner of the attempt, where this node runs it (its master's spool, not a
+        directory made for tasks only); None elsewhere."""
+        spool = layout.SpoolDir(self.root, attempt)
+        if os.path.exists(os.path.join(spool.path, MADE_FOR_TASKS)):
+            return None
+        try:
+            config = read_json(spool.record(layout.CONFIG))
+            moved = read_json(spool.record(layout.MOVED))
+        except (OSError, ValueError):
+            return [], ""  # the attempt is here, its records unreadable: no task runs within it
+        if not isinstance(config, dict):
+            return None  # no attempt of that name here: a host of the job's tasks only
+        held = moved if isinstance(moved, list) else config.get("cpu_ids", [])
+        return [cpu for cpu in held if isinstance(cpu, int)], str(config.get("owner", ""))
 
     def stop(self, order: StopPeTasks) -> None:
         """The attempt ended: each of its tasks' shepherds is told to stop its task (SIGTERM: the
@@ -289,6 +341,12 @@ class PeTasks:
             if task.pidfd is not None:
                 self._loop.remove_reader(task.pidfd)
                 os.close(task.pidfd)
+
+
+def _cpus_named(cpu_ids: list[int]) -> str:
+    if not cpu_ids:
+        return "none"
+    return ("CPU " if len(cpu_ids) == 1 else "CPUs ") + ", ".join(str(cpu) for cpu in sorted(cpu_ids)[:16])
 
 
 def _attempt_key(name: str) -> tuple[int, ...]:
