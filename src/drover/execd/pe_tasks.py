@@ -157,9 +157,9 @@ class PeTasks:
         (attempts.cpus_refusal): one the node does not offer, or one named twice, and the shepherd
         would run the task on every CPU. Its config must be of the attempt the order names (the
         owner's signature of a task binds its job, not the directory it runs in). On the job's
-        master host, where the attempt's own
-        record is, a task runs within its attempt: on the attempt's CPUs (those it was moved to,
-        where it started in place) and as the attempt's owner. The controller orders no other
+        master host, where the attempt's own record is, a task runs within its attempt: on the
+        attempt's CPUs (those it was moved to, where it started in place) and as the attempt's
+        owner. The controller orders no other
         (controller/nodes/pe_tasks.py, task_order: the job's room on the host); a controller
         taken over might, to put a task on another job's CPUs, or another user's inside this job."""
         config = order.config
