@@ -2,7 +2,8 @@
 not offer (its hello's count), or one named twice, and the shepherd could not pin the task and
 would run it on every CPU. On the job's master host a task runs within its attempt: on the
 attempt's CPUs (those it moved to, where it started in place) and as its owner; and everywhere
-its config must be of the attempt the order names. A controller taken over may send any of
+its config must be of the attempt the order names. A node that came back offering fewer CPUs
+runs tasks on those its attempts hold there by its own record, and on no others. A controller taken over may send any of
 these (docs/security.md); an honest one sends none (controller/nodes/pe_tasks.py, task_order).
 Each is refused before anything of it is made, and reported as the task's end; the good orders
 that follow run, on real shepherds."""
@@ -100,6 +101,84 @@ def test_task_orders_off_the_nodes_or_the_attempts_cpus_start_nothing_and_are_re
                 assert ended[started]["exit_code"] == 0, ended[started]
                 assert (work / f"{started[0]}-{started[1]}.ran").exists()
             assert sorted(spawner.started) == ["1", "1", "3"]
+        finally:
+            tasks.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_node_back_with_fewer_cpus_runs_tasks_on_those_its_attempts_hold_there_and_no_others(
+        tmp_path: Path, spawner: Spawner) -> None:  # noqa: F811
+    """The node offered four CPUs; it came back offering two, and keeps running the attempts that
+    started on CPUs 2 and 3 (controller/handlers/node_reports.py), whose tasks the controller
+    orders on the same CPUs. On the master's host the attempt's spool says they are its own; on
+    another host of the job's, the task this node started there on CPU 3 before. A CPU of no
+    record beyond the node's two is refused as before, and so is one the attempt does not hold."""
+    root, work = tmp_path / "spool", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    make_spool(root, "sleep 60\n", name=MASTER, cpu_ids=[2, 3], owner=me)
+
+    async def scenario() -> None:
+        sent: list[Any] = []
+        before = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=4)  # type: ignore[arg-type]
+        try:
+            before.start(task_order(work, ELSEWHERE, "1", "[3]", me))  # the job's room on this host: CPU 3
+            await until(lambda: len(sent) == 1)
+        finally:
+            before.close()
+        assert sent[0].exit_status["exit_code"] == 0
+        sent.clear()
+        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        try:
+            tasks.start(task_order(work, MASTER, "1", "[4]", me))
+            tasks.start(task_order(work, MASTER, "2", "[1, 3]", me))
+            tasks.start(task_order(work, MASTER, "3", "[3, 3]", me))
+            tasks.start(task_order(work, ELSEWHERE, "2", "[2]", me))  # no task of the attempt was there
+            tasks.start(task_order(work, ELSEWHERE, "3", "[3, 3]", me))
+            assert failures(sent) == [
+                "the node refused the task's CPUs: CPU 4 is not one this node offers (it offers CPUs 0 to 1)",
+                "the node refused the task's CPUs: CPU 1 is not the attempt's (it holds CPUs 2, 3)",
+                "the node refused the task's CPUs: CPU 3 is not one this node offers (it offers CPUs 0 to 1)",
+                "the node refused the task's CPUs: CPU 2 is not one this node offers (it offers CPUs 0 to 1)",
+                "the node refused the task's CPUs: CPU 3 is not one this node offers (it offers CPUs 0 to 1)"]
+            sent.clear()
+            tasks.start(task_order(work, MASTER, "4", "[3]", me))
+            tasks.start(task_order(work, MASTER, "5", "[2, 3]", me))
+            tasks.start(task_order(work, ELSEWHERE, "4", "[3]", me))
+            tasks.start(task_order(work, ELSEWHERE, "5", "[0, 3]", me))  # the node's CPU 0, and the share's
+            await until(lambda: len(sent) == 4)
+            ended = {(message.attempt, message.petask): message.exit_status for message in sent}
+            for started in [(MASTER, "4"), (MASTER, "5"), (ELSEWHERE, "4"), (ELSEWHERE, "5")]:
+                assert ended[started]["exit_code"] == 0, ended[started]
+                assert (work / f"{started[0]}-{started[1]}.ran").exists()
+        finally:
+            tasks.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_refusal_says_at_most_80_characters_of_what_the_order_named(tmp_path: Path,
+                                                                      spawner: Spawner) -> None:  # noqa: F811
+    root, work = tmp_path / "spool", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    make_spool(root, "sleep 60\n", name=MASTER, cpu_ids=[1], owner=me)
+
+    async def scenario() -> None:
+        sent: list[Any] = []
+        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        try:
+            tasks.start(task_order(work, ELSEWHERE, "1", "[0]", me, attempt="5.0." + "1" * 100_000,
+                                   job_id=int("9" * 4000)))
+            tasks.start(task_order(work, MASTER, "1", "[1]", "x" * 100_000))
+            (other_attempt, other_owner) = failures(sent)
+            assert other_attempt == (f"the order is for attempt {ELSEWHERE}, and its config for "
+                                     f"{('5.0.' + '1' * 100)[:80]} ({'9' * 80})")
+            assert other_owner == f"the task is {'x' * 80}'s, and its attempt {me}'s"
+            assert spawner.started == []
         finally:
             tasks.close()
 
