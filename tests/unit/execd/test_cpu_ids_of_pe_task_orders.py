@@ -17,10 +17,13 @@ import pwd
 from pathlib import Path
 from typing import Any
 
+import msgspec
+import pytest
 from tests.helpers.attempt_config import attempt_config
 from tests.helpers.spools import make_spool
 from tests.unit.execd.test_node_promises import Spawner, spawner, until  # noqa: F401  (a fixture)
 
+from drover.execd import attempt_records
 from drover.execd.identities import Identities
 from drover.execd.pe_tasks import PeTasks
 from drover.protocol.node_channel import PeTaskExited, StartPeTask, controller_decoder
@@ -183,3 +186,38 @@ def test_a_refusal_says_at_most_80_characters_of_what_the_order_named(tmp_path: 
             tasks.close()
 
     asyncio.run(scenario())
+
+
+def test_the_spawners_clean_up_ends_a_task_left_running_and_removes_its_cgroups(
+        tmp_path: Path, spawner: Spawner) -> None:  # noqa: F811
+    """A test that ends with a task still running leaves nothing of it: the spawner's clean-up
+    ends the task's cgroups, named <attempt>.<petask> (pe_tasks._end_contained), not <petask>."""
+    root, work = tmp_path / "spool", tmp_path / "work"
+    root.mkdir()
+    work.mkdir()
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    task = layout.SpoolDir(str(root / ELSEWHERE), "1")
+
+    async def scenario() -> None:
+        sent: list[Any] = []
+        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        try:
+            order = task_order(work, ELSEWHERE, "1", "[0]", me)
+            tasks.start(msgspec.structs.replace(order, script="#!/bin/bash\nexec sleep 600\n"))
+            await until(lambda: attempt_records.containment(task) is not None
+                        and os.path.exists(task.record(layout.JOB_PID)))
+            assert sent == []
+        finally:
+            tasks.close()
+
+    asyncio.run(scenario())
+    record = attempt_records.containment(task)
+    assert record is not None
+    job_pid = int((Path(task.record(layout.JOB_PID))).read_text().split()[0])
+    cgroups = [path for path in record["cgroups"].values() if os.path.basename(path) == f"{ELSEWHERE}.1"]
+    assert cgroups or record["backend"] == "subreaper"  # the task's own (a CPU slot's is shared: not its to remove)
+    assert all(os.path.isdir(path) for path in cgroups)
+    spawner.stop()
+    assert not any(os.path.exists(path) for path in cgroups), (record["backend"], cgroups)
+    with pytest.raises(ProcessLookupError):
+        os.kill(job_pid, 0)

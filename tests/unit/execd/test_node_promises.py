@@ -66,10 +66,14 @@ class Spawner:
         """End what is left of the shepherds and their jobs, also after a test that failed while a
         job waited at its gate: each job is in a process group of its own, which killing its
         shepherd's does not reach, so every process of each attempt goes as a lost shepherd's
-        attempt's does (its cgroups, or its shepherd's session), and its cgroups with them."""
+        attempt's does (its cgroups, or its shepherd's session), and its cgroups with them; a
+        parallel task's too, whose cgroups are named for its attempt and task."""
         for spool_dir in self.spools:
             path = Path(spool_dir)
-            end_attempt(layout.SpoolDir(str(path.parent), path.name))
+            spool = layout.SpoolDir(str(path.parent), path.name)
+            if layout.PETASK_ID.fullmatch(path.name):  # a parallel task's: its cgroup is <attempt>.<petask>
+                spool.name = f"{path.parent.name}.{path.name}"  # as pe_tasks._end_contained names it
+            end_attempt(spool)
         for process in self.processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
