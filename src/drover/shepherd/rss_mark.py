@@ -7,14 +7,23 @@ setmax_mm_hiwater_rss(&tsk->signal->maxrss, old_mm)), and at exit the process's 
 do_exit); wait4 reports the larger of that and the largest of its waited-for children's. The
 job's first process is the shepherd's vfork (posix_spawn, launch.py) or fork (Popen): the
 address space it leaves at exec is the shepherd's own (vfork), or a copy of it whose mark starts
-at the copy's resident set (kernel/fork.c, dup_mm). Either way a job of /bin/true would report
-the Python shepherd's resident set, about 13 MiB, and a shepherd that once held more (it serves
-attempt after attempt) would report that.
+at the copy's resident set (kernel/fork.c, dup_mm), which is lower than the shepherd's: the
+page tables of file mappings without anonymous pages are not copied (mm/memory.c,
+vma_needs_copy), so their pages are not resident in the copy until touched (measured: 10.5 MiB
+in the copy of 14.4 MiB). Either way a job of /bin/true would report most of the Python
+shepherd's resident set, 10 MiB or more, and after a vfork a shepherd that once held more (it
+serves attempt after attempt) would report that.
 
 So the shepherd lowers its own mark to its resident set just before it starts the job (writing
 5 to /proc/self/clear_refs: reset_mm_hiwater_rss), reads it just after (vfork: the child has
-exec'ed by then; the mark cannot have fallen), and the job's ru_maxrss is the job's own only
-where it is above that mark. Where it is not, every process of the job stayed at or under the
+exec'ed by then), and the job's ru_maxrss is the job's own only where it is above that mark.
+The mark read is at or above the one a fork's copy started from, and at or above what the
+vfork'ed child inherited at exec but in one case: VmHWM is the larger of the stored mark and
+the resident set now, and the kernel raises the stored mark when pages are unmapped, not when
+reclaim takes them; pages the shepherd touched between the lowering and the exec, reclaimed
+before the read, would leave the read mark under the inherited one. The window is a few system calls, in which the
+shepherd allocates little, and memory pressure enough to reclaim from it in that time is rare.
+Where the job's ru_maxrss is not above the mark, every process of the job stayed at or under the
 mark, and how far under is not known: the figure is then 0 (not known), and the mark is kept
 beside it. The job's children are not concerned: each is forked from the job and starts from the
 job's own pages.
