@@ -206,6 +206,8 @@ class Usage(TypedDict):
 
     user_cpu_s: float
     sys_cpu_s: float
+    # The peak resident set of the job's largest process, where it is the job's own; 0 where it is
+    # not known: every process stayed at or under max_rss_inherited_kib (shepherd/rss_mark.py).
     max_rss_kib: int
     minor_faults: int
     major_faults: int
@@ -217,6 +219,7 @@ class Usage(TypedDict):
     containment: NotRequired[str]  # cgroup-v2, cgroup-v1 or subreaper
     cgroup_peak_memory_bytes: NotRequired[int]  # of the whole attempt, where a cgroup measured it
     cgroup_cpu_s: NotRequired[float]
+    max_rss_inherited_kib: NotRequired[int]  # the mark the job's first process started from, where read
 
 
 class ContainmentRecord(TypedDict):

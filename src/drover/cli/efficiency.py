@@ -33,6 +33,7 @@ def report(job: JobInfo, task: TaskInfo, group: str) -> list[str]:
              "Cluster: drover", f"User/Group: {job.owner}/{group}", f"State: {_state(task, attempt)}"]
     lines += [f"Cores: {job.cpus}"] if job.cpus == 1 else ["Nodes: 1", f"Cores per node: {job.cpus}"]
     usage = attempt.usage if attempt is not None else None
+    known_peak = True  # without usage, as before: nothing recorded reads as 0
     if usage is None:
         wall = (attempt.ended_at or 0.0) - (attempt.started_at or 0.0) if attempt is not None else 0.0
         cpu, peak_kib = 0.0, 0.0
@@ -40,13 +41,17 @@ def report(job: JobInfo, task: TaskInfo, group: str) -> list[str]:
         wall = usage.wall_s
         cpu = usage.cgroup_cpu_s if usage.cgroup_cpu_s is not None else usage.user_cpu_s + usage.sys_cpu_s
         peak_kib = max(usage.max_rss_kib, (usage.cgroup_peak_memory_bytes or 0) / 1024)
+        # 0: no cgroup measured the attempt, and its max RSS is not known (accounting.md, Max RSS)
+        known_peak = peak_kib > 0
     core_wall = wall * job.cpus
     lines.append(f"CPU Utilized: {seff_time(cpu)}")
     lines.append(f"CPU Efficiency: {_percent(cpu, core_wall)} of {seff_time(core_wall)} core-walltime")
     lines.append(f"Job Wall-clock time: {seff_time(wall)}")
-    lines.append(f"Memory Utilized: {seff_size(peak_kib)}")
+    lines.append(f"Memory Utilized: {seff_size(peak_kib) if known_peak else 'n/a (not known)'}")
     requested_kib = job.memory_mib * 1024
-    if requested_kib:
+    if requested_kib and not known_peak:
+        lines.append(f"Memory Efficiency: n/a of {seff_size(requested_kib)}")
+    elif requested_kib:
         lines.append(f"Memory Efficiency: {_percent(peak_kib, requested_kib)} of {seff_size(requested_kib)}")
     else:
         lines.append("Memory Efficiency: no memory was requested")

@@ -91,7 +91,9 @@ def cpu_efficiency(cpu_s: float | None, cpus: int, wall_s: float) -> float | Non
 
 
 def memory_efficiency(peak_bytes: int | None, memory_mib: int) -> float | None:
-    if peak_bytes is None or memory_mib <= 0:
+    """The peak against the memory asked for; None where either is not known. A peak of 0 is not
+    known: no cgroup measured it and the max RSS was not the job's own (accounting.md, Max RSS)."""
+    if not peak_bytes or memory_mib <= 0:
         return None
     return peak_bytes / (memory_mib * 1024 * 1024)
 

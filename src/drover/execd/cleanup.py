@@ -552,7 +552,7 @@ class Cleanup:
             {"exit code": exit_status["exit_code"], "signal": exit_status["signal"],
              "failure": exit_status["failure"], "node": config["node"],
              "attempt": config["attempt_number"], "wall time": _seconds(usage, "wall_s"),
-             "user CPU": _seconds(usage, "user_cpu_s"), "max RSS KiB": usage["max_rss_kib"] if usage else None,
+             "user CPU": _seconds(usage, "user_cpu_s"), "max RSS KiB": (usage["max_rss_kib"] or "not known") if usage else None,
              "output": config.get("done_output") or config["stdout"]},
         )
         if config["job"]["mail_output"]:  # jobd's mailoutput: the shepherd copied it as the owner

@@ -176,7 +176,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
     attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs, site, cpus=cpus)
     # Tasks of running parallel jobs (GE's tight integration), each under a shepherd of its own.
-    pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs, site)
+    pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs, site, cpus=cpus)
     relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals
     output_index.forget_old(spool_root)
     event_logs = NodeEventLogs(send, signed_jobs)  # jobs' event logs, for a controller that cannot be their owners

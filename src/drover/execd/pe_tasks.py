@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from drover.core.ids import attempt_name
 from drover.execd import lost_shepherd
-from drover.execd.attempts import Spawner
+from drover.execd.attempts import MAX_CPU_ID, Spawner, cpus_refusal
 from drover.execd.identities import Identities
 from drover.execd.job_signals import delivery, signal_by_record
 from drover.protocol.node_channel import PeTaskExited, SignalPeTasks, StartPeTask, StopPeTasks
@@ -63,11 +64,13 @@ class LiveTask:
 
 class PeTasks:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], node_options: NodeOptions,
-                 identities: Identities, signed_jobs: SignedJobs | None, site: SiteMethods | None = None) -> None:
+                 identities: Identities, signed_jobs: SignedJobs | None, site: SiteMethods | None = None,
+                 cpus: int = MAX_CPU_ID) -> None:
         from drover.execd.site_methods import SiteMethods
 
         self.site = site if site is not None else SiteMethods("drover.toml")  # commands an order carries are refused
         self.root = root
+        self.cpus = cpus  # the CPUs this node offers (its hello's count), as Attempts has them
         self.spawner = spawner
         self.send = send
         self.node_options = node_options
@@ -99,6 +102,10 @@ class PeTasks:
             return  # a repeated order
         if order.attempt in self.stopped:
             self._refused(order, "the job's attempt ended on this node")
+            return
+        misplaced = self._placement_refusal(order)
+        if misplaced is not None:
+            self._refused(order, misplaced)
             return
         if self.signed_jobs is not None:
             unsigned = self.signed_jobs.pe_task_refusal(order)
@@ -144,6 +151,81 @@ class PeTasks:
             return
         log.info("attempt %s: task %s started (shepherd %d)", order.attempt, order.petask, pid)
         self._watch(LiveTask(order.attempt, order.petask, spool, pid))
+
+    def _placement_refusal(self, order: StartPeTask) -> str | None:
+        """Why the task may not run where its order puts it, or None. Its CPUs, as a start order's
+        (attempts.cpus_refusal): one the node does not offer, or one named twice, and the shepherd
+        would run the task on every CPU. Its config must be of the attempt the order names (the
+        owner's signature of a task binds its job, not the directory it runs in). On the job's
+        master host, where the attempt's own record is, a task runs within its attempt: on the
+        attempt's CPUs (those it was moved to, where it started in place) and as the attempt's
+        owner. The controller orders no other
+        (controller/nodes/pe_tasks.py, task_order: the job's room on the host); a controller
+        taken over might, to put a task on another job's CPUs, or another user's inside this job.
+
+        A node that came back offering fewer CPUs keeps running the attempts that started on
+        those it no longer offers, pinned there (controller/handlers/node_reports.py, _reattach),
+        and the controller orders their tasks on the same CPUs: a task is let onto such a CPU
+        where it is the attempt's own by this node's record: on the master host the attempt's
+        (its spool), elsewhere one an earlier task of the attempt was started on here (the task
+        directories, kept while the attempt runs). A CPU of no record is refused as before."""
+        config = order.config
+        named = attempt_name(config["job_id"], config["task_index"], config["attempt_number"])
+        if config["attempt"] != order.attempt or named != order.attempt:
+            return f"the order is for attempt {order.attempt}, and its config for {config['attempt'][:80]} ({named[:80]})"
+        cpu_ids = config.get("cpu_ids", [])
+        master = self._master_record(order.attempt)
+        unplaced = cpus_refusal(cpu_ids, self.cpus)
+        if unplaced is not None:
+            held = master[0] if master is not None else self._share_here(order.attempt)
+            if not _within_own(cpu_ids, self.cpus, held):
+                return f"the node refused the task's CPUs: {unplaced}"
+        if master is None:
+            return None  # a host of the job's that is not its master's: the order's CPUs are the job's room here
+        held, owner = master
+        outside = sorted(set(config["cpu_ids"]) - set(held))
+        if outside:
+            return (f"the node refused the task's CPUs: {', '.join(f'CPU {cpu}' for cpu in outside[:8])} "
+                    f"{'is' if len(outside) == 1 else 'are'} not the attempt's (it holds {_cpus_named(held)})")
+        if config["owner"] != owner:
+            return f"the task is {config['owner'][:80]}'s, and its attempt {owner[:80]}'s"
+        return None
+
+    def _master_record(self, attempt: str) -> tuple[list[int], str] | None:
+        """The CPUs and owner of the attempt, where this node runs it (its master's spool, not a
+        directory made for tasks only); None elsewhere."""
+        spool = layout.SpoolDir(self.root, attempt)
+        if os.path.exists(os.path.join(spool.path, MADE_FOR_TASKS)):
+            return None
+        try:
+            config = read_json(spool.record(layout.CONFIG))
+            moved = read_json(spool.record(layout.MOVED))
+        except (OSError, ValueError):
+            return [], ""  # the attempt is here, its records unreadable: no task runs within it
+        if not isinstance(config, dict):
+            return None  # no attempt of that name here: a host of the job's tasks only
+        held = moved if isinstance(moved, list) else config.get("cpu_ids", [])
+        return [cpu for cpu in held if isinstance(cpu, int)], str(config.get("owner", ""))
+
+    def _share_here(self, attempt: str) -> list[int]:
+        """The CPUs this node started tasks of the attempt on, on a host of the job's that is not
+        its master's: the configs it wrote in the tasks' directories (read only where an order
+        names a CPU the node no longer offers)."""
+        attempt_dir = os.path.join(self.root, attempt)
+        held: set[int] = set()
+        try:
+            petasks = [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name)]
+        except OSError:
+            return []
+        for petask in petasks:
+            try:
+                config = read_json(layout.SpoolDir(attempt_dir, petask).record(layout.CONFIG))
+            except (OSError, ValueError):
+                continue
+            cpus = config.get("cpu_ids") if isinstance(config, dict) else None
+            if isinstance(cpus, list):
+                held.update(cpu for cpu in cpus if isinstance(cpu, int) and not isinstance(cpu, bool))
+        return sorted(held)
 
     def stop(self, order: StopPeTasks) -> None:
         """The attempt ended: each of its tasks' shepherds is told to stop its task (SIGTERM: the
@@ -281,7 +363,7 @@ class PeTasks:
         self._gone(task.attempt, task.petask)
 
     def _refused(self, order: StartPeTask, why: str) -> None:
-        log.warning("attempt %s: task %s not started: %s", order.attempt, order.petask, why)
+        log.warning("attempt %s: task %s not started: %s", order.attempt[:80], order.petask[:80], why)
         self._report(PeTaskExited(order.attempt, order.petask, _failed(why)))
 
     def close(self) -> None:
@@ -289,6 +371,21 @@ class PeTasks:
             if task.pidfd is not None:
                 self._loop.remove_reader(task.pidfd)
                 os.close(task.pidfd)
+
+
+def _within_own(cpu_ids: object, offered: int, held: list[int]) -> bool:
+    """Whether each CPU id is one the node offers or one of the attempt's own by the node's record
+    (`held`), none named twice."""
+    if cpus_refusal(cpu_ids, MAX_CPU_ID) is not None or not isinstance(cpu_ids, list):
+        return False
+    own = set(held)
+    return all(cpu < offered or cpu in own for cpu in cpu_ids)
+
+
+def _cpus_named(cpu_ids: list[int]) -> str:
+    if not cpu_ids:
+        return "none"
+    return ("CPU " if len(cpu_ids) == 1 else "CPUs ") + ", ".join(str(cpu) for cpu in sorted(cpu_ids)[:16])
 
 
 def _attempt_key(name: str) -> tuple[int, ...]:

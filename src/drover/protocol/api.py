@@ -92,6 +92,10 @@ class Usage(msgspec.Struct, kw_only=True):
     containment: str | None = None  # cgroup-v2, cgroup-v1 or subreaper
     cgroup_peak_memory_bytes: int | None = None  # the whole attempt, where a cgroup measured it
     cgroup_cpu_s: float | None = None
+    # The shepherd's high-water mark the job's first process started from (docs/accounting.md,
+    # Max RSS): where max_rss_kib is 0, not known, every process stayed at or under it. None
+    # where it was not read, or from a node that does not say it.
+    max_rss_inherited_kib: int | None = None
 
 
 class AttemptInfo(msgspec.Struct, kw_only=True):

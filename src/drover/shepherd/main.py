@@ -62,6 +62,7 @@ from drover.shepherd import (
     output_space,
     outputs,
     parallel,
+    rss_mark,
     setup,
     spool_files,
     starter,
@@ -151,6 +152,7 @@ class Attempt:
     tmpdir: str  # the attempt's TMPDIR, the owner's
     env: dict[str, str]  # the job's environment
     checkpoint_problems: list[str] = field(default_factory=list)  # trace lines of a checkpointing job's set-up
+    inherited_rss_kib: int | None = None  # the shepherd's high-water mark the job started from (rss_mark.py)
 
 
 @dataclass(slots=True)
@@ -333,8 +335,10 @@ def start_job(attempt: Attempt, opened: Opened) -> tuple[int, PtyRelay | None]:
     attempt.containment.enter()
     try:
         with held_signals():
+            rss_mark.lower_own_mark()
             job_pid = _start(attempt.spool, attempt.config, attempt.env, opened.stdout, opened.stderr, identity,
                              opened.workdir_fd, attempt.limits, relay.slave if relay else None)
+            attempt.inherited_rss_kib = rss_mark.own_mark_kib()
     finally:
         attempt.containment.leave()
         if relay is not None:
@@ -466,12 +470,14 @@ def record_outcome(attempt: Attempt, ending: Ending, after: list[tuple[Method, i
     ru = ending.rusage
     usage: Usage = {
         "user_cpu_s": ru.ru_utime, "sys_cpu_s": ru.ru_stime,
-        "max_rss_kib": ru.ru_maxrss, "minor_faults": ru.ru_minflt,
+        "max_rss_kib": rss_mark.job_max_rss_kib(ru.ru_maxrss, attempt.inherited_rss_kib), "minor_faults": ru.ru_minflt,
         "major_faults": ru.ru_majflt, "voluntary_switches": ru.ru_nvcsw,
         "involuntary_switches": ru.ru_nivcsw,
         "wall_s": wall_s, "started_at": started_at, "ended_at": ended_at,
         "containment": containment.name,
     }
+    if attempt.inherited_rss_kib is not None:
+        usage["max_rss_inherited_kib"] = attempt.inherited_rss_kib
     if peak is not None:
         usage["cgroup_peak_memory_bytes"] = peak
     if cpu is not None:

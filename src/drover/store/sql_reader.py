@@ -159,14 +159,15 @@ class SqlReader:
         conditions, args = self._conditions(where)
         d = self.dialect
         # The divisions are of doubles on both backends (PostgreSQL would divide a bigint by a
-        # literal 1048576.0 as numeric, with other rounding).
+        # literal 1048576.0 as numeric, with other rounding). A peak of 0 is not known (no cgroup
+        # measured it and the max RSS was not the job's own): no memory efficiency, as summarise().
         sql = f"""
             WITH f AS (
                 SELECT {key} AS k, c.job_id, c.cpu_s, COALESCE(c.ended_at - c.started_at, 0) AS wall,
                        CASE WHEN c.started_at IS NOT NULL THEN {d.greatest}(c.started_at - c.eligible_at, 0) END AS wait,
                        CASE WHEN c.cpu_s IS NOT NULL AND c.cpus > 0 AND c.ended_at > c.started_at
                             THEN c.cpu_s / (c.cpus * (c.ended_at - c.started_at)) END AS ce,
-                       CASE WHEN c.peak_bytes IS NOT NULL AND c.memory_mib > 0
+                       CASE WHEN c.peak_bytes > 0 AND c.memory_mib > 0
                             THEN c.peak_bytes / (c.memory_mib * CAST(1048576 AS DOUBLE PRECISION)) END AS me
                 FROM accounting c {"WHERE " + " AND ".join(conditions) if conditions else ""}
             ), r AS (

@@ -427,7 +427,7 @@ def history_live(rows: Sequence[HistoryRow], summary: HistorySummary | None, fil
          _e(row.name), _e(row.owner), _state(row.state), _e(row.node),
          _e(row.exit_status) if row.exit_status is not None else "-", clock(row.ended_at), duration(row.wall_s),
          f"{row.cpu_s:.1f}s" if row.cpu_s is not None else "-",
-         size_bytes(row.max_rss_kib * 1024 if row.max_rss_kib is not None else None),
+         size_bytes(row.max_rss_kib * 1024 if row.max_rss_kib else None),
          _percent(row.cpu_efficiency), _e(row.reason or ""))
         for row in reversed(rows)
     ]

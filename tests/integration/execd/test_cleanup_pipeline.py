@@ -96,6 +96,11 @@ def test_killing_the_execd_before_any_step_reports_once_mails_once_and_logs_no_d
         wait_until(lambda: len(inbox.messages) >= 1, describe="the mail")
         assert len(inbox.messages) == 1
         assert "ended" in inbox.messages[0]["Subject"]  # type: ignore[index]
+        # echo's max RSS is not the job's own, 0: the mail says not known (accounting.md, Max RSS)
+        used = cluster.drover_json("show", str(job))["tasks"][0]["attempts"][0]["usage"]
+        rss = used["max_rss_kib"] or "not known"
+        body = inbox.messages[0].get_payload().replace("\r\n", "\n")  # type: ignore[attr-defined]
+        assert f"\nmax RSS KiB    {rss}\n" in body
         assert runs.read_text().split() == [f"{job}.0.1"]
         wait_until(lambda: not (cluster.spool / f"{job}.0.1").exists(), describe="the spool to be removed")
         assert cluster.drover_json("show", str(job))["tasks"][0]["attempts"][0]["cleanup"]["done"][-1] == "report"

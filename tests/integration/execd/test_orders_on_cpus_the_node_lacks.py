@@ -3,7 +3,8 @@ played by the test on the execd's socket, which sends what an honest controller 
 orders on CPUs the node does not offer (its hello's count) or on a CPU twice, as a controller
 taken over might (docs/security.md). The node refuses each before anything of it is made, starts
 nothing, and tells the controller at once (an attempt it could not prepare: the controller
-requeues the job); the good orders that follow run as ever.
+requeues the job); the good orders that follow run as ever. A parallel task's start order on such
+CPUs is refused the same way, and reported as the task's end.
 
 And the crash window of a start in place: the node daemon killed after recording a promise's
 move (its `moved` record) and before starting it, then started again with fewer CPUs than the
@@ -43,6 +44,7 @@ from drover.protocol.node_channel import (
     Ack,
     Exited,
     Hello,
+    PeTaskExited,
     Started,
     StartPromisedNow,
     Welcome,
@@ -192,6 +194,42 @@ def test_orders_on_cpus_the_node_lacks_start_nothing_and_are_reported(node: Node
             assert node.of(Started, GOOD) and not marker.exists()
             await asyncio.sleep(0.5)  # a refused order made nothing a shepherd could still run
             assert not marker.exists() and not (node.spool / REFUSED).exists()
+
+    asyncio.run(scenario())
+
+
+def task_order(node: Node, name: str, petask: str, script: str, cpu_ids: str) -> str:
+    """A parallel task's start order's frame, its CPU ids written as given."""
+    owner = pwd.getpwuid(os.geteuid()).pw_name
+    config = {**attempt_config(str(node.work), name, owner=owner, node="n1", pe_task=petask), "cpu_ids": "CPUS"}
+    message = {"type": "start_pe_task", "attempt": name, "petask": petask, "config": config, "script": script}
+    return json.dumps([message]).replace('"CPUS"', cpu_ids)
+
+
+def test_parallel_task_orders_on_cpus_the_node_lacks_start_nothing_and_are_reported(node: Node) -> None:
+    """The same of a task of a parallel job on one of its hosts (StartPeTask): each refused before
+    anything of it is made, and reported as the task's end; a good task runs after them."""
+    marker = node.work / "task.ran"
+    hostile = ["[2]", "[1, 2]", "[65536]", "[" + "9" * 1000 + "]", "[-1]", "[0, 0]"]
+
+    async def scenario() -> None:
+        async with unix_serve(node.serve, node.socket, max_size=2**26):
+            node.start_execd(cpus=2)
+            await until(lambda: node.hellos(), node, "the node's hello")
+            for cpu_ids in hostile:
+                await node.send(task_order(node, REFUSED, "1", f"#!/bin/bash\nexec touch {marker}\n", cpu_ids))
+            await until(lambda: len(node.of(PeTaskExited, REFUSED)) == len(hostile), node, "a report of each refusal")
+            failures = [report.exit_status["failure"] for report in node.of(PeTaskExited, REFUSED)]
+            assert all(why.startswith("the node refused the task's CPUs: ") for why in failures), failures
+            assert failures[0].endswith("CPU 2 is not one this node offers (it offers CPUs 0 to 1)")
+            assert failures[-1].endswith("CPU 0 is named twice")
+            assert not (node.spool / REFUSED).exists() and not marker.exists()
+
+            await node.send(task_order(node, GOOD, "1", f"#!/bin/bash\nexec touch {marker}\n", "[1]"))
+            await until(lambda: node.of(PeTaskExited, GOOD), node, "the good task's end")
+            (ended,) = node.of(PeTaskExited, GOOD)
+            assert ended.exit_status["exit_code"] == 0 and marker.exists()
+            assert not (node.spool / REFUSED).exists()
 
     asyncio.run(scenario())
 

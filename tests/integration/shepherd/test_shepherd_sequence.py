@@ -34,7 +34,9 @@ def test_a_job_runs_and_its_exit_code_usage_and_pids_are_recorded(tmp_path: Path
     assert exit_status(spool) == {"exit_code": 3, "signal": None, "failure": None, "timed_out": False,
                                   "terminated": False, "out_of_memory": False, "methods": []}
     used = usage(spool)  # in the exit record, written with it
-    assert used["user_cpu_s"] > 0 and used["max_rss_kib"] > 0 and used["wall_s"] > 0
+    assert used["user_cpu_s"] > 0 and used["wall_s"] > 0
+    # bash's few MiB stay under the mark its process started from, the shepherd's: not known.
+    assert used["max_rss_kib"] == 0 and used["max_rss_inherited_kib"] > 0
     assert (tmp_path / "out.txt").read_text() == "hi\n"
     pid, starttime = read_pid_record(str(spool / "pid"))  # type: ignore[misc]
     assert pid > 0 and starttime and not is_alive(pid, starttime)

@@ -49,6 +49,14 @@ def test_a_job_killed_by_a_signal_and_one_without_a_memory_request() -> None:
     assert "State: COMPLETED (signal 9)" in lines and "Memory Efficiency: no memory was requested" in lines
 
 
+def test_a_peak_not_known_is_said_so_not_zero() -> None:
+    """No cgroup measured the attempt and its max RSS is 0, not known (accounting.md, Max RSS)."""
+    info = job(usage={"user_cpu_s": 1.0, "sys_cpu_s": 0.0, "max_rss_kib": 0, "wall_s": 100.0})
+    lines = report(info, info.tasks[0], "alice")
+    assert "Memory Utilized: n/a (not known)" in lines and "Memory Efficiency: n/a of 1.00 GB" in lines
+    assert not any(line.startswith("Memory") and "0.00" in line for line in lines)
+
+
 def test_times_and_sizes() -> None:
     assert seff_time(0) == "00:00:00" and seff_time(3661) == "01:01:01" and seff_time(90061) == "1-01:01:01"
     assert seff_size(512) == "512.00 KB" and seff_size(1536) == "1.50 MB" and seff_size(3 * 1024**3) == "3.00 TB"

@@ -37,6 +37,8 @@ def test_a_normal_termination_with_its_usage_and_resources() -> None:
 def test_an_abnormal_termination_names_its_signal() -> None:
     text = eventlog.terminated(12, 1, WHEN, None, 9, eventlog.Usage(), eventlog.Request(1, 0))
     assert "\t(0) Abnormal termination (signal 9)\n\t(0) No core file\n\t\tUsr 0 00:00:00" in text
+    # its memory not known: the usage left empty, as formatUsageAd leaves one the ad lacks
+    assert [line.split() for line in text.split("\n") if "Memory (MB)" in line] == [["Memory", "(MB)", ":", "0", "0"]]
 
 
 @pytest.mark.parametrize(("text", "body"), [

@@ -26,12 +26,13 @@ class Event:
 
 
 class FakeClient:
-    def __init__(self, files: dict[str, bytes]) -> None:
+    def __init__(self, files: dict[str, bytes], usage: Usage | None = None) -> None:
         self.files = files
+        self.usage = usage if usage is not None else Usage(user_cpu_s=61.0, sys_cpu_s=2.0, max_rss_kib=4096)
 
     def job(self, job_id: int) -> SimpleNamespace:
         """What the follower reads of the job: each task's last attempt's usage."""
-        usage = Usage(user_cpu_s=61.0, sys_cpu_s=2.0, max_rss_kib=4096)
+        usage = self.usage
         attempt = AttemptInfo(number=1, node="n1", cpu_ids=[0], dispatched_at=1.0, started_at=2.0, ended_at=3.0,
                               exit_code=0, usage=usage)
         return SimpleNamespace(id=job_id, tasks=[TaskInfo(index=i, state="completed", state_since=3.0,
@@ -156,3 +157,41 @@ def test_a_running_procs_growing_memory_is_a_006_each_time_it_changes_at_most_on
     follower.handle(client, Event(3, "cancelled", 1, 1))
     follower.sample(client)
     assert follower.sample_due is None  # nothing runs: no more looks
+
+
+NOT_KNOWN = Usage(user_cpu_s=1.0, sys_cpu_s=0.0, max_rss_kib=0)  # accounting.md, Max RSS
+
+
+def test_an_ended_proc_whose_max_rss_is_not_known_says_the_peak_its_samples_showed_not_0(tmp_path: Path) -> None:
+    follower, _ = follow(tmp_path, [Event(1, "dispatched", 1, 1, {"node": "n1"}), Event(2, "started", 1, 1)],
+                         procs=2)
+    client = SampledClient()
+    client.usage = NOT_KNOWN
+    follower.sample(client)
+    follower.sample(client)  # 8 MiB, then 40 MiB
+    for event in run_to_end(1)[2:]:
+        follower.handle(client, event)
+    parsed, _ = eventlog.read_events((tmp_path / "p1.log").read_text())
+    sizes = [e.text.split("\n")[0] for e in parsed if e.number == eventlog.IMAGE_SIZE]
+    assert sizes == ["Image size of job updated: 8192", "Image size of job updated: 40960",
+                     "Image size of job updated: 40960"]
+    (ended,) = [e.text for e in parsed if e.number == eventlog.TERMINATED]
+    assert [line.split() for line in ended.split("\n") if "Memory (MB)" in line] == [
+        ["Memory", "(MB)", ":", "40", "64", "64"]]
+
+
+def test_an_ended_proc_whose_max_rss_is_not_known_takes_its_cgroups_peak_or_says_no_size(tmp_path: Path) -> None:
+    measured = Usage(user_cpu_s=1.0, sys_cpu_s=0.0, max_rss_kib=0, cgroup_peak_memory_bytes=3 << 20)
+    for usage, sizes, memory in ((measured, ["Image size of job updated: 3072"], ["3"]), (NOT_KNOWN, [], [])):
+        logs = {0: str(tmp_path / "p0.log")}
+        (tmp_path / "p0.log").unlink(missing_ok=True)
+        follower = Follower(cluster=12, owner="ann", logs=logs, iwds={0: str(tmp_path)}, sandbox=False,
+                            staged_in=False, request=eventlog.Request(1, 64), procs={0: ProcState()})
+        client = FakeClient({}, usage)
+        for event in run_to_end(0):
+            follower.handle(client, event)
+        parsed, _ = eventlog.read_events((tmp_path / "p0.log").read_text())
+        assert [e.text.split("\n")[0] for e in parsed if e.number == eventlog.IMAGE_SIZE] == sizes
+        (ended,) = [e.text for e in parsed if e.number == eventlog.TERMINATED]
+        (row,) = [line.split() for line in ended.split("\n") if "Memory (MB)" in line]
+        assert row == ["Memory", "(MB)", ":", *memory, "64", "64"]  # not known: no usage, as formatUsageAd

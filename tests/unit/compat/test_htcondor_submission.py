@@ -190,3 +190,27 @@ def test_condor_q_shows_each_proc_of_a_later_cluster_its_own_arguments() -> None
                   workdir="/home/ann", output="/dev/null", error=None,
                   options={"comment": second.job["comment"]})
     assert [(ad["ClusterId"], ad["ProcId"], ad["Args"]) for ad in ads(job)] == [(13, 1, "b"), (13, 2, "c")]
+
+
+def test_a_max_rss_not_known_is_no_image_size_of_0() -> None:
+    """0 is not known (accounting.md, Max RSS): the cgroup's peak where one measured it, else
+    ImageSize, ResidentSetSize and MemoryUsage are left out, as an ad without them."""
+    from drover.compat.htcondor.jobads import ads
+    from drover.protocol.api import AttemptInfo, JobInfo, TaskInfo, Usage
+
+    def one(usage: Usage) -> dict[str, Any]:
+        attempt = AttemptInfo(number=1, node="n1", cpu_ids=[0], dispatched_at=1.0, started_at=2.0, ended_at=3.0,
+                              exit_code=0, usage=usage)
+        job = JobInfo(id=13, name="true", owner="ann", state="completed", submitted_at=1.0, priority=0, cpus=1,
+                      memory_mib=0, time_limit_s=None, array=None, task_counts={"completed": 1},
+                      workdir="/home/ann", output="/dev/null", error=None,
+                      tasks=[TaskInfo(index=0, state="completed", state_since=3.0, attempts=[attempt])])
+        (ad,) = ads(job)
+        return {name: ad.get(name) for name in ("ImageSize", "ResidentSetSize", "MemoryUsage")}
+
+    assert one(Usage(user_cpu_s=1.0, sys_cpu_s=0.0, max_rss_kib=2048)) == {
+        "ImageSize": 2048, "ResidentSetSize": 2048, "MemoryUsage": 2}
+    assert one(Usage(user_cpu_s=1.0, sys_cpu_s=0.0, max_rss_kib=0, cgroup_peak_memory_bytes=5 << 20)) == {
+        "ImageSize": 5120, "ResidentSetSize": 5120, "MemoryUsage": 5}
+    assert one(Usage(user_cpu_s=1.0, sys_cpu_s=0.0, max_rss_kib=0)) == {
+        "ImageSize": None, "ResidentSetSize": None, "MemoryUsage": None}

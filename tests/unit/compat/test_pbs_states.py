@@ -1,4 +1,5 @@
-"""PBS's job states and exit statuses, from Drover's tasks and attempts, on plain data."""
+"""PBS's job states and exit statuses, from Drover's tasks and attempts, and the resources
+qstat -f says they used, on plain data."""
 
 from __future__ import annotations
 
@@ -44,3 +45,20 @@ def test_subjobs_not_yet_dispatched_are_listed_queued_or_held() -> None:
     ran = task("running", attempt(started_at=2.0), index=3)
     listed = subjobs(job("1-5:2", {"running": 1, "held": 2}, [ran]))
     assert [(t.index, t.state) for t in listed] == [(1, "held"), (3, "running"), (5, "held")]
+
+
+def test_resources_used_leave_out_a_memory_not_known() -> None:
+    """A max RSS of 0 is not known (accounting.md, Max RSS): no mem or vmem of 0kb."""
+    from drover.compat.pbs.attributes import attributes
+    from drover.protocol.api import Usage
+
+    def used(max_rss_kib: int) -> dict[str, object]:
+        usage = Usage(user_cpu_s=1.0, sys_cpu_s=0.0, max_rss_kib=max_rss_kib, wall_s=1.0)
+        ended = attempt(started_at=2.0, ended_at=3.0, exit_code=0, usage=usage)
+        resources: dict[str, object] = attributes(job(None, {"completed": 1}, [task("completed", ended)]), 4.0)[
+            "resources_used"]
+        return resources
+
+    assert list(used(2048)) == ["cpupercent", "cput", "mem", "ncpus", "vmem", "walltime"]
+    assert (used(2048)["mem"], used(2048)["vmem"]) == ("2048kb", "2048kb")
+    assert list(used(0)) == ["cpupercent", "cput", "ncpus", "walltime"]

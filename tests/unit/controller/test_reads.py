@@ -358,6 +358,25 @@ def test_a_commit_while_the_long_polls_first_read_runs_wakes_it_at_once(cluster:
     assert asyncio.run(scenario()) < 10
 
 
+def test_a_max_rss_not_known_is_shown_with_the_mark_it_stayed_under_and_no_memory_efficiency() -> None:
+    """0: not known, every process of the job at or under the mark it started from (accounting.md,
+    Max RSS): the API row says the mark, and no memory efficiency (no cgroup measured a peak)."""
+    from drover.controller.reads.history_views import history_row
+    from drover.core.job_state import JobState
+
+    record = HistoryRecord(
+        job_id=4, index=0, attempt=1, node="n1", exit=dict(OK), started_at=10.0, ended_at=12.0, is_array=False,
+        usage={"user_cpu_s": 0.0, "sys_cpu_s": 0.0, "max_rss_kib": 0, "max_rss_inherited_kib": 17_000,
+               "wall_s": 2.0, "containment": "subreaper"},  # type: ignore[typeddict-item]
+        name="x", owner="alice", submitted_at=9.0, task_state=JobState.COMPLETED, task_attempt=1, memory_mib=1024,
+    )
+    row = history_row(record)
+    assert row.usage is not None and (row.usage.max_rss_kib, row.usage.max_rss_inherited_kib) == (0, 17_000)
+    assert row.memory_efficiency is None
+    measured = replace(record, usage={**record.usage, "cgroup_peak_memory_bytes": 256 << 20})  # type: ignore[arg-type,dict-item]
+    assert history_row(measured).memory_efficiency == 0.25
+
+
 def test_an_attempt_stopped_before_its_job_started_shows_no_exit_status_in_the_history() -> None:
     """A promise taken back (or a dispatched task cancelled or requeued) before its job started:
     its history row shows no exit status, not the 1 of a job that could not start."""

@@ -65,6 +65,14 @@ def test_groups_count_jobs_and_attempts_and_sum_hours() -> None:
                                wait_p90_s=None, cpu_efficiency_p50=1.0, memory_efficiency_p50=None)
 
 
+def test_a_peak_of_0_is_not_known_and_in_no_memory_efficiency() -> None:
+    """0: no cgroup measured the attempt and its max RSS was not the job's own (accounting.md)."""
+    records = [facts(1), facts(2, peak_bytes=0), facts(3, peak_bytes=0)]
+    assert records[1].memory_efficiency is None
+    (alice,) = summarise(records, "user")
+    assert alice.memory_efficiency_p50 == 0.5  # the one known; not the 0s' median
+
+
 def test_groups_by_queue_and_node_are_in_key_order() -> None:
     records = [facts(1, queue="q2", node="b"), facts(2, queue="default", node="a"), facts(3, queue="q2", node="a")]
     assert [(g.key, g.attempts) for g in summarise(records, "queue")] == [("default", 1), ("q2", 2)]

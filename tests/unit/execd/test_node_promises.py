@@ -26,6 +26,7 @@ from tests.helpers.spools import make_spool
 
 from drover.execd import attempts as attempts_module
 from drover.execd.attempts import Attempts
+from drover.execd.lost_shepherd import end_attempt
 from drover.protocol.node_channel import (
     SignalAttempt,
     StartAttempt,
@@ -43,10 +44,12 @@ class Spawner:
 
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.spools: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
         self.started.append(Path(spool_dir).name)
+        self.spools.append(spool_dir)
         # The shepherd holds the attempt's lifeline until it exits, as a fork server's one-shot does.
         process = subprocess.Popen([sys.executable, "-m", "drover.shepherd", spool_dir], start_new_session=True,
                                    pass_fds=[lifeline] if lifeline is not None else [])
@@ -60,7 +63,17 @@ class Spawner:
         return None
 
     def stop(self) -> None:
-        """End what is left of the shepherds and their jobs (each in a session of its own)."""
+        """End what is left of the shepherds and their jobs, also after a test that failed while a
+        job waited at its gate: each job is in a process group of its own, which killing its
+        shepherd's does not reach, so every process of each attempt goes as a lost shepherd's
+        attempt's does (its cgroups, or its shepherd's session), and its cgroups with them; a
+        parallel task's too, whose cgroups are named for its attempt and task."""
+        for spool_dir in self.spools:
+            path = Path(spool_dir)
+            spool = layout.SpoolDir(str(path.parent), path.name)
+            if layout.PETASK_ID.fullmatch(path.name):  # a parallel task's: its cgroup is <attempt>.<petask>
+                spool.name = f"{path.parent.name}.{path.name}"  # as pe_tasks._end_contained names it
+            end_attempt(spool)
         for process in self.processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
@@ -350,8 +363,8 @@ def test_a_promise_started_in_place_keeps_what_its_signals_need(tmp_path: Path, 
     third, ready, got = "9.0.1", tmp_path / "ready", tmp_path / "got"
     config = attempt_config(str(tmp_path), third, checkpoint_signal="SIGUSR2", cpu_ids=[0],
                             owner=pwd.getpwuid(os.geteuid()).pw_name)
-    # Ends by itself after 30 s should the test fail before it signals it (its shepherd is
-    # another session: the spawner's clean-up does not reach it).
+    # Ends by itself after 30 s should the test fail before it signals it (and the spawner's
+    # clean-up ends it before that).
     script = f"trap 'echo usr2 >> {got}; exit 0' USR2\ntouch {ready}\nfor i in $(seq 1500); do sleep 0.02; done\n"
     config_reads = []
     real_read_json = attempts_module.read_json

@@ -160,3 +160,54 @@ def test_a_round_sends_one_message_for_every_running_attempt(tmp_path: Path) -> 
     finally:
         spin.kill()
         spin.wait()
+
+
+# A shepherd that once ran a job which used a second of CPU, reaped it (its children's times hold
+# that second) and holds 64 MiB of its own; then it sits in the next attempt's cgroup, beside that
+# attempt's job, while it starts it.
+SHEPHERD = """
+import subprocess, sys, time
+subprocess.run([sys.executable, "-c", "import time\\nend = time.process_time() + 1.0\\nwhile time.process_time() < end: pass"])
+held = b"x" * (64 << 20)
+print(1, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("counted", [False, True], ids=["processes-counted", "cgroup-counted"])
+def test_the_shepherd_in_its_attempts_cgroup_is_not_one_of_the_attempts_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted: bool) -> None:
+    """The cgroup lists the shepherd and the job: the sample is the job's alone, its CPU (where
+    the cgroup does not count it), memory, processes and command; not the shepherd's, whose
+    children's CPU is an earlier attempt's job's."""
+    from drover.execd import sampling
+    from drover.execd.cgroup_usage import CgroupFigures
+
+    shepherd = subprocess.Popen([sys.executable, "-c", SHEPHERD], stdout=subprocess.PIPE)
+    job = subprocess.Popen(["sleep", "60.5"])
+    try:
+        assert shepherd.stdout is not None and shepherd.stdout.readline()
+        assert psutil.Process(shepherd.pid).cpu_times().children_user + psutil.Process(
+            shepherd.pid).cpu_times().children_system >= 0.9
+        spool = layout.SpoolDir(str(tmp_path), "4.0.1")
+        os.mkdir(spool.path)
+        Path(spool.record(layout.JOB_PID)).write_text(f"{job.pid}\n")
+        Path(spool.record(layout.CONTAINMENT)).write_text(json.dumps(
+            {"backend": "cgroup-v2", "cgroups": {"": "/sys/fs/cgroup/drover-t/4.0.1"}, "shepherd": shepherd.pid,
+             "session": os.getsid(0)}))
+        # What the cgroup's files say (their reading is tested above): both processes listed;
+        # its own memory and CPU counters, where it has them, are the job's few pages and none.
+        listed = CgroupFigures(4 * MIB if counted else None, None, 0.0 if counted else None, [shepherd.pid, job.pid])
+        monkeypatch.setattr(sampling, "read_cgroup", lambda record: listed if record is not None else None)
+        live = {spool.name: LiveAttempt(spool, shepherd.pid, started_sent=True)}
+        started = os.stat(spool.record(layout.JOB_PID)).st_mtime
+        sampler = Sampler(live, lambda message: None, 1.0, clock=lambda: started + 2.0)
+        (taken,) = sampler.round()
+        assert taken.processes == 1 and taken.cmd == "sleep 60.5"
+        assert taken.rss_bytes < 32 * MIB and taken.cpu_average < 0.2 and taken.cpu < 0.2
+        if not counted:
+            assert taken.memory_bytes < 32 * MIB
+    finally:
+        for process in (shepherd, job):
+            process.kill()
+            process.wait()

@@ -36,6 +36,12 @@ class Spawner:
     def release(self, pid: int) -> None:
         pass
 
+    def close(self) -> None:
+        """The lifelines held: closed once the node is done with the attempt."""
+        for fd in self.held:
+            os.close(fd)
+        self.held.clear()
+
 
 class Cleanup:
     pending: dict[str, layout.SpoolDir] = {}
@@ -67,7 +73,8 @@ def signals_and_config_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, re
         delivered.append(signum)
 
     async def signalled() -> None:
-        attempts = Attempts(str(root), Spawner(), [].append, Cleanup(), {})  # type: ignore[arg-type]
+        spawner = Spawner()
+        attempts = Attempts(str(root), spawner, [].append, Cleanup(), {})  # type: ignore[arg-type]
         try:
             config = attempt_config(str(tmp_path), "7.0.1", checkpoint_signal="SIGUSR2", owner="root")
             attempts.start(StartAttempt("7.0.1", config, "true\n"))  # type: ignore[arg-type]
@@ -82,6 +89,7 @@ def signals_and_config_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, re
         finally:
             monkeypatch.undo()
             attempts.close()  # its pidfds too
+            spawner.close()
 
     asyncio.run(signalled())
     return delivered, reads

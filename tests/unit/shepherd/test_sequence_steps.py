@@ -127,6 +127,7 @@ def test_step_9_records_the_exit_status_with_the_usage_in_it_last_and_removes_th
         containment = FakeContainment()
         attempt = attempt_of(spool, containment)
         ending = Ending(3 << 8, resource.getrusage(resource.RUSAGE_SELF), timed_out=True)
+        attempt.inherited_rss_kib = ending.rusage.ru_maxrss - 1  # the job went above the shepherd's mark
         epilog = Method("epilog", "node", "true")
         code = record_outcome(attempt, ending, [(epilog, 2)], ["stdout: the filesystem is full"], 5,
                               started_at=100.0, ended_at=160.0, wall_s=60.0)
@@ -137,6 +138,7 @@ def test_step_9_records_the_exit_status_with_the_usage_in_it_last_and_removes_th
         assert (usage["started_at"], usage["ended_at"], usage["wall_s"]) == (100.0, 160.0, 60.0)
         assert usage["cgroup_peak_memory_bytes"] == 4096 and "cgroup_cpu_s" not in usage
         assert usage["containment"] == "subreaper" and usage["max_rss_kib"] == ending.rusage.ru_maxrss
+        assert usage["max_rss_inherited_kib"] == ending.rusage.ru_maxrss - 1
         assert end == {
             "exit_code": 3, "signal": None, "failure": None, "timed_out": True, "terminated": False,
             "out_of_memory": False, "methods": [{"step": "epilog", "level": "node", "exit_code": 2}],

@@ -109,6 +109,26 @@ def test_summaries_in_sql_agree_with_their_definition(store: tuple[SqlStore, Sto
     assert bob.memory_efficiency_p50 is None  # asked for no memory
 
 
+def test_a_peak_not_known_is_in_no_memory_efficiency(store: tuple[SqlStore, StoreReader],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cgroup measured the attempt (a subreaper node) and its max RSS is 0, not known
+    (accounting.md, Max RSS): its memory efficiency is not known either, not 0, in SQL as defined."""
+    made, reader = store
+    monkeypatch.setitem(JOBS, 5, ("alice", "default", "tiny", 1, 1024, "completed",
+                                  [("n4", T0 + 200, T0 + 300, 50.0, 0)]))
+    with made.transaction() as db:
+        write(db, 5)
+    (fact,) = reader.accounting_facts(HistoryFilter(job_id=5))
+    assert fact.memory_efficiency is None
+    for where in (HistoryFilter(owner="alice"), HistoryFilter(job_id=5)):
+        from_sql, defined = reader.history_summary("user", where), summarise(reader.accounting_facts(where), "user")
+        assert [g.memory_efficiency_p50 for g in from_sql] == [g.memory_efficiency_p50 for g in defined]
+    (alice,) = reader.history_summary("user", HistoryFilter(owner="alice"))
+    assert alice.memory_efficiency_p50 == pytest.approx(0.5)  # 512 MiB of 1 GiB, 1 GiB of 2 GiB; not 0
+    (tiny,) = reader.history_summary("user", HistoryFilter(job_id=5))
+    assert tiny.memory_efficiency_p50 is None
+
+
 def test_a_record_follows_its_task_and_goes_with_its_attempt(store: tuple[SqlStore, StoreReader]) -> None:
     made, reader = store
     with made.transaction() as db:

@@ -95,7 +95,7 @@ def _rows(args: argparse.Namespace, rows: list[HistoryRow]) -> int:
                 r.name, r.queue, r.state.upper(), r.exit_status, r.node, when(r.started_at),
                 _duration(r.wait_s), elapsed(r.started_at, r.ended_at),
                 seconds(r.usage.user_cpu_s if r.usage else None), seconds(r.usage.sys_cpu_s if r.usage else None),
-                memory(r.usage.max_rss_kib if r.usage else None),
+                memory((r.usage.max_rss_kib or None) if r.usage else None),  # 0: not known (accounting.md)
             )
             for r in rows
         ],

@@ -144,7 +144,7 @@ def run(command: str, argv: list[str]) -> int:
                 if attempt.usage:
                     u = attempt.usage
                     print(f"      usage: user {seconds(u.user_cpu_s)}, sys {seconds(u.sys_cpu_s)}, "
-                          f"max RSS {memory(u.max_rss_kib)}, wall {seconds(u.wall_s)}, "
+                          f"max RSS {memory(u.max_rss_kib or None)}, wall {seconds(u.wall_s)}, "
                           f"faults {u.major_faults} major / {u.minor_faults} minor, "
                           f"switches {u.voluntary_switches} voluntary / {u.involuntary_switches} involuntary")
     return 0

@@ -27,6 +27,17 @@ def job_status(state: str) -> int:
     return _STATUS.get(state, COMPLETED)
 
 
+def memory_kib(max_rss_kib: int, cgroup_peak_bytes: int | None) -> int | None:
+    """An ended attempt's memory as ImageSize, MemoryUsage and a 006 event take it: its max RSS, or,
+    where that is 0 (not known: docs/accounting.md, Max RSS), the peak its cgroup measured; None
+    where neither is known, and HTCondor leaves the figure out."""
+    if max_rss_kib > 0:
+        return max_rss_kib
+    if cgroup_peak_bytes:
+        return (cgroup_peak_bytes + 1023) // 1024
+    return None
+
+
 class CondorUsageError(Exception):
     """A command line the real command refuses: its words, and its exit status."""
 

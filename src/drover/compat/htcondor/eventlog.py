@@ -48,12 +48,12 @@ def file_transfer(cluster: int, proc: int, when: float, what: str, host: str | N
     return header(FILE_TRANSFER, cluster, proc, when) + body + SEPARATOR
 
 
-def image_size(cluster: int, proc: int, when: float, max_rss_kib: int, rss_kib: int | None = None) -> str:
+def image_size(cluster: int, proc: int, when: float, peak_kib: int, rss_kib: int | None = None) -> str:
     """006: the peak memory as the image size and MemoryUsage, and the resident set now (the
     peak again once the job has ended)."""
-    memory_mb = (max_rss_kib + 1023) // 1024
-    rss = max_rss_kib if rss_kib is None else rss_kib
-    return (header(IMAGE_SIZE, cluster, proc, when) + f"Image size of job updated: {max_rss_kib}\n"
+    memory_mb = (peak_kib + 1023) // 1024
+    rss = peak_kib if rss_kib is None else rss_kib
+    return (header(IMAGE_SIZE, cluster, proc, when) + f"Image size of job updated: {peak_kib}\n"
             f"\t{memory_mb}  -  MemoryUsage of job (MB)\n\t{rss}  -  ResidentSetSize of job (KB)\n"
             + SEPARATOR)
 
@@ -73,7 +73,7 @@ def _rusage(user_s: float, sys_s: float) -> str:
 class Usage:
     user_s: float = 0.0
     sys_s: float = 0.0
-    max_rss_kib: int = 0
+    memory_kib: int | None = None  # the attempt's peak (common.memory_kib); None: not known
 
 
 @dataclass(frozen=True)
@@ -102,11 +102,13 @@ def terminated(cluster: int, proc: int, when: float, return_value: int | None, s
 
 
 def _resources(usage: Usage, request: Request) -> str:
-    """The `Partitionable Resources` table of formatUsageAd: Usage, Request, Allocated."""
+    """The `Partitionable Resources` table of formatUsageAd: Usage, Request, Allocated; a usage
+    not known is left empty, as formatUsageAd leaves one the ad lacks."""
     cpu_s = usage.user_s + usage.sys_s
     rows = [("Cpus", f"{cpu_s:.2f}" if cpu_s else "0", str(request.cpus), str(request.cpus)),
             ("Disk (KB)", "0", str(request.disk_kb), str(request.disk_kb)),
-            ("Memory (MB)", str((usage.max_rss_kib + 1023) // 1024), str(request.memory_mb), str(request.memory_mb))]
+            ("Memory (MB)", str((usage.memory_kib + 1023) // 1024) if usage.memory_kib is not None else "",
+             str(request.memory_mb), str(request.memory_mb))]
     if request.gpus:
         rows.insert(2, ("Gpus (Average)", "", str(request.gpus), str(request.gpus)))
     use_width = max(8, *(len(r[1]) for r in rows))

@@ -30,11 +30,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from drover.compat.htcondor import eventlog
-from drover.compat.htcondor.common import node_address
+from drover.compat.htcondor.common import memory_kib, node_address
 from drover.core.errors import DroverError
 
 GRACE_ENV = "DROVER_HTCONDOR_FOLLOW_GRACE_S"
@@ -193,10 +193,14 @@ class Follower:
             task = next((t for t in info.tasks if t.index == proc), None)
             if task is not None and task.attempts and task.attempts[-1].usage is not None:
                 used = task.attempts[-1].usage
-                usage = eventlog.Usage(used.user_cpu_s, used.sys_cpu_s, used.max_rss_kib)
+                usage = eventlog.Usage(used.user_cpu_s, used.sys_cpu_s,
+                                       memory_kib(used.max_rss_kib, used.cgroup_peak_memory_bytes))
         except DroverError:  # the usage is a nicety: the event is written without it
             pass
-        self.write(proc, eventlog.image_size(c, proc, when, usage.max_rss_kib))
+        if usage.memory_kib is None and state.sizes is not None:
+            usage = replace(usage, memory_kib=state.sizes[0])  # the peak its samples showed
+        if usage.memory_kib is not None:  # else no 006: a 0 would undo the sizes the samples showed
+            self.write(proc, eventlog.image_size(c, proc, when, usage.memory_kib))
         self.write(proc, eventlog.terminated(c, proc, when, state.exit_code, state.signal, usage, self.request))
 
     def _bring_back(self, client: Any, proc: int, attempt: int, files: list[str]) -> None:

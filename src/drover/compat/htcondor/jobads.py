@@ -9,7 +9,7 @@ import socket
 from typing import Any
 
 from drover.compat.htcondor import classad
-from drover.compat.htcondor.common import HELD, REMOVED, RUNNING, job_status
+from drover.compat.htcondor.common import HELD, REMOVED, RUNNING, job_status, memory_kib
 from drover.compat.htcondor.submission import CLUSTER, PROCESS, VANILLA
 
 TYPE_CHECKING = False
@@ -102,8 +102,10 @@ def ad(job: JobInfo, task: TaskInfo) -> dict[str, Any]:
         usage = attempt.usage
         if usage is not None:
             out["RemoteUserCpu"], out["RemoteSysCpu"] = usage.user_cpu_s, usage.sys_cpu_s
-            out["ResidentSetSize"] = out["ImageSize"] = usage.max_rss_kib
-            out["MemoryUsage"] = (usage.max_rss_kib + 1023) // 1024
+            memory = memory_kib(usage.max_rss_kib, usage.cgroup_peak_memory_bytes)
+            if memory is not None:  # not known: left out, as an ad without them
+                out["ResidentSetSize"] = out["ImageSize"] = memory
+                out["MemoryUsage"] = (memory + 1023) // 1024
         if attempt.started_at is not None:
             end = attempt.ended_at if attempt.ended_at is not None else None
             out["RemoteWallClockTime"] = float(int((end or task.state_since) - attempt.started_at)) if end else 0.0

@@ -74,8 +74,13 @@ def attributes(job: JobInfo, now: float | None = None) -> dict[str, Any]:
     if attempts:
         wall = sum(((a.ended_at or now) - a.started_at) for a in attempts if a.started_at is not None)
         rss = max((a.usage.max_rss_kib for a in attempts if a.usage is not None), default=0)
-        out["resources_used"] = {"cpupercent": 0, "cput": hms(cpu_used_s(attempts)), "mem": f"{rss}kb",
-                                 "ncpus": job.cpus, "vmem": f"{rss}kb", "walltime": hms(wall)}
+        used: dict[str, Any] = {"cpupercent": 0, "cput": hms(cpu_used_s(attempts))}
+        if rss:  # 0: not known (accounting.md, Max RSS), left out as PBS leaves what its MoM did not collect
+            used["mem"] = f"{rss}kb"
+        used["ncpus"] = job.cpus
+        if rss:
+            used["vmem"] = f"{rss}kb"
+        out["resources_used"] = used | {"walltime": hms(wall)}
     out["job_state"] = state
     out["queue"] = queue_name(job.queue)
     out["server"] = host

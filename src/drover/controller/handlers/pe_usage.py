@@ -39,7 +39,7 @@ def fold(master: Usage | None, tasks: Usage | None) -> Usage | None:
         total[seconds] = master[seconds] + tasks[seconds]
     for count in SUMMED_COUNTS:
         total[count] = master[count] + tasks[count]
-    total["max_rss_kib"] = max(master["max_rss_kib"], tasks["max_rss_kib"])
+    _max_rss(total, master, tasks)
     if "cgroup_cpu_s" in master:  # else the accounting adds user and system, the tasks' included
         total["cgroup_cpu_s"] = master["cgroup_cpu_s"] + task_cpu_s(tasks)
     peaks = [u["cgroup_peak_memory_bytes"] for u in (master, tasks) if "cgroup_peak_memory_bytes" in u]
@@ -74,8 +74,30 @@ def _add(before: Usage | None, usage: Usage) -> Usage:
     for count in SUMMED_COUNTS:
         before[count] = before[count] + task[count]
     before["cgroup_cpu_s"] = before.get("cgroup_cpu_s", 0.0) + task["cgroup_cpu_s"]
-    before["max_rss_kib"] = max(before["max_rss_kib"], task["max_rss_kib"])
+    _max_rss(before, before, task)
     if "cgroup_peak_memory_bytes" in task:
         before["cgroup_peak_memory_bytes"] = max(before.get("cgroup_peak_memory_bytes", 0),
                                                  task["cgroup_peak_memory_bytes"])
     return before
+
+
+def _max_rss(total: Usage, one: Usage, other: Usage) -> None:
+    """The max RSS of two usages together, into `total`, with the mark it is known against
+    (docs/accounting.md, Max RSS). A figure not known (0) is at most its mark: the larger known
+    figure is the max where it is at least every such mark, and keeps the mark of the usage it
+    came from; else the max is not known either, at most the largest mark. A figure not known
+    and of no mark bounds nothing (a node that could not read the mark)."""
+    known = [u for u in (one, other) if u["max_rss_kib"] > 0]
+    marks = [u["max_rss_inherited_kib"] for u in (one, other)
+             if u["max_rss_kib"] <= 0 and "max_rss_inherited_kib" in u]
+    largest = max(known, key=lambda u: u["max_rss_kib"], default=None)
+    if largest is not None and largest["max_rss_kib"] >= max(marks, default=0):
+        total["max_rss_kib"] = largest["max_rss_kib"]
+        mark = largest.get("max_rss_inherited_kib")
+    else:
+        total["max_rss_kib"] = 0
+        mark = max(marks, default=None)
+    if mark is None:
+        total.pop("max_rss_inherited_kib", None)
+    else:
+        total["max_rss_inherited_kib"] = mark
