@@ -1,7 +1,12 @@
 """The grouped commit of the nodes' reports: the frames of reports that come in one loop turn,
 and the planner's pass they ask for, are handled at the turn's end and committed in one
 transaction through the shell (controller/shell/transaction.py), with the guarantees of a handler run on its own.
-Reports the store refuses that a node says only once are kept here and tried again."""
+Reports the store refuses that a node says only once are kept here and tried again.
+
+A frame of reports that nothing waits on (`may_wait`: an attempt started, its job exited, a
+cleanup step done) is held for the next frame or pass that needs a commit, for at most HOLD_S:
+a node reports an attempt's start, its job's exit and its final report a few milliseconds apart,
+and a commit of each on its own cost more than the three of them in one."""
 
 from __future__ import annotations
 
@@ -18,11 +23,26 @@ from drover.controller.handlers.node_reports import Report, ReportHandler, on_re
 from drover.controller.shell.transaction import Scope, Shell
 from drover.core.exit_status import ExitSemantics
 from drover.core.ids import job_of_attempt
-from drover.protocol.node_channel import Exited, StagedOut
+from drover.protocol.node_channel import Exited, Exiting, Progress, StagedOut, Started
 from drover.store.faults import StoreFault
 
 log = logging.getLogger("drover.controller")
 UNSAVED_REPORTS = 10_000  # per node: reports kept while the store refuses them (the oldest go first)
+# The longest a frame that nothing waits on is held for company (`may_wait`): an attempt's start,
+# its job's exit and its cleanup's final report come a few milliseconds apart on a busy node.
+HOLD_S = 0.025
+
+
+def may_wait(report: Report) -> bool:
+    """Whether nothing waits on this report's commit but the reads that show it: no
+    acknowledgement (the node sends it once and goes on), no pass (it frees nothing the planner
+    could give), no user (an interactive job's terminal is waited for; a suspension was asked
+    for). Such a report may be held a moment for the next one that needs a commit."""
+    if isinstance(report, Started):
+        return report.pty_socket is None and not report.moved
+    if isinstance(report, Progress):
+        return not report.given_up
+    return isinstance(report, Exiting)
 
 
 class _Reloaded(Exception):
@@ -66,6 +86,7 @@ class ReportGroup:
         self._frames: list[tuple[str, list[Report]]] = []
         self._grouping = False  # handling a group now: the handlers it runs (`fail`) do not settle
         self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
+        self._held: asyncio.TimerHandle | None = None  # frames that may wait: handled by this at the latest
         # Reports a node sends once (started, suspended, exiting, progress) that the store could
         # not take: tried again with the node's next frame, or on a timer (`keep_unsaved`).
         self.unsaved: dict[str, list[Report]] = {}
@@ -84,7 +105,24 @@ class ReportGroup:
             self._frames[-1][1].extend(reports)
         else:
             self._frames.append((node, reports))
+        if self.shell.stopping is None and all(may_wait(report) for report in reports):
+            self._hold()
+        else:
+            self._queue_group()
+
+    def _hold(self) -> None:
+        """The frames wait for the next group that comes anyway, or for HOLD_S."""
+        if not self._group_queued and self._held is None:
+            self._held = asyncio.get_running_loop().call_later(HOLD_S, self._held_due)
+
+    def _held_due(self) -> None:
+        self._held = None
         self._queue_group()
+
+    def release_held(self) -> None:
+        """Handle the frames held for company at the end of this loop turn (the controller stops)."""
+        if self._frames:
+            self._queue_group()
 
     def node_gone(self, node: str) -> None:
         """Its channel closed: its next hello rebuilds what its kept reports said."""
@@ -102,6 +140,9 @@ class ReportGroup:
         self._queue_group()
 
     def _queue_group(self) -> None:
+        if self._held is not None:  # the group takes the frames held
+            self._held.cancel()
+            self._held = None
         if not self._group_queued:
             self._group_queued = True
             asyncio.get_running_loop().call_soon(self._group)
@@ -121,6 +162,9 @@ class ReportGroup:
         """Before any other handler: the reports waiting for this turn's group are handled and
         committed now, in the order they came; the pass they ask for stays for the turn's end."""
         if self._frames and not self._grouping:
+            if self._held is not None:
+                self._held.cancel()
+                self._held = None
             try:
                 self._handle_group(plan=False, may_plan=False)
             except Exception:
