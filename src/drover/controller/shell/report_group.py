@@ -95,7 +95,8 @@ class ReportGroup:
     def add(self, node: str, reports: list[Report]) -> None:
         """A node's frame of reports (after those of its the store refused): handled and
         committed with the other frames of this loop turn and the pass they ask for, in one
-        transaction (`_group`)."""
+        transaction (`_group`); a frame nothing waits on (`may_wait`) is held for the next
+        group, or HOLD_S."""
         unsaved = self.unsaved.pop(node, None)
         if unsaved:
             reports = [*unsaved, *reports]
