@@ -5,11 +5,16 @@ at once instead of walking the promises (handlers/dispatch.schedule asks it each
 
 from __future__ import annotations
 
+import functools
 from collections.abc import ItemsView, Iterator, ValuesView
 
 AttemptKey = tuple[int, int, int]  # (job, task index, attempt number): how the attempts are kept
 
 
+# A report's attempt is looked up by its name a dozen times between its frame's arrival and its
+# commit (its job's group, the node that may speak for it, its task, the samples): the names of
+# the attempts running now are read once each and kept, bounded.
+@functools.lru_cache(maxsize=8192)
 def fast_attempt_key(name: str) -> AttemptKey | None:
     """An attempt's name (`JOB.INDEX.NUMBER`) as its key, to look it up in memory; None for what is
     no attempt's name. Unpacked by hand: every report and order looks up its attempt, dozens of

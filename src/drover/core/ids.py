@@ -7,6 +7,8 @@ A job that is not an array has one task with index 0.
 
 from __future__ import annotations
 
+import functools
+
 from drover.core.errors import BadRequest
 from drover.core.limits import MAX_ID, MAX_INDEX
 
@@ -48,6 +50,7 @@ def job_of_attempt(name: str) -> int | None:
     return key[0] if key is not None else None
 
 
+@functools.lru_cache(maxsize=8192)  # each report's name is read several times (its job, its group)
 def bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
     """(job, task, attempt) of a name "<job>.<task>.<attempt>" as Drover makes them, or None if it
     is not one: ASCII digits within what the store holds. A node's report may name any text, and
