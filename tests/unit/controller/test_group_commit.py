@@ -449,6 +449,27 @@ def test_a_frame_held_alone_is_committed_once_the_hold_is_over(tmp_path: Path) -
     run(tmp_path, body)
 
 
+def test_a_frame_held_for_company_is_recorded_at_the_time_it_came(tmp_path: Path) -> None:
+    """A start held, then committed with the exit that came 20 ms after it: each is recorded at
+    its own frame's time, not at the time the group handled them both."""
+    async def body(cluster: Cluster) -> None:
+        first, _ = await cluster.submit(2)
+        node, attempt = cluster.orders()[first]
+        now = [5000.0]
+        cluster.service.shell.clock = lambda: now[0]
+        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        now[0] = 5000.02
+        cluster.service.node_messages(node, [Exiting(attempt, dict(OK))])  # type: ignore[arg-type]
+        now[0] = 5000.024
+        cluster.service.node_messages(node, [Exited(attempt, dict(OK))])
+        now[0] = 5000.03  # the group's handling
+        await cluster.turn()
+        times = {event.kind: event.time for _, event in cluster.store.events_of(first, 0, 100)}
+        assert (times["started"], times["exited"], times["completed"]) == (5000.0, 5000.02, 5000.024), times
+
+    run(tmp_path, body)
+
+
 def test_a_request_handles_the_frames_held_before_it(tmp_path: Path) -> None:
     async def body(cluster: Cluster) -> None:
         first, second = await cluster.submit(2)

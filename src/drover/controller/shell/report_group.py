@@ -31,6 +31,8 @@ UNSAVED_REPORTS = 10_000  # per node: reports kept while the store refuses them 
 # The longest a frame that nothing waits on is held for company (`may_wait`): an attempt's start,
 # its job's exit and its cleanup's final report come a few milliseconds apart on a busy node.
 HOLD_S = 0.025
+# A node's frame of reports, and when it came (the time its reports are handled at).
+Frame = tuple[str, list[Report], float]
 
 
 def may_wait(report: Report) -> bool:
@@ -83,7 +85,7 @@ class ReportGroup:
         self._group_queued = False  # the group of this loop turn is due (`_group`)
         # Nodes' frames of reports handled at the end of this loop turn, in the order they came
         # (one node's frames in a row as one), and committed with the pass they ask for.
-        self._frames: list[tuple[str, list[Report]]] = []
+        self._frames: list[Frame] = []
         self._grouping = False  # handling a group now: the handlers it runs (`fail`) do not settle
         self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
         self._held: asyncio.TimerHandle | None = None  # frames that may wait: handled by this at the latest
@@ -102,10 +104,12 @@ class ReportGroup:
             reports = [*unsaved, *reports]
         if not reports:
             return
-        if self._frames and self._frames[-1][0] == node:
+        # Each frame is handled at the time it came (a frame held for company is not recorded late).
+        arrived = self.shell.clock()
+        if self._frames and self._frames[-1][0] == node and self._frames[-1][2] == arrived:
             self._frames[-1][1].extend(reports)
         else:
-            self._frames.append((node, reports))
+            self._frames.append((node, reports, arrived))
         if self.shell.stopping is None and all(may_wait(report) for report in reports):
             self._hold()
         else:
@@ -203,14 +207,14 @@ class ReportGroup:
         alone = False  # the frames are handled again, without the pass: a group with it was refused
         try:
             while self._frames or plan:
-                group, named, frames = Outcome(), set[int](), list[tuple[str, list[Report]]]()
+                group, named, frames = Outcome(), set[int](), list[Frame]()
                 memory = _Memory(self.shell.state.usage.saved())
                 may_pass, alone, with_pass = may_plan and not alone, False, False
                 try:
                     while self._frames and not group.faults:
-                        node, reports = self._frames.pop(0)
-                        frames.append((node, reports))
-                        self._handle_frame(group, named, memory, node, reports)
+                        node, reports, arrived = frame = self._frames.pop(0)
+                        frames.append(frame)
+                        self._handle_frame(group, named, memory, node, reports, arrived)
                     if group.reschedule:
                         group.reschedule = False
                         if may_plan:
@@ -249,14 +253,14 @@ class ReportGroup:
                 self._queue_group()
 
     def _handle_frame(self, group: Outcome, named: set[int], memory: _Memory, node: str,
-                      reports: list[Report]) -> None:
+                      reports: list[Report], arrived: float) -> None:
         jobs = frozenset(job_id for report in reports if (job_id := job_of_attempt(report.attempt)) is not None)
         named |= jobs  # put back with the group if the store refuses it
         lost = self.shell.state.lost_attempts
         if lost:  # what handling the reports forgets, should they be handled again
             memory.lost.update((report.attempt, lost[report.attempt]) for report in reports if report.attempt in lost)
         try:
-            outcome = on_reports(self.shell.state, node, reports, self.shell.clock(), self.exits,
+            outcome = on_reports(self.shell.state, node, reports, arrived, self.exits,
                                  self._report_handler, self.shell.store)
         except StoreFault:
             raise
@@ -315,7 +319,7 @@ class ReportGroup:
         if set_aside and not self.shell.put_back(Scope(frozenset(set_aside), nodes=frozenset()), None):
             raise _Reloaded
 
-    def _commit_group(self, group: Outcome, named: frozenset[int], frames: list[tuple[str, list[Report]]],
+    def _commit_group(self, group: Outcome, named: frozenset[int], frames: list[Frame],
                       memory: _Memory, with_pass: bool) -> bool:
         """Commit the group, then carry out its effects and fail the jobs it set aside. True if
         it held a pass and was refused for something its changes hold: then nothing of it was
@@ -346,7 +350,7 @@ class ReportGroup:
         if store_fault is not None:
             self._keep_unsaved_frames(frames)
             return False
-        for node in {node for node, _ in frames}:
+        for node in {frame[0] for frame in frames}:
             retry = self.unsaved_retry.pop(node, None)
             if retry is not None:
                 retry[0].cancel()
@@ -358,9 +362,9 @@ class ReportGroup:
         self.shell.state.usage.restore(memory.usage)
         self.shell.state.lost_attempts.update(memory.lost)
 
-    def _keep_unsaved_frames(self, frames: list[tuple[str, list[Report]]]) -> None:
+    def _keep_unsaved_frames(self, frames: list[Frame]) -> None:
         by_node: dict[str, list[Report]] = {}
-        for node, reports in frames:
+        for node, reports, _ in frames:
             by_node.setdefault(node, []).extend(reports)
         for node, reports in by_node.items():
             self.keep_unsaved(node, reports)
