@@ -132,6 +132,7 @@ class ControllerService:
 
     def stop_answering(self, why: DroverError) -> None:
         self.shell.stop_answering(why)
+        self.reports.release_held()  # what the nodes said is recorded before the loop ends
 
     @property
     def stopping(self) -> DroverError | None:

@@ -7,6 +7,8 @@ A job that is not an array has one task with index 0.
 
 from __future__ import annotations
 
+import functools
+
 from drover.core.errors import BadRequest
 from drover.core.limits import MAX_ID, MAX_INDEX
 
@@ -48,7 +50,23 @@ def job_of_attempt(name: str) -> int | None:
     return key[0] if key is not None else None
 
 
+# The longest name kept by the caches of names below: an attempt's name as Drover makes them is
+# shorter (three numbers of at most 19 digits); a node's report may name any text, which is read
+# each time rather than kept.
+CACHED_NAME_MAX = 64
+
+
 def bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
+    """(job, task, attempt) of a name "<job>.<task>.<attempt>" as Drover makes them, or None if it
+    is not one (`_bounded_attempt_key`); each report's name is read several times (its job, its
+    group), so the answers for the names of the attempts running now are kept, bounded."""
+    if len(name) > CACHED_NAME_MAX:
+        return None  # no name within what the store holds is this long
+    return _bounded_attempt_key(name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
     """(job, task, attempt) of a name "<job>.<task>.<attempt>" as Drover makes them, or None if it
     is not one: ASCII digits within what the store holds. A node's report may name any text, and
     one that the store cannot take as a number (20 digits overflow SQLite's integer) must not fail

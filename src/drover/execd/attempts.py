@@ -111,6 +111,7 @@ class LiveAttempt:
     lifeline: int | None = None  # read end: end of file when the shepherd is done with the attempt
     started_sent: bool = False
     moved: bool = False  # started in place (StartPromisedNow), on CPUs its order did not name
+    started_at: float | None = None  # when its Started report said its job started
     # Kept from the config this execd wrote, or read once at the first signal (an attempt
     # re-attached after a restart): the config is not read again at each signal.
     signal_facts: SignalFacts | None = None
@@ -216,7 +217,8 @@ class Attempts:
                 self._start_or_wait(spool, after)
 
     def known(self) -> list[KnownAttempt]:
-        return [KnownAttempt(name, True, moved=live.moved) for name, live in self.live.items()] + [
+        return [KnownAttempt(name, True, moved=live.moved, started_at=live.started_at)
+                for name, live in self.live.items()] + [
             KnownAttempt(name, True, promised=True) for name in self.promised] + [
             KnownAttempt(name, False) for name in self.cleanup.known()
         ]
@@ -609,7 +611,8 @@ class Attempts:
                 return
             job_pid, has_pty = int(recorded.split()[0]), os.path.exists(pty)
         live.started_sent = True
-        self.send(Started(live.spool.name, job_pid, time.time(), pty if has_pty else None, moved=live.moved))
+        live.started_at = time.time()
+        self.send(Started(live.spool.name, job_pid, live.started_at, pty if has_pty else None, moved=live.moved))
 
     def _shepherd_gone(self, name: str) -> None:
         live = self.live.get(name)

@@ -23,6 +23,11 @@ class KnownAttempt(msgspec.Struct):
     # Running is also said of a promised attempt (an order with `after`), which the node holds,
     # prepared, until the attempt it follows ends: not started, so not to be counted as started.
     promised: bool = False
+    # When its job started, on the node's clock, where the node saw it start: a controller that
+    # missed the attempt's Started report (it was down, or had not committed it yet) records the
+    # start at this time, not at the hello's. None: not started, or not known (re-attached after
+    # the node daemon restarted), or a node daemon of an earlier version.
+    started_at: float | None = None
     # Started in place (StartPromisedNow) on the CPUs the controller gave it then, not those of
     # its order: said of a running attempt, whose Started report may have been lost.
     moved: bool = False

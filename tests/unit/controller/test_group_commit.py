@@ -22,6 +22,7 @@ from drover.controller.service import ControllerService, Settings
 from drover.controller.shell import report_group
 from drover.core.arrays import TaskIndices
 from drover.core.dependencies import Dependencies
+from drover.core.errors import Unavailable
 from drover.core.job import Attempt, Job, Task
 from drover.core.job_spec import JobSpec
 from drover.core.job_state import JobState
@@ -33,7 +34,9 @@ from drover.protocol.api import JobSubmission
 from drover.protocol.node_channel import (
     Ack,
     Exited,
+    Exiting,
     Hello,
+    Progress,
     SignalAttempt,
     StartAttempt,
     Started,
@@ -91,6 +94,11 @@ class Cluster:
         for _ in range(5):
             await asyncio.sleep(0)
 
+    async def held(self) -> None:
+        """Past the hold of frames that nothing waits on (a start reported alone), then a turn."""
+        await asyncio.sleep(report_group.HOLD_S)
+        await self.turn()
+
     async def submit(self, count: int) -> list[int]:
         ids = self.service.submit([JobSubmission(script="true\n", workdir="/tmp")] * count, "alice")
         await self.turn()
@@ -144,7 +152,7 @@ async def running(cluster: Cluster, count: int) -> tuple[list[int], dict[int, tu
     assert sorted(orders) == ids[:2]
     for job_id, (node, attempt) in orders.items():
         cluster.service.node_messages(node, [Started(attempt, 10 + job_id, 1.0)])
-    await cluster.turn()
+    await cluster.held()
     assert all(cluster.state_of(job_id) == "running" for job_id in ids[:2])
     return ids, orders
 
@@ -242,7 +250,7 @@ def test_what_a_node_says_once_is_kept_when_the_store_refuses_the_group(tmp_path
         for job_id in ids:
             node, attempt = orders[job_id]
             cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
-        await cluster.turn()
+        await cluster.held()
         assert {cluster.state_of(job_id) for job_id in ids} == {"dispatched"}
         assert {node: [r.attempt for r in reports] for node, reports in cluster.service.reports.unsaved.items()} == \
                {node: [attempt] for node, attempt in orders.values()}
@@ -379,6 +387,117 @@ def test_a_job_the_pass_sets_aside_after_its_reports_of_the_same_turn_puts_the_g
         run(tmp_path, body)
     assert "the reports are handled again, committed without the pass" in caplog.text
     assert "reloading the working set" not in caplog.text
+
+
+# -- frames held for company -----------------------------------------------------------------------
+
+
+def test_what_nothing_waits_on_may_be_held_and_what_is_waited_for_may_not() -> None:
+    assert report_group.may_wait(Started("1.0.1", 10, 1.0))
+    assert report_group.may_wait(Exiting("1.0.1", dict(OK)))  # type: ignore[arg-type]
+    assert report_group.may_wait(Progress("1.0.1", ["exit_hook"]))
+    assert report_group.may_wait(Progress("1.0.1", ["exit_hook"], "mail", 3, "no server"))  # a failed try
+    assert not report_group.may_wait(Progress("1.0.1", [], "mail", 5, "no server", given_up=True))  # acknowledged
+    assert not report_group.may_wait(Exited("1.0.1", dict(OK)))  # acknowledged, and frees the CPUs
+    assert not report_group.may_wait(Started("1.0.1", 10, 1.0, pty_socket="/run/pty.sock"))  # a user waits
+    assert not report_group.may_wait(Started("1.0.1", 10, 1.0, moved=True))  # a promise started in place
+
+
+def test_a_start_reported_alone_is_committed_with_the_next_frame_that_needs_a_commit(tmp_path: Path) -> None:
+    async def body(cluster: Cluster) -> None:
+        first, second, third = await cluster.submit(3)
+        orders = cluster.orders()
+        (n_first, a_first), (n_second, a_second) = orders[first], orders[second]
+        cluster.log.clear()
+        cluster.service.node_messages(n_first, [Started(a_first, 10, 1.0)])
+        cluster.service.node_messages(n_second, [Started(a_second, 11, 1.0)])
+        await cluster.turn()
+        assert not cluster.log  # held: nothing waits on them
+        assert cluster.state_of(first) == cluster.state_of(second) == "dispatched"
+        cluster.service.node_messages(n_first, [Exiting(a_first, dict(OK))])  # type: ignore[arg-type]
+        await cluster.turn()
+        assert not cluster.log
+        cluster.service.node_messages(n_first, [Exited(a_first, dict(OK))])
+        await cluster.turn()
+        # One transaction: both starts, the first job's exit and end, and the third job's start.
+        assert cluster.commits() == [{first, second, third}]
+        assert [type(message) for what, message in cluster.log if what == "send"] == [Ack, StartAttempt]
+        assert cluster.state_of(first) == "completed" and cluster.state_of(second) == "running"
+        assert cluster.state_of(third) == "dispatched"
+        kinds = [event.kind for _, event in cluster.store.events_of(first, 0, 100)]
+        assert kinds[kinds.index("started"):] == ["started", "exited", "completed", "job_ended"]
+        await cluster.held()
+        assert len(cluster.commits()) == 1  # nothing left held
+        cluster.check()
+
+    run(tmp_path, body)
+
+
+def test_a_frame_held_alone_is_committed_once_the_hold_is_over(tmp_path: Path) -> None:
+    async def body(cluster: Cluster) -> None:
+        first, _ = await cluster.submit(2)
+        node, attempt = cluster.orders()[first]
+        cluster.log.clear()
+        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        await cluster.turn()
+        assert not cluster.log
+        await asyncio.sleep(report_group.HOLD_S)
+        await cluster.turn()
+        assert cluster.commits() == [{first}] and cluster.state_of(first) == "running"
+        cluster.check()
+
+    run(tmp_path, body)
+
+
+def test_a_frame_held_for_company_is_recorded_at_the_time_it_came(tmp_path: Path) -> None:
+    """A start held, then committed with the exit that came 20 ms after it: each is recorded at
+    its own frame's time, not at the time the group handled them both."""
+    async def body(cluster: Cluster) -> None:
+        first, _ = await cluster.submit(2)
+        node, attempt = cluster.orders()[first]
+        now = [5000.0]
+        cluster.service.shell.clock = lambda: now[0]
+        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        now[0] = 5000.02
+        cluster.service.node_messages(node, [Exiting(attempt, dict(OK))])  # type: ignore[arg-type]
+        now[0] = 5000.024
+        cluster.service.node_messages(node, [Exited(attempt, dict(OK))])
+        now[0] = 5000.03  # the group's handling
+        await cluster.turn()
+        times = {event.kind: event.time for _, event in cluster.store.events_of(first, 0, 100)}
+        assert (times["started"], times["exited"], times["completed"]) == (5000.0, 5000.02, 5000.024), times
+
+    run(tmp_path, body)
+
+
+def test_a_request_handles_the_frames_held_before_it(tmp_path: Path) -> None:
+    async def body(cluster: Cluster) -> None:
+        first, second = await cluster.submit(2)
+        node, attempt = cluster.orders()[first]
+        cluster.log.clear()
+        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        cluster.service.act("cancel", [str(second)], lambda owner, job_id, verb: None)
+        assert cluster.commits() == [{first}, {second}]  # the start first, as it came
+        assert cluster.state_of(first) == "running"
+        await cluster.held()
+        assert len(cluster.commits()) == 2
+        cluster.check()
+
+    run(tmp_path, body)
+
+
+def test_a_controller_that_stops_records_the_frames_it_held(tmp_path: Path) -> None:
+    async def body(cluster: Cluster) -> None:
+        first, _ = await cluster.submit(2)
+        node, attempt = cluster.orders()[first]
+        cluster.log.clear()
+        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        cluster.service.stop_answering(Unavailable("the controller is shutting down"))
+        await cluster.turn()
+        assert cluster.commits() == [{first}] and cluster.state_of(first) == "running"
+        cluster.check()
+
+    run(tmp_path, body)
 
 
 # -- merging outcomes ---------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from drover.controller.handlers import dispatch, node_reports
 from drover.controller.handlers.node_reports import handle_report, on_reports
 from drover.controller.nodes.node_channels import NodeChannel
 from drover.controller.service import ControllerService, Settings
+from drover.controller.shell import report_group
 from drover.controller.shell import transaction as shell_module
 from drover.controller.state import ControllerState
 from drover.core.arrays import TaskIndices
@@ -92,7 +93,10 @@ class Cluster:
         await self.turn()
 
     async def report(self, *reports: Any) -> None:
+        """The node's frame, handled: past the hold of one that nothing waits on (a start)."""
         self.service.node_messages("n1", list(reports))
+        if all(report_group.may_wait(report) for report in reports):
+            await asyncio.sleep(report_group.HOLD_S)
         await self.turn()
 
     def sent(self, kind: type) -> list[Any]:

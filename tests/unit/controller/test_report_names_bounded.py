@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from tests.unit.controller.test_group_commit import OK, Cluster
 
-from drover.core.ids import bounded_attempt_key, parse_attempt_name
+from drover.controller.followers import _fast_attempt_key, fast_attempt_key
+from drover.core.ids import (
+    CACHED_NAME_MAX,
+    _bounded_attempt_key,
+    bounded_attempt_key,
+    parse_attempt_name,
+)
 from drover.protocol.node_channel import Exited, File, PeTaskExited, Progress, StagedOut, Started
 
 
@@ -26,6 +32,19 @@ def test_a_name_beyond_what_the_store_holds_is_no_attempts(name: str) -> None:
 def test_names_drover_makes_are_read() -> None:
     assert bounded_attempt_key("12.0.1") == (12, 0, 1)
     assert bounded_attempt_key(f"{2**63 - 1}.{2**31 - 1}.3") == (2**63 - 1, 2**31 - 1, 3)
+    longest = f"{2**63 - 1}.{2**63 - 1}.{2**63 - 1}"  # within CACHED_NAME_MAX, and read as a name
+    assert bounded_attempt_key(longest) is None and fast_attempt_key(longest) == (2**63 - 1,) * 3
+
+
+def test_the_names_kept_between_reports_are_those_of_attempts_drover_could_make() -> None:
+    """A node may name any text; what is kept of names is bounded by their count and their
+    length: a long name is read each time, never kept (a thousand names of 1 MiB would otherwise
+    hold a GiB)."""
+    long_name = "7" * 100_000 + ".0.1"
+    kept = _bounded_attempt_key.cache_info().currsize, _fast_attempt_key.cache_info().currsize
+    assert bounded_attempt_key(long_name) is None and fast_attempt_key(long_name) is None
+    assert (_bounded_attempt_key.cache_info().currsize, _fast_attempt_key.cache_info().currsize) == kept
+    assert len(f"{2**63 - 1}.{2**63 - 1}.{2**63 - 1}") <= CACHED_NAME_MAX
 
 
 @pytest.mark.parametrize("poison", ["99999999999999999999.0.1", "7" * 5000 + ".0.1"])

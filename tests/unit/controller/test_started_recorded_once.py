@@ -150,3 +150,35 @@ def test_a_promise_whose_start_was_lost_is_counted_started_once_by_the_metrics(w
     assert event.detail["promised"] is True
     tallies = world.state.tallies
     assert tallies.attempts_started == 2 and sum(tallies.attempts_ended.values()) == 2
+
+
+def test_an_attempt_running_at_hello_whose_start_was_lost_starts_at_the_time_its_node_says(
+        world: World) -> None:
+    """Its Started report never reached the store (the controller was killed, or held the report
+    for company when it was): the node's hello says when the job started, and the start is
+    recorded then, not at the hello, so its wall clock and its share are the job's."""
+    world.connect()
+    (job,) = world.submit()
+    (order,) = world.schedule()
+    world.reload()
+    world.connect(known=[KnownAttempt(order.attempt, True, started_at=STARTED_AT)])
+    (event,) = started_events(world, job)
+    assert event.time == STARTED_AT and event.detail["learned_from"] == "hello"
+    (stored,) = world.store.attempts_of(job)
+    assert stored.started_at == STARTED_AT
+    report(world, exited(order.attempt))
+    assert kinds(world, job) == ["started", "exited", "completed", "job_ended"]
+
+
+def test_a_start_time_a_node_says_is_ahead_of_the_controllers_clock_is_recorded_at_the_hello(
+        world: World) -> None:
+    """A node's clock ahead (or a time that is no number) puts no start after the hello."""
+    world.connect(cpus=2)
+    first, second = world.submit(), world.submit()
+    one, two = world.schedule()
+    world.reload()
+    world.connect(cpus=2, known=[KnownAttempt(one.attempt, True, started_at=world.now + 50),
+                                 KnownAttempt(two.attempt, True, started_at=float("nan"))])
+    for job in (first[0], second[0]):
+        (event,) = started_events(world, job)
+        assert event.time <= world.now

@@ -163,6 +163,11 @@ def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path, spawn
         hold(attempts, pair)
         assert spawner.started == [FIRST] and SECOND in attempts.promised
         assert {known.attempt for known in attempts.known() if known.running} == {FIRST, SECOND}
+        # The hello says when the running one started (its Started report may be lost), not the promise.
+        await until(lambda: any(isinstance(m, Started) and m.attempt == FIRST for m in sent))
+        (said,) = [m.started_at for m in sent if isinstance(m, Started) and m.attempt == FIRST]
+        assert {known.attempt: known.started_at for known in attempts.known() if known.running} == {
+            FIRST: said, SECOND: None}
         await asyncio.sleep(0.3)
         assert spawner.started == [FIRST]  # waits while the first runs
         pair.gate.touch()

@@ -6,6 +6,7 @@ never brings back a cancelled task, and never lets a second attempt run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -89,6 +90,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     node.heard_at = now
     outcome.send(node.name, Welcome(node.name, heartbeat_s, staged_chunks=True))
     known = {item.attempt: item.running for item in hello.attempts}
+    started_times = {item.attempt: item.started_at for item in hello.attempts if item.started_at is not None}
     promised = {item.attempt for item in hello.attempts if item.promised}  # held, not started
     moved = {item.attempt for item in hello.attempts if item.moved}  # started in place
     tasks = _sent_to(state, node, created)
@@ -96,7 +98,8 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     payloads = store.job_payloads(sorted({job.id for job, task in tasks if _order_lost(state, node, task, known)}))
     for job, task in tasks:
         try:
-            _reattach(state, outcome, node, job, task, known, promised, now, orders, payloads, moved)
+            _reattach(state, outcome, node, job, task, known, promised, now, orders, payloads, moved,
+                      started_times)
         except Exception as error:  # this job only: the shell fails it; the node's others go on
             outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
@@ -145,7 +148,8 @@ def _order_lost(state: ControllerState, node: Node, task: Task, known: dict[str,
 
 def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, task: Task, known: dict[str, bool],
               promised: set[str], now: float, orders: OrderOptions, payloads: Mapping[int, JobPayload],
-              moved: frozenset[str] | set[str] = frozenset()) -> None:
+              moved: frozenset[str] | set[str] = frozenset(),
+              started_times: Mapping[str, float] | None = None) -> None:
     """One task's attempt on a node that said hello: its order sent again, lost or started (a
     promised one the node holds is neither: it starts when the one it follows ends). A promise
     told to start in place whose node has not said it started is told again (the order is
@@ -154,7 +158,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     taken as started, moved or not (`moved`: its Started report may have been lost). One the node
     does not know, on CPUs it came back without, is not sent again: it ends here, never started
     (_end_unstarted_beyond); a promise it holds on such CPUs is taken back; one that started runs
-    on where its CPUs are pinned."""
+    on where its CPUs are pinned. `started_times`: when the node saw its attempts' jobs start, the
+    start of one whose Started report never reached the store (never later than the hello)."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
@@ -188,11 +193,17 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
                          orders.exits)
             return
     elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
-        attempt.started_at = attempt.started_at or now
+        node_said = (started_times or {}).get(attempt.name)
+        # Its Started report was lost: the start is the node's, where it says when (a node's clock
+        # a little ahead puts no start after the hello).
+        said = node_said if node_said is not None and math.isfinite(node_said) else None
+        started = now if said is None else min(said, now)
+        learned = {} if said is None else {"learned_from": "hello"}
+        attempt.started_at = attempt.started_at or started
         was_promised = {"promised": True} if attempt.after is not None else {}  # the metrics count it now
         promises.started(state, job, attempt, attempt.name in moved)
         outcome.changes.attempt(attempt)
-        change_task(outcome, task, Trigger.START, now, job, **was_promised)
+        change_task(outcome, task, Trigger.START, started, job, **was_promised, **learned)
     elif attempt.name in promised and attempt.moving_to is None and not stopping and _cpus_beyond(attempt, node):
         _take_back_beyond(outcome, task, attempt, node, now)
     elif attempt.name in promised and move_again is not None:

@@ -70,13 +70,13 @@ class NodeLiveness:
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
-        """A frame of reports from a node: handled at the end of this loop turn, with the other
-        nodes' frames and the pass they ask for (`_handle_group`); anything else the node says
-        is taken now. Nothing here closes the node's channel: a job whose reports cannot be
-        handled is failed alone (`_fail`), and while the store refuses the frame, nothing of it
-        is acknowledged. The node sends its final reports (exited) and files (staged_out) again
-        until they are; what it says once (started, suspended, exiting, progress) is kept here
-        and tried again (`_keep_unsaved`)."""
+        """A frame of reports from a node: handled at the end of this loop turn (or held a moment
+        if nothing waits on it), with the other nodes' frames and the pass they ask for
+        (`_handle_group`); anything else the node says is taken now. Nothing here closes the
+        node's channel: a job whose reports cannot be handled is failed alone (`_fail`), and
+        while the store refuses the frame, nothing of it is acknowledged. The node sends its
+        final reports (exited) and files (staged_out) again until they are; what it says once
+        (started, suspended, exiting, progress) is kept here and tried again (`_keep_unsaved`)."""
         # Its text cleaned where it is shown to someone (handlers/reported_text.py); the reports
         # are cleaned where they are handled (on_reports), each once.
         messages = [message if isinstance(message, Report) else reported_text.cleaned(message) for message in messages]

@@ -1,7 +1,12 @@
 """The grouped commit of the nodes' reports: the frames of reports that come in one loop turn,
 and the planner's pass they ask for, are handled at the turn's end and committed in one
 transaction through the shell (controller/shell/transaction.py), with the guarantees of a handler run on its own.
-Reports the store refuses that a node says only once are kept here and tried again."""
+Reports the store refuses that a node says only once are kept here and tried again.
+
+A frame of reports that nothing waits on (`may_wait`: an attempt started, its job exited, a
+cleanup step done) is held for the next frame or pass that needs a commit, for at most HOLD_S:
+a node reports an attempt's start, its job's exit and its final report a few milliseconds apart,
+and a commit of each on its own cost more than the three of them in one."""
 
 from __future__ import annotations
 
@@ -18,11 +23,28 @@ from drover.controller.handlers.node_reports import Report, ReportHandler, on_re
 from drover.controller.shell.transaction import Scope, Shell
 from drover.core.exit_status import ExitSemantics
 from drover.core.ids import job_of_attempt
-from drover.protocol.node_channel import Exited, StagedOut
+from drover.protocol.node_channel import Exited, Exiting, Progress, StagedOut, Started
 from drover.store.faults import StoreFault
 
 log = logging.getLogger("drover.controller")
 UNSAVED_REPORTS = 10_000  # per node: reports kept while the store refuses them (the oldest go first)
+# The longest a frame that nothing waits on is held for company (`may_wait`): an attempt's start,
+# its job's exit and its cleanup's final report come a few milliseconds apart on a busy node.
+HOLD_S = 0.025
+# A node's frame of reports, and when it came (the time its reports are handled at).
+Frame = tuple[str, list[Report], float]
+
+
+def may_wait(report: Report) -> bool:
+    """Whether nothing waits on this report's commit but the reads that show it: no
+    acknowledgement (the node sends it once and goes on), no pass (it frees nothing the planner
+    could give), no user (an interactive job's terminal is waited for; a suspension was asked
+    for). Such a report may be held a moment for the next one that needs a commit."""
+    if isinstance(report, Started):
+        return report.pty_socket is None and not report.moved
+    if isinstance(report, Progress):
+        return not report.given_up
+    return isinstance(report, Exiting)
 
 
 class _Reloaded(Exception):
@@ -63,9 +85,10 @@ class ReportGroup:
         self._group_queued = False  # the group of this loop turn is due (`_group`)
         # Nodes' frames of reports handled at the end of this loop turn, in the order they came
         # (one node's frames in a row as one), and committed with the pass they ask for.
-        self._frames: list[tuple[str, list[Report]]] = []
+        self._frames: list[Frame] = []
         self._grouping = False  # handling a group now: the handlers it runs (`fail`) do not settle
         self._wake: tuple[asyncio.TimerHandle, float] | None = None  # the pass at a begin time
+        self._held: asyncio.TimerHandle | None = None  # frames that may wait: handled by this at the latest
         # Reports a node sends once (started, suspended, exiting, progress) that the store could
         # not take: tried again with the node's next frame, or on a timer (`keep_unsaved`).
         self.unsaved: dict[str, list[Report]] = {}
@@ -74,17 +97,37 @@ class ReportGroup:
     def add(self, node: str, reports: list[Report]) -> None:
         """A node's frame of reports (after those of its the store refused): handled and
         committed with the other frames of this loop turn and the pass they ask for, in one
-        transaction (`_group`)."""
+        transaction (`_group`); a frame nothing waits on (`may_wait`) is held for the next
+        group, or HOLD_S."""
         unsaved = self.unsaved.pop(node, None)
         if unsaved:
             reports = [*unsaved, *reports]
         if not reports:
             return
-        if self._frames and self._frames[-1][0] == node:
+        # Each frame is handled at the time it came (a frame held for company is not recorded late).
+        arrived = self.shell.clock()
+        if self._frames and self._frames[-1][0] == node and self._frames[-1][2] == arrived:
             self._frames[-1][1].extend(reports)
         else:
-            self._frames.append((node, reports))
+            self._frames.append((node, reports, arrived))
+        if self.shell.stopping is None and all(may_wait(report) for report in reports):
+            self._hold()
+        else:
+            self._queue_group()
+
+    def _hold(self) -> None:
+        """The frames wait for the next group that comes anyway, or for HOLD_S."""
+        if not self._group_queued and self._held is None:
+            self._held = asyncio.get_running_loop().call_later(HOLD_S, self._held_due)
+
+    def _held_due(self) -> None:
+        self._held = None
         self._queue_group()
+
+    def release_held(self) -> None:
+        """Handle the frames held for company at the end of this loop turn (the controller stops)."""
+        if self._frames:
+            self._queue_group()
 
     def node_gone(self, node: str) -> None:
         """Its channel closed: its next hello rebuilds what its kept reports said."""
@@ -102,6 +145,9 @@ class ReportGroup:
         self._queue_group()
 
     def _queue_group(self) -> None:
+        if self._held is not None:  # the group takes the frames held
+            self._held.cancel()
+            self._held = None
         if not self._group_queued:
             self._group_queued = True
             asyncio.get_running_loop().call_soon(self._group)
@@ -121,6 +167,9 @@ class ReportGroup:
         """Before any other handler: the reports waiting for this turn's group are handled and
         committed now, in the order they came; the pass they ask for stays for the turn's end."""
         if self._frames and not self._grouping:
+            if self._held is not None:
+                self._held.cancel()
+                self._held = None
             try:
                 self._handle_group(plan=False, may_plan=False)
             except Exception:
@@ -158,14 +207,14 @@ class ReportGroup:
         alone = False  # the frames are handled again, without the pass: a group with it was refused
         try:
             while self._frames or plan:
-                group, named, frames = Outcome(), set[int](), list[tuple[str, list[Report]]]()
+                group, named, frames = Outcome(), set[int](), list[Frame]()
                 memory = _Memory(self.shell.state.usage.saved())
                 may_pass, alone, with_pass = may_plan and not alone, False, False
                 try:
                     while self._frames and not group.faults:
-                        node, reports = self._frames.pop(0)
-                        frames.append((node, reports))
-                        self._handle_frame(group, named, memory, node, reports)
+                        node, reports, arrived = frame = self._frames.pop(0)
+                        frames.append(frame)
+                        self._handle_frame(group, named, memory, node, reports, arrived)
                     if group.reschedule:
                         group.reschedule = False
                         if may_plan:
@@ -204,14 +253,14 @@ class ReportGroup:
                 self._queue_group()
 
     def _handle_frame(self, group: Outcome, named: set[int], memory: _Memory, node: str,
-                      reports: list[Report]) -> None:
+                      reports: list[Report], arrived: float) -> None:
         jobs = frozenset(job_id for report in reports if (job_id := job_of_attempt(report.attempt)) is not None)
         named |= jobs  # put back with the group if the store refuses it
         lost = self.shell.state.lost_attempts
         if lost:  # what handling the reports forgets, should they be handled again
             memory.lost.update((report.attempt, lost[report.attempt]) for report in reports if report.attempt in lost)
         try:
-            outcome = on_reports(self.shell.state, node, reports, self.shell.clock(), self.exits,
+            outcome = on_reports(self.shell.state, node, reports, arrived, self.exits,
                                  self._report_handler, self.shell.store)
         except StoreFault:
             raise
@@ -270,7 +319,7 @@ class ReportGroup:
         if set_aside and not self.shell.put_back(Scope(frozenset(set_aside), nodes=frozenset()), None):
             raise _Reloaded
 
-    def _commit_group(self, group: Outcome, named: frozenset[int], frames: list[tuple[str, list[Report]]],
+    def _commit_group(self, group: Outcome, named: frozenset[int], frames: list[Frame],
                       memory: _Memory, with_pass: bool) -> bool:
         """Commit the group, then carry out its effects and fail the jobs it set aside. True if
         it held a pass and was refused for something its changes hold: then nothing of it was
@@ -301,7 +350,7 @@ class ReportGroup:
         if store_fault is not None:
             self._keep_unsaved_frames(frames)
             return False
-        for node in {node for node, _ in frames}:
+        for node in {frame[0] for frame in frames}:
             retry = self.unsaved_retry.pop(node, None)
             if retry is not None:
                 retry[0].cancel()
@@ -313,9 +362,9 @@ class ReportGroup:
         self.shell.state.usage.restore(memory.usage)
         self.shell.state.lost_attempts.update(memory.lost)
 
-    def _keep_unsaved_frames(self, frames: list[tuple[str, list[Report]]]) -> None:
+    def _keep_unsaved_frames(self, frames: list[Frame]) -> None:
         by_node: dict[str, list[Report]] = {}
-        for node, reports in frames:
+        for node, reports, _ in frames:
             by_node.setdefault(node, []).extend(reports)
         for node, reports in by_node.items():
             self.keep_unsaved(node, reports)
