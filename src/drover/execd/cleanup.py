@@ -81,7 +81,7 @@ from drover.protocol.node_channel import (
 )
 from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
-from drover.spool import layout
+from drover.spool import file_system, layout
 from drover.spool.atomic import write_atomically, write_json
 
 log = logging.getLogger("drover.execd")
@@ -91,6 +91,8 @@ CONTROLLER_STEPS = ("stage_out", "report")  # they wait for the controller: its 
 FINAL = attempt_records.FINAL
 KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
 REMOVING = "removing."  # under the spool root, before the attempt's name: a spool on its way out
+# A spool of records alone holds about 15; one with more is removed on a thread, whatever its disk.
+FLAT_MAX = 64
 CLEANUP_THREADS = 8  # the pipelines' own threads (disk, mail): shared with nothing else of the node's
 T = TypeVar("T")
 
@@ -167,8 +169,12 @@ class Cleanup:
 
     def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
                  faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True,
-                 chunks: Callable[[], bool] = lambda: True) -> None:
+                 chunks: Callable[[], bool] = lambda: True, in_memory: bool | None = None) -> None:
         self.root = root
+        # A spool in memory (tmpfs, its default): the final record and the removal of a spool of
+        # records alone are written and removed on the event loop, where a hand-off to a thread
+        # and back would cost more than the work (spool/file_system.py); on a disk, on threads.
+        self.in_memory = file_system.in_memory(root) if in_memory is None else in_memory
         self.settings = settings
         self.send = send
         self.connected = connected  # whether the controller's channel is up
@@ -382,15 +388,15 @@ class Cleanup:
         between it and the spool's removal (no mail, a spool not kept), so that a node killed in
         that instant only repeats the report, which the controller takes once whatever comes
         again (controller/handlers/node_reports.py)."""
-        if not os.path.isdir(spool.path):
-            return False
         if step == "record":
-            return any(entry["step"] == "record" for entry in progress.get("given_up", []))
-        if step == "report":
+            alone = any(entry["step"] == "record" for entry in progress.get("given_up", []))
+        elif step == "report":
             config = self._ended[spool.name].config()
-            return (config is None or bool(config["job"]["mail_user"]) or self.settings.keep_spool
-                    or config["job"]["keep_spool"])
-        return True
+            alone = (config is None or bool(config["job"]["mail_user"]) or self.settings.keep_spool
+                     or config["job"]["keep_spool"])
+        else:
+            alone = True
+        return alone and os.path.isdir(spool.path)  # looked at last: most often the answer is no before
 
     def _removing(self, spool: layout.SpoolDir) -> str:
         return os.path.join(self.root, REMOVING + spool.name)
@@ -534,7 +540,10 @@ class Cleanup:
         def write() -> None:
             write_json(spool.record(FINAL), record, durable=True)
 
-        await self._in_thread(write, self.settings.record_timeout_s, "writing the final record")
+        if self.in_memory:
+            write()  # a few microseconds of the kernel's: no device to wait for
+        else:
+            await self._in_thread(write, self.settings.record_timeout_s, "writing the final record")
         return True
 
     async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
@@ -580,7 +589,8 @@ class Cleanup:
         deleted never looks like an attempt to a restarted execd (which would resume or re-run
         it); a retry finds it under that name."""
         removing = self._removing(spool)
-        if os.path.isdir(spool.path):
+        entries = _entries(spool.path)  # None: moved aside already, by an earlier try
+        if entries is not None:
             config = self._ended[spool.name].config()
             try:
                 if config is not None:  # where its output is, for `drover logs` once the spool is gone
@@ -590,7 +600,7 @@ class Cleanup:
                     os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
                     os.rename(spool.path, os.path.join(kept, spool.name))
                     return True
-                if layout.petask_names(spool.path):
+                if any(directory and layout.PETASK_ID.fullmatch(name) for name, directory in entries):
                     # Tasks of the job (GE's tight integration) may still run on this node and
                     # write their records beneath: moving the directory would pull it from under
                     # them. Their handler removes it after the last of them (pe_tasks.py).
@@ -600,6 +610,10 @@ class Cleanup:
                 os.rename(spool.path, removing)
             except OSError as error:
                 raise StepFailed(f"cannot move the spool {spool.path} aside: {_os_error(error)}") from None
+            # Records alone (no working directory, no staged-out copies): a few unlinks, here.
+            if (self.in_memory and len(entries) <= FLAT_MAX and not any(directory for _, directory in entries)
+                    and _removed_flat(removing, [name for name, _ in entries])):
+                return True
         await self._in_thread(lambda: _remove_tree(removing), self.settings.remove_timeout_s, f"removing {removing}")
         return True
 
@@ -658,6 +672,29 @@ def _remove_all_but_tasks(path: str) -> None:
                 os.unlink(entry.path)
     if not layout.petask_names(path):  # the tasks ended, and their handler took theirs, meanwhile
         _remove_tree(path)
+
+
+def _entries(path: str) -> list[tuple[str, bool]] | None:
+    """The names in a spool directory, each with whether it is a directory (not following a
+    link); None where the directory is not there."""
+    try:
+        with os.scandir(path) as listing:
+            return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _removed_flat(path: str, names: list[str]) -> bool:
+    """Remove a directory that held only `names`, files all; False where anything is left (the
+    caller then removes what is, as any spool, and says what cannot be)."""
+    try:
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(path, name))
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def _remove_tree(path: str) -> None:

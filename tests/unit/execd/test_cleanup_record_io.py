@@ -111,11 +111,22 @@ def ended_spool(root: Path, name: str = "7.0.1", usage_apart: bool = False) -> l
 
 
 def cleaned(root: Path, spool: layout.SpoolDir, counted: Counted,
-            before: Callable[[Cleanup], None] = lambda cleanup: None) -> Controller:
-    """Run the whole pipeline on `spool`, counting from its start to the spool's removal."""
+            before: Callable[[Cleanup], None] = lambda cleanup: None, in_memory: bool | None = None,
+            hand_offs: list[str] | None = None) -> Controller:
+    """Run the whole pipeline on `spool`, counting from its start to the spool's removal;
+    `in_memory`: whether the spool's file system is taken as kept in memory (None: as it is);
+    `hand_offs`: gets the name of each function handed to the cleanup's threads."""
     async def scenario() -> None:
         controller = Controller()
-        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send)
+        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send, in_memory=in_memory)
+        if hand_offs is not None:
+            submit = cleanup._threads.submit
+
+            def counted_submit(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+                hand_offs.append(getattr(work, "__qualname__", repr(work)))
+                return submit(work, *args, **kwargs)
+
+            cleanup._threads.submit = counted_submit  # type: ignore[method-assign]
         before(cleanup)
         counted.on = True
         cleanup.begin(spool)
@@ -266,3 +277,77 @@ def test_the_final_record_a_kept_spool_holds_says_how_far_the_cleanup_got(tmp_pa
     assert final["outcome"] == "END" and final["exit_status"] == OK and final["usage"] == USAGE
     assert final["cleanup"]["done"] == ["exit_hook", "stage_out", "record"]
     assert read_json(str(kept / layout.CLEANUP))["done"][-2:] == ["record", "report"]
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in memory", "on a disk"])
+def test_a_spool_of_records_alone_costs_the_same_opens_and_writes_in_memory_or_on_a_disk(
+        tmp_path: Path, counted: Counted, in_memory: bool) -> None:
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=in_memory)
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.CONFIG: 1}), counted.reads
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    assert sum(counted.looks.values()) <= 1, counted.looks  # over_memory
+    assert not os.path.exists(spool.path) and sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+def test_a_spool_in_memory_is_recorded_and_removed_without_a_thread(tmp_path: Path, counted: Counted) -> None:
+    """Its final record and the unlinks of its records cost the kernel microseconds, less than
+    a hand-off to a thread and back: nothing of its cleanup goes to one."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert hand_offs == []
+    assert read_json(str(root / output_index.DIRECTORY / "7.0.1"))["stdout"]
+
+
+def test_a_spool_on_a_disk_is_recorded_and_removed_on_threads(tmp_path: Path, counted: Counted) -> None:
+    """A disk may make a write, a flush or an unlink wait (a journal commit, a failing device):
+    the event loop never does, so the final record and the removal each go to a thread."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=False,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["write", "<lambda>"], hand_offs
+
+
+def test_a_spool_in_memory_that_holds_a_directory_is_removed_on_a_thread(tmp_path: Path, counted: Counted) -> None:
+    """A working directory (or staged-out copies) may hold any number of files: removing it may
+    take long whatever the file system, so it goes to a thread, as on a disk."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    work = Path(spool.record("work"))
+    work.mkdir()
+    for n in range(3):
+        (work / f"out.{n}").write_text("output")
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert not os.path.exists(spool.path) and sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+def test_a_spool_in_memory_whose_records_cannot_all_be_removed_is_removed_as_any_other(
+        tmp_path: Path, counted: Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unlink refused on the event loop (an immutable file) leaves the spool to the removal
+    every spool has, on a thread, which goes on past it, says what is left, and is retried."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    real_unlink = os.unlink
+    refused: list[str] = []
+
+    def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if os.path.basename(os.fsdecode(path)) == layout.CONFIG and not refused:
+            refused.append(os.fsdecode(path))
+            raise PermissionError(1, "Operation not permitted", path)
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert refused and [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
