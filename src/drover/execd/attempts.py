@@ -72,9 +72,10 @@ NODE_OWN_KEYS = ("containment_name", "pe_task")
 class Spawner(Protocol):
     """What starts a shepherd for a spool directory and returns its pid (the fork server)."""
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         """With `lifeline`, the attempt ends when that pipe's other end reads end of file; its
-        shepherd may go on to serve another attempt once `release`d (warm_shepherds.py)."""
+        shepherd may go on to serve another attempt once `release`d (warm_shepherds.py).
+        `released`: a shepherd released with this order, as by `release` just before it."""
 
     def release(self, pid: int) -> None:
         """This execd saw the attempt of shepherd `pid`, started with a lifeline, end."""
@@ -528,13 +529,14 @@ class Attempts:
 
     # -- watching -----------------------------------------------------------------------------
 
-    def _spawn(self, spool: layout.SpoolDir, moved: bool = False) -> None:
+    def _spawn(self, spool: layout.SpoolDir, moved: bool = False, released: int | None = None) -> None:
+        """`released`: the shepherd of the attempt that just ended, released with this order."""
         facts = self._signal_facts.pop(spool.name, None)
         # The attempt's lifeline: its end of file is the attempt's end, whether the shepherd
         # closed it after its records or died; the shepherd itself may serve another attempt.
         lifeline, given = os.pipe2(os.O_CLOEXEC)
         try:
-            pid = self.spawner.spawn(spool.path, lifeline=given)
+            pid = self.spawner.spawn(spool.path, lifeline=given, released=released)
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
             os.close(lifeline)
             log.error("attempt %s: could not start a shepherd: %s", spool.name, error)
@@ -623,10 +625,10 @@ class Attempts:
             self._shepherd_lost(live.spool, live.shepherd_pid)
         del self.live[name]
         self._stop_watching(live)
-        if live.lifeline is not None:
-            # Forgotten as this attempt's: no signal of ours for it can reach the pid from here,
-            # so its shepherd may serve the next attempt (the one following, often).
-            self.spawner.release(live.shepherd_pid)
+        # Forgotten as this attempt's: no signal of ours for it can reach the pid from here, so
+        # its shepherd may serve the next attempt (the one following, often: released with its
+        # order, in one message to the fork server).
+        released = live.shepherd_pid if live.lifeline is not None else None
         for following in self._following.pop(name, []):  # its room is free: the promises start first
             del self._follows[following]
             spool = self.promised.pop(following)
@@ -634,7 +636,10 @@ class Attempts:
             if unplaced is not None:
                 self._end_unplaced(spool, unplaced)
             else:
-                self._spawn(spool)
+                self._spawn(spool, released=released)
+                released = None
+        if released is not None:
+            self.spawner.release(released)
         self.cleanup.begin(live.spool)
 
     def _stop_watching(self, live: LiveAttempt) -> None:

@@ -44,8 +44,11 @@ class Spawner:
     def __init__(self) -> None:
         self.started: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.messages: list[tuple[str, ...]] = []  # what the fork server would get, message by message
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
+        self.messages.append((*([f"release {released}"] if released is not None else []),
+                              f"start {Path(spool_dir).name}"))
         self.started.append(Path(spool_dir).name)
         # The shepherd holds the attempt's lifeline until it exits, as a fork server's one-shot does.
         process = subprocess.Popen([sys.executable, "-m", "drover.shepherd", spool_dir], start_new_session=True,
@@ -54,7 +57,7 @@ class Spawner:
         return process.pid
 
     def release(self, pid: int) -> None:
-        pass
+        self.messages.append((f"release {pid}",))
 
     def wait_status(self, pid: int) -> int | None:
         return None
@@ -156,6 +159,26 @@ def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path, spawn
         await until(lambda: SECOND in cleanup.begun)
         assert spawner.started == [FIRST, SECOND] and cleanup.begun == [FIRST, SECOND]
         assert pair.second_out.read_text() == "second\n"
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_the_shepherd_of_an_attempt_that_ended_is_released_with_the_order_of_the_promise_behind_it(
+        tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
+    """The fork server is woken once for both: the release of the shepherd whose attempt ended,
+    then the order that takes its room, in that order; an attempt no promise follows is
+    released alone."""
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        first = attempts.live[FIRST].shepherd_pid
+        pair.gate.touch()
+        await until(lambda: SECOND in cleanup.begun)
+        second = spawner.processes[1].pid
+        assert spawner.messages == [(f"start {FIRST}",), (f"release {first}", f"start {SECOND}"),
+                                    (f"release {second}",)]
         attempts.close()
 
     asyncio.run(scenario(spawner))

@@ -18,7 +18,7 @@ from drover.spool import layout
 class Refuses:
     """A spawner and a cleanup that must never be reached."""
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         raise AssertionError(f"a shepherd was started for {spool_dir}")
 
     def release(self, pid: int) -> None:

@@ -28,7 +28,7 @@ class Spawner:
     def __init__(self) -> None:
         self.held: list[int] = []
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         if lifeline is not None:
             self.held.append(os.dup(lifeline))
         return os.getpid()
