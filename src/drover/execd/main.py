@@ -69,6 +69,11 @@ def serve(argv: list[str]) -> int:
     # What the node runs as root, and as a job's owner unsigned, is its own drover.toml's.
     site = SiteMethods.of(own, paths.config_file)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
+    # Its lines name no caller, thread or process: each record is built without looking them up
+    # (a walk up the stack for every line, one a job on a busy node; the logging HOWTO's
+    # "Optimization").
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     claimed = _claim(paths.execd_pid)
     try:
         return _serve(args, paths, options, site)

@@ -1,0 +1,32 @@
+"""The spool's JSON records (spool/atomic.py `write_json`): encoded by msgspec, a sixth of the
+standard library's cost for a job's config, and read back as the same values by both readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers.attempt_config import attempt_config
+
+from drover.execd.decoders import RECORDS
+from drover.records import AttemptConfig
+from drover.spool.atomic import encoded, read_json, write_json
+
+
+def test_a_config_is_written_as_the_same_json_values_and_read_back_by_both_readers(tmp_path: Path) -> None:
+    config = attempt_config(str(tmp_path), "7.0.1")
+    config["environment"] = {"LANG": "C.UTF-8", "NAME": "Zoë 東京", "EMPTY": ""}
+    path = str(tmp_path / "config")
+    write_json(path, config)
+    assert read_json(path) == config == json.loads(json.dumps(config))
+    assert RECORDS.decode(Path(path).read_bytes(), AttemptConfig) == config
+    assert "Zoë 東京".encode() in Path(path).read_bytes()  # UTF-8, not escaped
+
+
+def test_it_is_compact_json() -> None:
+    assert encoded({"a": [1, 2.5, None, True], "b": {"c": "d"}}) == b'{"a":[1,2.5,null,true],"b":{"c":"d"}}'
+
+
+def test_what_msgspec_cannot_encode_is_written_by_the_standard_library_as_before() -> None:
+    assert encoded({True: 1, None: 2}) == json.dumps({True: 1, None: 2}, separators=(",", ":")).encode()
+    assert json.loads(encoded({"n": 10 ** 40})) == {"n": 10 ** 40}
