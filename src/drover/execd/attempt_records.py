@@ -141,19 +141,20 @@ class Ended:
     when first needed. The shepherd (or the node, for an attempt it ended itself) wrote them all
     before the cleanup began, and no one writes them after; the one fact that may still come is
     the node's own, that it left its cluster (`leave`), which the node holds in memory as it
-    marks it. `final`: the final record once the cleanup built it (execd/cleanup.py)."""
+    marks it. `final`: the final record once the cleanup built it (execd/cleanup.py). `config`:
+    the config as the node wrote it, in this process (then it is not read back)."""
 
     __slots__ = ("spool", "left", "final", "_end", "_usage", "_config", "_stop_why", "_read")
 
-    def __init__(self, spool: layout.SpoolDir, left: str | None) -> None:
+    def __init__(self, spool: layout.SpoolDir, left: str | None, config: AttemptConfig | None = None) -> None:
         self.spool = spool
         self.left = left  # why the node left, if it marked the attempt as it did
         self.final: FinalRecord | None = None
         self._end: tuple[ExitStatus, Usage | None, bool] | None = None
         self._usage: Usage | None = None
-        self._config: AttemptConfig | None = None
+        self._config = config
         self._stop_why = "cancel"
-        self._read: set[str] = set()
+        self._read: set[str] = {layout.CONFIG} if config is not None else set()
 
     def leave(self, why: str) -> None:
         self.left, self.final = why, None  # the final record says what the node decided: built again

@@ -35,7 +35,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from drover.execd import attempt_records, lost_shepherd
 from drover.execd.cleanup import Cleanup
@@ -244,13 +244,13 @@ class Attempts:
             self._never_started(order.attempt, f"the node refused the order's CPUs: {unplaced}")
             return
         try:
-            refusal = self._prepare(spool, order)
+            refusal, config = self._prepare(spool, order)
             if refusal:
                 _write_failure(spool, refusal)
         except OSError as error:
             self._not_prepared(spool, error)
             return
-        self.cleanup.made_here(spool.name)
+        self.cleanup.made_here(spool.name, config)
         if refusal:
             self.cleanup.begin(spool)
             return
@@ -309,6 +309,8 @@ class Attempts:
             if config.get("cpu_ids") != cpu_ids:
                 config["cpu_ids"] = cpu_ids
                 write_json(spool.record(layout.CONFIG), config)
+                # Held by the cleanup only where this process wrote it: in this layout.
+                self.cleanup.config_rewritten(spool.name, cast(AttemptConfig, config))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(spool.record(layout.AFTER))
         except (OSError, ValueError) as error:
@@ -322,23 +324,24 @@ class Attempts:
         log.info("attempt %s: started in place on CPUs %s", spool.name, cpu_ids)
         self._spawn(spool, moved=True)
 
-    def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> str | None:
-        """Write the attempt's spool; return why the job may not run here, if it may not."""
+    def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> tuple[str | None, AttemptConfig | None]:
+        """Write the attempt's spool; return why the job may not run here, if it may not, and the
+        config written (None where none was: refused before)."""
         as_root = os.geteuid() == 0
         os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
         carried = [key for key in NODE_OWN_KEYS if key in order.config]
         if carried:
             why = f"the order carries {', '.join(carried)}, which only the node sets (for a parallel task it starts)"
             log.warning("attempt %s refused: %s", order.attempt, why)
-            return why  # a controller taken over would name a cgroup where root makes and removes it
+            return why, None  # a controller taken over would name a cgroup where root makes and removes it
         if self.signed_jobs is not None:
             unsigned = self.signed_jobs.refusal(order)
             if unsigned is not None:
-                return unsigned  # nothing of the job is written: only why it did not run
+                return unsigned, None  # nothing of the job is written: only why it did not run
         unknown = self.site.refusal(order.config)
         if unknown is not None:
             log.warning("attempt %s refused: %s", order.attempt, unknown)
-            return unknown  # nothing runs: the order asked for commands this node does not give
+            return unknown, None  # nothing runs: the order asked for commands this node does not give
         identity, refusal = self.identities.for_job(order.config["owner"])
         config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
         self.site.fill(config)  # type: ignore[arg-type]  # the site's commands: this node's drover.toml's
@@ -368,7 +371,7 @@ class Attempts:
         write_json(spool.record(layout.CONFIG), config)
         if refusal is None:
             self._signal_facts[spool.name] = SignalFacts.of(config)
-        return refusal
+        return refusal, config
 
     def _not_prepared(self, spool: layout.SpoolDir, error: OSError) -> None:
         """The node could not write the attempt's spool (most often: the disk is full), so the

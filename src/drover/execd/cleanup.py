@@ -79,7 +79,7 @@ from drover.protocol.node_channel import (
     StagedChunk,
     StagedOut,
 )
-from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
+from drover.records import AttemptConfig, CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import file_system, layout
 from drover.spool.atomic import write_atomically, write_json
@@ -187,6 +187,7 @@ class Cleanup:
         # wrote a cleanup record or a mark that the node left in it; and the marks that the node
         # left made before their cleanup began (`node_left`).
         self._made_here: set[str] = set()
+        self._configs: dict[str, AttemptConfig] = {}  # the configs it wrote, of those
         self._left: dict[str, str] = {}
         # Each pending pipeline's progress, as recorded in its spool and kept here too: the
         # spool may be gone half way through removing it, or its disk unwritable.
@@ -209,11 +210,19 @@ class Cleanup:
         # (name lookups, anything that may wait on something slow) never delays a job's end.
         self._threads = ThreadPoolExecutor(CLEANUP_THREADS, thread_name_prefix="drover-cleanup")
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: AttemptConfig | None = None) -> None:
         """This node made the attempt's spool, in this process: its cleanup reads no record back
         that only an earlier execd could have written there (its progress, its mark that the
-        node left), and that this one holds in memory."""
+        node left), and that this one holds in memory; nor the `config` it wrote there, if given
+        (the shepherd only reads it)."""
         self._made_here.add(name)
+        if config is not None:
+            self._configs[name] = config
+
+    def config_rewritten(self, name: str, config: AttemptConfig) -> None:
+        """The node wrote the attempt's config again (started in place, on other CPUs)."""
+        if name in self._configs:
+            self._configs[name] = config
 
     def node_left(self, name: str, why: str) -> None:
         """The node marked the attempt as ended by its leaving (attempt_records.NODE_LEFT)."""
@@ -229,6 +238,7 @@ class Cleanup:
             return
         made_here = spool.name in self._made_here
         self._made_here.discard(spool.name)
+        config = self._configs.pop(spool.name, None)
         left = self._left.pop(spool.name, None)
         if made_here:
             progress: CleanupProgress = {"done": [], "step": None, "tries": 0, "error": None}
@@ -240,7 +250,7 @@ class Cleanup:
             log.warning("attempt %s: its spool %s is left for an operator (it could not be removed)",
                         spool.name, spool.path)
             return
-        ended = self._ended[spool.name] = attempt_records.Ended(spool, left)
+        ended = self._ended[spool.name] = attempt_records.Ended(spool, left, config)
         self.pending[spool.name] = spool
         self._progress[spool.name] = progress
         self.send(_exiting(ended))

@@ -179,6 +179,44 @@ def test_an_attempt_this_node_started_reads_only_what_the_shepherd_wrote(tmp_pat
     assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
 
 
+def test_an_attempt_this_node_started_with_the_config_it_wrote_reads_only_its_exit_record(
+        tmp_path: Path, counted: Counted) -> None:
+    """The node wrote the config itself, and the shepherd only reads it: the cleanup takes it
+    from memory, and its final record holds it as written."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    config = read_json(spool.record(layout.CONFIG))
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name, config))
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1}), counted.reads
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    assert read_json(str(root / output_index.DIRECTORY / "7.0.1"))["stdout"] == config["stdout"]
+
+
+def test_the_config_of_an_attempt_started_in_place_is_the_one_written_again(tmp_path: Path, counted: Counted) -> None:
+    """Started in place on other CPUs, its config was written again: that one is the attempt's."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    config = read_json(spool.record(layout.CONFIG))
+    finals: list[Any] = []
+    real_write_json = cleanup_module.write_json
+
+    def write_json_kept(path: str, record: Any, **options: Any) -> None:
+        if os.path.basename(path) == cleanup_module.FINAL:
+            finals.append(record)
+        real_write_json(path, record, **options)
+
+    def started_in_place(cleanup: Cleanup) -> None:
+        cleanup.made_here(spool.name, config)
+        cleanup.config_rewritten(spool.name, {**config, "cpu_ids": [1]})
+        cleanup.config_rewritten("8.0.1", {**config, "cpu_ids": [1]})  # not made here: not kept
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cleanup_module, "write_json", write_json_kept)
+        cleaned(root, spool, counted, before=started_in_place)
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1}), counted.reads
+    assert [final["config"]["cpu_ids"] for final in finals] == [[1]]
+
+
 def test_the_usage_comes_with_the_exit_status_and_is_reported_apart_from_it(tmp_path: Path, counted: Counted) -> None:
     """The shepherd writes the usage inside its exit record: one record read for both, and the
     node's reports (and its final record) carry them apart, as the controller keeps them."""

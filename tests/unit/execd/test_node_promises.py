@@ -80,7 +80,10 @@ class Cleanup:
     def begin(self, spool: layout.SpoolDir) -> None:
         self.begun.append(spool.name)
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: Any = None) -> None:
+        pass
+
+    def config_rewritten(self, name: str, config: Any) -> None:
         pass
 
     def node_left(self, name: str, why: str) -> None:

@@ -30,7 +30,10 @@ class Refuses:
     def known(self) -> list[str]:
         return []
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: Any = None) -> None:
+        pass
+
+    def config_rewritten(self, name: str, config: Any) -> None:
         pass
 
     pending: dict[str, layout.SpoolDir] = {}

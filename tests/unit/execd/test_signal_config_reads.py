@@ -5,6 +5,7 @@ wrote. An attempt re-attached after a restart has its config read once, at its f
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -40,7 +41,10 @@ class Spawner:
 class Cleanup:
     pending: dict[str, layout.SpoolDir] = {}
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: Any = None) -> None:
+        pass
+
+    def config_rewritten(self, name: str, config: Any) -> None:
         pass
 
     def known(self) -> list[str]:
@@ -98,3 +102,33 @@ def test_a_reattached_attempts_config_is_read_once(tmp_path: Path, monkeypatch: 
     delivered, reads = signals_and_config_reads(tmp_path, monkeypatch, True, ["SIGUSR2", "suspend", "resume", "migrate"])
     assert delivered == [signal.SIGUSR2, signal.SIGTSTP, signal.SIGCONT, signal.SIGTERM]
     assert reads == 1
+
+
+class KeepsConfigs(Cleanup):
+    """A cleanup that keeps what the node tells it of the configs it wrote."""
+
+    def __init__(self) -> None:
+        self.configs: dict[str, Any] = {}
+
+    def made_here(self, name: str, config: Any = None) -> None:
+        self.configs[name] = config
+
+
+def test_the_config_a_node_writes_is_handed_to_the_cleanup_as_it_is_in_the_spool(tmp_path: Path) -> None:
+    """Its cleanup then reads it not back (execd/cleanup.py `made_here`): what it holds must be
+    what the shepherd reads."""
+    root = tmp_path / "active"
+    root.mkdir()
+    cleanup = KeepsConfigs()
+
+    async def started() -> None:
+        attempts = Attempts(str(root), Spawner(), [].append, cleanup, {"cpus": 2})  # type: ignore[arg-type]
+        try:
+            config = attempt_config(str(tmp_path), "7.0.1", owner="root")
+            attempts.start(StartAttempt("7.0.1", config, "true\n"))  # type: ignore[arg-type]
+        finally:
+            attempts.close()
+
+    asyncio.run(started())
+    written = json.loads((root / "7.0.1" / layout.CONFIG).read_bytes())
+    assert cleanup.configs["7.0.1"] == written and written["cpus"] == 2
