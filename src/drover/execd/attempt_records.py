@@ -28,7 +28,7 @@ from drover.records import (
     config_in_current_layout,
 )
 from drover.spool import layout
-from drover.spool.atomic import read_json
+from drover.spool.atomic import read_bytes, read_json
 
 OVER_MEMORY = "over_memory"  # written by the node before it kills an attempt over its memory
 # Written by a node that leaves its cluster for good before it ends an attempt: why it leaves.
@@ -125,10 +125,9 @@ def _read(spool: layout.SpoolDir, name: str, kind: type[T],
           upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[T | None, str]:
     path = spool.record(name)
     try:
-        with open(path, "rb") as file:
-            if upgrade is None:
-                return RECORDS.decode(file.read(), kind), ""
-            return RECORDS.convert(upgrade(RECORDS.decode(file.read(), dict[str, Any])), kind), ""
+        if upgrade is None:
+            return RECORDS.decode(read_bytes(path), kind), ""
+        return RECORDS.convert(upgrade(RECORDS.decode(read_bytes(path), dict[str, Any])), kind), ""
     except FileNotFoundError:
         return None, f"{path} is missing"
     except (OSError, msgspec.DecodeError) as error:  # ValidationError is a DecodeError

@@ -61,6 +61,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.execd.signatures import SignedJobs
     from drover.execd.site_methods import SiteMethods
+    from drover.spool.spare_reserves import SpareReserves
 
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
@@ -120,7 +121,8 @@ class LiveAttempt:
 class Attempts:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
                  node_options: NodeOptions, signed_jobs: SignedJobs | None = None,
-                 site: SiteMethods | None = None, cpus: int = MAX_CPU_ID) -> None:
+                 site: SiteMethods | None = None, cpus: int = MAX_CPU_ID,
+                 spares: SpareReserves | None = None) -> None:
         from drover.execd.site_methods import SiteMethods
 
         self.root = root
@@ -138,6 +140,7 @@ class Attempts:
         self.spawner = spawner
         self.send = send  # to the controller; dropped while disconnected
         self.cleanup = cleanup  # what happens after a job exits
+        self.spares = spares  # reserves of ended attempts, which the cleanup keeps for the next
         self.live: dict[str, LiveAttempt] = {}
         # Promised attempts, prepared and waiting: name → its spool; the attempt each follows
         # → the names of those that start when its shepherd is gone, in the order promised; and
@@ -364,7 +367,8 @@ class Attempts:
             # job's owner (root never writes where a user points).
             write_json(spool.record(layout.STAGE_IN), [
                 {"name": f.name, "mode": f.mode, "data": base64.b64encode(f.data).decode()} for f in order.stage_in])
-        make_reserve(spool)  # room for the records of how the job ends, even on a full disk
+        if self.spares is None or not self.spares.take(spool):
+            make_reserve(spool)  # room for the records of how the job ends, even on a full disk
         if order.after:
             write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
@@ -665,6 +669,8 @@ class Attempts:
             self._stop_watching(live)
         self._loop.remove_reader(self._notify.fileno())
         self._notify.close()
+        if self.spares is not None:
+            self.spares.close()
         # A stopped node leaves nothing behind in a spool it no longer serves (it is often on
         # /dev/shm): the socket goes, and the spool root too when no attempt is left in it.
         with contextlib.suppress(OSError):

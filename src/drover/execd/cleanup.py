@@ -83,6 +83,7 @@ from drover.records import AttemptConfig, CleanupProgress, FinalRecord, GivenUpS
 from drover.shepherd.environment import SITE_PATH
 from drover.spool import file_system, layout
 from drover.spool.atomic import write_atomically, write_json
+from drover.spool.spare_reserves import SpareReserves
 
 log = logging.getLogger("drover.execd")
 
@@ -169,8 +170,10 @@ class Cleanup:
 
     def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
                  faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True,
-                 chunks: Callable[[], bool] = lambda: True, in_memory: bool | None = None) -> None:
+                 chunks: Callable[[], bool] = lambda: True, in_memory: bool | None = None,
+                 spares: SpareReserves | None = None) -> None:
         self.root = root
+        self.spares = spares  # where a removed spool's reserve goes, for the node's next attempt
         # A spool in memory (tmpfs, its default): the final record and the removal of a spool of
         # records alone are written and removed on the event loop, where a hand-off to a thread
         # and back would cost more than the work (spool/file_system.py); on a disk, on threads.
@@ -617,6 +620,9 @@ class Cleanup:
                     await self._in_thread(lambda: _remove_all_but_tasks(spool.path), self.settings.remove_timeout_s,
                                      f"removing {spool.path}")
                     return True
+                if (self.spares is not None and (layout.RESERVE, False) in entries
+                        and self.spares.keep(spool.path, spool.name)):
+                    entries.remove((layout.RESERVE, False))
                 os.rename(spool.path, removing)
             except OSError as error:
                 raise StepFailed(f"cannot move the spool {spool.path} aside: {_os_error(error)}") from None

@@ -66,18 +66,33 @@ def _remove(path: str) -> None:
         pass
 
 
+def read_bytes(path: str) -> bytes:
+    """The whole record at `path` (FileNotFoundError if it has not been written): an open, its
+    reads and a close, without the buffered file object's own look at the file (an fstat, a
+    terminal's ioctl and a seek for each record)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_json(path: str) -> Any:
     """The record at `path`, or None if it has not been written."""
     try:
-        with open(path, "rb") as file:
-            return json.loads(file.read())
+        return json.loads(read_bytes(path))
     except FileNotFoundError:
         return None
 
 
 def read_text(path: str) -> str | None:
+    """The record at `path` as text, its line ends as a text file's reader gives them (\\r\\n and
+    \\r as \\n), or None if it has not been written."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as file:
-            return file.read()
+        text = read_bytes(path).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text

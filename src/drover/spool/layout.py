@@ -26,7 +26,8 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
                 names and send them (spool.signal_record); one that comes before the job
                 started is kept until it has
   reserve       room kept for the records of how the job ended: written by the execd before the
-                shepherd starts, given back by the shepherd when the disk is full (spool.outcome)
+                shepherd starts (or an ended attempt's moved in whole: spool.spare_reserves),
+                given back by the shepherd when the disk is full (spool.outcome)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
                 refused); the copies themselves are in staged_out.d/<n>
   osjobid       what identifies the attempt's processes to the kernel: its cgroup directories,

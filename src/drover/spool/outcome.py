@@ -1,7 +1,8 @@
 """How a job ended is never lost to a full disk.
 
 The execd writes a `reserve` record into each attempt's spool before the shepherd starts: room
-kept for the records of the job's end. If the disk is full when the shepherd writes them (the
+kept for the records of the job's end (or moves in the whole one of an attempt that ended:
+spool/spare_reserves.py). If the disk is full when the shepherd writes them (the
 job filled it, or anything else did), the shepherd gives the reserve back and writes again; if
 it is still full, it keeps trying, with back-off, until the write succeeds. Meanwhile the execd
 sees a live shepherd, so the attempt stays running rather than being recorded as a failure it

@@ -25,6 +25,9 @@ from drover.execd.cleanup import Cleanup, CleanupSettings
 from drover.protocol.node_channel import Exited, Exiting
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
+from drover.spool.outcome import make_reserve
+from drover.spool.spare_reserves import DIRECTORY as SPARES
+from drover.spool.spare_reserves import SpareReserves
 
 OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False,
       "out_of_memory": False}
@@ -112,13 +115,14 @@ def ended_spool(root: Path, name: str = "7.0.1", usage_apart: bool = False) -> l
 
 def cleaned(root: Path, spool: layout.SpoolDir, counted: Counted,
             before: Callable[[Cleanup], None] = lambda cleanup: None, in_memory: bool | None = None,
-            hand_offs: list[str] | None = None) -> Controller:
+            hand_offs: list[str] | None = None, spares: SpareReserves | None = None) -> Controller:
     """Run the whole pipeline on `spool`, counting from its start to the spool's removal;
     `in_memory`: whether the spool's file system is taken as kept in memory (None: as it is);
     `hand_offs`: gets the name of each function handed to the cleanup's threads."""
     async def scenario() -> None:
         controller = Controller()
-        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send, in_memory=in_memory)
+        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send, in_memory=in_memory,
+                                               spares=spares)
         if hand_offs is not None:
             submit = cleanup._threads.submit
 
@@ -389,3 +393,19 @@ def test_a_spool_in_memory_whose_records_cannot_all_be_removed_is_removed_as_any
             hand_offs=hand_offs)
     assert refused and [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
     assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in memory", "on a disk"])
+def test_the_reserve_of_a_removed_spool_is_kept_for_the_next_attempt(
+        tmp_path: Path, counted: Counted, in_memory: bool) -> None:
+    """Moved aside whole rather than freed with the spool, then moved into the next attempt's
+    (spool/spare_reserves.py): no record more is opened or written for it."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    make_reserve(spool)
+    spares = SpareReserves(str(root))
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=in_memory,
+            spares=spares)
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    assert len(spares) == 1 and os.listdir(root / SPARES) == ["7.0.1"]
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY, SPARES]

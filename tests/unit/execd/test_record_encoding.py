@@ -30,3 +30,15 @@ def test_it_is_compact_json() -> None:
 def test_what_msgspec_cannot_encode_is_written_by_the_standard_library_as_before() -> None:
     assert encoded({True: 1, None: 2}) == json.dumps({True: 1, None: 2}, separators=(",", ":")).encode()
     assert json.loads(encoded({"n": 10 ** 40})) == {"n": 10 ** 40}
+
+
+def test_records_are_read_back_whole_as_a_file_objects_reader_gives_them(tmp_path: Path) -> None:
+    from drover.spool.atomic import read_bytes, read_text, write_atomically
+
+    path = str(tmp_path / "trace")
+    big = b"".join(b"%06d line\r\n" % n for n in range(20000))  # past one read's 64 KiB
+    write_atomically(path, big + b"last\rend \xff")
+    assert read_bytes(path) == big + b"last\rend \xff"
+    with open(path, encoding="utf-8", errors="replace") as file:
+        assert read_text(path) == file.read()
+    assert read_text(str(tmp_path / "none")) is None and read_json(str(tmp_path / "none")) is None

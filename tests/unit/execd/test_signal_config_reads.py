@@ -132,3 +132,33 @@ def test_the_config_a_node_writes_is_handed_to_the_cleanup_as_it_is_in_the_spool
     asyncio.run(started())
     written = json.loads((root / "7.0.1" / layout.CONFIG).read_bytes())
     assert cleanup.configs["7.0.1"] == written and written["cpus"] == 2
+
+
+def test_a_node_gives_an_attempt_a_spare_reserve_where_one_waits(tmp_path: Path) -> None:
+    from drover.spool.outcome import RESERVE_BYTES, make_reserve
+    from drover.spool.spare_reserves import SpareReserves
+
+    root = tmp_path / "active"
+    root.mkdir()
+    ended = layout.SpoolDir(str(root), "6.0.1")
+    os.mkdir(ended.path)
+    make_reserve(ended)
+    spares = SpareReserves(str(root))
+    assert spares.keep(ended.path, ended.name)
+    inode = os.stat(os.path.join(spares.directory, "6.0.1")).st_ino
+
+    async def started() -> None:
+        attempts = Attempts(str(root), Spawner(), [].append, KeepsConfigs(), {},  # type: ignore[arg-type]
+                            spares=spares)
+        try:
+            for name in ("7.0.1", "8.0.1"):
+                config = attempt_config(str(tmp_path), name, owner="root")
+                attempts.start(StartAttempt(name, config, "true\n"))  # type: ignore[arg-type]
+        finally:
+            attempts.close()
+
+    asyncio.run(started())
+    assert os.stat(root / "7.0.1" / layout.RESERVE).st_ino == inode  # the spare
+    made = os.stat(root / "8.0.1" / layout.RESERVE)  # none left: allocated
+    assert made.st_ino != inode and made.st_size == RESERVE_BYTES
+    assert not os.path.exists(spares.directory)  # a stopped node leaves none

@@ -68,3 +68,57 @@ def test_on_a_full_disk_no_reserve_is_left(tmp_path: Path, monkeypatch: pytest.M
         make_reserve(spool)
     assert raised.value.errno == errno.ENOSPC
     assert os.listdir(spool.path) == []
+
+
+# -- reserves of ended attempts, kept for the next ones (spool/spare_reserves.py) --------------
+
+def test_a_whole_reserve_of_an_ended_attempt_becomes_the_next_attempts_without_allocating(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from drover.spool.spare_reserves import DIRECTORY, SpareReserves
+
+    ended = spool_in(tmp_path)
+    make_reserve(ended)
+    spares = SpareReserves(str(tmp_path))
+    inode = os.stat(ended.record(layout.RESERVE)).st_ino
+    assert spares.keep(ended.path, ended.name) and not os.path.exists(ended.record(layout.RESERVE))
+    assert oct(os.stat(tmp_path / DIRECTORY).st_mode & 0o777) == "0o700"
+    monkeypatch.setattr(os, "posix_fallocate", refusing(errno.EIO))  # none is allocated
+    written = counting_writes(monkeypatch)
+    following = layout.SpoolDir(str(tmp_path), "8.0.1")
+    os.mkdir(following.path)
+    assert spares.take(following) and not written
+    reserve = os.stat(following.record(layout.RESERVE))
+    assert reserve.st_ino == inode and reserve.st_size == RESERVE_BYTES and reserve.st_blocks * 512 >= RESERVE_BYTES
+    assert len(spares) == 0 and not spares.take(layout.SpoolDir(str(tmp_path), "9.0.1"))
+
+
+def test_a_reserve_cut_short_or_given_back_is_not_kept_and_at_most_a_few_wait(tmp_path: Path) -> None:
+    from drover.spool.spare_reserves import KEPT, SpareReserves
+
+    spares = SpareReserves(str(tmp_path))
+    spool = spool_in(tmp_path)
+    assert not spares.keep(spool.path, spool.name)  # given back by the shepherd: none
+    Path(spool.record(layout.RESERVE)).write_bytes(b"\0" * 4096)
+    assert not spares.keep(spool.path, spool.name)  # cut short
+    with open(spool.record(layout.RESERVE), "r+b") as file:
+        file.truncate(RESERVE_BYTES)  # its size, but a hole: no room held
+    assert not spares.keep(spool.path, spool.name) and len(spares) == 0
+    for n in range(KEPT + 2):
+        ended = layout.SpoolDir(str(tmp_path), f"{10 + n}.0.1")
+        os.mkdir(ended.path)
+        make_reserve(ended)
+        assert spares.keep(ended.path, ended.name) == (n < KEPT)
+    assert len(spares) == KEPT
+
+
+def test_a_restarted_node_takes_the_spares_it_finds_and_a_stopped_one_leaves_none(tmp_path: Path) -> None:
+    from drover.spool.spare_reserves import DIRECTORY, SpareReserves
+
+    spool = spool_in(tmp_path)
+    make_reserve(spool)
+    assert SpareReserves(str(tmp_path)).keep(spool.path, spool.name)
+    again = SpareReserves(str(tmp_path))  # as the next execd finds them
+    assert len(again) == 1
+    again.close()
+    assert not (tmp_path / DIRECTORY).exists()
+    assert len(SpareReserves(str(tmp_path))) == 0
