@@ -543,7 +543,8 @@ class Cleanup:
             self._awaiting.pop((name, kind), None)
 
     async def _record(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 3: the final record, durably (it must outlive the execd and the machine), with
+        """Step 3: the final record, durably (it must outlive the execd and, on a disk, the
+        machine: a spool in memory outlives the execd but no machine, so it is not flushed), with
         the cleanup's progress as it is once this step is done: one write for both, read back by
         attempt_records.cleanup_progress."""
         done: CleanupProgress = {**progress, "done": [*progress["done"], "record"], "step": None, "tries": 0,
@@ -551,7 +552,7 @@ class Cleanup:
         record: FinalRecord = {**self._final(spool), "cleanup": done}
 
         def write() -> None:
-            write_json(spool.record(FINAL), record, durable=True)
+            write_json(spool.record(FINAL), record, durable=not self.in_memory)
 
         if self.in_memory:
             write()  # a few microseconds of the kernel's: no device to wait for

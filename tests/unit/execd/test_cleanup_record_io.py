@@ -409,3 +409,17 @@ def test_the_reserve_of_a_removed_spool_is_kept_for_the_next_attempt(
     assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
     assert len(spares) == 1 and os.listdir(root / SPARES) == ["7.0.1"]
     assert sorted(os.listdir(root)) == [output_index.DIRECTORY, SPARES]
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in memory", "on a disk"])
+def test_the_final_record_is_flushed_to_a_disk_and_not_in_memory(
+        tmp_path: Path, counted: Counted, monkeypatch: pytest.MonkeyPatch, in_memory: bool) -> None:
+    """On a disk it must outlive the machine: the record and its directory are flushed. tmpfs
+    outlives the node daemon (the page cache is the file system) and no machine: nothing to flush."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    flushed: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (flushed.append(fd), real_fsync(fd))[-1])
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=in_memory)
+    assert len(flushed) == (0 if in_memory else 2)
