@@ -703,11 +703,16 @@ def _entries(path: str) -> list[tuple[str, bool]] | None:
 
 def _removed_flat(path: str, names: list[str]) -> bool:
     """Remove a directory that held only `names`, files all; False where anything is left (the
-    caller then removes what is, as any spool, and says what cannot be)."""
+    caller then removes what is, as any spool, and says what cannot be). Each is unlinked by its
+    name in the directory opened once (not followed, were it a link), as rmtree does."""
     try:
-        for name in names:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(path, name))
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            for name in names:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
         os.rmdir(path)
     except OSError:
         return False

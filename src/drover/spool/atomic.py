@@ -16,14 +16,17 @@ import msgspec
 
 def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int = 0o600) -> None:
     """Records are private by default (0600): they hold the job's environment and outcome."""
-    directory, name = os.path.split(path)
-    temporary = os.path.join(directory, f".{name}.tmp")
+    directory, slash, name = path.rpartition("/")  # os.path.split's work, for a path that has a name
+    temporary = f"{directory}{slash}.{name}.tmp"
+    directory = directory or slash
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            written = os.write(fd, data)  # a record is written whole by one write, but for a large one
+            if written < len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(fd, view) :]
             if durable:
                 os.fsync(fd)
         finally:
