@@ -709,8 +709,10 @@ def _removed_flat(path: str, names: list[str]) -> bool:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             for name in names:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     os.unlink(name, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
         finally:
             os.close(fd)
         os.rmdir(path)
