@@ -41,6 +41,7 @@ from drover.execd import attempt_records, lost_shepherd
 from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
 from drover.execd.job_signals import delivery, signal_by_record
+from drover.execd.record_encoding import encoded
 from drover.protocol.node_channel import (
     Exited,
     KnownAttempt,
@@ -372,7 +373,7 @@ class Attempts:
         if order.after:
             write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
-        write_json(spool.record(layout.CONFIG), config)
+        write_json(spool.record(layout.CONFIG), config, encode=encoded)
         if refusal is None:
             self._signal_facts[spool.name] = SignalFacts.of(config)
         return refusal, config

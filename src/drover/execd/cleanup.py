@@ -68,6 +68,7 @@ from drover.core.exit_status import ExitSemantics, classify_exit, exit_facts
 from drover.core.job_state import Trigger
 from drover.execd import attempt_records, output_index
 from drover.execd.faults import NO_FAULTS, Faults
+from drover.execd.record_encoding import encoded
 from drover.protocol.node_channel import (
     STAGE_OUT_CHUNK_BYTES,
     ChunkKept,
@@ -552,7 +553,7 @@ class Cleanup:
         record: FinalRecord = {**self._final(spool), "cleanup": done}
 
         def write() -> None:
-            write_json(spool.record(FINAL), record, durable=not self.in_memory)
+            write_json(spool.record(FINAL), record, durable=not self.in_memory, encode=encoded)
 
         if self.in_memory:
             write()  # a few microseconds of the kernel's: no device to wait for

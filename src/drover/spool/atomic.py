@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
-
-import msgspec
 
 
 def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int = 0o600) -> None:
@@ -43,23 +42,13 @@ def write_atomically(path: str, data: bytes, *, durable: bool = False, mode: int
             os.close(dir_fd)
 
 
-def write_json(path: str, record: Any, *, durable: bool = False, mode: int = 0o600) -> None:
-    write_atomically(path, encoded(record), durable=durable, mode=mode)
-
-
-_ENCODER = msgspec.json.Encoder()
-
-
-def encoded(record: Any) -> bytes:
-    """`record` as compact JSON, UTF-8. msgspec's encoder: a job's config or final record costs
-    it a sixth of what the standard library's takes, for the same JSON (text as UTF-8 rather than
-    escaped, a float that is not a number as null rather than the NaN no JSON reader takes).
-    What it cannot encode (a key of a type JSON has no name for) is left to the standard library,
-    which writes it or raises as it always did."""
-    try:
-        return _ENCODER.encode(record)
-    except (TypeError, ValueError, OverflowError, msgspec.EncodeError):
-        return json.dumps(record, separators=(",", ":")).encode()
+def write_json(path: str, record: Any, *, durable: bool = False, mode: int = 0o600,
+               encode: Callable[[Any], bytes] | None = None) -> None:
+    """`encode`: how the record becomes JSON (the node daemon's is msgspec's,
+    execd/record_encoding.py); by default the standard library's, which is all the shepherd
+    imports."""
+    data = encode(record) if encode is not None else json.dumps(record, separators=(",", ":")).encode()
+    write_atomically(path, data, durable=durable, mode=mode)
 
 
 def _remove(path: str) -> None:

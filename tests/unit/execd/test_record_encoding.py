@@ -1,5 +1,6 @@
-"""The spool's JSON records (spool/atomic.py `write_json`): encoded by msgspec, a sixth of the
-standard library's cost for a job's config, and read back as the same values by both readers."""
+"""The node daemon's JSON records (execd/record_encoding.py, through spool/atomic.py
+`write_json`): encoded by msgspec, a sixth of the standard library's cost for a job's config, and
+read back as the same values by both readers; and the spool's reads (spool/atomic.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from pathlib import Path
 from tests.helpers.attempt_config import attempt_config
 
 from drover.execd.decoders import RECORDS
+from drover.execd.record_encoding import encoded
 from drover.records import AttemptConfig
-from drover.spool.atomic import encoded, read_json, write_json
+from drover.spool.atomic import read_json, write_json
 
 
 def test_a_config_is_written_as_the_same_json_values_and_read_back_by_both_readers(tmp_path: Path) -> None:
     config = attempt_config(str(tmp_path), "7.0.1")
     config["environment"] = {"LANG": "C.UTF-8", "NAME": "Zoë 東京", "EMPTY": ""}
     path = str(tmp_path / "config")
-    write_json(path, config)
+    write_json(path, config, encode=encoded)
     assert read_json(path) == config == json.loads(json.dumps(config))
     assert RECORDS.decode(Path(path).read_bytes(), AttemptConfig) == config
     assert "Zoë 東京".encode() in Path(path).read_bytes()  # UTF-8, not escaped
