@@ -368,8 +368,10 @@ class Attempts:
             # job's owner (root never writes where a user points).
             write_json(spool.record(layout.STAGE_IN), [
                 {"name": f.name, "mode": f.mode, "data": base64.b64encode(f.data).decode()} for f in order.stage_in])
+        # Room for the records of how the job ends, even on a full disk: an ended attempt's, where
+        # the disk has room for one; else allocated, which refuses the attempt on a full disk.
         if self.spares is None or not self.spares.take(spool):
-            make_reserve(spool)  # room for the records of how the job ends, even on a full disk
+            make_reserve(spool)
         if order.after:
             write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.

@@ -9,7 +9,9 @@ sees a live shepherd, so the attempt stays running rather than being recorded as
 was not; once the operator frees space, the true outcome is recorded.
 
 An attempt whose reserve cannot be written does not start: the node's disk is full before the
-job ran, which is the node's failure, not the job's.
+job ran, which is the node's failure, not the job's. So does one whose spool has less room
+left than a reserve, where an ended attempt's would have been moved in (a spare is taken only
+where a new one could be allocated).
 """
 
 from __future__ import annotations
