@@ -540,11 +540,17 @@ class Attempts:
     # -- watching -----------------------------------------------------------------------------
 
     def _spawn(self, spool: layout.SpoolDir, moved: bool = False, released: int | None = None) -> None:
-        """`released`: the shepherd of the attempt that just ended, released with this order."""
+        """`released`: the shepherd of the attempt that just ended, released with this order (or
+        alone, if no order can be sent): once given here, released here, exactly once."""
         facts = self._signal_facts.pop(spool.name, None)
         # The attempt's lifeline: its end of file is the attempt's end, whether the shepherd
         # closed it after its records or died; the shepherd itself may serve another attempt.
-        lifeline, given = os.pipe2(os.O_CLOEXEC)
+        try:
+            lifeline, given = os.pipe2(os.O_CLOEXEC)
+        except BaseException:
+            if released is not None:  # sent once, by the order or here: a second could free it mid-attempt
+                self.spawner.release(released)
+            raise
         try:
             pid = self.spawner.spawn(spool.path, lifeline=given, released=released)
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
@@ -639,17 +645,21 @@ class Attempts:
         # its shepherd may serve the next attempt (the one following, often: released with its
         # order, in one message to the fork server).
         released = live.shepherd_pid if live.lifeline is not None else None
-        for following in self._following.pop(name, []):  # its room is free: the promises start first
-            del self._follows[following]
-            spool = self.promised.pop(following)
-            unplaced = self._unplaced_promises.pop(following, None)
-            if unplaced is not None:
-                self._end_unplaced(spool, unplaced)
-            else:
-                self._spawn(spool, released=released)
-                released = None
-        if released is not None:
-            self.spawner.release(released)
+        try:
+            for following in self._following.pop(name, []):  # its room is free: the promises start first
+                del self._follows[following]
+                spool = self.promised.pop(following)
+                unplaced = self._unplaced_promises.pop(following, None)
+                if unplaced is not None:
+                    self._end_unplaced(spool, unplaced)
+                else:
+                    handed, released = released, None
+                    self._spawn(spool, released=handed)  # sends it, with the order or alone
+        finally:
+            # Whatever failed on the way (a full disk, no descriptor left), the shepherd is
+            # released: unreleased, it would wait idle and be counted as coming back for good.
+            if released is not None:
+                self.spawner.release(released)
         self.cleanup.begin(live.spool)
 
     def _stop_watching(self, live: LiveAttempt) -> None:

@@ -187,6 +187,36 @@ def test_the_shepherd_of_an_attempt_that_ended_is_released_with_the_order_of_the
     asyncio.run(scenario(spawner))
 
 
+@pytest.mark.parametrize("failing", ["no descriptor for the lifeline", "no room to end an unplaced promise"])
+def test_the_shepherd_of_an_attempt_that_ended_is_released_whatever_fails_for_the_promise_behind_it(
+        tmp_path: Path, spawner: Spawner, pair: Pair, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    """Unreleased, the shepherd would wait idle for good, counted by the fork server as coming
+    back (warm_shepherds.py): it is released alone, once, where its order cannot be sent."""
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        first = attempts.live[FIRST].shepherd_pid
+        errors: list[Any] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        if failing == "no descriptor for the lifeline":
+            def pipe2(flags: int) -> tuple[int, int]:
+                raise OSError(24, os.strerror(24))
+            monkeypatch.setattr(attempts_module.os, "pipe2", pipe2)
+        else:
+            def write_failure(*args: Any, **kwargs: Any) -> None:
+                raise OSError(28, os.strerror(28))
+            attempts._unplaced_promises[SECOND] = "a CPU the node no longer offers"
+            monkeypatch.setattr(attempts_module, "_write_failure", write_failure)
+        pair.gate.touch()
+        await until(lambda: FIRST not in attempts.live)
+        assert spawner.messages == [(f"start {FIRST}",), (f"release {first}",)]
+        monkeypatch.undo()
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
 def test_a_promise_taken_back_ends_without_starting(tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
     async def scenario(spawner: Spawner) -> None:
         cleanup, sent = Cleanup(), []
