@@ -95,6 +95,10 @@ KEPT = "kept"  # under the spool root: attempts whose spool the job or the confi
 REMOVING = "removing."  # under the spool root, before the attempt's name: a spool on its way out
 # A spool of records alone holds about 15; one with more is removed on a thread, whatever its disk.
 FLAT_MAX = 64
+# What a spool's records may hold, together, to be removed on the event loop: freeing a file's
+# pages takes the time of its size (a GiB of tmpfs, a fifth of a second), so only a few records'
+# worth is freed there, and only of files the node daemon owns (`_removed_flat`).
+FLAT_MAX_BYTES = 1024 * 1024
 CLEANUP_THREADS = 8  # the pipelines' own threads (disk, mail): shared with nothing else of the node's
 T = TypeVar("T")
 
@@ -705,10 +709,24 @@ def _entries(path: str) -> list[tuple[str, bool]] | None:
 def _removed_flat(path: str, names: list[str]) -> bool:
     """Remove a directory that held only `names`, files all; False where anything is left (the
     caller then removes what is, as any spool, and says what cannot be). Each is unlinked by its
-    name in the directory opened once (not followed, were it a link), as rmtree does."""
+    name in the directory opened once (not followed, were it a link), as rmtree does.
+
+    Only where each is the node daemon's own and all hold at most FLAT_MAX_BYTES: a file of the
+    job's owner (its `job_script`, which the owner may make writable and grow to any size while
+    it exists) could make the unlink, on the event loop, free as many pages as the owner chose;
+    such a spool is left whole to the caller's thread, which removes it as any other."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
+            own, blocks = os.geteuid(), 0
+            for name in names:
+                try:
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                blocks += info.st_blocks
+                if info.st_uid != own or blocks * 512 > FLAT_MAX_BYTES:
+                    return False
             for name in names:
                 try:
                     os.unlink(name, dir_fd=fd)

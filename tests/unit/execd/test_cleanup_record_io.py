@@ -9,6 +9,7 @@ import asyncio
 import builtins
 import json
 import os
+import pwd
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from drover import eventloop
 from drover.execd import cleanup as cleanup_module
 from drover.execd import output_index
 from drover.execd.attempt_records import NODE_LEFT
-from drover.execd.cleanup import Cleanup, CleanupSettings
+from drover.execd.cleanup import FLAT_MAX_BYTES, Cleanup, CleanupSettings
 from drover.protocol.node_channel import Exited, Exiting
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
@@ -370,6 +371,41 @@ def test_a_spool_in_memory_that_holds_a_directory_is_removed_on_a_thread(tmp_pat
             hand_offs=hand_offs)
     assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
     assert not os.path.exists(spool.path) and sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a record to another user: needs root")
+def test_a_spool_in_memory_holding_a_file_of_the_jobs_owner_is_removed_on_a_thread(
+        tmp_path: Path, counted: Counted) -> None:
+    """The owner's `job_script` (its path is in the job's environment) may be made writable and
+    grown to any size by its owner: freeing its pages could hold the event loop for as long as
+    the owner chose, so the spool goes to a thread, whatever its size now."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    script = Path(spool.record(layout.JOB_SCRIPT))
+    script.write_text("#!/bin/sh\ntrue\n")
+    nobody = pwd.getpwnam("nobody")
+    os.chown(script, nobody.pw_uid, nobody.pw_gid)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+def test_a_spool_in_memory_whose_records_hold_more_than_a_few_records_worth_is_removed_on_a_thread(
+        tmp_path: Path, counted: Counted) -> None:
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    fd = os.open(spool.record("mail_output"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, FLAT_MAX_BYTES + 4096)
+    finally:
+        os.close(fd)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
 
 
 def test_a_spool_in_memory_whose_records_cannot_all_be_removed_is_removed_as_any_other(
