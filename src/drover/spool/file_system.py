@@ -7,7 +7,11 @@ daemon (a queue, a wake-up, the GIL passed twice). On a disk, any of them may wa
 threads (execd/cleanup.py).
 
 Read once, when the daemon starts, from the mount table: the file system of the longest mount
-point that holds the path.
+point that holds the path and is the device the path is on (its st_dev, the table's
+major:minor). A mount hidden by a later one on a parent directory is still in the table, by a
+name that holds the path: its device tells it apart. Where no line names the path's device (a
+btrfs subvolume's files have a device of their own), the type is not known, and the spool is
+taken as on a disk.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ IN_MEMORY = frozenset({"tmpfs", "ramfs"})
 MOUNTS = "/proc/self/mountinfo"
 
 
-def file_system_type(path: str, mounts: str = MOUNTS) -> str | None:
+def file_system_type(path: str, mounts: str = MOUNTS, device: str | None = None) -> str | None:
     """The type of the file system `path` is on ("tmpfs", "ext4", ...), or None where the mount
-    table cannot be read."""
+    table cannot be read or names no mount of its device. `device`: the path's, as
+    "major:minor" (by default, its own or, where it is not made yet, its nearest parent's)."""
     target = os.path.realpath(path)
+    if device is None:
+        device = _device(target)
     best, kind = "", None
     try:
         with open(mounts, encoding="utf-8", errors="replace") as table:
@@ -29,7 +36,7 @@ def file_system_type(path: str, mounts: str = MOUNTS) -> str | None:
                 # "<id> <parent> <dev> <root> <mount point> <options> [<optional>...] - <type> ..."
                 before, _, after = line.partition(" - ")
                 fields = before.split()
-                if len(fields) < 5 or not after:
+                if len(fields) < 5 or not after or fields[2] != device:
                     continue
                 point = _unescaped(fields[4])
                 if _holds(point, target) and len(point) >= len(best):
@@ -39,9 +46,23 @@ def file_system_type(path: str, mounts: str = MOUNTS) -> str | None:
     return kind
 
 
-def in_memory(path: str, mounts: str = MOUNTS) -> bool:
+def in_memory(path: str, mounts: str = MOUNTS, device: str | None = None) -> bool:
     """Whether `path` is on a file system kept in memory; False where that cannot be told."""
-    return file_system_type(path, mounts) in IN_MEMORY
+    return file_system_type(path, mounts, device) in IN_MEMORY
+
+
+def _device(path: str) -> str | None:
+    """The device `path` is on, as the mount table writes it ("major:minor")."""
+    while True:
+        try:
+            number = os.stat(path).st_dev
+        except OSError:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+            continue
+        return f"{os.major(number)}:{os.minor(number)}"
 
 
 def _holds(point: str, path: str) -> bool:
