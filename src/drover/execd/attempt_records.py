@@ -96,6 +96,16 @@ def config(spool: layout.SpoolDir) -> AttemptConfig | None:
     return _read(spool, layout.CONFIG, AttemptConfig, config_in_current_layout)[0]
 
 
+def valid_config(record: Any) -> AttemptConfig | None:
+    """`record`, a config as read from a spool, if it is one (as `config` reads it), else None."""
+    if not isinstance(record, dict):
+        return None
+    try:
+        return RECORDS.convert(config_in_current_layout(record), AttemptConfig)
+    except msgspec.ValidationError:
+        return None
+
+
 def containment(spool: layout.SpoolDir) -> ContainmentRecord | None:
     return _read(spool, layout.CONTAINMENT, ContainmentRecord)[0]
 

@@ -35,7 +35,7 @@ import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from drover.execd import attempt_records, lost_shepherd
 from drover.execd.cleanup import Cleanup
@@ -313,8 +313,9 @@ class Attempts:
             if config.get("cpu_ids") != cpu_ids:
                 config["cpu_ids"] = cpu_ids
                 write_json(spool.record(layout.CONFIG), config)
-                # Held by the cleanup only where this process wrote it: in this layout.
-                self.cleanup.config_rewritten(spool.name, cast(AttemptConfig, config))
+                # Held by the cleanup only where this process wrote it; checked as a config read
+                # back is (one that is not goes, and the cleanup reads it as any spool's).
+                self.cleanup.config_rewritten(spool.name, attempt_records.valid_config(config))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(spool.record(layout.AFTER))
         except (OSError, ValueError) as error:

@@ -227,9 +227,15 @@ class Cleanup:
         if config is not None:
             self._configs[name] = config
 
-    def config_rewritten(self, name: str, config: AttemptConfig) -> None:
-        """The node wrote the attempt's config again (started in place, on other CPUs)."""
-        if name in self._configs:
+    def config_rewritten(self, name: str, config: AttemptConfig | None) -> None:
+        """The node wrote the attempt's config again (started in place, on other CPUs); None:
+        what it wrote is not a config, and the cleanup reads the record back, as an earlier
+        process's (which then says it is unreadable)."""
+        if name not in self._configs:
+            return
+        if config is None:
+            del self._configs[name]
+        else:
             self._configs[name] = config
 
     def node_left(self, name: str, why: str) -> None:

@@ -222,6 +222,21 @@ def test_the_config_of_an_attempt_started_in_place_is_the_one_written_again(tmp_
     assert [final["config"]["cpu_ids"] for final in finals] == [[1]]
 
 
+def test_a_config_written_again_that_is_none_is_read_back(tmp_path: Path, counted: Counted) -> None:
+    """Handed None (what was written is not a config), the cleanup drops the one it held and
+    reads the record, as any spool's."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    config = read_json(spool.record(layout.CONFIG))
+
+    def started_in_place(cleanup: Cleanup) -> None:
+        cleanup.made_here(spool.name, {**config, "cpu_ids": [5]})
+        cleanup.config_rewritten(spool.name, None)
+
+    cleaned(root, spool, counted, before=started_in_place)
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.CONFIG: 1}), counted.reads
+
+
 def test_the_usage_comes_with_the_exit_status_and_is_reported_apart_from_it(tmp_path: Path, counted: Counted) -> None:
     """The shepherd writes the usage inside its exit record: one record read for both, and the
     node's reports (and its final record) carry them apart, as the controller keeps them."""

@@ -76,6 +76,7 @@ class Cleanup:
     def __init__(self) -> None:
         self.begun: list[str] = []
         self.pending: dict[str, layout.SpoolDir] = {}
+        self.rewritten: list[tuple[str, Any]] = []  # configs written again, as handed over
 
     def begin(self, spool: layout.SpoolDir) -> None:
         self.begun.append(spool.name)
@@ -84,7 +85,7 @@ class Cleanup:
         pass
 
     def config_rewritten(self, name: str, config: Any) -> None:
-        pass
+        self.rewritten.append((name, config))
 
     def node_left(self, name: str, why: str) -> None:
         pass
@@ -320,6 +321,35 @@ def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given
         pair.gate.touch()
         await until(lambda: FIRST in cleanup.begun)
         assert spawner.started == [FIRST, SECOND]  # not started a second time when the first ends
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+@pytest.mark.parametrize("valid", [True, False], ids=["a config", "not a config"])
+def test_the_config_written_again_to_start_in_place_is_handed_to_the_cleanup_only_if_it_is_one(
+        tmp_path: Path, spawner: Spawner, pair: Pair, valid: bool) -> None:
+    """What the cleanup holds in memory is taken without the checks of a record read back: a
+    config record that is not one (its owner gone) is not handed over, and the cleanup reads it back,
+    as any spool's, and finds it unreadable."""
+    config = json.loads(Path(pair.second.record(layout.CONFIG)).read_text())
+    if not valid:
+        del config["owner"]
+        Path(pair.second.record(layout.CONFIG)).write_text(json.dumps(config))
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
+        ((name, handed),) = cleanup.rewritten
+        assert name == SECOND
+        if valid:
+            assert handed == {**config, "cpu_ids": [1]}
+        else:
+            assert handed is None
+        pair.gate.touch()
+        await until(lambda: FIRST in cleanup.begun and SECOND in cleanup.begun)
         attempts.close()
 
     asyncio.run(scenario(spawner))
