@@ -1,7 +1,8 @@
 """How the node daemon encodes the JSON records it writes to an attempt's spool (its config, the
 final record, the output index's note): msgspec's encoder, which takes a sixth of the standard
 library's time for a job's config, for the same JSON values (text as UTF-8 rather than escaped,
-a float that is not a number as null rather than the NaN no JSON reader takes). The shepherd,
+a float that is not a number as null rather than NaN, which is not JSON: the standard
+library's reader takes it, stricter ones do not). The shepherd,
 which imports only the standard library, writes its own with the standard library's
 (spool/atomic.py `write_json`)."""
 
