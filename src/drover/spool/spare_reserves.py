@@ -49,11 +49,15 @@ class SpareReserves:
         if not os.path.lexists(self.directory):
             self._usable = True  # made at the first reserve kept
             return
-        if not self._own_directory():
-            return
-        with os.scandir(self.directory) as listing:
-            self._names = [entry.name for entry in listing
-                           if layout.is_attempt_name(entry.name) and _whole(entry.stat(follow_symlinks=False))]
+        try:
+            if not self._own_directory():
+                return
+            with os.scandir(self.directory) as listing:
+                self._names = [entry.name for entry in listing
+                               if layout.is_attempt_name(entry.name) and _whole(entry.stat(follow_symlinks=False))]
+        except OSError as error:  # none taken: each attempt's is allocated, as without spares
+            log.warning("spare reserves in %s are not taken: %s", self.directory, error.strerror or error)
+            self._names, self._usable = [], False
 
     def __len__(self) -> int:
         return len(self._names)
