@@ -28,7 +28,7 @@ from drover.records import (
     config_in_current_layout,
 )
 from drover.spool import layout
-from drover.spool.atomic import read_json
+from drover.spool.atomic import read_bytes, read_json
 
 OVER_MEMORY = "over_memory"  # written by the node before it kills an attempt over its memory
 # Written by a node that leaves its cluster for good before it ends an attempt: why it leaves.
@@ -96,6 +96,16 @@ def config(spool: layout.SpoolDir) -> AttemptConfig | None:
     return _read(spool, layout.CONFIG, AttemptConfig, config_in_current_layout)[0]
 
 
+def valid_config(record: Any) -> AttemptConfig | None:
+    """`record`, a config as read from a spool, if it is one (as `config` reads it), else None."""
+    if not isinstance(record, dict):
+        return None
+    try:
+        return RECORDS.convert(config_in_current_layout(record), AttemptConfig)
+    except msgspec.ValidationError:
+        return None
+
+
 def containment(spool: layout.SpoolDir) -> ContainmentRecord | None:
     return _read(spool, layout.CONTAINMENT, ContainmentRecord)[0]
 
@@ -125,10 +135,9 @@ def _read(spool: layout.SpoolDir, name: str, kind: type[T],
           upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> tuple[T | None, str]:
     path = spool.record(name)
     try:
-        with open(path, "rb") as file:
-            if upgrade is None:
-                return RECORDS.decode(file.read(), kind), ""
-            return RECORDS.convert(upgrade(RECORDS.decode(file.read(), dict[str, Any])), kind), ""
+        if upgrade is None:
+            return RECORDS.decode(read_bytes(path), kind), ""
+        return RECORDS.convert(upgrade(RECORDS.decode(read_bytes(path), dict[str, Any])), kind), ""
     except FileNotFoundError:
         return None, f"{path} is missing"
     except (OSError, msgspec.DecodeError) as error:  # ValidationError is a DecodeError
@@ -141,19 +150,20 @@ class Ended:
     when first needed. The shepherd (or the node, for an attempt it ended itself) wrote them all
     before the cleanup began, and no one writes them after; the one fact that may still come is
     the node's own, that it left its cluster (`leave`), which the node holds in memory as it
-    marks it. `final`: the final record once the cleanup built it (execd/cleanup.py)."""
+    marks it. `final`: the final record once the cleanup built it (execd/cleanup.py). `config`:
+    the config as the node wrote it, in this process (then it is not read back)."""
 
     __slots__ = ("spool", "left", "final", "_end", "_usage", "_config", "_stop_why", "_read")
 
-    def __init__(self, spool: layout.SpoolDir, left: str | None) -> None:
+    def __init__(self, spool: layout.SpoolDir, left: str | None, config: AttemptConfig | None = None) -> None:
         self.spool = spool
         self.left = left  # why the node left, if it marked the attempt as it did
         self.final: FinalRecord | None = None
         self._end: tuple[ExitStatus, Usage | None, bool] | None = None
         self._usage: Usage | None = None
-        self._config: AttemptConfig | None = None
+        self._config = config
         self._stop_why = "cancel"
-        self._read: set[str] = set()
+        self._read: set[str] = {layout.CONFIG} if config is not None else set()
 
     def leave(self, why: str) -> None:
         self.left, self.final = why, None  # the final record says what the node decided: built again

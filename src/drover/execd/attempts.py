@@ -41,6 +41,7 @@ from drover.execd import attempt_records, lost_shepherd
 from drover.execd.cleanup import Cleanup
 from drover.execd.identities import Identities
 from drover.execd.job_signals import delivery, signal_by_record
+from drover.execd.record_encoding import encoded
 from drover.protocol.node_channel import (
     Exited,
     KnownAttempt,
@@ -61,6 +62,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from drover.execd.signatures import SignedJobs
     from drover.execd.site_methods import SiteMethods
+    from drover.spool.spare_reserves import SpareReserves
 
 log = logging.getLogger("drover.execd")
 SCRATCH = "work"  # in an attempt's spool: the working directory of a job that has none here
@@ -72,9 +74,10 @@ NODE_OWN_KEYS = ("containment_name", "pe_task")
 class Spawner(Protocol):
     """What starts a shepherd for a spool directory and returns its pid (the fork server)."""
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         """With `lifeline`, the attempt ends when that pipe's other end reads end of file; its
-        shepherd may go on to serve another attempt once `release`d (warm_shepherds.py)."""
+        shepherd may go on to serve another attempt once `release`d (warm_shepherds.py).
+        `released`: a shepherd released with this order, as by `release` just before it."""
 
     def release(self, pid: int) -> None:
         """This execd saw the attempt of shepherd `pid`, started with a lifeline, end."""
@@ -120,7 +123,8 @@ class LiveAttempt:
 class Attempts:
     def __init__(self, root: str, spawner: Spawner, send: Callable[[Any], None], cleanup: Cleanup,
                  node_options: NodeOptions, signed_jobs: SignedJobs | None = None,
-                 site: SiteMethods | None = None, cpus: int = MAX_CPU_ID) -> None:
+                 site: SiteMethods | None = None, cpus: int = MAX_CPU_ID,
+                 spares: SpareReserves | None = None) -> None:
         from drover.execd.site_methods import SiteMethods
 
         self.root = root
@@ -138,6 +142,7 @@ class Attempts:
         self.spawner = spawner
         self.send = send  # to the controller; dropped while disconnected
         self.cleanup = cleanup  # what happens after a job exits
+        self.spares = spares  # reserves of ended attempts, which the cleanup keeps for the next
         self.live: dict[str, LiveAttempt] = {}
         # Promised attempts, prepared and waiting: name → its spool; the attempt each follows
         # → the names of those that start when its shepherd is gone, in the order promised; and
@@ -245,13 +250,13 @@ class Attempts:
             self._never_started(order.attempt, f"the node refused the order's CPUs: {unplaced}")
             return
         try:
-            refusal = self._prepare(spool, order)
+            refusal, config = self._prepare(spool, order)
             if refusal:
                 _write_failure(spool, refusal)
         except OSError as error:
             self._not_prepared(spool, error)
             return
-        self.cleanup.made_here(spool.name)
+        self.cleanup.made_here(spool.name, config)
         if refusal:
             self.cleanup.begin(spool)
             return
@@ -310,6 +315,9 @@ class Attempts:
             if config.get("cpu_ids") != cpu_ids:
                 config["cpu_ids"] = cpu_ids
                 write_json(spool.record(layout.CONFIG), config)
+                # Held by the cleanup only where this process wrote it; checked as a config read
+                # back is (one that is not goes, and the cleanup reads it as any spool's).
+                self.cleanup.config_rewritten(spool.name, attempt_records.valid_config(config))
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(spool.record(layout.AFTER))
         except (OSError, ValueError) as error:
@@ -323,23 +331,24 @@ class Attempts:
         log.info("attempt %s: started in place on CPUs %s", spool.name, cpu_ids)
         self._spawn(spool, moved=True)
 
-    def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> str | None:
-        """Write the attempt's spool; return why the job may not run here, if it may not."""
+    def _prepare(self, spool: layout.SpoolDir, order: StartAttempt) -> tuple[str | None, AttemptConfig | None]:
+        """Write the attempt's spool; return why the job may not run here, if it may not, and the
+        config written (None where none was: refused before)."""
         as_root = os.geteuid() == 0
         os.mkdir(spool.path, 0o711 if as_root else 0o700)  # a job run as its owner reads its script here
         carried = [key for key in NODE_OWN_KEYS if key in order.config]
         if carried:
             why = f"the order carries {', '.join(carried)}, which only the node sets (for a parallel task it starts)"
             log.warning("attempt %s refused: %s", order.attempt, why)
-            return why  # a controller taken over would name a cgroup where root makes and removes it
+            return why, None  # a controller taken over would name a cgroup where root makes and removes it
         if self.signed_jobs is not None:
             unsigned = self.signed_jobs.refusal(order)
             if unsigned is not None:
-                return unsigned  # nothing of the job is written: only why it did not run
+                return unsigned, None  # nothing of the job is written: only why it did not run
         unknown = self.site.refusal(order.config)
         if unknown is not None:
             log.warning("attempt %s refused: %s", order.attempt, unknown)
-            return unknown  # nothing runs: the order asked for commands this node does not give
+            return unknown, None  # nothing runs: the order asked for commands this node does not give
         identity, refusal = self.identities.for_job(order.config["owner"])
         config: AttemptConfig = {**order.config, **self.node_options, "identity": identity, "scratch": False}
         self.site.fill(config)  # type: ignore[arg-type]  # the site's commands: this node's drover.toml's
@@ -362,14 +371,17 @@ class Attempts:
             # job's owner (root never writes where a user points).
             write_json(spool.record(layout.STAGE_IN), [
                 {"name": f.name, "mode": f.mode, "data": base64.b64encode(f.data).decode()} for f in order.stage_in])
-        make_reserve(spool)  # room for the records of how the job ends, even on a full disk
+        # Room for the records of how the job ends, even on a full disk: an ended attempt's, where
+        # the disk has room for one; else allocated, which refuses the attempt on a full disk.
+        if self.spares is None or not self.spares.take(spool):
+            make_reserve(spool)
         if order.after:
             write_atomically(spool.record(layout.AFTER), order.after.encode())
         # Last: its presence means complete. Private (as every record): it holds the job's environment.
-        write_json(spool.record(layout.CONFIG), config)
+        write_json(spool.record(layout.CONFIG), config, encode=encoded)
         if refusal is None:
             self._signal_facts[spool.name] = SignalFacts.of(config)
-        return refusal
+        return refusal, config
 
     def _not_prepared(self, spool: layout.SpoolDir, error: OSError) -> None:
         """The node could not write the attempt's spool (most often: the disk is full), so the
@@ -530,13 +542,20 @@ class Attempts:
 
     # -- watching -----------------------------------------------------------------------------
 
-    def _spawn(self, spool: layout.SpoolDir, moved: bool = False) -> None:
+    def _spawn(self, spool: layout.SpoolDir, moved: bool = False, released: int | None = None) -> None:
+        """`released`: the shepherd of the attempt that just ended, released with this order (or
+        alone, if no order can be sent): once given here, released here, exactly once."""
         facts = self._signal_facts.pop(spool.name, None)
         # The attempt's lifeline: its end of file is the attempt's end, whether the shepherd
         # closed it after its records or died; the shepherd itself may serve another attempt.
-        lifeline, given = os.pipe2(os.O_CLOEXEC)
         try:
-            pid = self.spawner.spawn(spool.path, lifeline=given)
+            lifeline, given = os.pipe2(os.O_CLOEXEC)
+        except BaseException:
+            if released is not None:  # sent once, by the order or here: a second could free it mid-attempt
+                self.spawner.release(released)
+            raise
+        try:
+            pid = self.spawner.spawn(spool.path, lifeline=given, released=released)
         except Exception as error:  # the fork server could not fork: the attempt fails, visibly
             os.close(lifeline)
             log.error("attempt %s: could not start a shepherd: %s", spool.name, error)
@@ -626,18 +645,25 @@ class Attempts:
             self._shepherd_lost(live.spool, live.shepherd_pid)
         del self.live[name]
         self._stop_watching(live)
-        if live.lifeline is not None:
-            # Forgotten as this attempt's: no signal of ours for it can reach the pid from here,
-            # so its shepherd may serve the next attempt (the one following, often).
-            self.spawner.release(live.shepherd_pid)
-        for following in self._following.pop(name, []):  # its room is free: the promises start first
-            del self._follows[following]
-            spool = self.promised.pop(following)
-            unplaced = self._unplaced_promises.pop(following, None)
-            if unplaced is not None:
-                self._end_unplaced(spool, unplaced)
-            else:
-                self._spawn(spool)
+        # Forgotten as this attempt's: no signal of ours for it can reach the pid from here, so
+        # its shepherd may serve the next attempt (the one following, often: released with its
+        # order, in one message to the fork server).
+        released = live.shepherd_pid if live.lifeline is not None else None
+        try:
+            for following in self._following.pop(name, []):  # its room is free: the promises start first
+                del self._follows[following]
+                spool = self.promised.pop(following)
+                unplaced = self._unplaced_promises.pop(following, None)
+                if unplaced is not None:
+                    self._end_unplaced(spool, unplaced)
+                else:
+                    handed, released = released, None
+                    self._spawn(spool, released=handed)  # sends it, with the order or alone
+        finally:
+            # Whatever failed on the way (a full disk, no descriptor left), the shepherd is
+            # released: unreleased, it would wait idle and be counted as coming back for good.
+            if released is not None:
+                self.spawner.release(released)
         self.cleanup.begin(live.spool)
 
     def _stop_watching(self, live: LiveAttempt) -> None:
@@ -660,6 +686,8 @@ class Attempts:
             self._stop_watching(live)
         self._loop.remove_reader(self._notify.fileno())
         self._notify.close()
+        if self.spares is not None:
+            self.spares.close()
         # A stopped node leaves nothing behind in a spool it no longer serves (it is often on
         # /dev/shm): the socket goes, and the spool root too when no attempt is left in it.
         with contextlib.suppress(OSError):

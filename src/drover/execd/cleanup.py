@@ -68,6 +68,7 @@ from drover.core.exit_status import ExitSemantics, classify_exit, exit_facts
 from drover.core.job_state import Trigger
 from drover.execd import attempt_records, output_index
 from drover.execd.faults import NO_FAULTS, Faults
+from drover.execd.record_encoding import encoded
 from drover.protocol.node_channel import (
     STAGE_OUT_CHUNK_BYTES,
     ChunkKept,
@@ -79,10 +80,11 @@ from drover.protocol.node_channel import (
     StagedChunk,
     StagedOut,
 )
-from drover.records import CleanupProgress, FinalRecord, GivenUpStep, Usage
+from drover.records import AttemptConfig, CleanupProgress, FinalRecord, GivenUpStep, Usage
 from drover.shepherd.environment import SITE_PATH
-from drover.spool import layout
+from drover.spool import file_system, layout
 from drover.spool.atomic import write_atomically, write_json
+from drover.spool.spare_reserves import SpareReserves
 
 log = logging.getLogger("drover.execd")
 
@@ -91,6 +93,12 @@ CONTROLLER_STEPS = ("stage_out", "report")  # they wait for the controller: its 
 FINAL = attempt_records.FINAL
 KEPT = "kept"  # under the spool root: attempts whose spool the job or the config keeps
 REMOVING = "removing."  # under the spool root, before the attempt's name: a spool on its way out
+# A spool of records alone holds about 15; one with more is removed on a thread, whatever its disk.
+FLAT_MAX = 64
+# What a spool's records may hold, together, to be removed on the event loop: freeing a file's
+# pages takes the time of its size (a GiB of tmpfs, a fifth of a second), so only a few records'
+# worth is freed there, and only of files the node daemon owns (`_removed_flat`).
+FLAT_MAX_BYTES = 1024 * 1024
 CLEANUP_THREADS = 8  # the pipelines' own threads (disk, mail): shared with nothing else of the node's
 T = TypeVar("T")
 
@@ -167,8 +175,14 @@ class Cleanup:
 
     def __init__(self, root: str, settings: CleanupSettings, send: Callable[[Any], None],
                  faults: Faults = NO_FAULTS, connected: Callable[[], bool] = lambda: True,
-                 chunks: Callable[[], bool] = lambda: True) -> None:
+                 chunks: Callable[[], bool] = lambda: True, in_memory: bool | None = None,
+                 spares: SpareReserves | None = None) -> None:
         self.root = root
+        self.spares = spares  # where a removed spool's reserve goes, for the node's next attempt
+        # A spool in memory (tmpfs, its default): the final record and the removal of a spool of
+        # records alone are written and removed on the event loop, where a hand-off to a thread
+        # and back would cost more than the work (spool/file_system.py); on a disk, on threads.
+        self.in_memory = file_system.in_memory(root) if in_memory is None else in_memory
         self.settings = settings
         self.send = send
         self.connected = connected  # whether the controller's channel is up
@@ -181,6 +195,7 @@ class Cleanup:
         # wrote a cleanup record or a mark that the node left in it; and the marks that the node
         # left made before their cleanup began (`node_left`).
         self._made_here: set[str] = set()
+        self._configs: dict[str, AttemptConfig] = {}  # the configs it wrote, of those
         self._left: dict[str, str] = {}
         # Each pending pipeline's progress, as recorded in its spool and kept here too: the
         # spool may be gone half way through removing it, or its disk unwritable.
@@ -203,11 +218,25 @@ class Cleanup:
         # (name lookups, anything that may wait on something slow) never delays a job's end.
         self._threads = ThreadPoolExecutor(CLEANUP_THREADS, thread_name_prefix="drover-cleanup")
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: AttemptConfig | None = None) -> None:
         """This node made the attempt's spool, in this process: its cleanup reads no record back
         that only an earlier execd could have written there (its progress, its mark that the
-        node left), and that this one holds in memory."""
+        node left), and that this one holds in memory; nor the `config` it wrote there, if given
+        (the shepherd only reads it)."""
         self._made_here.add(name)
+        if config is not None:
+            self._configs[name] = config
+
+    def config_rewritten(self, name: str, config: AttemptConfig | None) -> None:
+        """The node wrote the attempt's config again (started in place, on other CPUs); None:
+        what it wrote is not a config, and the cleanup reads the record back, as an earlier
+        process's (which then says it is unreadable)."""
+        if name not in self._configs:
+            return
+        if config is None:
+            del self._configs[name]
+        else:
+            self._configs[name] = config
 
     def node_left(self, name: str, why: str) -> None:
         """The node marked the attempt as ended by its leaving (attempt_records.NODE_LEFT)."""
@@ -223,6 +252,7 @@ class Cleanup:
             return
         made_here = spool.name in self._made_here
         self._made_here.discard(spool.name)
+        config = self._configs.pop(spool.name, None)
         left = self._left.pop(spool.name, None)
         if made_here:
             progress: CleanupProgress = {"done": [], "step": None, "tries": 0, "error": None}
@@ -234,7 +264,7 @@ class Cleanup:
             log.warning("attempt %s: its spool %s is left for an operator (it could not be removed)",
                         spool.name, spool.path)
             return
-        ended = self._ended[spool.name] = attempt_records.Ended(spool, left)
+        ended = self._ended[spool.name] = attempt_records.Ended(spool, left, config)
         self.pending[spool.name] = spool
         self._progress[spool.name] = progress
         self.send(_exiting(ended))
@@ -382,15 +412,15 @@ class Cleanup:
         between it and the spool's removal (no mail, a spool not kept), so that a node killed in
         that instant only repeats the report, which the controller takes once whatever comes
         again (controller/handlers/node_reports.py)."""
-        if not os.path.isdir(spool.path):
-            return False
         if step == "record":
-            return any(entry["step"] == "record" for entry in progress.get("given_up", []))
-        if step == "report":
+            alone = any(entry["step"] == "record" for entry in progress.get("given_up", []))
+        elif step == "report":
             config = self._ended[spool.name].config()
-            return (config is None or bool(config["job"]["mail_user"]) or self.settings.keep_spool
-                    or config["job"]["keep_spool"])
-        return True
+            alone = (config is None or bool(config["job"]["mail_user"]) or self.settings.keep_spool
+                     or config["job"]["keep_spool"])
+        else:
+            alone = True
+        return alone and os.path.isdir(spool.path)  # looked at last: most often the answer is no before
 
     def _removing(self, spool: layout.SpoolDir) -> str:
         return os.path.join(self.root, REMOVING + spool.name)
@@ -524,7 +554,8 @@ class Cleanup:
             self._awaiting.pop((name, kind), None)
 
     async def _record(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
-        """Step 3: the final record, durably (it must outlive the execd and the machine), with
+        """Step 3: the final record, durably (it must outlive the execd and, on a disk, the
+        machine: a spool in memory outlives the execd but no machine, so it is not flushed), with
         the cleanup's progress as it is once this step is done: one write for both, read back by
         attempt_records.cleanup_progress."""
         done: CleanupProgress = {**progress, "done": [*progress["done"], "record"], "step": None, "tries": 0,
@@ -532,9 +563,12 @@ class Cleanup:
         record: FinalRecord = {**self._final(spool), "cleanup": done}
 
         def write() -> None:
-            write_json(spool.record(FINAL), record, durable=True)
+            write_json(spool.record(FINAL), record, durable=not self.in_memory, encode=encoded)
 
-        await self._in_thread(write, self.settings.record_timeout_s, "writing the final record")
+        if self.in_memory:
+            write()  # a few microseconds of the kernel's: no device to wait for
+        else:
+            await self._in_thread(write, self.settings.record_timeout_s, "writing the final record")
         return True
 
     async def _mail(self, spool: layout.SpoolDir, progress: CleanupProgress) -> bool:
@@ -580,7 +614,8 @@ class Cleanup:
         deleted never looks like an attempt to a restarted execd (which would resume or re-run
         it); a retry finds it under that name."""
         removing = self._removing(spool)
-        if os.path.isdir(spool.path):
+        entries = _entries(spool.path)  # None: moved aside already, by an earlier try
+        if entries is not None:
             config = self._ended[spool.name].config()
             try:
                 if config is not None:  # where its output is, for `drover logs` once the spool is gone
@@ -590,16 +625,23 @@ class Cleanup:
                     os.makedirs(kept, mode=0o700, exist_ok=True)  # root's (or the node user's) only
                     os.rename(spool.path, os.path.join(kept, spool.name))
                     return True
-                if layout.petask_names(spool.path):
+                if any(directory and layout.PETASK_ID.fullmatch(name) for name, directory in entries):
                     # Tasks of the job (GE's tight integration) may still run on this node and
                     # write their records beneath: moving the directory would pull it from under
                     # them. Their handler removes it after the last of them (pe_tasks.py).
                     await self._in_thread(lambda: _remove_all_but_tasks(spool.path), self.settings.remove_timeout_s,
                                      f"removing {spool.path}")
                     return True
+                if (self.spares is not None and (layout.RESERVE, False) in entries
+                        and self.spares.keep(spool.path, spool.name)):
+                    entries.remove((layout.RESERVE, False))
                 os.rename(spool.path, removing)
             except OSError as error:
                 raise StepFailed(f"cannot move the spool {spool.path} aside: {_os_error(error)}") from None
+            # Records alone (no working directory, no staged-out copies): a few unlinks, here.
+            if (self.in_memory and len(entries) <= FLAT_MAX and not any(directory for _, directory in entries)
+                    and _removed_flat(removing, [name for name, _ in entries])):
+                return True
         await self._in_thread(lambda: _remove_tree(removing), self.settings.remove_timeout_s, f"removing {removing}")
         return True
 
@@ -658,6 +700,50 @@ def _remove_all_but_tasks(path: str) -> None:
                 os.unlink(entry.path)
     if not layout.petask_names(path):  # the tasks ended, and their handler took theirs, meanwhile
         _remove_tree(path)
+
+
+def _entries(path: str) -> list[tuple[str, bool]] | None:
+    """The names in a spool directory, each with whether it is a directory (not following a
+    link); None where the directory is not there."""
+    try:
+        with os.scandir(path) as listing:
+            return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _removed_flat(path: str, names: list[str]) -> bool:
+    """Remove a directory that held only `names`, files all; False where anything is left (the
+    caller then removes what is, as any spool, and says what cannot be). Each is unlinked by its
+    name in the directory opened once (not followed, were it a link), as rmtree does.
+
+    Only where each is the node daemon's own and all hold at most FLAT_MAX_BYTES: a file of the
+    job's owner (its `job_script`, which the owner may make writable and grow to any size while
+    it exists) could make the unlink, on the event loop, free as many pages as the owner chose;
+    such a spool is left whole to the caller's thread, which removes it as any other."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            own, blocks = os.geteuid(), 0
+            for name in names:
+                try:
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                blocks += info.st_blocks
+                if info.st_uid != own or blocks * 512 > FLAT_MAX_BYTES:
+                    return False
+            for name in names:
+                try:
+                    os.unlink(name, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+        finally:
+            os.close(fd)
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def _remove_tree(path: str) -> None:

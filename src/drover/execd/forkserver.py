@@ -5,7 +5,7 @@ per shepherd costs tens of milliseconds. So the execd starts this server first, 
 else, and asks it over a socket pair. The server has `drover.shepherd` imported already, so a
 shepherd costs one fork of a small process.
 
-Protocol, one line each way: "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <message>\\n";
+Protocol, one line each way (lines may come several in one message): "SPAWN <spool dir>\\n" → "OK <pid>\\n" or "ERR <message>\\n";
 "START <spool dir>\\n", with one descriptor passed along (SCM_RIGHTS): the attempt's lifeline,
 the write end of a pipe the execd watches, whose end of file is the attempt's end; its
 shepherd may then serve another attempt (warm_shepherds.py) → as SPAWN. "RELEASE <pid>\\n",
@@ -61,15 +61,18 @@ class ForkServer:
             raise RuntimeError("the fork server did not start")
         return server
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         """Start a shepherd for `spool_dir`; return its pid. With `lifeline` (a pipe's write end,
         passed to the shepherd and closed here by the caller), the attempt's end is that pipe's
-        end of file, and its shepherd may serve another attempt once `release`d."""
+        end of file, and its shepherd may serve another attempt once `release`d. `released`: a
+        shepherd to `release` first, in the same message (the attempt that just ended, whose room
+        this one takes): the server is woken once for both."""
+        release = f"RELEASE {released}\n" if released is not None else ""
         with self._lock:
             if lifeline is None:
-                self._sock.sendall(f"SPAWN {spool_dir}\n".encode())
+                self._sock.sendall(f"{release}SPAWN {spool_dir}\n".encode())
             else:
-                request = f"START {spool_dir}\n".encode()
+                request = f"{release}START {spool_dir}\n".encode()
                 sent = socket.send_fds(self._sock, [request], [lifeline])
                 if sent < len(request):
                     self._sock.sendall(request[sent:])

@@ -69,6 +69,11 @@ def serve(argv: list[str]) -> int:
     # What the node runs as root, and as a job's owner unsigned, is its own drover.toml's.
     site = SiteMethods.of(own, paths.config_file)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s execd %(levelname)s %(message)s", stream=sys.stderr)
+    # Its lines name no caller, thread or process: each record is built without looking them up
+    # (a walk up the stack for every line, one a job on a busy node; the logging HOWTO's
+    # "Optimization").
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     claimed = _claim(paths.execd_pid)
     try:
         return _serve(args, paths, options, site)
@@ -167,14 +172,18 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
     faults = Faults.from_environment()
     if faults:
         logging.getLogger("drover.execd").warning("fault injection for testing is on: %s", faults.describe())
+    from drover.spool.spare_reserves import SpareReserves
+
+    spares = SpareReserves(spool_root)  # the reserves of ended attempts, for the next ones
     cleanup = Cleanup(spool_root, cleanup_settings(options), send, faults, lambda: channel.connected.is_set(),
-                      chunks=lambda: channel.staged_chunks)
+                      chunks=lambda: channel.staged_chunks, spares=spares)
     signed_jobs = None
     if options.require_signed_jobs:
         from drover.execd.signatures import SignedJobs
 
         signed_jobs = SignedJobs(node, options.munge_socket, options.signed_job_max_age_s, options.allow_root_jobs)
-    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs, site, cpus=cpus)
+    attempts = Attempts(spool_root, fork_server, send, cleanup, node_options, signed_jobs, site, cpus=cpus,
+                        spares=spares)
     # Tasks of running parallel jobs (GE's tight integration), each under a shepherd of its own.
     pe_tasks = PeTasks(spool_root, fork_server, send, node_options, attempts.identities, signed_jobs, site, cpus=cpus)
     relays = NodeRelays(spool_root, send)  # users' reads of output files, and terminals

@@ -11,6 +11,7 @@ import os
 import time
 from typing import TypedDict
 
+from drover.execd.record_encoding import encoded
 from drover.records import AttemptConfig, IdentityRecord
 from drover.spool.atomic import write_json
 
@@ -32,10 +33,10 @@ def remember(root: str, name: str, config: AttemptConfig) -> None:
     record: OutputRecord = {"stdout": config.get("done_output") or config["stdout"], "stderr": config.get("stderr") or None,
                             "identity": config.get("identity")}
     try:
-        write_json(os.path.join(directory, name), record)
+        write_json(os.path.join(directory, name), record, encode=encoded)
     except FileNotFoundError:  # the first record: its directory is made once, not looked for at each
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        write_json(os.path.join(directory, name), record)
+        write_json(os.path.join(directory, name), record, encode=encoded)
 
 
 def lookup(root: str, name: str) -> OutputRecord | None:

@@ -26,7 +26,8 @@ In the spirit of Grid Engine's ``active_jobs/<jobid>.<taskid>``, with its file n
                 names and send them (spool.signal_record); one that comes before the job
                 started is kept until it has
   reserve       room kept for the records of how the job ended: written by the execd before the
-                shepherd starts, given back by the shepherd when the disk is full (spool.outcome)
+                shepherd starts (or an ended attempt's moved in whole: spool.spare_reserves),
+                given back by the shepherd when the disk is full (spool.outcome)
   staged_out    what the shepherd collected, as the owner, for stage-out (JSON: files, skipped,
                 refused); the copies themselves are in staged_out.d/<n>
   osjobid       what identifies the attempt's processes to the kernel: its cgroup directories,
@@ -107,7 +108,9 @@ class SpoolDir:
         return os.path.dirname(self.path)
 
     def record(self, name: str) -> str:
-        return os.path.join(self.path, name)
+        # A record's name is a plain name, never a path: no need of os.path.join's cases (an
+        # absolute second part, a trailing slash), which cost more than the rest of a look-up.
+        return f"{self.path}/{name}"
 
     @property
     def notify_socket(self) -> str:

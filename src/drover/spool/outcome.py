@@ -1,14 +1,17 @@
 """How a job ended is never lost to a full disk.
 
 The execd writes a `reserve` record into each attempt's spool before the shepherd starts: room
-kept for the records of the job's end. If the disk is full when the shepherd writes them (the
+kept for the records of the job's end (or moves in the whole one of an attempt that ended:
+spool/spare_reserves.py). If the disk is full when the shepherd writes them (the
 job filled it, or anything else did), the shepherd gives the reserve back and writes again; if
 it is still full, it keeps trying, with back-off, until the write succeeds. Meanwhile the execd
 sees a live shepherd, so the attempt stays running rather than being recorded as a failure it
 was not; once the operator frees space, the true outcome is recorded.
 
 An attempt whose reserve cannot be written does not start: the node's disk is full before the
-job ran, which is the node's failure, not the job's.
+job ran, which is the node's failure, not the job's. So does one whose spool has less room
+left than a reserve, where an ended attempt's would have been moved in (a spare is taken only
+where a new one could be allocated).
 """
 
 from __future__ import annotations

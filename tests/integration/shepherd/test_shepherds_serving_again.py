@@ -29,12 +29,13 @@ def server() -> Iterator[ForkServer]:
     started.close()
 
 
-def start(server: ForkServer, spool: Path) -> tuple[int, int]:
+def start(server: ForkServer, spool: Path, released: int | None = None) -> tuple[int, int]:
     """Start the attempt in `spool` with a lifeline, as a node daemon does: the shepherd's pid and
-    the lifeline's read end (end of file: the attempt is over)."""
+    the lifeline's read end (end of file: the attempt is over). `released`: a shepherd released
+    in the same message, as the node does for the attempt whose room this one takes."""
     lifeline, given = os.pipe2(os.O_CLOEXEC)
     try:
-        pid = server.spawn(str(spool), lifeline=given)
+        pid = server.spawn(str(spool), lifeline=given, released=released)
     finally:
         os.close(given)
     return pid, lifeline
@@ -60,6 +61,18 @@ def shepherd_of(spool: Path) -> int:
     record = read_pid_record(str(spool / "pid"))
     assert record is not None
     return record[0]
+
+
+def test_a_shepherd_released_in_the_message_of_the_next_order_runs_that_order(
+        server: ForkServer, tmp_path: Path) -> None:
+    first = make_spool(tmp_path, "true\n", name="7.0.1")
+    pid, lifeline = start(server, first)
+    over(lifeline)
+    second = make_spool(tmp_path, "echo two\n", name="8.0.1", stdout=str(tmp_path / "two"))
+    again, lifeline = start(server, second, released=pid)
+    over(lifeline)
+    assert again == pid and shepherd_of(second) == pid  # released first, then given the order
+    assert exit_status(second)["exit_code"] == 0 and (tmp_path / "two").read_text() == "two\n"
 
 
 def test_a_released_shepherd_runs_the_next_attempt_and_each_keeps_its_own_records(

@@ -140,7 +140,8 @@ def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
 
 def pipeline(root: Path, settings: CleanupSettings, controller: Controller,
              connected: Callable[[], bool] = lambda: True) -> Cleanup:
-    cleanup = Cleanup(str(root), settings, controller.send, connected=connected)
+    # As on a disk, wherever the test's directory is: its removals go through `_remove_tree`.
+    cleanup = Cleanup(str(root), settings, controller.send, connected=connected, in_memory=False)
     controller.cleanup = cleanup
     return cleanup
 

@@ -9,6 +9,7 @@ import asyncio
 import builtins
 import json
 import os
+import pwd
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -21,10 +22,13 @@ from drover import eventloop
 from drover.execd import cleanup as cleanup_module
 from drover.execd import output_index
 from drover.execd.attempt_records import NODE_LEFT
-from drover.execd.cleanup import Cleanup, CleanupSettings
+from drover.execd.cleanup import FLAT_MAX_BYTES, Cleanup, CleanupSettings
 from drover.protocol.node_channel import Exited, Exiting
 from drover.spool import layout
 from drover.spool.atomic import read_json, write_json
+from drover.spool.outcome import make_reserve
+from drover.spool.spare_reserves import DIRECTORY as SPARES
+from drover.spool.spare_reserves import SpareReserves
 
 OK = {"exit_code": 0, "signal": None, "failure": None, "timed_out": False, "terminated": False,
       "out_of_memory": False}
@@ -111,11 +115,23 @@ def ended_spool(root: Path, name: str = "7.0.1", usage_apart: bool = False) -> l
 
 
 def cleaned(root: Path, spool: layout.SpoolDir, counted: Counted,
-            before: Callable[[Cleanup], None] = lambda cleanup: None) -> Controller:
-    """Run the whole pipeline on `spool`, counting from its start to the spool's removal."""
+            before: Callable[[Cleanup], None] = lambda cleanup: None, in_memory: bool | None = None,
+            hand_offs: list[str] | None = None, spares: SpareReserves | None = None) -> Controller:
+    """Run the whole pipeline on `spool`, counting from its start to the spool's removal;
+    `in_memory`: whether the spool's file system is taken as kept in memory (None: as it is);
+    `hand_offs`: gets the name of each function handed to the cleanup's threads."""
     async def scenario() -> None:
         controller = Controller()
-        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send)
+        cleanup = controller.cleanup = Cleanup(str(root), CleanupSettings(), controller.send, in_memory=in_memory,
+                                               spares=spares)
+        if hand_offs is not None:
+            submit = cleanup._threads.submit
+
+            def counted_submit(work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+                hand_offs.append(getattr(work, "__qualname__", repr(work)))
+                return submit(work, *args, **kwargs)
+
+            cleanup._threads.submit = counted_submit  # type: ignore[method-assign]
         before(cleanup)
         counted.on = True
         cleanup.begin(spool)
@@ -166,6 +182,59 @@ def test_an_attempt_this_node_started_reads_only_what_the_shepherd_wrote(tmp_pat
     cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name))
     assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.CONFIG: 1}), counted.reads
     assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+
+
+def test_an_attempt_this_node_started_with_the_config_it_wrote_reads_only_its_exit_record(
+        tmp_path: Path, counted: Counted) -> None:
+    """The node wrote the config itself, and the shepherd only reads it: the cleanup takes it
+    from memory, and its final record holds it as written."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    config = read_json(spool.record(layout.CONFIG))
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name, config))
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1}), counted.reads
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    assert read_json(str(root / output_index.DIRECTORY / "7.0.1"))["stdout"] == config["stdout"]
+
+
+def test_the_config_of_an_attempt_started_in_place_is_the_one_written_again(tmp_path: Path, counted: Counted) -> None:
+    """Started in place on other CPUs, its config was written again: that one is the attempt's."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    config = read_json(spool.record(layout.CONFIG))
+    finals: list[Any] = []
+    real_write_json = cleanup_module.write_json
+
+    def write_json_kept(path: str, record: Any, **options: Any) -> None:
+        if os.path.basename(path) == cleanup_module.FINAL:
+            finals.append(record)
+        real_write_json(path, record, **options)
+
+    def started_in_place(cleanup: Cleanup) -> None:
+        cleanup.made_here(spool.name, config)
+        cleanup.config_rewritten(spool.name, {**config, "cpu_ids": [1]})
+        cleanup.config_rewritten("8.0.1", {**config, "cpu_ids": [1]})  # not made here: not kept
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cleanup_module, "write_json", write_json_kept)
+        cleaned(root, spool, counted, before=started_in_place)
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1}), counted.reads
+    assert [final["config"]["cpu_ids"] for final in finals] == [[1]]
+
+
+def test_a_config_written_again_that_is_none_is_read_back(tmp_path: Path, counted: Counted) -> None:
+    """Handed None (what was written is not a config), the cleanup drops the one it held and
+    reads the record, as any spool's."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    config = read_json(spool.record(layout.CONFIG))
+
+    def started_in_place(cleanup: Cleanup) -> None:
+        cleanup.made_here(spool.name, {**config, "cpu_ids": [5]})
+        cleanup.config_rewritten(spool.name, None)
+
+    cleaned(root, spool, counted, before=started_in_place)
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.CONFIG: 1}), counted.reads
 
 
 def test_the_usage_comes_with_the_exit_status_and_is_reported_apart_from_it(tmp_path: Path, counted: Counted) -> None:
@@ -266,3 +335,142 @@ def test_the_final_record_a_kept_spool_holds_says_how_far_the_cleanup_got(tmp_pa
     assert final["outcome"] == "END" and final["exit_status"] == OK and final["usage"] == USAGE
     assert final["cleanup"]["done"] == ["exit_hook", "stage_out", "record"]
     assert read_json(str(kept / layout.CLEANUP))["done"][-2:] == ["record", "report"]
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in memory", "on a disk"])
+def test_a_spool_of_records_alone_costs_the_same_opens_and_writes_in_memory_or_on_a_disk(
+        tmp_path: Path, counted: Counted, in_memory: bool) -> None:
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=in_memory)
+    assert counted.reads == Counter({layout.EXIT_STATUS: 1, layout.CONFIG: 1}), counted.reads
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    assert sum(counted.looks.values()) <= 1, counted.looks  # over_memory
+    assert not os.path.exists(spool.path) and sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+def test_a_spool_in_memory_is_recorded_and_removed_without_a_thread(tmp_path: Path, counted: Counted) -> None:
+    """Its final record and the unlinks of its records cost the kernel microseconds, less than
+    a hand-off to a thread and back: nothing of its cleanup goes to one."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert hand_offs == []
+    assert read_json(str(root / output_index.DIRECTORY / "7.0.1"))["stdout"]
+
+
+def test_a_spool_on_a_disk_is_recorded_and_removed_on_threads(tmp_path: Path, counted: Counted) -> None:
+    """A disk may make a write, a flush or an unlink wait (a journal commit, a failing device):
+    the event loop never does, so the final record and the removal each go to a thread."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=False,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["write", "<lambda>"], hand_offs
+
+
+def test_a_spool_in_memory_that_holds_a_directory_is_removed_on_a_thread(tmp_path: Path, counted: Counted) -> None:
+    """A working directory (or staged-out copies) may hold any number of files: removing it may
+    take long whatever the file system, so it goes to a thread, as on a disk."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    work = Path(spool.record("work"))
+    work.mkdir()
+    for n in range(3):
+        (work / f"out.{n}").write_text("output")
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert not os.path.exists(spool.path) and sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a record to another user: needs root")
+def test_a_spool_in_memory_holding_a_file_of_the_jobs_owner_is_removed_on_a_thread(
+        tmp_path: Path, counted: Counted) -> None:
+    """The owner's `job_script` (its path is in the job's environment) may be made writable and
+    grown to any size by its owner: freeing its pages could hold the event loop for as long as
+    the owner chose, so the spool goes to a thread, whatever its size now."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    script = Path(spool.record(layout.JOB_SCRIPT))
+    script.write_text("#!/bin/sh\ntrue\n")
+    nobody = pwd.getpwnam("nobody")
+    os.chown(script, nobody.pw_uid, nobody.pw_gid)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+def test_a_spool_in_memory_whose_records_hold_more_than_a_few_records_worth_is_removed_on_a_thread(
+        tmp_path: Path, counted: Counted) -> None:
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    fd = os.open(spool.record("mail_output"), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, FLAT_MAX_BYTES + 4096)
+    finally:
+        os.close(fd)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+def test_a_spool_in_memory_whose_records_cannot_all_be_removed_is_removed_as_any_other(
+        tmp_path: Path, counted: Counted, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unlink refused on the event loop (an immutable file) leaves the spool to the removal
+    every spool has, on a thread, which goes on past it, says what is left, and is retried."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    real_unlink = os.unlink
+    refused: list[str] = []
+
+    def unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if os.path.basename(os.fsdecode(path)) == layout.CONFIG and not refused:
+            refused.append(os.fsdecode(path))
+            raise PermissionError(1, "Operation not permitted", path)
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    hand_offs: list[str] = []
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=True,
+            hand_offs=hand_offs)
+    assert refused and [name.split(".")[-1] for name in hand_offs] == ["<lambda>"], hand_offs
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY]
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in memory", "on a disk"])
+def test_the_reserve_of_a_removed_spool_is_kept_for_the_next_attempt(
+        tmp_path: Path, counted: Counted, in_memory: bool) -> None:
+    """Moved aside whole rather than freed with the spool, then moved into the next attempt's
+    (spool/spare_reserves.py): no record more is opened or written for it."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    make_reserve(spool)
+    spares = SpareReserves(str(root))
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=in_memory,
+            spares=spares)
+    assert counted.writes == Counter({cleanup_module.FINAL: 1, "7.0.1": 1}), counted.writes
+    assert len(spares) == 1 and os.listdir(root / SPARES) == ["7.0.1"]
+    assert sorted(os.listdir(root)) == [output_index.DIRECTORY, SPARES]
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in memory", "on a disk"])
+def test_the_final_record_is_flushed_to_a_disk_and_not_in_memory(
+        tmp_path: Path, counted: Counted, monkeypatch: pytest.MonkeyPatch, in_memory: bool) -> None:
+    """On a disk it must outlive the machine: the record and its directory are flushed. tmpfs
+    outlives the node daemon (the page cache is the file system) and no machine: nothing to flush."""
+    root = tmp_path / "spool"
+    spool = ended_spool(root)
+    flushed: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (flushed.append(fd), real_fsync(fd))[-1])
+    cleaned(root, spool, counted, before=lambda cleanup: cleanup.made_here(spool.name), in_memory=in_memory)
+    assert len(flushed) == (0 if in_memory else 2)

@@ -46,8 +46,11 @@ class Spawner:
         self.started: list[str] = []
         self.spools: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
+        self.messages: list[tuple[str, ...]] = []  # what the fork server would get, message by message
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
+        self.messages.append((*([f"release {released}"] if released is not None else []),
+                              f"start {Path(spool_dir).name}"))
         self.started.append(Path(spool_dir).name)
         self.spools.append(spool_dir)
         # The shepherd holds the attempt's lifeline until it exits, as a fork server's one-shot does.
@@ -57,7 +60,7 @@ class Spawner:
         return process.pid
 
     def release(self, pid: int) -> None:
-        pass
+        self.messages.append((f"release {pid}",))
 
     def wait_status(self, pid: int) -> int | None:
         return None
@@ -86,12 +89,16 @@ class Cleanup:
     def __init__(self) -> None:
         self.begun: list[str] = []
         self.pending: dict[str, layout.SpoolDir] = {}
+        self.rewritten: list[tuple[str, Any]] = []  # configs written again, as handed over
 
     def begin(self, spool: layout.SpoolDir) -> None:
         self.begun.append(spool.name)
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: Any = None) -> None:
         pass
+
+    def config_rewritten(self, name: str, config: Any) -> None:
+        self.rewritten.append((name, config))
 
     def node_left(self, name: str, why: str) -> None:
         pass
@@ -174,6 +181,56 @@ def test_a_promise_starts_when_the_attempt_it_follows_ends(tmp_path: Path, spawn
         await until(lambda: SECOND in cleanup.begun)
         assert spawner.started == [FIRST, SECOND] and cleanup.begun == [FIRST, SECOND]
         assert pair.second_out.read_text() == "second\n"
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+def test_the_shepherd_of_an_attempt_that_ended_is_released_with_the_order_of_the_promise_behind_it(
+        tmp_path: Path, spawner: Spawner, pair: Pair) -> None:
+    """The fork server is woken once for both: the release of the shepherd whose attempt ended,
+    then the order that takes its room, in that order; an attempt no promise follows is
+    released alone."""
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        first = attempts.live[FIRST].shepherd_pid
+        pair.gate.touch()
+        await until(lambda: SECOND in cleanup.begun)
+        second = spawner.processes[1].pid
+        assert spawner.messages == [(f"start {FIRST}",), (f"release {first}", f"start {SECOND}"),
+                                    (f"release {second}",)]
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+@pytest.mark.parametrize("failing", ["no descriptor for the lifeline", "no room to end an unplaced promise"])
+def test_the_shepherd_of_an_attempt_that_ended_is_released_whatever_fails_for_the_promise_behind_it(
+        tmp_path: Path, spawner: Spawner, pair: Pair, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    """Unreleased, the shepherd would wait idle for good, counted by the fork server as coming
+    back (warm_shepherds.py): it is released alone, once, where its order cannot be sent."""
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        first = attempts.live[FIRST].shepherd_pid
+        errors: list[Any] = []
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: errors.append(context))
+        if failing == "no descriptor for the lifeline":
+            def pipe2(flags: int) -> tuple[int, int]:
+                raise OSError(24, os.strerror(24))
+            monkeypatch.setattr(attempts_module.os, "pipe2", pipe2)
+        else:
+            def write_failure(*args: Any, **kwargs: Any) -> None:
+                raise OSError(28, os.strerror(28))
+            attempts._unplaced_promises[SECOND] = "a CPU the node no longer offers"
+            monkeypatch.setattr(attempts_module, "_write_failure", write_failure)
+        pair.gate.touch()
+        await until(lambda: FIRST not in attempts.live)
+        assert spawner.messages == [(f"start {FIRST}",), (f"release {first}",)]
+        monkeypatch.undo()
         attempts.close()
 
     asyncio.run(scenario(spawner))
@@ -282,6 +339,35 @@ def test_a_promise_told_to_start_in_place_starts_at_once_on_the_cpus_it_is_given
         pair.gate.touch()
         await until(lambda: FIRST in cleanup.begun)
         assert spawner.started == [FIRST, SECOND]  # not started a second time when the first ends
+        attempts.close()
+
+    asyncio.run(scenario(spawner))
+
+
+@pytest.mark.parametrize("valid", [True, False], ids=["a config", "not a config"])
+def test_the_config_written_again_to_start_in_place_is_handed_to_the_cleanup_only_if_it_is_one(
+        tmp_path: Path, spawner: Spawner, pair: Pair, valid: bool) -> None:
+    """What the cleanup holds in memory is taken without the checks of a record read back: a
+    config record that is not one (its owner gone) is not handed over, and the cleanup reads it back,
+    as any spool's, and finds it unreadable."""
+    config = json.loads(Path(pair.second.record(layout.CONFIG)).read_text())
+    if not valid:
+        del config["owner"]
+        Path(pair.second.record(layout.CONFIG)).write_text(json.dumps(config))
+
+    async def scenario(spawner: Spawner) -> None:
+        cleanup, sent = Cleanup(), []
+        attempts = attempts_on(tmp_path, spawner, cleanup, sent)
+        hold(attempts, pair)
+        attempts.start_promised_now(StartPromisedNow(SECOND, [1]))
+        ((name, handed),) = cleanup.rewritten
+        assert name == SECOND
+        if valid:
+            assert handed == {**config, "cpu_ids": [1]}
+        else:
+            assert handed is None
+        pair.gate.touch()
+        await until(lambda: FIRST in cleanup.begun and SECOND in cleanup.begun)
         attempts.close()
 
     asyncio.run(scenario(spawner))

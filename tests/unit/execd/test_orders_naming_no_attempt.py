@@ -18,7 +18,7 @@ from drover.spool import layout
 class Refuses:
     """A spawner and a cleanup that must never be reached."""
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         raise AssertionError(f"a shepherd was started for {spool_dir}")
 
     def release(self, pid: int) -> None:
@@ -30,7 +30,10 @@ class Refuses:
     def known(self) -> list[str]:
         return []
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: Any = None) -> None:
+        pass
+
+    def config_rewritten(self, name: str, config: Any) -> None:
         pass
 
     pending: dict[str, layout.SpoolDir] = {}

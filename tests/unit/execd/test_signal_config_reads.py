@@ -5,6 +5,7 @@ wrote. An attempt re-attached after a restart has its config read once, at its f
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -28,7 +29,7 @@ class Spawner:
     def __init__(self) -> None:
         self.held: list[int] = []
 
-    def spawn(self, spool_dir: str, lifeline: int | None = None) -> int:
+    def spawn(self, spool_dir: str, lifeline: int | None = None, released: int | None = None) -> int:
         if lifeline is not None:
             self.held.append(os.dup(lifeline))
         return os.getpid()
@@ -46,7 +47,10 @@ class Spawner:
 class Cleanup:
     pending: dict[str, layout.SpoolDir] = {}
 
-    def made_here(self, name: str) -> None:
+    def made_here(self, name: str, config: Any = None) -> None:
+        pass
+
+    def config_rewritten(self, name: str, config: Any) -> None:
         pass
 
     def known(self) -> list[str]:
@@ -106,3 +110,63 @@ def test_a_reattached_attempts_config_is_read_once(tmp_path: Path, monkeypatch: 
     delivered, reads = signals_and_config_reads(tmp_path, monkeypatch, True, ["SIGUSR2", "suspend", "resume", "migrate"])
     assert delivered == [signal.SIGUSR2, signal.SIGTSTP, signal.SIGCONT, signal.SIGTERM]
     assert reads == 1
+
+
+class KeepsConfigs(Cleanup):
+    """A cleanup that keeps what the node tells it of the configs it wrote."""
+
+    def __init__(self) -> None:
+        self.configs: dict[str, Any] = {}
+
+    def made_here(self, name: str, config: Any = None) -> None:
+        self.configs[name] = config
+
+
+def test_the_config_a_node_writes_is_handed_to_the_cleanup_as_it_is_in_the_spool(tmp_path: Path) -> None:
+    """Its cleanup then reads it not back (execd/cleanup.py `made_here`): what it holds must be
+    what the shepherd reads."""
+    root = tmp_path / "active"
+    root.mkdir()
+    cleanup = KeepsConfigs()
+
+    async def started() -> None:
+        attempts = Attempts(str(root), Spawner(), [].append, cleanup, {"cpus": 2})  # type: ignore[arg-type]
+        try:
+            config = attempt_config(str(tmp_path), "7.0.1", owner="root")
+            attempts.start(StartAttempt("7.0.1", config, "true\n"))  # type: ignore[arg-type]
+        finally:
+            attempts.close()
+
+    asyncio.run(started())
+    written = json.loads((root / "7.0.1" / layout.CONFIG).read_bytes())
+    assert cleanup.configs["7.0.1"] == written and written["cpus"] == 2
+
+
+def test_a_node_gives_an_attempt_a_spare_reserve_where_one_waits(tmp_path: Path) -> None:
+    from drover.spool.outcome import RESERVE_BYTES, make_reserve
+    from drover.spool.spare_reserves import SpareReserves
+
+    root = tmp_path / "active"
+    root.mkdir()
+    ended = layout.SpoolDir(str(root), "6.0.1")
+    os.mkdir(ended.path)
+    make_reserve(ended)
+    spares = SpareReserves(str(root))
+    assert spares.keep(ended.path, ended.name)
+    inode = os.stat(os.path.join(spares.directory, "6.0.1")).st_ino
+
+    async def started() -> None:
+        attempts = Attempts(str(root), Spawner(), [].append, KeepsConfigs(), {},  # type: ignore[arg-type]
+                            spares=spares)
+        try:
+            for name in ("7.0.1", "8.0.1"):
+                config = attempt_config(str(tmp_path), name, owner="root")
+                attempts.start(StartAttempt(name, config, "true\n"))  # type: ignore[arg-type]
+        finally:
+            attempts.close()
+
+    asyncio.run(started())
+    assert os.stat(root / "7.0.1" / layout.RESERVE).st_ino == inode  # the spare
+    made = os.stat(root / "8.0.1" / layout.RESERVE)  # none left: allocated
+    assert made.st_ino != inode and made.st_size == RESERVE_BYTES
+    assert not os.path.exists(spares.directory)  # a stopped node leaves none

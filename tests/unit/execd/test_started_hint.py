@@ -41,12 +41,17 @@ def started_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hint: bytes,
     records(spool)
     sent: list[Any] = []
     touched: list[str] = []
-    real_open, real_exists = builtins.open, os.path.exists
+    real_open, real_os_open, real_exists = builtins.open, os.open, os.path.exists
 
     def counted_open(file: Any, *args: Any, **kwargs: Any) -> Any:
         if str(file).startswith(spool.path):
             touched.append(os.path.basename(str(file)))
         return real_open(file, *args, **kwargs)
+
+    def counted_os_open(file: Any, *args: Any, **kwargs: Any) -> int:  # a record read (spool/atomic.py)
+        if str(file).startswith(spool.path):
+            touched.append(os.path.basename(str(file)))
+        return real_os_open(file, *args, **kwargs)
 
     def counted_exists(path: Any) -> bool:
         if str(path).startswith(spool.path):
@@ -58,6 +63,7 @@ def started_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hint: bytes,
         try:
             attempts.live[spool.name] = LiveAttempt(spool, os.getpid())
             monkeypatch.setattr(builtins, "open", counted_open)
+            monkeypatch.setattr(os, "open", counted_os_open)
             monkeypatch.setattr(attempts_module.os.path, "exists", counted_exists)
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as shepherd:
                 shepherd.sendto(hint, spool.notify_socket)
