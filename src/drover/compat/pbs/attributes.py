@@ -74,13 +74,11 @@ def attributes(job: JobInfo, now: float | None = None) -> dict[str, Any]:
     if attempts:
         wall = sum(((a.ended_at or now) - a.started_at) for a in attempts if a.started_at is not None)
         rss = max((a.usage.max_rss_kib for a in attempts if a.usage is not None), default=0)
-        used: dict[str, Any] = {"cpupercent": 0, "cput": hms(cpu_used_s(attempts))}
-        if rss:  # 0: not known (accounting.md, Max RSS), left out as PBS leaves what its MoM did not collect
-            used["mem"] = f"{rss}kb"
-        used["ncpus"] = job.cpus
-        if rss:
-            used["vmem"] = f"{rss}kb"
-        out["resources_used"] = used | {"walltime": hms(wall)}
+        # A max RSS of 0 is not known (accounting.md, Max RSS): mem and vmem are left out, as PBS
+        # leaves out what its MoM did not collect.
+        mem, vmem = ({"mem": f"{rss}kb"}, {"vmem": f"{rss}kb"}) if rss else ({}, {})
+        out["resources_used"] = {"cpupercent": 0, "cput": hms(cpu_used_s(attempts)), **mem, "ncpus": job.cpus,
+                                 **vmem, "walltime": hms(wall)}
     out["job_state"] = state
     out["queue"] = queue_name(job.queue)
     out["server"] = host

@@ -124,6 +124,12 @@ class ReportGroup:
         self._held = None
         self._queue_group()
 
+    def _end_hold(self) -> None:
+        """The frames held are taken by a group now: their timer has nothing left to do."""
+        if self._held is not None:
+            self._held.cancel()
+            self._held = None
+
     def release_held(self) -> None:
         """Handle the frames held for company at the end of this loop turn (the controller stops)."""
         if self._frames:
@@ -145,9 +151,7 @@ class ReportGroup:
         self._queue_group()
 
     def _queue_group(self) -> None:
-        if self._held is not None:  # the group takes the frames held
-            self._held.cancel()
-            self._held = None
+        self._end_hold()  # the group takes the frames held
         if not self._group_queued:
             self._group_queued = True
             asyncio.get_running_loop().call_soon(self._group)
@@ -167,9 +171,7 @@ class ReportGroup:
         """Before any other handler: the reports waiting for this turn's group are handled and
         committed now, in the order they came; the pass they ask for stays for the turn's end."""
         if self._frames and not self._grouping:
-            if self._held is not None:
-                self._held.cancel()
-                self._held = None
+            self._end_hold()
             try:
                 self._handle_group(plan=False, may_plan=False)
             except Exception:
