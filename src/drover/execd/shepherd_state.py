@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_ATTEMPTS = 1000  # attempts one shepherd process serves at most
-MAX_GROWTH_KIB = 32 * 1024  # resident memory beyond what it held at its first attempt
+MAX_GROWTH_KIB = 32 * 1024  # anonymous resident memory beyond what it held at its first attempt
 
 _RLIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
 # The C function under signal.getsignal: the wrapper's enum conversions cost ten times the call.
@@ -113,8 +113,12 @@ def _subreaper() -> int:
 
 
 def resident_kib() -> int:
+    """The process's own resident memory: its anonymous pages (statm's resident less its shared,
+    the file-backed and shmem pages). Mapped files' pages come and go with the host's page cache,
+    so they would say a shepherd shrank or grew when it did neither."""
     with open("/proc/self/statm", "rb") as file:
-        return int(file.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        fields = file.read().split()
+    return (int(fields[1]) - int(fields[2])) * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
 @dataclass(slots=True)

@@ -200,3 +200,45 @@ def test_the_node_gpus_an_attempt_was_not_given_are_denied_by_its_devices_cgroup
     assert run_shepherd(spool, "cgroup-v1").wait(timeout=60) == 0
     assert (tmp_path / "seen").read_text().split() == ["EPERM", "ENXIO", "EPERM"]
     assert "GPUs 0,2 of the node denied (devices cgroup)" in (spool / "trace").read_text()
+
+
+# Where a cgroup of the attempt's name is left over (an earlier life of the name: a cluster whose
+# state was started again from job 1, a clean-up that could not remove it), and the state that
+# life left in it, which a fresh attempt must not inherit.
+LEFT_OVER = {
+    "cgroup-v1": ("memory", "memory.limit_in_bytes", str(16 * 2**20)),  # 16 MiB
+    "cgroup-v2": ("", "cgroup.freeze", "1"),  # frozen
+}
+
+
+@pytest.mark.parametrize("backend", sorted(LEFT_OVER))
+def test_an_attempt_takes_no_limit_or_state_from_a_cgroup_of_its_name_left_over(tmp_path: Path, backend: str) -> None:
+    from drover.shepherd.containment import v2
+    from drover.shepherd.containment.common import own_cgroup
+
+    why_not = backend_unusable(backend)
+    if why_not:
+        pytest.skip(why_not)
+    controller, knob, value = LEFT_OVER[backend]
+    mount = os.path.join("/sys/fs/cgroup", controller) if controller else v2._mount()
+    own = own_cgroup(controller)
+    assert mount is not None and own is not None
+    left = Path(mount, own.lstrip("/"), f"drover-{CLUSTER}", "6.0.1")
+    left.mkdir(parents=True)
+    try:
+        (left / knob).write_text(value)
+        spool = make_spool(tmp_path, "python3 -c 'b = bytearray(64 * 1024 * 1024); print(len(b))'\n", name="6.0.1")
+        shepherd = run_shepherd(spool, backend)
+        try:
+            assert shepherd.wait(timeout=30) == 0
+        finally:
+            if shepherd.poll() is None:  # hung in the frozen cgroup: thawed, then ended
+                (left / knob).write_text("0")
+                os.killpg(shepherd.pid, signal.SIGKILL)
+                shepherd.wait()
+        assert exit_status(spool)["exit_code"] == 0 and not exit_status(spool)["out_of_memory"]
+    finally:
+        if left.exists():
+            if knob == "cgroup.freeze":
+                (left / knob).write_text("0")
+            left.rmdir()

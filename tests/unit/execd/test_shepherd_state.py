@@ -5,6 +5,7 @@ this test (whose own state is left alone)."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import resource
 import signal
@@ -25,6 +26,10 @@ def verdict_in_child(change: Callable[[], object]) -> str:
         code = 1
         try:
             os.close(read_end)
+            # As in a shepherd, the collector is off: garbage this test's process left (a worker
+            # that ran other tests first) must not be freed between the two measures.
+            gc.collect()
+            gc.disable()
             fitness = Fitness.at_start(without=[])
             change()
             os.write(write_end, (fitness.why_not_again() or "").encode())

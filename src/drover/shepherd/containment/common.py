@@ -81,15 +81,29 @@ def group_name(cluster: str, attempt: str) -> str:
     return os.path.join(f"drover-{cluster}" if cluster else "drover", attempt)
 
 
-def make_dir(parent: str, name: str) -> str | None:
+def make_dir(parent: str, name: str, fresh: bool = True) -> str | None:
     """<parent>/<name> (see group_name), created; None if the hierarchy is not writable. The
     cluster's directory is made if missing; a node daemon that stops removes it when it is empty
-    (remove_cluster_parents), which may happen between the two mkdirs: then once more."""
+    (remove_cluster_parents), which may happen between the two mkdirs: then once more.
+
+    `fresh`: an attempt's cgroup is its own from its first write. One of its name already there
+    was left by an earlier life of the name (a cluster whose state was started again from job 1,
+    a clean-up that could not remove it), and keeps that life's limits and state: a memory limit
+    the attempt did not ask for, a frozen freezer. It is removed and made again; where it cannot
+    be (a process of that life is still in it), None, as for a hierarchy not writable. A slot's
+    cpuset (slots.py) is shared on purpose: `fresh` False takes it as it is."""
     path = os.path.join(parent, name)
     for _ in range(3):
         try:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, exist_ok=not fresh)
             return path
+        except FileExistsError:
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return None
         except FileNotFoundError:
             continue
         except OSError:

@@ -43,7 +43,7 @@ def take(path: str) -> tuple[str, bool] | None:
     if os.path.isdir(path):
         procs = read(os.path.join(path, "cgroup.procs"))
         return (path, False) if procs is not None and not procs.strip() else None
-    made = make_dir(os.path.dirname(path), os.path.basename(path))
+    made = make_dir(os.path.dirname(path), os.path.basename(path), fresh=False)
     return (made, True) if made is not None else None
 
 
