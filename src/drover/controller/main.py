@@ -566,14 +566,10 @@ def _raise_open_files_limit() -> int:
     the soft limit (often 1024) is far below what a busy cluster needs. Returns the limit now."""
     import resource
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):
-            pass
-    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+    from drover.open_files import UNLIMITED_AS, raise_soft_limit
+
+    _, soft = raise_soft_limit()
+    return soft if soft != resource.RLIM_INFINITY else UNLIMITED_AS
 
 
 def _unix_socket(path: str, mode: int) -> socket.socket:

@@ -48,11 +48,14 @@ class ForkServer:
         self._lock = threading.Lock()
 
     @classmethod
-    def start(cls, python: str = sys.executable, warm: int = 0) -> ForkServer:
-        """`warm`: how many shepherds to keep forked ahead of their orders (warm_shepherds.keep_for)."""
+    def start(cls, python: str = sys.executable, warm: int = 0, open_files: int | None = None) -> ForkServer:
+        """`warm`: how many shepherds to keep forked ahead of their orders (warm_shepherds.keep_for).
+        `open_files`: the soft limit of open files each shepherd gets back, where the execd raised
+        its own (open_files.py)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         process = subprocess.Popen(
-            [python, "-m", "drover.execd.forkserver", str(theirs.fileno()), str(warm)],
+            [python, "-m", "drover.execd.forkserver", str(theirs.fileno()), str(warm),
+             *([str(open_files)] if open_files is not None else [])],
             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
         )
         theirs.close()
@@ -110,7 +113,7 @@ class ForkServer:
             self.process.wait()
 
 
-def serve(fd: int, warm_keep: int = 0) -> None:
+def serve(fd: int, warm_keep: int = 0, open_files: int | None = None) -> None:
     from drover.shepherd.containment.common import remember_own_cgroups
     from drover.shepherd.environment import remember_own_account
     from drover.shepherd.main import run  # imported once here, so every fork has it ready
@@ -140,7 +143,7 @@ def serve(fd: int, warm_keep: int = 0) -> None:
     warm = WarmShepherds(warm_keep, ShepherdCalls(run, block_all, discard_pending),
                          lambda: [*server_fds, *lifelines],
                          lambda channel, pid: selector.register(channel, selectors.EVENT_READ, pid),
-                         selector.unregister)
+                         selector.unregister, open_files)
     sock.sendall(b"READY\n")
     buffer = b""
     ended: OrderedDict[int, int] = OrderedDict()  # pid → wait status, of shepherds reaped
@@ -232,4 +235,5 @@ def _wait_reply(pid: int, ended: OrderedDict[int, int]) -> bytes:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+    serve(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0,
+          int(sys.argv[3]) if len(sys.argv) > 3 else None)

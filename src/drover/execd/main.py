@@ -105,9 +105,13 @@ def _serve(args: argparse.Namespace, paths: Paths, options: ExecdSection, site: 
     from drover.execd.forkserver import ForkServer
     from drover.execd.host import host_cpus
     from drover.execd.warm_shepherds import keep_for
+    from drover.open_files import raise_soft_limit
 
+    # A few descriptors per running attempt, here and in the fork server; its shepherds and their
+    # jobs get the limit this daemon was started with back (open_files.py).
+    started_with, _ = raise_soft_limit()
     # A shepherd forked ahead for each free slot, up to a few (warm_shepherds.py).
-    fork_server = ForkServer.start(warm=keep_for(args.cpus or options.cpus or host_cpus()))
+    fork_server = ForkServer.start(warm=keep_for(args.cpus or options.cpus or host_cpus()), open_files=started_with)
     try:
         eventloop.run(_run(args, paths, options, node_options, fork_server, tls, inventory, site))
     finally:

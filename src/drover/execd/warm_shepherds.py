@@ -52,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from drover.execd.shepherd_state import Fitness
+from drover.open_files import set_soft_limit
 
 WARM_IDLE_MAX = 2  # never more warm shepherds idle than this, whatever the node's CPU count
 IDLE = b"IDLE"  # what a shepherd that served its attempt says when it can serve another
@@ -94,8 +95,10 @@ class WarmShepherds:
     may come back."""
 
     def __init__(self, keep: int, calls: ShepherdCalls, server_fds: Callable[[], list[int]],
-                 watch: Callable[[socket.socket, int], object], unwatch: Callable[[socket.socket], object]) -> None:
+                 watch: Callable[[socket.socket, int], object], unwatch: Callable[[socket.socket], object],
+                 open_files: int | None = None) -> None:
         self.keep = keep
+        self._open_files = open_files  # the soft limit a shepherd gets back (open_files.py); None: as it is
         self._calls = calls
         self._server_fds = server_fds  # the fork server's own descriptors, which no shepherd keeps
         self._watch, self._unwatch = watch, unwatch  # the server's selector, for `heard`
@@ -288,7 +291,7 @@ class WarmShepherds:
         it was forked for, if any); never returns."""
         code = 127
         try:
-            prepare_child(close)
+            prepare_child(close, self._open_files)
             # As it will be between attempts: without the lifeline of the order it was forked for.
             fitness = Fitness.at_start(without=[first[1]] if first and first[1] is not None else [])
             while True:
@@ -320,8 +323,12 @@ class WarmShepherds:
             os._exit(code)
 
 
-def prepare_child(close: list[int]) -> None:
-    """What every shepherd forked by the fork server does first, before it knows its attempt."""
+def prepare_child(close: list[int], open_files: int | None = None) -> None:
+    """What every shepherd forked by the fork server does first, before it knows its attempt.
+    `open_files`: the soft limit of open files the node daemon was started with, which it raised
+    for itself and its fork server (open_files.py), and which the shepherd and its job get back."""
+    if open_files is not None:
+        set_soft_limit(open_files)
     gc.disable()  # shepherds live briefly and make no cycles that matter (forkserver.serve)
     os.setsid()  # no signal meant for the fork server's process group or session reaches it
     os.chdir("/")  # where its sequence leaves it after each attempt (shepherd_state.py compares)
