@@ -126,6 +126,8 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
         homes[controller] = home
         if controller == "cpuset":
             continue  # the slot's, below: only once the attempt is sure to be contained here
+        if controller == "pids" and pids_max <= 0 or controller == "devices" and not hidden_gpus:
+            continue  # nothing to limit or deny: a cgroup made and removed for nothing (30 µs each)
         path = make_dir(home, name)
         if path is not None:
             paths[controller] = path
