@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -80,6 +81,32 @@ def test_an_attempt_that_started_and_ended_while_the_controller_was_killed_is_st
     (started,) = [e for e in events if e["kind"] == "started"]
     assert started["attempt"] == 1 and started["time"] == attempt["started_at"], (started, attempt)
     assert started["time"] <= attempt["ended_at"]
+    _ended_once(cluster, [job])
+
+
+def test_an_attempt_in_its_prolog_when_the_controller_comes_back_is_not_started_until_its_job_is(
+        cluster: LocalCluster) -> None:
+    """1. A job's prolog holds it until a gate opens. 2. kill -9 the controller, and start it
+    again: the node's hello names the attempt, its job not started. 3. The job stays dispatched
+    (not running, no start recorded at the hello). 4. The gate opens: the job starts then, once,
+    and its start is after the gate opened."""
+    in_prolog, gate = cluster.workdir / "in-prolog", cluster.workdir / "gate"
+    prolog = cluster.workdir / "prolog.sh"
+    prolog.write_text(f"#!/bin/sh\ntouch {in_prolog}\nwhile [ ! -e {gate} ]; do sleep 0.05; done\n")
+    prolog.chmod(0o755)
+    job = cluster.submit("--prolog", str(prolog), "--", "sleep", "1")
+    wait_until(in_prolog.exists, describe="the job's prolog to run")
+    cluster.kill("controller")
+    cluster.start_controller()
+    cluster.wait_node_up()
+    time.sleep(0.5)  # a start the hello made would be recorded by now
+    assert cluster.drover_json("show", str(job))["state"] == "dispatched"
+    assert "started" not in [e["kind"] for e in cluster.drover_json("events", str(job))]
+    opened = time.time()
+    gate.touch()
+    assert cluster.drover("wait", str(job)).returncode == 0
+    (started,) = [e for e in cluster.drover_json("events", str(job)) if e["kind"] == "started"]
+    assert started["time"] >= opened - 0.05
     _ended_once(cluster, [job])
 
 

@@ -222,7 +222,8 @@ class Attempts:
                 self._start_or_wait(spool, after)
 
     def known(self) -> list[KnownAttempt]:
-        return [KnownAttempt(name, True, moved=live.moved, started_at=live.started_at)
+        return [KnownAttempt(name, True, moved=live.moved, started_at=live.started_at,
+                             job_started=live.started_at is not None or os.path.exists(live.spool.record(layout.JOB_PID)))
                 for name, live in self.live.items()] + [
             KnownAttempt(name, True, promised=True) for name in self.promised] + [
             KnownAttempt(name, False) for name in self.cleanup.known()

@@ -31,6 +31,10 @@ class KnownAttempt(msgspec.Struct):
     # Started in place (StartPromisedNow) on the CPUs the controller gave it then, not those of
     # its order: said of a running attempt, whose Started report may have been lost.
     moved: bool = False
+    # Whether its job has started: False while its shepherd sets it up and runs its prologs (the
+    # job may never start: a prolog that fails, a stop meanwhile), and the node reports Started
+    # when it does. None: a node daemon of an earlier version, which says running of both.
+    job_started: bool | None = None
 
 
 class Hello(msgspec.Struct, tag="hello"):

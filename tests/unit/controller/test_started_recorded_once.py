@@ -182,3 +182,35 @@ def test_a_start_time_a_node_says_is_ahead_of_the_controllers_clock_is_recorded_
     for job in (first[0], second[0]):
         (event,) = started_events(world, job)
         assert event.time <= world.now
+
+
+def test_an_attempt_whose_prologs_run_at_hello_is_not_started_until_its_job_starts(world: World) -> None:
+    """The node says hello while an attempt's shepherd runs its prologs (its job not started):
+    the attempt stays dispatched, and its start is recorded when its node reports it; one whose prolog then fails never gets a start, nor a run time."""
+    world.connect(cpus=2)
+    first, second = world.submit(), world.submit()
+    one, two = world.schedule()
+    world.reload()
+    world.connect(cpus=2, known=[KnownAttempt(one.attempt, True, job_started=False),
+                                 KnownAttempt(two.attempt, True, job_started=False)])
+    for job in (first[0], second[0]):
+        assert world.state.jobs[job].tasks[0].state.value == "dispatched"
+        assert started_events(world, job) == []
+    report(world, Started(one.attempt, 123, STARTED_AT))
+    assert len(started_events(world, first[0])) == 1
+    assert world.state.jobs[first[0]].tasks[0].state.value == "running"
+    report(world, exited(two.attempt, dict(OK, exit_code=None, failure="the prolog failed"), ran=False))
+    assert "started" not in world.event_kinds(second[0]) and world.ended.count(second[0]) == 1
+    (stored,) = world.store.attempts_of(second[0])
+    assert stored.started_at is None
+
+
+def test_an_attempt_of_a_node_of_an_earlier_version_running_at_hello_is_started_there(world: World) -> None:
+    """A node daemon that does not say whether the job started (job_started None) is taken at
+    its word, running, as before."""
+    world.connect()
+    (job,) = world.submit()
+    (order,) = world.schedule()
+    world.reload()
+    world.connect(known=[KnownAttempt(order.attempt, True)])
+    assert world.state.jobs[job].tasks[0].state.value == "running" and len(started_events(world, job)) == 1

@@ -92,6 +92,8 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     known = {item.attempt: item.running for item in hello.attempts}
     started_times = {item.attempt: item.started_at for item in hello.attempts if item.started_at is not None}
     promised = {item.attempt for item in hello.attempts if item.promised}  # held, not started
+    # Its shepherd at work, its prologs running: the job starts (Started) or ends unstarted later.
+    setting_up = {item.attempt for item in hello.attempts if item.job_started is False}
     moved = {item.attempt for item in hello.attempts if item.moved}  # started in place
     tasks = _sent_to(state, node, created)
     # The orders it never got are sent again: their jobs' payloads in one read.
@@ -99,7 +101,7 @@ def on_node_connected(state: ControllerState, hello: Hello, now: float, orders: 
     for job, task in tasks:
         try:
             _reattach(state, outcome, node, job, task, known, promised, now, orders, payloads, moved,
-                      started_times)
+                      started_times, setting_up)
         except Exception as error:  # this job only: the shell fails it; the node's others go on
             outcome.fault(job.id, error, f"taking up its attempts again after node {node.name} said hello")
     # Attempts the node still runs that the controller has given up on (the node was lost for
@@ -149,7 +151,8 @@ def _order_lost(state: ControllerState, node: Node, task: Task, known: dict[str,
 def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, task: Task, known: dict[str, bool],
               promised: set[str], now: float, orders: OrderOptions, payloads: Mapping[int, JobPayload],
               moved: frozenset[str] | set[str] = frozenset(),
-              started_times: Mapping[str, float] | None = None) -> None:
+              started_times: Mapping[str, float] | None = None, setting_up: frozenset[str] | set[str] = frozenset()
+              ) -> None:
     """One task's attempt on a node that said hello: its order sent again, lost or started (a
     promised one the node holds is neither: it starts when the one it follows ends). A promise
     told to start in place whose node has not said it started is told again (the order is
@@ -159,7 +162,10 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
     does not know, on CPUs it came back without, is not sent again: it ends here, never started
     (_end_unstarted_beyond); a promise it holds on such CPUs is taken back; one that started runs
     on where its CPUs are pinned. `started_times`: when the node saw its attempts' jobs start, the
-    start of one whose Started report never reached the store (never later than the hello)."""
+    start of one whose Started report never reached the store (never later than the hello).
+    `setting_up`: the attempts whose shepherds have not started their jobs yet (prologs running):
+    not counted started at the hello, which would record a start, and a run time, of a job that
+    may never run."""
     attempt = state.latest_attempt(task)
     if attempt is None or attempt.node != node.name or not task.state.is_active:
         return
@@ -192,7 +198,8 @@ def _reattach(state: ControllerState, outcome: Outcome, node: Node, job: Job, ta
             lose_attempt(state, outcome, job, task, attempt, now, f"node {node.name} no longer knows the attempt",
                          orders.exits)
             return
-    elif known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised:
+    elif (known[attempt.name] and task.state is JobState.DISPATCHED and attempt.name not in promised
+          and attempt.name not in setting_up):
         node_said = (started_times or {}).get(attempt.name)
         # Its Started report was lost: the start is the node's, where it says when (a node's clock
         # a little ahead puts no start after the hello).
