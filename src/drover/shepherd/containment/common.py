@@ -95,9 +95,14 @@ def make_dir(parent: str, name: str, fresh: bool = True) -> str | None:
     path = os.path.join(parent, name)
     for _ in range(3):
         try:
-            os.makedirs(path, exist_ok=not fresh)
+            try:
+                os.mkdir(path)  # the cluster's directory is there but for the first attempt
+            except FileNotFoundError:
+                os.makedirs(path)
             return path
         except FileExistsError:
+            if not fresh:
+                return path
             try:
                 os.rmdir(path)
             except FileNotFoundError:

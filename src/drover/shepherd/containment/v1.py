@@ -116,14 +116,8 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
            hidden_gpus: list[int] | None = None) -> CgroupV1 | None:
     """`hidden_gpus`: the node's GPUs (their indices, /dev/nvidiaN) the attempt may not open."""
     paths: dict[str, str] = {}
-    homes: dict[str, str] = {}
-    for controller in CONTROLLERS:
-        own = own_cgroup(controller)
-        mount = os.path.join(ROOT, controller)
-        if own is None or not os.path.isdir(mount):
-            continue
-        home = os.path.join(mount, own.lstrip("/"))
-        homes[controller] = home
+    homes = _homes()
+    for controller, home in homes.items():
         if controller == "cpuset":
             continue  # the slot's, below: only once the attempt is sure to be contained here
         if controller == "pids" and pids_max <= 0 or controller == "devices" and not hidden_gpus:
@@ -152,6 +146,24 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
     made.hidden_gpus = hidden
     made.kept = kept
     return made
+
+
+_homes_found: dict[str, str] | None = None
+
+
+def _homes() -> dict[str, str]:
+    """Controller → the caller's own cgroup in its hierarchy, for those mounted here: found once
+    per process (the fork server's, where every shepherd starts), a copy each call."""
+    global _homes_found
+    if _homes_found is None:
+        found = {}
+        for controller in CONTROLLERS:
+            own = own_cgroup(controller)
+            mount = os.path.join(ROOT, controller)
+            if own is not None and os.path.isdir(mount):
+                found[controller] = os.path.join(mount, own.lstrip("/"))
+        _homes_found = found
+    return dict(_homes_found)
 
 
 def _cpuset(paths: dict[str, str], home: str | None, name: str, cpu_ids: list[int]) -> set[str]:
