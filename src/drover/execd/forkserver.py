@@ -115,11 +115,13 @@ class ForkServer:
 
 def serve(fd: int, warm_keep: int = 0, open_files: int | None = None) -> None:
     from drover.shepherd.containment.common import remember_own_cgroups
+    from drover.shepherd.containment.v1 import controller_homes
     from drover.shepherd.environment import remember_own_account
     from drover.shepherd.main import run  # imported once here, so every fork has it ready
     from drover.shepherd.signals import block_all, discard_pending
 
     remember_own_cgroups()  # where every shepherd starts: read once here, not once per attempt
+    controller_homes()  # the same, as paths in each cgroup v1 hierarchy
     remember_own_account()  # the owner of every job of a node daemon that is not root
 
     # Everything imported so far is shared with every shepherd. Keep the collector's hands off

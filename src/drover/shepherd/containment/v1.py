@@ -116,7 +116,7 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
            hidden_gpus: list[int] | None = None) -> CgroupV1 | None:
     """`hidden_gpus`: the node's GPUs (their indices, /dev/nvidiaN) the attempt may not open."""
     paths: dict[str, str] = {}
-    homes = _homes()
+    homes = controller_homes()
     for controller, home in homes.items():
         if controller == "cpuset":
             continue  # the slot's, below: only once the attempt is sure to be contained here
@@ -151,7 +151,7 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
 _homes_found: dict[str, str] | None = None
 
 
-def _homes() -> dict[str, str]:
+def controller_homes() -> dict[str, str]:
     """Controller → the caller's own cgroup in its hierarchy, for those mounted here: found once
     per process (the fork server's, where every shepherd starts), a copy each call."""
     global _homes_found
