@@ -84,8 +84,17 @@ def ran_once_on_allocations(local: LocalCluster, job: int, count: int, prefix: s
         (seen_nodes, seen_outer)
     tries_of = attempts(local, job)
     assert sorted(tries_of) == list(range(1, count + 1))
-    assert all(len(tries) == 1 and tries[0]["node"] in seen_nodes for tries in tries_of.values()), tries_of
+    # A node of an allocation seen: seen itself by the polling above, or one that came and left
+    # between two of its looks (a loaded host), named after an allocation that was seen.
+    assert all(len(tries) == 1 and of_allocation_seen(tries[0]["node"], prefix, seen_outer)
+               for tries in tries_of.values()), (seen_outer, tries_of)
     return seen_outer, seen_nodes, ends
+
+
+def of_allocation_seen(node: str, prefix: str, seen_outer: set[str]) -> bool:
+    """Whether `node` is named `<prefix>-<allocation>-<n>` after one of the allocations seen."""
+    allocation, _, index = node.removeprefix(f"{prefix}-").rpartition("-")
+    return node.startswith(f"{prefix}-") and index.isdigit() and allocation in seen_outer
 
 
 def pid_file_job(workdir: Path) -> tuple[Path, list[str]]:

@@ -160,9 +160,12 @@ class ControllerChannel:
         return unix_connect(address, uri=f"ws://drover{CHANNEL_PATH}", max_size=2**26, ping_interval=20)
 
     async def _serve(self, connection: ClientConnection) -> None:
-        await connection.send(encoder.encode([self.hello()]))
-        self._connection = connection
+        # Taken before the hello is made: what is sent while the hello goes (a job that starts
+        # meanwhile, whose attempt the hello says is not started yet) waits in the queue, and
+        # goes after it, when the writer starts; nothing is dropped between the two.
         self._queue.clear()
+        self._connection = connection
+        await connection.send(encoder.encode([self.hello()]))
         self.on_connect()
         writer = asyncio.get_running_loop().create_task(self._write_forever(connection))
         beats: asyncio.Task[None] | None = None

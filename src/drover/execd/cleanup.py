@@ -69,6 +69,7 @@ from drover.core.job_state import Trigger
 from drover.execd import attempt_records, output_index
 from drover.execd.faults import NO_FAULTS, Faults
 from drover.execd.record_encoding import encoded
+from drover.open_files import with_limit_started_with
 from drover.protocol.node_channel import (
     STAGE_OUT_CHUNK_BYTES,
     ChunkKept,
@@ -442,7 +443,7 @@ class Cleanup:
         record = self._final(spool)
         try:
             process = await asyncio.create_subprocess_exec(
-                self.settings.exit_hook, stdin=asyncio.subprocess.PIPE,
+                *with_limit_started_with([self.settings.exit_hook]), stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
                 env={"PATH": SITE_PATH, "LANG": "C"}, cwd="/",  # the site's script: nothing of the job's
             )

@@ -242,3 +242,38 @@ def test_an_attempt_takes_no_limit_or_state_from_a_cgroup_of_its_name_left_over(
             if knob == "cgroup.freeze":
                 (left / knob).write_text("0")
             left.rmdir()
+
+
+@pytest.mark.parametrize("backend", sorted(LEFT_OVER))
+def test_an_attempt_whose_cgroup_is_left_over_with_a_process_in_it_fails_saying_so(tmp_path: Path, backend: str) -> None:
+    """Where the left-over cgroup cannot be removed (a process of that earlier life is in it),
+    the attempt does not run without its containment: it fails, naming the cgroup, and nothing
+    of it is left in the hierarchy."""
+    from drover.shepherd.containment import v2
+    from drover.shepherd.containment.common import own_cgroup
+
+    why_not = backend_unusable(backend)
+    if why_not:
+        pytest.skip(why_not)
+    controller = "freezer" if backend == "cgroup-v1" else ""
+    mount = os.path.join("/sys/fs/cgroup", controller) if controller else v2._mount()
+    own = own_cgroup(controller)
+    assert mount is not None and own is not None
+    left = Path(mount, own.lstrip("/"), f"drover-{CLUSTER}", "6.0.2")
+    left.mkdir(parents=True)
+    earlier = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        (left / "cgroup.procs").write_text(str(earlier.pid))
+        spool = make_spool(tmp_path, "echo ran\n", name="6.0.2")
+        assert run_shepherd(spool, backend).wait(timeout=30) != 0
+        failure = exit_status(spool)["failure"]
+        assert f"the cgroup {left} is left from an earlier attempt of the name, with processes in it" in failure
+        assert not (tmp_path / "out.txt").exists() or "ran" not in (tmp_path / "out.txt").read_text()
+        made = [os.path.join(where, name) for where, dirs, _ in os.walk("/sys/fs/cgroup") for name in dirs
+                if name == "6.0.2" and f"drover-{CLUSTER}" in where.split(os.sep)]
+        assert made == [str(left)]
+    finally:
+        earlier.kill()
+        earlier.wait()
+        wait_until(lambda: not (left / "cgroup.procs").read_text().strip(), describe="the sleep gone from its cgroup")
+        left.rmdir()

@@ -81,6 +81,10 @@ def group_name(cluster: str, attempt: str) -> str:
     return os.path.join(f"drover-{cluster}" if cluster else "drover", attempt)
 
 
+class LeftOver(RuntimeError):
+    """An attempt's cgroup is there already, with processes in it (make_dir)."""
+
+
 def make_dir(parent: str, name: str, fresh: bool = True) -> str | None:
     """<parent>/<name> (see group_name), created; None if the hierarchy is not writable. The
     cluster's directory is made if missing; a node daemon that stops removes it when it is empty
@@ -89,9 +93,10 @@ def make_dir(parent: str, name: str, fresh: bool = True) -> str | None:
     `fresh`: an attempt's cgroup is its own from its first write. One of its name already there
     was left by an earlier life of the name (a cluster whose state was started again from job 1,
     a clean-up that could not remove it), and keeps that life's limits and state: a memory limit
-    the attempt did not ask for, a frozen freezer. It is removed and made again; where it cannot
-    be (a process of that life is still in it), None, as for a hierarchy not writable. A slot's
-    cpuset (slots.py) is shared on purpose: `fresh` False takes it as it is."""
+    the attempt did not ask for, a frozen freezer. It is removed and made again; where a process
+    of that life is still in it, LeftOver: the attempt fails, saying so, rather than run without
+    the limits its containment would give it. A slot's cpuset (slots.py) is shared on purpose:
+    `fresh` False takes it as it is."""
     path = os.path.join(parent, name)
     for _ in range(3):
         try:
@@ -107,7 +112,10 @@ def make_dir(parent: str, name: str, fresh: bool = True) -> str | None:
                 os.rmdir(path)
             except FileNotFoundError:
                 continue
-            except OSError:
+            except OSError as error:
+                if error.errno == errno.EBUSY:
+                    raise LeftOver(f"the cgroup {path} is left from an earlier attempt of the name, with processes "
+                                   "in it") from None
                 return None
         except FileNotFoundError:
             continue

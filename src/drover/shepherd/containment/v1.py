@@ -10,6 +10,7 @@ import time
 from drover.records import ContainmentRecord
 from drover.shepherd.containment import slots
 from drover.shepherd.containment.common import (
+    LeftOver,
     describe,
     kill_listed,
     limit_pids,
@@ -122,7 +123,13 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
             continue  # the slot's, below: only once the attempt is sure to be contained here
         if controller == "pids" and pids_max <= 0 or controller == "devices" and not hidden_gpus:
             continue  # nothing to limit or deny: a cgroup made and removed for nothing (30 µs each)
-        path = make_dir(home, name)
+        try:
+            # Hierarchies mounted together (one home for two controllers): one cgroup, made once.
+            same = next((path for other, path in paths.items() if homes[other] == home), None)
+            path = same or make_dir(home, name)
+        except LeftOver:
+            _remove_all(paths)
+            raise
         if path is not None:
             paths[controller] = path
     if "freezer" not in paths or "memory" not in paths:
@@ -131,7 +138,11 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
         return None  # without the freezer it cannot kill without races; without memory, v2 is as good
     if memory_mib:
         write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
-    kept = _cpuset(paths, homes.get("cpuset"), name, cpu_ids or [])
+    try:
+        kept = _cpuset(paths, homes.get("cpuset"), name, cpu_ids or [])
+    except LeftOver:
+        _remove_all(paths)
+        raise
     pids_limit = 0
     if "pids" in paths:
         pids_limit = limit_pids(paths["pids"], pids_max)
@@ -148,6 +159,11 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
     return made
 
 
+def _remove_all(paths: dict[str, str]) -> None:
+    for path in paths.values():
+        remove_dir(path)
+
+
 _homes_found: dict[str, str] | None = None
 
 
@@ -156,12 +172,20 @@ def controller_homes() -> dict[str, str]:
     per process (the fork server's, where every shepherd starts), a copy each call."""
     global _homes_found
     if _homes_found is None:
-        found = {}
+        found: dict[str, str] = {}
+        seen: dict[tuple[int, int], str] = {}  # a directory → the first path it was found at
         for controller in CONTROLLERS:
             own = own_cgroup(controller)
-            mount = os.path.join(ROOT, controller)
-            if own is not None and os.path.isdir(mount):
-                found[controller] = os.path.join(mount, own.lstrip("/"))
+            if own is None:
+                continue
+            home = os.path.join(ROOT, controller, own.lstrip("/"))
+            try:
+                where = os.stat(home)
+            except OSError:
+                continue
+            # Two controllers mounted together (cpuset,memory; a link to one hierarchy): one path
+            # for both, so that the attempt's cgroup there is made once (create).
+            found[controller] = seen.setdefault((where.st_dev, where.st_ino), home)
         _homes_found = found
     return dict(_homes_found)
 
@@ -185,7 +209,8 @@ def _cpuset(paths: dict[str, str], home: str | None, name: str, cpu_ids: list[in
             return {"cpuset"}
         if made_now:
             remove_dir(path)
-    own = make_dir(home, name)
+    mounted_together = os.path.join(home, name) in paths.values()  # the cpuset's hierarchy is another's too
+    own = os.path.join(home, name) if mounted_together else make_dir(home, name)
     if own is not None:
         if _pin(own, home, cpu_ids):
             paths["cpuset"] = own
