@@ -144,7 +144,9 @@ def test_a_shepherd_killed_in_a_later_attempt_ends_that_attempt_as_a_lost_one(
     second = make_spool(tmp_path, "echo started > started; sleep 30\n", name="8.0.1")
     again, lifeline = start(server, second)
     assert again == pid
-    wait_until(lambda: (tmp_path / "started").exists(), describe="the second attempt's job to start")
+    # The job may write its file before its shepherd has recorded its pid: both are waited for.
+    wait_until(lambda: (tmp_path / "started").exists() and (second / "job_pid").exists(),
+               describe="the second attempt's job to start, and its pid recorded")
     job = int((second / "job_pid").read_text().split()[0])
     os.kill(pid, signal.SIGKILL)
     over(lifeline)  # at once: the job, still running, does not hold the attempt's lifeline
