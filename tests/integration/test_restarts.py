@@ -8,6 +8,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,6 +52,18 @@ def test_controller_killed_while_jobs_run_and_wait_loses_nothing(cluster: LocalC
     _ended_once(cluster, running + waiting)
 
 
+def held_in_its_prolog(cluster: LocalCluster, *command: str) -> tuple[int, Path]:
+    """A job of `command` whose prolog holds it until the gate (the path returned) exists, once
+    that prolog runs."""
+    in_prolog, gate = cluster.workdir / "in-prolog", cluster.workdir / "gate"
+    prolog = cluster.workdir / "prolog.sh"
+    prolog.write_text(f"#!/bin/sh\ntouch {in_prolog}\nwhile [ ! -e {gate} ]; do sleep 0.05; done\n")
+    prolog.chmod(0o755)
+    job = cluster.submit("--prolog", str(prolog), "--", *command)
+    wait_until(in_prolog.exists, describe="the job's prolog to run")
+    return job, gate
+
+
 def test_an_attempt_that_started_and_ended_while_the_controller_was_killed_is_started_once_before_its_end(
         cluster: LocalCluster) -> None:
     """1. A job's attempt reaches the node, whose prolog holds the job until a gate opens.
@@ -58,12 +71,7 @@ def test_an_attempt_that_started_and_ended_while_the_controller_was_killed_is_st
     hears it (the node's Started report goes to no one; it is not sent again). 4. Restart the
     controller: the node's end report records the attempt's start first, once, at the node's
     start time; its history shows an attempt that started, not one that ended without a start."""
-    in_prolog, gate = cluster.workdir / "in-prolog", cluster.workdir / "gate"
-    prolog = cluster.workdir / "prolog.sh"
-    prolog.write_text(f"#!/bin/sh\ntouch {in_prolog}\nwhile [ ! -e {gate} ]; do sleep 0.05; done\n")
-    prolog.chmod(0o755)
-    job = cluster.submit("--prolog", str(prolog), "--", "echo", "ran")
-    wait_until(in_prolog.exists, describe="the job's prolog to run")
+    job, gate = held_in_its_prolog(cluster, "echo", "ran")
     assert cluster.drover_json("show", str(job))["state"] == "dispatched"
     cluster.kill("controller")
     gate.touch()
@@ -90,12 +98,7 @@ def test_an_attempt_in_its_prolog_when_the_controller_comes_back_is_not_started_
     again: the node's hello names the attempt, its job not started. 3. The job stays dispatched
     (not running, no start recorded at the hello). 4. The gate opens: the job starts then, once,
     and its start is after the gate opened."""
-    in_prolog, gate = cluster.workdir / "in-prolog", cluster.workdir / "gate"
-    prolog = cluster.workdir / "prolog.sh"
-    prolog.write_text(f"#!/bin/sh\ntouch {in_prolog}\nwhile [ ! -e {gate} ]; do sleep 0.05; done\n")
-    prolog.chmod(0o755)
-    job = cluster.submit("--prolog", str(prolog), "--", "sleep", "1")
-    wait_until(in_prolog.exists, describe="the job's prolog to run")
+    job, gate = held_in_its_prolog(cluster, "sleep", "1")
     cluster.kill("controller")
     cluster.start_controller()
     cluster.wait_node_up()
