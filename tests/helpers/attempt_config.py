@@ -14,6 +14,11 @@ from drover.records import JOB_DEFAULTS, AttemptConfig
 # (pytest-xdist's workers, another test run) never share a cgroup; its empty parent goes when the
 # process ends (tests/conftest.py).
 CLUSTER = f"tests{os.getpid()}"
+# What a node daemon adds to every order's config of its own ([execd] options): here only the
+# cluster's tag, which names the attempts' cgroups (drover-<tag>/<attempt>). An order carries
+# none, so a node daemon made in a test without it would put its attempts in drover/<attempt>,
+# the same cgroup as another worker's attempt of that name, and end that one's processes too.
+NODE_OPTIONS: dict[str, Any] = {"cluster": CLUSTER}
 
 
 def attempt_config(root: str, name: str = "7.0.1", job: dict[str, Any] | None = None, **overrides: Any) -> AttemptConfig:

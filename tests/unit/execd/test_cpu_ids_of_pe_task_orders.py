@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from tests.helpers.attempt_config import attempt_config
+from tests.helpers.attempt_config import NODE_OPTIONS, attempt_config
 from tests.helpers.spools import make_spool
 from tests.unit.execd.test_node_promises import Spawner, spawner, until  # noqa: F401  (a fixture)
 
@@ -60,7 +60,7 @@ def test_task_orders_off_the_nodes_or_the_attempts_cpus_start_nothing_and_are_re
 
     async def scenario() -> None:
         sent: list[Any] = []
-        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        tasks = PeTasks(str(root), spawner, sent.append, NODE_OPTIONS, Identities(), None, cpus=2)  # type: ignore[arg-type]
         try:
             # On a host of the job's other than its master's: CPUs the node does not offer.
             for cpu_ids in ["[2]", "[0, 2]", "[65536]", "[" + "9" * 1000 + "]", "[-1]", "[1, 1]"]:
@@ -125,7 +125,7 @@ def test_a_node_back_with_fewer_cpus_runs_tasks_on_those_its_attempts_hold_there
 
     async def scenario() -> None:
         sent: list[Any] = []
-        before = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=4)  # type: ignore[arg-type]
+        before = PeTasks(str(root), spawner, sent.append, NODE_OPTIONS, Identities(), None, cpus=4)  # type: ignore[arg-type]
         try:
             before.start(task_order(work, ELSEWHERE, "1", "[3]", me))  # the job's room on this host: CPU 3
             await until(lambda: len(sent) == 1)
@@ -133,7 +133,7 @@ def test_a_node_back_with_fewer_cpus_runs_tasks_on_those_its_attempts_hold_there
             before.close()
         assert sent[0].exit_status["exit_code"] == 0
         sent.clear()
-        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        tasks = PeTasks(str(root), spawner, sent.append, NODE_OPTIONS, Identities(), None, cpus=2)  # type: ignore[arg-type]
         try:
             tasks.start(task_order(work, MASTER, "1", "[4]", me))
             tasks.start(task_order(work, MASTER, "2", "[1, 3]", me))
@@ -172,7 +172,7 @@ def test_a_refusal_says_at_most_80_characters_of_what_the_order_named(tmp_path: 
 
     async def scenario() -> None:
         sent: list[Any] = []
-        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        tasks = PeTasks(str(root), spawner, sent.append, NODE_OPTIONS, Identities(), None, cpus=2)  # type: ignore[arg-type]
         try:
             tasks.start(task_order(work, ELSEWHERE, "1", "[0]", me, attempt="5.0." + "1" * 100_000,
                                    job_id=int("9" * 4000)))
@@ -200,7 +200,7 @@ def test_the_spawners_clean_up_ends_a_task_left_running_and_removes_its_cgroups(
 
     async def scenario() -> None:
         sent: list[Any] = []
-        tasks = PeTasks(str(root), spawner, sent.append, {}, Identities(), None, cpus=2)  # type: ignore[arg-type]
+        tasks = PeTasks(str(root), spawner, sent.append, NODE_OPTIONS, Identities(), None, cpus=2)  # type: ignore[arg-type]
         try:
             order = task_order(work, ELSEWHERE, "1", "[0]", me)
             tasks.start(msgspec.structs.replace(order, script="#!/bin/bash\nexec sleep 600\n"))

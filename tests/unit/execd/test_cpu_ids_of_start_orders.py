@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.attempt_config import attempt_config
+from tests.helpers.attempt_config import NODE_OPTIONS, attempt_config
 from tests.unit.execd.test_node_promises import Cleanup, Spawner, spawner, until  # noqa: F401  (a fixture)
 
 from drover.execd.attempts import Attempts, cpus_refusal
@@ -72,7 +72,7 @@ def test_an_order_on_cpus_the_node_lacks_starts_nothing_makes_nothing_and_is_rep
 
     async def scenario() -> None:
         cleanup, sent = Cleanup(), []
-        attempts = Attempts(str(root), spawner, sent.append, cleanup, {}, cpus=2)  # type: ignore[arg-type]
+        attempts = Attempts(str(root), spawner, sent.append, cleanup, NODE_OPTIONS, cpus=2)  # type: ignore[arg-type]
         try:
             for cpu_ids in [*hostile_cpus, hostile_cpus[0]]:
                 attempts.start(hostile(config, cpu_ids))

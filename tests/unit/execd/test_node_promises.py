@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.attempt_config import attempt_config
+from tests.helpers.attempt_config import NODE_OPTIONS, attempt_config
 from tests.helpers.spools import make_spool
 
 from drover.execd import attempts as attempts_module
@@ -155,7 +155,7 @@ async def until(condition: Any, timeout: float = 20.0) -> None:
 
 
 def attempts_on(root: Path, spawner: Spawner, cleanup: Cleanup, sent: list[Any], **options: Any) -> Attempts:
-    return Attempts(str(root), spawner, sent.append, cleanup, {}, **options)  # type: ignore[arg-type]
+    return Attempts(str(root), spawner, sent.append, cleanup, NODE_OPTIONS, **options)  # type: ignore[arg-type]
 
 
 def second_cpus(pair: Pair) -> Any:

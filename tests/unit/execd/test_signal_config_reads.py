@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers.attempt_config import attempt_config
+from tests.helpers.attempt_config import NODE_OPTIONS, attempt_config
 
 from drover.execd import attempts as attempts_module
 from drover.execd.attempts import Attempts
@@ -78,7 +78,7 @@ def signals_and_config_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, re
 
     async def signalled() -> None:
         spawner = Spawner()
-        attempts = Attempts(str(root), spawner, [].append, Cleanup(), {})  # type: ignore[arg-type]
+        attempts = Attempts(str(root), spawner, [].append, Cleanup(), NODE_OPTIONS)  # type: ignore[arg-type]
         try:
             config = attempt_config(str(tmp_path), "7.0.1", checkpoint_signal="SIGUSR2", owner="root")
             attempts.start(StartAttempt("7.0.1", config, "true\n"))  # type: ignore[arg-type]
@@ -130,7 +130,7 @@ def test_the_config_a_node_writes_is_handed_to_the_cleanup_as_it_is_in_the_spool
     cleanup = KeepsConfigs()
 
     async def started() -> None:
-        attempts = Attempts(str(root), Spawner(), [].append, cleanup, {"cpus": 2})  # type: ignore[arg-type]
+        attempts = Attempts(str(root), Spawner(), [].append, cleanup, {**NODE_OPTIONS, "cpus": 2})  # type: ignore[arg-type]
         try:
             config = attempt_config(str(tmp_path), "7.0.1", owner="root")
             attempts.start(StartAttempt("7.0.1", config, "true\n"))  # type: ignore[arg-type]
@@ -156,7 +156,7 @@ def test_a_node_gives_an_attempt_a_spare_reserve_where_one_waits(tmp_path: Path)
     inode = os.stat(os.path.join(spares.directory, "6.0.1")).st_ino
 
     async def started() -> None:
-        attempts = Attempts(str(root), Spawner(), [].append, KeepsConfigs(), {},  # type: ignore[arg-type]
+        attempts = Attempts(str(root), Spawner(), [].append, KeepsConfigs(), NODE_OPTIONS,  # type: ignore[arg-type]
                             spares=spares)
         try:
             for name in ("7.0.1", "8.0.1"):
