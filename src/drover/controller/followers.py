@@ -5,26 +5,13 @@ at once instead of walking the promises (handlers/dispatch.schedule asks it each
 
 from __future__ import annotations
 
-import functools
 from collections.abc import ItemsView, Iterator, ValuesView
 
-from drover.core.ids import CACHED_NAME_MAX
+from drover.core.ids import KeptForShortNames
 
 AttemptKey = tuple[int, int, int]  # (job, task index, attempt number): how the attempts are kept
 
 
-def fast_attempt_key(name: str) -> AttemptKey | None:
-    """`_fast_attempt_key`, kept for names no longer than an attempt's as Drover makes them: a
-    report's attempt is looked up by its name a dozen times between its frame's arrival and its
-    commit (its job's group, the node that may speak for it, its task, the samples), so the names
-    of the attempts running now are read once each and kept, bounded; a node's report may name any
-    text, which is read each time rather than kept."""
-    if len(name) > CACHED_NAME_MAX:
-        return _fast_attempt_key.__wrapped__(name)
-    return _fast_attempt_key(name)
-
-
-@functools.lru_cache(maxsize=8192)
 def _fast_attempt_key(name: str) -> AttemptKey | None:
     """An attempt's name (`JOB.INDEX.NUMBER`) as its key, to look it up in memory; None for what is
     no attempt's name. Unpacked by hand: every report and order looks up its attempt, dozens of
@@ -38,6 +25,9 @@ def _fast_attempt_key(name: str) -> AttemptKey | None:
         return int(parts[0]), int(parts[1]), int(parts[2])
     except ValueError:
         return None
+
+
+fast_attempt_key = KeptForShortNames(_fast_attempt_key)
 
 
 class Followers:

@@ -8,6 +8,8 @@ A job that is not an array has one task with index 0.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from drover.core.errors import BadRequest
 from drover.core.limits import MAX_ID, MAX_INDEX
@@ -54,18 +56,29 @@ def job_of_attempt(name: str) -> int | None:
 # shorter (three numbers of at most 19 digits); a node's report may name any text, which is read
 # each time rather than kept.
 CACHED_NAME_MAX = 64
+T = TypeVar("T")
 
 
-def bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
-    """(job, task, attempt) of a name "<job>.<task>.<attempt>" as Drover makes them, or None if it
-    is not one (`_bounded_attempt_key`); each report's name is read several times (its job, its
-    group), so the answers for the names of the attempts running now are kept, bounded."""
-    if len(name) > CACHED_NAME_MAX:
-        return None  # no name within what the store holds is this long
-    return _bounded_attempt_key(name)
+class KeptForShortNames(Generic[T]):
+    """`read`, its answers kept (the 8,192 names used last) for names no longer than
+    CACHED_NAME_MAX: each report's attempt is looked up by its name a dozen times between its
+    frame's arrival and its commit (its job's group, the node that may speak for it, its task, the
+    samples), so the names of the attempts running now are read once each; a longer name, which
+    no attempt Drover makes has, is read each time and never kept."""
+
+    __slots__ = ("read", "_kept")
+
+    def __init__(self, read: Callable[[str], T]) -> None:
+        self.read = read
+        self._kept = functools.lru_cache(maxsize=8192)(read)
+
+    def __call__(self, name: str) -> T:
+        return self._kept(name) if len(name) <= CACHED_NAME_MAX else self.read(name)
+
+    def cache_info(self) -> Any:
+        return self._kept.cache_info()
 
 
-@functools.lru_cache(maxsize=8192)
 def _bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
     """(job, task, attempt) of a name "<job>.<task>.<attempt>" as Drover makes them, or None if it
     is not one: ASCII digits within what the store holds. A node's report may name any text, and
@@ -85,6 +98,9 @@ def _bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
     if 0 < job_id <= MAX_ID and task_index <= MAX_INDEX and attempt <= MAX_ID:
         return job_id, task_index, attempt
     return None
+
+
+bounded_attempt_key = KeptForShortNames(_bounded_attempt_key)
 
 
 def task_name(job_id: int, task_index: int, is_array: bool) -> str:

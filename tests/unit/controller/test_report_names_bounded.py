@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from tests.unit.controller.test_group_commit import OK, Cluster
 
-from drover.controller.followers import _fast_attempt_key, fast_attempt_key
+from drover.controller.followers import fast_attempt_key
 from drover.core.ids import (
     CACHED_NAME_MAX,
-    _bounded_attempt_key,
     bounded_attempt_key,
     parse_attempt_name,
 )
@@ -41,10 +40,10 @@ def test_the_names_kept_between_reports_are_those_of_attempts_drover_could_make(
     length: a long name is read each time, never kept (a thousand names of 1 MiB would otherwise
     hold a GiB)."""
     long_name = "7" * 100_000 + ".0.1"
-    kept = _bounded_attempt_key.cache_info().currsize, _fast_attempt_key.cache_info().currsize
+    kept = bounded_attempt_key.cache_info().currsize, fast_attempt_key.cache_info().currsize
     assert bounded_attempt_key(long_name) is None
-    assert fast_attempt_key(long_name) == _fast_attempt_key.__wrapped__(long_name)  # read, as ever
-    assert (_bounded_attempt_key.cache_info().currsize, _fast_attempt_key.cache_info().currsize) == kept
+    assert fast_attempt_key(long_name) == fast_attempt_key.read(long_name)  # read, as ever
+    assert (bounded_attempt_key.cache_info().currsize, fast_attempt_key.cache_info().currsize) == kept
     assert len(f"{2**63 - 1}.{2**63 - 1}.{2**63 - 1}") <= CACHED_NAME_MAX
 
 
