@@ -4,9 +4,8 @@ against every possible assignment on small inputs."""
 
 from __future__ import annotations
 
-import re
-
 import itertools
+import re
 
 import pytest
 from hypothesis import given
