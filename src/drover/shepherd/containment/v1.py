@@ -133,8 +133,7 @@ def create(name: str, memory_mib: int, cpu_ids: list[int] | None = None, pids_ma
         if path is not None:
             paths[controller] = path
     if "freezer" not in paths or "memory" not in paths:
-        for path in paths.values():
-            remove_dir(path)
+        _remove_all(paths)
         return None  # without the freezer it cannot kill without races; without memory, v2 is as good
     if memory_mib:
         write(os.path.join(paths["memory"], "memory.limit_in_bytes"), str(memory_mib * 1024 * 1024))
