@@ -165,18 +165,22 @@ def order(node: Node, name: str, script: str, cpu_ids: str, after: str | None = 
     return json.dumps([message]).replace('"CPUS"', cpu_ids)
 
 
+# CPU ids a controller taken over may send a node of two CPUs: beyond it, far beyond, one of a
+# thousand digits, negative, and one named twice.
+HOSTILE_CPU_IDS = ["[2]", "[1, 2]", "[65536]", "[" + "9" * 1000 + "]", "[-1]", "[0, 0]"]
+
+
 def test_orders_on_cpus_the_node_lacks_start_nothing_and_are_reported(node: Node) -> None:
     marker = node.work / "refused.ran"
-    hostile = ["[2]", "[1, 2]", "[65536]", "[" + "9" * 1000 + "]", "[-1]", "[0, 0]"]
 
     async def scenario() -> None:
         async with unix_serve(node.serve, node.socket, max_size=2**26):
             node.start_execd(cpus=2)
             await until(lambda: node.hellos(), node, "the node's hello")
             assert node.hellos()[0].cpus == 2
-            for cpu_ids in hostile:
+            for cpu_ids in HOSTILE_CPU_IDS:
                 await node.send(order(node, REFUSED, f"touch {marker}\n", cpu_ids))
-            await until(lambda: len(node.of(Exited, REFUSED)) == len(hostile), node, "a report of each refusal")
+            await until(lambda: len(node.of(Exited, REFUSED)) == len(HOSTILE_CPU_IDS), node, "a report of each refusal")
             for report in node.of(Exited, REFUSED):
                 assert report.exit_status["node_fault"] is True and report.exit_status["exit_code"] is None
                 assert report.exit_status["failure"].startswith("the node refused the order's CPUs: ")
@@ -210,15 +214,14 @@ def test_parallel_task_orders_on_cpus_the_node_lacks_start_nothing_and_are_repor
     """The same of a task of a parallel job on one of its hosts (StartPeTask): each refused before
     anything of it is made, and reported as the task's end; a good task runs after them."""
     marker = node.work / "task.ran"
-    hostile = ["[2]", "[1, 2]", "[65536]", "[" + "9" * 1000 + "]", "[-1]", "[0, 0]"]
 
     async def scenario() -> None:
         async with unix_serve(node.serve, node.socket, max_size=2**26):
             node.start_execd(cpus=2)
             await until(lambda: node.hellos(), node, "the node's hello")
-            for cpu_ids in hostile:
+            for cpu_ids in HOSTILE_CPU_IDS:
                 await node.send(task_order(node, REFUSED, "1", f"#!/bin/bash\nexec touch {marker}\n", cpu_ids))
-            await until(lambda: len(node.of(PeTaskExited, REFUSED)) == len(hostile), node, "a report of each refusal")
+            await until(lambda: len(node.of(PeTaskExited, REFUSED)) == len(HOSTILE_CPU_IDS), node, "a report of each refusal")
             failures = [report.exit_status["failure"] for report in node.of(PeTaskExited, REFUSED)]
             assert all(why.startswith("the node refused the task's CPUs: ") for why in failures), failures
             assert failures[0].endswith("CPU 2 is not one this node offers (it offers CPUs 0 to 1)")

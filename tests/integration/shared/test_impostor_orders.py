@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from tests.helpers.attempt_config import attempt_config
+from tests.helpers.shared_dirs import directory_in_tmp
 from tests.helpers.system_cluster import SystemCluster
 from tests.helpers.system_install import SystemInstall
 from tests.helpers.wait import wait_until
@@ -105,10 +106,8 @@ class Impostor:
 @pytest.fixture
 def evidence() -> Iterator[Path]:
     """Where an order that escaped would write: a directory everyone may write in."""
-    made = Path(tempfile.mkdtemp(prefix="drv-evidence-", dir="/tmp"))
-    os.chmod(made, 0o1777)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
+    with directory_in_tmp("drv-evidence-", 0o1777) as made:
+        yield made
 
 
 def order(name: str, owner: str, evidence: Path, after: str | None = None, script: str = "",

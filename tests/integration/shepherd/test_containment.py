@@ -8,13 +8,12 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from tests.helpers.attempt_config import CLUSTER
-from tests.helpers.attempts import BACKENDS, backend_unusable
+from tests.helpers.attempts import backend_unusable
 from tests.helpers.spools import exit_status, make_spool, usage
 from tests.helpers.wait import wait_until
 
@@ -28,14 +27,6 @@ trap '' TERM; (trap '' TERM; sleep 300) &
 sleep 0.3
 exit 0
 """
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Iterator[str]:
-    why_not = backend_unusable(request.param)
-    if why_not:
-        pytest.skip(why_not)
-    yield request.param
 
 
 def run_shepherd(spool: Path, backend: str) -> subprocess.Popen[bytes]:

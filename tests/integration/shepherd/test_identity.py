@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers.shared_dirs import directory_in_tmp
 from tests.helpers.spools import exit_status, make_spool
 
 
@@ -34,10 +33,8 @@ def job_dir(name: str) -> Path:
 @pytest.fixture
 def tmp_path() -> Iterator[Path]:
     """A spool root the job's owner can traverse (pytest's own tmp_path sits in a 0700 dir)."""
-    root = Path(tempfile.mkdtemp(prefix="drv-spool-", dir="/tmp"))
-    os.chmod(root, 0o711)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with directory_in_tmp("drv-spool-", 0o711) as root:
+        yield root
 
 
 def spool_for(tmp_path: Path, name: str, script: str, **overrides: object) -> Path:

@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers.attempts import BACKENDS, backend_unusable
+from tests.helpers.shared_dirs import directory_in_tmp
 from tests.helpers.spools import exit_status, make_spool, usage
 
 MIB = 1024
@@ -27,21 +25,11 @@ HOLDS_100_MIB = "exec dd if=/dev/zero of=/dev/null bs=100M count=1 status=none\n
 NOTHING = "exec /bin/true\n"
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    why_not = backend_unusable(request.param)
-    if why_not:
-        pytest.skip(why_not)
-    return str(request.param)
-
-
 @pytest.fixture
 def spool_root() -> Iterator[Path]:
     """A spool root another user's job can traverse (pytest's own tmp_path sits in a 0700 dir)."""
-    root = Path(tempfile.mkdtemp(prefix="drv-rss-", dir="/tmp"))
-    os.chmod(root, 0o711)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with directory_in_tmp("drv-rss-", 0o711) as root:
+        yield root
 
 
 def run(spool: Path, backend: str) -> dict[str, object]:

@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import os
 import pwd
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.helpers.shared_dirs import directory_in_tmp
 from tests.helpers.spools import exit_status
 from tests.integration.shepherd.test_identity import spool_for
 
@@ -20,10 +18,8 @@ from tests.integration.shepherd.test_identity import spool_for
 @pytest.fixture
 def root_dir() -> Iterator[Path]:
     """A spool root the owner can traverse, and a file of root's only, the owner may not read."""
-    root = Path(tempfile.mkdtemp(prefix="drv-spool-", dir="/tmp"))
-    os.chmod(root, 0o711)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
+    with directory_in_tmp("drv-spool-", 0o711) as root:
+        yield root
 
 
 def run(spool: Path) -> None:

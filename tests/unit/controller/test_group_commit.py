@@ -433,12 +433,19 @@ def test_a_start_reported_alone_is_committed_with_the_next_frame_that_needs_a_co
     run(tmp_path, body)
 
 
+async def first_start_held(cluster: Cluster) -> tuple[int, int]:
+    """Two jobs submitted and ordered; the first's Started report comes alone, and nothing waits
+    on it: held for company (report_group.may_wait), no commit yet. The two jobs."""
+    first, second = await cluster.submit(2)
+    node, attempt = cluster.orders()[first]
+    cluster.log.clear()
+    cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+    return first, second
+
+
 def test_a_frame_held_alone_is_committed_once_the_hold_is_over(tmp_path: Path) -> None:
     async def body(cluster: Cluster) -> None:
-        first, _ = await cluster.submit(2)
-        node, attempt = cluster.orders()[first]
-        cluster.log.clear()
-        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        first, _ = await first_start_held(cluster)
         await cluster.turn()
         assert not cluster.log
         await asyncio.sleep(report_group.HOLD_S)
@@ -472,10 +479,7 @@ def test_a_frame_held_for_company_is_recorded_at_the_time_it_came(tmp_path: Path
 
 def test_a_request_handles_the_frames_held_before_it(tmp_path: Path) -> None:
     async def body(cluster: Cluster) -> None:
-        first, second = await cluster.submit(2)
-        node, attempt = cluster.orders()[first]
-        cluster.log.clear()
-        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        first, second = await first_start_held(cluster)
         cluster.service.act("cancel", [str(second)], lambda owner, job_id, verb: None)
         assert cluster.commits() == [{first}, {second}]  # the start first, as it came
         assert cluster.state_of(first) == "running"
@@ -488,10 +492,7 @@ def test_a_request_handles_the_frames_held_before_it(tmp_path: Path) -> None:
 
 def test_a_controller_that_stops_records_the_frames_it_held(tmp_path: Path) -> None:
     async def body(cluster: Cluster) -> None:
-        first, _ = await cluster.submit(2)
-        node, attempt = cluster.orders()[first]
-        cluster.log.clear()
-        cluster.service.node_messages(node, [Started(attempt, 10, 1.0)])
+        first, _ = await first_start_held(cluster)
         cluster.service.stop_answering(Unavailable("the controller is shutting down"))
         await cluster.turn()
         assert cluster.commits() == [{first}] and cluster.state_of(first) == "running"
