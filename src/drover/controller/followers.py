@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, ValuesView
 
-from drover.core.ids import KeptForShortNames
+from drover.core.ids import kept_for_short_names
 
 AttemptKey = tuple[int, int, int]  # (job, task index, attempt number): how the attempts are kept
 
@@ -27,7 +27,7 @@ def _fast_attempt_key(name: str) -> AttemptKey | None:
         return None
 
 
-fast_attempt_key = KeptForShortNames(_fast_attempt_key)
+fast_attempt_key = kept_for_short_names(_fast_attempt_key)
 
 
 class Followers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from drover.core.errors import BadRequest
 from drover.core.limits import MAX_ID, MAX_INDEX
@@ -59,24 +59,30 @@ CACHED_NAME_MAX = 64
 T = TypeVar("T")
 
 
-class KeptForShortNames(Generic[T]):
+class KeptForShortNames(Protocol[T]):
+    """A reader of names whose answers are kept for short ones (`kept_for_short_names`)."""
+
+    read: Callable[[str], T]  # the reader itself, never kept
+    cache_info: Callable[[], Any]
+
+    def __call__(self, name: str) -> T: ...
+
+
+def kept_for_short_names(read: Callable[[str], T]) -> KeptForShortNames[T]:
     """`read`, its answers kept (the 8,192 names used last) for names no longer than
     CACHED_NAME_MAX: each report's attempt is looked up by its name a dozen times between its
     frame's arrival and its commit (its job's group, the node that may speak for it, its task, the
     samples), so the names of the attempts running now are read once each; a longer name, which
-    no attempt Drover makes has, is read each time and never kept."""
+    no attempt Drover makes has, is read each time and never kept. A closure, not an object with
+    __call__: it is called dozens of times a job, and a method call costs twice as much."""
+    kept = functools.lru_cache(maxsize=8192)(read)
 
-    __slots__ = ("read", "_kept")
+    def lookup(name: str) -> T:
+        return kept(name) if len(name) <= CACHED_NAME_MAX else read(name)
 
-    def __init__(self, read: Callable[[str], T]) -> None:
-        self.read = read
-        self._kept = functools.lru_cache(maxsize=8192)(read)
-
-    def __call__(self, name: str) -> T:
-        return self._kept(name) if len(name) <= CACHED_NAME_MAX else self.read(name)
-
-    def cache_info(self) -> Any:
-        return self._kept.cache_info()
+    lookup.read = read  # type: ignore[attr-defined]
+    lookup.cache_info = kept.cache_info  # type: ignore[attr-defined]
+    return cast("KeptForShortNames[T]", lookup)
 
 
 def _bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
@@ -100,7 +106,7 @@ def _bounded_attempt_key(name: str) -> tuple[int, int, int] | None:
     return None
 
 
-bounded_attempt_key = KeptForShortNames(_bounded_attempt_key)
+bounded_attempt_key = kept_for_short_names(_bounded_attempt_key)
 
 
 def task_name(job_id: int, task_index: int, is_array: bool) -> str:
