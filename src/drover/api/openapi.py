@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,8 +82,16 @@ def openapi_document(operations: list[Operation]) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "Drover controller API", "version": __version__},
         "paths": paths,
-        "components": {"schemas": components},
+        "components": {"schemas": {name: _dedented(schema) for name, schema in components.items()}},
     }
+
+
+def _dedented(schema: Schema) -> Schema:
+    """A model's description is its docstring; dedented here, since msgspec before 0.23 kept the
+    docstring's indent and later releases remove it, and the document should not depend on which."""
+    if isinstance(schema.get("description"), str):
+        return {**schema, "description": inspect.cleandoc(schema["description"])}
+    return schema
 
 
 def _path_parameters(path: str) -> list[str]:
