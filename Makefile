@@ -16,14 +16,16 @@ define make-venv
 	$(BIN)/python -m pip install --quiet --upgrade pip
 endef
 
-$(STAMP): pyproject.toml
+# constraints.txt holds the versions the tests last passed with: a dependency's new release does
+# not change the checks under a commit that passed them.
+$(STAMP): pyproject.toml constraints.txt
 	$(make-venv)
-	$(BIN)/python -m pip install --quiet -e '.[test,lint,dist]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[test,lint,dist]'
 	@touch $@ $(DEMO_STAMP)
 
-$(DEMO_STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml constraints.txt
 	$(make-venv)
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e .
 	@touch $@
 
 venv: $(STAMP)
