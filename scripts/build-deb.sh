@@ -47,7 +47,9 @@ rm -rf "$work"/src/*.egg-info
 "$PYTHON" -m venv "$stage$VENV"
 pip() { "$stage$VENV/bin/python" -m pip --quiet --disable-pip-version-check "$@"; }
 pip wheel --no-deps --wheel-dir "$work/dist" "$work" || fail 4 "pip could not build Drover's wheel"
-pip install --no-compile "$work"/dist/drover-*.whl || fail 4 "pip could not install Drover and its dependencies"
+# The dependencies at the versions the tests last passed with (constraints.txt), as a
+# dh-virtualenv package pins its requirements.
+pip install --no-compile -c "$SOURCE/constraints.txt" "$work"/dist/drover-*.whl || fail 4 "pip could not install Drover and its dependencies"
 pip uninstall --yes setuptools >/dev/null 2>&1 || true
 pip uninstall --yes pip >/dev/null 2>&1 || true  # the package is updated by dpkg, never by pip
 

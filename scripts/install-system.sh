@@ -60,7 +60,9 @@ pip() { "$PREFIX/bin/python" -m pip --quiet --disable-pip-version-check "$@"; }
 pip wheel --no-deps --wheel-dir "$build/dist" "$build" \
     || fail 4 "pip could not build Drover (is the package index reachable for setuptools?)"
 wheel=$(ls "$build"/dist/drover-*.whl)
-pip install "$wheel" || fail 4 "pip could not install Drover's dependencies (is the package index reachable?)"
+# The dependencies at the versions the tests last passed with (constraints.txt).
+pip install -c "$SOURCE/constraints.txt" "$wheel" \
+    || fail 4 "pip could not install Drover's dependencies (is the package index reachable?)"
 # Drover itself is always replaced by this checkout's build, even when its version number did
 # not change; its dependencies stay as they are when they are there already.
 pip install --no-deps --force-reinstall "$wheel" || fail 4 "pip could not install Drover"
