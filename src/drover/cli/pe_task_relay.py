@@ -27,6 +27,7 @@ class TaskRelay:
     write: dict[str, Callable[[bytes], None]]  # "stdout"/"stderr" → where its output goes
     offsets: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STREAMS, 0))
     away_since: float | None = None  # when the controller stopped answering, while it does not
+    missing_since: float | None = None  # when its node said it does not have the task, while it does
 
     def look(self, api: Client) -> PeTaskInfo | None:
         """Copy what the task wrote since the last look; its record once it has ended and all
@@ -45,8 +46,29 @@ class TaskRelay:
             return None
 
     def _look(self, api: Client) -> PeTaskInfo | None:
+        from drover.core.errors import NotFound
+
         info = api.pe_task(self.job_id, self.petask, task=self.index)
         self.away_since = None
+        try:
+            self._copy_output(api)
+        except NotFound:
+            # Its node does not have it: it refused the task or never got its order (and the
+            # controller is recording its end, failed, with why), or it ended and went with its
+            # attempt. Its record says which; a node that goes on not having a task that runs
+            # by its record is believed after AWAY_S.
+            info = api.pe_task(self.job_id, self.petask, task=self.index)
+            if info.ended_at is not None:
+                return info
+            now = time.monotonic()
+            self.missing_since = self.missing_since or now
+            if now - self.missing_since > AWAY_S:
+                raise
+            return None
+        self.missing_since = None
+        return info if info.ended_at is not None else None
+
+    def _copy_output(self, api: Client) -> None:
         for stream in STREAMS:
             while True:
                 chunk = api.pe_task_output(self.job_id, self.petask, stream, self.offsets[stream], task=self.index)
@@ -54,7 +76,6 @@ class TaskRelay:
                     break
                 self.write[stream](chunk.data)
                 self.offsets[stream] += len(chunk.data)
-        return info if info.ended_at is not None else None
 
     def stop(self, api: Client) -> None:
         api.stop_pe_task(self.job_id, self.petask, task=self.index)

@@ -203,6 +203,7 @@ async def _run(args: argparse.Namespace, paths: Paths, options: ExecdSection, no
         [args.socket] if args.socket else options.controllers() or [api_socket(paths)],
         hello=lambda: Hello(node, cpus, memory, attempts.known(), gres=list(inventory.gres),
                             features=list(inventory.features), pe_task_attempts=pe_tasks.attempts(),
+                            pe_tasks=pe_tasks.known(),
                             ends_at=attempts.leaving_at if attempts.leaving_at is not None else options.ends_at,
                             starts_in_place=True),
         on_connect=on_connect,

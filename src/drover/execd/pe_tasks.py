@@ -85,6 +85,11 @@ class PeTasks:
         """The attempts whose tasks run here (said in each hello)."""
         return sorted({task.attempt for task in self.live.values()})
 
+    def known(self) -> list[str]:
+        """The tasks this node knows, "<attempt>/<petask>" (said in each hello): those running,
+        and those whose end is reported until the controller acknowledges it (refusals too)."""
+        return sorted(f"{attempt}/{petask}" for attempt, petask in {*self.live, *self.unacked})
+
     def task_dir(self, attempt: str, petask: str) -> str | None:
         if not layout.is_attempt_name(attempt) or not PETASK_ID.fullmatch(petask):
             return None

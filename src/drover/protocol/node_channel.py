@@ -49,6 +49,11 @@ class Hello(msgspec.Struct, tag="hello"):
     # The attempts whose parallel tasks run on the node (execd/pe_tasks.py): the controller stops
     # those of an attempt that no longer runs.
     pe_task_attempts: list[str] = []
+    # The parallel tasks the node knows ("<attempt>/<petask>"): those running, and those whose end
+    # it reports until the controller acknowledges it. The controller records the end of any
+    # other it sent the node (its order, or its refusal, was lost with a connection or a node
+    # daemon), so the task's caller is not left waiting. None: a node daemon of an earlier version.
+    pe_tasks: list[str] | None = None
     # When the node goes away for good (Unix time): a node inside an outer scheduler's allocation
     # (`drover alloc`) says when the allocation ends; the controller starts nothing there that
     # would run past it. None: it stays.

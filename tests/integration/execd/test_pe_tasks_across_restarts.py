@@ -8,8 +8,11 @@ counted once in its job's accounting."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from tests.helpers.cluster import LocalCluster, log_tails
 from tests.helpers.wait import wait_until
@@ -97,6 +100,51 @@ def test_a_task_runs_on_while_its_node_daemon_restarts_and_its_end_is_heard(tmp_
         _the_task_is_recorded_and_counted(cluster, job, tmp_path)
         wait_until(lambda: not (cluster.spool / f"{job}.0.1").exists(), timeout=30,
                    describe="the task's spool removed")
+    except BaseException:
+        print(log_tails(cluster.state_dir))
+        raise
+    finally:
+        assert not cluster.stop()
+
+
+def test_a_task_whose_order_died_with_its_node_daemon_fails_and_its_caller_stops_waiting(tmp_path: Path) -> None:
+    """The node daemon is stopped (SIGSTOP) while the controller sends it a task's order, and
+    killed before it reads it: the order is gone with its socket. The daemon started again
+    does not know the task, so the controller ends it, failed; its caller prints why and
+    returns non-zero, and the job goes on to its end."""
+    cluster = LocalCluster(cpus=2, config_toml=CONFIG)
+    try:
+        cluster.start()
+        # The job starts its task only once the node daemon is stopped.
+        (tmp_path / "task.py").write_text(TASK)
+        script = (f'while [ ! -e {tmp_path / "start"} ]; do sleep 0.05; done; '
+                  f'{sys.executable} -m drover task start "$DROVER_NODE" -- {sys.executable} {tmp_path / "task.py"} '
+                  f'{tmp_path} 2> {tmp_path / "said"}; echo "status $?" > {tmp_path / "caller"}')
+        job = cluster.submit("--pe", "mpi", "2", "--", "bash", "-c", script)
+        def shown() -> dict[str, Any]:
+            found = cluster.drover_json("show", str(job))
+            return found[0] if isinstance(found, list) else found  # type: ignore[no-any-return]
+
+        wait_until(lambda: shown()["state"] == "running", timeout=60, describe="the job to run")
+        assert cluster.execd is not None
+        os.killpg(cluster.execd.pid, signal.SIGSTOP)
+        (tmp_path / "start").touch()
+
+        def recorded() -> list[dict[str, object]]:
+            (attempt,) = shown()["tasks"][0]["attempts"]
+            return attempt["pe_tasks"]  # type: ignore[no-any-return]
+
+        wait_until(lambda: len(recorded()) == 1, timeout=60, describe="the task's record, before its order goes")
+        time.sleep(0.5)  # the order is written to the stopped daemon's socket
+        cluster.kill("execd")  # kill -9, and the order with it
+        cluster.start_execd()
+        wait_until(lambda: (tmp_path / "caller").exists(), timeout=60, describe="the task's caller to return")
+        assert (tmp_path / "caller").read_text().strip() == "status 1"
+        assert "does not know the task: its order, or its refusal, was lost" in (tmp_path / "said").read_text()
+        assert not (tmp_path / "running").exists()  # it never ran
+        (found,) = recorded()
+        assert found["ended_at"] is not None and "was lost" in str(found["failure"]), found
+        assert cluster.drover("wait", str(job), timeout=90).returncode == 0
     except BaseException:
         print(log_tails(cluster.state_dir))
         raise

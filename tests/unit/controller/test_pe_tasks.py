@@ -358,3 +358,27 @@ def test_a_node_saying_hello_with_tasks_of_an_attempt_that_ended_meanwhile_is_to
     restarted = pe_tasks.PeTasks(channels, lambda: 5.0)  # knows nothing of the first job's tasks
     restarted.node_connected(world.state, "n2", [order.attempt, other_order.attempt, "not.an.attempt"])
     assert channels.sent == [("n2", StopPeTasks(order.attempt))]
+
+
+def test_a_task_its_node_does_not_know_at_its_hello_ends_failed_and_one_it_knows_runs_on(
+        world: World) -> None:  # noqa: F811
+    """The order of task 1 never reached n2 (the connection it went on was gone, or the node
+    daemon died holding it or its refusal): n2's hello does not name it, so it ends, failed, and
+    its caller stops waiting. Task 2 runs there (or its end waits for its acknowledgement): it is
+    named, and left alone. A node of an earlier version names none: nothing is ended."""
+    _two_nodes(world)
+    job, order, attempt = _started(world, "4")
+    tasks = pe_tasks.PeTasks(_Channels(), lambda: 5.0)
+    for argv in (["true"], ["sleep", "60"]):
+        _start(world, tasks, attempt, "n2", argv, order)
+    assert tasks.node_connected(world.state, "n2", [attempt.name], None) == []
+    assert tasks.node_connected(world.state, "n1", [], []) == []  # neither was sent to n1
+    (lost,) = tasks.node_connected(world.state, "n2", [attempt.name], [f"{attempt.name}/2"])
+    assert (lost.attempt, lost.petask) == (attempt.name, "1")
+    assert lost.exit_status["failure"] == "node n2 does not know the task: its order, or its refusal, was lost"
+    _end(world, tasks, "n2", lost)  # recorded as the node daemon's own report would be
+    record = pe_tasks.find(_stored(world, job), "1")
+    assert record["ended_at"] is not None and record["exit"] is not None and record["exit"]["exit_code"] is None
+    assert pe_tasks.find(_stored(world, job), "2")["ended_at"] is None
+    assert tasks.node_connected(world.state, "n2", [], []) == [
+        PeTaskExited(attempt.name, "2", pe_tasks.lost_on("n2"))]  # 1 is no longer waited for

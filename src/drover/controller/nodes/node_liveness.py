@@ -65,8 +65,13 @@ class NodeLiveness:
                                             self.settings.heartbeat_s),
                   Scope(nodes=frozenset({hello.node}), per_job=True))
         self.shell.event_logs.node_connected(hello.node, self.shell.store)  # the event logs it writes catch up
-        # The orders for its tasks it missed while away, and the stops of tasks of ended attempts.
-        self.shell.pe_tasks.node_connected(self.shell.state, hello.node, hello.pe_task_attempts)
+        # The orders for its tasks it missed while away, and the stops of tasks of ended attempts;
+        # the ends of the tasks sent there that it does not know, recorded as any task's end.
+        for lost in self.shell.pe_tasks.node_connected(self.shell.state, hello.node, hello.pe_task_attempts,
+                                                       hello.pe_tasks):
+            log.warning("node %s does not know task %s of attempt %s: it ends, failed", hello.node, lost.petask,
+                        lost.attempt)
+            self._pe_task_ended(hello.node, lost)
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:

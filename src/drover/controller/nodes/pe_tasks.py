@@ -45,7 +45,7 @@ from drover.protocol.node_channel import (
     StartPeTask,
     StopPeTasks,
 )
-from drover.records import AttemptOrder, PeTaskRecord
+from drover.records import AttemptOrder, ExitStatus, PeTaskRecord
 
 KEEP_STOPPED_S = 600.0  # how long a stopped attempt's tasks are waited for (their usage is counted)
 MAX_TASKS = 10_000  # per attempt: a runaway loop of qrsh -inherit is refused past it
@@ -246,11 +246,19 @@ class PeTasks:
         if len(missed) < MAX_TASKS:
             missed.append(order)
 
-    def node_connected(self, state: ControllerState, node: str, running: Sequence[str]) -> None:
+    def node_connected(self, state: ControllerState, node: str, running: Sequence[str],
+                       known: Sequence[str] | None = None) -> list[PeTaskExited]:
         """A node that missed orders for its tasks while it was away gets them now, in order; and
         the stop of every attempt that no longer runs whose tasks run there (`running`, from its
         hello) or have not all reported their end: again, for a node whose daemon restarted, and
-        for the first time, for an attempt that ended while this controller was away."""
+        for the first time, for an attempt that ended while this controller was away.
+
+        Returned: the ends of the tasks sent to the node that it does not know (`known`, from its
+        hello: those it runs, and those whose end it has yet to see acknowledged). Each task's
+        order is sent once, after its record is committed, on the node's channel of then, so one
+        the node does not know at its next hello never arrived there, or its refusal was lost with
+        a node daemon that died before sending it: it will not run, and its caller, waiting for
+        its end, learns that it failed. None (a node daemon of an earlier version): no such end."""
         for order in self.missed.pop(node, []):
             self.channels.send(node, order)
         stale = {name for name, watched in self.watched.items()
@@ -264,6 +272,19 @@ class PeTasks:
                 stale.add(name)
         for name in sorted(stale):
             self.channels.send(node, StopPeTasks(name))
+        if known is None:
+            return []
+        told = set(known)
+        return [PeTaskExited(name, petask, lost_on(node))
+                for name, watched in sorted(self.watched.items())
+                for petask, host in sorted(watched.running.items(), key=lambda item: int(item[0]))
+                if host == node and f"{name}/{petask}" not in told]
+
+
+def lost_on(node: str) -> ExitStatus:
+    """The end of a task its node never ran, or whose refusal never came."""
+    return {"exit_code": None, "signal": None, "timed_out": False, "terminated": False, "out_of_memory": False,
+            "failure": f"node {node} does not know the task: its order, or its refusal, was lost"}
 
 
 def _live(state: ControllerState, job_id: int, index: int, number: int) -> bool:
