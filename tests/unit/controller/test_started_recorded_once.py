@@ -10,7 +10,7 @@ from typing import Any
 from tests.helpers.controller_world import OK, World
 
 from drover.controller.handlers.node_reports import on_reports
-from drover.protocol.node_channel import Exited, Exiting, KnownAttempt, Started
+from drover.protocol.node_channel import Exited, Exiting, KnownAttempt, Started, Welcome
 from drover.records import ExitStatus, Usage
 
 STARTED_AT, ENDED_AT = 900.5, 901.5  # the node's times, before the controller's clock (1000 on)
@@ -214,3 +214,25 @@ def test_an_attempt_of_a_node_of_an_earlier_version_running_at_hello_is_started_
     world.reload()
     world.connect(known=[KnownAttempt(order.attempt, True)])
     assert world.state.jobs[job].tasks[0].state.value == "running" and len(started_events(world, job)) == 1
+
+
+def test_a_node_that_names_another_nodes_attempt_at_its_hello_changes_nothing_of_it(world: World) -> None:
+    """A node taken over says hello naming an attempt sent to another node, as running with its
+    job started, or as set up and promised: the attempt stays as its own node left it, with no
+    start recorded; the hostile node is not told to stop it either (it runs elsewhere)."""
+    world.connect("n1", cpus=1)
+    (job,) = world.submit()
+    (order,) = world.schedule()
+    assert order.config["node"] == "n1"
+    before = len(world.sent)
+    world.connect("n2", cpus=1, known=[KnownAttempt(order.attempt, True, started_at=world.now, job_started=True,
+                                                    moved=True)])
+    task = world.state.jobs[job].tasks[0]
+    assert task.state.value == "dispatched" and started_events(world, job) == []
+    (attempt,) = [a for a in world.state.attempts.values() if a.job_id == job]
+    assert attempt.node == "n1" and attempt.started_at is None
+    assert not [s for s in world.sent[before:] if s.node == "n2" and not isinstance(s.message, Welcome)]
+    world.started(order.attempt, node="n2")  # nor does its report of the start count
+    assert task.state.value == "dispatched" and started_events(world, job) == []
+    world.started(order.attempt, node="n1")
+    assert task.state.value == "running" and len(started_events(world, job)) == 1
