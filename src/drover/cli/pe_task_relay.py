@@ -53,12 +53,15 @@ class TaskRelay:
         try:
             self._copy_output(api)
         except NotFound:
-            # Its node does not have it: it refused the task or never got its order (and the
-            # controller is recording its end, failed, with why), or it ended and went with its
-            # attempt. Its record says which; a node that goes on not having a task that runs
-            # by its record is believed after AWAY_S.
+            # Its node does not have it, or could not read its output. Where the task never
+            # started there (its node refused it, or never got its order), its record says so
+            # once the controller has its end, failed, with why: there is no output to copy.
+            # Where it ran, its output not copied is an error, as before. A node that goes on
+            # answering so of a task that runs by its record is believed after AWAY_S.
             info = api.pe_task(self.job_id, self.petask, task=self.index)
             if info.ended_at is not None:
+                if info.failure is None:
+                    raise
                 return info
             now = time.monotonic()
             self.missing_since = self.missing_since or now

@@ -1,8 +1,8 @@
 """Following a parallel job's task (cli/pe_task_relay.py) when its node does not have it: the
-node refused it or never got its order, and the controller records its end (failed, with why),
-or it ended and its directory went with its attempt. The caller gets the task's record, not the
-node's "not on this node"; a node that goes on not having a task whose record says it runs is
-believed after AWAY_S."""
+node refused it or never got its order, and the controller records its end (failed, with why).
+The caller gets the task's record, not the node's "not on this node"; a node that goes on not
+having a task whose record says it runs is believed after AWAY_S; the output of a task that ran
+not copied is an error still."""
 
 from __future__ import annotations
 
@@ -57,6 +57,15 @@ def test_a_node_that_goes_on_not_having_a_running_task_is_believed_in_the_end(mo
     now[0] += pe_task_relay.AWAY_S + 1
     with pytest.raises(NotFound, match="not on this node"):
         relay.look(Controller([RUNNING], None))  # type: ignore[arg-type]
+
+
+def test_the_output_of_a_task_that_ran_not_copied_is_an_error_still() -> None:
+    """A task that ran (no failure to start) whose node answers a read of its output with an
+    error: the caller says so, rather than return the task's status without its output."""
+    ended = PeTaskInfo(job_id=7, task=0, attempt=1, petask="1", host="n2", argv=["true"], started_at=1.0,
+                       ended_at=2.0, exit_code=0, exit_status=0)
+    with pytest.raises(NotFound):
+        _relay([]).look(Controller([ended], None))  # type: ignore[arg-type]
 
 
 def test_output_is_copied_and_an_ended_task_is_returned_once_all_of_it_is() -> None:

@@ -382,3 +382,19 @@ def test_a_task_its_node_does_not_know_at_its_hello_ends_failed_and_one_it_knows
     assert pe_tasks.find(_stored(world, job), "2")["ended_at"] is None
     assert tasks.node_connected(world.state, "n2", [], []) == [
         PeTaskExited(attempt.name, "2", pe_tasks.lost_on("n2"))]  # 1 is no longer waited for
+
+
+def test_a_task_whose_start_was_never_committed_is_not_waited_for_after_a_hello(world: World) -> None:  # noqa: F811
+    """The commit of a task's start failed (the store refused it), so its record is not the
+    attempt's; the node's hello does not name it either: its made-up end finds no record, and it
+    is no longer waited for, so the next hello ends nothing."""
+    _two_nodes(world)
+    job, order, attempt = _started(world, "4")
+    tasks = pe_tasks.PeTasks(_Channels(), lambda: 5.0)
+    _start(world, tasks, attempt, "n2", ["true"], order)
+    attempt.pe_tasks.clear()  # as the attempt put back from the store holds it
+    (lost,) = tasks.node_connected(world.state, "n2", [attempt.name], [])
+    world.run(tasks.ended(world.state, attempt, "n2", lost))
+    assert tasks.node_connected(world.state, "n2", [attempt.name], []) == []
+    tasks.still_running(lost, "n2")  # its end's commit refused: waited for again
+    assert tasks.node_connected(world.state, "n2", [attempt.name], []) == [lost]

@@ -84,6 +84,8 @@ class NodeChannels:
         return list(self._channels)
 
     async def close_all(self) -> None:
+        """Close every node's channel, so each node says hello again. A node whose channel closed
+        first may be back, on a new channel, while the others close: that one is kept."""
         for channel in list(self._channels.values()):
             await channel.close()
-        self._channels.clear()
+            self.detach(channel)

@@ -71,7 +71,8 @@ class NodeLiveness:
                                                        hello.pe_tasks):
             log.warning("node %s does not know task %s of attempt %s: it ends, failed", hello.node, lost.petask,
                         lost.attempt)
-            self._pe_task_ended(hello.node, lost)
+            if not self._pe_task_ended(hello.node, lost):
+                self.shell.pe_tasks.still_running(lost, hello.node)
         return previous
 
     def node_messages(self, node: str, messages: list[NodeMessage]) -> None:
@@ -182,13 +183,14 @@ class NodeLiveness:
             except Exception:
                 log.exception("checking for lost nodes failed")
 
-    def _pe_task_ended(self, node: str, message: PeTaskExited) -> None:
+    def _pe_task_ended(self, node: str, message: PeTaskExited) -> bool:
         """A task's end, recorded with its attempt (pe_tasks.PeTasks.ended); an ended job's
         attempt is no longer in the working set, and is read from the store. A commit refused
-        is not acknowledged: the node sends the report again when it reconnects."""
+        is not acknowledged: the node sends the report again when it reconnects. False: it was
+        refused."""
         key = bounded_attempt_key(message.attempt)
         if key is None:
-            return  # no attempt Drover could have made: a job number of 20 digits overflowed the store's query
+            return True  # no attempt Drover could have made: a job number of 20 digits overflowed the store's query
         job_id, index, number = key
 
         def handler() -> Outcome:
@@ -199,6 +201,8 @@ class NodeLiveness:
             self.shell.run(handler, Scope(jobs=frozenset({job_id})))
         except DroverError as fault:
             log.error("the end of task %s of %s is not recorded yet: %s", message.petask, message.attempt, fault)
+            return False
+        return True
 
     def _kept(self, node: str, message: NodeMessage) -> bool:
         """Staged-out files are on disk before they are acknowledged. Files that cannot be kept

@@ -193,6 +193,9 @@ class PeTasks:
         outcome.send(node, Ack([f"{message.attempt}/{message.petask}"], PE_TASK_ACK))
         message = reported_text.cleaned(message)  # its failure is shown as an attempt's is
         record = _record(attempt, message.petask) if attempt is not None else None
+        watched = self.watched.get(attempt.name) if attempt is not None else None
+        if record is None and watched is not None and watched.running.get(message.petask) == node:
+            watched.running.pop(message.petask)  # its start was never committed: not waited for
         if attempt is None or record is None or record["host"] != node:
             return outcome
         if record["ended_at"] is None:
@@ -200,12 +203,18 @@ class PeTasks:
             if attempt.exit is not None:  # the attempt's record is made: the task is added to it
                 attempt.usage = pe_usage.fold(attempt.usage, pe_usage.uncounted(attempt.pe_tasks))
             outcome.changes.attempt(attempt)
-        watched = self.watched.get(attempt.name)
         if watched is not None:
             watched.running.pop(message.petask, None)
         if not _live(state, attempt.job_id, attempt.index, attempt.number):
             outcome.send(node, StopPeTasks(attempt.name))  # its directories on the node go
         return outcome
+
+    def still_running(self, lost: PeTaskExited, node: str) -> None:
+        """The end of a task its node does not know was not committed: it is waited for again, so
+        the node's next hello ends it."""
+        watched = self.watched.get(lost.attempt)
+        if watched is not None:
+            watched.running.setdefault(lost.petask, node)
 
     def stopping(self, message: object) -> None:
         """An order to a node: when it stops an attempt, its tasks are stopped at once on every
