@@ -3,7 +3,6 @@ in their own process groups with logs in the cluster's state directory."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from drover.client import Client
 from drover.config import Paths, cluster_tag
 from drover.spool import layout
 from drover.spool.process import is_alive, read_pid_record
+from tests.helpers.cgroups_left import remove_cgroups_of
 from tests.helpers.wait import wait_until
 
 
@@ -178,22 +178,10 @@ class LocalCluster:
             end_attempt(spool)
 
 
-CGROUP_ROOTS = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified", *(f"/sys/fs/cgroup/{c}" for c in
-                                                             ("freezer", "memory", "cpuacct", "cpuset", "cpu,cpuacct")))
-
-
 def remove_cluster_cgroups(tag: str) -> None:
     """The cluster's parent cgroups (drover-TAG in each hierarchy), once its attempts' are gone:
     a test leaves no cgroup behind. Only empty ones are removed (rmdir refuses the others)."""
-    for root in CGROUP_ROOTS:
-        top = Path(root) / f"drover-{tag}"
-        if not top.is_dir():
-            continue
-        for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
-        with contextlib.suppress(OSError):
-            top.rmdir()
+    remove_cgroups_of(tag)
 
 
 def serve(request: Any, local: LocalCluster, start: Callable[[LocalCluster], None] | None = None

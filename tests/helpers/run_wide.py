@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.helpers import system_install as installer
+from tests.helpers.cgroups_left import remove_cgroups_of
 from tests.helpers.system_install import InstallUnavailable, SystemInstall
 
 RUN_DIR_VARIABLE = "DROVER_TEST_RUN_DIR"
@@ -67,27 +68,9 @@ def finish() -> None:
 
 
 def remove_own_cgroups(tag: str) -> None:
-    """rmdir the empty cgroups drover-<tag> (and below) that this process's shepherds made
-    beneath its own cgroup, in every hierarchy (v2, and each v1 controller's)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return
-    for line in lines:
-        _, controllers, own = line.split(":", 2)
-        names = [c.removeprefix("name=") for c in controllers.split(",") if c]
-        mounts = [Path("/sys/fs/cgroup") / name for name in names] if names else \
-            [Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")]
-        for mount in mounts:
-            top = mount / own.lstrip("/") / f"drover-{tag}"
-            if not top.is_dir():
-                continue
-            for directory in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts),
-                                    reverse=True):
-                with contextlib.suppress(OSError):
-                    directory.rmdir()
-            with contextlib.suppress(OSError):
-                top.rmdir()
+    """rmdir the empty cgroups drover-<tag> (and below) that this process's shepherds made,
+    in every hierarchy (v2, and each v1 controller's)."""
+    remove_cgroups_of(tag)
 
 
 def system_install() -> tuple[SystemInstall, bool]:
