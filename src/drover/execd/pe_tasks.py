@@ -79,15 +79,22 @@ class PeTasks:
         self.live: dict[tuple[str, str], LiveTask] = {}
         self.stopped: set[str] = set()  # attempts whose tasks were told to stop
         self.unacked: dict[tuple[str, str], PeTaskExited] = {}  # ends reported, not yet recorded by the controller
+        # An attempt directory recover() could not read: the tasks in it, running or not, are
+        # not known here, so the hello names none (known() is None) rather than have the
+        # controller end tasks that may run on.
+        self.unread: set[str] = set()
         self._loop = asyncio.get_running_loop()
 
     def attempts(self) -> list[str]:
         """The attempts whose tasks run here (said in each hello)."""
         return sorted({task.attempt for task in self.live.values()})
 
-    def known(self) -> list[str]:
+    def known(self) -> list[str] | None:
         """The tasks this node knows, "<attempt>/<petask>" (said in each hello): those running,
-        and those whose end is reported until the controller acknowledges it (refusals too)."""
+        and those whose end is reported until the controller acknowledges it (refusals too).
+        None where a directory of tasks could not be read when the node daemon started."""
+        if self.unread:
+            return None
         return sorted(f"{attempt}/{petask}" for attempt, petask in {*self.live, *self.unacked})
 
     def task_dir(self, attempt: str, petask: str) -> str | None:
@@ -349,7 +356,12 @@ class PeTasks:
             attempt_dir = os.path.join(self.root, name)
             try:
                 petasks = [entry.name for entry in os.scandir(attempt_dir) if PETASK_ID.fullmatch(entry.name)]
-            except OSError:
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # removed meanwhile, or no directory
+            except OSError as error:
+                log.error("attempt %s: its tasks' directory cannot be read (%s): the tasks of no attempt are "
+                          "named to the controller until the node daemon starts again", name, error)
+                self.unread.add(name)
                 continue
             for petask in sorted(petasks, key=int):
                 self._recover_task(LiveTask(name, petask, layout.SpoolDir(attempt_dir, petask), 0))

@@ -10,7 +10,10 @@ import os
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from drover import eventloop
+from drover.execd import pe_tasks
 from drover.execd.attempts import Spawner
 from drover.execd.identities import Identities
 from drover.execd.pe_tasks import PeTasks
@@ -57,3 +60,32 @@ def test_a_task_whose_shepherd_wrote_its_usage_apart_is_reported_with_it(tmp_pat
     write_json(earlier.record(layout.EXIT_STATUS), {**OK, "exit_code": 4})
     (ended,) = reported_at_start(tmp_path)
     assert ended.exit_status == {**OK, "exit_code": 4} and ended.usage == USAGE
+
+
+def test_a_node_that_could_not_read_a_directory_of_tasks_names_none_at_its_hello(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hello names the tasks the node knows, and the controller ends, failed, each task sent
+    there that it does not name: a node daemon that could not read an attempt's directory of
+    tasks when it started (an I/O error) does not know whether they run, so it names none."""
+    write_json(task_dir(tmp_path, "1").record(layout.EXIT_STATUS), OK)
+    os.makedirs(tmp_path / "8.0.1" / "1")
+    scandir = os.scandir
+
+    def failing(path: str) -> Any:
+        if os.path.basename(path) == "8.0.1":
+            raise OSError(5, "Input/output error")
+        return scandir(path)
+
+    known: list[list[str] | None] = []
+
+    async def scenario() -> None:
+        tasks = PeTasks(str(tmp_path), cast(Spawner, None), lambda message: None, cast(Any, {}), Identities(), None)
+        tasks.recover()
+        await asyncio.sleep(0)
+        known.append(tasks.known())
+        tasks.close()
+
+    eventloop.run(scenario())
+    monkeypatch.setattr(pe_tasks.os, "scandir", failing)
+    eventloop.run(scenario())
+    assert known == [["7.0.1/1", "8.0.1/1"], None]
